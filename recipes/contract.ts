@@ -1,0 +1,70 @@
+/**
+ * The port the recipes need from a backend, and the view of a session they work through.
+ * Recipes import only this file and their siblings; they never know which backend runs them.
+ */
+
+export type SessionState = 'connected' | 'suspended' | 'lost' | 'closed';
+
+/** One contender in a queue. Lives exactly as long as the session that created it. */
+export interface Entry {
+  /** The queue (validated lock name) the entry belongs to. */
+  readonly queue: string;
+  /** Backend-specific full key: a znode path, an etcd key, a memory key. Unique for all time. */
+  readonly key: string;
+  /** What the entry asks for: `lock`, `read`, `write`, `candidate`, ... */
+  readonly kind: string;
+  /** Server order within the queue (ZooKeeper sequence, etcd create revision). */
+  readonly order: bigint;
+  /** Strictly increases across successive holders of one queue, even if the queue is re-created. */
+  readonly fencingToken: bigint;
+}
+
+export interface Enqueued {
+  readonly entry: Entry;
+  /** The queue as it stood right after the entry was added, sorted by order. */
+  readonly queue: readonly Entry[];
+}
+
+export interface Backend {
+  /** Append an entry tied to this session; safe against a lost reply (never two entries). */
+  enqueue(queue: string, kind: string): Promise<Enqueued>;
+  /** A fresh snapshot of the queue, sorted by order. */
+  list(queue: string): Promise<readonly Entry[]>;
+  /** Resolves once `entry` is deleted (at once if it already is); rejects with `signal.reason`. */
+  waitGone(entry: Entry, signal: AbortSignal): Promise<void>;
+  /** Deletes our own entry: retried until done or the session is gone; idempotent. */
+  withdraw(entry: Entry): Promise<void>;
+  /** Does the entry still exist and belong to this session? */
+  confirm(entry: Entry): Promise<boolean>;
+}
+
+/** What the session keeps for every granted entry, so that loss and close reach the holder. */
+export interface Hold {
+  readonly entry: Entry;
+  /** Ownership is in doubt: abort the holder's signal with this reason. */
+  lose(reason: Error): void;
+  /** Give the entry back (used by `close()`). */
+  release(): Promise<void>;
+}
+
+export type StateListener = (state: SessionState, previous: SessionState) => void;
+
+export interface Session {
+  readonly id: string;
+  readonly state: SessionState;
+  /** Aborts when the session is lost or closed; its reason is a `SessionLostError` or `ClosedError`. */
+  readonly signal: AbortSignal;
+  on(event: 'state', listener: StateListener): this;
+  off(event: 'state', listener: StateListener): this;
+  close(): Promise<void>;
+  /** @internal The backend the recipes talk to. */
+  readonly backend: Backend;
+  /** @internal Starts an operation that `close()` waits for; throws if the session cannot take work. */
+  enter(): () => void;
+  /** @internal Registers a granted entry; the returned function unregisters it. */
+  hold(hold: Hold): () => void;
+}
+
+export function isSession(value: unknown): value is Session {
+  return typeof value === 'object' && value !== null && 'backend' in value && 'hold' in value && 'enter' in value;
+}

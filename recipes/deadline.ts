@@ -1,0 +1,43 @@
+import { LockTimeoutError } from './errors.js';
+
+export interface Deadline {
+  /** Aborts when the caller's signal aborts, the session ends, or the time runs out. */
+  readonly signal: AbortSignal;
+  /** Removes every listener and timer this deadline installed. */
+  dispose(): void;
+}
+
+/**
+ * One deadline for a whole wait (not a fresh timeout per pass), combining the caller's signal, the
+ * session's signal and the timeout. Listeners are removed on dispose so that long-lived signals
+ * (the session's) do not accumulate one listener per acquisition.
+ */
+export function deadline(what: string, timeoutMs: number | undefined, signals: readonly (AbortSignal | undefined)[]): Deadline {
+  const controller = new AbortController();
+  const cleanups: (() => void)[] = [];
+  const dispose = (): void => {
+    for (const cleanup of cleanups.splice(0)) cleanup();
+  };
+  for (const source of signals) {
+    if (source === undefined) continue;
+    if (source.aborted) {
+      controller.abort(source.reason);
+      break;
+    }
+    const onAbort = (): void => {
+      controller.abort(source.reason);
+      dispose();
+    };
+    source.addEventListener('abort', onAbort, { once: true });
+    cleanups.push(() => source.removeEventListener('abort', onAbort));
+  }
+  if (timeoutMs !== undefined && !controller.signal.aborted) {
+    const timer = setTimeout(() => {
+      controller.abort(new LockTimeoutError(what, timeoutMs));
+      dispose();
+    }, timeoutMs);
+    cleanups.push(() => clearTimeout(timer));
+  }
+  if (controller.signal.aborted) dispose();
+  return { signal: controller.signal, dispose };
+}

@@ -1,0 +1,91 @@
+/**
+ * The error classes are the recipes' language: backends map their client failures onto them, by
+ * code or class, never by message text. Every error has a stable `code` for programs and a message
+ * for people; `cause` carries the underlying failure where there is one.
+ */
+export class BatonError extends Error {
+  readonly code: string;
+
+  constructor(message: string, code = 'BATON_ERROR', options?: { cause?: unknown }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+  }
+
+  override get name(): string {
+    return this.constructor.name;
+  }
+}
+
+/** The wait for a lock or leadership ran out of time; the waiter's entry was withdrawn. */
+export class LockTimeoutError extends BatonError {
+  readonly timeoutMs: number;
+
+  constructor(what: string, timeoutMs: number) {
+    super(`timed out after ${timeoutMs} ms waiting for ${what}`, 'LOCK_TIMEOUT');
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/** Ownership can no longer be guaranteed: the session was lost or closed, or the entry vanished. */
+export class LockLostError extends BatonError {
+  constructor(what: string, options?: { cause?: unknown }) {
+    super(`${what} is no longer held: ownership cannot be guaranteed`, 'LOCK_LOST', options);
+  }
+}
+
+/** The session expired, or the client-side deadline passed before the server was heard again. */
+export class SessionLostError extends BatonError {
+  constructor(message = 'the session was lost', options?: { cause?: unknown }) {
+    super(message, 'SESSION_LOST', options);
+  }
+}
+
+/** A lock name that the rules reject; thrown before anything reaches the server. */
+export class InvalidNameError extends BatonError {
+  readonly value: unknown;
+
+  constructor(value: unknown, reason: string) {
+    super(`invalid name ${describe(value)}: ${reason}`, 'INVALID_NAME');
+    this.value = value;
+  }
+}
+
+/** An option or argument of the wrong type or range; thrown before anything reaches the server. */
+export class InvalidArgumentError extends BatonError {
+  readonly value: unknown;
+
+  constructor(what: string, value: unknown, allowed: string) {
+    super(`invalid ${what} ${describe(value)}: expected ${allowed}`, 'INVALID_ARGUMENT');
+    this.value = value;
+  }
+}
+
+/** A release or resign of something this caller does not hold (wrong session, too many releases). */
+export class NotHeldError extends BatonError {
+  constructor(message: string) {
+    super(message, 'NOT_HELD');
+  }
+}
+
+/** The session was closed by its owner; nothing more can be started on it. */
+export class ClosedError extends BatonError {
+  constructor(message = 'the session is closed') {
+    super(message, 'CLOSED');
+  }
+}
+
+/** The backend failed in a way the recipes cannot repair (a server error, an unexpected reply). */
+export class BackendError extends BatonError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, 'BACKEND_ERROR', options);
+  }
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value);
+  if (typeof value === 'bigint') return `${value}n`;
+  if (typeof value === 'number' || typeof value === 'boolean' || value === null || value === undefined) {
+    return String(value);
+  }
+  return `of type ${Array.isArray(value) ? 'array' : typeof value}`;
+}

@@ -1,0 +1,89 @@
+import type { Backend, Entry, Session } from './contract.js';
+import type { Decide } from './decide.js';
+import { deadline } from './deadline.js';
+import { ClosedError, LockLostError, SessionLostError } from './errors.js';
+import type { WaitOptions } from './validate.js';
+
+export interface QueueRequest {
+  readonly session: Session;
+  readonly queue: string;
+  readonly kind: string;
+  readonly decide: Decide;
+  /** For messages: `lock "payments/settlement"`. */
+  readonly what: string;
+}
+
+/** Throws if the session can no longer take work: closed or lost. */
+export function assertUsable(session: Session): void {
+  if (session.state === 'closed') throw new ClosedError();
+  if (session.state === 'lost') throw new SessionLostError();
+}
+
+/**
+ * The one waiting loop for every recipe: enqueue, decide, watch the blocker, decide again. On any
+ * give-up (timeout, abort, session end, error) our own entry is withdrawn before the promise settles.
+ * Resolves with the granted entry.
+ */
+export async function waitForTurn(request: QueueRequest, options: WaitOptions): Promise<Entry> {
+  const { session, what } = request;
+  assertUsable(session);
+  options.signal?.throwIfAborted();
+  const leave = session.enter();
+  const wait = deadline(what, options.timeoutMs, [options.signal, session.signal]);
+  try {
+    // The enqueue is never abandoned half way: a create in flight must finish so that we can delete it.
+    const { entry, queue } = await session.backend.enqueue(request.queue, request.kind);
+    try {
+      await waitBehind(session.backend, request, entry, queue, wait.signal);
+      wait.signal.throwIfAborted();
+      return entry;
+    } catch (error) {
+      await session.backend.withdraw(entry);
+      throw error;
+    }
+  } finally {
+    wait.dispose();
+    leave();
+  }
+}
+
+/** Enqueue and take the lock only if nothing blocks it right away; otherwise withdraw. Never waits. */
+export async function tryTurn(request: QueueRequest): Promise<Entry | null> {
+  const { session } = request;
+  assertUsable(session);
+  const leave = session.enter();
+  try {
+    const { entry, queue } = await session.backend.enqueue(request.queue, request.kind);
+    if (!queue.some((e) => e.key === entry.key) || request.decide(queue, entry) !== null || session.signal.aborted) {
+      await session.backend.withdraw(entry);
+      return null;
+    }
+    return entry;
+  } finally {
+    leave();
+  }
+}
+
+async function waitBehind(
+  backend: Backend,
+  request: QueueRequest,
+  self: Entry,
+  initial: readonly Entry[],
+  signal: AbortSignal,
+): Promise<void> {
+  let snapshot = initial;
+  for (;;) {
+    signal.throwIfAborted();
+    if (!snapshot.some((e) => e.key === self.key)) {
+      throw new LockLostError(request.what, { cause: new Error('our queue entry vanished while waiting') });
+    }
+    const blocker = request.decide(snapshot, self);
+    if (blocker === null) return;
+    await backend.waitGone(blocker, signal);
+    // Entries only ever leave the part of the queue ahead of us, and new ones join behind us. So if
+    // nothing else in our last listing blocked us, the blocker's departure makes it our turn.
+    const rest = snapshot.filter((e) => e.key !== blocker.key);
+    if (request.decide(rest, self) === null) return;
+    snapshot = await backend.list(request.queue);
+  }
+}

@@ -1,0 +1,59 @@
+import { InvalidArgumentError, InvalidNameError } from './errors.js';
+
+const SEGMENT = /^[A-Za-z0-9._-]+$/;
+export const MAX_NAME_LENGTH = 256;
+/** setTimeout fires at once for anything larger, so larger timeouts are refused rather than shortened. */
+export const MAX_TIMEOUT_MS = 2_147_483_647;
+
+/**
+ * A lock name is one or more `/`-separated segments of `[A-Za-z0-9._-]`. Segments may not be `.` or
+ * `..`, and may not start with `_c_`, which would make a lock directory look like a queue entry.
+ */
+export function validateName(name: unknown): string {
+  if (typeof name !== 'string') throw new InvalidNameError(name, 'a name must be a string');
+  if (name.length === 0) throw new InvalidNameError(name, 'a name must not be empty');
+  if (name.length > MAX_NAME_LENGTH) {
+    throw new InvalidNameError(name, `a name is at most ${MAX_NAME_LENGTH} characters (got ${name.length})`);
+  }
+  for (const segment of name.split('/')) {
+    if (segment === '') {
+      throw new InvalidNameError(name, 'empty path segment (leading, trailing or double "/")');
+    }
+    if (segment === '.' || segment === '..') throw new InvalidNameError(name, `segment "${segment}" is not allowed`);
+    if (!SEGMENT.test(segment)) {
+      throw new InvalidNameError(name, 'segments may contain only A-Z, a-z, 0-9, ".", "_" and "-"');
+    }
+    if (segment.startsWith('_c_')) throw new InvalidNameError(name, 'segments may not start with "_c_"');
+  }
+  return name;
+}
+
+export interface WaitOptions {
+  /** Give up after this many milliseconds (0 = do not wait at all). Omit to wait without a limit. */
+  readonly timeoutMs?: number | undefined;
+  /** Give up when this signal aborts; the promise rejects with `signal.reason`. */
+  readonly signal?: AbortSignal | undefined;
+}
+
+export function validateWaitOptions(options: unknown): WaitOptions {
+  if (options === undefined) return {};
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new InvalidArgumentError('options', options, 'an object such as { timeoutMs, signal }');
+  }
+  const { timeoutMs, signal } = options as Record<string, unknown>;
+  return { timeoutMs: validateTimeout(timeoutMs), signal: validateSignal(signal) };
+}
+
+export function validateTimeout(value: unknown, what = 'timeoutMs'): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > MAX_TIMEOUT_MS) {
+    throw new InvalidArgumentError(what, value, `a finite number of milliseconds from 0 to ${MAX_TIMEOUT_MS}`);
+  }
+  return value;
+}
+
+export function validateSignal(value: unknown): AbortSignal | undefined {
+  if (value === undefined) return undefined;
+  if (!(value instanceof AbortSignal)) throw new InvalidArgumentError('signal', value, 'an AbortSignal');
+  return value;
+}

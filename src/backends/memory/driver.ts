@@ -1,0 +1,80 @@
+import type { Entry, Enqueued } from '../../../recipes/contract.js';
+import { ClosedError, SessionLostError } from '../../../recipes/errors.js';
+import type { Driver, DriverEvents } from '../driver.js';
+import type { MemoryStore } from './store.js';
+
+/** A session on an in-process store. Same contract as the server backends, for demos and unit tests. */
+export class MemoryDriver implements Driver {
+  readonly id: string;
+  readonly #store: MemoryStore;
+  #status: 'open' | 'lost' | 'closed' = 'open';
+  #listener: DriverEvents['status'] = () => undefined;
+
+  constructor(store: MemoryStore) {
+    this.#store = store;
+    this.id = store.newSessionId();
+  }
+
+  onStatus(listener: DriverEvents['status']): void {
+    this.#listener = listener;
+  }
+
+  async enqueue(queue: string, kind: string): Promise<Enqueued> {
+    await this.#turn();
+    const entry = this.#store.add(queue, kind, this.id);
+    return { entry, queue: this.#store.list(queue) };
+  }
+
+  async list(queue: string): Promise<readonly Entry[]> {
+    await this.#turn();
+    return this.#store.list(queue);
+  }
+
+  async waitGone(entry: Entry, signal: AbortSignal): Promise<void> {
+    await this.#turn();
+    signal.throwIfAborted();
+    if (this.#store.get(entry.queue, entry.key) === undefined) return;
+    await new Promise<void>((resolve, reject) => {
+      const onAbort = (): void => {
+        unwatch();
+        reject(signal.reason);
+      };
+      const unwatch = this.#store.watch(entry.key, () => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      });
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  async withdraw(entry: Entry): Promise<void> {
+    await Promise.resolve();
+    if (this.#status !== 'open') return; // the entries went with the session
+    if (this.#store.get(entry.queue, entry.key)?.owner === this.id) this.#store.remove(entry.queue, entry.key);
+  }
+
+  async confirm(entry: Entry): Promise<boolean> {
+    await this.#turn();
+    return this.#store.get(entry.queue, entry.key)?.owner === this.id;
+  }
+
+  /** Test helper: the server side ends the session, as a ZooKeeper expiry or an etcd lease revoke would. */
+  expire(): void {
+    if (this.#status !== 'open') return;
+    this.#status = 'lost';
+    this.#store.removeOwnedBy(this.id);
+    this.#listener('lost', new SessionLostError('the memory session was expired'));
+  }
+
+  async close(): Promise<void> {
+    if (this.#status === 'open') this.#store.removeOwnedBy(this.id);
+    this.#status = 'closed';
+  }
+
+  /** Every call yields once, as a network call would, so callers never rely on synchronous effects. */
+  async #turn(): Promise<void> {
+    await Promise.resolve();
+    if (this.#status === 'lost') throw new SessionLostError('the memory session was expired');
+    if (this.#status === 'closed') throw new ClosedError();
+  }
+}

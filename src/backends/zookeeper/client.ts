@@ -1,0 +1,70 @@
+import zookeeper from 'node-zookeeper-client';
+import { BackendError } from '../../../recipes/errors.js';
+
+export type ZkClient = zookeeper.Client;
+export type ZkStat = zookeeper.Stat;
+export const ZkCode = zookeeper.Exception;
+/** Everyone may do everything: the default until ACL policies arrive (the security issue). */
+const OPEN_ACL: zookeeper.ACL[] = (zookeeper.ACL as unknown as { OPEN_ACL_UNSAFE: zookeeper.ACL[] }).OPEN_ACL_UNSAFE;
+
+/** The numeric ZooKeeper error code of a client failure (or of its `cause`), or undefined. */
+export function zkCode(error: unknown): number | undefined {
+  if (error instanceof zookeeper.Exception) return error.getCode();
+  if (error instanceof Error && error.cause !== undefined) return zkCode(error.cause);
+  return undefined;
+}
+
+export function isCode(error: unknown, ...codes: number[]): boolean {
+  const code = zkCode(error);
+  return code !== undefined && codes.includes(code);
+}
+
+/** A ZooKeeper long (jute serialises it as 8 big-endian bytes) as a bigint. */
+export function zkLong(value: unknown): bigint {
+  if (Buffer.isBuffer(value) && value.length === 8) return value.readBigUInt64BE(0);
+  throw new BackendError(`unexpected ZooKeeper long ${String(value)}`);
+}
+
+/** Promise adapters; requests are queued in call order, so two calls made back to back are pipelined. */
+export function create(client: ZkClient, path: string, mode: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    client.create(path, Buffer.alloc(0), OPEN_ACL, mode, (error, created) =>
+      error ? reject(error) : resolve(created),
+    );
+  });
+}
+
+export function getChildren(client: ZkClient, path: string): Promise<{ children: string[]; stat: ZkStat }> {
+  return new Promise((resolve, reject) => {
+    client.getChildren(path, (error, children, stat) => (error ? reject(error) : resolve({ children, stat })));
+  });
+}
+
+export function exists(client: ZkClient, path: string): Promise<ZkStat | null> {
+  return new Promise((resolve, reject) => {
+    client.exists(path, (error, stat) => (error ? reject(error) : resolve(stat ?? null)));
+  });
+}
+
+export function remove(client: ZkClient, path: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    client.remove(path, -1, (error) => (error ? reject(error) : resolve()));
+  });
+}
+
+export function mkdirp(client: ZkClient, path: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    client.mkdirp(path, (error) => (error ? reject(error) : resolve()));
+  });
+}
+
+/** Reads the node and, only if it exists, leaves a watch on it (getData sets none on a missing node). */
+export function watchData(client: ZkClient, path: string, watcher: (event: zookeeper.Event) => void): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    client.getData(path, watcher, (error) => {
+      if (error === null || error === undefined) resolve(true);
+      else if (isCode(error, zookeeper.Exception.NO_NODE)) resolve(false);
+      else reject(error);
+    });
+  });
+}

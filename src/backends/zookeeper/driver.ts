@@ -1,0 +1,280 @@
+import { randomUUID } from 'node:crypto';
+import zookeeper from 'node-zookeeper-client';
+import type { Entry, Enqueued } from '../../../recipes/contract.js';
+import { BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
+import type { Driver, DriverEvents } from '../driver.js';
+import { create, exists, getChildren, isCode, mkdirp, remove, watchData, ZkCode, zkLong, type ZkClient } from './client.js';
+import { entriesFromListing, entryPrefix, parseEntryName } from './names.js';
+
+export interface ZkDriverOptions {
+  /** `host:port,host:port` */
+  readonly hosts: string;
+  /** Absolute znode path every queue lives under, e.g. `/baton`. */
+  readonly namespace: string;
+  readonly sessionTimeoutMs: number;
+  readonly connectTimeoutMs: number;
+}
+
+/** Counters for tests and benchmarks: how many watch notifications this process received. */
+export const zkCounters = { notifications: 0 };
+
+interface Waiter {
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+const MAX_PARENT_RETRIES = 10;
+
+/** The ZooKeeper backend on node-zookeeper-client: one client (one ZooKeeper session) per driver. */
+export class ZkDriver implements Driver {
+  readonly id: string;
+  readonly sessionTimeoutMs: number;
+  readonly #client: ZkClient;
+  readonly #namespace: string;
+  readonly #sessionId: bigint;
+  readonly #waiters = new Map<string, Set<Waiter>>();
+  #status: 'open' | 'lost' | 'closed' = 'open';
+  #listener: DriverEvents['status'] = () => undefined;
+
+  static async open(options: ZkDriverOptions): Promise<ZkDriver> {
+    const client = zookeeper.createClient(options.hosts, {
+      sessionTimeout: options.sessionTimeoutMs,
+      spinDelay: 100,
+      retries: 0,
+    });
+    await connected(client, options);
+    return new ZkDriver(client, options);
+  }
+
+  private constructor(client: ZkClient, options: ZkDriverOptions) {
+    this.#client = client;
+    this.#namespace = options.namespace;
+    this.#sessionId = zkLong(client.getSessionId());
+    this.id = this.#sessionId.toString(16).padStart(16, '0');
+    this.sessionTimeoutMs = client.getSessionTimeout();
+    client.on('state', (state) => this.#onState(state));
+  }
+
+  onStatus(listener: DriverEvents['status']): void {
+    this.#listener = listener;
+  }
+
+  /** The directory that holds a queue's entries. */
+  dir(queue: string): string {
+    return `${this.#namespace}/${queue}`;
+  }
+
+  async enqueue(queue: string, kind: string): Promise<Enqueued> {
+    const dir = this.dir(queue);
+    const uuid = randomUUID();
+    const prefix = entryPrefix(dir, uuid, kind);
+    for (let attempt = 0; ; attempt += 1) {
+      this.#assertOpen();
+      // Sent back to back on one connection: the listing is processed after the create and shows it.
+      const [created, listed] = await Promise.allSettled([
+        create(this.#client, prefix, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL),
+        getChildren(this.#client, dir),
+      ]);
+      if (created.status === 'fulfilled') {
+        const listing =
+          listed.status === 'fulfilled'
+            ? listed.value
+            : await this.#retry(() => getChildren(this.#client, dir));
+        return this.#enqueued(queue, dir, created.value, listing.children, zkLong(listing.stat.czxid));
+      }
+      if (isCode(created.reason, ZkCode.NO_NODE) && attempt < MAX_PARENT_RETRIES) {
+        await this.#retry(() => mkdirp(this.#client, dir));
+        continue;
+      }
+      if (!isCode(created.reason, ZkCode.CONNECTION_LOSS)) throw this.#map(created.reason);
+      const adopted = await this.#findOwn(queue, dir, uuid);
+      if (adopted !== undefined) return adopted;
+      await backoff(attempt);
+    }
+  }
+
+  async list(queue: string): Promise<readonly Entry[]> {
+    const dir = this.dir(queue);
+    try {
+      const { children, stat } = await this.#retry(() => getChildren(this.#client, dir));
+      return entriesFromListing(queue, dir, children, zkLong(stat.czxid));
+    } catch (error) {
+      if (isCode(error, ZkCode.NO_NODE)) return [];
+      throw error;
+    }
+  }
+
+  waitGone(entry: Entry, signal: AbortSignal): Promise<void> {
+    signal.throwIfAborted();
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = (): void => {
+        this.#waiters.get(entry.key)?.delete(waiter);
+        reject(signal.reason);
+      };
+      const waiter: Waiter = {
+        resolve: () => {
+          signal.removeEventListener('abort', onAbort);
+          resolve();
+        },
+        reject: (error) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(error);
+        },
+      };
+      const waiters = this.#waiters.get(entry.key) ?? new Set<Waiter>();
+      const first = waiters.size === 0;
+      this.#waiters.set(entry.key, waiters);
+      waiters.add(waiter);
+      signal.addEventListener('abort', onAbort, { once: true });
+      if (first) this.#arm(entry.key);
+    });
+  }
+
+  async withdraw(entry: Entry): Promise<void> {
+    for (let attempt = 0; this.#status === 'open'; attempt += 1) {
+      try {
+        await remove(this.#client, entry.key);
+        return;
+      } catch (error) {
+        if (isCode(error, ZkCode.NO_NODE, ZkCode.SESSION_EXPIRED)) return;
+        if (!isCode(error, ZkCode.CONNECTION_LOSS)) throw this.#map(error);
+        await backoff(attempt);
+      }
+    }
+  }
+
+  async confirm(entry: Entry): Promise<boolean> {
+    const stat = await this.#retry(() => exists(this.#client, entry.key));
+    return stat !== null && zkLong(stat.ephemeralOwner) === this.#sessionId;
+  }
+
+  async close(): Promise<void> {
+    if (this.#status === 'closed') return;
+    const wasOpen = this.#status === 'open';
+    this.#status = 'closed';
+    this.#failWaiters(new ClosedError());
+    if (!wasOpen) return;
+    const closed = new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, Math.min(this.sessionTimeoutMs, 5_000));
+      this.#client.once('disconnected', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    this.#client.close();
+    await closed;
+  }
+
+  /** After a lost create reply: our node, if the create reached the server, carries our uuid. */
+  async #findOwn(queue: string, dir: string, uuid: string): Promise<Enqueued | undefined> {
+    const listing = await this.#retry(() => getChildren(this.#client, dir));
+    const mine = listing.children.find((child) => parseEntryName(child)?.uuid === uuid);
+    if (mine === undefined) return undefined;
+    const stat = await this.#retry(() => exists(this.#client, `${dir}/${mine}`));
+    if (stat === null) return undefined;
+    if (zkLong(stat.ephemeralOwner) !== this.#sessionId) {
+      throw new BackendError(`znode ${dir}/${mine} carries our uuid but belongs to another session`);
+    }
+    return this.#enqueued(queue, dir, `${dir}/${mine}`, listing.children, zkLong(listing.stat.czxid));
+  }
+
+  #enqueued(queue: string, dir: string, path: string, children: readonly string[], czxid: bigint): Enqueued {
+    const entries = entriesFromListing(queue, dir, children, czxid);
+    const entry = entries.find((e) => e.key === path);
+    if (entry === undefined) throw new BackendError(`created ${path} but the listing of ${dir} does not show it`);
+    return { entry, queue: entries };
+  }
+
+  /** Sets one server watch per watched path, shared by every local waiter on that path. */
+  #arm(path: string): void {
+    const onEvent = (event: zookeeper.Event): void => {
+      zkCounters.notifications += 1;
+      if (event.getType() === zookeeper.Event.NODE_DELETED) this.#wake(path);
+      else if (this.#waiters.has(path)) this.#arm(path);
+    };
+    this.#retry(() => watchData(this.#client, path, onEvent)).then(
+      (present) => {
+        if (!present) this.#wake(path);
+      },
+      (error: unknown) => this.#failPath(path, error),
+    );
+  }
+
+  #wake(path: string): void {
+    const waiters = this.#waiters.get(path);
+    this.#waiters.delete(path);
+    for (const waiter of waiters ?? []) waiter.resolve();
+  }
+
+  #failPath(path: string, error: unknown): void {
+    const waiters = this.#waiters.get(path);
+    this.#waiters.delete(path);
+    for (const waiter of waiters ?? []) waiter.reject(error);
+  }
+
+  #failWaiters(error: unknown): void {
+    for (const path of [...this.#waiters.keys()]) this.#failPath(path, error);
+  }
+
+  /**
+   * Retries a request that failed only because the connection dropped (the client queues it until it
+   * has reconnected); any other failure is mapped onto the recipes' errors, keeping the code in `cause`.
+   */
+  async #retry<T>(request: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt += 1) {
+      this.#assertOpen();
+      try {
+        return await request();
+      } catch (error) {
+        if (!isCode(error, ZkCode.CONNECTION_LOSS)) throw this.#map(error);
+        await backoff(attempt);
+      }
+    }
+  }
+
+  #onState(state: zookeeper.State): void {
+    if (this.#status !== 'open') return;
+    if (state === zookeeper.State.SYNC_CONNECTED) this.#listener('connected');
+    else if (state === zookeeper.State.DISCONNECTED) this.#listener('suspended');
+    else if (state === zookeeper.State.EXPIRED || state === zookeeper.State.AUTH_FAILED) {
+      this.#status = 'lost';
+      const reason = new SessionLostError(`ZooKeeper session 0x${this.id} ${state === zookeeper.State.EXPIRED ? 'expired' : 'failed authentication'}`);
+      this.#failWaiters(reason);
+      this.#client.close();
+      this.#listener('lost', reason);
+    }
+  }
+
+  #assertOpen(): void {
+    if (this.#status === 'lost') throw new SessionLostError(`ZooKeeper session 0x${this.id} expired`);
+    if (this.#status === 'closed') throw new ClosedError();
+  }
+
+  #map(error: unknown): Error {
+    if (isCode(error, ZkCode.SESSION_EXPIRED)) return new SessionLostError(`ZooKeeper session 0x${this.id} expired`, { cause: error });
+    if (isCode(error, ZkCode.CONNECTION_LOSS) && this.#status === 'closed') return new ClosedError();
+    if (error instanceof BatonError) return error;
+    return new BackendError('ZooKeeper request failed', { cause: error });
+  }
+}
+
+function connected(client: ZkClient, options: ZkDriverOptions): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      client.removeListener('connected', onConnected);
+      client.close();
+      reject(new BackendError(`could not connect to ZooKeeper at ${options.hosts} within ${options.connectTimeoutMs} ms`));
+    }, options.connectTimeoutMs);
+    const onConnected = (): void => {
+      clearTimeout(timer);
+      resolve();
+    };
+    client.once('connected', onConnected);
+    client.connect();
+  });
+}
+
+/** A short pause between retries so that a connection flapping fast cannot spin the CPU. */
+function backoff(attempt: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.min(10 * 2 ** attempt, 250)));
+}

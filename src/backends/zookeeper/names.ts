@@ -1,0 +1,46 @@
+import type { Entry } from '../../../recipes/contract.js';
+
+/**
+ * Curator-style protected names, `_c_<uuid>-<kind>-<sequence>`, so that Curator and kazoo users see a
+ * familiar queue, and so that after a lost create reply we can find our own node by its uuid.
+ */
+const ENTRY = /^_c_([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-([a-z]+)-(\d{10})$/;
+
+export function entryPrefix(dir: string, uuid: string, kind: string): string {
+  return `${dir}/_c_${uuid}-${kind}-`;
+}
+
+export interface ParsedName {
+  readonly uuid: string;
+  readonly kind: string;
+  readonly sequence: bigint;
+}
+
+/** Parses a child name; anything baton did not create (a foreign child) gives undefined. */
+export function parseEntryName(child: string): ParsedName | undefined {
+  const match = ENTRY.exec(child);
+  if (match === null) return undefined;
+  const [, uuid, kind, sequence] = match as unknown as [string, string, string, string];
+  return { uuid, kind, sequence: BigInt(sequence) };
+}
+
+/**
+ * The queue from a directory listing. The fencing token combines the directory's creation zxid with
+ * the sequence: within one directory the sequence grows, and a directory created again after being
+ * removed has a larger zxid, so tokens keep increasing across successive holders either way.
+ */
+export function entriesFromListing(queue: string, dir: string, children: readonly string[], dirCzxid: bigint): Entry[] {
+  const entries: Entry[] = [];
+  for (const child of children) {
+    const parsed = parseEntryName(child);
+    if (parsed === undefined) continue;
+    entries.push({
+      queue,
+      key: `${dir}/${child}`,
+      kind: parsed.kind,
+      order: parsed.sequence,
+      fencingToken: (dirCzxid << 32n) | parsed.sequence,
+    });
+  }
+  return entries.sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0));
+}

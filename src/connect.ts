@@ -1,0 +1,54 @@
+import { InvalidArgumentError } from '../recipes/errors.js';
+import { MAX_TIMEOUT_MS } from '../recipes/validate.js';
+import { MemoryDriver } from './backends/memory/driver.js';
+import { memoryStore } from './backends/memory/store.js';
+import { ZkDriver } from './backends/zookeeper/driver.js';
+import { BatonSession } from './session.js';
+import { parseUrl } from './url.js';
+
+export interface ConnectOptions {
+  /** ZooKeeper session timeout asked of the server (it clamps it to 2-20 x tickTime). Default 10 000. */
+  readonly sessionTimeoutMs?: number;
+  /** How long to wait for the first connection before giving up. Default 15 000. */
+  readonly connectTimeoutMs?: number;
+}
+
+const DEFAULTS = { sessionTimeoutMs: 10_000, connectTimeoutMs: 15_000 } as const;
+
+/**
+ * Opens a session on the backend the URL names: `zk://h1:2181,h2:2181/myapp`, `memory://test`.
+ * The URL's path is the namespace every lock lives under (default `baton`).
+ */
+export async function connect(url: string, options: ConnectOptions = {}): Promise<BatonSession> {
+  const parsed = parseUrl(url);
+  const settings = validateConnectOptions(options);
+  switch (parsed.scheme) {
+    case 'memory':
+      return new BatonSession(new MemoryDriver(memoryStore(parsed.hosts[0] ?? '')));
+    case 'zk': {
+      const driver = await ZkDriver.open({ hosts: parsed.hosts.join(','), namespace: `/${parsed.namespace}`, ...settings });
+      return new BatonSession(driver);
+    }
+    case 'etcd':
+      throw new InvalidArgumentError('url scheme', 'etcd:', 'zk: or memory: (the etcd backend is not available in this version yet)');
+  }
+}
+
+function validateConnectOptions(options: unknown): { sessionTimeoutMs: number; connectTimeoutMs: number } {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new InvalidArgumentError('connect options', options, 'an object');
+  }
+  const given = options as Record<string, unknown>;
+  return {
+    sessionTimeoutMs: positiveMs(given['sessionTimeoutMs'], 'sessionTimeoutMs', DEFAULTS.sessionTimeoutMs),
+    connectTimeoutMs: positiveMs(given['connectTimeoutMs'], 'connectTimeoutMs', DEFAULTS.connectTimeoutMs),
+  };
+}
+
+function positiveMs(value: unknown, what: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_TIMEOUT_MS) {
+    throw new InvalidArgumentError(what, value, `a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}`);
+  }
+  return value;
+}

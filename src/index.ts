@@ -1,0 +1,18 @@
+export { connect, type ConnectOptions } from './connect.js';
+export { BatonSession as Session } from './session.js';
+export type { SessionState, Entry } from '../recipes/contract.js';
+export { FairMutex, type Lock } from '../recipes/mutex.js';
+export { LockHandle } from '../recipes/handle.js';
+export type { WaitOptions } from '../recipes/validate.js';
+export {
+  BatonError,
+  BackendError,
+  ClosedError,
+  InvalidArgumentError,
+  InvalidNameError,
+  LockLostError,
+  LockTimeoutError,
+  NotHeldError,
+  SessionLostError,
+} from '../recipes/errors.js';
+export { expireMemorySession } from './backends/memory/expire.js';

@@ -1,0 +1,57 @@
+import { InvalidArgumentError } from '../recipes/errors.js';
+import { validateName } from '../recipes/validate.js';
+
+export type Scheme = 'zk' | 'etcd' | 'memory';
+
+export interface ParsedUrl {
+  readonly scheme: Scheme;
+  /** `host:port` each; for memory, the store's name. */
+  readonly hosts: readonly string[];
+  /** Path segments under which every queue lives, without leading or trailing `/`. */
+  readonly namespace: string;
+}
+
+const FORM = /^([a-z][a-z0-9+.-]*):\/\/([^/?#]*)(\/[^?#]*)?$/i;
+const SCHEMES: Record<string, Scheme> = { zk: 'zk', zookeeper: 'zk', etcd: 'etcd', memory: 'memory' };
+const DEFAULT_NAMESPACE = 'baton';
+const EXPECTED = 'zk://host:port[,host:port...][/namespace], etcd://host:port[,...][/namespace] or memory://name[/namespace]';
+
+/** Parses a connection URL. Credentials in the URL are refused: they would end up in logs. */
+export function parseUrl(url: unknown): ParsedUrl {
+  if (typeof url !== 'string') throw new InvalidArgumentError('url', url, EXPECTED);
+  const match = FORM.exec(url.trim());
+  if (match === null) throw new InvalidArgumentError('url', url, EXPECTED);
+  const [, rawScheme = '', authority = '', path = ''] = match;
+  const scheme = SCHEMES[rawScheme.toLowerCase()];
+  if (scheme === undefined) throw new InvalidArgumentError('url scheme', `${rawScheme}:`, 'zk:, etcd: or memory:');
+  if (authority.includes('@')) {
+    throw new InvalidArgumentError('url', `${rawScheme}://…@…`, 'no credentials in the URL; pass them as connect() options');
+  }
+  const hosts = authority.split(',').map((host) => host.trim());
+  if (scheme === 'memory') {
+    if (hosts.length !== 1 || !/^[A-Za-z0-9._-]+$/.test(hosts[0] ?? '')) {
+      throw new InvalidArgumentError('memory store name', authority, 'one name of [A-Za-z0-9._-], as in memory://test');
+    }
+  } else {
+    for (const host of hosts) validateHost(host, url);
+  }
+  return { scheme, hosts, namespace: parseNamespace(path) };
+}
+
+function validateHost(host: string, url: string): void {
+  const match = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(host);
+  const port = Number(match?.[2]);
+  if (match === null || port < 1 || port > 65_535) {
+    throw new InvalidArgumentError(`host ${JSON.stringify(host)} in url`, url, 'host:port with a port from 1 to 65535');
+  }
+}
+
+function parseNamespace(path: string): string {
+  const trimmed = path.replace(/^\/+/, '').replace(/\/+$/, '');
+  if (trimmed === '') return DEFAULT_NAMESPACE;
+  try {
+    return validateName(trimmed);
+  } catch (error) {
+    throw new InvalidArgumentError('url namespace', path, `path segments of [A-Za-z0-9._-] (${(error as Error).message})`);
+  }
+}
