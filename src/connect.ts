@@ -24,7 +24,7 @@ export async function connect(url: string, options: ConnectOptions = {}): Promis
   const settings = validateConnectOptions(options);
   switch (parsed.scheme) {
     case 'memory':
-      return new BatonSession(new MemoryDriver(memoryStore(parsed.hosts[0] ?? '')));
+      return new BatonSession(new MemoryDriver(memoryStore(parsed.hosts[0] ?? ''), parsed.namespace));
     case 'zk': {
       const driver = await ZkDriver.open({ hosts: parsed.hosts.join(','), namespace: `/${parsed.namespace}`, ...settings });
       return new BatonSession(driver);

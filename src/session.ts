@@ -1,4 +1,4 @@
-import { EventEmitter } from 'node:events';
+import { EventEmitter, setMaxListeners } from 'node:events';
 import type { Backend, Hold, Session, SessionState, StateListener } from '../recipes/contract.js';
 import { ClosedError, SessionLostError } from '../recipes/errors.js';
 import type { Driver, DriverStatus } from './backends/driver.js';
@@ -19,6 +19,8 @@ export class BatonSession implements Session {
 
   constructor(driver: Driver) {
     this.#driver = driver;
+    // Every waiter listens on the session's signal for the length of its wait; there may be thousands.
+    setMaxListeners(0, this.#controller.signal);
     driver.onStatus((status, cause) => this.#onStatus(status, cause));
   }
 

@@ -7,11 +7,13 @@ import type { MemoryStore } from './store.js';
 export class MemoryDriver implements Driver {
   readonly id: string;
   readonly #store: MemoryStore;
+  readonly #namespace: string;
   #status: 'open' | 'lost' | 'closed' = 'open';
   #listener: DriverEvents['status'] = () => undefined;
 
-  constructor(store: MemoryStore) {
+  constructor(store: MemoryStore, namespace: string) {
     this.#store = store;
+    this.#namespace = namespace;
     this.id = store.newSessionId();
   }
 
@@ -21,19 +23,20 @@ export class MemoryDriver implements Driver {
 
   async enqueue(queue: string, kind: string): Promise<Enqueued> {
     await this.#turn();
-    const entry = this.#store.add(queue, kind, this.id);
-    return { entry, queue: this.#store.list(queue) };
+    const dir = this.#dir(queue);
+    const entry = this.#store.add(dir, queue, kind, this.id);
+    return { entry, queue: this.#store.list(dir) };
   }
 
   async list(queue: string): Promise<readonly Entry[]> {
     await this.#turn();
-    return this.#store.list(queue);
+    return this.#store.list(this.#dir(queue));
   }
 
   async waitGone(entry: Entry, signal: AbortSignal): Promise<void> {
     await this.#turn();
     signal.throwIfAborted();
-    if (this.#store.get(entry.queue, entry.key) === undefined) return;
+    if (this.#store.get(entry.key) === undefined) return;
     await new Promise<void>((resolve, reject) => {
       const onAbort = (): void => {
         unwatch();
@@ -50,12 +53,12 @@ export class MemoryDriver implements Driver {
   async withdraw(entry: Entry): Promise<void> {
     await Promise.resolve();
     if (this.#status !== 'open') return; // the entries went with the session
-    if (this.#store.get(entry.queue, entry.key)?.owner === this.id) this.#store.remove(entry.queue, entry.key);
+    if (this.#store.get(entry.key)?.owner === this.id) this.#store.remove(entry.key);
   }
 
   async confirm(entry: Entry): Promise<boolean> {
     await this.#turn();
-    return this.#store.get(entry.queue, entry.key)?.owner === this.id;
+    return this.#store.get(entry.key)?.owner === this.id;
   }
 
   /** Test helper: the server side ends the session, as a ZooKeeper expiry or an etcd lease revoke would. */
@@ -69,6 +72,10 @@ export class MemoryDriver implements Driver {
   async close(): Promise<void> {
     if (this.#status === 'open') this.#store.removeOwnedBy(this.id);
     this.#status = 'closed';
+  }
+
+  #dir(queue: string): string {
+    return `${this.#namespace}/${queue}`;
   }
 
   /** Every call yields once, as a network call would, so callers never rely on synchronous effects. */

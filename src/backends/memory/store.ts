@@ -19,40 +19,46 @@ export class MemoryStore {
     return `memory-${this.#nextSession++}`;
   }
 
-  add(queue: string, kind: string, owner: string): StoredEntry {
+  /** `dir` is the namespaced queue path the entry is filed under; `queue` the lock name it reports. */
+  add(dir: string, queue: string, kind: string, owner: string): StoredEntry {
     const revision = ++this.#revision;
-    const entry: StoredEntry = { queue, key: `${queue}/${owner}-${kind}-${revision}`, kind, order: revision, fencingToken: revision, owner };
-    let entries = this.#queues.get(queue);
-    if (entries === undefined) this.#queues.set(queue, (entries = new Map()));
+    const key = `${dir}/${owner}-${kind}-${revision}`;
+    const entry: StoredEntry = { queue, key, kind, order: revision, fencingToken: revision, owner };
+    let entries = this.#queues.get(dir);
+    if (entries === undefined) this.#queues.set(dir, (entries = new Map()));
     entries.set(entry.key, entry);
     return entry;
   }
 
   /** Entries in order: a Map keeps insertion order, and insertion follows the revision. */
-  list(queue: string): StoredEntry[] {
-    return [...(this.#queues.get(queue)?.values() ?? [])];
+  list(dir: string): StoredEntry[] {
+    return [...(this.#queues.get(dir)?.values() ?? [])];
   }
 
-  get(queue: string, key: string): StoredEntry | undefined {
-    return this.#queues.get(queue)?.get(key);
+  get(key: string): StoredEntry | undefined {
+    return this.#queues.get(dirOf(key))?.get(key);
   }
 
-  remove(queue: string, key: string): void {
-    const entries = this.#queues.get(queue);
+  remove(key: string): void {
+    const dir = dirOf(key);
+    const entries = this.#queues.get(dir);
     if (entries === undefined || !entries.delete(key)) return;
-    if (entries.size === 0) this.#queues.delete(queue);
+    if (entries.size === 0) this.#queues.delete(dir);
     const watchers = this.#watchers.get(key);
     if (watchers === undefined) return;
     this.#watchers.delete(key);
     // Deliver like a server notification: after the deleting call has returned.
     queueMicrotask(() => {
-      for (const notify of watchers) notify();
+      for (const notify of watchers) {
+        memoryCounters.notifications += 1;
+        notify();
+      }
     });
   }
 
   removeOwnedBy(owner: string): void {
-    for (const [queue, entries] of [...this.#queues]) {
-      for (const entry of [...entries.values()]) if (entry.owner === owner) this.remove(queue, entry.key);
+    for (const entries of [...this.#queues.values()]) {
+      for (const entry of [...entries.values()]) if (entry.owner === owner) this.remove(entry.key);
     }
   }
 
@@ -67,21 +73,26 @@ export class MemoryStore {
     };
   }
 
-  /** How many deletion watchers are registered (for tests: nothing may be left behind). */
-  get watcherCount(): number {
-    let count = 0;
-    for (const watchers of this.#watchers.values()) count += watchers.size;
-    return count;
+  /** Watched keys under a path prefix (for tests: nothing may be left behind). */
+  watchedUnder(prefix: string): string[] {
+    return [...this.#watchers.keys()].filter((key) => key.startsWith(`${prefix}/`));
   }
 
-  /** Every key in the store under a queue-name prefix (for tests: nothing may be left behind). */
+  /** Every entry key under a path prefix (for tests: nothing may be left behind). */
   keysUnder(prefix: string): string[] {
     const keys: string[] = [];
-    for (const [queue, entries] of this.#queues) {
-      if (queue === prefix || queue.startsWith(`${prefix}/`)) keys.push(...entries.keys());
+    for (const [dir, entries] of this.#queues) {
+      if (dir === prefix || dir.startsWith(`${prefix}/`)) keys.push(...entries.keys());
     }
     return keys;
   }
+}
+
+/** Counters for tests and benchmarks, like the ZooKeeper backend's. */
+export const memoryCounters = { notifications: 0 };
+
+function dirOf(key: string): string {
+  return key.slice(0, key.lastIndexOf('/'));
 }
 
 const stores = new Map<string, MemoryStore>();

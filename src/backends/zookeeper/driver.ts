@@ -55,6 +55,11 @@ export class ZkDriver implements Driver {
     client.on('state', (state) => this.#onState(state));
   }
 
+  /** @internal For fault tests that end the session from a second connection, as ZooKeeper allows. */
+  sessionCredentials(): { sessionId: Buffer; sessionPassword: Buffer } {
+    return { sessionId: this.#client.getSessionId(), sessionPassword: this.#client.getSessionPassword() };
+  }
+
   onStatus(listener: DriverEvents['status']): void {
     this.#listener = listener;
   }

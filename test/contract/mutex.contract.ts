@@ -1,0 +1,245 @@
+import { describe, expect, it } from 'vitest';
+import { FairMutex } from '../../recipes/mutex.js';
+import type { LockHandle } from '../../recipes/handle.js';
+import {
+  ClosedError,
+  InvalidArgumentError,
+  InvalidNameError,
+  LockLostError,
+  LockTimeoutError,
+  SessionLostError,
+} from '../../recipes/errors.js';
+import type { BatonSession } from '../../src/session.js';
+import type { Fixture } from '../support/fixture.js';
+import { runContention } from '../support/processes.js';
+import { useScope } from '../support/scope.js';
+import { eventually, track } from '../support/wait.js';
+
+async function queueLength(session: BatonSession, name: string): Promise<number> {
+  return (await session.backend.list(name)).length;
+}
+
+/** The FairMutex contract, written once and run against every backend. */
+export function mutexContract(getFixture: () => Fixture): void {
+  describe(`FairMutex on ${getFixture().name}`, () => {
+    const scope = useScope(getFixture);
+
+    it('grants 12 waiters in exactly the order they queued, with increasing fencing tokens', async () => {
+      const sessions = [await scope.open(), await scope.open(), await scope.open()];
+      const first = await new FairMutex(sessions[0]!, 'fifo').acquire();
+      const granted: { index: number; token: bigint }[] = [];
+      const waits: Promise<void>[] = [];
+      for (let index = 0; index < 12; index += 1) {
+        const session = sessions[index % 3]!;
+        waits.push(
+          new FairMutex(session, 'fifo').acquire().then(async (lock) => {
+            granted.push({ index, token: lock.fencingToken });
+            await lock.release();
+          }),
+        );
+        await eventually(`waiter ${index} queued`, async () => (await queueLength(session, 'fifo')) === index + 2);
+      }
+      await first.release();
+      await Promise.all(waits);
+      expect(granted.map((g) => g.index)).toEqual([...Array(12).keys()]);
+      const tokens = [first.fencingToken, ...granted.map((g) => g.token)];
+      for (let i = 1; i < tokens.length; i += 1) expect(tokens[i]! > tokens[i - 1]!).toBe(true);
+    });
+
+    it('keeps mutual exclusion under contention: 4 contenders x 200 acquisitions, checked externally', async () => {
+      const fixture = scope.fixture;
+      const checker = await runContention({
+        url: fixture.url(scope.namespace),
+        options: fixture.options,
+        name: 'contended',
+        workers: 4,
+        count: 200,
+        crossProcess: fixture.crossProcess,
+      });
+      expect(checker.violations).toEqual([]);
+      expect(checker.grants).toBe(800);
+    }, 120_000);
+
+    it('rejects a timed-out waiter with LockTimeoutError and withdraws its entry', async () => {
+      const [a, b] = [await scope.open(), await scope.open()];
+      const held = await new FairMutex(a, 'timeout').acquire();
+      const error = await new FairMutex(b, 'timeout').acquire({ timeoutMs: 50 }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockTimeoutError);
+      expect((error as LockTimeoutError).code).toBe('LOCK_TIMEOUT');
+      expect(await queueLength(a, 'timeout')).toBe(1);
+      await held.release();
+    });
+
+    it('leaves 0 entries after 200 timed-out waiters', async () => {
+      const sessions = [await scope.open(), await scope.open(), await scope.open()];
+      const held = await new FairMutex(sessions[0]!, 'many').acquire();
+      const results = await Promise.allSettled(
+        Array.from({ length: 200 }, (_, i) => new FairMutex(sessions[i % 3]!, 'many').acquire({ timeoutMs: 200 })),
+      );
+      expect(results.every((r) => r.status === 'rejected' && r.reason instanceof LockTimeoutError)).toBe(true);
+      expect(await queueLength(sessions[1]!, 'many')).toBe(1);
+      await held.release();
+      expect(await queueLength(sessions[1]!, 'many')).toBe(0);
+    }, 60_000);
+
+    it('rejects an aborted waiter with signal.reason and withdraws its entry', async () => {
+      const [a, b] = [await scope.open(), await scope.open()];
+      const held = await new FairMutex(a, 'abort').acquire();
+      const controller = new AbortController();
+      const waiting = new FairMutex(b, 'abort').acquire({ signal: controller.signal });
+      await eventually('waiter queued', async () => (await queueLength(a, 'abort')) === 2);
+      const reason = new Error('caller gave up');
+      controller.abort(reason);
+      await expect(waiting).rejects.toBe(reason);
+      expect(await queueLength(a, 'abort')).toBe(1);
+      await held.release();
+    });
+
+    it('rejects at once, creating nothing, when the signal is already aborted or the timeout is 0 and the lock is held', async () => {
+      const [a, b] = [await scope.open(), await scope.open()];
+      const reason = new Error('already aborted');
+      await expect(new FairMutex(b, 'pre').acquire({ signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
+      expect(await queueLength(a, 'pre')).toBe(0);
+      const held = await new FairMutex(a, 'pre').acquire({ timeoutMs: 0 });
+      await expect(new FairMutex(b, 'pre').acquire({ timeoutMs: 0 })).rejects.toBeInstanceOf(LockTimeoutError);
+      expect(await queueLength(a, 'pre')).toBe(1);
+      await held.release();
+    });
+
+    it('tryAcquire never waits; release is idempotent; a released lock goes to the next waiter', async () => {
+      const [a, b] = [await scope.open(), await scope.open()];
+      const mutexA = new FairMutex(a, 'try');
+      const mutexB = new FairMutex(b, 'try');
+      const held = await mutexA.tryAcquire();
+      expect(held).not.toBeNull();
+      expect(await mutexB.tryAcquire()).toBeNull();
+      expect(await queueLength(a, 'try')).toBe(1);
+      const next = track(mutexB.acquire());
+      await eventually('waiter queued', async () => (await queueLength(a, 'try')) === 2);
+      expect(next.settled).toBe(false);
+      await Promise.all([held!.release(), held!.release()]);
+      await held!.release();
+      expect(held!.held).toBe(false);
+      const lock = await next.promise;
+      expect(lock.fencingToken > held!.fencingToken).toBe(true);
+      await lock.release();
+      await lock.release();
+      expect(await queueLength(a, 'try')).toBe(0);
+    });
+
+    it('one session can hold a mutex only once at a time: a second acquire on it waits like any other', async () => {
+      const a = await scope.open();
+      const mutex = new FairMutex(a, 'same-session');
+      const first = await mutex.acquire();
+      expect(await mutex.tryAcquire()).toBeNull();
+      const second = track(mutex.acquire());
+      await eventually('second queued', async () => (await queueLength(a, 'same-session')) === 2);
+      expect(second.settled).toBe(false);
+      await first.release();
+      await (await second.promise).release();
+    });
+
+    it('withLock runs the function while holding and releases afterwards, also when it throws', async () => {
+      const a = await scope.open();
+      const mutex = new FairMutex(a, 'with');
+      const token = await mutex.withLock(async (lock) => {
+        expect(await queueLength(a, 'with')).toBe(1);
+        return lock.fencingToken;
+      });
+      expect(typeof token).toBe('bigint');
+      const failure = new Error('inside');
+      await expect(mutex.withLock(() => Promise.reject(failure))).rejects.toBe(failure);
+      expect(await queueLength(a, 'with')).toBe(0);
+    });
+
+    it('wakes exactly one waiter per release with 50 queued (no herd)', async () => {
+      const fixture = scope.fixture;
+      const sessions = [await scope.open(), await scope.open()];
+      const held = await new FairMutex(sessions[0]!, 'herd').acquire();
+      const waiters: Promise<LockHandle>[] = [];
+      for (let i = 0; i < 50; i += 1) {
+        waiters.push(new FairMutex(sessions[i % 2]!, 'herd').acquire());
+      }
+      await eventually('50 waiters watching', async () => (await fixture.watched(scope.namespace)).length === 50);
+      const before = fixture.notifications();
+      await held.release();
+      for (const waiter of waiters) await (await waiter).release();
+      expect(fixture.notifications() - before).toBe(50);
+    }, 60_000);
+
+    it('a waiter whose predecessor withdrew keeps waiting for the holder ahead of it', async () => {
+      const fixture = scope.fixture;
+      const [a, b, c] = [await scope.open(), await scope.open(), await scope.open()];
+      const holderA = await new FairMutex(a, 'shortcut').acquire();
+      const controller = new AbortController();
+      const waitB = new FairMutex(b, 'shortcut').acquire({ signal: controller.signal });
+      await eventually('B queued', async () => (await queueLength(a, 'shortcut')) === 2);
+      const waitC = track(new FairMutex(c, 'shortcut').acquire());
+      await eventually('C queued', async () => (await queueLength(a, 'shortcut')) === 3);
+      const [keyA, keyB] = (await a.backend.list('shortcut')).map((e) => e.key);
+      await eventually('C watching B', async () => (await fixture.watched(scope.namespace)).includes(keyB!));
+      controller.abort(new Error('B gives up'));
+      await expect(waitB).rejects.toThrow('B gives up');
+      // C notices B's departure, lists again and watches A.
+      await eventually('C watching A', async () => (await fixture.watched(scope.namespace)).includes(keyA!));
+      expect(waitC.settled).toBe(false);
+      await holderA.release();
+      await (await waitC.promise).release();
+    });
+
+    it('rejects bad names and options with typed errors before touching the server', async () => {
+      const a = await scope.open();
+      const badNames: unknown[] = ['', '.', '..', 'a//b', 'a/', '/a', 'a/./b', 'a b', 'a\u0000b', 'é', 'x'.repeat(257), '_c_x', 'a/_c_1-lock-0000000001', 42, null, undefined, {}];
+      for (const name of badNames) {
+        expect(() => new FairMutex(a, name as string), `name ${String(name)}`).toThrow(InvalidNameError);
+      }
+      const mutex = new FairMutex(a, 'options');
+      const badOptions: unknown[] = [{ timeoutMs: -1 }, { timeoutMs: Number.NaN }, { timeoutMs: Infinity }, { timeoutMs: '5' }, { timeoutMs: 2 ** 31 }, { signal: 'x' }, 'fast', 7];
+      for (const options of badOptions) {
+        await expect(mutex.acquire(options as object), JSON.stringify(options)).rejects.toBeInstanceOf(InvalidArgumentError);
+      }
+      await expect(mutex.withLock('not a function' as never)).rejects.toBeInstanceOf(InvalidArgumentError);
+      expect(() => new FairMutex({} as BatonSession, 'x')).toThrow(InvalidArgumentError);
+      expect(await scope.fixture.entries(scope.namespace)).toEqual([]);
+      expect(await queueLength(a, 'options')).toBe(0);
+    });
+
+    it('on session expiry aborts the holder with LockLostError, rejects its waiters, and the next session gets the lock', async () => {
+      const fixture = scope.fixture;
+      const [a, b, c] = [await scope.open(), await scope.open(), await scope.open()];
+      const held = await new FairMutex(a, 'expiry').acquire();
+      const ownWaiter = new FairMutex(a, 'expiry').acquire().catch((e: unknown) => e);
+      const other = new FairMutex(b, 'expiry').acquire();
+      await eventually('both queued', async () => (await queueLength(c, 'expiry')) === 3);
+      const states: string[] = [];
+      a.on('state', (state) => states.push(state));
+      await fixture.expire(a);
+      await eventually('holder signal aborted', () => held.signal.aborted, fixture.lossDeadlineMs);
+      expect(held.signal.reason).toBeInstanceOf(LockLostError);
+      expect(await ownWaiter).toBeInstanceOf(SessionLostError);
+      expect(a.state).toBe('lost');
+      expect(states).toContain('lost');
+      const next = await other;
+      expect(next.fencingToken > held.fencingToken).toBe(true);
+      await held.release(); // idempotent and harmless after loss
+      await expect(new FairMutex(a, 'expiry').acquire()).rejects.toBeInstanceOf(SessionLostError);
+      await next.release();
+    });
+
+    it('close() withdraws waiters, releases holds and aborts the holders\' signals', async () => {
+      const [a, b] = [await scope.open(), await scope.open()];
+      const held = await new FairMutex(a, 'close').acquire();
+      const waiter = new FairMutex(a, 'close').acquire().catch((e: unknown) => e);
+      const other = new FairMutex(b, 'close').acquire();
+      await eventually('queued', async () => (await queueLength(b, 'close')) === 3);
+      await a.close();
+      expect(a.state).toBe('closed');
+      expect(held.signal.reason).toBeInstanceOf(LockLostError);
+      expect(await waiter).toBeInstanceOf(ClosedError);
+      const lock = await other;
+      expect(await queueLength(b, 'close')).toBe(1);
+      await expect(new FairMutex(a, 'close').acquire()).rejects.toBeInstanceOf(ClosedError);
+      await lock.release();
+    });
+  });
+}

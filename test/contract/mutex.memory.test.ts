@@ -1,0 +1,4 @@
+import { memoryFixture } from '../support/memory.js';
+import { mutexContract } from './mutex.contract.js';
+
+mutexContract(memoryFixture);

@@ -1,0 +1,21 @@
+import { memoryCounters, memoryStore } from '../../src/backends/memory/store.js';
+import { expireMemorySession } from '../../src/backends/memory/expire.js';
+import type { Fixture } from './fixture.js';
+
+const STORE = 'contract';
+
+export function memoryFixture(): Fixture {
+  const store = memoryStore(STORE);
+  return {
+    name: 'memory',
+    url: (namespace) => `memory://${STORE}/${namespace}`,
+    options: {},
+    entries: async (namespace) => store.keysUnder(namespace),
+    watched: async (namespace) => store.watchedUnder(namespace),
+    notifications: () => memoryCounters.notifications,
+    expire: async (session) => expireMemorySession(session),
+    cleanup: async () => undefined,
+    crossProcess: false,
+    lossDeadlineMs: 1_000,
+  };
+}

@@ -1,0 +1,47 @@
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { ConnectOptions } from '../../src/connect.js';
+import { contend, ExclusionChecker, type ContendMessage } from './contend.js';
+
+const WORKER = fileURLToPath(new URL('./contend-worker.ts', import.meta.url));
+
+/** Runs `workers` contenders, each in its own process (or, for memory://, its own session). */
+export async function runContention(opts: {
+  url: string;
+  options: ConnectOptions;
+  name: string;
+  workers: number;
+  count: number;
+  crossProcess: boolean;
+}): Promise<ExclusionChecker> {
+  const checker = new ExclusionChecker();
+  const runs = Array.from({ length: opts.workers }, (_, worker) =>
+    opts.crossProcess ? inChild(opts, worker, checker) : inProcess(opts, worker, checker),
+  );
+  await Promise.all(runs);
+  return checker;
+}
+
+function inProcess(opts: Parameters<typeof runContention>[0], worker: number, checker: ExclusionChecker): Promise<void> {
+  return contend(opts.url, opts.options, opts.name, worker, opts.count, async (message) => {
+    await new Promise((resolve) => setImmediate(resolve));
+    checker.receive(message);
+  });
+}
+
+function inChild(opts: Parameters<typeof runContention>[0], worker: number, checker: ExclusionChecker): Promise<void> {
+  const args = [opts.url, opts.name, String(worker), String(opts.count), JSON.stringify(opts.options)];
+  const child = fork(WORKER, args, { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  child.on('message', (message: ContendMessage) => {
+    checker.receive(message);
+    child.send('ok');
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      if (code === 0) resolve();
+      else reject(new Error(`contender ${worker} exited with ${code ?? signal}`));
+    });
+  });
+}

@@ -1,0 +1,50 @@
+import { randomUUID } from 'node:crypto';
+import { afterEach, beforeEach, expect } from 'vitest';
+import { connect } from '../../src/connect.js';
+import type { BatonSession } from '../../src/session.js';
+import type { Fixture } from './fixture.js';
+
+export interface Scope {
+  readonly fixture: Fixture;
+  /** This test's own namespace. */
+  readonly namespace: string;
+  /** Opens a session in this test's namespace; closed after the test. */
+  open(): Promise<BatonSession>;
+}
+
+/**
+ * Gives every test its own namespace and, after it, checks with the sessions still open that no
+ * entry and no watch was left behind (Curator's clean-state check), then closes everything.
+ */
+export function useScope(getFixture: () => Fixture): Scope {
+  let namespace = '';
+  let sessions: BatonSession[] = [];
+  const scope: Scope = {
+    get fixture() {
+      return getFixture();
+    },
+    get namespace() {
+      return namespace;
+    },
+    async open() {
+      const session = await connect(getFixture().url(namespace), getFixture().options);
+      sessions.push(session);
+      return session;
+    },
+  };
+  beforeEach(() => {
+    namespace = `t-${randomUUID().slice(0, 8)}`;
+    sessions = [];
+  });
+  afterEach(async () => {
+    const fixture = getFixture();
+    try {
+      expect(await fixture.entries(namespace), 'entries left behind').toEqual([]);
+      expect(await fixture.watched(namespace), 'watches left behind').toEqual([]);
+    } finally {
+      await Promise.allSettled(sessions.map((session) => session.close()));
+      await fixture.cleanup(namespace);
+    }
+  });
+  return scope;
+}
