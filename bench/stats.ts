@@ -1,0 +1,46 @@
+/** Small statistics helpers for the benchmarks: medians and p99 over samples in milliseconds. */
+export function quantile(samples: readonly number[], q: number): number {
+  if (samples.length === 0) return Number.NaN;
+  const sorted = [...samples].sort((a, b) => a - b);
+  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
+  return sorted[index]!;
+}
+
+export interface Summary {
+  readonly name: string;
+  readonly samples: number;
+  readonly medianMs: number;
+  readonly p99Ms: number;
+  readonly opsPerSec: number;
+}
+
+export function summarize(name: string, samples: readonly number[]): Summary {
+  const medianMs = quantile(samples, 0.5);
+  const total = samples.reduce((sum, value) => sum + value, 0);
+  return { name, samples: samples.length, medianMs, p99Ms: quantile(samples, 0.99), opsPerSec: (samples.length / total) * 1000 };
+}
+
+/**
+ * Runs the contenders in alternating blocks (A, B, C, A, B, C, ...) so that the machine's drift and
+ * noise fall on all of them alike; every call of a contender is one timed sample.
+ */
+export async function alternate(
+  contenders: Record<string, () => Promise<void>>,
+  options: { blocks: number; perBlock: number; warmup: number },
+): Promise<Record<string, number[]>> {
+  const samples: Record<string, number[]> = {};
+  for (const [name, run] of Object.entries(contenders)) {
+    samples[name] = [];
+    for (let i = 0; i < options.warmup; i += 1) await run();
+  }
+  for (let block = 0; block < options.blocks; block += 1) {
+    for (const [name, run] of Object.entries(contenders)) {
+      for (let i = 0; i < options.perBlock; i += 1) {
+        const started = performance.now();
+        await run();
+        samples[name]!.push(performance.now() - started);
+      }
+    }
+  }
+  return samples;
+}
