@@ -5,6 +5,11 @@ export interface Deadline {
   readonly signal: AbortSignal;
   /** Removes every listener and timer this deadline installed. */
   dispose(): void;
+  /**
+   * Throws if the wait was cancelled (caller's signal, session end). A timeout alone does not count:
+   * a lock that turns out to be free is granted even when the time ran out while asking for it.
+   */
+  throwIfCancelled(): void;
 }
 
 /**
@@ -14,6 +19,7 @@ export interface Deadline {
  */
 export function deadline(what: string, timeoutMs: number | undefined, signals: readonly (AbortSignal | undefined)[]): Deadline {
   const controller = new AbortController();
+  let timedOut = false;
   const cleanups: (() => void)[] = [];
   const dispose = (): void => {
     for (const cleanup of cleanups.splice(0)) cleanup();
@@ -33,11 +39,15 @@ export function deadline(what: string, timeoutMs: number | undefined, signals: r
   }
   if (timeoutMs !== undefined && !controller.signal.aborted) {
     const timer = setTimeout(() => {
+      timedOut = true;
       controller.abort(new LockTimeoutError(what, timeoutMs));
       dispose();
     }, timeoutMs);
     cleanups.push(() => clearTimeout(timer));
   }
   if (controller.signal.aborted) dispose();
-  return { signal: controller.signal, dispose };
+  const throwIfCancelled = (): void => {
+    if (controller.signal.aborted && !timedOut) throw controller.signal.reason;
+  };
+  return { signal: controller.signal, dispose, throwIfCancelled };
 }

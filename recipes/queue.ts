@@ -1,6 +1,6 @@
 import type { Backend, Entry, Session } from './contract.js';
 import type { Decide } from './decide.js';
-import { deadline } from './deadline.js';
+import { deadline, type Deadline } from './deadline.js';
 import { ClosedError, LockLostError, SessionLostError } from './errors.js';
 import type { WaitOptions } from './validate.js';
 
@@ -34,8 +34,8 @@ export async function waitForTurn(request: QueueRequest, options: WaitOptions): 
     // The enqueue is never abandoned half way: a create in flight must finish so that we can delete it.
     const { entry, queue } = await session.backend.enqueue(request.queue, request.kind);
     try {
-      await waitBehind(session.backend, request, entry, queue, wait.signal);
-      wait.signal.throwIfAborted();
+      await waitBehind(session.backend, request, entry, queue, wait);
+      wait.throwIfCancelled();
       return entry;
     } catch (error) {
       await session.backend.withdraw(entry);
@@ -69,17 +69,18 @@ async function waitBehind(
   request: QueueRequest,
   self: Entry,
   initial: readonly Entry[],
-  signal: AbortSignal,
+  wait: Deadline,
 ): Promise<void> {
   let snapshot = initial;
   for (;;) {
-    signal.throwIfAborted();
+    wait.throwIfCancelled();
     if (!snapshot.some((e) => e.key === self.key)) {
       throw new LockLostError(request.what, { cause: new Error('our queue entry vanished while waiting') });
     }
     const blocker = request.decide(snapshot, self);
     if (blocker === null) return;
-    await backend.waitGone(blocker, signal);
+    wait.signal.throwIfAborted(); // from here on we would have to wait, so the timeout counts
+    await backend.waitGone(blocker, wait.signal);
     // Entries only ever leave the part of the queue ahead of us, and new ones join behind us. So if
     // nothing else in our last listing blocked us, the blocker's departure makes it our turn.
     const rest = snapshot.filter((e) => e.key !== blocker.key);

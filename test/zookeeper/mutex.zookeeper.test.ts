@@ -1,0 +1,106 @@
+import zookeeper from 'node-zookeeper-client';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { FairMutex } from '../../recipes/mutex.js';
+import { create, getChildren, mkdirp, remove, type ZkClient } from '../../src/backends/zookeeper/client.js';
+import { ZkDriver } from '../../src/backends/zookeeper/driver.js';
+import { connect } from '../../src/connect.js';
+import { TcpProxy } from '../harness/proxy.js';
+import { zkFixture } from '../support/zookeeper.js';
+import { useScope } from '../support/scope.js';
+import { eventually } from '../support/wait.js';
+
+const ENTRY_NAME = /^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lock-\d{10}$/;
+
+describe('FairMutex on ZooKeeper: backend specifics', () => {
+  const scope = useScope(() => zkFixture('zkStandalone'));
+  const info = inject('zkStandalone');
+  let admin: ZkClient;
+
+  beforeAll(async () => {
+    admin = zookeeper.createClient(info.connectString, { sessionTimeout: 4_000 });
+    await new Promise<void>((resolve) => {
+      admin.once('connected', () => resolve());
+      admin.connect();
+    });
+  });
+  afterAll(() => admin.close());
+
+  it('names entries like Curator (_c_<uuid>-lock-<sequence>) under /<namespace>/<name>', async () => {
+    const session = await scope.open();
+    const lock = await new FairMutex(session, 'payments/settlement').acquire();
+    const { children } = await getChildren(admin, `/${scope.namespace}/payments/settlement`);
+    expect(children).toHaveLength(1);
+    expect(children[0]).toMatch(ENTRY_NAME);
+    expect(lock.fencingToken > 0n).toBe(true);
+    await lock.release();
+  });
+
+  it('keeps fencing tokens increasing when the lock directory is deleted and created again', async () => {
+    const session = await scope.open();
+    const mutex = new FairMutex(session, 'recreated');
+    const tokens: bigint[] = [];
+    for (let round = 0; round < 3; round += 1) {
+      const lock = await mutex.acquire();
+      tokens.push(lock.fencingToken);
+      await lock.release();
+      await remove(admin, `/${scope.namespace}/recreated`); // sequence numbers restart at 0 after this
+    }
+    expect(tokens[1]! > tokens[0]!).toBe(true);
+    expect(tokens[2]! > tokens[1]!).toBe(true);
+  });
+
+  it('ignores foreign children in a lock directory', async () => {
+    const session = await scope.open();
+    await mkdirp(admin, `/${scope.namespace}/foreign`);
+    await create(admin, `/${scope.namespace}/foreign/not-a-baton-entry`, zookeeper.CreateMode.PERSISTENT);
+    await create(admin, `/${scope.namespace}/foreign/lock-0000000000`, zookeeper.CreateMode.PERSISTENT);
+    const lock = await new FairMutex(session, 'foreign').acquire({ timeoutMs: 5_000 });
+    await lock.release();
+    await remove(admin, `/${scope.namespace}/foreign/not-a-baton-entry`);
+    await remove(admin, `/${scope.namespace}/foreign/lock-0000000000`);
+  });
+
+  for (const when of ['after the create reached the server', 'before the create reached the server'] as const) {
+    it(`repairs a connection lost while the create is in flight (${when}): no orphan, no double entry`, async () => {
+      const proxy = await TcpProxy.start({ port: info.ports[0]! });
+      const session = await connect(`zk://${proxy.address}/${scope.namespace}`, { sessionTimeoutMs: info.sessionTimeoutMs });
+      try {
+        const isCreate = (chunk: Buffer): boolean => chunk.includes('_c_');
+        let cut: Promise<void>;
+        if (when === 'after the create reached the server') {
+          cut = proxy.dropAfterNextRequest(isCreate);
+        } else {
+          proxy.blackhole();
+          cut = Promise.resolve();
+        }
+        const sentBefore = proxy.bytesUp;
+        const acquiring = new FairMutex(session, 'inflight').acquire({ timeoutMs: 20_000 });
+        await cut;
+        if (when === 'before the create reached the server') {
+          await eventually('create sent into the blackhole', () => proxy.bytesUp > sentBefore);
+          proxy.drop();
+          proxy.restore();
+        }
+        const lock = await acquiring;
+        const { children } = await getChildren(admin, `/${scope.namespace}/inflight`);
+        expect(children).toHaveLength(1);
+        const owner = await ownerOf(admin, `/${scope.namespace}/inflight/${children[0]}`);
+        expect(owner).toBe((session.backend as ZkDriver).id);
+        await lock.release();
+        expect((await getChildren(admin, `/${scope.namespace}/inflight`)).children).toEqual([]);
+      } finally {
+        await session.close();
+        await proxy.close();
+      }
+    });
+  }
+});
+
+async function ownerOf(client: ZkClient, path: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    client.exists(path, (error, stat) => {
+      if (error || !stat) reject(error ?? new Error(`${path} is gone`));
+      else resolve(stat.ephemeralOwner.readBigUInt64BE(0).toString(16).padStart(16, '0'));
+    });
+  });
+}
