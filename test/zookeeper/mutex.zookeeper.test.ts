@@ -2,7 +2,7 @@ import zookeeper from 'node-zookeeper-client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { FairMutex } from '../../recipes/mutex.js';
 import { create, getChildren, mkdirp, remove, type ZkClient } from '../../src/backends/zookeeper/client.js';
-import { ZkDriver } from '../../src/backends/zookeeper/driver.js';
+import { ZkDriver, zkCounters } from '../../src/backends/zookeeper/driver.js';
 import { connect } from '../../src/connect.js';
 import { TcpProxy } from '../harness/proxy.js';
 import { zkFixture } from '../support/zookeeper.js';
@@ -65,6 +65,8 @@ describe('FairMutex on ZooKeeper: backend specifics', () => {
       const proxy = await TcpProxy.start({ port: info.ports[0]! });
       const session = await connect(`zk://${proxy.address}/${scope.namespace}`, { sessionTimeoutMs: info.sessionTimeoutMs });
       try {
+        const mutex = new FairMutex(session, 'inflight');
+        await (await mutex.acquire()).release(); // the directory exists, so the cut create can succeed
         const isCreate = (chunk: Buffer): boolean => chunk.includes('_c_');
         let cut: Promise<void>;
         if (when === 'after the create reached the server') {
@@ -74,7 +76,8 @@ describe('FairMutex on ZooKeeper: backend specifics', () => {
           cut = Promise.resolve();
         }
         const sentBefore = proxy.bytesUp;
-        const acquiring = new FairMutex(session, 'inflight').acquire({ timeoutMs: 20_000 });
+        const adoptedBefore = zkCounters.adopted;
+        const acquiring = mutex.acquire({ timeoutMs: 20_000 });
         await cut;
         if (when === 'before the create reached the server') {
           await eventually('create sent into the blackhole', () => proxy.bytesUp > sentBefore);
@@ -82,6 +85,8 @@ describe('FairMutex on ZooKeeper: backend specifics', () => {
           proxy.restore();
         }
         const lock = await acquiring;
+        // The create that reached the server is found again by its uuid; the one that did not is sent again.
+        expect(zkCounters.adopted - adoptedBefore).toBe(when === 'after the create reached the server' ? 1 : 0);
         const { children } = await getChildren(admin, `/${scope.namespace}/inflight`);
         expect(children).toHaveLength(1);
         const owner = await ownerOf(admin, `/${scope.namespace}/inflight/${children[0]}`);

@@ -3,7 +3,7 @@ import zookeeper from 'node-zookeeper-client';
 import type { Entry, Enqueued } from '../../../recipes/contract.js';
 import { BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents } from '../driver.js';
-import { create, exists, getChildren, isCode, mkdirp, remove, watchData, ZkCode, zkLong, type ZkClient } from './client.js';
+import { create, exists, getChildren, isCode, mkdirp, remove, watchData, ZkCode, zkLong, type ZkClient, type ZkStat } from './client.js';
 import { entriesFromListing, entryPrefix, parseEntryName } from './names.js';
 
 export interface ZkDriverOptions {
@@ -15,8 +15,8 @@ export interface ZkDriverOptions {
   readonly connectTimeoutMs: number;
 }
 
-/** Counters for tests and benchmarks: how many watch notifications this process received. */
-export const zkCounters = { notifications: 0 };
+/** Counters for tests and benchmarks: watch notifications received, entries adopted after a lost reply. */
+export const zkCounters = { notifications: 0, adopted: 0 };
 
 interface Waiter {
   resolve(): void;
@@ -172,7 +172,13 @@ export class ZkDriver implements Driver {
 
   /** After a lost create reply: our node, if the create reached the server, carries our uuid. */
   async #findOwn(queue: string, dir: string, uuid: string): Promise<Enqueued | undefined> {
-    const listing = await this.#retry(() => getChildren(this.#client, dir));
+    let listing: { children: string[]; stat: ZkStat };
+    try {
+      listing = await this.#retry(() => getChildren(this.#client, dir));
+    } catch (error) {
+      if (isCode(error, ZkCode.NO_NODE)) return undefined; // no directory, so the create cannot have happened
+      throw error;
+    }
     const mine = listing.children.find((child) => parseEntryName(child)?.uuid === uuid);
     if (mine === undefined) return undefined;
     const stat = await this.#retry(() => exists(this.#client, `${dir}/${mine}`));
@@ -180,6 +186,7 @@ export class ZkDriver implements Driver {
     if (zkLong(stat.ephemeralOwner) !== this.#sessionId) {
       throw new BackendError(`znode ${dir}/${mine} carries our uuid but belongs to another session`);
     }
+    zkCounters.adopted += 1;
     return this.#enqueued(queue, dir, `${dir}/${mine}`, listing.children, zkLong(listing.stat.czxid));
   }
 

@@ -1,0 +1,141 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { etcdBinary } from './install.js';
+import { freePort } from './ports.js';
+import { isAlive, sleep, startServer, stopPid, tail } from './process.js';
+
+export interface EtcdMember {
+  readonly name: string;
+  readonly clientUrl: string;
+  readonly peerUrl: string;
+  readonly pid: number | undefined;
+  readonly dir: string;
+  isAlive(): boolean;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+  start(): Promise<void>;
+}
+
+export interface EtcdCluster {
+  readonly endpoints: string[];
+  readonly members: EtcdMember[];
+  leader(): Promise<EtcdMember | undefined>;
+  stop(): Promise<void>;
+}
+
+const READY_TIMEOUT_MS = 30_000;
+
+class Member implements EtcdMember {
+  pid: number | undefined;
+
+  constructor(
+    readonly name: string,
+    readonly clientUrl: string,
+    readonly peerUrl: string,
+    readonly dir: string,
+    private readonly cluster: { initial: string; token: string },
+  ) {}
+
+  isAlive(): boolean {
+    return isAlive(this.pid);
+  }
+
+  async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    await stopPid(this.pid, signal);
+    this.pid = undefined;
+  }
+
+  async start(): Promise<void> {
+    if (this.isAlive()) return;
+    const binary = etcdBinary();
+    if (binary === undefined) throw new Error('etcd is not installed (apt-get install -y etcd-server)');
+    // The same flags serve a restart: with a data dir in place, etcd ignores the initial-cluster ones.
+    const args = [
+      '--name', this.name,
+      '--data-dir', path.join(this.dir, 'data'),
+      '--listen-client-urls', this.clientUrl,
+      '--advertise-client-urls', this.clientUrl,
+      '--listen-peer-urls', this.peerUrl,
+      '--initial-advertise-peer-urls', this.peerUrl,
+      '--initial-cluster', this.cluster.initial,
+      '--initial-cluster-token', this.cluster.token,
+      '--initial-cluster-state', 'new',
+      '--heartbeat-interval', '50',
+      '--election-timeout', '500',
+      '--logger', 'zap',
+      '--log-level', 'warn',
+    ];
+    this.pid = startServer(binary, args, path.join(this.dir, 'server.log'));
+    await this.ready();
+  }
+
+  async ready(): Promise<void> {
+    const deadline = Date.now() + READY_TIMEOUT_MS;
+    while (Date.now() < deadline) {
+      if (!this.isAlive()) throw new Error(`etcd ${this.name} exited during start:\n${tail(path.join(this.dir, 'server.log'))}`);
+      if (await healthy(this.clientUrl)) return;
+      await sleep(50);
+    }
+    throw new Error(`etcd ${this.name} not healthy after ${READY_TIMEOUT_MS} ms:\n${tail(path.join(this.dir, 'server.log'))}`);
+  }
+}
+
+async function healthy(clientUrl: string): Promise<boolean> {
+  try {
+    const response = await fetch(`${clientUrl}/health`, { signal: AbortSignal.timeout(1_000) });
+    return ((await response.json()) as { health?: string }).health === 'true';
+  } catch {
+    return false;
+  }
+}
+
+/** The member's own id and the leader's id, from the grpc-gateway's maintenance status. */
+async function status(clientUrl: string): Promise<{ member: string; leader: string } | undefined> {
+  try {
+    const response = await fetch(`${clientUrl}/v3/maintenance/status`, { method: 'POST', body: '{}', signal: AbortSignal.timeout(1_000) });
+    const body = (await response.json()) as { header?: { member_id?: string }; leader?: string };
+    if (body.header?.member_id === undefined || body.leader === undefined) return undefined;
+    return { member: body.header.member_id, leader: body.leader };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Starts a standalone etcd or a 3-member cluster on free 127.0.0.1 ports, each in its own temp dir. */
+export async function startEtcd(opts: { size?: 1 | 3 } = {}): Promise<EtcdCluster> {
+  const size = opts.size ?? 1;
+  const ports = await Promise.all(Array.from({ length: size }, async () => ({ client: await freePort(), peer: await freePort() })));
+  const initial = ports.map((p, i) => `etcd${i + 1}=http://127.0.0.1:${p.peer}`).join(',');
+  const token = `baton-${randomUUID()}`;
+  const members = ports.map(
+    (p, i) =>
+      new Member(`etcd${i + 1}`, `http://127.0.0.1:${p.client}`, `http://127.0.0.1:${p.peer}`, mkdtempSync(path.join(os.tmpdir(), 'baton-etcd-')), {
+        initial,
+        token,
+      }),
+  );
+  const cluster: EtcdCluster = {
+    endpoints: members.map((m) => m.clientUrl),
+    members,
+    async leader() {
+      for (const member of members) {
+        const s = member.isAlive() ? await status(member.clientUrl) : undefined;
+        if (s !== undefined && s.member === s.leader) return member;
+      }
+      return undefined;
+    },
+    async stop() {
+      await Promise.all(members.map((m) => m.kill('SIGKILL')));
+      for (const m of members) rmSync(m.dir, { recursive: true, force: true });
+    },
+  };
+  try {
+    // Members of a new cluster wait for each other, so they are started together.
+    await Promise.all(members.map((m) => m.start()));
+  } catch (error) {
+    await cluster.stop();
+    throw error;
+  }
+  return cluster;
+}

@@ -1,0 +1,89 @@
+import { spawn } from 'node:child_process';
+import { openSync, closeSync, readFileSync } from 'node:fs';
+
+/** Every server PID this process started: killed on exit and on Ctrl-C so no server outlives a run. */
+const started = new Set<number>();
+let hooked = false;
+
+function hookExit(): void {
+  if (hooked) return;
+  hooked = true;
+  const killAll = (): void => {
+    for (const pid of started) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    started.clear();
+  };
+  process.on('exit', killAll);
+  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+    process.once(signal, () => {
+      killAll();
+      process.exit(code);
+    });
+  }
+}
+
+/** Starts a server with its output in `logFile`; the child never keeps Node's event loop alive. */
+export function startServer(command: string, args: readonly string[], logFile: string): number {
+  hookExit();
+  const log = openSync(logFile, 'a');
+  try {
+    const child = spawn(command, args, { stdio: ['ignore', log, log], detached: false });
+    child.unref();
+    if (child.pid === undefined) throw new Error(`could not start ${command}`);
+    started.add(child.pid);
+    // Reap the child when it exits so that it does not linger as a zombie.
+    child.once('exit', () => undefined);
+    return child.pid;
+  } finally {
+    closeSync(log);
+  }
+}
+
+/** Alive means running: a missing /proc entry or a zombie ('Z') or dead ('X') state is not. */
+export function isAlive(pid: number | undefined): boolean {
+  if (pid === undefined) return false;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return false;
+  }
+}
+
+/** Stops a process we started: the given signal, then SIGKILL after `graceMs`; waits until it is gone. */
+export async function stopPid(pid: number | undefined, signal: NodeJS.Signals = 'SIGTERM', graceMs = 5_000): Promise<void> {
+  if (pid === undefined || !started.has(pid)) return;
+  send(pid, signal);
+  const deadline = Date.now() + graceMs;
+  while (isAlive(pid) && Date.now() < deadline) await sleep(20);
+  if (isAlive(pid)) send(pid, 'SIGKILL');
+  for (let i = 0; i < 250 && isAlive(pid); i += 1) await sleep(20);
+  started.delete(pid);
+}
+
+function send(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // already gone
+  }
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** The last lines of a server log, for error messages. */
+export function tail(file: string, lines = 20): string {
+  try {
+    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}

@@ -1,0 +1,130 @@
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fourLetterWord, zkMode } from './four-letter.js';
+import { zkClasspath } from './install.js';
+import { freePort } from './ports.js';
+import { isAlive, sleep, startServer, stopPid, tail } from './process.js';
+
+export { fourLetterWord } from './four-letter.js';
+
+export interface ZkMember {
+  readonly id: number;
+  readonly clientPort: number;
+  readonly pid: number | undefined;
+  readonly dir: string;
+  isAlive(): boolean;
+  /** SIGKILL by default; waits until the process is gone. */
+  kill(signal?: NodeJS.Signals): Promise<void>;
+  /** (Re)starts with the same configuration and data; waits until it serves. */
+  start(): Promise<void>;
+}
+
+export interface ZkCluster {
+  readonly connectString: string;
+  readonly members: ZkMember[];
+  readonly tickTimeMs: number;
+  leader(): Promise<ZkMember | undefined>;
+  stop(): Promise<void>;
+}
+
+const READY_TIMEOUT_MS = 30_000;
+const JVM = ['-Xmx128m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Xshare:auto', '-Djava.net.preferIPv4Stack=true', '-Dzookeeper.admin.enableServer=false'];
+
+class Member implements ZkMember {
+  pid: number | undefined;
+
+  constructor(
+    readonly id: number,
+    readonly clientPort: number,
+    readonly dir: string,
+    private readonly standalone: boolean,
+  ) {}
+
+  isAlive(): boolean {
+    return isAlive(this.pid);
+  }
+
+  async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    await stopPid(this.pid, signal);
+    this.pid = undefined;
+  }
+
+  async start(): Promise<void> {
+    if (this.isAlive()) return;
+    const main = this.standalone ? 'org.apache.zookeeper.server.ZooKeeperServerMain' : 'org.apache.zookeeper.server.quorum.QuorumPeerMain';
+    this.pid = startServer('java', [...JVM, '-cp', zkClasspath(), main, path.join(this.dir, 'zoo.cfg')], this.log);
+    await this.ready();
+  }
+
+  get log(): string {
+    return path.join(this.dir, 'server.log');
+  }
+
+  /** Standalone: answers ruok. Ensemble member: has joined a quorum as leader or follower. */
+  async ready(): Promise<void> {
+    const deadline = Date.now() + READY_TIMEOUT_MS;
+    while (Date.now() < deadline) {
+      if (!this.isAlive()) throw new Error(`ZooKeeper ${this.id} exited during start:\n${tail(this.log)}`);
+      const mode = await zkMode(this.clientPort);
+      if (this.standalone ? mode === 'standalone' : mode === 'leader' || mode === 'follower') return;
+      await sleep(50);
+    }
+    throw new Error(`ZooKeeper ${this.id} on port ${this.clientPort} not ready after ${READY_TIMEOUT_MS} ms:\n${tail(this.log)}`);
+  }
+}
+
+/** Starts a standalone ZooKeeper or a 3-node ensemble on free 127.0.0.1 ports, each in its own temp dir. */
+export async function startZooKeeper(opts: { size?: 1 | 3; tickTimeMs?: number; forceSync?: boolean } = {}): Promise<ZkCluster> {
+  const size = opts.size ?? 1;
+  const tickTimeMs = opts.tickTimeMs ?? 200;
+  const standalone = size === 1;
+  const ports = await Promise.all(Array.from({ length: size }, async () => ({ client: await freePort(), peer: await freePort(), election: await freePort() })));
+  const servers = ports.map((p, i) => `server.${i + 1}=127.0.0.1:${p.peer}:${p.election}`);
+  const members = ports.map((p, i) => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-zk-'));
+    mkdirSync(path.join(dir, 'data'));
+    writeFileSync(path.join(dir, 'data', 'myid'), `${i + 1}\n`);
+    const config = [
+      `tickTime=${tickTimeMs}`,
+      `dataDir=${path.join(dir, 'data')}`,
+      `clientPort=${p.client}`,
+      'clientPortAddress=127.0.0.1',
+      'admin.enableServer=false',
+      '4lw.commands.whitelist=ruok,srvr,stat,mntr,wchc,wchp,wchs,cons,dump,conf,envi',
+      `minSessionTimeout=${2 * tickTimeMs}`,
+      `maxSessionTimeout=${Math.max(40 * tickTimeMs, 20_000)}`,
+      `forceSync=${opts.forceSync ? 'yes' : 'no'}`,
+      'initLimit=10',
+      'syncLimit=5',
+      'maxClientCnxns=0',
+      ...(standalone ? [] : ['quorumListenOnAllIPs=false', ...servers]),
+    ];
+    writeFileSync(path.join(dir, 'zoo.cfg'), `${config.join('\n')}\n`);
+    return new Member(i + 1, p.client, dir, standalone);
+  });
+  const cluster: ZkCluster = {
+    connectString: members.map((m) => `127.0.0.1:${m.clientPort}`).join(','),
+    members,
+    tickTimeMs,
+    async leader() {
+      for (const member of members) if ((await zkMode(member.clientPort)) === 'leader') return member;
+      return undefined;
+    },
+    async stop() {
+      await Promise.all(members.map((m) => m.kill('SIGKILL')));
+      for (const m of members) rmSync(m.dir, { recursive: true, force: true });
+    },
+  };
+  try {
+    await Promise.all(members.map((m) => m.start()));
+  } catch (error) {
+    await cluster.stop();
+    throw error;
+  }
+  return cluster;
+}
+
+export async function ruok(port: number): Promise<string> {
+  return fourLetterWord(port, 'ruok');
+}
