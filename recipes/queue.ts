@@ -82,9 +82,14 @@ async function waitBehind(
     wait.signal.throwIfAborted(); // from here on we would have to wait, so the timeout counts
     await backend.waitGone(blocker, wait.signal);
     // Entries only ever leave the part of the queue ahead of us, and new ones join behind us. So if
-    // nothing else in our last listing blocked us, the blocker's departure makes it our turn.
+    // nothing else in our last listing blocked us, the blocker's departure makes it our turn, provided
+    // our own entry is still there: a session closed by the server deletes the blocker and us at once,
+    // and the blocker's deletion can reach us before the news that our session is gone.
     const rest = snapshot.filter((e) => e.key !== blocker.key);
-    if (request.decide(rest, self) === null) return;
+    if (request.decide(rest, self) === null) {
+      if (await backend.confirm(self)) return;
+      throw new LockLostError(request.what, { cause: new Error('our queue entry vanished while waiting') });
+    }
     snapshot = await backend.list(request.queue);
   }
 }

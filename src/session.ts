@@ -16,12 +16,49 @@ export class BatonSession implements Session {
   readonly #operations = new Set<Promise<void>>();
   #state: SessionState = 'connected';
   #closing: Promise<void> | undefined;
+  readonly #marginMs: number;
+  #lastAck: number;
+  #deadline: NodeJS.Timeout | undefined;
 
-  constructor(driver: Driver) {
+  /**
+   * `marginMs`: how long before the server could possibly expire the session the client gives up on
+   * its own. The server keeps a session for `timeoutMs` after it last heard from us; it heard us no
+   * earlier than the send time of the last request it answered, so holders are told at
+   * `lastAck + timeoutMs - marginMs`, before anyone else can be granted their locks.
+   */
+  constructor(driver: Driver, options: { marginMs?: number } = {}) {
     this.#driver = driver;
+    this.#marginMs = options.marginMs ?? defaultMargin(driver.timeoutMs);
+    this.#lastAck = driver.openedAt;
     // Every waiter listens on the session's signal for the length of its wait; there may be thousands.
     setMaxListeners(0, this.#controller.signal);
-    driver.onStatus((status, cause) => this.#onStatus(status, cause));
+    driver.attach({
+      status: (status, cause) => this.#onStatus(status, cause),
+      ack: (sentAt) => {
+        if (sentAt > this.#lastAck) this.#lastAck = sentAt;
+      },
+    });
+    this.#armDeadline();
+  }
+
+  /** When the session stops being safe to rely on (a `performance.now()` reading). */
+  get deadline(): number {
+    return this.#lastAck + this.#driver.timeoutMs - this.#marginMs;
+  }
+
+  /** One timer, moved forward lazily: it fires at the deadline and re-arms if an ack came meanwhile. */
+  #armDeadline(): void {
+    if (!Number.isFinite(this.#driver.timeoutMs) || this.#state === 'lost' || this.#state === 'closed') return;
+    const wait = this.deadline - performance.now();
+    if (wait <= 0) {
+      const silent = Math.round(performance.now() - this.#lastAck);
+      const reason = new SessionLostError(`no answer from the server for ${silent} ms (session timeout ${this.#driver.timeoutMs} ms)`);
+      this.#driver.abandon(reason);
+      this.#onStatus('lost', reason);
+      return;
+    }
+    this.#deadline = setTimeout(() => this.#armDeadline(), wait);
+    this.#deadline.unref();
   }
 
   get id(): string {
@@ -83,13 +120,15 @@ export class BatonSession implements Session {
     await Promise.allSettled([...this.#holds].map((hold) => hold.release()));
     await Promise.allSettled([...this.#operations]);
     await this.#driver.close();
+    clearTimeout(this.#deadline);
     this.#setState('closed');
   }
 
   #onStatus(status: DriverStatus, cause?: unknown): void {
     if (this.#state === 'closed' || this.#state === 'lost') return;
     if (status === 'lost') {
-      const reason = new SessionLostError('the session was lost', { cause });
+      const reason = cause instanceof SessionLostError ? cause : new SessionLostError('the session was lost', { cause });
+      clearTimeout(this.#deadline);
       this.#abortAll(reason);
       if (this.#closing === undefined) this.#setState('lost');
       return;
@@ -110,3 +149,7 @@ export class BatonSession implements Session {
   }
 }
 
+/** A tenth of the session timeout: room for a late timer on a busy event loop. */
+function defaultMargin(timeoutMs: number): number {
+  return Number.isFinite(timeoutMs) ? Math.round(timeoutMs / 10) : 0;
+}

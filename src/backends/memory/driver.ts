@@ -6,10 +6,12 @@ import type { MemoryStore } from './store.js';
 /** A session on an in-process store. Same contract as the server backends, for demos and unit tests. */
 export class MemoryDriver implements Driver {
   readonly id: string;
+  readonly timeoutMs = Number.POSITIVE_INFINITY;
+  readonly openedAt = performance.now();
   readonly #store: MemoryStore;
   readonly #namespace: string;
   #status: 'open' | 'lost' | 'closed' = 'open';
-  #listener: DriverEvents['status'] = () => undefined;
+  #events: DriverEvents | undefined;
 
   constructor(store: MemoryStore, namespace: string) {
     this.#store = store;
@@ -17,8 +19,12 @@ export class MemoryDriver implements Driver {
     this.id = store.newSessionId();
   }
 
-  onStatus(listener: DriverEvents['status']): void {
-    this.#listener = listener;
+  attach(events: DriverEvents): void {
+    this.#events = events;
+  }
+
+  abandon(): void {
+    this.expire();
   }
 
   async enqueue(queue: string, kind: string): Promise<Enqueued> {
@@ -66,7 +72,7 @@ export class MemoryDriver implements Driver {
     if (this.#status !== 'open') return;
     this.#status = 'lost';
     this.#store.removeOwnedBy(this.id);
-    this.#listener('lost', new SessionLostError('the memory session was expired'));
+    this.#events?.status('lost', new SessionLostError('the memory session was expired'));
   }
 
   async close(): Promise<void> {

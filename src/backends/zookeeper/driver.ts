@@ -28,13 +28,16 @@ const MAX_PARENT_RETRIES = 10;
 /** The ZooKeeper backend on node-zookeeper-client: one client (one ZooKeeper session) per driver. */
 export class ZkDriver implements Driver {
   readonly id: string;
-  readonly sessionTimeoutMs: number;
+  readonly timeoutMs: number;
+  readonly openedAt: number;
   readonly #client: ZkClient;
   readonly #namespace: string;
   readonly #sessionId: bigint;
   readonly #waiters = new Map<string, Set<Waiter>>();
   #status: 'open' | 'lost' | 'closed' = 'open';
-  #listener: DriverEvents['status'] = () => undefined;
+  #events: DriverEvents | undefined;
+  readonly #heartbeat: NodeJS.Timeout;
+  #heartbeatInFlight = false;
 
   static async open(options: ZkDriverOptions): Promise<ZkDriver> {
     const client = zookeeper.createClient(options.hosts, {
@@ -42,17 +45,38 @@ export class ZkDriver implements Driver {
       spinDelay: 100,
       retries: 0,
     });
+    const openedAt = performance.now();
     await connected(client, options);
-    return new ZkDriver(client, options);
+    return new ZkDriver(client, options, openedAt);
   }
 
-  private constructor(client: ZkClient, options: ZkDriverOptions) {
+  private constructor(client: ZkClient, options: ZkDriverOptions, openedAt: number) {
+    this.openedAt = openedAt;
     this.#client = client;
     this.#namespace = options.namespace;
     this.#sessionId = zkLong(client.getSessionId());
     this.id = this.#sessionId.toString(16).padStart(16, '0');
-    this.sessionTimeoutMs = client.getSessionTimeout();
+    this.timeoutMs = client.getSessionTimeout();
     client.on('state', (state) => this.#onState(state));
+    // node-zookeeper-client never reports a server that stops answering, and hides its pings; this
+    // request is our own ping, whose replies move the session's loss deadline forward.
+    this.#heartbeat = setInterval(() => this.#ping(), Math.max(Math.floor(this.timeoutMs / 4), 10));
+    this.#heartbeat.unref();
+  }
+
+  #ping(): void {
+    if (this.#heartbeatInFlight || this.#status !== 'open') return;
+    this.#heartbeatInFlight = true;
+    const sentAt = performance.now();
+    exists(this.#client, '/').then(
+      () => {
+        this.#heartbeatInFlight = false;
+        this.#events?.ack(sentAt);
+      },
+      () => {
+        this.#heartbeatInFlight = false;
+      },
+    );
   }
 
   /** @internal For fault tests that end the session from a second connection, as ZooKeeper allows. */
@@ -60,8 +84,16 @@ export class ZkDriver implements Driver {
     return { sessionId: this.#client.getSessionId(), sessionPassword: this.#client.getSessionPassword() };
   }
 
-  onStatus(listener: DriverEvents['status']): void {
-    this.#listener = listener;
+  attach(events: DriverEvents): void {
+    this.#events = events;
+  }
+
+  abandon(reason: Error): void {
+    if (this.#status !== 'open') return;
+    this.#status = 'lost';
+    clearInterval(this.#heartbeat);
+    this.#failWaiters(reason);
+    this.#client.close();
   }
 
   /** The directory that holds a queue's entries. */
@@ -157,10 +189,11 @@ export class ZkDriver implements Driver {
     if (this.#status === 'closed') return;
     const wasOpen = this.#status === 'open';
     this.#status = 'closed';
+    clearInterval(this.#heartbeat);
     this.#failWaiters(new ClosedError());
     if (!wasOpen) return;
     const closed = new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, Math.min(this.sessionTimeoutMs, 5_000));
+      const timer = setTimeout(resolve, Math.min(this.timeoutMs, 5_000));
       this.#client.once('disconnected', () => {
         clearTimeout(timer);
         resolve();
@@ -246,14 +279,15 @@ export class ZkDriver implements Driver {
 
   #onState(state: zookeeper.State): void {
     if (this.#status !== 'open') return;
-    if (state === zookeeper.State.SYNC_CONNECTED) this.#listener('connected');
-    else if (state === zookeeper.State.DISCONNECTED) this.#listener('suspended');
+    if (state === zookeeper.State.SYNC_CONNECTED) this.#events?.status('connected');
+    else if (state === zookeeper.State.DISCONNECTED) this.#events?.status('suspended');
     else if (state === zookeeper.State.EXPIRED || state === zookeeper.State.AUTH_FAILED) {
       this.#status = 'lost';
+      clearInterval(this.#heartbeat);
       const reason = new SessionLostError(`ZooKeeper session 0x${this.id} ${state === zookeeper.State.EXPIRED ? 'expired' : 'failed authentication'}`);
       this.#failWaiters(reason);
       this.#client.close();
-      this.#listener('lost', reason);
+      this.#events?.status('lost', reason);
     }
   }
 
