@@ -11,6 +11,11 @@ export interface ConnectOptions {
   readonly sessionTimeoutMs?: number;
   /** How long to wait for the first connection before giving up. Default 15 000. */
   readonly connectTimeoutMs?: number;
+  /**
+   * How long before the server could expire the session the client declares it lost on its own when
+   * the server stops answering. Default: a tenth of the negotiated session timeout.
+   */
+  readonly deadlineMarginMs?: number;
 }
 
 const DEFAULTS = { sessionTimeoutMs: 10_000, connectTimeoutMs: 15_000 } as const;
@@ -21,20 +26,25 @@ const DEFAULTS = { sessionTimeoutMs: 10_000, connectTimeoutMs: 15_000 } as const
  */
 export async function connect(url: string, options: ConnectOptions = {}): Promise<BatonSession> {
   const parsed = parseUrl(url);
-  const settings = validateConnectOptions(options);
+  const { deadlineMarginMs, ...settings } = validateConnectOptions(options);
+  const sessionOptions = deadlineMarginMs === undefined ? {} : { marginMs: deadlineMarginMs };
   switch (parsed.scheme) {
     case 'memory':
-      return new BatonSession(new MemoryDriver(memoryStore(parsed.hosts[0] ?? ''), parsed.namespace));
+      return new BatonSession(new MemoryDriver(memoryStore(parsed.hosts[0] ?? ''), parsed.namespace), sessionOptions);
     case 'zk': {
       const driver = await ZkDriver.open({ hosts: parsed.hosts.join(','), namespace: `/${parsed.namespace}`, ...settings });
-      return new BatonSession(driver);
+      if (deadlineMarginMs !== undefined && deadlineMarginMs >= driver.timeoutMs) {
+        await driver.close();
+        throw new InvalidArgumentError('deadlineMarginMs', deadlineMarginMs, `less than the negotiated session timeout (${driver.timeoutMs} ms)`);
+      }
+      return new BatonSession(driver, sessionOptions);
     }
     case 'etcd':
       throw new InvalidArgumentError('url scheme', 'etcd:', 'zk: or memory: (the etcd backend is not available in this version yet)');
   }
 }
 
-function validateConnectOptions(options: unknown): { sessionTimeoutMs: number; connectTimeoutMs: number } {
+function validateConnectOptions(options: unknown): { sessionTimeoutMs: number; connectTimeoutMs: number; deadlineMarginMs: number | undefined } {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new InvalidArgumentError('connect options', options, 'an object');
   }
@@ -42,6 +52,7 @@ function validateConnectOptions(options: unknown): { sessionTimeoutMs: number; c
   return {
     sessionTimeoutMs: positiveMs(given['sessionTimeoutMs'], 'sessionTimeoutMs', DEFAULTS.sessionTimeoutMs),
     connectTimeoutMs: positiveMs(given['connectTimeoutMs'], 'connectTimeoutMs', DEFAULTS.connectTimeoutMs),
+    deadlineMarginMs: given['deadlineMarginMs'] === undefined ? undefined : positiveMs(given['deadlineMarginMs'], 'deadlineMarginMs', 0),
   };
 }
 
