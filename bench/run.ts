@@ -25,7 +25,7 @@ async function main(): Promise<void> {
   }
   try {
     const results = await benchZkCycle(connectString, quick ? { blocks: 4, perBlock: 100 } : { blocks: 10, perBlock: 300 });
-    print('ZooKeeper uncontended cycle (standalone, forceSync on)', results, results[1]!);
+    print('ZooKeeper uncontended cycle (standalone, forceSync on)', results, { awaited: results[0]!, pipelined: results[1]! });
     if (jsonAt >= 0) {
       const file = args[jsonAt + 1] ?? 'results.json';
       writeFileSync(file, JSON.stringify({ machine: machine(), zookeeperCycle: results }, null, 2));
@@ -36,13 +36,16 @@ async function main(): Promise<void> {
   }
 }
 
-function print(title: string, results: readonly Summary[], floor: Summary): void {
+/** Medians side by side, with each case's ratio to both raw floors measured in the same run. */
+function print(title: string, results: readonly Summary[], floors: { awaited: Summary; pipelined: Summary }): void {
   process.stdout.write(`\n${title}  [${machine()}]\n`);
-  process.stdout.write(`${'case'.padEnd(52)} ${'median'.padStart(9)} ${'p99'.padStart(9)} ${'ops/s'.padStart(8)} ${'vs pipelined floor'.padStart(19)}\n`);
+  process.stdout.write(
+    `${'case'.padEnd(52)} ${'median'.padStart(9)} ${'p99'.padStart(9)} ${'ops/s'.padStart(8)} ${'/awaited'.padStart(9)} ${'/pipelined'.padStart(11)}\n`,
+  );
   for (const result of results) {
-    const ratio = result.medianMs / floor.medianMs;
+    const ratio = (floor: Summary): string => `${(result.medianMs / floor.medianMs).toFixed(3)}x`;
     process.stdout.write(
-      `${result.name.padEnd(52)} ${result.medianMs.toFixed(3).padStart(7)}ms ${result.p99Ms.toFixed(3).padStart(7)}ms ${result.opsPerSec.toFixed(0).padStart(8)} ${`${ratio.toFixed(3)}x`.padStart(19)}\n`,
+      `${result.name.padEnd(52)} ${result.medianMs.toFixed(3).padStart(7)}ms ${result.p99Ms.toFixed(3).padStart(7)}ms ${result.opsPerSec.toFixed(0).padStart(8)} ${ratio(floors.awaited).padStart(9)} ${ratio(floors.pipelined).padStart(11)}\n`,
     );
   }
 }

@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { InvalidArgumentError } from '../recipes/errors.js';
+import { connect } from '../src/connect.js';
+import { parseUrl } from '../src/url.js';
+
+describe('connect: URLs and options', () => {
+  it.each([
+    ['not a url'],
+    ['http://127.0.0.1:2181'],
+    ['zk://'],
+    ['zk://127.0.0.1'],
+    ['zk://127.0.0.1:0'],
+    ['zk://127.0.0.1:70000'],
+    ['zk://127.0.0.1:2181,/ns'],
+    ['zk://user:secret@127.0.0.1:2181/ns'],
+    ['zk://127.0.0.1:2181/bad name'],
+    ['zk://127.0.0.1:2181/a/../b'],
+    ['memory://'],
+    ['memory://a,b'],
+    [''],
+  ])('refuses %j with InvalidArgumentError before connecting', async (url) => {
+    const error = await connect(url).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidArgumentError);
+    expect((error as Error).message).not.toContain('secret');
+  });
+
+  it.each([
+    [{ sessionTimeoutMs: -1 }],
+    [{ sessionTimeoutMs: 1.5 }],
+    [{ sessionTimeoutMs: Number.NaN }],
+    [{ connectTimeoutMs: 0 }],
+    [{ connectTimeoutMs: '100' }],
+    [{ deadlineMarginMs: Infinity }],
+    [null],
+    ['fast'],
+  ])('refuses options %j with InvalidArgumentError', async (options) => {
+    await expect(connect('memory://opts', options as object)).rejects.toBeInstanceOf(InvalidArgumentError);
+  });
+
+  it('parses hosts and namespaces, defaulting the namespace to baton', () => {
+    expect(parseUrl('zk://127.0.0.1:2181,127.0.0.2:2182/my/app/')).toEqual({
+      scheme: 'zk',
+      hosts: ['127.0.0.1:2181', '127.0.0.2:2182'],
+      namespace: 'my/app',
+    });
+    expect(parseUrl('zookeeper://[::1]:2181').namespace).toBe('baton');
+    expect(parseUrl('memory://test').hosts).toEqual(['test']);
+  });
+
+  it('says plainly that etcd is not available yet', async () => {
+    await expect(connect('etcd://127.0.0.1:2379')).rejects.toThrow(/etcd backend is not available/);
+  });
+
+  it('fails with a clear error when no ZooKeeper answers', async () => {
+    await expect(connect('zk://127.0.0.1:1/ns', { connectTimeoutMs: 300 })).rejects.toThrow(/could not connect to ZooKeeper at 127.0.0.1:1 within 300 ms/);
+  });
+});
