@@ -7,7 +7,12 @@ interface Pair {
   readonly server: net.Socket;
   /** Replies from the server are discarded for this pair (its request went through, its reply must not). */
   mute: boolean;
+  /** Bytes held back while partitioned, delivered on restore as TCP would after a healed partition. */
+  held: { up: Buffer[]; down: Buffer[]; bytes: number };
 }
+
+/** A partition longer than this much traffic ends the connection instead of holding more. */
+const MAX_HELD_BYTES = 4 * 1024 * 1024;
 
 /**
  * A TCP proxy on 127.0.0.1 between a client and one server, for fault injection: partitions
@@ -48,7 +53,10 @@ export class TcpProxy {
     return this.#pairs.size;
   }
 
-  /** Keep sockets open but discard every byte in both directions: a network partition. */
+  /**
+   * A network partition: sockets stay open and nothing gets through in either direction. Bytes sent
+   * meanwhile are held and delivered on `restore()`, as TCP retransmission would after the partition heals.
+   */
   blackhole(): void {
     this.#mode = 'blackhole';
   }
@@ -65,6 +73,11 @@ export class TcpProxy {
 
   restore(): void {
     this.#mode = 'forward';
+    for (const pair of this.#pairs) {
+      for (const chunk of pair.held.up.splice(0)) this.#up(pair, chunk, false);
+      for (const chunk of pair.held.down.splice(0)) this.#down(pair, chunk, false);
+      pair.held.bytes = 0;
+    }
   }
 
   /**
@@ -89,14 +102,10 @@ export class TcpProxy {
       return;
     }
     const server = net.connect({ host: target.host ?? '127.0.0.1', port: target.port });
-    const pair: Pair = { client, server, mute: false };
+    const pair: Pair = { client, server, mute: false, held: { up: [], down: [], bytes: 0 } };
     this.#pairs.add(pair);
-    client.on('data', (chunk: Buffer) => this.#up(pair, chunk));
-    server.on('data', (chunk: Buffer) => {
-      if (this.#mode !== 'forward' || pair.mute) return;
-      this.bytesDown += chunk.length;
-      client.write(chunk);
-    });
+    client.on('data', (chunk: Buffer) => this.#up(pair, chunk, true));
+    server.on('data', (chunk: Buffer) => this.#down(pair, chunk, true));
     // A muted pair's client side is cut on purpose; its server side closes a moment later on its own.
     client.on('error', () => pair.mute || this.#close(pair));
     client.on('close', () => pair.mute || this.#close(pair));
@@ -104,9 +113,24 @@ export class TcpProxy {
     server.on('close', () => this.#close(pair));
   }
 
-  #up(pair: Pair, chunk: Buffer): void {
-    this.bytesUp += chunk.length;
-    if (this.#mode !== 'forward' || pair.mute) return;
+  /** Holds a chunk during a partition; false if the chunk may go through now. */
+  #hold(pair: Pair, chunk: Buffer, direction: 'up' | 'down'): boolean {
+    if (this.#mode === 'forward') return false;
+    pair.held[direction].push(chunk);
+    pair.held.bytes += chunk.length;
+    if (pair.held.bytes > MAX_HELD_BYTES) this.#close(pair);
+    return true;
+  }
+
+  #down(pair: Pair, chunk: Buffer, fresh: boolean): void {
+    if (fresh) this.bytesDown += chunk.length;
+    if (pair.mute || this.#hold(pair, chunk, 'down')) return;
+    pair.client.write(chunk);
+  }
+
+  #up(pair: Pair, chunk: Buffer, fresh: boolean): void {
+    if (fresh) this.bytesUp += chunk.length;
+    if (pair.mute || this.#hold(pair, chunk, 'up')) return;
     const cut = this.#cutAfter;
     if (cut !== undefined && cut.match(chunk)) {
       this.#cutAfter = undefined;

@@ -1,0 +1,140 @@
+import { Etcd3 } from 'etcd3';
+import zookeeper from 'node-zookeeper-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEtcd, type EtcdCluster } from './etcd.js';
+import { fourLetterWord } from './four-letter.js';
+import { TcpProxy } from './proxy.js';
+import { startZooKeeper, type ZkCluster } from './zookeeper.js';
+
+/** The harness itself: real servers start, fail over, restart and stop; the proxy cuts as told. */
+describe('test harness', () => {
+  describe('ZooKeeper 3-node ensemble', () => {
+    let zk: ZkCluster;
+    beforeAll(async () => {
+      zk = await startZooKeeper({ size: 3 });
+    });
+    afterAll(async () => {
+      const pids = zk.members.map((m) => m.pid);
+      await zk.stop();
+      expect(zk.members.every((m) => !m.isAlive())).toBe(true);
+      expect(pids.every((pid) => pid !== undefined)).toBe(true);
+    });
+
+    it('elects a new leader when the leader is killed, and the old one rejoins as a follower', async () => {
+      const leader = await zk.leader();
+      expect(leader).toBeDefined();
+      expect(await fourLetterWord(leader!.clientPort, 'ruok')).toBe('imok');
+      await leader!.kill();
+      expect(leader!.isAlive()).toBe(false);
+      let next: typeof leader;
+      for (let i = 0; i < 200 && (next === undefined || next === leader); i += 1) {
+        next = await zk.leader();
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(next).toBeDefined();
+      expect(next).not.toBe(leader);
+      await leader!.start();
+      expect(await fourLetterWord(leader!.clientPort, 'srvr')).toMatch(/Mode: follower/);
+    }, 60_000);
+  });
+
+  describe('etcd', () => {
+    let single: EtcdCluster;
+    let cluster: EtcdCluster;
+    beforeAll(async () => {
+      [single, cluster] = await Promise.all([startEtcd({ size: 1 }), startEtcd({ size: 3 })]);
+    });
+    afterAll(async () => {
+      await Promise.all([single.stop(), cluster.stop()]);
+      expect([...single.members, ...cluster.members].every((m) => !m.isAlive())).toBe(true);
+    });
+
+    it('serves a standalone member', async () => {
+      const client = new Etcd3({ hosts: single.endpoints });
+      try {
+        await client.put('harness/a').value('1');
+        expect(await client.get('harness/a').string()).toBe('1');
+        expect(await single.leader()).toBe(single.members[0]);
+      } finally {
+        client.close();
+      }
+    });
+
+    it('keeps serving when the cluster leader is killed, and takes it back after a restart', async () => {
+      const client = new Etcd3({ hosts: cluster.endpoints });
+      try {
+        const leader = await cluster.leader();
+        expect(leader).toBeDefined();
+        await leader!.kill();
+        await client.put('harness/b').value('2');
+        expect(await client.get('harness/b').string()).toBe('2');
+        await leader!.start();
+        expect(leader!.isAlive()).toBe(true);
+        const fromRestarted = new Etcd3({ hosts: [leader!.clientUrl] });
+        try {
+          expect(await fromRestarted.get('harness/b').string()).toBe('2');
+        } finally {
+          fromRestarted.close();
+        }
+      } finally {
+        client.close();
+      }
+    }, 60_000);
+  });
+
+  describe('TCP proxy', () => {
+    let zk: ZkCluster;
+    let proxy: TcpProxy;
+    let client: zookeeper.Client;
+    beforeAll(async () => {
+      zk = await startZooKeeper({ size: 1 });
+      proxy = await TcpProxy.start({ port: zk.members[0]!.clientPort });
+      client = zookeeper.createClient(proxy.address, { sessionTimeout: 4_000, spinDelay: 50 });
+      await new Promise<void>((resolve) => {
+        client.once('connected', () => resolve());
+        client.connect();
+      });
+    });
+    afterAll(async () => {
+      client.close();
+      await proxy.close();
+      await zk.stop();
+    });
+
+    const exists = (path: string): Promise<boolean> =>
+      new Promise((resolve, reject) => client.exists(path, (error, stat) => (error ? reject(error) : resolve(stat !== null && stat !== undefined))));
+
+    it('forwards, stalls requests in a blackhole, and resumes on restore', async () => {
+      expect(await exists('/')).toBe(true);
+      proxy.blackhole();
+      let answered = false;
+      const stalled = exists('/').then(() => (answered = true));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(answered).toBe(false);
+      proxy.restore();
+      await stalled;
+      expect(answered).toBe(true);
+    });
+
+    it('drop() disconnects the client, which reconnects', async () => {
+      const disconnected = new Promise<void>((resolve) => client.once('disconnected', () => resolve()));
+      const reconnected = new Promise<void>((resolve) => client.once('connected', () => resolve()));
+      proxy.drop();
+      await disconnected;
+      await reconnected;
+      expect(await exists('/')).toBe(true);
+    });
+
+    it('dropAfterNextRequest lets the request reach the server but not its reply', async () => {
+      const cut = proxy.dropAfterNextRequest((chunk) => chunk.includes('/proxied'));
+      const created = new Promise<unknown>((resolve) => client.create('/proxied', (error) => resolve(error)));
+      await cut;
+      const error = await created;
+      expect(error).toBeInstanceOf(zookeeper.Exception);
+      expect((error as zookeeper.Exception).getCode()).toBe(zookeeper.Exception.CONNECTION_LOSS);
+      await new Promise<void>((resolve) => client.once('connected', () => resolve()));
+      expect(await exists('/proxied')).toBe(true);
+      await new Promise<void>((resolve, reject) => client.remove('/proxied', -1, (e) => (e ? reject(e) : resolve())));
+    });
+  });
+});
