@@ -1,10 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { etcdBinary } from './install.js';
 import { freePort } from './ports.js';
-import { isAlive, sleep, startServer, stopPid, tail } from './process.js';
+import { isAlive, sleep, startMembers, startServer, stopMembers, stopPid, tail } from './process.js';
 
 export interface EtcdMember {
   readonly name: string;
@@ -125,17 +125,8 @@ export async function startEtcd(opts: { size?: 1 | 3 } = {}): Promise<EtcdCluste
       }
       return undefined;
     },
-    async stop() {
-      await Promise.all(members.map((m) => m.kill('SIGKILL')));
-      for (const m of members) rmSync(m.dir, { recursive: true, force: true });
-    },
+    stop: () => stopMembers(members),
   };
-  try {
-    // Members of a new cluster wait for each other, so they are started together.
-    await Promise.all(members.map((m) => m.start()));
-  } catch (error) {
-    await cluster.stop();
-    throw error;
-  }
+  await startMembers(members);
   return cluster;
 }

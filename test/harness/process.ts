@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { openSync, closeSync, readFileSync } from 'node:fs';
+import { openSync, closeSync, readFileSync, rmSync } from 'node:fs';
 
 /** Every server PID this process started: killed on exit and on Ctrl-C so no server outlives a run. */
 const started = new Set<number>();
@@ -85,5 +85,27 @@ export function tail(file: string, lines = 20): string {
     return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
   } catch {
     return '(no log)';
+  }
+}
+
+export interface ServerMember {
+  readonly dir: string;
+  start(): Promise<void>;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
+/** Kills every member and removes their directories. */
+export async function stopMembers(members: readonly ServerMember[]): Promise<void> {
+  await Promise.all(members.map((m) => m.kill('SIGKILL')));
+  for (const m of members) rmSync(m.dir, { recursive: true, force: true });
+}
+
+/** Starts the members together (members of a new cluster wait for each other); on failure stops them all. */
+export async function startMembers(members: readonly ServerMember[]): Promise<void> {
+  try {
+    await Promise.all(members.map((m) => m.start()));
+  } catch (error) {
+    await stopMembers(members);
+    throw error;
   }
 }

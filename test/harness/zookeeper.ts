@@ -1,10 +1,10 @@
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fourLetterWord, zkMode } from './four-letter.js';
 import { zkClasspath } from './install.js';
 import { freePort } from './ports.js';
-import { isAlive, sleep, startServer, stopPid, tail } from './process.js';
+import { isAlive, sleep, startMembers, startServer, stopMembers, stopPid, tail } from './process.js';
 
 export { fourLetterWord } from './four-letter.js';
 
@@ -111,20 +111,8 @@ export async function startZooKeeper(opts: { size?: 1 | 3; tickTimeMs?: number; 
       for (const member of members) if ((await zkMode(member.clientPort)) === 'leader') return member;
       return undefined;
     },
-    async stop() {
-      await Promise.all(members.map((m) => m.kill('SIGKILL')));
-      for (const m of members) rmSync(m.dir, { recursive: true, force: true });
-    },
+    stop: () => stopMembers(members),
   };
-  try {
-    await Promise.all(members.map((m) => m.start()));
-  } catch (error) {
-    await cluster.stop();
-    throw error;
-  }
+  await startMembers(members);
   return cluster;
-}
-
-export async function ruok(port: number): Promise<string> {
-  return fourLetterWord(port, 'ruok');
 }
