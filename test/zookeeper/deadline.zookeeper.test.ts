@@ -37,4 +37,22 @@ describe('the client-side session deadline on ZooKeeper', () => {
     // The smallest gap between the cut-off holder being told and the next grant, for the record.
     console.info(`partitioned holder told ${Math.min(...gaps).toFixed(0)} ms (smallest of 5) before the next grant`);
   }, 120_000);
+
+  it('settles an acquire sent into a partition with SessionLostError once the deadline passes', async () => {
+    const proxy = await TcpProxy.start({ port: info.ports[0]! });
+    const cutOff = await connect(`zk://${proxy.address}/${scope.namespace}`, { sessionTimeoutMs: info.sessionTimeoutMs });
+    try {
+      proxy.blackhole();
+      const started = performance.now();
+      const error = await new FairMutex(cutOff, 'stuck').acquire().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(SessionLostError);
+      expect(performance.now() - started).toBeLessThan(info.sessionTimeoutMs * 3);
+      expect(cutOff.state).toBe('lost');
+      const closing = performance.now();
+      await cutOff.close();
+      expect(performance.now() - closing).toBeLessThan(info.sessionTimeoutMs);
+    } finally {
+      await proxy.close();
+    }
+  });
 });

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import zookeeper from 'node-zookeeper-client';
 import type { Entry, Enqueued } from '../../../recipes/contract.js';
 import { BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
@@ -36,6 +37,8 @@ export class ZkDriver implements Driver {
   readonly #waiters = new Map<string, Set<Waiter>>();
   #status: 'open' | 'lost' | 'closed' = 'open';
   #events: DriverEvents | undefined;
+  /** Aborts when the session is lost or closed: every request still in flight settles with its reason. */
+  readonly #dead = new AbortController();
   readonly #heartbeat: NodeJS.Timeout;
   #heartbeatInFlight = false;
 
@@ -57,6 +60,7 @@ export class ZkDriver implements Driver {
     this.#sessionId = zkLong(client.getSessionId());
     this.id = this.#sessionId.toString(16).padStart(16, '0');
     this.timeoutMs = client.getSessionTimeout();
+    setMaxListeners(0, this.#dead.signal); // one listener per request in flight
     client.on('state', (state) => this.#onState(state));
     // node-zookeeper-client never reports a server that stops answering, and hides its pings; this
     // request is our own ping, whose replies move the session's loss deadline forward.
@@ -68,7 +72,7 @@ export class ZkDriver implements Driver {
     if (this.#heartbeatInFlight || this.#status !== 'open') return;
     this.#heartbeatInFlight = true;
     const sentAt = performance.now();
-    exists(this.#client, '/').then(
+    this.#send(() => exists(this.#client, '/')).then(
       () => {
         this.#heartbeatInFlight = false;
         this.#events?.ack(sentAt);
@@ -90,10 +94,41 @@ export class ZkDriver implements Driver {
 
   abandon(reason: Error): void {
     if (this.#status !== 'open') return;
-    this.#status = 'lost';
+    this.#end('lost', reason);
+    this.#client.close();
+    // The server stopped answering, so it will not close the connection either.
+    destroySocket(this.#client);
+  }
+
+  /** Stops using the session: no more heartbeats, every waiter and request in flight fails with `reason`. */
+  #end(status: 'lost' | 'closed', reason: Error): void {
+    this.#status = status;
     clearInterval(this.#heartbeat);
     this.#failWaiters(reason);
-    this.#client.close();
+    this.#dead.abort(reason);
+  }
+
+  /**
+   * Sends a request that settles even if the client never answers: node-zookeeper-client keeps a
+   * request queued while disconnected and forgets to fail it when closed.
+   */
+  #send<T>(request: () => Promise<T>): Promise<T> {
+    const dead = this.#dead.signal;
+    if (dead.aborted) return Promise.reject(dead.reason);
+    return new Promise<T>((resolve, reject) => {
+      const onDead = (): void => reject(dead.reason);
+      dead.addEventListener('abort', onDead, { once: true });
+      request().then(
+        (value) => {
+          dead.removeEventListener('abort', onDead);
+          resolve(value);
+        },
+        (error: unknown) => {
+          dead.removeEventListener('abort', onDead);
+          reject(error);
+        },
+      );
+    });
   }
 
   /** The directory that holds a queue's entries. */
@@ -109,8 +144,8 @@ export class ZkDriver implements Driver {
       this.#assertOpen();
       // Sent back to back on one connection: the listing is processed after the create and shows it.
       const [created, listed] = await Promise.allSettled([
-        create(this.#client, prefix, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL),
-        getChildren(this.#client, dir),
+        this.#send(() => create(this.#client, prefix, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL)),
+        this.#send(() => getChildren(this.#client, dir)),
       ]);
       if (created.status === 'fulfilled') {
         const listing =
@@ -170,10 +205,10 @@ export class ZkDriver implements Driver {
   async withdraw(entry: Entry): Promise<void> {
     for (let attempt = 0; this.#status === 'open'; attempt += 1) {
       try {
-        await remove(this.#client, entry.key);
+        await this.#send(() => remove(this.#client, entry.key));
         return;
       } catch (error) {
-        if (isCode(error, ZkCode.NO_NODE, ZkCode.SESSION_EXPIRED)) return;
+        if (isCode(error, ZkCode.NO_NODE, ZkCode.SESSION_EXPIRED) || this.#dead.signal.aborted) return;
         if (!isCode(error, ZkCode.CONNECTION_LOSS)) throw this.#map(error);
         await backoff(attempt);
       }
@@ -188,12 +223,10 @@ export class ZkDriver implements Driver {
   async close(): Promise<void> {
     if (this.#status === 'closed') return;
     const wasOpen = this.#status === 'open';
-    this.#status = 'closed';
-    clearInterval(this.#heartbeat);
-    this.#failWaiters(new ClosedError());
+    this.#end('closed', new ClosedError());
     if (!wasOpen) return;
     const closed = new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, Math.min(this.timeoutMs, 5_000));
+      const timer = setTimeout(resolve, Math.min(this.timeoutMs, 2_000));
       this.#client.once('disconnected', () => {
         clearTimeout(timer);
         resolve();
@@ -201,6 +234,7 @@ export class ZkDriver implements Driver {
     });
     this.#client.close();
     await closed;
+    destroySocket(this.#client);
   }
 
   /** After a lost create reply: our node, if the create reached the server, carries our uuid. */
@@ -269,7 +303,7 @@ export class ZkDriver implements Driver {
     for (let attempt = 0; ; attempt += 1) {
       this.#assertOpen();
       try {
-        return await request();
+        return await this.#send(request);
       } catch (error) {
         if (!isCode(error, ZkCode.CONNECTION_LOSS)) throw this.#map(error);
         await backoff(attempt);
@@ -282,10 +316,8 @@ export class ZkDriver implements Driver {
     if (state === zookeeper.State.SYNC_CONNECTED) this.#events?.status('connected');
     else if (state === zookeeper.State.DISCONNECTED) this.#events?.status('suspended');
     else if (state === zookeeper.State.EXPIRED || state === zookeeper.State.AUTH_FAILED) {
-      this.#status = 'lost';
-      clearInterval(this.#heartbeat);
       const reason = new SessionLostError(`ZooKeeper session 0x${this.id} ${state === zookeeper.State.EXPIRED ? 'expired' : 'failed authentication'}`);
-      this.#failWaiters(reason);
+      this.#end('lost', reason);
       this.#client.close();
       this.#events?.status('lost', reason);
     }
@@ -318,6 +350,14 @@ function connected(client: ZkClient, options: ZkDriverOptions): Promise<void> {
     client.once('connected', onConnected);
     client.connect();
   });
+}
+
+/**
+ * Ends the client's socket at once. node-zookeeper-client's close() waits for the server to hang up,
+ * which a server that stopped answering never does; the open socket would keep the process alive.
+ */
+function destroySocket(client: ZkClient): void {
+  (client as unknown as { connectionManager?: { socket?: { destroy(): void } } }).connectionManager?.socket?.destroy();
 }
 
 /** A short pause between retries so that a connection flapping fast cannot spin the CPU. */
