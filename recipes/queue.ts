@@ -74,9 +74,7 @@ async function waitBehind(
   let snapshot = initial;
   for (;;) {
     wait.throwIfCancelled();
-    if (!snapshot.some((e) => e.key === self.key)) {
-      throw new LockLostError(request.what, { cause: new Error('our queue entry vanished while waiting') });
-    }
+    if (!snapshot.some((e) => e.key === self.key)) await entryVanished(backend, request, self);
     const blocker = request.decide(snapshot, self);
     if (blocker === null) return;
     wait.signal.throwIfAborted(); // from here on we would have to wait, so the timeout counts
@@ -88,8 +86,17 @@ async function waitBehind(
     const rest = snapshot.filter((e) => e.key !== blocker.key);
     if (request.decide(rest, self) === null) {
       if (await backend.confirm(self)) return;
-      throw new LockLostError(request.what, { cause: new Error('our queue entry vanished while waiting') });
+      await entryVanished(backend, request, self);
     }
     snapshot = await backend.list(request.queue);
   }
+}
+
+/**
+ * Our own entry is gone while we wait. Usually the session is (the backend's confirm then throws
+ * SessionLostError); otherwise someone deleted it, and we do not hold a place in the queue any more.
+ */
+async function entryVanished(backend: Backend, request: QueueRequest, self: Entry): Promise<never> {
+  if (await backend.confirm(self)) throw new LockLostError(request.what, { cause: new Error('our entry was missing from a listing') });
+  throw new LockLostError(request.what, { cause: new Error('our queue entry vanished while waiting') });
 }

@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from '../recipes/errors.js';
 import { MAX_TIMEOUT_MS } from '../recipes/validate.js';
+import { EtcdDriver, type EtcdDriverOptions } from './backends/etcd/driver.js';
 import { MemoryDriver } from './backends/memory/driver.js';
 import { memoryStore } from './backends/memory/store.js';
 import { ZkDriver } from './backends/zookeeper/driver.js';
@@ -16,12 +17,17 @@ export interface ConnectOptions {
    * the server stops answering. Default: a tenth of the negotiated session timeout.
    */
   readonly deadlineMarginMs?: number;
+  /** etcd: the lease TTL asked of the server, in whole seconds (etcd grants at least its minimum). Default 10. */
+  readonly ttlSeconds?: number;
+  /** etcd: passed through to etcd3 (`auth: { username, password }`, `credentials` for TLS, `grpcOptions`). */
+  readonly etcd?: EtcdDriverOptions['client'];
 }
 
-const DEFAULTS = { sessionTimeoutMs: 10_000, connectTimeoutMs: 15_000 } as const;
+const DEFAULTS = { sessionTimeoutMs: 10_000, connectTimeoutMs: 15_000, ttlSeconds: 10 } as const;
 
 /**
- * Opens a session on the backend the URL names: `zk://h1:2181,h2:2181/myapp`, `memory://test`.
+ * Opens a session on the backend the URL names: `zk://h1:2181,h2:2181/myapp`, `etcd://h1:2379/myapp`,
+ * `memory://test`.
  * The URL's path is the namespace every lock lives under (default `baton`).
  */
 export async function connect(url: string, options: ConnectOptions = {}): Promise<BatonSession> {
@@ -39,12 +45,29 @@ export async function connect(url: string, options: ConnectOptions = {}): Promis
       }
       return new BatonSession(driver, sessionOptions);
     }
-    case 'etcd':
-      throw new InvalidArgumentError('url scheme', 'etcd:', 'zk: or memory: (the etcd backend is not available in this version yet)');
+    case 'etcd': {
+      const tls = settings.etcd?.credentials !== undefined;
+      const driver = await EtcdDriver.open({
+        hosts: parsed.hosts.map((host) => `${tls ? 'https' : 'http'}://${host}`),
+        namespace: parsed.namespace,
+        ttlSeconds: settings.ttlSeconds,
+        connectTimeoutMs: settings.connectTimeoutMs,
+        ...(settings.etcd === undefined ? {} : { client: settings.etcd }),
+      });
+      return new BatonSession(driver, sessionOptions);
+    }
   }
 }
 
-function validateConnectOptions(options: unknown): { sessionTimeoutMs: number; connectTimeoutMs: number; deadlineMarginMs: number | undefined } {
+interface Settings {
+  sessionTimeoutMs: number;
+  connectTimeoutMs: number;
+  deadlineMarginMs: number | undefined;
+  ttlSeconds: number;
+  etcd: EtcdDriverOptions['client'] | undefined;
+}
+
+function validateConnectOptions(options: unknown): Settings {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new InvalidArgumentError('connect options', options, 'an object');
   }
@@ -53,7 +76,26 @@ function validateConnectOptions(options: unknown): { sessionTimeoutMs: number; c
     sessionTimeoutMs: positiveMs(given['sessionTimeoutMs'], 'sessionTimeoutMs', DEFAULTS.sessionTimeoutMs),
     connectTimeoutMs: positiveMs(given['connectTimeoutMs'], 'connectTimeoutMs', DEFAULTS.connectTimeoutMs),
     deadlineMarginMs: given['deadlineMarginMs'] === undefined ? undefined : positiveMs(given['deadlineMarginMs'], 'deadlineMarginMs', 0),
+    ttlSeconds: ttl(given['ttlSeconds']),
+    etcd: etcdClientOptions(given['etcd']),
   };
+}
+
+function ttl(value: unknown): number {
+  if (value === undefined) return DEFAULTS.ttlSeconds;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 86_400) {
+    throw new InvalidArgumentError('ttlSeconds', value, 'a whole number of seconds from 1 to 86400');
+  }
+  return value;
+}
+
+function etcdClientOptions(value: unknown): EtcdDriverOptions['client'] | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new InvalidArgumentError('etcd options', value, 'an object with auth, credentials or grpcOptions');
+  }
+  const { auth, credentials, grpcOptions } = value as Record<string, unknown>;
+  return { ...(auth === undefined ? {} : { auth }), ...(credentials === undefined ? {} : { credentials }), ...(grpcOptions === undefined ? {} : { grpcOptions }) } as EtcdDriverOptions['client'];
 }
 
 function positiveMs(value: unknown, what: string, fallback: number): number {

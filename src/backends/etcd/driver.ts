@@ -1,0 +1,347 @@
+import { setMaxListeners } from 'node:events';
+import { Etcd3, EtcdLeaseInvalidError, isRecoverableError, type IOptions, type IRangeResponse, type Watcher } from 'etcd3';
+import type { Entry, Enqueued } from '../../../recipes/contract.js';
+import { BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
+import type { Driver, DriverEvents } from '../driver.js';
+import { KeepAlive } from './keepalive.js';
+import { entriesFromRange, entryKey, leaseHex, prefixEnd, queuePrefix } from './keys.js';
+import { Slots } from './slots.js';
+
+export interface EtcdDriverOptions {
+  /** `http://host:port` each. */
+  readonly hosts: readonly string[];
+  /** Key prefix every queue lives under, without a trailing `/`. */
+  readonly namespace: string;
+  readonly ttlSeconds: number;
+  readonly connectTimeoutMs: number;
+  /** Passed through to etcd3: `auth`, `credentials` (TLS), `grpcOptions`. */
+  readonly client?: Pick<IOptions, 'auth' | 'credentials' | 'grpcOptions'>;
+}
+
+/** Counters for tests and benchmarks, like the ZooKeeper backend's. */
+export const etcdCounters = { notifications: 0, adopted: 0 };
+/** Keys this process watches right now, with how many sessions watch each (for clean-state checks). */
+export const etcdWatches = new Map<string, number>();
+
+function countWatch(key: string, delta: 1 | -1): void {
+  const count = (etcdWatches.get(key) ?? 0) + delta;
+  if (count > 0) etcdWatches.set(key, count);
+  else etcdWatches.delete(key);
+}
+
+interface Waiter {
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+interface Watched {
+  readonly waiters: Set<Waiter>;
+  watcher?: Watcher | undefined;
+}
+
+/** The etcd backend on etcd3: one lease per session, shared by every recipe on it. */
+export class EtcdDriver implements Driver {
+  readonly id: string;
+  readonly timeoutMs: number;
+  readonly openedAt: number;
+  readonly #client: Etcd3;
+  readonly #lease: string;
+  readonly #namespace: string;
+  readonly #slots = new Slots();
+  readonly #watched = new Map<string, Watched>();
+  /** The revision of the read each entry we handed out was seen in: a watch starts right after it. */
+  readonly #seenAt = new WeakMap<Entry, bigint>();
+  readonly #dead = new AbortController();
+  readonly #keepAlive: KeepAlive;
+  #status: 'open' | 'lost' | 'closed' = 'open';
+  #events: DriverEvents | undefined;
+
+  static async open(options: EtcdDriverOptions): Promise<EtcdDriver> {
+    const client = new Etcd3({ hosts: [...options.hosts], dialTimeout: options.connectTimeoutMs, ...options.client });
+    const openedAt = performance.now();
+    try {
+      const grant = await client.leaseClient.leaseGrant({ TTL: options.ttlSeconds, ID: 0 }, { deadline: Date.now() + options.connectTimeoutMs });
+      return new EtcdDriver(client, options, grant.ID, Number(grant.TTL) * 1000, openedAt);
+    } catch (error) {
+      client.close();
+      throw new BackendError(`could not open an etcd session at ${options.hosts.join(',')} within ${options.connectTimeoutMs} ms`, { cause: error });
+    }
+  }
+
+  private constructor(client: Etcd3, options: EtcdDriverOptions, lease: string, timeoutMs: number, openedAt: number) {
+    this.#client = client;
+    this.#lease = lease;
+    this.#namespace = options.namespace;
+    this.id = leaseHex(lease);
+    this.timeoutMs = timeoutMs;
+    this.openedAt = openedAt;
+    setMaxListeners(0, this.#dead.signal); // one listener per request in flight
+    this.#keepAlive = new KeepAlive(client, lease, Math.max(Math.floor(timeoutMs / 4), 50), {
+      ack: (sentAt) => this.#events?.ack(sentAt),
+      gone: () => this.#lose(new SessionLostError(`etcd lease ${this.id} expired or was revoked`)),
+    });
+  }
+
+  attach(events: DriverEvents): void {
+    this.#events = events;
+  }
+
+  async enqueue(queue: string, kind: string): Promise<Enqueued> {
+    const prefix = queuePrefix(this.#namespace, queue);
+    const slot = this.#slots.take(queue);
+    const key = Buffer.from(entryKey(prefix, this.id, slot, kind));
+    const range = { key: Buffer.from(prefix), range_end: prefixEnd(prefix), keys_only: true };
+    try {
+      // One request: put our key with the lease if it is absent, and read the queue as it then stands.
+      // A retry after a lost reply finds the key it wrote (the failure branch) instead of adding another.
+      const response = await this.#retry(() =>
+        this.#client.kv.txn({
+          compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }],
+          success: [{ request_put: { key, value: Buffer.alloc(0), lease: this.#lease } }, { request_range: range }],
+          failure: [{ request_range: { key } }, { request_range: range }],
+        }),
+      );
+      if (!response.succeeded) this.#adopt(key, response.responses[0]?.response_range);
+      const entries = this.#seen(entriesFromRange(queue, prefix, response.responses[1]?.response_range.kvs ?? []), response.header.revision);
+      const entry = entries.find((e) => e.key === key.toString());
+      if (entry === undefined) throw new BackendError(`wrote ${key.toString()} but the queue read does not show it`);
+      return { entry, queue: entries };
+    } catch (error) {
+      this.#slots.free(queue, slot);
+      throw error;
+    }
+  }
+
+  async list(queue: string): Promise<readonly Entry[]> {
+    const prefix = queuePrefix(this.#namespace, queue);
+    const response = await this.#retry(() => this.#client.kv.range({ key: Buffer.from(prefix), range_end: prefixEnd(prefix), keys_only: true }));
+    return this.#seen(entriesFromRange(queue, prefix, response.kvs), response.header.revision);
+  }
+
+  #seen(entries: Entry[], revision: string): Entry[] {
+    const at = BigInt(revision);
+    for (const entry of entries) this.#seenAt.set(entry, at);
+    return entries;
+  }
+
+  waitGone(entry: Entry, signal: AbortSignal): Promise<void> {
+    signal.throwIfAborted();
+    return new Promise<void>((resolve, reject) => {
+      const watched = this.#watched.get(entry.key) ?? { waiters: new Set<Waiter>() };
+      const first = !this.#watched.has(entry.key);
+      this.#watched.set(entry.key, watched);
+      const onAbort = (): void => {
+        watched.waiters.delete(waiter);
+        if (watched.waiters.size === 0) this.#unwatch(entry.key, watched);
+        reject(signal.reason);
+      };
+      const waiter: Waiter = {
+        resolve: () => {
+          signal.removeEventListener('abort', onAbort);
+          resolve();
+        },
+        reject: (error) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(error);
+        },
+      };
+      watched.waiters.add(waiter);
+      signal.addEventListener('abort', onAbort, { once: true });
+      // From the revision after the read that showed the entry: a delete in between is still seen, and
+      // a watch that starts at the head revision is served at once (an older start revision makes etcd
+      // catch the watcher up in a background loop that runs only every 100 ms).
+      if (first) this.#arm(entry, watched, (this.#seenAt.get(entry) ?? entry.order) + 1n);
+    });
+  }
+
+  async withdraw(entry: Entry): Promise<void> {
+    const key = Buffer.from(entry.key);
+    for (let attempt = 0; this.#status === 'open'; attempt += 1) {
+      try {
+        // Only the incarnation we created: a stale retry can never delete a newer entry in the same slot.
+        await this.#send(() =>
+          this.#client.kv.txn({
+            compare: [{ key, target: 'Create', result: 'Equal', create_revision: entry.order.toString() }],
+            success: [{ request_delete_range: { key } }],
+            failure: [],
+          }),
+        );
+        this.#freeSlot(entry);
+        return;
+      } catch (error) {
+        if (this.#dead.signal.aborted) return;
+        if (!isRecoverableError(error as Error)) throw this.#map(error);
+        await backoff(attempt);
+      }
+    }
+  }
+
+  async confirm(entry: Entry): Promise<boolean> {
+    const response = await this.#retry(() => this.#client.kv.range({ key: Buffer.from(entry.key) }));
+    const kv = response.kvs[0];
+    if (kv !== undefined && BigInt(kv.create_revision) === entry.order && kv.lease === this.#lease) return true;
+    await this.#assertLeaseAlive();
+    return false;
+  }
+
+  /** Our entry is gone: if the lease went with it, say so now rather than at the next keepalive. */
+  async #assertLeaseAlive(): Promise<void> {
+    const live = await this.#retry(() => this.#client.leaseClient.leaseTimeToLive({ ID: this.#lease, keys: false }));
+    if (Number(live.TTL) > 0) return;
+    const reason = new SessionLostError(`etcd lease ${this.id} expired or was revoked`);
+    this.#lose(reason);
+    throw reason;
+  }
+
+  abandon(reason: Error): void {
+    if (this.#status !== 'open') return;
+    this.#end('lost', reason);
+    this.#client.close();
+  }
+
+  async close(): Promise<void> {
+    if (this.#status === 'closed') return;
+    const wasOpen = this.#status === 'open';
+    this.#end('closed', new ClosedError());
+    try {
+      // Entries go with the lease at once instead of at its expiry.
+      if (wasOpen) await this.#client.leaseClient.leaseRevoke({ ID: this.#lease }, { deadline: Date.now() + Math.min(this.timeoutMs, 2_000) });
+    } catch {
+      // The lease will expire on its own.
+    } finally {
+      this.#client.close();
+    }
+  }
+
+  #adopt(key: Buffer, found: IRangeResponse | undefined): void {
+    const kv = found?.kvs[0];
+    if (kv === undefined || kv.lease !== this.#lease) throw new BackendError(`${key.toString()} exists but does not belong to lease ${this.id}`);
+    etcdCounters.adopted += 1;
+  }
+
+  #freeSlot(entry: Entry): void {
+    const match = /-(\d+)-[a-z]+$/.exec(entry.key);
+    if (match !== null) this.#slots.free(entry.queue, Number(match[1]));
+  }
+
+  /** One etcd watch per watched key, shared by every local waiter on it. */
+  #arm(entry: Entry, watched: Watched, fromRevision: bigint): void {
+    this.#send(() => this.#client.watch().key(entry.key).startRevision(fromRevision.toString()).create()).then(
+      (watcher) => {
+        if (this.#watched.get(entry.key) !== watched) {
+          void watcher.cancel();
+          return;
+        }
+        watched.watcher = watcher;
+        countWatch(entry.key, 1);
+        watcher.on('delete', () => {
+          etcdCounters.notifications += 1;
+          this.#wake(entry.key);
+        });
+        // etcd3 watchers can go quiet after a reconnect: look again, and watch again from what we read.
+        watcher.on('disconnected', () => this.#recheck(entry, watched, watcher));
+        watcher.on('error', () => this.#recheck(entry, watched, watcher));
+      },
+      (error: unknown) => this.#fail(entry.key, this.#map(error)),
+    );
+  }
+
+  #recheck(entry: Entry, watched: Watched, watcher: Watcher): void {
+    if (watched.watcher !== watcher || this.#status !== 'open') return;
+    watched.watcher = undefined;
+    countWatch(entry.key, -1);
+    void watcher.cancel().catch(() => undefined);
+    this.#retry(() => this.#client.kv.range({ key: Buffer.from(entry.key) })).then(
+      (response) => {
+        const kv = response.kvs[0];
+        if (kv === undefined || BigInt(kv.create_revision) !== entry.order) this.#wake(entry.key);
+        else if (this.#watched.get(entry.key) === watched) this.#arm(entry, watched, BigInt(response.header.revision) + 1n);
+      },
+      (error: unknown) => this.#fail(entry.key, error),
+    );
+  }
+
+  #wake(key: string): void {
+    const watched = this.#watched.get(key);
+    if (watched === undefined) return;
+    this.#unwatch(key, watched);
+    for (const waiter of watched.waiters) waiter.resolve();
+  }
+
+  #fail(key: string, error: unknown): void {
+    const watched = this.#watched.get(key);
+    if (watched === undefined) return;
+    this.#unwatch(key, watched);
+    for (const waiter of watched.waiters) waiter.reject(error);
+  }
+
+  #unwatch(key: string, watched: Watched): void {
+    if (this.#watched.get(key) === watched) this.#watched.delete(key);
+    if (watched.watcher === undefined) return;
+    countWatch(key, -1);
+    void watched.watcher.cancel().catch(() => undefined);
+    watched.watcher = undefined;
+  }
+
+  #lose(reason: SessionLostError): void {
+    if (this.#status !== 'open') return;
+    this.#end('lost', reason);
+    this.#client.close();
+    this.#events?.status('lost', reason);
+  }
+
+  #end(status: 'lost' | 'closed', reason: Error): void {
+    this.#status = status;
+    this.#keepAlive.stop();
+    for (const key of [...this.#watched.keys()]) this.#fail(key, reason);
+    this.#dead.abort(reason);
+  }
+
+  /** A request that settles when the session ends, whatever the client does with it. */
+  #send<T>(request: () => Promise<T>): Promise<T> {
+    const dead = this.#dead.signal;
+    if (dead.aborted) return Promise.reject(dead.reason);
+    return new Promise<T>((resolve, reject) => {
+      const onDead = (): void => reject(dead.reason);
+      dead.addEventListener('abort', onDead, { once: true });
+      request().then(
+        (value) => {
+          dead.removeEventListener('abort', onDead);
+          resolve(value);
+        },
+        (error: unknown) => {
+          dead.removeEventListener('abort', onDead);
+          reject(error);
+        },
+      );
+    });
+  }
+
+  /** Retries requests that failed on the way (a lost reply, an unavailable member); maps the rest. */
+  async #retry<T>(request: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt += 1) {
+      if (this.#status === 'lost') throw new SessionLostError(`etcd lease ${this.id} is gone`);
+      if (this.#status === 'closed') throw new ClosedError();
+      try {
+        return await this.#send(request);
+      } catch (error) {
+        if (error instanceof BatonError || !isRecoverableError(error as Error)) throw this.#map(error);
+        await backoff(attempt);
+      }
+    }
+  }
+
+  #map(error: unknown): Error {
+    if (error instanceof BatonError) return error;
+    if (error instanceof EtcdLeaseInvalidError) {
+      const reason = new SessionLostError(`etcd lease ${this.id} is gone`, { cause: error });
+      this.#lose(reason);
+      return reason;
+    }
+    return new BackendError('etcd request failed', { cause: error });
+  }
+}
+
+function backoff(attempt: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.min(10 * 2 ** attempt, 250)));
+}

@@ -1,0 +1,83 @@
+import type { Etcd3, ILeaseKeepAliveRequest, ILeaseKeepAliveResponse, IDuplexStream } from 'etcd3';
+
+export interface KeepAliveEvents {
+  /** The server renewed the lease in answer to a request sent at `sentAt`. */
+  ack(sentAt: number): void;
+  /** The server says the lease is gone (expired or revoked). */
+  gone(): void;
+}
+
+/**
+ * Our own lease keepalive on one gRPC stream, so that every renewal is seen with the time its request
+ * was sent (the session's loss deadline counts from it) and a revoked lease is noticed at once. A
+ * broken stream is opened again; while it is down the deadline keeps running.
+ */
+export class KeepAlive {
+  readonly #client: Etcd3;
+  readonly #lease: string;
+  readonly #events: KeepAliveEvents;
+  readonly #timer: NodeJS.Timeout;
+  #stream: IDuplexStream<ILeaseKeepAliveRequest, ILeaseKeepAliveResponse> | undefined;
+  #opening = false;
+  #sent: number[] = [];
+  #stopped = false;
+
+  constructor(client: Etcd3, lease: string, intervalMs: number, events: KeepAliveEvents) {
+    this.#client = client;
+    this.#lease = lease;
+    this.#events = events;
+    this.#timer = setInterval(() => this.#tick(), intervalMs);
+    this.#timer.unref();
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    clearInterval(this.#timer);
+    this.#stream?.end();
+    this.#stream = undefined;
+  }
+
+  #tick(): void {
+    if (this.#stopped) return;
+    if (this.#stream === undefined) {
+      this.#open();
+      return;
+    }
+    // One renewal outstanding at a time: a stalled stream must not pile up requests.
+    if (this.#sent.length > 0) return;
+    this.#sent.push(performance.now());
+    this.#stream.write({ ID: this.#lease });
+  }
+
+  #open(): void {
+    if (this.#opening) return;
+    this.#opening = true;
+    this.#client.leaseClient.leaseKeepAlive().then(
+      (stream) => {
+        this.#opening = false;
+        if (this.#stopped) {
+          stream.end();
+          return;
+        }
+        this.#stream = stream;
+        this.#sent = [];
+        stream.on('data', (response: ILeaseKeepAliveResponse) => this.#onResponse(response));
+        const broken = (): void => {
+          if (this.#stream === stream) this.#stream = undefined;
+        };
+        stream.on('error', broken);
+        stream.on('end', broken);
+        this.#tick();
+      },
+      () => {
+        this.#opening = false;
+      },
+    );
+  }
+
+  #onResponse(response: ILeaseKeepAliveResponse): void {
+    const sentAt = this.#sent.shift();
+    if (Number(response.TTL) <= 0) this.#events.gone();
+    else if (sentAt !== undefined) this.#events.ack(sentAt);
+  }
+}

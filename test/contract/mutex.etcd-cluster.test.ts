@@ -1,0 +1,4 @@
+import { etcdFixture } from '../support/etcd.js';
+import { mutexContract } from './mutex.contract.js';
+
+mutexContract(() => etcdFixture('etcdCluster'));

@@ -1,0 +1,45 @@
+import { Etcd3 } from 'etcd3';
+import { inject } from 'vitest';
+import { EtcdDriver, etcdCounters, etcdWatches } from '../../src/backends/etcd/driver.js';
+import type { BatonSession } from '../../src/session.js';
+import type { Fixture } from './fixture.js';
+
+export interface EtcdInfo {
+  readonly endpoints: string[];
+  readonly ttlSeconds: number;
+}
+
+/** A short-lived admin client for the checks and faults the tests need. */
+async function withAdmin<T>(info: EtcdInfo, use: (client: Etcd3) => Promise<T>): Promise<T> {
+  const client = new Etcd3({ hosts: info.endpoints });
+  try {
+    return await use(client);
+  } finally {
+    client.close();
+  }
+}
+
+export function etcdFixture(which: 'etcdStandalone' | 'etcdCluster'): Fixture {
+  const info = inject(which);
+  const hosts = info.endpoints.map((url) => url.replace(/^https?:\/\//, '')).join(',');
+  return {
+    name: which === 'etcdStandalone' ? 'etcd (standalone)' : 'etcd (3-node cluster)',
+    url: (namespace) => `etcd://${hosts}/${namespace}`,
+    options: { ttlSeconds: info.ttlSeconds },
+    entries: (namespace) => withAdmin(info, (client) => client.getAll().prefix(`${namespace}/`).keys()),
+    watched: async (namespace) => [...etcdWatches.keys()].filter((key) => key.startsWith(`${namespace}/`)).sort(),
+    notifications: () => etcdCounters.notifications,
+    expire: (session) => revokeLease(info, session),
+    cleanup: (namespace) => withAdmin(info, async (client) => void (await client.delete().prefix(`${namespace}/`))),
+    crossProcess: true,
+    // The keepalive notices a revoked lease within a quarter of the TTL; a lost one by the deadline.
+    lossDeadlineMs: info.ttlSeconds * 3_000,
+  };
+}
+
+/** Ends a session from the server side, as an operator or another client revoking its lease would. */
+export async function revokeLease(info: EtcdInfo, session: BatonSession): Promise<void> {
+  if (!(session.backend instanceof EtcdDriver)) throw new Error('not an etcd session');
+  const id = BigInt(`0x${session.backend.id}`).toString();
+  await withAdmin(info, async (client) => void (await client.leaseClient.leaseRevoke({ ID: id })));
+}
