@@ -47,8 +47,12 @@ describe('connect: URLs and options', () => {
     expect(parseUrl('memory://test').hosts).toEqual(['test']);
   });
 
-  it('says plainly that etcd is not available yet', async () => {
-    await expect(connect('etcd://127.0.0.1:2379')).rejects.toThrow(/etcd backend is not available/);
+  it('fails with a clear error when no etcd answers', async () => {
+    await expect(connect('etcd://127.0.0.1:1/ns', { connectTimeoutMs: 300 })).rejects.toThrow(/could not open an etcd session at http:\/\/127.0.0.1:1 within 300 ms/);
+  });
+
+  it.each([[{ ttlSeconds: 0 }], [{ ttlSeconds: 1.5 }], [{ ttlSeconds: 100_000 }], [{ etcd: 'x' }]])('refuses etcd options %j', async (options) => {
+    await expect(connect('etcd://127.0.0.1:1/ns', options as object)).rejects.toBeInstanceOf(InvalidArgumentError);
   });
 
   it('fails with a clear error when no ZooKeeper answers', async () => {

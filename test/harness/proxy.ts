@@ -1,6 +1,6 @@
 import net from 'node:net';
 
-type Mode = 'forward' | 'blackhole' | 'refuse';
+type Mode = 'forward' | 'blackhole';
 
 interface Pair {
   readonly client: net.Socket;
@@ -23,6 +23,7 @@ export class TcpProxy {
   bytesUp = 0;
   bytesDown = 0;
   #mode: Mode = 'forward';
+  #refusing = false;
   readonly #pairs = new Set<Pair>();
   readonly #server: net.Server;
   #cutAfter: { match: (chunk: Buffer) => boolean; done: () => void } | undefined;
@@ -66,13 +67,15 @@ export class TcpProxy {
     for (const pair of [...this.#pairs]) this.#close(pair);
   }
 
-  /** New connections are closed at once, as if the server were down. */
+  /** New connections are closed at once, as if the server were down; open ones carry on. */
   refuse(): void {
-    this.#mode = 'refuse';
+    this.#refusing = true;
   }
 
+  /** Ends a partition and a refusal: held bytes are delivered, new connections accepted. */
   restore(): void {
     this.#mode = 'forward';
+    this.#refusing = false;
     for (const pair of this.#pairs) {
       for (const chunk of pair.held.up.splice(0)) this.#up(pair, chunk, false);
       for (const chunk of pair.held.down.splice(0)) this.#down(pair, chunk, false);
@@ -97,7 +100,7 @@ export class TcpProxy {
   }
 
   private accept(client: net.Socket, target: { host?: string; port: number }): void {
-    if (this.#mode === 'refuse') {
+    if (this.#refusing) {
       client.destroy();
       return;
     }

@@ -70,6 +70,9 @@ describe('FairMutex on ZooKeeper: backend specifics', () => {
         const isCreate = (chunk: Buffer): boolean => chunk.includes('_c_');
         let cut: Promise<void>;
         if (when === 'after the create reached the server') {
+          // The client may not come back before the server has applied the create: a reconnect that
+          // overtook it would make the server refuse it (session moved), and nothing would be adopted.
+          proxy.refuse();
           cut = proxy.dropAfterNextRequest(isCreate);
         } else {
           proxy.blackhole();
@@ -79,6 +82,10 @@ describe('FairMutex on ZooKeeper: backend specifics', () => {
         const adoptedBefore = zkCounters.adopted;
         const acquiring = mutex.acquire({ timeoutMs: 20_000 });
         await cut;
+        if (when === 'after the create reached the server') {
+          await eventually('the cut create applied', async () => (await getChildren(admin, `/${scope.namespace}/inflight`)).children.length === 1);
+          proxy.restore();
+        }
         if (when === 'before the create reached the server') {
           await eventually('create sent into the blackhole', () => proxy.bytesUp > sentBefore);
           proxy.drop();
