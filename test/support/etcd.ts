@@ -31,6 +31,11 @@ export function etcdFixture(which: 'etcdStandalone' | 'etcdCluster'): Fixture {
     notifications: () => etcdCounters.notifications,
     expire: (session) => revokeLease(info, session),
     cleanup: (namespace) => withAdmin(info, async (client) => void (await client.delete().prefix(`${namespace}/`))),
+    liveSessions: (ids) =>
+      withAdmin(info, async (client) => {
+        const leases = new Set((await client.leaseClient.leaseLeases()).leases.map((lease) => BigInt(lease.ID)));
+        return ids.filter((id) => leases.has(BigInt(`0x${id}`)));
+      }),
     crossProcess: true,
     // The keepalive notices a revoked lease within a quarter of the TTL; a lost one by the deadline.
     lossDeadlineMs: info.ttlSeconds * 3_000,

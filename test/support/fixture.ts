@@ -14,6 +14,8 @@ export interface Fixture {
   notifications(): number;
   /** Ends a session from the server side (ZooKeeper: close it from a second connection). */
   expire(session: BatonSession): Promise<void>;
+  /** Which of these sessions the server still keeps (after close(), none may remain). */
+  liveSessions(ids: readonly string[]): Promise<string[]>;
   /** Removes whatever directories the namespace still has on the server. */
   cleanup(namespace: string): Promise<void>;
   /** Whether separate processes can share this backend (memory:// lives in one process). */

@@ -15,6 +15,7 @@ export function memoryFixture(): Fixture {
     notifications: () => memoryCounters.notifications,
     expire: async (session) => expireMemorySession(session),
     cleanup: async () => undefined,
+    liveSessions: async () => [],
     crossProcess: false,
     lossDeadlineMs: 1_000,
   };

@@ -45,6 +45,7 @@ export function useScope(getFixture: () => Fixture): Scope {
       await Promise.allSettled(sessions.map((session) => session.close()));
       await fixture.cleanup(namespace);
     }
+    expect(await fixture.liveSessions(sessions.map((session) => session.id)), 'sessions still alive on the server after close()').toEqual([]);
   });
   return scope;
 }

@@ -25,6 +25,11 @@ export function zkFixture(which: 'zkStandalone' | 'zkEnsemble'): Fixture {
     notifications: () => zkCounters.notifications,
     expire: (session) => expireZkSession(info, session),
     cleanup: (namespace) => zkRemoveTree(info.connectString, `/${namespace}`),
+    liveSessions: async (ids) => {
+      const live: string[] = [];
+      for (const id of ids) if (await sessionAlive(info.ports, `0x${BigInt(`0x${id}`).toString(16)}`)) live.push(id);
+      return live;
+    },
     crossProcess: true,
     // The client notices the expiry when it reconnects, within a session timeout or two.
     lossDeadlineMs: info.sessionTimeoutMs * 3,
