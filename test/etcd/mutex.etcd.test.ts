@@ -1,0 +1,117 @@
+import { Etcd3 } from 'etcd3';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { FairMutex } from '../../recipes/mutex.js';
+import { EtcdDriver, etcdCounters } from '../../src/backends/etcd/driver.js';
+import { connect } from '../../src/connect.js';
+import { TcpProxy } from '../harness/proxy.js';
+import { etcdFixture } from '../support/etcd.js';
+import { useScope } from '../support/scope.js';
+import { eventually } from '../support/wait.js';
+
+describe('FairMutex on etcd: backend specifics', () => {
+  const scope = useScope(() => etcdFixture('etcdStandalone'));
+  const info = inject('etcdStandalone');
+  let admin: Etcd3;
+  beforeAll(() => {
+    admin = new Etcd3({ hosts: info.endpoints });
+  });
+  afterAll(() => admin.close());
+
+  const keys = (name: string): Promise<string[]> => admin.getAll().prefix(`${scope.namespace}/${name}/#/`).keys();
+
+  it('reuses one key per session and slot across acquisitions, and a second hold takes another slot', async () => {
+    const session = await scope.open();
+    const mutex = new FairMutex(session, 'reuse');
+    const seen = new Set<string>();
+    for (let i = 0; i < 20; i += 1) {
+      const lock = await mutex.acquire();
+      for (const key of await keys('reuse')) seen.add(key);
+      await lock.release();
+    }
+    expect([...seen]).toEqual([`${scope.namespace}/reuse/#/${session.id}-0-lock`]);
+    const first = await mutex.acquire();
+    const second = mutex.acquire();
+    await eventually('second queued', async () => (await keys('reuse')).length === 2);
+    expect((await keys('reuse')).sort()).toEqual([`${scope.namespace}/reuse/#/${session.id}-0-lock`, `${scope.namespace}/reuse/#/${session.id}-1-lock`]);
+    await first.release();
+    await (await second).release();
+  });
+
+  it('a stale withdraw cannot delete a newer entry in the same slot', async () => {
+    const session = await scope.open();
+    const mutex = new FairMutex(session, 'stale');
+    const old = await mutex.acquire();
+    const oldEntry = old.entry;
+    await old.release();
+    const current = await mutex.acquire();
+    expect(current.entry.key).toBe(oldEntry.key);
+    await session.backend.withdraw(oldEntry); // a late retry of the first release
+    expect(await keys('stale')).toEqual([current.entry.key]);
+    expect(await session.backend.confirm(current.entry)).toBe(true);
+    await current.release();
+  });
+
+  it('uses one lease for every lock of a session', async () => {
+    const session = await scope.open();
+    const locks = await Promise.all(['a', 'b', 'c'].map((name) => new FairMutex(session, name).acquire()));
+    const leases = new Set<string>();
+    for (const name of ['a', 'b', 'c']) {
+      const kvs = await admin.getAll().prefix(`${scope.namespace}/${name}/#/`).exec();
+      for (const kv of kvs.kvs) leases.add(BigInt(kv.lease).toString(16).padStart(16, '0'));
+    }
+    expect([...leases]).toEqual([session.id]);
+    await Promise.all(locks.map((lock) => lock.release()));
+  });
+
+  for (const when of ['after the Txn reached the server', 'before the Txn reached the server'] as const) {
+    it(`repairs a connection lost while the enqueue Txn is in flight (${when}): no orphan, no double entry`, async () => {
+      const proxy = await TcpProxy.start({ port: Number(new URL(info.endpoints[0]!).port) });
+      const session = await connect(`etcd://${proxy.address}/${scope.namespace}`, { ttlSeconds: info.ttlSeconds });
+      try {
+        const mutex = new FairMutex(session, 'inflight');
+        await (await mutex.acquire()).release();
+        const adoptedBefore = etcdCounters.adopted;
+        const isTxn = (chunk: Buffer): boolean => chunk.includes(`${session.id}-0-lock`);
+        let cut: Promise<void>;
+        if (when === 'after the Txn reached the server') {
+          proxy.refuse();
+          cut = proxy.dropAfterNextRequest(isTxn);
+        } else {
+          proxy.blackhole();
+          cut = Promise.resolve();
+        }
+        const sentBefore = proxy.bytesUp;
+        const acquiring = mutex.acquire({ timeoutMs: 30_000 });
+        await cut;
+        if (when === 'after the Txn reached the server') {
+          await eventually('the cut Txn applied', async () => (await keys('inflight')).length === 1);
+          proxy.restore();
+        } else {
+          await eventually('Txn sent into the blackhole', () => proxy.bytesUp > sentBefore);
+          proxy.drop();
+          proxy.restore();
+        }
+        const lock = await acquiring;
+        expect(etcdCounters.adopted - adoptedBefore).toBe(when === 'after the Txn reached the server' ? 1 : 0);
+        expect(await keys('inflight')).toEqual([lock.entry.key]);
+        await lock.release();
+        expect(await keys('inflight')).toEqual([]);
+      } finally {
+        await session.close();
+        await proxy.close();
+      }
+    });
+  }
+
+  it('is told at once when another client revokes its lease', async () => {
+    const [a, b] = [await scope.open(), await scope.open()];
+    const held = await new FairMutex(a, 'revoked').acquire();
+    const next = new FairMutex(b, 'revoked').acquire();
+    await eventually('queued', async () => (await keys('revoked')).length === 2);
+    await admin.leaseClient.leaseRevoke({ ID: BigInt(`0x${a.id}`).toString() });
+    await eventually('holder told', () => held.signal.aborted, info.ttlSeconds * 1_000);
+    expect(a.state).toBe('lost');
+    expect(a.backend).toBeInstanceOf(EtcdDriver);
+    await (await next).release();
+  });
+});
