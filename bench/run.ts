@@ -1,51 +1,61 @@
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { ensureServersInstalled } from '../test/harness/install.js';
+import { startEtcd } from '../test/harness/etcd.js';
 import { startZooKeeper } from '../test/harness/zookeeper.js';
+import { benchEtcdCycle } from './etcd.js';
 import type { Summary } from './stats.js';
 import { benchZkCycle } from './zookeeper.js';
 
 /**
- * `npm run bench [-- --json results.json] [-- --quick]`: starts its own standalone ZooKeeper with
- * forceSync on (or uses BATON_BENCH_ZK=host:port) and prints every figure next to the raw floor
- * measured in the same run, as ratios.
+ * `npm run bench [-- --json results.json] [-- --quick]`: starts its own standalone ZooKeeper (forceSync
+ * on) and etcd, or uses BATON_BENCH_ZK=host:port and BATON_BENCH_ETCD=http://host:port, and prints
+ * every figure next to the raw floor measured in the same run, as ratios.
  */
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const jsonAt = args.indexOf('--json');
-  const quick = args.includes('--quick');
-  const external = process.env['BATON_BENCH_ZK'];
-  let stop = async (): Promise<void> => undefined;
-  let connectString = external ?? '';
-  if (!external) {
-    await ensureServersInstalled();
-    const zk = await startZooKeeper({ size: 1, tickTimeMs: 2000, forceSync: true });
-    connectString = zk.connectString;
-    stop = () => zk.stop();
-  }
+  const size = args.includes('--quick') ? { blocks: 4, perBlock: 100 } : { blocks: 10, perBlock: 300 };
+  const stops: (() => Promise<void>)[] = [];
   try {
-    const results = await benchZkCycle(connectString, quick ? { blocks: 4, perBlock: 100 } : { blocks: 10, perBlock: 300 });
-    print('ZooKeeper uncontended cycle (standalone, forceSync on)', results, { awaited: results[0]!, pipelined: results[1]! });
+    let zk = process.env['BATON_BENCH_ZK'];
+    let etcd = process.env['BATON_BENCH_ETCD'];
+    if (zk === undefined || etcd === undefined) await ensureServersInstalled();
+    if (zk === undefined) {
+      const server = await startZooKeeper({ size: 1, tickTimeMs: 2000, forceSync: true });
+      stops.push(() => server.stop());
+      zk = server.connectString;
+    }
+    if (etcd === undefined) {
+      const server = await startEtcd({ size: 1 });
+      stops.push(() => server.stop());
+      etcd = server.endpoints[0]!;
+    }
+    const zkResults = await benchZkCycle(zk, size);
+    print('ZooKeeper uncontended cycle (standalone, forceSync on)', zkResults, { awaited: zkResults[0]!, pipelined: zkResults[1]! });
+    const etcdResults = await benchEtcdCycle(etcd, size);
+    print('etcd uncontended cycle (standalone)', etcdResults.results, { floor: etcdResults.results[0]!, 'etcd3 lock': etcdResults.results[2]! });
+    process.stdout.write('unary gRPC requests per cycle (server /metrics):\n');
+    for (const [name, rpcs] of Object.entries(etcdResults.rpcsPerCycle)) process.stdout.write(`  ${name.padEnd(50)} ${rpcs.toFixed(2)}\n`);
     if (jsonAt >= 0) {
       const file = args[jsonAt + 1] ?? 'results.json';
-      writeFileSync(file, JSON.stringify({ machine: machine(), zookeeperCycle: results }, null, 2));
+      writeFileSync(file, JSON.stringify({ machine: machine(), zookeeperCycle: zkResults, etcdCycle: etcdResults }, null, 2));
       process.stdout.write(`\nwrote ${file}\n`);
     }
   } finally {
-    await stop();
+    for (const stop of stops) await stop();
   }
 }
 
-/** Medians side by side, with each case's ratio to both raw floors measured in the same run. */
-function print(title: string, results: readonly Summary[], floors: { awaited: Summary; pipelined: Summary }): void {
+/** Medians side by side, with each case's ratio to every reference measured in the same run. */
+function print(title: string, results: readonly Summary[], references: Record<string, Summary>): void {
   process.stdout.write(`\n${title}  [${machine()}]\n`);
-  process.stdout.write(
-    `${'case'.padEnd(52)} ${'median'.padStart(9)} ${'p99'.padStart(9)} ${'ops/s'.padStart(8)} ${'/awaited'.padStart(9)} ${'/pipelined'.padStart(11)}\n`,
-  );
+  const names = Object.keys(references);
+  process.stdout.write(`${'case'.padEnd(52)} ${'median'.padStart(9)} ${'p99'.padStart(9)} ${'ops/s'.padStart(8)}${names.map((n) => ` ${`/${n}`.padStart(12)}`).join('')}\n`);
   for (const result of results) {
-    const ratio = (floor: Summary): string => `${(result.medianMs / floor.medianMs).toFixed(3)}x`;
+    const ratios = Object.values(references).map((ref) => ` ${`${(result.medianMs / ref.medianMs).toFixed(3)}x`.padStart(12)}`);
     process.stdout.write(
-      `${result.name.padEnd(52)} ${result.medianMs.toFixed(3).padStart(7)}ms ${result.p99Ms.toFixed(3).padStart(7)}ms ${result.opsPerSec.toFixed(0).padStart(8)} ${ratio(floors.awaited).padStart(9)} ${ratio(floors.pipelined).padStart(11)}\n`,
+      `${result.name.padEnd(52)} ${result.medianMs.toFixed(3).padStart(7)}ms ${result.p99Ms.toFixed(3).padStart(7)}ms ${result.opsPerSec.toFixed(0).padStart(8)}${ratios.join('')}\n`,
     );
   }
 }
