@@ -26,8 +26,12 @@ export interface Enqueued {
 }
 
 export interface Backend {
-  /** Append an entry tied to this session; safe against a lost reply (never two entries). */
-  enqueue(queue: string, kind: string): Promise<Enqueued>;
+  /**
+   * Append an entry tied to this session; safe against a lost reply (never two entries). With `at`
+   * (an entry of ours in the same queue) the new entry takes the same place in the order instead of
+   * the tail: a downgrade keeps its place ahead of everyone who queued after the write lock.
+   */
+  enqueue(queue: string, kind: string, at?: Entry): Promise<Enqueued>;
   /** A fresh snapshot of the queue, sorted by order. */
   list(queue: string): Promise<readonly Entry[]>;
   /** Resolves once `entry` is deleted (at once if it already is); rejects with `signal.reason`. */

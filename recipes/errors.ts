@@ -67,6 +67,13 @@ export class NotHeldError extends BatonError {
   }
 }
 
+/** A read lock holder asked for the write lock of the same ReadWriteLock: that would wait for itself. */
+export class LockUpgradeError extends BatonError {
+  constructor(what: string) {
+    super(`cannot upgrade ${what}: this owner holds its read lock; release it first (upgrading would deadlock)`, 'LOCK_UPGRADE');
+  }
+}
+
 /** The session was closed by its owner; nothing more can be started on it. */
 export class ClosedError extends BatonError {
   constructor(message = 'the session is closed') {

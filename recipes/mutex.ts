@@ -1,4 +1,4 @@
-import type { Session } from './contract.js';
+import type { Entry, Session } from './contract.js';
 import { isSession } from './contract.js';
 import { exclusive } from './decide.js';
 import { InvalidArgumentError } from './errors.js';
@@ -14,24 +14,35 @@ export interface Lock {
   withLock<T>(fn: (lock: LockHandle) => Promise<T> | T, options?: WaitOptions): Promise<T>;
 }
 
+/** Hooks a recipe built on the queue lock can set: where a new entry goes, and what is held. */
+export interface QueueLockHooks {
+  /** Called before every acquire: an entry of ours to take the place of, or undefined; may throw. */
+  place?(): Entry | undefined;
+  /** Called with every granted handle. */
+  granted?(lock: LockHandle): void;
+}
+
 /** The queue-backed lock shared by FairMutex and both halves of ReadWriteLock. */
 export class QueueLock implements Lock {
   readonly name: string;
   readonly #request: QueueRequest;
+  readonly #hooks: QueueLockHooks;
 
-  constructor(request: QueueRequest) {
+  constructor(request: QueueRequest, hooks: QueueLockHooks = {}) {
     this.name = request.queue;
     this.#request = request;
+    this.#hooks = hooks;
   }
 
   async acquire(options?: WaitOptions): Promise<LockHandle> {
-    const entry = await waitForTurn(this.#request, validateWaitOptions(options));
-    return new LockHandle(this.#request.session, entry, this.#request.what);
+    const checked = validateWaitOptions(options);
+    const entry = await waitForTurn(this.#placed(), checked);
+    return this.#grant(entry);
   }
 
   async tryAcquire(): Promise<LockHandle | null> {
-    const entry = await tryTurn(this.#request);
-    return entry === null ? null : new LockHandle(this.#request.session, entry, this.#request.what);
+    const entry = await tryTurn(this.#placed());
+    return entry === null ? null : this.#grant(entry);
   }
 
   async withLock<T>(fn: (lock: LockHandle) => Promise<T> | T, options?: WaitOptions): Promise<T> {
@@ -42,6 +53,17 @@ export class QueueLock implements Lock {
     } finally {
       await lock.release();
     }
+  }
+
+  #placed(): QueueRequest {
+    const at = this.#hooks.place?.();
+    return at === undefined ? this.#request : { ...this.#request, at };
+  }
+
+  #grant(entry: Entry): LockHandle {
+    const lock = new LockHandle(this.#request.session, entry, this.#request.what);
+    this.#hooks.granted?.(lock);
+    return lock;
   }
 }
 

@@ -11,6 +11,8 @@ export interface QueueRequest {
   readonly decide: Decide;
   /** For messages: `lock "payments/settlement"`. */
   readonly what: string;
+  /** Take the place of this entry of ours instead of the tail (downgrade). */
+  readonly at?: Entry | undefined;
 }
 
 /** Throws if the session can no longer take work: closed or lost. */
@@ -32,7 +34,7 @@ export async function waitForTurn(request: QueueRequest, options: WaitOptions): 
   const wait = deadline(what, options.timeoutMs, [options.signal, session.signal]);
   try {
     // The enqueue is never abandoned half way: a create in flight must finish so that we can delete it.
-    const { entry, queue } = await session.backend.enqueue(request.queue, request.kind);
+    const { entry, queue } = await session.backend.enqueue(request.queue, request.kind, request.at);
     try {
       await waitBehind(session.backend, request, entry, queue, wait);
       wait.throwIfCancelled();
@@ -53,7 +55,7 @@ export async function tryTurn(request: QueueRequest): Promise<Entry | null> {
   assertUsable(session);
   const leave = session.enter();
   try {
-    const { entry, queue } = await session.backend.enqueue(request.queue, request.kind);
+    const { entry, queue } = await session.backend.enqueue(request.queue, request.kind, request.at);
     if (!queue.some((e) => e.key === entry.key) || request.decide(queue, entry) !== null || session.signal.aborted) {
       await session.backend.withdraw(entry);
       return null;

@@ -2,6 +2,8 @@ export { connect, type ConnectOptions } from './connect.js';
 export { BatonSession as Session } from './session.js';
 export type { SessionState, Entry } from '../recipes/contract.js';
 export { FairMutex, type Lock } from '../recipes/mutex.js';
+export { ReadWriteLock } from '../recipes/rw-lock.js';
+export { Reentrant, ReentrantHandle, type ReentrantOptions } from '../recipes/reentrant.js';
 export { LockHandle } from '../recipes/handle.js';
 export type { WaitOptions } from '../recipes/validate.js';
 export {
@@ -12,6 +14,7 @@ export {
   InvalidNameError,
   LockLostError,
   LockTimeoutError,
+  LockUpgradeError,
   NotHeldError,
   SessionLostError,
 } from '../recipes/errors.js';

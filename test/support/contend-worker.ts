@@ -1,7 +1,7 @@
-import { contend, type ContendMessage } from './contend.js';
+import { contend, type ContendMessage, type Mode } from './contend.js';
 
-/** Child-process side of the mutual-exclusion test: argv = url name worker count options-json. */
-const [url = '', name = '', worker = '0', count = '0', options = '{}'] = process.argv.slice(2);
+/** Child-process side of the mutual-exclusion test: argv = url mode name worker count options-json. */
+const [url = '', mode = 'mutex', name = '', worker = '0', count = '0', options = '{}'] = process.argv.slice(2);
 let pending: (() => void) | undefined;
 process.on('message', () => pending?.());
 
@@ -12,7 +12,7 @@ function report(message: ContendMessage): Promise<void> {
   });
 }
 
-contend(url, JSON.parse(options) as object, name, Number(worker), Number(count), report).then(
+contend(url, JSON.parse(options) as object, mode as Mode, name, Number(worker), Number(count), report).then(
   () => process.disconnect(),
   (error: unknown) => {
     console.error(error);

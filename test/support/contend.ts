@@ -1,8 +1,23 @@
 import { connect, type ConnectOptions } from '../../src/connect.js';
-import { FairMutex } from '../../recipes/mutex.js';
+import { FairMutex, type Lock } from '../../recipes/mutex.js';
+import { ReadWriteLock } from '../../recipes/rw-lock.js';
+import type { BatonSession } from '../../src/session.js';
+
+export type Mode = 'mutex' | 'rw';
+export type Access = 'exclusive' | 'shared';
 
 /** The messages a contender exchanges with the external checker. */
-export type ContendMessage = { type: 'enter'; worker: number; token: string } | { type: 'exit'; worker: number };
+export type ContendMessage = { type: 'enter'; worker: number; token: string; access: Access } | { type: 'exit'; worker: number; access: Access };
+
+/** What acquisition `i` of a worker asks for: a mutex is always exclusive; rw workers write every third time. */
+function plan(mode: Mode, session: BatonSession, name: string): (i: number) => { lock: Lock; access: Access } {
+  if (mode === 'mutex') {
+    const mutex = new FairMutex(session, name);
+    return () => ({ lock: mutex, access: 'exclusive' });
+  }
+  const rw = new ReadWriteLock(session, name);
+  return (i) => (i % 3 === 0 ? { lock: rw.writeLock, access: 'exclusive' } : { lock: rw.readLock, access: 'shared' });
+}
 
 /**
  * One contender of the mutual-exclusion test: takes the lock `count` times and, while holding it,
@@ -12,6 +27,7 @@ export type ContendMessage = { type: 'enter'; worker: number; token: string } | 
 export async function contend(
   url: string,
   options: ConnectOptions,
+  mode: Mode,
   name: string,
   worker: number,
   count: number,
@@ -19,36 +35,56 @@ export async function contend(
 ): Promise<void> {
   const session = await connect(url, options);
   try {
-    const mutex = new FairMutex(session, name);
+    const next = plan(mode, session, name);
     for (let i = 0; i < count; i += 1) {
-      const lock = await mutex.acquire({ timeoutMs: 60_000 });
-      await report({ type: 'enter', worker, token: lock.fencingToken.toString() });
-      await report({ type: 'exit', worker });
-      await lock.release();
+      const { lock, access } = next(worker + i);
+      const held = await lock.acquire({ timeoutMs: 60_000 });
+      await report({ type: 'enter', worker, token: held.fencingToken.toString(), access });
+      await report({ type: 'exit', worker, access });
+      await held.release();
     }
   } finally {
     await session.close();
   }
 }
 
-/** The external checker: at most one holder at a time, fencing tokens strictly increasing. */
+/**
+ * The external checker: at any moment either one exclusive holder and nobody else, or only shared
+ * holders; fencing tokens of exclusive holders strictly increase.
+ */
 export class ExclusionChecker {
-  inside: number | undefined;
+  exclusive: number | undefined;
+  readonly shared = new Set<number>();
   lastToken = -1n;
   grants = 0;
+  sharedAtOnce = 0;
   readonly violations: string[] = [];
 
   receive(message: ContendMessage): void {
-    if (message.type === 'enter') {
-      if (this.inside !== undefined) this.violations.push(`worker ${message.worker} entered while ${this.inside} held`);
-      const token = BigInt(message.token);
-      if (token <= this.lastToken) this.violations.push(`token ${token} after ${this.lastToken}`);
-      this.lastToken = token;
-      this.inside = message.worker;
-      this.grants += 1;
+    if (message.type === 'enter') this.#enter(message.worker, message.access, BigInt(message.token));
+    else this.#exit(message.worker, message.access);
+  }
+
+  #enter(worker: number, access: Access, token: bigint): void {
+    this.grants += 1;
+    if (this.exclusive !== undefined) this.violations.push(`worker ${worker} (${access}) entered while ${this.exclusive} held exclusively`);
+    if (access === 'shared') {
+      this.shared.add(worker);
+      this.sharedAtOnce = Math.max(this.sharedAtOnce, this.shared.size);
+      return;
+    }
+    if (this.shared.size > 0) this.violations.push(`worker ${worker} entered exclusively while ${[...this.shared].join(',')} shared`);
+    if (token <= this.lastToken) this.violations.push(`exclusive token ${token} after ${this.lastToken}`);
+    this.lastToken = token;
+    this.exclusive = worker;
+  }
+
+  #exit(worker: number, access: Access): void {
+    if (access === 'shared') {
+      if (!this.shared.delete(worker)) this.violations.push(`worker ${worker} left a shared hold it did not have`);
     } else {
-      if (this.inside !== message.worker) this.violations.push(`worker ${message.worker} exited but ${this.inside} held`);
-      this.inside = undefined;
+      if (this.exclusive !== worker) this.violations.push(`worker ${worker} exited but ${this.exclusive} held`);
+      this.exclusive = undefined;
     }
   }
 }

@@ -1,7 +1,7 @@
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { ConnectOptions } from '../../src/connect.js';
-import { contend, ExclusionChecker, type ContendMessage } from './contend.js';
+import { contend, ExclusionChecker, type ContendMessage, type Mode } from './contend.js';
 
 const WORKER = fileURLToPath(new URL('./contend-worker.ts', import.meta.url));
 
@@ -9,6 +9,7 @@ const WORKER = fileURLToPath(new URL('./contend-worker.ts', import.meta.url));
 export async function runContention(opts: {
   url: string;
   options: ConnectOptions;
+  mode?: Mode;
   name: string;
   workers: number;
   count: number;
@@ -23,14 +24,14 @@ export async function runContention(opts: {
 }
 
 function inProcess(opts: Parameters<typeof runContention>[0], worker: number, checker: ExclusionChecker): Promise<void> {
-  return contend(opts.url, opts.options, opts.name, worker, opts.count, async (message) => {
+  return contend(opts.url, opts.options, opts.mode ?? 'mutex', opts.name, worker, opts.count, async (message) => {
     await new Promise((resolve) => setImmediate(resolve));
     checker.receive(message);
   });
 }
 
 function inChild(opts: Parameters<typeof runContention>[0], worker: number, checker: ExclusionChecker): Promise<void> {
-  const args = [opts.url, opts.name, String(worker), String(opts.count), JSON.stringify(opts.options)];
+  const args = [opts.url, opts.mode ?? 'mutex', opts.name, String(worker), String(opts.count), JSON.stringify(opts.options)];
   const child = fork(WORKER, args, { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   child.on('message', (message: ContendMessage) => {
     checker.receive(message);

@@ -4,7 +4,7 @@ import type { Entry, Enqueued } from '../../../recipes/contract.js';
 import { BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents } from '../driver.js';
 import { KeepAlive } from './keepalive.js';
-import { entriesFromRange, entryKey, leaseHex, prefixEnd, queuePrefix } from './keys.js';
+import { entriesFromRange, entryKey, leaseHex, prefixEnd, queuePrefix, slotOf, type StoredKey } from './keys.js';
 import { Slots } from './slots.js';
 
 export interface EtcdDriverOptions {
@@ -51,6 +51,8 @@ export class EtcdDriver implements Driver {
   readonly #watched = new Map<string, Watched>();
   /** The revision of the read each entry we handed out was seen in: a watch starts right after it. */
   readonly #seenAt = new WeakMap<Entry, bigint>();
+  /** Each entry's create revision, which a downgraded entry's order is not: the delete guard needs it. */
+  readonly #createdAt = new WeakMap<Entry, bigint>();
   readonly #dead = new AbortController();
   readonly #keepAlive: KeepAlive;
   #status: 'open' | 'lost' | 'closed' = 'open';
@@ -86,10 +88,10 @@ export class EtcdDriver implements Driver {
     this.#events = events;
   }
 
-  async enqueue(queue: string, kind: string): Promise<Enqueued> {
+  async enqueue(queue: string, kind: string, at?: Entry): Promise<Enqueued> {
     const prefix = queuePrefix(this.#namespace, queue);
     const slot = this.#slots.take(queue);
-    const key = Buffer.from(entryKey(prefix, this.id, slot, kind));
+    const key = Buffer.from(entryKey(prefix, this.id, slot, kind, at?.order));
     const range = { key: Buffer.from(prefix), range_end: prefixEnd(prefix), keys_only: true };
     try {
       // One request: put our key with the lease if it is absent, and read the queue as it then stands.
@@ -102,7 +104,7 @@ export class EtcdDriver implements Driver {
         }),
       );
       if (!response.succeeded) this.#adopt(key, response.responses[0]?.response_range);
-      const entries = this.#seen(entriesFromRange(queue, prefix, response.responses[1]?.response_range.kvs ?? []), response.header.revision);
+      const entries = this.#seen(queue, prefix, response.responses[1]?.response_range.kvs ?? [], response.header.revision);
       const entry = entries.find((e) => e.key === key.toString());
       if (entry === undefined) throw new BackendError(`wrote ${key.toString()} but the queue read does not show it`);
       return { entry, queue: entries };
@@ -115,12 +117,17 @@ export class EtcdDriver implements Driver {
   async list(queue: string): Promise<readonly Entry[]> {
     const prefix = queuePrefix(this.#namespace, queue);
     const response = await this.#retry(() => this.#client.kv.range({ key: Buffer.from(prefix), range_end: prefixEnd(prefix), keys_only: true }));
-    return this.#seen(entriesFromRange(queue, prefix, response.kvs), response.header.revision);
+    return this.#seen(queue, prefix, response.kvs, response.header.revision);
   }
 
-  #seen(entries: Entry[], revision: string): Entry[] {
+  #seen(queue: string, prefix: string, kvs: readonly StoredKey[], revision: string): Entry[] {
+    const entries = entriesFromRange(queue, prefix, kvs);
     const at = BigInt(revision);
-    for (const entry of entries) this.#seenAt.set(entry, at);
+    const created = new Map(kvs.map((kv) => [kv.key.toString(), BigInt(kv.create_revision)]));
+    for (const entry of entries) {
+      this.#seenAt.set(entry, at);
+      this.#createdAt.set(entry, created.get(entry.key) ?? entry.order);
+    }
     return entries;
   }
 
@@ -161,7 +168,7 @@ export class EtcdDriver implements Driver {
         // Only the incarnation we created: a stale retry can never delete a newer entry in the same slot.
         await this.#send(() =>
           this.#client.kv.txn({
-            compare: [{ key, target: 'Create', result: 'Equal', create_revision: entry.order.toString() }],
+            compare: [{ key, target: 'Create', result: 'Equal', create_revision: (this.#createdAt.get(entry) ?? entry.order).toString() }],
             success: [{ request_delete_range: { key } }],
             failure: [],
           }),
@@ -179,7 +186,7 @@ export class EtcdDriver implements Driver {
   async confirm(entry: Entry): Promise<boolean> {
     const response = await this.#retry(() => this.#client.kv.range({ key: Buffer.from(entry.key) }));
     const kv = response.kvs[0];
-    if (kv !== undefined && BigInt(kv.create_revision) === entry.order && kv.lease === this.#lease) return true;
+    if (kv !== undefined && BigInt(kv.create_revision) === (this.#createdAt.get(entry) ?? entry.order) && kv.lease === this.#lease) return true;
     await this.#assertLeaseAlive();
     return false;
   }
@@ -220,8 +227,8 @@ export class EtcdDriver implements Driver {
   }
 
   #freeSlot(entry: Entry): void {
-    const match = /-(\d+)-[a-z]+$/.exec(entry.key);
-    if (match !== null) this.#slots.free(entry.queue, Number(match[1]));
+    const slot = slotOf(entry.key);
+    if (slot !== undefined) this.#slots.free(entry.queue, slot);
   }
 
   /** One etcd watch per watched key, shared by every local waiter on it. */
@@ -254,7 +261,7 @@ export class EtcdDriver implements Driver {
     this.#retry(() => this.#client.kv.range({ key: Buffer.from(entry.key) })).then(
       (response) => {
         const kv = response.kvs[0];
-        if (kv === undefined || BigInt(kv.create_revision) !== entry.order) this.#wake(entry.key);
+        if (kv === undefined || BigInt(kv.create_revision) !== (this.#createdAt.get(entry) ?? entry.order)) this.#wake(entry.key);
         else if (this.#watched.get(entry.key) === watched) this.#arm(entry, watched, BigInt(response.header.revision) + 1n);
       },
       (error: unknown) => this.#fail(entry.key, error),

@@ -6,7 +6,7 @@ import type { Entry } from '../../../recipes/contract.js';
  * is derived from the session's lease and a slot that is reused once free, so that keys are not
  * created afresh for every acquisition (deleted keys slow every prefix read until compaction).
  */
-const ENTRY = /^([0-9a-f]{16})-(\d+)-([a-z]+)$/;
+const ENTRY = /^([0-9a-f]{16})-(\d+)-([a-z]+)(?:@(\d+))?$/;
 
 export function queuePrefix(namespace: string, queue: string): string {
   return `${namespace}/${queue}/#/`;
@@ -19,8 +19,9 @@ export function prefixEnd(prefix: string): Buffer {
   return end;
 }
 
-export function entryKey(prefix: string, lease: string, slot: number, kind: string): string {
-  return `${prefix}${lease}-${slot}-${kind}`;
+/** `at`: the order of an entry of ours this one takes the place of (a downgrade), kept in the key. */
+export function entryKey(prefix: string, lease: string, slot: number, kind: string, at?: bigint): string {
+  return `${prefix}${lease}-${slot}-${kind}${at === undefined ? '' : `@${at}`}`;
 }
 
 export interface StoredKey {
@@ -36,10 +37,17 @@ export function entriesFromRange(queue: string, prefix: string, kvs: readonly St
     const key = kv.key.toString();
     const match = ENTRY.exec(key.slice(prefix.length));
     if (!key.startsWith(prefix) || match === null) continue;
-    const revision = BigInt(kv.create_revision);
-    entries.push({ queue, key, kind: match[3]!, order: revision, fencingToken: revision });
+    const order = BigInt(match[4] ?? kv.create_revision);
+    entries.push({ queue, key, kind: match[3]!, order, fencingToken: order });
   }
-  return entries.sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0));
+  // An entry placed at another's order (a downgrade) sorts right after it: writes before reads.
+  return entries.sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : a.kind === b.kind ? 0 : a.kind === 'write' ? -1 : 1));
+}
+
+/** The slot number in one of our keys. */
+export function slotOf(key: string): number | undefined {
+  const match = ENTRY.exec(key.slice(key.lastIndexOf('/') + 1));
+  return match === null ? undefined : Number(match[2]);
 }
 
 /** The lease id as it appears in keys: 16 hex digits. */

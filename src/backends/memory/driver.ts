@@ -27,10 +27,10 @@ export class MemoryDriver implements Driver {
     this.expire();
   }
 
-  async enqueue(queue: string, kind: string): Promise<Enqueued> {
+  async enqueue(queue: string, kind: string, at?: Entry): Promise<Enqueued> {
     await this.#turn();
     const dir = this.#dir(queue);
-    const entry = this.#store.add(dir, queue, kind, this.id);
+    const entry = this.#store.add(dir, queue, kind, this.id, at);
     return { entry, queue: this.#store.list(dir) };
   }
 

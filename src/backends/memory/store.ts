@@ -20,19 +20,20 @@ export class MemoryStore {
   }
 
   /** `dir` is the namespaced queue path the entry is filed under; `queue` the lock name it reports. */
-  add(dir: string, queue: string, kind: string, owner: string): StoredEntry {
+  add(dir: string, queue: string, kind: string, owner: string, at?: Entry): StoredEntry {
     const revision = ++this.#revision;
     const key = `${dir}/${owner}-${kind}-${revision}`;
-    const entry: StoredEntry = { queue, key, kind, order: revision, fencingToken: revision, owner };
+    const order = at?.order ?? revision;
+    const entry: StoredEntry = { queue, key, kind, order, fencingToken: order, owner };
     let entries = this.#queues.get(dir);
     if (entries === undefined) this.#queues.set(dir, (entries = new Map()));
     entries.set(entry.key, entry);
     return entry;
   }
 
-  /** Entries in order: a Map keeps insertion order, and insertion follows the revision. */
+  /** Entries in order; one placed `at` another sorts right after it (a stable sort keeps insertion order). */
   list(dir: string): StoredEntry[] {
-    return [...(this.#queues.get(dir)?.values() ?? [])];
+    return [...(this.#queues.get(dir)?.values() ?? [])].sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0));
   }
 
   get(key: string): StoredEntry | undefined {

@@ -136,15 +136,17 @@ export class ZkDriver implements Driver {
     return `${this.#namespace}/${queue}`;
   }
 
-  async enqueue(queue: string, kind: string): Promise<Enqueued> {
+  async enqueue(queue: string, kind: string, at?: Entry): Promise<Enqueued> {
     const dir = this.dir(queue);
     const uuid = randomUUID();
-    const prefix = entryPrefix(dir, uuid, kind);
+    // Placed `at` another entry: not sequential, but named with that entry's sequence so it sorts there.
+    const path = at === undefined ? entryPrefix(dir, uuid, kind) : `${entryPrefix(dir, uuid, kind)}${sequenceOf(at)}`;
+    const mode = at === undefined ? zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL : zookeeper.CreateMode.EPHEMERAL;
     for (let attempt = 0; ; attempt += 1) {
       this.#assertOpen();
       // Sent back to back on one connection: the listing is processed after the create and shows it.
       const [created, listed] = await Promise.allSettled([
-        this.#send(() => create(this.#client, prefix, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL)),
+        this.#send(() => create(this.#client, path, mode)),
         this.#send(() => getChildren(this.#client, dir)),
       ]);
       if (created.status === 'fulfilled') {
@@ -350,6 +352,11 @@ function connected(client: ZkClient, options: ZkDriverOptions): Promise<void> {
     client.once('connected', onConnected);
     client.connect();
   });
+}
+
+/** The 10-digit sequence suffix of one of our entries' paths. */
+function sequenceOf(entry: Entry): string {
+  return entry.key.slice(-10);
 }
 
 /**

@@ -42,5 +42,6 @@ export function entriesFromListing(queue: string, dir: string, children: readonl
       fencingToken: (dirCzxid << 32n) | parsed.sequence,
     });
   }
-  return entries.sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0));
+  // An entry placed at another's sequence (a downgrade) sorts right after it: writes before reads.
+  return entries.sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : a.kind === b.kind ? 0 : a.kind === 'write' ? -1 : 1));
 }

@@ -1,0 +1,155 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { InvalidArgumentError, NotHeldError } from './errors.js';
+import type { LockHandle } from './handle.js';
+import type { Lock } from './mutex.js';
+import { validateWaitOptions, type WaitOptions } from './validate.js';
+
+export interface ReentrantOptions extends WaitOptions {
+  /**
+   * Who holds: any value compared by identity. Defaults to the owner of the surrounding `withLock`
+   * call (the async context), or a new owner for a top-level call.
+   */
+  readonly owner?: unknown;
+}
+
+/** One server-side hold of one owner, shared by all its nesting levels. */
+export interface Hold {
+  readonly lock: LockHandle;
+  count: number;
+}
+
+/** One level of a reentrant hold. Releasing it twice is harmless; the lock goes back at level zero. */
+export class ReentrantHandle implements AsyncDisposable {
+  #released = false;
+
+  constructor(
+    private readonly reentrant: Reentrant,
+    private readonly owner: unknown,
+    private readonly hold: Hold,
+  ) {}
+
+  get fencingToken(): bigint {
+    return this.hold.lock.fencingToken;
+  }
+
+  /** The same signal for every level: losing the lock ends the hold at all levels at once. */
+  get signal(): AbortSignal {
+    return this.hold.lock.signal;
+  }
+
+  async release(): Promise<void> {
+    if (this.#released) return;
+    await this.reentrant.releaseHold(this.owner, this.hold);
+    this.#released = true;
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.release();
+  }
+}
+
+/**
+ * Makes a FairMutex, readLock or writeLock reentrant for one owner: the same owner acquiring again
+ * raises a local hold count and gets the same fencing token without any server request; the server
+ * entry goes back only when the count returns to zero. Different owners in one process queue on the
+ * server exactly like different processes (global FIFO), so fairness is the same for everyone.
+ */
+export class Reentrant {
+  readonly #lock: Lock;
+  readonly #context = new AsyncLocalStorage<unknown>();
+  readonly #holds = new Map<unknown, Hold>();
+  /** First acquires still in flight, so that a second call by the same owner joins instead of queueing. */
+  readonly #pending = new Map<unknown, Promise<LockHandle>>();
+
+  constructor(lock: Lock) {
+    if (typeof lock !== 'object' || lock === null || typeof (lock as Lock).acquire !== 'function') {
+      throw new InvalidArgumentError('lock', lock, 'a FairMutex, readLock or writeLock');
+    }
+    this.#lock = lock;
+  }
+
+  get name(): string {
+    return this.#lock.name;
+  }
+
+  /** Hold count of the owner of the current async context (0 outside any withLock). */
+  get holdCount(): number {
+    return this.holdCountOf(this.#context.getStore());
+  }
+
+  holdCountOf(owner: unknown): number {
+    return this.#holds.get(owner)?.count ?? 0;
+  }
+
+  async acquire(options: ReentrantOptions = {}): Promise<ReentrantHandle> {
+    const owner = this.#owner(options);
+    const checked = validateWaitOptions(withoutOwner(options));
+    checked.signal?.throwIfAborted();
+    const held = this.#holds.get(owner);
+    if (held !== undefined && held.lock.held) {
+      held.count += 1;
+      return new ReentrantHandle(this, owner, held);
+    }
+    // A lost hold is over at every level; its levels may still be released, harmlessly.
+    if (held !== undefined) this.#holds.delete(owner);
+    const pending = this.#pending.get(owner);
+    if (pending !== undefined) {
+      await pending.catch(() => undefined);
+      return this.acquire({ ...options, owner });
+    }
+    const acquiring = this.#lock.acquire(checked);
+    this.#pending.set(owner, acquiring);
+    try {
+      const hold: Hold = { lock: await acquiring, count: 1 };
+      this.#holds.set(owner, hold);
+      return new ReentrantHandle(this, owner, hold);
+    } finally {
+      this.#pending.delete(owner);
+    }
+  }
+
+  /** Releases one level of `owner`'s hold (default: the current context's owner). */
+  async release(options: { owner?: unknown } = {}): Promise<void> {
+    const owner = 'owner' in options ? options.owner : this.#context.getStore();
+    const held = this.#holds.get(owner);
+    if (held === undefined) throw new NotHeldError(`${this.name}: released more often than acquired by this owner`);
+    await this.releaseHold(owner, held);
+  }
+
+  /** @internal One level of one hold; the server entry goes back at level zero. */
+  async releaseHold(owner: unknown, hold: Hold): Promise<void> {
+    if (hold.count === 0) throw new NotHeldError(`${this.name}: released more often than acquired by this owner`);
+    if (hold.count > 1) {
+      hold.count -= 1;
+      return;
+    }
+    // Local ownership ends only once the server has confirmed the delete.
+    await hold.lock.release();
+    hold.count = 0;
+    if (this.#holds.get(owner) === hold) this.#holds.delete(owner);
+  }
+
+  /** Runs `fn` holding the lock, as the current owner; nested calls inside `fn` re-enter. */
+  async withLock<T>(fn: (lock: ReentrantHandle) => Promise<T> | T, options: ReentrantOptions = {}): Promise<T> {
+    if (typeof fn !== 'function') throw new InvalidArgumentError('fn', fn, 'a function');
+    const owner = this.#owner(options);
+    const handle = await this.acquire({ ...options, owner });
+    try {
+      return await this.#context.run(owner, () => fn(handle));
+    } finally {
+      await handle.release();
+    }
+  }
+
+  #owner(options: ReentrantOptions): unknown {
+    if (typeof options !== 'object' || options === null) return Symbol('owner');
+    if ('owner' in options && options.owner !== undefined) return options.owner;
+    return this.#context.getStore() ?? Symbol('owner');
+  }
+}
+
+function withoutOwner(options: ReentrantOptions): WaitOptions {
+  if (typeof options !== 'object' || options === null) return options;
+  const { owner: _owner, ...rest } = options;
+  return rest;
+}

@@ -1,0 +1,68 @@
+import type { Entry, Session } from './contract.js';
+import { exclusive, shared } from './decide.js';
+import { InvalidArgumentError, LockUpgradeError } from './errors.js';
+import type { LockHandle } from './handle.js';
+import { checkSession, QueueLock, type Lock } from './mutex.js';
+import { validateName, type WaitOptions } from './validate.js';
+
+/**
+ * A shared read / exclusive write lock in one queue. Readers share with readers; a reader waits for
+ * the nearest writer queued before it, so a stream of readers cannot starve a queued writer; writers
+ * are granted one at a time in FIFO order.
+ *
+ * One ReadWriteLock object is one owner: its holder of the write lock may take the read lock at once
+ * (a downgrade: the read entry takes the writer's place, ahead of everyone who queued later), and its
+ * holder of a read lock is refused the write lock with LockUpgradeError instead of waiting for itself.
+ * Independent flows of work should each use their own ReadWriteLock object (they are cheap).
+ */
+export class ReadWriteLock {
+  readonly name: string;
+  readonly readLock: Lock;
+  readonly writeLock: Lock;
+  readonly #reads = new Set<LockHandle>();
+  readonly #writes = new Set<LockHandle>();
+
+  constructor(session: Session, name: string) {
+    const queue = validateName(name);
+    const checked = checkSession(session);
+    this.name = queue;
+    this.readLock = new QueueLock(
+      { session: checked, queue, kind: 'read', decide: shared, what: `read lock "${queue}"` },
+      { place: () => this.#heldWrite()?.entry, granted: (lock) => this.#reads.add(lock) },
+    );
+    this.writeLock = new QueueLock(
+      { session: checked, queue, kind: 'write', decide: exclusive, what: `write lock "${queue}"` },
+      {
+        place: () => {
+          if (prune(this.#reads).size > 0) throw new LockUpgradeError(`read/write lock "${queue}"`);
+          return undefined;
+        },
+        granted: (lock) => this.#writes.add(lock),
+      },
+    );
+  }
+
+  /**
+   * Turns a held write lock into a read lock without a gap: the read lock is taken at the writer's
+   * place (never waiting), then the write lock is released. Resolves with the read handle.
+   */
+  async downgrade(write: LockHandle, options?: WaitOptions): Promise<LockHandle> {
+    if (!this.#writes.has(write) || !write.held) {
+      throw new InvalidArgumentError('write lock handle', write, `a held write lock of this ReadWriteLock ("${this.name}")`);
+    }
+    const read = await this.readLock.acquire(options);
+    await write.release();
+    return read;
+  }
+
+  #heldWrite(): { entry: Entry } | undefined {
+    for (const lock of prune(this.#writes)) return lock;
+    return undefined;
+  }
+}
+
+/** Forgets handles that were released or lost. */
+function prune(locks: Set<LockHandle>): Set<LockHandle> {
+  for (const lock of locks) if (!lock.held) locks.delete(lock);
+  return locks;
+}

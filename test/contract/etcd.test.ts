@@ -1,0 +1,8 @@
+import { etcdFixture } from '../support/etcd.js';
+import { mutexContract } from './mutex.contract.js';
+import { reentrantContract } from './reentrant.contract.js';
+import { rwContract } from './rw.contract.js';
+
+mutexContract(() => etcdFixture('etcdStandalone'));
+rwContract(() => etcdFixture('etcdStandalone'));
+reentrantContract(() => etcdFixture('etcdStandalone'));

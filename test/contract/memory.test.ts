@@ -1,0 +1,8 @@
+import { memoryFixture } from '../support/memory.js';
+import { mutexContract } from './mutex.contract.js';
+import { reentrantContract } from './reentrant.contract.js';
+import { rwContract } from './rw.contract.js';
+
+mutexContract(memoryFixture);
+rwContract(memoryFixture);
+reentrantContract(memoryFixture);

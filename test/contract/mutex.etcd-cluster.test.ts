@@ -1,4 +1,0 @@
-import { etcdFixture } from '../support/etcd.js';
-import { mutexContract } from './mutex.contract.js';
-
-mutexContract(() => etcdFixture('etcdCluster'));

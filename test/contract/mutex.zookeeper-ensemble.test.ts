@@ -1,4 +1,0 @@
-import { zkFixture } from '../support/zookeeper.js';
-import { mutexContract } from './mutex.contract.js';
-
-mutexContract(() => zkFixture('zkEnsemble'));

@@ -1,0 +1,118 @@
+import { describe, expect, it, vi } from 'vitest';
+import { NotHeldError, LockLostError } from '../../recipes/errors.js';
+import { FairMutex } from '../../recipes/mutex.js';
+import { Reentrant } from '../../recipes/reentrant.js';
+import { ReadWriteLock } from '../../recipes/rw-lock.js';
+import type { Fixture } from '../support/fixture.js';
+import { useScope } from '../support/scope.js';
+import { eventually } from '../support/wait.js';
+
+/** The Reentrant contract, written once and run against every backend. */
+export function reentrantContract(getFixture: () => Fixture): void {
+  describe(`Reentrant on ${getFixture().name}`, () => {
+    const scope = useScope(getFixture);
+
+    it('re-enters in the same context without a server request, with the same fencing token', async () => {
+      const session = await scope.open();
+      const re = new Reentrant(new FairMutex(session, 'nested'));
+      const enqueue = vi.spyOn(session.backend, 'enqueue');
+      const tokens: bigint[] = [];
+      await re.withLock(async (outer) => {
+        tokens.push(outer.fencingToken);
+        expect(re.holdCount).toBe(1);
+        await re.withLock(async (inner) => {
+          tokens.push(inner.fencingToken);
+          expect(re.holdCount).toBe(2);
+          await re.withLock(async (innermost) => {
+            tokens.push(innermost.fencingToken);
+            expect(re.holdCount).toBe(3);
+          });
+        });
+        expect(re.holdCount).toBe(1);
+      });
+      expect(enqueue).toHaveBeenCalledTimes(1);
+      expect(new Set(tokens).size).toBe(1);
+      expect(re.holdCount).toBe(0);
+      expect(await session.backend.list('nested')).toEqual([]);
+      enqueue.mockRestore();
+    });
+
+    it('keeps two contexts of one process mutually exclusive', async () => {
+      const session = await scope.open();
+      const re = new Reentrant(new FairMutex(session, 'contexts'));
+      let inside = 0;
+      let overlap = false;
+      const work = (): Promise<void> =>
+        re.withLock(async () => {
+          inside += 1;
+          overlap ||= inside > 1;
+          await re.withLock(() => new Promise((resolve) => setTimeout(resolve, 5)));
+          inside -= 1;
+        });
+      await Promise.all([work(), work(), work(), work()]);
+      expect(overlap).toBe(false);
+    });
+
+    it('refuses more releases than acquires with NotHeldError', async () => {
+      const session = await scope.open();
+      const re = new Reentrant(new FairMutex(session, 'levels'));
+      const owner = Symbol('job');
+      const outer = await re.acquire({ owner });
+      const inner = await re.acquire({ owner });
+      expect(re.holdCountOf(owner)).toBe(2);
+      await inner.release();
+      await inner.release(); // the same level twice is harmless
+      expect(re.holdCountOf(owner)).toBe(1);
+      await re.release({ owner });
+      expect(re.holdCountOf(owner)).toBe(0);
+      await expect(re.release({ owner })).rejects.toBeInstanceOf(NotHeldError);
+      // Two acquires, two releases already (one by handle, one by owner): a third is one too many.
+      await expect(outer.release()).rejects.toBeInstanceOf(NotHeldError);
+      expect(await session.backend.list('levels')).toEqual([]);
+    });
+
+    it('leaves the outer hold intact when an inner acquire is aborted or times out', async () => {
+      const session = await scope.open();
+      const re = new Reentrant(new FairMutex(session, 'inner-abort'));
+      await re.withLock(async (outer) => {
+        const reason = new Error('inner gave up');
+        await expect(re.acquire({ signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
+        const inner = await re.acquire({ timeoutMs: 0 });
+        await inner.release();
+        expect(re.holdCount).toBe(1);
+        expect(outer.signal.aborted).toBe(false);
+        expect(await session.backend.list('inner-abort')).toHaveLength(1);
+      });
+    });
+
+    it('ends the hold at every nesting level at once when the session is lost', async () => {
+      const fixture = scope.fixture;
+      const session = await scope.open();
+      const re = new Reentrant(new FairMutex(session, 'lost'));
+      const owner = Symbol('job');
+      const outer = await re.acquire({ owner });
+      const inner = await re.acquire({ owner });
+      expect(inner.signal).toBe(outer.signal);
+      await fixture.expire(session);
+      await eventually('hold lost', () => outer.signal.aborted, fixture.lossDeadlineMs);
+      expect(inner.signal.reason).toBeInstanceOf(LockLostError);
+      await inner.release();
+      await outer.release();
+    });
+
+    it('wraps a read and a write lock: nested reads re-enter, writers still exclude', async () => {
+      const [a, b] = [await scope.open(), await scope.open()];
+      const reads = new Reentrant(new ReadWriteLock(a, 'rw').readLock);
+      const writes = new Reentrant(new ReadWriteLock(b, 'rw').writeLock);
+      await reads.withLock(async () => {
+        await reads.withLock(async () => {
+          expect(reads.holdCount).toBe(2);
+          await expect(writes.acquire({ timeoutMs: 50 })).rejects.toThrow(/timed out/);
+        });
+      });
+      await writes.withLock(async () => {
+        await writes.withLock(() => expect(writes.holdCount).toBe(2));
+      });
+    });
+  });
+}

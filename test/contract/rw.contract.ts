@@ -1,0 +1,165 @@
+import { describe, expect, it } from 'vitest';
+import { InvalidArgumentError, LockUpgradeError } from '../../recipes/errors.js';
+import type { LockHandle } from '../../recipes/handle.js';
+import { ReadWriteLock } from '../../recipes/rw-lock.js';
+import type { BatonSession } from '../../src/session.js';
+import type { Fixture } from '../support/fixture.js';
+import { runContention } from '../support/processes.js';
+import { useScope } from '../support/scope.js';
+import { eventually, track } from '../support/wait.js';
+
+async function queue(session: BatonSession, name: string): Promise<{ key: string; kind: string; order: bigint }[]> {
+  return [...(await session.backend.list(name))];
+}
+
+/** The ReadWriteLock contract, written once and run against every backend. */
+export function rwContract(getFixture: () => Fixture): void {
+  describe(`ReadWriteLock on ${getFixture().name}`, () => {
+    const scope = useScope(getFixture);
+    const watched = (): Promise<string[]> => scope.fixture.watched(scope.namespace);
+
+    it('lets 5 readers hold at once; a writer waits for the last of them', async () => {
+      const sessions = [await scope.open(), await scope.open()];
+      const readers: LockHandle[] = [];
+      for (let i = 0; i < 5; i += 1) readers.push(await new ReadWriteLock(sessions[i % 2]!, 'share').readLock.acquire({ timeoutMs: 5_000 }));
+      expect(readers.every((r) => r.held)).toBe(true);
+      const writer = track(new ReadWriteLock(sessions[0]!, 'share').writeLock.acquire());
+      await eventually('writer queued', async () => (await queue(sessions[0]!, 'share')).length === 6);
+      const keys = (await queue(sessions[0]!, 'share')).map((e) => e.key);
+      await eventually('writer watching the last reader', async () => (await watched()).includes(keys[4]!));
+      await readers[4]!.release();
+      // The writer notices, lists again, and waits for the reader now before it.
+      await eventually('writer watching reader 4', async () => (await watched()).includes(keys[3]!));
+      expect(writer.settled).toBe(false);
+      for (const reader of readers.slice(0, 4)) await reader.release();
+      await (await writer.promise).release();
+    });
+
+    it('makes a reader queued behind a writer wait for that writer (no writer starvation)', async () => {
+      const [a, b, c] = [await scope.open(), await scope.open(), await scope.open()];
+      const first = await new ReadWriteLock(a, 'fair').readLock.acquire();
+      const writer = track(new ReadWriteLock(b, 'fair').writeLock.acquire());
+      await eventually('writer queued', async () => (await queue(a, 'fair')).length === 2);
+      const late = track(new ReadWriteLock(c, 'fair').readLock.acquire());
+      await eventually('late reader queued', async () => (await queue(a, 'fair')).length === 3);
+      const writerKey = (await queue(a, 'fair'))[1]!.key;
+      await eventually('late reader watching the writer', async () => (await watched()).includes(writerKey));
+      expect(late.settled).toBe(false);
+      await first.release();
+      const w = await writer.promise;
+      expect(late.settled).toBe(false);
+      await w.release();
+      await (await late.promise).release();
+    });
+
+    it('grants writers one at a time, in the order they queued', async () => {
+      const sessions = [await scope.open(), await scope.open(), await scope.open()];
+      const first = await new ReadWriteLock(sessions[0]!, 'writers').writeLock.acquire();
+      const order: number[] = [];
+      const waits: Promise<void>[] = [];
+      let inside = 0;
+      for (let i = 0; i < 6; i += 1) {
+        const session = sessions[i % 3]!;
+        waits.push(
+          new ReadWriteLock(session, 'writers').writeLock.withLock(async () => {
+            inside += 1;
+            expect(inside).toBe(1);
+            order.push(i);
+            await new Promise((resolve) => setImmediate(resolve));
+            inside -= 1;
+          }),
+        );
+        await eventually(`writer ${i} queued`, async () => (await queue(session, 'writers')).length === i + 2);
+      }
+      await first.release();
+      await Promise.all(waits);
+      expect(order).toEqual([0, 1, 2, 3, 4, 5]);
+    });
+
+    it('keeps readers and writers apart under contention: 4 contenders x 150, checked externally', async () => {
+      const fixture = scope.fixture;
+      const checker = await runContention({
+        url: fixture.url(scope.namespace),
+        options: fixture.options,
+        mode: 'rw',
+        name: 'mixed',
+        workers: 4,
+        count: 150,
+        crossProcess: fixture.crossProcess,
+      });
+      expect(checker.violations).toEqual([]);
+      expect(checker.grants).toBe(600);
+      expect(checker.sharedAtOnce).toBeGreaterThan(1);
+    }, 120_000);
+
+    it('downgrades without a gap: the read takes the writer\'s place, earlier readers proceed, later writers wait', async () => {
+      const [a, b, c] = [await scope.open(), await scope.open(), await scope.open()];
+      const owner = new ReadWriteLock(a, 'downgrade');
+      const write = await owner.writeLock.acquire();
+      const reader = track(new ReadWriteLock(b, 'downgrade').readLock.acquire());
+      await eventually('reader queued', async () => (await queue(a, 'downgrade')).length === 2);
+      const writer = track(new ReadWriteLock(c, 'downgrade').writeLock.acquire());
+      await eventually('writer queued', async () => (await queue(a, 'downgrade')).length === 3);
+      const read = await owner.downgrade(write);
+      expect(write.held).toBe(false);
+      expect(read.held).toBe(true);
+      const entries = await queue(a, 'downgrade');
+      expect(entries.map((e) => e.kind)).toEqual(['read', 'read', 'write']);
+      expect(entries[0]!.order < entries[1]!.order).toBe(true);
+      const other = await reader.promise; // the reader that queued behind the writer now shares with us
+      expect(writer.settled).toBe(false);
+      await other.release();
+      expect(writer.settled).toBe(false);
+      await read.release();
+      await (await writer.promise).release();
+    });
+
+    it('takes the read lock at once for the holder of the write lock, ahead of queued writers', async () => {
+      const [a, b] = [await scope.open(), await scope.open()];
+      const owner = new ReadWriteLock(a, 'reenter-read');
+      const write = await owner.writeLock.acquire();
+      const writer = track(new ReadWriteLock(b, 'reenter-read').writeLock.acquire());
+      await eventually('writer queued', async () => (await queue(a, 'reenter-read')).length === 2);
+      const read = await owner.readLock.acquire({ timeoutMs: 0 });
+      await write.release();
+      expect(writer.settled).toBe(false);
+      await read.release();
+      await (await writer.promise).release();
+    });
+
+    it('refuses an upgrade at once with LockUpgradeError, creating nothing', async () => {
+      const a = await scope.open();
+      const rw = new ReadWriteLock(a, 'upgrade');
+      const read = await rw.readLock.acquire();
+      const error = await rw.writeLock.acquire({ timeoutMs: 60_000 }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockUpgradeError);
+      expect((error as LockUpgradeError).code).toBe('LOCK_UPGRADE');
+      expect(await queue(a, 'upgrade')).toHaveLength(1);
+      await expect(rw.downgrade(read)).rejects.toBeInstanceOf(InvalidArgumentError);
+      await read.release();
+      await (await rw.writeLock.acquire()).release();
+    });
+
+    it('wakes all readers queued behind a writer, but exactly one of 50 queued writers per release', async () => {
+      const fixture = scope.fixture;
+      const sessions = [await scope.open(), await scope.open()];
+      const writer = await new ReadWriteLock(sessions[0]!, 'herd').writeLock.acquire();
+      const readers: Promise<LockHandle>[] = [];
+      for (let i = 0; i < 50; i += 1) readers.push(new ReadWriteLock(sessions[i % 2]!, 'herd').readLock.acquire());
+      await eventually('50 readers queued', async () => (await queue(sessions[0]!, 'herd')).length === 51);
+      await writer.release();
+      const held = await Promise.all(readers);
+      expect(held.every((r) => r.held)).toBe(true); // all 50 at once
+      await Promise.all(held.map((r) => r.release()));
+
+      const first = await new ReadWriteLock(sessions[0]!, 'herd').writeLock.acquire();
+      const writers: Promise<void>[] = [];
+      for (let i = 0; i < 50; i += 1) writers.push(new ReadWriteLock(sessions[i % 2]!, 'herd').writeLock.withLock(() => undefined));
+      await eventually('50 writers watching', async () => (await watched()).length === 50);
+      const before = fixture.notifications();
+      await first.release();
+      await Promise.all(writers);
+      expect(fixture.notifications() - before).toBe(50);
+    }, 60_000);
+  });
+}

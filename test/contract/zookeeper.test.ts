@@ -1,0 +1,8 @@
+import { zkFixture } from '../support/zookeeper.js';
+import { mutexContract } from './mutex.contract.js';
+import { reentrantContract } from './reentrant.contract.js';
+import { rwContract } from './rw.contract.js';
+
+mutexContract(() => zkFixture('zkStandalone'));
+rwContract(() => zkFixture('zkStandalone'));
+reentrantContract(() => zkFixture('zkStandalone'));
