@@ -1,7 +1,7 @@
 import { Etcd3 } from 'etcd3';
 import { FairMutex } from '../recipes/mutex.js';
 import { connect } from '../src/connect.js';
-import { alternate, summarize, type Summary } from './stats.js';
+import { alternate, summarize, timed, type Summary } from './stats.js';
 
 export interface EtcdCycleResult {
   readonly results: Summary[];
@@ -46,7 +46,8 @@ export async function benchEtcdCycle(endpoint: string, options: { blocks: number
         await lock.release();
       },
     };
-    const samples = await alternate(contenders, { ...options, warmup: 100 });
+    const blocks = Object.fromEntries(Object.entries(contenders).map(([name, cycle]) => [name, timed(cycle)]));
+    const samples = await alternate(blocks, { ...options, warmup: 100 });
     const rpcsPerCycle: Record<string, number> = {};
     for (const [name, run] of Object.entries(contenders)) {
       const before = await unaryHandled(endpoint);

@@ -5,7 +5,7 @@ import { startEtcd } from '../test/harness/etcd.js';
 import { startZooKeeper } from '../test/harness/zookeeper.js';
 import { benchEtcdCycle } from './etcd.js';
 import type { Summary } from './stats.js';
-import { benchZkCycle } from './zookeeper.js';
+import { benchZkCycle, CASES } from './zookeeper.js';
 
 /**
  * `npm run bench [-- --json results.json] [-- --quick]`: starts its own standalone ZooKeeper (forceSync
@@ -32,7 +32,15 @@ async function main(): Promise<void> {
       etcd = server.endpoints[0]!;
     }
     const zkResults = await benchZkCycle(zk, size);
-    print('ZooKeeper uncontended cycle (standalone, forceSync on)', zkResults, { awaited: zkResults[0]!, pipelined: zkResults[1]! });
+    const zkCase = (name: string): Summary | undefined => zkResults.find((r) => r.name === name);
+    print('ZooKeeper uncontended cycle (standalone, forceSync on)', zkResults, { awaited: zkCase(CASES.awaited)!, pipelined: zkCase(CASES.pipelined)! });
+    compare([
+      [CASES.read, CASES.mutex],
+      [CASES.write, CASES.mutex],
+      [CASES.mutex, CASES.kazooLock],
+      [CASES.read, CASES.kazooRead],
+      [CASES.write, CASES.kazooWrite],
+    ].map(([a, b]) => [zkCase(a!), zkCase(b!)]));
     const etcdResults = await benchEtcdCycle(etcd, size);
     print('etcd uncontended cycle (standalone)', etcdResults.results, { floor: etcdResults.results[0]!, 'etcd3 lock': etcdResults.results[2]! });
     process.stdout.write('unary gRPC requests per cycle (server /metrics):\n');
@@ -44,6 +52,14 @@ async function main(): Promise<void> {
     }
   } finally {
     for (const stop of stops) await stop();
+  }
+}
+
+/** Ratios of medians between named pairs (a pair with a missing side, e.g. no kazoo, is skipped). */
+function compare(pairs: [Summary | undefined, Summary | undefined][]): void {
+  for (const [a, b] of pairs) {
+    if (a === undefined || b === undefined) continue;
+    process.stdout.write(`  ${a.name.padEnd(34)} / ${b.name.padEnd(34)} ${(a.medianMs / b.medianMs).toFixed(3)}x\n`);
   }
 }
 

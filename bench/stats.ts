@@ -20,27 +20,37 @@ export function summarize(name: string, samples: readonly number[]): Summary {
   return { name, samples: samples.length, medianMs, p99Ms: quantile(samples, 0.99), opsPerSec: (samples.length / total) * 1000 };
 }
 
+/** A contender runs `count` cycles and reports each cycle's milliseconds. */
+export type Block = (count: number) => Promise<number[]>;
+
+/** Times a one-cycle function as a block. */
+export function timed(cycle: () => Promise<void>): Block {
+  return async (count) => {
+    const samples: number[] = [];
+    for (let i = 0; i < count; i += 1) {
+      const started = performance.now();
+      await cycle();
+      samples.push(performance.now() - started);
+    }
+    return samples;
+  };
+}
+
 /**
  * Runs the contenders in alternating blocks (A, B, C, A, B, C, ...) so that the machine's drift and
- * noise fall on all of them alike; every call of a contender is one timed sample.
+ * noise fall on all of them alike.
  */
 export async function alternate(
-  contenders: Record<string, () => Promise<void>>,
+  contenders: Record<string, Block>,
   options: { blocks: number; perBlock: number; warmup: number },
 ): Promise<Record<string, number[]>> {
   const samples: Record<string, number[]> = {};
   for (const [name, run] of Object.entries(contenders)) {
     samples[name] = [];
-    for (let i = 0; i < options.warmup; i += 1) await run();
+    await run(options.warmup);
   }
   for (let block = 0; block < options.blocks; block += 1) {
-    for (const [name, run] of Object.entries(contenders)) {
-      for (let i = 0; i < options.perBlock; i += 1) {
-        const started = performance.now();
-        await run();
-        samples[name]!.push(performance.now() - started);
-      }
-    }
+    for (const [name, run] of Object.entries(contenders)) samples[name]!.push(...(await run(options.perBlock)));
   }
   return samples;
 }

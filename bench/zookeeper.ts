@@ -2,7 +2,10 @@ import zookeeper from 'node-zookeeper-client';
 import { FairMutex } from '../recipes/mutex.js';
 import { create, getChildren, mkdirp, remove, type ZkClient } from '../src/backends/zookeeper/client.js';
 import { connect } from '../src/connect.js';
-import { alternate, summarize, type Summary } from './stats.js';
+import { ReadWriteLock } from '../recipes/rw-lock.js';
+import type { Lock } from '../recipes/mutex.js';
+import { KazooPeer } from './kazoo.js';
+import { alternate, summarize, timed, type Block, type Summary } from './stats.js';
 
 const EPHEMERAL_SEQUENTIAL = zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL;
 
@@ -34,28 +37,47 @@ function openClient(connectString: string): Promise<ZkClient> {
   });
 }
 
-/** ZooKeeper uncontended acquire + release next to the raw floor, measured in one run. */
+/** ZooKeeper uncontended cycles: baton's recipes beside the raw floor and kazoo's, in one run. */
 export async function benchZkCycle(connectString: string, options: { blocks: number; perBlock: number }): Promise<Summary[]> {
   const client = await openClient(connectString);
   const session = await connect(`zk://${connectString}/bench`);
+  const kazoo = await KazooPeer.start(connectString);
   try {
     await mkdirp(client, '/bench-raw/awaited');
     await mkdirp(client, '/bench-raw/pipelined');
     const mutex = new FairMutex(session, 'cycle');
-    const samples = await alternate(
-      {
-        'raw floor, awaited (create, getChildren, delete)': () => rawAwaited(client, '/bench-raw/awaited'),
-        'raw floor, pipelined (create+getChildren, delete)': () => rawPipelined(client, '/bench-raw/pipelined'),
-        'baton FairMutex acquire+release': async () => {
-          const lock = await mutex.acquire();
-          await lock.release();
-        },
-      },
-      { ...options, warmup: 200 },
-    );
+    const rw = new ReadWriteLock(session, 'rw-cycle');
+    const cycle = (lock: Lock) => timed(async () => (await lock.acquire()).release());
+    const contenders: Record<string, Block> = {
+      [CASES.awaited]: timed(() => rawAwaited(client, '/bench-raw/awaited')),
+      [CASES.pipelined]: timed(() => rawPipelined(client, '/bench-raw/pipelined')),
+      [CASES.mutex]: cycle(mutex),
+      [CASES.read]: cycle(rw.readLock),
+      [CASES.write]: cycle(rw.writeLock),
+    };
+    if (kazoo !== undefined) {
+      contenders[CASES.kazooLock] = (count) => kazoo.cycles('lock', count);
+      contenders[CASES.kazooRead] = (count) => kazoo.cycles('read', count);
+      contenders[CASES.kazooWrite] = (count) => kazoo.cycles('write', count);
+    } else {
+      process.stdout.write('kazoo not installed (apt-get install python3-kazoo): its columns are left out\n');
+    }
+    const samples = await alternate(contenders, { ...options, warmup: 200 });
     return Object.entries(samples).map(([name, values]) => summarize(name, values));
   } finally {
+    await kazoo?.stop();
     await session.close();
     client.close();
   }
 }
+
+export const CASES = {
+  awaited: 'raw floor, awaited (create, getChildren, delete)',
+  pipelined: 'raw floor, pipelined (create+getChildren, delete)',
+  mutex: 'baton FairMutex acquire+release',
+  read: 'baton readLock acquire+release',
+  write: 'baton writeLock acquire+release',
+  kazooLock: 'kazoo Lock acquire+release',
+  kazooRead: 'kazoo ReadLock acquire+release',
+  kazooWrite: 'kazoo WriteLock acquire+release',
+} as const;
