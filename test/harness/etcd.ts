@@ -4,7 +4,7 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { etcdBinary } from './install.js';
 import { freePort } from './ports.js';
-import { isAlive, sleep, startMembers, startServer, stopMembers, stopPid, tail } from './process.js';
+import { ServerProcess, sleep, startMembers, startServer, stopMembers, tail } from './process.js';
 
 export interface EtcdMember {
   readonly name: string;
@@ -26,24 +26,15 @@ export interface EtcdCluster {
 
 const READY_TIMEOUT_MS = 30_000;
 
-class Member implements EtcdMember {
-  pid: number | undefined;
-
+class Member extends ServerProcess implements EtcdMember {
   constructor(
     readonly name: string,
     readonly clientUrl: string,
     readonly peerUrl: string,
     readonly dir: string,
     private readonly cluster: { initial: string; token: string },
-  ) {}
-
-  isAlive(): boolean {
-    return isAlive(this.pid);
-  }
-
-  async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
-    await stopPid(this.pid, signal);
-    this.pid = undefined;
+  ) {
+    super();
   }
 
   async start(): Promise<void> {

@@ -94,6 +94,21 @@ export interface ServerMember {
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
+/** A server process of ours: its PID while it runs, liveness from /proc, kill by PID. */
+export abstract class ServerProcess {
+  pid: number | undefined;
+
+  isAlive(): boolean {
+    return isAlive(this.pid);
+  }
+
+  /** SIGKILL by default; waits until the process is gone. */
+  async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    await stopPid(this.pid, signal);
+    this.pid = undefined;
+  }
+}
+
 /** Kills every member and removes their directories. */
 export async function stopMembers(members: readonly ServerMember[]): Promise<void> {
   await Promise.all(members.map((m) => m.kill('SIGKILL')));

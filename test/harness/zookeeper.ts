@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fourLetterWord, zkMode } from './four-letter.js';
 import { zkClasspath } from './install.js';
 import { freePort } from './ports.js';
-import { isAlive, sleep, startMembers, startServer, stopMembers, stopPid, tail } from './process.js';
+import { ServerProcess, sleep, startMembers, startServer, stopMembers, tail } from './process.js';
 
 export { fourLetterWord } from './four-letter.js';
 
@@ -31,23 +31,14 @@ export interface ZkCluster {
 const READY_TIMEOUT_MS = 30_000;
 const JVM = ['-Xmx128m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Xshare:auto', '-Djava.net.preferIPv4Stack=true', '-Dzookeeper.admin.enableServer=false'];
 
-class Member implements ZkMember {
-  pid: number | undefined;
-
+class Member extends ServerProcess implements ZkMember {
   constructor(
     readonly id: number,
     readonly clientPort: number,
     readonly dir: string,
     private readonly standalone: boolean,
-  ) {}
-
-  isAlive(): boolean {
-    return isAlive(this.pid);
-  }
-
-  async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
-    await stopPid(this.pid, signal);
-    this.pid = undefined;
+  ) {
+    super();
   }
 
   async start(): Promise<void> {

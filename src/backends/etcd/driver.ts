@@ -3,6 +3,7 @@ import { Etcd3, EtcdLeaseInvalidError, isRecoverableError, type IOptions, type I
 import type { Entry, Enqueued } from '../../../recipes/contract.js';
 import { BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents } from '../driver.js';
+import { addWaiter, backoff, untilDead, type Waiter } from '../requests.js';
 import { KeepAlive } from './keepalive.js';
 import { entriesFromRange, entryKey, leaseHex, prefixEnd, queuePrefix, slotOf, type StoredKey } from './keys.js';
 import { Slots } from './slots.js';
@@ -27,11 +28,6 @@ function countWatch(key: string, delta: 1 | -1): void {
   const count = (etcdWatches.get(key) ?? 0) + delta;
   if (count > 0) etcdWatches.set(key, count);
   else etcdWatches.delete(key);
-}
-
-interface Waiter {
-  resolve(): void;
-  reject(error: unknown): void;
 }
 
 interface Watched {
@@ -133,32 +129,17 @@ export class EtcdDriver implements Driver {
 
   waitGone(entry: Entry, signal: AbortSignal): Promise<void> {
     signal.throwIfAborted();
-    return new Promise<void>((resolve, reject) => {
-      const watched = this.#watched.get(entry.key) ?? { waiters: new Set<Waiter>() };
-      const first = !this.#watched.has(entry.key);
-      this.#watched.set(entry.key, watched);
-      const onAbort = (): void => {
-        watched.waiters.delete(waiter);
-        if (watched.waiters.size === 0) this.#unwatch(entry.key, watched);
-        reject(signal.reason);
-      };
-      const waiter: Waiter = {
-        resolve: () => {
-          signal.removeEventListener('abort', onAbort);
-          resolve();
-        },
-        reject: (error) => {
-          signal.removeEventListener('abort', onAbort);
-          reject(error);
-        },
-      };
-      watched.waiters.add(waiter);
-      signal.addEventListener('abort', onAbort, { once: true });
-      // From the revision after the read that showed the entry: a delete in between is still seen, and
-      // a watch that starts at the head revision is served at once (an older start revision makes etcd
-      // catch the watcher up in a background loop that runs only every 100 ms).
-      if (first) this.#arm(entry, watched, (this.#seenAt.get(entry) ?? entry.order) + 1n);
+    const watched = this.#watched.get(entry.key) ?? { waiters: new Set<Waiter>() };
+    const first = !this.#watched.has(entry.key);
+    this.#watched.set(entry.key, watched);
+    const waiting = addWaiter(watched.waiters, signal, () => {
+      if (watched.waiters.size === 0) this.#unwatch(entry.key, watched);
     });
+    // From the revision after the read that showed the entry: a delete in between is still seen, and
+    // a watch that starts at the head revision is served at once (an older start revision makes etcd
+    // catch the watcher up in a background loop that runs only every 100 ms).
+    if (first) this.#arm(entry, watched, (this.#seenAt.get(entry) ?? entry.order) + 1n);
+    return waiting;
   }
 
   async withdraw(entry: Entry): Promise<void> {
@@ -306,23 +287,9 @@ export class EtcdDriver implements Driver {
 
   /** A request that settles when the session ends, whatever the client does with it. */
   #send<T>(request: () => Promise<T>): Promise<T> {
-    const dead = this.#dead.signal;
-    if (dead.aborted) return Promise.reject(dead.reason);
-    return new Promise<T>((resolve, reject) => {
-      const onDead = (): void => reject(dead.reason);
-      dead.addEventListener('abort', onDead, { once: true });
-      request().then(
-        (value) => {
-          dead.removeEventListener('abort', onDead);
-          resolve(value);
-        },
-        (error: unknown) => {
-          dead.removeEventListener('abort', onDead);
-          reject(error);
-        },
-      );
-    });
+    return untilDead(this.#dead.signal, request);
   }
+
 
   /** Retries requests that failed on the way (a lost reply, an unavailable member); maps the rest. */
   async #retry<T>(request: () => Promise<T>): Promise<T> {
@@ -347,8 +314,4 @@ export class EtcdDriver implements Driver {
     }
     return new BackendError('etcd request failed', { cause: error });
   }
-}
-
-function backoff(attempt: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, Math.min(10 * 2 ** attempt, 250)));
 }

@@ -4,6 +4,7 @@ import zookeeper from 'node-zookeeper-client';
 import type { Entry, Enqueued } from '../../../recipes/contract.js';
 import { BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents } from '../driver.js';
+import { addWaiter, backoff, untilDead, type Waiter } from '../requests.js';
 import { create, exists, getChildren, isCode, mkdirp, remove, watchData, ZkCode, zkLong, type ZkClient, type ZkStat } from './client.js';
 import { entriesFromListing, entryPrefix, parseEntryName } from './names.js';
 
@@ -18,11 +19,6 @@ export interface ZkDriverOptions {
 
 /** Counters for tests and benchmarks: watch notifications received, entries adopted after a lost reply. */
 export const zkCounters = { notifications: 0, adopted: 0 };
-
-interface Waiter {
-  resolve(): void;
-  reject(error: unknown): void;
-}
 
 const MAX_PARENT_RETRIES = 10;
 
@@ -108,28 +104,11 @@ export class ZkDriver implements Driver {
     this.#dead.abort(reason);
   }
 
-  /**
-   * Sends a request that settles even if the client never answers: node-zookeeper-client keeps a
-   * request queued while disconnected and forgets to fail it when closed.
-   */
+  /** A request that settles when the session ends, whatever the client does with it. */
   #send<T>(request: () => Promise<T>): Promise<T> {
-    const dead = this.#dead.signal;
-    if (dead.aborted) return Promise.reject(dead.reason);
-    return new Promise<T>((resolve, reject) => {
-      const onDead = (): void => reject(dead.reason);
-      dead.addEventListener('abort', onDead, { once: true });
-      request().then(
-        (value) => {
-          dead.removeEventListener('abort', onDead);
-          resolve(value);
-        },
-        (error: unknown) => {
-          dead.removeEventListener('abort', onDead);
-          reject(error);
-        },
-      );
-    });
+    return untilDead(this.#dead.signal, request);
   }
+
 
   /** The directory that holds a queue's entries. */
   dir(queue: string): string {
@@ -180,28 +159,12 @@ export class ZkDriver implements Driver {
 
   waitGone(entry: Entry, signal: AbortSignal): Promise<void> {
     signal.throwIfAborted();
-    return new Promise<void>((resolve, reject) => {
-      const onAbort = (): void => {
-        this.#waiters.get(entry.key)?.delete(waiter);
-        reject(signal.reason);
-      };
-      const waiter: Waiter = {
-        resolve: () => {
-          signal.removeEventListener('abort', onAbort);
-          resolve();
-        },
-        reject: (error) => {
-          signal.removeEventListener('abort', onAbort);
-          reject(error);
-        },
-      };
-      const waiters = this.#waiters.get(entry.key) ?? new Set<Waiter>();
-      const first = waiters.size === 0;
-      this.#waiters.set(entry.key, waiters);
-      waiters.add(waiter);
-      signal.addEventListener('abort', onAbort, { once: true });
-      if (first) this.#arm(entry.key);
-    });
+    const waiters = this.#waiters.get(entry.key) ?? new Set<Waiter>();
+    const first = waiters.size === 0;
+    this.#waiters.set(entry.key, waiters);
+    const waiting = addWaiter(waiters, signal, () => undefined);
+    if (first) this.#arm(entry.key);
+    return waiting;
   }
 
   async withdraw(entry: Entry): Promise<void> {
@@ -365,9 +328,4 @@ function sequenceOf(entry: Entry): string {
  */
 function destroySocket(client: ZkClient): void {
   (client as unknown as { connectionManager?: { socket?: { destroy(): void } } }).connectionManager?.socket?.destroy();
-}
-
-/** A short pause between retries so that a connection flapping fast cannot spin the CPU. */
-function backoff(attempt: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, Math.min(10 * 2 ** attempt, 250)));
 }
