@@ -5,6 +5,7 @@ import { connect } from '../../src/connect.js';
 import { TcpProxy } from '../harness/proxy.js';
 import { useScope } from '../support/scope.js';
 import { zkFixture } from '../support/zookeeper.js';
+import { eventually } from '../support/wait.js';
 
 describe('the client-side session deadline on ZooKeeper', () => {
   const scope = useScope(() => zkFixture('zkStandalone'));
@@ -51,6 +52,8 @@ describe('the client-side session deadline on ZooKeeper', () => {
       const closing = performance.now();
       await cutOff.close();
       expect(performance.now() - closing).toBeLessThan(info.sessionTimeoutMs);
+      // Declared lost on our side first; the server lets the session run out a little later.
+      await eventually('the server expired the session', async () => (await scope.fixture.entries(scope.namespace)).length === 0, info.sessionTimeoutMs * 2);
     } finally {
       await proxy.close();
     }

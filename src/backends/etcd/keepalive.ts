@@ -17,6 +17,7 @@ export class KeepAlive {
   readonly #lease: string;
   readonly #events: KeepAliveEvents;
   readonly #timer: NodeJS.Timeout;
+  readonly #intervalMs: number;
   #stream: IDuplexStream<ILeaseKeepAliveRequest, ILeaseKeepAliveResponse> | undefined;
   #opening = false;
   #sent: number[] = [];
@@ -26,6 +27,7 @@ export class KeepAlive {
     this.#client = client;
     this.#lease = lease;
     this.#events = events;
+    this.#intervalMs = intervalMs;
     this.#timer = setInterval(() => this.#tick(), intervalMs);
     this.#timer.unref();
   }
@@ -43,8 +45,13 @@ export class KeepAlive {
       this.#open();
       return;
     }
-    // One renewal outstanding at a time: a stalled stream must not pile up requests.
-    if (this.#sent.length > 0) return;
+    // One renewal outstanding at a time: a stalled stream must not pile up requests. A stream whose
+    // member died can stall without an error; a new one is dialled to a (shuffled) member that answers.
+    const outstanding = this.#sent[0];
+    if (outstanding !== undefined) {
+      if (performance.now() - outstanding > this.#intervalMs) this.#reopen();
+      return;
+    }
     this.#sent.push(performance.now());
     this.#stream.write({ ID: this.#lease });
   }
@@ -73,6 +80,14 @@ export class KeepAlive {
         this.#opening = false;
       },
     );
+  }
+
+  #reopen(): void {
+    const stream = this.#stream;
+    this.#stream = undefined;
+    this.#sent = [];
+    stream?.cancel();
+    this.#open();
   }
 
   #onResponse(response: ILeaseKeepAliveResponse): void {

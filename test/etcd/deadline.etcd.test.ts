@@ -1,0 +1,65 @@
+import { describe, expect, inject, it } from 'vitest';
+import { FairMutex } from '../../recipes/mutex.js';
+import { LockLostError, SessionLostError } from '../../recipes/errors.js';
+import { connect } from '../../src/connect.js';
+import { TcpProxy } from '../harness/proxy.js';
+import { etcdFixture } from '../support/etcd.js';
+import { useScope } from '../support/scope.js';
+import { eventually } from '../support/wait.js';
+
+describe('the client-side lease deadline on etcd', () => {
+  const scope = useScope(() => etcdFixture('etcdStandalone'));
+  const info = inject('etcdStandalone');
+  const port = (): number => Number(new URL(info.endpoints[0]!).port);
+
+  it('tells a partitioned holder that its lock is lost before the next holder is granted (3 trials)', async () => {
+    const gaps: number[] = [];
+    for (let trial = 0; trial < 3; trial += 1) {
+      const proxy = await TcpProxy.start({ port: port() });
+      const cutOff = await connect(`etcd://${proxy.address}/${scope.namespace}`, { ttlSeconds: info.ttlSeconds });
+      const other = await scope.open();
+      try {
+        const held = await new FairMutex(cutOff, 'partition').acquire();
+        let abortedAt = Number.NaN;
+        held.signal.addEventListener('abort', () => (abortedAt = performance.now()), { once: true });
+        const next = new FairMutex(other, 'partition')
+          .acquire({ timeoutMs: info.ttlSeconds * 10_000 })
+          .then((lock) => ({ lock, grantedAt: performance.now() }));
+        proxy.blackhole();
+        const { lock, grantedAt } = await next;
+        expect(held.signal.reason).toBeInstanceOf(LockLostError);
+        expect(cutOff.state).toBe('lost');
+        expect(abortedAt).toBeLessThan(grantedAt);
+        gaps.push(grantedAt - abortedAt);
+        await lock.release();
+      } finally {
+        await cutOff.close();
+        await proxy.close();
+      }
+    }
+    console.info(`partitioned etcd holder told ${Math.min(...gaps).toFixed(0)} ms (smallest of 3) before the next grant`);
+  }, 120_000);
+
+  it('settles an acquire sent into a partition with SessionLostError once the deadline passes', async () => {
+    const proxy = await TcpProxy.start({ port: port() });
+    const cutOff = await connect(`etcd://${proxy.address}/${scope.namespace}`, { ttlSeconds: info.ttlSeconds });
+    try {
+      const holder = await scope.open();
+      const held = await new FairMutex(holder, 'stuck').acquire();
+      const waiting = new FairMutex(cutOff, 'stuck').acquire().catch((e: unknown) => e);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      proxy.blackhole();
+      const fresh = await new FairMutex(cutOff, 'stuck-2').acquire().catch((e: unknown) => e);
+      expect(fresh).toBeInstanceOf(SessionLostError);
+      expect(await waiting).toBeInstanceOf(SessionLostError);
+      await held.release();
+      const closing = performance.now();
+      await cutOff.close();
+      expect(performance.now() - closing).toBeLessThan(info.ttlSeconds * 1_000);
+      // Declared lost on our side first; the server lets the lease run out a little later.
+      await eventually('the server expired the lease', async () => (await scope.fixture.entries(scope.namespace)).length === 0, info.ttlSeconds * 2_000);
+    } finally {
+      await proxy.close();
+    }
+  });
+});
