@@ -49,7 +49,9 @@ export class LockHandle implements AsyncDisposable {
 
   release(): Promise<void> {
     this.#released ??= this.#session.backend.withdraw(this.#entry).then(
-      () => this.#unhold(),
+      () => {
+        this.#unhold();
+      },
       (error: unknown) => {
         // Not released: the next call may try again.
         this.#released = undefined;
