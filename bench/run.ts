@@ -42,7 +42,12 @@ async function main(): Promise<void> {
       [CASES.write, CASES.kazooWrite],
     ].map(([a, b]) => [zkCase(a!), zkCase(b!)]));
     const etcdResults = await benchEtcdCycle(etcd, size);
-    print('etcd uncontended cycle (standalone)', etcdResults.results, { floor: etcdResults.results[0]!, 'etcd3 lock': etcdResults.results[2]! });
+    const etcdCase = (prefix: string): Summary => etcdResults.results.find((r) => r.name.startsWith(prefix))!;
+    print('etcd uncontended cycle (standalone)', etcdResults.results, {
+      floor: etcdCase('raw floor (Txn'),
+      'guarded floor': etcdCase('raw floor, revision'),
+      'etcd3 lock': etcdCase("etcd3's lock"),
+    });
     process.stdout.write('unary gRPC requests per cycle (server /metrics):\n');
     for (const [name, rpcs] of Object.entries(etcdResults.rpcsPerCycle)) process.stdout.write(`  ${name.padEnd(50)} ${rpcs.toFixed(2)}\n`);
     if (jsonAt >= 0) {
