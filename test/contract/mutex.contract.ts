@@ -12,7 +12,7 @@ import type { BatonSession } from '../../src/session.js';
 import type { Fixture } from '../support/fixture.js';
 import { runContention } from '../support/processes.js';
 import { useScope } from '../support/scope.js';
-import { eventually, track } from '../support/wait.js';
+import { eventually, later, track } from '../support/wait.js';
 
 async function queueLength(session: BatonSession, name: string): Promise<number> {
   return (await session.backend.list(name)).length;
@@ -30,12 +30,12 @@ export function mutexContract(getFixture: () => Fixture): void {
       const waits: Promise<void>[] = [];
       for (let index = 0; index < 12; index += 1) {
         const session = sessions[index % 3]!;
-        waits.push(
+        waits.push(later(
           new FairMutex(session, 'fifo').acquire().then(async (lock) => {
             granted.push({ index, token: lock.fencingToken });
             await lock.release();
           }),
-        );
+        ));
         await eventually(`waiter ${index} queued`, async () => (await queueLength(session, 'fifo')) === index + 2);
       }
       await first.release();

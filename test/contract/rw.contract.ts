@@ -6,7 +6,7 @@ import type { BatonSession } from '../../src/session.js';
 import type { Fixture } from '../support/fixture.js';
 import { runContention } from '../support/processes.js';
 import { useScope } from '../support/scope.js';
-import { eventually, track } from '../support/wait.js';
+import { eventually, later, track } from '../support/wait.js';
 
 async function queue(session: BatonSession, name: string): Promise<{ key: string; kind: string; order: bigint }[]> {
   return [...(await session.backend.list(name))];
@@ -60,7 +60,7 @@ export function rwContract(getFixture: () => Fixture): void {
       let inside = 0;
       for (let i = 0; i < 6; i += 1) {
         const session = sessions[i % 3]!;
-        waits.push(
+        waits.push(later(
           new ReadWriteLock(session, 'writers').writeLock.withLock(async () => {
             inside += 1;
             expect(inside).toBe(1);
@@ -68,7 +68,7 @@ export function rwContract(getFixture: () => Fixture): void {
             await new Promise((resolve) => setImmediate(resolve));
             inside -= 1;
           }),
-        );
+        ));
         await eventually(`writer ${i} queued`, async () => (await queue(session, 'writers')).length === i + 2);
       }
       await first.release();

@@ -3,7 +3,7 @@ import { FairMutex } from '../../recipes/mutex.js';
 import { connect } from '../../src/connect.js';
 import type { BatonSession } from '../../src/session.js';
 import { startEtcd, type EtcdCluster } from '../harness/etcd.js';
-import { eventually } from '../support/wait.js';
+import { eventually, later } from '../support/wait.js';
 
 /** Its own cluster: killing a member must not disturb the suites that share the global one. */
 describe('FairMutex on a 3-node etcd cluster when a member dies', () => {
@@ -24,12 +24,12 @@ describe('FairMutex on a 3-node etcd cluster when a member dies', () => {
     const order: number[] = [];
     const waits: Promise<void>[] = [];
     for (let i = 1; i < 4; i += 1) {
-      waits.push(
+      waits.push(later(
         new FairMutex(sessions[i]!, 'ordered').acquire({ timeoutMs: 30_000 }).then(async (lock) => {
           order.push(i);
           await lock.release();
         }),
-      );
+      ));
       await eventually(`waiter ${i} queued`, async () => (await sessions[0]!.backend.list('ordered')).length === i + 1);
     }
     const leader = await cluster.leader();

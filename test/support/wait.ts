@@ -18,3 +18,12 @@ export function track<T>(promise: Promise<T>): { readonly settled: boolean; read
   );
   return state;
 }
+
+/**
+ * Marks a promise as handled right away and returns it, for promises that a test collects and awaits
+ * later: a rejection in between is then reported by the later await, not as an unhandled rejection.
+ */
+export function later<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(() => undefined);
+  return promise;
+}

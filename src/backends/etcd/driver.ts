@@ -1,4 +1,5 @@
 import { setMaxListeners } from 'node:events';
+import { noop } from 'cockatiel';
 import { Etcd3, EtcdLeaseInvalidError, isRecoverableError, type IOptions, type IRangeResponse, type Watcher } from 'etcd3';
 import type { Entry, Enqueued } from '../../../recipes/contract.js';
 import { BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
@@ -55,14 +56,30 @@ export class EtcdDriver implements Driver {
   #events: DriverEvents | undefined;
 
   static async open(options: EtcdDriverOptions): Promise<EtcdDriver> {
-    const client = new Etcd3({ hosts: [...options.hosts], dialTimeout: options.connectTimeoutMs, ...options.client });
-    const openedAt = performance.now();
-    try {
-      const grant = await client.leaseClient.leaseGrant({ TTL: options.ttlSeconds, ID: 0 }, { deadline: Date.now() + options.connectTimeoutMs });
-      return new EtcdDriver(client, options, grant.ID, Number(grant.TTL) * 1000, openedAt);
-    } catch (error) {
-      client.close();
-      throw new BackendError(`could not open an etcd session at ${options.hosts.join(',')} within ${options.connectTimeoutMs} ms`, { cause: error });
+    const client = new Etcd3({
+      hosts: [...options.hosts],
+      dialTimeout: options.connectTimeoutMs,
+      // No circuit breaker and no retries inside etcd3: its breaker fails every call to a member for
+      // 5 s after three errors, longer than a short lease. The driver retries until the session's
+      // deadline instead, each attempt on a randomly chosen member.
+      faultHandling: { host: () => noop, global: noop },
+      ...options.client,
+    });
+    const deadline = Date.now() + options.connectTimeoutMs;
+    for (let attempt = 0; ; attempt += 1) {
+      const openedAt = performance.now();
+      try {
+        const grant = await client.leaseClient.leaseGrant({ TTL: options.ttlSeconds, ID: 0 }, { deadline });
+        return new EtcdDriver(client, options, grant.ID, Number(grant.TTL) * 1000, openedAt);
+      } catch (error) {
+        // Each attempt goes to a member chosen at random: one that is down must not fail the connect.
+        if (isRecoverableError(error as Error) && Date.now() < deadline) {
+          await backoff(attempt);
+          continue;
+        }
+        client.close();
+        throw new BackendError(`could not open an etcd session at ${options.hosts.join(',')} within ${options.connectTimeoutMs} ms`, { cause: error });
+      }
     }
   }
 

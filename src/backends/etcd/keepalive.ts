@@ -69,8 +69,12 @@ export class KeepAlive {
         this.#stream = stream;
         this.#sent = [];
         stream.on('data', (response: ILeaseKeepAliveResponse) => this.#onResponse(response));
+        // etcd3 dials a stream to a random member and does not fail over when it errors later (a dead
+        // member refuses at once), so a broken stream is dialled again right away, not at the next tick.
         const broken = (): void => {
-          if (this.#stream === stream) this.#stream = undefined;
+          if (this.#stream !== stream) return;
+          this.#stream = undefined;
+          setTimeout(() => this.#tick(), 20).unref();
         };
         stream.on('error', broken);
         stream.on('end', broken);
@@ -78,6 +82,7 @@ export class KeepAlive {
       },
       () => {
         this.#opening = false;
+        if (!this.#stopped) setTimeout(() => this.#tick(), 20).unref();
       },
     );
   }
