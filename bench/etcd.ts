@@ -24,7 +24,7 @@ export async function benchEtcdCycle(endpoint: string, options: { blocks: number
   const client = new Etcd3({ hosts: [endpoint] });
   const session = await connect(`etcd://${endpoint.replace(/^https?:\/\//, '')}/bench`, { ttlSeconds: 10 });
   try {
-    const lease = await client.leaseClient.leaseGrant({ TTL: 30, ID: 0 });
+    const lease = await client.leaseClient.leaseGrant({ TTL: 3600, ID: 0 }); // outlives the run; revoked at the end
     const key = Buffer.from('bench-raw/#/floor-0-lock');
     const range = { key: Buffer.from('bench-raw/#/'), range_end: Buffer.from('bench-raw/#0'), keys_only: true };
     const mutex = new FairMutex(session, 'cycle');

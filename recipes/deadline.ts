@@ -17,7 +17,13 @@ export interface Deadline {
  * session's signal and the timeout. Listeners are removed on dispose so that long-lived signals
  * (the session's) do not accumulate one listener per acquisition.
  */
-export function deadline(what: string, timeoutMs: number | undefined, signals: readonly (AbortSignal | undefined)[]): Deadline {
+export function deadline(
+  what: string,
+  timeoutMs: number | undefined,
+  signals: readonly (AbortSignal | undefined)[],
+  /** The timeout as the caller gave it, for the error message (`timeoutMs` may be what is left of it). */
+  statedMs: number | undefined = timeoutMs,
+): Deadline {
   const controller = new AbortController();
   let timedOut = false;
   const cleanups: (() => void)[] = [];
@@ -40,7 +46,7 @@ export function deadline(what: string, timeoutMs: number | undefined, signals: r
   if (timeoutMs !== undefined && !controller.signal.aborted) {
     const timer = setTimeout(() => {
       timedOut = true;
-      controller.abort(new LockTimeoutError(what, timeoutMs));
+      controller.abort(new LockTimeoutError(what, statedMs ?? timeoutMs));
       dispose();
     }, timeoutMs);
     cleanups.push(() => clearTimeout(timer));

@@ -30,21 +30,33 @@ export async function waitForTurn(request: QueueRequest, options: WaitOptions): 
   const { session, what } = request;
   assertUsable(session);
   options.signal?.throwIfAborted();
+  const startedAt = performance.now();
   const leave = session.enter();
-  const wait = deadline(what, options.timeoutMs, [options.signal, session.signal]);
   try {
     // The enqueue is never abandoned half way: a create in flight must finish so that we can delete it.
     const { entry, queue } = await session.backend.enqueue(request.queue, request.kind, request.at);
     try {
-      await waitBehind(session.backend, request, entry, queue, wait);
-      wait.throwIfCancelled();
-      return entry;
+      // The common case, nobody ahead: granted without setting up a wait at all.
+      if (queue.some((e) => e.key === entry.key) && request.decide(queue, entry) === null) {
+        options.signal?.throwIfAborted();
+        session.signal.throwIfAborted();
+        return entry;
+      }
+      // One deadline for the whole wait, counted from the call.
+      const remaining = options.timeoutMs === undefined ? undefined : Math.max(0, options.timeoutMs - (performance.now() - startedAt));
+      const wait = deadline(what, remaining, [options.signal, session.signal], options.timeoutMs);
+      try {
+        await waitBehind(session.backend, request, entry, queue, wait);
+        wait.throwIfCancelled();
+        return entry;
+      } finally {
+        wait.dispose();
+      }
     } catch (error) {
       await session.backend.withdraw(entry);
       throw error;
     }
   } finally {
-    wait.dispose();
     leave();
   }
 }

@@ -13,7 +13,9 @@ export class BatonSession implements Session {
   readonly #events = new EventEmitter();
   readonly #controller = new AbortController();
   readonly #holds = new Set<Hold>();
-  readonly #operations = new Set<Promise<void>>();
+  /** Operations in flight, and who waits for them to reach zero (close()). */
+  #active = 0;
+  #idle: (() => void) | undefined;
   #state: SessionState = 'connected';
   #closing: Promise<void> | undefined;
   readonly #marginMs: number;
@@ -90,12 +92,13 @@ export class BatonSession implements Session {
   enter(): () => void {
     if (this.#closing !== undefined || this.#state === 'closed') throw new ClosedError();
     if (this.#state === 'lost') throw new SessionLostError();
-    let done!: () => void;
-    const operation = new Promise<void>((resolve) => (done = resolve));
-    this.#operations.add(operation);
+    this.#active += 1;
+    let left = false;
     return () => {
-      this.#operations.delete(operation);
-      done();
+      if (left) return;
+      left = true;
+      this.#active -= 1;
+      if (this.#active === 0) this.#idle?.();
     };
   }
 
@@ -118,7 +121,7 @@ export class BatonSession implements Session {
     this.#abortAll(reason);
     // Waiters see the aborted session signal and withdraw their entries; holds are released here.
     await Promise.allSettled([...this.#holds].map((hold) => hold.release()));
-    await Promise.allSettled([...this.#operations]);
+    if (this.#active > 0) await new Promise<void>((resolve) => (this.#idle = resolve));
     await this.#driver.close();
     clearTimeout(this.#deadline);
     this.#setState('closed');
