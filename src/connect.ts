@@ -17,6 +17,12 @@ export interface ConnectOptions {
    * the server stops answering. Default: a tenth of the negotiated session timeout.
    */
   readonly deadlineMarginMs?: number;
+  /**
+   * While the connection is down but the session may still live: 'wait' (default) lets holders keep
+   * their locks until the deadline; 'abort' aborts their signals at once (the strictest choice) and
+   * gives their entries back as soon as the server is reachable again.
+   */
+  readonly onSuspend?: 'wait' | 'abort';
   /** etcd: the lease TTL asked of the server, in whole seconds (etcd grants at least its minimum). Default 10. */
   readonly ttlSeconds?: number;
   /** etcd: passed through to etcd3 (`auth: { username, password }`, `credentials` for TLS, `grpcOptions`). */
@@ -32,8 +38,8 @@ const DEFAULTS = { sessionTimeoutMs: 10_000, connectTimeoutMs: 15_000, ttlSecond
  */
 export async function connect(url: string, options: ConnectOptions = {}): Promise<BatonSession> {
   const parsed = parseUrl(url);
-  const { deadlineMarginMs, ...settings } = validateConnectOptions(options);
-  const sessionOptions = deadlineMarginMs === undefined ? {} : { marginMs: deadlineMarginMs };
+  const { deadlineMarginMs, onSuspend, ...settings } = validateConnectOptions(options);
+  const sessionOptions = { onSuspend, ...(deadlineMarginMs === undefined ? {} : { marginMs: deadlineMarginMs }) };
   switch (parsed.scheme) {
     case 'memory':
       return new BatonSession(new MemoryDriver(memoryStore(parsed.hosts[0] ?? ''), parsed.namespace), sessionOptions);
@@ -63,6 +69,7 @@ interface Settings {
   sessionTimeoutMs: number;
   connectTimeoutMs: number;
   deadlineMarginMs: number | undefined;
+  onSuspend: 'wait' | 'abort';
   ttlSeconds: number;
   etcd: EtcdDriverOptions['client'] | undefined;
 }
@@ -76,9 +83,16 @@ function validateConnectOptions(options: unknown): Settings {
     sessionTimeoutMs: positiveMs(given['sessionTimeoutMs'], 'sessionTimeoutMs', DEFAULTS.sessionTimeoutMs),
     connectTimeoutMs: positiveMs(given['connectTimeoutMs'], 'connectTimeoutMs', DEFAULTS.connectTimeoutMs),
     deadlineMarginMs: given['deadlineMarginMs'] === undefined ? undefined : positiveMs(given['deadlineMarginMs'], 'deadlineMarginMs', 0),
+    onSuspend: suspendPolicy(given['onSuspend']),
     ttlSeconds: ttl(given['ttlSeconds']),
     etcd: etcdClientOptions(given['etcd']),
   };
+}
+
+function suspendPolicy(value: unknown): 'wait' | 'abort' {
+  if (value === undefined) return 'wait';
+  if (value !== 'wait' && value !== 'abort') throw new InvalidArgumentError('onSuspend', value, '"wait" or "abort"');
+  return value;
 }
 
 function ttl(value: unknown): number {

@@ -19,6 +19,7 @@ export class BatonSession implements Session {
   #state: SessionState = 'connected';
   #closing: Promise<void> | undefined;
   readonly #marginMs: number;
+  readonly #onSuspend: 'wait' | 'abort';
   #lastAck: number;
   #deadline: NodeJS.Timeout | undefined;
 
@@ -28,8 +29,9 @@ export class BatonSession implements Session {
    * earlier than the send time of the last request it answered, so holders are told at
    * `lastAck + timeoutMs - marginMs`, before anyone else can be granted their locks.
    */
-  constructor(driver: Driver, options: { marginMs?: number } = {}) {
+  constructor(driver: Driver, options: SessionOptions = {}) {
     this.#driver = driver;
+    this.#onSuspend = options.onSuspend ?? 'wait';
     this.#marginMs = options.marginMs ?? defaultMargin(driver.timeoutMs);
     this.#lastAck = driver.openedAt;
     // Every waiter listens on the session's signal for the length of its wait; there may be thousands.
@@ -136,7 +138,31 @@ export class BatonSession implements Session {
       if (this.#closing === undefined) this.#setState('lost');
       return;
     }
-    if (this.#closing === undefined) this.#setState(status);
+    if (this.#closing !== undefined) return;
+    const previous = this.#state;
+    this.#setState(status);
+    if (status === 'suspended' && previous === 'connected' && this.#onSuspend === 'abort') this.#dropHolds();
+    if (status === 'connected' && previous === 'suspended') void this.#confirmHolds();
+  }
+
+  /** onSuspend 'abort': holders stop at once; their entries are deleted as soon as the server is back. */
+  #dropHolds(): void {
+    const reason = new SessionLostError('the connection to the server was lost and onSuspend is "abort"');
+    for (const hold of [...this.#holds]) {
+      hold.lose(reason);
+      void hold.release().catch(() => undefined);
+    }
+  }
+
+  /** After a reconnect every hold is checked on the server: one whose entry is gone is lost. */
+  async #confirmHolds(): Promise<void> {
+    for (const hold of [...this.#holds]) {
+      try {
+        if (!(await this.#driver.confirm(hold.entry))) hold.lose(new SessionLostError(`entry ${hold.entry.key} is gone from the server`));
+      } catch (error) {
+        hold.lose(error instanceof Error ? error : new SessionLostError('could not confirm the entry', { cause: error }));
+      }
+    }
   }
 
   #abortAll(reason: Error): void {
@@ -150,6 +176,16 @@ export class BatonSession implements Session {
     this.#state = state;
     this.#events.emit('state', state, previous);
   }
+}
+
+export interface SessionOptions {
+  /** See the constructor. Default: a tenth of the session timeout. */
+  readonly marginMs?: number;
+  /**
+   * What holders do while the connection is down but the session may live: 'wait' keeps their locks
+   * until the deadline; 'abort' aborts their signals at once and gives the entries back on reconnect.
+   */
+  readonly onSuspend?: 'wait' | 'abort';
 }
 
 /** A tenth of the session timeout: room for a late timer on a busy event loop. */

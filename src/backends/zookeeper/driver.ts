@@ -32,6 +32,7 @@ export class ZkDriver implements Driver {
   readonly #sessionId: bigint;
   readonly #waiters = new Map<string, Set<Waiter>>();
   #status: 'open' | 'lost' | 'closed' = 'open';
+  #suspended = false;
   #events: DriverEvents | undefined;
   /** Aborts when the session is lost or closed: every request still in flight settles with its reason. */
   readonly #dead = new AbortController();
@@ -244,6 +245,21 @@ export class ZkDriver implements Driver {
     );
   }
 
+  /**
+   * After a reconnect the client re-registers its watches (SetWatches from the last zxid it saw, so a
+   * delete in between fires); should one still have been lost, a fresh look wakes its waiters anyway.
+   */
+  #recheckWatches(): void {
+    for (const path of this.#waiters.keys()) {
+      this.#retry(() => exists(this.#client, path)).then(
+        (stat) => {
+          if (stat === null) this.#wake(path);
+        },
+        (error: unknown) => this.#failPath(path, error),
+      );
+    }
+  }
+
   #wake(path: string): void {
     const waiters = this.#waiters.get(path);
     this.#waiters.delete(path);
@@ -278,8 +294,14 @@ export class ZkDriver implements Driver {
 
   #onState(state: zookeeper.State): void {
     if (this.#status !== 'open') return;
-    if (state === zookeeper.State.SYNC_CONNECTED) this.#events?.status('connected');
-    else if (state === zookeeper.State.DISCONNECTED) this.#events?.status('suspended');
+    if (state === zookeeper.State.SYNC_CONNECTED) {
+      if (this.#suspended) this.#recheckWatches();
+      this.#suspended = false;
+      this.#events?.status('connected');
+    } else if (state === zookeeper.State.DISCONNECTED) {
+      this.#suspended = true;
+      this.#events?.status('suspended');
+    }
     else if (state === zookeeper.State.EXPIRED || state === zookeeper.State.AUTH_FAILED) {
       const reason = new SessionLostError(`ZooKeeper session 0x${this.id} ${state === zookeeper.State.EXPIRED ? 'expired' : 'failed authentication'}`);
       this.#end('lost', reason);

@@ -1,0 +1,116 @@
+import zookeeper from 'node-zookeeper-client';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { LockLostError } from '../../recipes/errors.js';
+import { FairMutex } from '../../recipes/mutex.js';
+import { remove, type ZkClient } from '../../src/backends/zookeeper/client.js';
+import { connect } from '../../src/connect.js';
+import type { BatonSession } from '../../src/session.js';
+import { TcpProxy } from '../harness/proxy.js';
+import { useScope } from '../support/scope.js';
+import { eventually, later } from '../support/wait.js';
+import { zkFixture } from '../support/zookeeper.js';
+
+/** Short disconnects (well under the session timeout) through the fault proxy. */
+describe('ZooKeeper: a short disconnect, and what holders and waiters see', () => {
+  const scope = useScope(() => zkFixture('zkStandalone'));
+  const info = inject('zkStandalone');
+  let admin: ZkClient;
+  let proxy: TcpProxy;
+  const proxied: BatonSession[] = [];
+
+  beforeAll(async () => {
+    admin = zookeeper.createClient(info.connectString, { sessionTimeout: 4_000 });
+    await new Promise<void>((resolve) => {
+      admin.once('connected', () => resolve());
+      admin.connect();
+    });
+  });
+  afterAll(() => admin.close());
+
+  async function throughProxy(onSuspend: 'wait' | 'abort'): Promise<{ session: BatonSession; states: string[] }> {
+    proxy = await TcpProxy.start({ port: info.ports[0]! });
+    const session = await connect(`zk://${proxy.address}/${scope.namespace}`, { sessionTimeoutMs: info.sessionTimeoutMs, onSuspend });
+    proxied.push(session);
+    const states: string[] = [];
+    session.on('state', (state) => states.push(state));
+    return { session, states };
+  }
+
+  async function cleanup(): Promise<void> {
+    await Promise.all(proxied.splice(0).map((session) => session.close()));
+    await proxy.close();
+  }
+
+  it("onSuspend 'wait': the holder keeps its lock, the entry is confirmed, and the waiter still gets it", async () => {
+    try {
+      const { session, states } = await throughProxy('wait');
+      const other = await scope.open();
+      const held = await new FairMutex(session, 'wait').acquire();
+      const next = later(new FairMutex(other, 'wait').acquire());
+      await eventually('waiter queued', async () => (await other.backend.list('wait')).length === 2);
+      proxy.drop();
+      await eventually('reconnected', () => states.includes('suspended') && session.state === 'connected', info.sessionTimeoutMs);
+      expect(held.signal.aborted).toBe(false);
+      expect(await session.backend.confirm(held.entry)).toBe(true);
+      await held.release();
+      await (await next).release();
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it("onSuspend 'abort': the holder is told at once and its entry goes back when the server is reachable", async () => {
+    try {
+      const { session, states } = await throughProxy('abort');
+      const other = await scope.open();
+      const held = await new FairMutex(session, 'abort').acquire();
+      const next = later(new FairMutex(other, 'abort').acquire({ timeoutMs: info.sessionTimeoutMs * 5 }));
+      await eventually('waiter queued', async () => (await other.backend.list('abort')).length === 2);
+      proxy.drop();
+      await eventually('holder told', () => held.signal.aborted, info.sessionTimeoutMs);
+      expect(held.signal.reason).toBeInstanceOf(LockLostError);
+      const lock = await next;
+      expect(states).toContain('suspended');
+      expect(session.state).toBe('connected'); // the session itself lives on
+      await lock.release();
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it('a holder whose entry was deleted while it was cut off loses the lock when it reconnects', async () => {
+    try {
+      const { session } = await throughProxy('wait');
+      const held = await new FairMutex(session, 'deleted').acquire();
+      proxy.blackhole();
+      await remove(admin, held.entry.key);
+      proxy.drop();
+      proxy.restore();
+      await eventually('holder told', () => held.signal.aborted, info.sessionTimeoutMs);
+      expect(held.signal.reason).toBeInstanceOf(LockLostError);
+      expect(session.state).toBe('connected');
+      await held.release();
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it('a waiter cut off while its predecessor is released is still woken after it reconnects', async () => {
+    try {
+      const { session } = await throughProxy('wait');
+      const holder = await scope.open();
+      const held = await new FairMutex(holder, 'rewatch').acquire();
+      const waiting = later(new FairMutex(session, 'rewatch').acquire({ timeoutMs: info.sessionTimeoutMs * 5 }));
+      await eventually('waiter watching', async () => (await scope.fixture.watched(scope.namespace)).includes(held.entry.key));
+      proxy.blackhole();
+      await held.release();
+      proxy.drop();
+      proxy.restore();
+      const lock = await waiting;
+      expect(lock.held).toBe(true);
+      await lock.release();
+    } finally {
+      await cleanup();
+    }
+  });
+});
