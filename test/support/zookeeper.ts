@@ -1,5 +1,5 @@
 import zookeeper from 'node-zookeeper-client';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { ZkDriver, zkCounters } from '../../src/backends/zookeeper/driver.js';
 import type { BatonSession } from '../../src/session.js';
 import { zkTree, zkWatchesUnder, zkRemoveTree } from '../harness/clean.js';
@@ -89,4 +89,22 @@ async function sessionAlive(ports: readonly number[], id: string): Promise<boole
     return tracker.split('\n').some((line) => line.trim() === id);
   }
   return true;
+}
+
+/** A plain client for a test file's own checks and faults, open from beforeAll to afterAll. */
+export function useZkAdmin(connectString: () => string): () => zookeeper.Client {
+  let admin: zookeeper.Client | undefined;
+  beforeAll(async () => {
+    const client = zookeeper.createClient(connectString(), { sessionTimeout: 4_000 });
+    await new Promise<void>((resolve) => {
+      client.once('connected', () => resolve());
+      client.connect();
+    });
+    admin = client;
+  });
+  afterAll(() => admin?.close());
+  return () => {
+    if (admin === undefined) throw new Error('the admin client is open only inside the tests');
+    return admin;
+  };
 }

@@ -1,11 +1,11 @@
 import zookeeper from 'node-zookeeper-client';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { FairMutex } from '../../recipes/mutex.js';
 import { create, getChildren, mkdirp, remove, type ZkClient } from '../../src/backends/zookeeper/client.js';
 import { ZkDriver, zkCounters } from '../../src/backends/zookeeper/driver.js';
 import { connect } from '../../src/connect.js';
 import { TcpProxy } from '../harness/proxy.js';
-import { zkFixture } from '../support/zookeeper.js';
+import { useZkAdmin, zkFixture } from '../support/zookeeper.js';
 import { useScope } from '../support/scope.js';
 import { eventually } from '../support/wait.js';
 
@@ -14,21 +14,12 @@ const ENTRY_NAME = /^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]
 describe('FairMutex on ZooKeeper: backend specifics', () => {
   const scope = useScope(() => zkFixture('zkStandalone'));
   const info = inject('zkStandalone');
-  let admin: ZkClient;
-
-  beforeAll(async () => {
-    admin = zookeeper.createClient(info.connectString, { sessionTimeout: 4_000 });
-    await new Promise<void>((resolve) => {
-      admin.once('connected', () => resolve());
-      admin.connect();
-    });
-  });
-  afterAll(() => admin.close());
+  const zkAdmin = useZkAdmin(() => info.connectString);
 
   it('names entries like Curator (_c_<uuid>-lock-<sequence>) under /<namespace>/<name>', async () => {
     const session = await scope.open();
     const lock = await new FairMutex(session, 'payments/settlement').acquire();
-    const { children } = await getChildren(admin, `/${scope.namespace}/payments/settlement`);
+    const { children } = await getChildren(zkAdmin(), `/${scope.namespace}/payments/settlement`);
     expect(children).toHaveLength(1);
     expect(children[0]).toMatch(ENTRY_NAME);
     expect(lock.fencingToken > 0n).toBe(true);
@@ -43,7 +34,7 @@ describe('FairMutex on ZooKeeper: backend specifics', () => {
       const lock = await mutex.acquire();
       tokens.push(lock.fencingToken);
       await lock.release();
-      await remove(admin, `/${scope.namespace}/recreated`); // sequence numbers restart at 0 after this
+      await remove(zkAdmin(), `/${scope.namespace}/recreated`); // sequence numbers restart at 0 after this
     }
     expect(tokens[1]! > tokens[0]!).toBe(true);
     expect(tokens[2]! > tokens[1]!).toBe(true);
@@ -51,13 +42,13 @@ describe('FairMutex on ZooKeeper: backend specifics', () => {
 
   it('ignores foreign children in a lock directory', async () => {
     const session = await scope.open();
-    await mkdirp(admin, `/${scope.namespace}/foreign`);
-    await create(admin, `/${scope.namespace}/foreign/not-a-baton-entry`, zookeeper.CreateMode.PERSISTENT);
-    await create(admin, `/${scope.namespace}/foreign/lock-0000000000`, zookeeper.CreateMode.PERSISTENT);
+    await mkdirp(zkAdmin(), `/${scope.namespace}/foreign`);
+    await create(zkAdmin(), `/${scope.namespace}/foreign/not-a-baton-entry`, zookeeper.CreateMode.PERSISTENT);
+    await create(zkAdmin(), `/${scope.namespace}/foreign/lock-0000000000`, zookeeper.CreateMode.PERSISTENT);
     const lock = await new FairMutex(session, 'foreign').acquire({ timeoutMs: 5_000 });
     await lock.release();
-    await remove(admin, `/${scope.namespace}/foreign/not-a-baton-entry`);
-    await remove(admin, `/${scope.namespace}/foreign/lock-0000000000`);
+    await remove(zkAdmin(), `/${scope.namespace}/foreign/not-a-baton-entry`);
+    await remove(zkAdmin(), `/${scope.namespace}/foreign/lock-0000000000`);
   });
 
   for (const when of ['after the create reached the server', 'before the create reached the server'] as const) {
@@ -83,7 +74,7 @@ describe('FairMutex on ZooKeeper: backend specifics', () => {
         const acquiring = mutex.acquire({ timeoutMs: 20_000 });
         await cut;
         if (when === 'after the create reached the server') {
-          await eventually('the cut create applied', async () => (await getChildren(admin, `/${scope.namespace}/inflight`)).children.length === 1);
+          await eventually('the cut create applied', async () => (await getChildren(zkAdmin(), `/${scope.namespace}/inflight`)).children.length === 1);
           proxy.restore();
         }
         if (when === 'before the create reached the server') {
@@ -94,12 +85,12 @@ describe('FairMutex on ZooKeeper: backend specifics', () => {
         const lock = await acquiring;
         // The create that reached the server is found again by its uuid; the one that did not is sent again.
         expect(zkCounters.adopted - adoptedBefore).toBe(when === 'after the create reached the server' ? 1 : 0);
-        const { children } = await getChildren(admin, `/${scope.namespace}/inflight`);
+        const { children } = await getChildren(zkAdmin(), `/${scope.namespace}/inflight`);
         expect(children).toHaveLength(1);
-        const owner = await ownerOf(admin, `/${scope.namespace}/inflight/${children[0]}`);
+        const owner = await ownerOf(zkAdmin(), `/${scope.namespace}/inflight/${children[0]}`);
         expect(owner).toBe((session.backend as ZkDriver).id);
         await lock.release();
-        expect((await getChildren(admin, `/${scope.namespace}/inflight`)).children).toEqual([]);
+        expect((await getChildren(zkAdmin(), `/${scope.namespace}/inflight`)).children).toEqual([]);
       } finally {
         await session.close();
         await proxy.close();

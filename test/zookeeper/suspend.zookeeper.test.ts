@@ -1,31 +1,21 @@
-import zookeeper from 'node-zookeeper-client';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { LockLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { remove, type ZkClient } from '../../src/backends/zookeeper/client.js';
+import { remove } from '../../src/backends/zookeeper/client.js';
 import { connect } from '../../src/connect.js';
 import type { BatonSession } from '../../src/session.js';
 import { TcpProxy } from '../harness/proxy.js';
 import { useScope } from '../support/scope.js';
 import { eventually, later } from '../support/wait.js';
-import { zkFixture } from '../support/zookeeper.js';
+import { useZkAdmin, zkFixture } from '../support/zookeeper.js';
 
 /** Short disconnects (well under the session timeout) through the fault proxy. */
 describe('ZooKeeper: a short disconnect, and what holders and waiters see', () => {
   const scope = useScope(() => zkFixture('zkStandalone'));
   const info = inject('zkStandalone');
-  let admin: ZkClient;
+  const zkAdmin = useZkAdmin(() => info.connectString);
   let proxy: TcpProxy;
   const proxied: BatonSession[] = [];
-
-  beforeAll(async () => {
-    admin = zookeeper.createClient(info.connectString, { sessionTimeout: 4_000 });
-    await new Promise<void>((resolve) => {
-      admin.once('connected', () => resolve());
-      admin.connect();
-    });
-  });
-  afterAll(() => admin.close());
 
   async function throughProxy(onSuspend: 'wait' | 'abort'): Promise<{ session: BatonSession; states: string[] }> {
     proxy = await TcpProxy.start({ port: info.ports[0]! });
@@ -83,7 +73,7 @@ describe('ZooKeeper: a short disconnect, and what holders and waiters see', () =
       const { session } = await throughProxy('wait');
       const held = await new FairMutex(session, 'deleted').acquire();
       proxy.blackhole();
-      await remove(admin, held.entry.key);
+      await remove(zkAdmin(), held.entry.key);
       proxy.drop();
       proxy.restore();
       await eventually('holder told', () => held.signal.aborted, info.sessionTimeoutMs);
