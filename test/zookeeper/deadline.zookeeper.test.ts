@@ -1,8 +1,9 @@
 import { describe, expect, inject, it } from 'vitest';
 import { FairMutex } from '../../recipes/mutex.js';
-import { LockLostError, SessionLostError } from '../../recipes/errors.js';
+import { SessionLostError } from '../../recipes/errors.js';
 import { connect } from '../../src/connect.js';
 import { TcpProxy } from '../harness/proxy.js';
+import { partitionTrials } from '../support/partition.js';
 import { useScope } from '../support/scope.js';
 import { zkFixture } from '../support/zookeeper.js';
 import { eventually } from '../support/wait.js';
@@ -12,31 +13,18 @@ describe('the client-side session deadline on ZooKeeper', () => {
   const info = inject('zkStandalone');
 
   it('tells a partitioned holder that its lock is lost before the next holder is granted (5 trials)', async () => {
-    const gaps: number[] = [];
-    for (let trial = 0; trial < 5; trial += 1) {
-      const proxy = await TcpProxy.start({ port: info.ports[0]! });
-      const cutOff = await connect(`zk://${proxy.address}/${scope.namespace}`, { sessionTimeoutMs: info.sessionTimeoutMs });
-      const other = await scope.open();
-      try {
-        const held = await new FairMutex(cutOff, 'partition').acquire();
-        let abortedAt = Number.NaN;
-        held.signal.addEventListener('abort', () => (abortedAt = performance.now()), { once: true });
-        const next = new FairMutex(other, 'partition').acquire({ timeoutMs: info.sessionTimeoutMs * 10 }).then((lock) => ({ lock, grantedAt: performance.now() }));
-        proxy.blackhole();
-        const { lock, grantedAt } = await next;
-        expect(held.signal.reason).toBeInstanceOf(LockLostError);
-        expect((held.signal.reason as LockLostError).cause).toBeInstanceOf(SessionLostError);
-        expect(cutOff.state).toBe('lost');
-        expect(abortedAt).toBeLessThan(grantedAt);
-        gaps.push(grantedAt - abortedAt);
-        await lock.release();
-      } finally {
-        await cutOff.close();
-        await proxy.close();
-      }
-    }
+    const gaps = await partitionTrials(
+      {
+        port: info.ports[0]!,
+        url: (address) => `zk://${address}/${scope.namespace}`,
+        options: { sessionTimeoutMs: info.sessionTimeoutMs },
+        open: () => scope.open(),
+        waitMs: info.sessionTimeoutMs * 10,
+      },
+      5,
+    );
     // The smallest gap between the cut-off holder being told and the next grant, for the record.
-    console.info(`partitioned holder told ${Math.min(...gaps).toFixed(0)} ms (smallest of 5) before the next grant`);
+    console.info(`partitioned ZooKeeper holder told ${Math.min(...gaps).toFixed(0)} ms (smallest of 5) before the next grant`);
   }, 120_000);
 
   it('settles an acquire sent into a partition with SessionLostError once the deadline passes', async () => {
