@@ -53,6 +53,8 @@ export class EtcdDriver implements Driver {
   readonly #dead = new AbortController();
   readonly #keepAlive: KeepAlive;
   #status: 'open' | 'lost' | 'closed' = 'open';
+  /** The keepalive stream is down: the lease may live, but we cannot renew it now. */
+  #suspended = false;
   #events: DriverEvents | undefined;
 
   static async open(options: EtcdDriverOptions): Promise<EtcdDriver> {
@@ -64,6 +66,9 @@ export class EtcdDriver implements Driver {
       // deadline instead, each attempt on a randomly chosen member.
       faultHandling: { host: () => noop, global: noop },
       ...options.client,
+      // gRPC waits 1 s (growing to 2 min) before dialling a member again, longer than a short lease
+      // leaves; a coordination client wants to be back within a fraction of its TTL.
+      grpcOptions: { 'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 1_000, ...options.client?.grpcOptions },
     });
     const deadline = Date.now() + options.connectTimeoutMs;
     for (let attempt = 0; ; attempt += 1) {
@@ -92,7 +97,18 @@ export class EtcdDriver implements Driver {
     this.openedAt = openedAt;
     setMaxListeners(0, this.#dead.signal); // one listener per request in flight
     this.#keepAlive = new KeepAlive(client, lease, Math.max(Math.floor(timeoutMs / 4), 50), {
-      ack: (sentAt) => this.#events?.ack(sentAt),
+      ack: (sentAt) => {
+        if (this.#suspended) {
+          this.#suspended = false;
+          this.#events?.status('connected');
+        }
+        this.#events?.ack(sentAt);
+      },
+      down: () => {
+        if (this.#suspended || this.#status !== 'open') return;
+        this.#suspended = true;
+        this.#events?.status('suspended');
+      },
       gone: () => this.#lose(new SessionLostError(`etcd lease ${this.id} expired or was revoked`)),
     });
   }

@@ -5,6 +5,8 @@ export interface KeepAliveEvents {
   ack(sentAt: number): void;
   /** The server says the lease is gone (expired or revoked). */
   gone(): void;
+  /** The stream broke or stalled: renewals are not getting through until the next ack. */
+  down(): void;
 }
 
 /**
@@ -30,6 +32,7 @@ export class KeepAlive {
     this.#intervalMs = intervalMs;
     this.#timer = setInterval(() => this.#tick(), intervalMs);
     this.#timer.unref();
+    this.#open(); // at once: a broken connection shows as a broken stream from the start
   }
 
   stop(): void {
@@ -74,6 +77,7 @@ export class KeepAlive {
         const broken = (): void => {
           if (this.#stream !== stream) return;
           this.#stream = undefined;
+          if (!this.#stopped) this.#events.down();
           setTimeout(() => this.#tick(), 20).unref();
         };
         stream.on('error', broken);
@@ -88,6 +92,7 @@ export class KeepAlive {
   }
 
   #reopen(): void {
+    this.#events.down();
     const stream = this.#stream;
     this.#stream = undefined;
     this.#sent = [];

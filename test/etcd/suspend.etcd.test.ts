@@ -1,0 +1,85 @@
+import { Etcd3 } from 'etcd3';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { LockLostError } from '../../recipes/errors.js';
+import { FairMutex } from '../../recipes/mutex.js';
+import { connect } from '../../src/connect.js';
+import type { BatonSession } from '../../src/session.js';
+import { TcpProxy } from '../harness/proxy.js';
+import { etcdFixture } from '../support/etcd.js';
+import { useScope } from '../support/scope.js';
+import { eventually, later } from '../support/wait.js';
+
+/** Short disconnects (well under the lease TTL) through the fault proxy. */
+describe('etcd: a short disconnect, and what holders see', () => {
+  const scope = useScope(() => etcdFixture('etcdStandalone'));
+  const info = inject('etcdStandalone');
+  const ttlMs = info.ttlSeconds * 1_000;
+  let admin: Etcd3;
+  let proxy: TcpProxy;
+  let session: BatonSession | undefined;
+  beforeAll(() => {
+    admin = new Etcd3({ hosts: info.endpoints });
+  });
+  afterAll(() => admin.close());
+
+  async function throughProxy(onSuspend: 'wait' | 'abort'): Promise<{ session: BatonSession; states: string[] }> {
+    proxy = await TcpProxy.start({ port: Number(new URL(info.endpoints[0]!).port) });
+    session = await connect(`etcd://${proxy.address}/${scope.namespace}`, { ttlSeconds: info.ttlSeconds, onSuspend });
+    const states: string[] = [];
+    session.on('state', (state) => states.push(state));
+    return { session, states };
+  }
+
+  async function cleanup(): Promise<void> {
+    await session?.close();
+    await proxy.close();
+  }
+
+  it("onSuspend 'wait': the holder keeps its lock through a dropped connection", async () => {
+    try {
+      const { session, states } = await throughProxy('wait');
+      const held = await new FairMutex(session, 'wait').acquire();
+      proxy.drop();
+      await eventually('back', () => states.includes('suspended') && session.state === 'connected', ttlMs);
+      expect(held.signal.aborted).toBe(false);
+      expect(await session.backend.confirm(held.entry)).toBe(true);
+      await held.release();
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it("onSuspend 'abort': the holder is told at once and its entry goes back when the server is reachable", async () => {
+    try {
+      const { session } = await throughProxy('abort');
+      const other = await scope.open();
+      const held = await new FairMutex(session, 'abort').acquire();
+      const next = later(new FairMutex(other, 'abort').acquire({ timeoutMs: ttlMs * 5 }));
+      await eventually('waiter queued', async () => (await other.backend.list('abort')).length === 2);
+      proxy.drop();
+      await eventually('holder told', () => held.signal.aborted, ttlMs);
+      expect(held.signal.reason).toBeInstanceOf(LockLostError);
+      await (await next).release();
+      expect(session.state).not.toBe('lost');
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it('a holder whose key was deleted while it was cut off loses the lock when it is back', async () => {
+    try {
+      const { session, states } = await throughProxy('wait');
+      const held = await new FairMutex(session, 'deleted').acquire();
+      proxy.blackhole();
+      await admin.delete().key(held.entry.key);
+      proxy.drop();
+      proxy.restore();
+      await eventually('holder told', () => held.signal.aborted, ttlMs);
+      expect(held.signal.reason).toBeInstanceOf(LockLostError);
+      expect(states).toContain('suspended');
+      await held.release();
+    } finally {
+      await cleanup();
+    }
+  });
+});
