@@ -6,6 +6,7 @@ import { memoryStore } from './backends/memory/store.js';
 import { ZkDriver } from './backends/zookeeper/driver.js';
 import { BatonSession } from './session.js';
 import { parseUrl } from './url.js';
+import { backoff } from './backends/requests.js';
 
 export interface ConnectOptions {
   /** ZooKeeper session timeout asked of the server (it clamps it to 2-20 x tickTime). Default 10 000. */
@@ -23,6 +24,11 @@ export interface ConnectOptions {
    * gives their entries back as soon as the server is reachable again.
    */
   readonly onSuspend?: 'wait' | 'abort';
+  /**
+   * After the session is lost, open a new one (retrying until it succeeds or the old one is closed) and
+   * announce it with `session.on('replaced', next => ...)`. Holds never move: take locks again on `next`.
+   */
+  readonly reconnectAfterLoss?: boolean;
   /** etcd: the lease TTL asked of the server, in whole seconds (etcd grants at least its minimum). Default 10. */
   readonly ttlSeconds?: number;
   /** etcd: passed through to etcd3 (`auth: { username, password }`, `credentials` for TLS, `grpcOptions`). */
@@ -37,8 +43,39 @@ const DEFAULTS = { sessionTimeoutMs: 10_000, connectTimeoutMs: 15_000, ttlSecond
  * The URL's path is the namespace every lock lives under (default `baton`).
  */
 export async function connect(url: string, options: ConnectOptions = {}): Promise<BatonSession> {
+  const session = await open(url, options);
+  if (validateConnectOptions(options).reconnectAfterLoss) replaceWhenLost(session, url, options);
+  return session;
+}
+
+/** Opens a successor once `session` is lost; gives up only if the lost session is closed meanwhile. */
+function replaceWhenLost(session: BatonSession, url: string, options: ConnectOptions): void {
+  const onState = (state: string): void => {
+    if (state !== 'lost') return;
+    session.off('state', onState);
+    void (async () => {
+      for (let attempt = 0; ; attempt += 1) {
+        if ((session.state as string) === 'closed') return;
+        try {
+          const next = await connect(url, options);
+          if ((session.state as string) === 'closed') {
+            await next.close();
+            return;
+          }
+          session.replacedBy(next);
+          return;
+        } catch {
+          await backoff(Math.min(attempt, 6)); // the servers may be down for a while
+        }
+      }
+    })();
+  };
+  session.on('state', onState);
+}
+
+async function open(url: string, options: ConnectOptions): Promise<BatonSession> {
   const parsed = parseUrl(url);
-  const { deadlineMarginMs, onSuspend, ...settings } = validateConnectOptions(options);
+  const { deadlineMarginMs, onSuspend, reconnectAfterLoss: _reconnect, ...settings } = validateConnectOptions(options);
   const sessionOptions = { onSuspend, ...(deadlineMarginMs === undefined ? {} : { marginMs: deadlineMarginMs }) };
   switch (parsed.scheme) {
     case 'memory':
@@ -70,6 +107,7 @@ interface Settings {
   connectTimeoutMs: number;
   deadlineMarginMs: number | undefined;
   onSuspend: 'wait' | 'abort';
+  reconnectAfterLoss: boolean;
   ttlSeconds: number;
   etcd: EtcdDriverOptions['client'] | undefined;
 }
@@ -84,9 +122,16 @@ function validateConnectOptions(options: unknown): Settings {
     connectTimeoutMs: positiveMs(given['connectTimeoutMs'], 'connectTimeoutMs', DEFAULTS.connectTimeoutMs),
     deadlineMarginMs: given['deadlineMarginMs'] === undefined ? undefined : positiveMs(given['deadlineMarginMs'], 'deadlineMarginMs', 0),
     onSuspend: suspendPolicy(given['onSuspend']),
+    reconnectAfterLoss: flag(given['reconnectAfterLoss'], 'reconnectAfterLoss'),
     ttlSeconds: ttl(given['ttlSeconds']),
     etcd: etcdClientOptions(given['etcd']),
   };
+}
+
+function flag(value: unknown, what: string): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== 'boolean') throw new InvalidArgumentError(what, value, 'true or false');
+  return value;
 }
 
 function suspendPolicy(value: unknown): 'wait' | 'abort' {

@@ -81,14 +81,27 @@ export class BatonSession implements Session {
     return this.#driver;
   }
 
-  on(event: 'state', listener: StateListener): this {
-    this.#events.on(event, listener);
+  /**
+   * `state`: every change, with the previous state. `replaced` (only with `reconnectAfterLoss`): after
+   * this session was lost, a new one is open; locks must be taken again on it, nothing moves by itself.
+   */
+  on(event: 'state', listener: StateListener): this;
+  on(event: 'replaced', listener: (next: BatonSession) => void): this;
+  on(event: 'state' | 'replaced', listener: StateListener | ((next: BatonSession) => void)): this {
+    this.#events.on(event, listener as (...args: unknown[]) => void);
     return this;
   }
 
-  off(event: 'state', listener: StateListener): this {
-    this.#events.off(event, listener);
+  off(event: 'state', listener: StateListener): this;
+  off(event: 'replaced', listener: (next: BatonSession) => void): this;
+  off(event: 'state' | 'replaced', listener: StateListener | ((next: BatonSession) => void)): this {
+    this.#events.off(event, listener as (...args: unknown[]) => void);
     return this;
+  }
+
+  /** @internal Announces the session that replaces this lost one. */
+  replacedBy(next: BatonSession): void {
+    this.#events.emit('replaced', next);
   }
 
   enter(): () => void {

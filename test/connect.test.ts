@@ -31,6 +31,8 @@ describe('connect: URLs and options', () => {
     [{ connectTimeoutMs: 0 }],
     [{ connectTimeoutMs: '100' }],
     [{ deadlineMarginMs: Infinity }],
+    [{ onSuspend: 'maybe' }],
+    [{ reconnectAfterLoss: 'yes' }],
     [null],
     ['fast'],
   ])('refuses options %j with InvalidArgumentError', async (options) => {

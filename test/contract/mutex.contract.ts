@@ -9,6 +9,7 @@ import {
   SessionLostError,
 } from '../../recipes/errors.js';
 import type { BatonSession } from '../../src/session.js';
+import { connect } from '../../src/connect.js';
 import type { Fixture } from '../support/fixture.js';
 import { runContention } from '../support/processes.js';
 import { useScope } from '../support/scope.js';
@@ -224,6 +225,28 @@ export function mutexContract(getFixture: () => Fixture): void {
       await held.release(); // idempotent and harmless after loss
       await expect(new FairMutex(a, 'expiry').acquire()).rejects.toBeInstanceOf(SessionLostError);
       await next.release();
+    });
+
+    it('reconnectAfterLoss opens a new session after a loss; holds stay lost and are taken again on it', async () => {
+      const fixture = scope.fixture;
+      const session = await connect(fixture.url(scope.namespace), { ...fixture.options, reconnectAfterLoss: true });
+      let next: BatonSession | undefined;
+      session.on('replaced', (replacement) => (next = replacement));
+      try {
+        const held = await new FairMutex(session, 'replace').acquire();
+        await fixture.expire(session);
+        await eventually('a replacement session', () => next !== undefined, fixture.lossDeadlineMs * 3);
+        expect(held.signal.reason).toBeInstanceOf(LockLostError);
+        expect(session.state).toBe('lost');
+        expect(next!.state).toBe('connected');
+        expect(next!.id).not.toBe(session.id);
+        const again = await new FairMutex(next!, 'replace').acquire();
+        expect(again.fencingToken > held.fencingToken).toBe(true);
+        await again.release();
+      } finally {
+        await next?.close();
+        await session.close();
+      }
     });
 
     it('close() withdraws waiters, releases holds and aborts the holders\' signals', async () => {
