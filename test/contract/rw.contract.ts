@@ -134,7 +134,7 @@ export function rwContract(getFixture: () => Fixture): void {
       const error = await rw.writeLock.acquire({ timeoutMs: 60_000 }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(LockUpgradeError);
       expect((error as LockUpgradeError).code).toBe('LOCK_UPGRADE');
-      expect(await queue(a, 'upgrade')).toHaveLength(1);
+      expect(await queue(a, 'upgrade')).toHaveLength(1); // a's own write and read: no lag
       await expect(rw.downgrade(read)).rejects.toBeInstanceOf(InvalidArgumentError);
       await read.release();
       await (await rw.writeLock.acquire()).release();

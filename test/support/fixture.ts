@@ -18,6 +18,8 @@ export interface Fixture {
   liveSessions(ids: readonly string[]): Promise<string[]>;
   /** Removes whatever directories the namespace still has on the server. */
   cleanup(namespace: string): Promise<void>;
+  /** Whether one session's read may not yet show another session's write (a ZooKeeper ensemble). */
+  readonly laggingReads?: boolean;
   /** Whether separate processes can share this backend (memory:// lives in one process). */
   readonly crossProcess: boolean;
   /** Milliseconds by which the backend is sure to have noticed an expiry or a lost connection. */

@@ -31,6 +31,7 @@ export function zkFixture(which: 'zkStandalone' | 'zkEnsemble'): Fixture {
       return live;
     },
     crossProcess: true,
+    laggingReads: which === 'zkEnsemble',
     // The client notices the expiry when it reconnects, within a session timeout or two.
     lossDeadlineMs: info.sessionTimeoutMs * 3,
   };
