@@ -37,15 +37,6 @@ export async function benchEtcdCycle(endpoint: string, options: { blocks: number
         });
         await client.kv.deleteRange({ key });
       },
-      'raw floor, revision-guarded delete': async () => {
-        const put = await client.kv.txn({
-          compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }],
-          success: [{ request_put: { key, value: Buffer.alloc(0), lease: lease.ID } }, { request_range: range }],
-          failure: [{ request_range: range }],
-        });
-        const created = put.responses[1]?.response_range.kvs[0]?.create_revision ?? '0';
-        await client.kv.txn({ compare: [{ key, target: 'Create', result: 'Equal', create_revision: created }], success: [{ request_delete_range: { key } }], failure: [] });
-      },
       'baton FairMutex acquire+release': async () => {
         const lock = await mutex.acquire();
         await lock.release();

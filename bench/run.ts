@@ -3,12 +3,12 @@ import os from 'node:os';
 import { ensureServersInstalled } from '../test/harness/install.js';
 import { startEtcd } from '../test/harness/etcd.js';
 import { startZooKeeper } from '../test/harness/zookeeper.js';
-import { benchEtcdCycle } from './etcd.js';
+import { benchEtcdCycle, type EtcdCycleResult } from './etcd.js';
 import type { Summary } from './stats.js';
 import { benchZkCycle, CASES } from './zookeeper.js';
 
 /**
- * `npm run bench [-- --json results.json] [-- --quick]`: starts its own standalone ZooKeeper (forceSync
+ * `npm run bench [-- --json results.json] [-- --quick] [-- --only zk|etcd]`: starts its own standalone ZooKeeper (forceSync
  * on) and etcd, or uses BATON_BENCH_ZK=host:port and BATON_BENCH_ETCD=http://host:port, and prints
  * every figure next to the raw floor measured in the same run, as ratios.
  */
@@ -16,48 +16,65 @@ async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const jsonAt = args.indexOf('--json');
   const size = args.includes('--quick') ? { blocks: 4, perBlock: 100 } : { blocks: 10, perBlock: 300 };
+  const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;
   const stops: (() => Promise<void>)[] = [];
+  const results: Record<string, unknown> = { machine: machine() };
   try {
-    let zk = process.env['BATON_BENCH_ZK'];
-    let etcd = process.env['BATON_BENCH_ETCD'];
-    if (zk === undefined || etcd === undefined) await ensureServersInstalled();
-    if (zk === undefined) {
-      const server = await startZooKeeper({ size: 1, tickTimeMs: 2000, forceSync: true });
-      stops.push(() => server.stop());
-      zk = server.connectString;
-    }
-    if (etcd === undefined) {
-      const server = await startEtcd({ size: 1 });
-      stops.push(() => server.stop());
-      etcd = server.endpoints[0]!;
-    }
-    const zkResults = await benchZkCycle(zk, size);
-    const zkCase = (name: string): Summary | undefined => zkResults.find((r) => r.name === name);
-    print('ZooKeeper uncontended cycle (standalone, forceSync on)', zkResults, { awaited: zkCase(CASES.awaited)!, pipelined: zkCase(CASES.pipelined)! });
-    compare([
-      [CASES.read, CASES.mutex],
-      [CASES.write, CASES.mutex],
-      [CASES.mutex, CASES.kazooLock],
-      [CASES.read, CASES.kazooRead],
-      [CASES.write, CASES.kazooWrite],
-    ].map(([a, b]) => [zkCase(a!), zkCase(b!)]));
-    const etcdResults = await benchEtcdCycle(etcd, size);
-    const etcdCase = (prefix: string): Summary => etcdResults.results.find((r) => r.name.startsWith(prefix))!;
-    print('etcd uncontended cycle (standalone)', etcdResults.results, {
-      floor: etcdCase('raw floor (Txn'),
-      'guarded floor': etcdCase('raw floor, revision'),
-      'etcd3 lock': etcdCase("etcd3's lock"),
-    });
-    process.stdout.write('unary gRPC requests per cycle (server /metrics):\n');
-    for (const [name, rpcs] of Object.entries(etcdResults.rpcsPerCycle)) process.stdout.write(`  ${name.padEnd(50)} ${rpcs.toFixed(2)}\n`);
+    if (only === undefined || only === 'zk') results['zookeeperCycle'] = await benchZk(await zkServer(stops), size);
+    if (only === undefined || only === 'etcd') results['etcdCycle'] = await benchEtcd(await etcdServer(stops), size);
     if (jsonAt >= 0) {
       const file = args[jsonAt + 1] ?? 'results.json';
-      writeFileSync(file, JSON.stringify({ machine: machine(), zookeeperCycle: zkResults, etcdCycle: etcdResults }, null, 2));
+      writeFileSync(file, JSON.stringify(results, null, 2));
       process.stdout.write(`\nwrote ${file}\n`);
     }
   } finally {
     for (const stop of stops) await stop();
   }
+}
+
+type Size = { blocks: number; perBlock: number };
+
+/** BATON_BENCH_ZK, or a standalone ZooKeeper with forceSync on, stopped at the end. */
+async function zkServer(stops: (() => Promise<void>)[]): Promise<string> {
+  const external = process.env['BATON_BENCH_ZK'];
+  if (external !== undefined) return external;
+  await ensureServersInstalled();
+  const server = await startZooKeeper({ size: 1, tickTimeMs: 2000, forceSync: true });
+  stops.push(() => server.stop());
+  return server.connectString;
+}
+
+/** BATON_BENCH_ETCD, or a standalone etcd, stopped at the end. */
+async function etcdServer(stops: (() => Promise<void>)[]): Promise<string> {
+  const external = process.env['BATON_BENCH_ETCD'];
+  if (external !== undefined) return external;
+  await ensureServersInstalled();
+  const server = await startEtcd({ size: 1 });
+  stops.push(() => server.stop());
+  return server.endpoints[0]!;
+}
+
+async function benchZk(zk: string, size: Size): Promise<Summary[]> {
+  const zkResults = await benchZkCycle(zk, size);
+  const zkCase = (name: string): Summary | undefined => zkResults.find((r) => r.name === name);
+  print('ZooKeeper uncontended cycle (standalone, forceSync on)', zkResults, { awaited: zkCase(CASES.awaited)!, pipelined: zkCase(CASES.pipelined)! });
+  compare([
+    [CASES.read, CASES.mutex],
+    [CASES.write, CASES.mutex],
+    [CASES.mutex, CASES.kazooLock],
+    [CASES.read, CASES.kazooRead],
+    [CASES.write, CASES.kazooWrite],
+  ].map(([a, b]) => [zkCase(a!), zkCase(b!)]));
+  return zkResults;
+}
+
+async function benchEtcd(etcd: string, size: Size): Promise<EtcdCycleResult> {
+  const etcdResults = await benchEtcdCycle(etcd, size);
+  const etcdCase = (prefix: string): Summary => etcdResults.results.find((r) => r.name.startsWith(prefix))!;
+  print('etcd uncontended cycle (standalone)', etcdResults.results, { floor: etcdCase('raw floor (Txn'), 'etcd3 lock': etcdCase("etcd3's lock") });
+  process.stdout.write('unary gRPC requests per cycle (server /metrics):\n');
+  for (const [name, rpcs] of Object.entries(etcdResults.rpcsPerCycle)) process.stdout.write(`  ${name.padEnd(50)} ${rpcs.toFixed(2)}\n`);
+  return etcdResults;
 }
 
 /** Ratios of medians between named pairs (a pair with a missing side, e.g. no kazoo, is skipped). */

@@ -51,6 +51,31 @@ describe('FairMutex on etcd: backend specifics', () => {
     await current.release();
   });
 
+  it('retires the slot of a release whose reply was lost: the next acquisition writes another key', async () => {
+    const proxy = await TcpProxy.start({ port: Number(new URL(info.endpoints[0]!).port) });
+    const session = await connect(`etcd://${proxy.address}/${scope.namespace}`, { ttlSeconds: info.ttlSeconds });
+    try {
+      const mutex = new FairMutex(session, 'retire');
+      const held = await mutex.acquire();
+      expect(held.entry.key).toBe(`${scope.namespace}/retire/#/${session.id}-0-lock`);
+      // The plain delete reaches the server, its reply does not: its fate is unknown to the client.
+      const cut = proxy.dropAfterNextRequest((chunk) => chunk.includes(`${session.id}-0-lock`));
+      const releasing = held.release();
+      await cut;
+      await releasing;
+      expect(await keys('retire')).toEqual([]);
+      // A copy of that delete could still be applied late, so slot 0 is never written again.
+      for (let i = 0; i < 3; i += 1) {
+        const next = await mutex.acquire();
+        expect(next.entry.key).toBe(`${scope.namespace}/retire/#/${session.id}-1-lock`);
+        await next.release();
+      }
+    } finally {
+      await session.close();
+      await proxy.close();
+    }
+  });
+
   it('uses one lease for every lock of a session', async () => {
     const session = await scope.open();
     const locks = await Promise.all(['a', 'b', 'c'].map((name) => new FairMutex(session, name).acquire()));

@@ -1,6 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import { noop } from 'cockatiel';
-import { Etcd3, EtcdLeaseInvalidError, isRecoverableError, type IOptions, type IRangeResponse, type Watcher } from 'etcd3';
+import { Etcd3, EtcdLeaseInvalidError, isRecoverableError, type IOptions, type IRangeResponse, type ITxnRequest, type Watcher } from 'etcd3';
 import type { Entry, Enqueued } from '../../../recipes/contract.js';
 import { BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents } from '../driver.js';
@@ -50,6 +50,10 @@ export class EtcdDriver implements Driver {
   readonly #seenAt = new WeakMap<Entry, bigint>();
   /** Each entry's create revision, which a downgraded entry's order is not: the delete guard needs it. */
   readonly #createdAt = new WeakMap<Entry, bigint>();
+  /** Our keys that exist on the server, with the create revision of their incarnation. */
+  readonly #live = new Map<string, bigint>();
+  /** The delete in flight for a key: a second withdraw joins it rather than sending another. */
+  readonly #deleting = new Map<string, Promise<void>>();
   readonly #dead = new AbortController();
   readonly #keepAlive: KeepAlive;
   #status: 'open' | 'lost' | 'closed' = 'open';
@@ -136,6 +140,7 @@ export class EtcdDriver implements Driver {
       const entries = this.#seen(queue, prefix, response.responses[1]?.response_range.kvs ?? [], response.header.revision);
       const entry = entries.find((e) => e.key === key.toString());
       if (entry === undefined) throw new BackendError(`wrote ${key.toString()} but the queue read does not show it`);
+      this.#live.set(entry.key, this.#created(entry));
       return { entry, queue: entries };
     } catch (error) {
       this.#slots.free(queue, slot);
@@ -175,32 +180,51 @@ export class EtcdDriver implements Driver {
     return waiting;
   }
 
-  async withdraw(entry: Entry): Promise<void> {
+  withdraw(entry: Entry): Promise<void> {
+    // Only the live incarnation is deleted: a handle's late second release finds it gone already.
+    if (this.#live.get(entry.key) !== this.#created(entry)) return Promise.resolve();
+    let deleting = this.#deleting.get(entry.key);
+    if (deleting === undefined) {
+      deleting = this.#delete(entry).finally(() => this.#deleting.delete(entry.key));
+      this.#deleting.set(entry.key, deleting);
+    }
+    return deleting;
+  }
+
+  async #delete(entry: Entry): Promise<void> {
     const key = Buffer.from(entry.key);
+    // A plain delete first: the key is ours while its slot is taken, and an answered request was
+    // applied once and is not in flight anywhere else. Only an attempt whose fate is unknown can be
+    // applied later, after the slot was reused; so after one the slot is retired for good, and the
+    // retries compare the create revision so that they too can only delete this incarnation.
+    let uncertain = false;
     for (let attempt = 0; this.#status === 'open'; attempt += 1) {
       try {
-        // Only the incarnation we created: a stale retry can never delete a newer entry in the same slot.
-        await this.#send(() =>
-          this.#client.kv.txn({
-            compare: [{ key, target: 'Create', result: 'Equal', create_revision: (this.#createdAt.get(entry) ?? entry.order).toString() }],
-            success: [{ request_delete_range: { key } }],
-            failure: [],
-          }),
-        );
-        this.#freeSlot(entry);
+        if (uncertain) await this.#send(() => this.#client.kv.txn(this.#guardedDelete(entry, key)));
+        else await this.#send(() => this.#client.kv.deleteRange({ key }));
+        this.#live.delete(entry.key);
+        const slot = slotOf(entry.key);
+        if (slot !== undefined && !uncertain) this.#slots.free(entry.queue, slot);
         return;
       } catch (error) {
         if (this.#dead.signal.aborted) return;
         if (!isRecoverableError(error as Error)) throw this.#map(error);
+        uncertain = true;
         await backoff(attempt);
       }
     }
   }
 
+  /** A delete of exactly the incarnation of the key we created (etcd#22082). */
+  #guardedDelete(entry: Entry, key: Buffer): ITxnRequest {
+    const created = this.#created(entry).toString();
+    return { compare: [{ key, target: 'Create', result: 'Equal', create_revision: created }], success: [{ request_delete_range: { key } }], failure: [] };
+  }
+
   async confirm(entry: Entry): Promise<boolean> {
     const response = await this.#retry(() => this.#client.kv.range({ key: Buffer.from(entry.key) }));
     const kv = response.kvs[0];
-    if (kv !== undefined && BigInt(kv.create_revision) === (this.#createdAt.get(entry) ?? entry.order) && kv.lease === this.#lease) return true;
+    if (kv !== undefined && BigInt(kv.create_revision) === this.#created(entry) && kv.lease === this.#lease) return true;
     await this.#assertLeaseAlive();
     return false;
   }
@@ -240,9 +264,9 @@ export class EtcdDriver implements Driver {
     etcdCounters.adopted += 1;
   }
 
-  #freeSlot(entry: Entry): void {
-    const slot = slotOf(entry.key);
-    if (slot !== undefined) this.#slots.free(entry.queue, slot);
+  /** The create revision of the incarnation of the key the entry stands for. */
+  #created(entry: Entry): bigint {
+    return this.#createdAt.get(entry) ?? entry.order;
   }
 
   /** One etcd watch per watched key, shared by every local waiter on it. */
@@ -275,7 +299,7 @@ export class EtcdDriver implements Driver {
     this.#retry(() => this.#client.kv.range({ key: Buffer.from(entry.key) })).then(
       (response) => {
         const kv = response.kvs[0];
-        if (kv === undefined || BigInt(kv.create_revision) !== (this.#createdAt.get(entry) ?? entry.order)) this.#wake(entry.key);
+        if (kv === undefined || BigInt(kv.create_revision) !== this.#created(entry)) this.#wake(entry.key);
         else if (this.#watched.get(entry.key) === watched) this.#arm(entry, watched, BigInt(response.header.revision) + 1n);
       },
       (error: unknown) => this.#fail(entry.key, error),
