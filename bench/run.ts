@@ -57,7 +57,7 @@ async function etcdServer(stops: (() => Promise<void>)[]): Promise<string> {
 async function benchZk(zk: string, size: Size): Promise<Summary[]> {
   const zkResults = await benchZkCycle(zk, size);
   const zkCase = (name: string): Summary | undefined => zkResults.find((r) => r.name === name);
-  print('ZooKeeper uncontended cycle (standalone, forceSync on)', zkResults, { awaited: zkCase(CASES.awaited)!, pipelined: zkCase(CASES.pipelined)! });
+  print('ZooKeeper uncontended cycle (standalone, forceSync on)', zkResults, { awaited: zkCase(CASES.awaited)!, pipelined: zkCase(CASES.pipelined)!, 'one write': zkCase(CASES.oneWrite)! });
   compare([
     [CASES.read, CASES.mutex],
     [CASES.write, CASES.mutex],

@@ -1,6 +1,6 @@
 import zookeeper from 'node-zookeeper-client';
 import { FairMutex } from '../recipes/mutex.js';
-import { create, getChildren, mkdirp, remove, type ZkClient } from '../src/backends/zookeeper/client.js';
+import { corked, create, getChildren, mkdirp, remove, type ZkClient } from '../src/backends/zookeeper/client.js';
 import { connect } from '../src/connect.js';
 import { ReadWriteLock } from '../recipes/rw-lock.js';
 import type { Lock } from '../recipes/mutex.js';
@@ -16,12 +16,20 @@ async function rawAwaited(client: ZkClient, dir: string): Promise<void> {
   await remove(client, path);
 }
 
-/** The same with the create and the listing pipelined on the connection, as baton sends them. */
+/** The same with the create and the listing pipelined on the connection, each in its own write. */
 async function rawPipelined(client: ZkClient, dir: string): Promise<void> {
   const [path] = await Promise.all([
     create(client, `${dir}/_c_00000000-0000-0000-0000-000000000000-lock-`, EPHEMERAL_SEQUENTIAL),
     getChildren(client, dir),
   ]);
+  await remove(client, path);
+}
+
+/** The pipelined floor with both requests in one socket write, as baton sends them. */
+async function rawOneWrite(client: ZkClient, dir: string): Promise<void> {
+  const [path] = await Promise.all(
+    corked(client, () => [create(client, `${dir}/_c_00000000-0000-0000-0000-000000000000-lock-`, EPHEMERAL_SEQUENTIAL), getChildren(client, dir)]),
+  );
   await remove(client, path);
 }
 
@@ -45,12 +53,14 @@ export async function benchZkCycle(connectString: string, options: { blocks: num
   try {
     await mkdirp(client, '/bench-raw/awaited');
     await mkdirp(client, '/bench-raw/pipelined');
+    await mkdirp(client, '/bench-raw/one-write');
     const mutex = new FairMutex(session, 'cycle');
     const rw = new ReadWriteLock(session, 'rw-cycle');
     const cycle = (lock: Lock) => timed(async () => (await lock.acquire()).release());
     const contenders: Record<string, Block> = {
       [CASES.awaited]: timed(() => rawAwaited(client, '/bench-raw/awaited')),
       [CASES.pipelined]: timed(() => rawPipelined(client, '/bench-raw/pipelined')),
+      [CASES.oneWrite]: timed(() => rawOneWrite(client, '/bench-raw/one-write')),
       [CASES.mutex]: cycle(mutex),
       [CASES.read]: cycle(rw.readLock),
       [CASES.write]: cycle(rw.writeLock),
@@ -74,6 +84,7 @@ export async function benchZkCycle(connectString: string, options: { blocks: num
 export const CASES = {
   awaited: 'raw floor, awaited (create, getChildren, delete)',
   pipelined: 'raw floor, pipelined (create+getChildren, delete)',
+  oneWrite: 'raw floor, pipelined in one socket write',
   mutex: 'baton FairMutex acquire+release',
   read: 'baton readLock acquire+release',
   write: 'baton writeLock acquire+release',

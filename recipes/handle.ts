@@ -11,7 +11,9 @@ export class LockHandle implements AsyncDisposable {
   readonly fencingToken: bigint;
   readonly #entry: Entry;
   readonly #session: Session;
-  readonly #controller = new AbortController();
+  /** Made when `signal` is first read: most holders never look, and it is the costliest part of a grant. */
+  #controller: AbortController | undefined;
+  #lost: LockLostError | undefined;
   readonly #unhold: () => void;
   #released: Promise<void> | undefined;
 
@@ -22,19 +24,26 @@ export class LockHandle implements AsyncDisposable {
     this.fencingToken = entry.fencingToken;
     this.#unhold = session.hold({
       entry,
-      lose: (reason) => this.#controller.abort(new LockLostError(what, { cause: reason })),
+      lose: (reason) => {
+        this.#lost ??= new LockLostError(what, { cause: reason });
+        this.#controller?.abort(this.#lost);
+      },
       release: () => this.release(),
     });
   }
 
   /** Aborted with `LockLostError` when ownership is in doubt (session lost, closed, entry gone). */
   get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.#lost !== undefined) this.#controller.abort(this.#lost);
+    }
     return this.#controller.signal;
   }
 
   /** True until released or lost. */
   get held(): boolean {
-    return this.#released === undefined && !this.#controller.signal.aborted;
+    return this.#released === undefined && this.#lost === undefined;
   }
 
   /** @internal the server entry behind this handle. */

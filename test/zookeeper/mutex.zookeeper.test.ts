@@ -1,3 +1,4 @@
+import { Socket } from 'node:net';
 import zookeeper from 'node-zookeeper-client';
 import { describe, expect, inject, it } from 'vitest';
 import { FairMutex } from '../../recipes/mutex.js';
@@ -24,6 +25,25 @@ describe('FairMutex on ZooKeeper: backend specifics', () => {
     expect(children[0]).toMatch(ENTRY_NAME);
     expect(lock.fencingToken > 0n).toBe(true);
     await lock.release();
+  });
+
+  it('sends the create and the listing of an acquire in one socket write', async () => {
+    const session = await scope.open();
+    const mutex = new FairMutex(session, 'one-write');
+    await (await mutex.acquire()).release(); // the directory exists from here on
+    const batches: Buffer[][] = [];
+    const writev = Socket.prototype._writev!;
+    Socket.prototype._writev = function (this: Socket, chunks, callback) {
+      batches.push(chunks.map((c) => Buffer.from(c.chunk as Buffer)));
+      writev.call(this, chunks, callback);
+    };
+    try {
+      await (await mutex.acquire()).release();
+    } finally {
+      Socket.prototype._writev = writev;
+    }
+    const dir = Buffer.from(`/${scope.namespace}/one-write`);
+    expect(batches.filter((batch) => batch.length === 2 && batch.every((chunk) => chunk.includes(dir)))).toHaveLength(1);
   });
 
   it('keeps fencing tokens increasing when the lock directory is deleted and created again', async () => {

@@ -1,10 +1,9 @@
-import { setMaxListeners } from 'node:events';
 import { noop } from 'cockatiel';
 import { Etcd3, EtcdLeaseInvalidError, isRecoverableError, type IOptions, type IRangeResponse, type ITxnRequest, type Watcher } from 'etcd3';
 import type { Entry, Enqueued } from '../../../recipes/contract.js';
 import { BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents } from '../driver.js';
-import { addWaiter, backoff, untilDead, type Waiter } from '../requests.js';
+import { addWaiter, backoff, InFlight, type Waiter } from '../requests.js';
 import { KeepAlive } from './keepalive.js';
 import { entriesFromRange, entryKey, leaseHex, prefixEnd, queuePrefix, slotOf, type StoredKey } from './keys.js';
 import { Slots } from './slots.js';
@@ -54,7 +53,7 @@ export class EtcdDriver implements Driver {
   readonly #live = new Map<string, bigint>();
   /** The delete in flight for a key: a second withdraw joins it rather than sending another. */
   readonly #deleting = new Map<string, Promise<void>>();
-  readonly #dead = new AbortController();
+  readonly #requests = new InFlight();
   readonly #keepAlive: KeepAlive;
   #status: 'open' | 'lost' | 'closed' = 'open';
   /** The keepalive stream is down: the lease may live, but we cannot renew it now. */
@@ -99,7 +98,6 @@ export class EtcdDriver implements Driver {
     this.id = leaseHex(lease);
     this.timeoutMs = timeoutMs;
     this.openedAt = openedAt;
-    setMaxListeners(0, this.#dead.signal); // one listener per request in flight
     this.#keepAlive = new KeepAlive(client, lease, Math.max(Math.floor(timeoutMs / 4), 50), {
       ack: (sentAt) => {
         if (this.#suspended) {
@@ -207,7 +205,7 @@ export class EtcdDriver implements Driver {
         if (slot !== undefined && !uncertain) this.#slots.free(entry.queue, slot);
         return;
       } catch (error) {
-        if (this.#dead.signal.aborted) return;
+        if (this.#requests.ended) return;
         if (!isRecoverableError(error as Error)) throw this.#map(error);
         uncertain = true;
         await backoff(attempt);
@@ -339,12 +337,12 @@ export class EtcdDriver implements Driver {
     this.#status = status;
     this.#keepAlive.stop();
     for (const key of [...this.#watched.keys()]) this.#fail(key, reason);
-    this.#dead.abort(reason);
+    this.#requests.end(reason);
   }
 
   /** A request that settles when the session ends, whatever the client does with it. */
   #send<T>(request: () => Promise<T>): Promise<T> {
-    return untilDead(this.#dead.signal, request);
+    return this.#requests.send(request);
   }
 
 

@@ -58,6 +58,21 @@ export function mkdirp(client: ZkClient, path: string): Promise<void> {
   });
 }
 
+/**
+ * Runs `send` with the client's socket corked, so that the requests it makes leave in one write (one
+ * system call, one TCP segment) instead of one each: node-zookeeper-client writes every request to
+ * the socket the moment it is made.
+ */
+export function corked<T>(client: ZkClient, send: () => T): T {
+  const socket = (client as unknown as { connectionManager?: { socket?: { cork(): void; uncork(): void } } }).connectionManager?.socket;
+  socket?.cork();
+  try {
+    return send();
+  } finally {
+    socket?.uncork();
+  }
+}
+
 /** Reads the node and, only if it exists, leaves a watch on it (getData sets none on a missing node). */
 export function watchData(client: ZkClient, path: string, watcher: (event: zookeeper.Event) => void): Promise<boolean> {
   return new Promise((resolve, reject) => {

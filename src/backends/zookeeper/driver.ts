@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { setMaxListeners } from 'node:events';
 import zookeeper from 'node-zookeeper-client';
 import type { Entry, Enqueued } from '../../../recipes/contract.js';
 import { BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents } from '../driver.js';
-import { addWaiter, backoff, untilDead, type Waiter } from '../requests.js';
-import { create, exists, getChildren, isCode, mkdirp, remove, watchData, ZkCode, zkLong, type ZkClient, type ZkStat } from './client.js';
+import { addWaiter, backoff, InFlight, type Waiter } from '../requests.js';
+import { corked, create, exists, getChildren, isCode, mkdirp, remove, watchData, ZkCode, zkLong, type ZkClient, type ZkStat } from './client.js';
 import { entriesFromListing, entryPrefix, parseEntryName } from './names.js';
 
 export interface ZkDriverOptions {
@@ -34,8 +33,8 @@ export class ZkDriver implements Driver {
   #status: 'open' | 'lost' | 'closed' = 'open';
   #suspended = false;
   #events: DriverEvents | undefined;
-  /** Aborts when the session is lost or closed: every request still in flight settles with its reason. */
-  readonly #dead = new AbortController();
+  /** Every request still in flight settles with the reason the session ended. */
+  readonly #requests = new InFlight();
   readonly #heartbeat: NodeJS.Timeout;
   #heartbeatInFlight = false;
 
@@ -57,7 +56,6 @@ export class ZkDriver implements Driver {
     this.#sessionId = zkLong(client.getSessionId());
     this.id = this.#sessionId.toString(16).padStart(16, '0');
     this.timeoutMs = client.getSessionTimeout();
-    setMaxListeners(0, this.#dead.signal); // one listener per request in flight
     client.on('state', (state) => this.#onState(state));
     // node-zookeeper-client never reports a server that stops answering, and hides its pings; this
     // request is our own ping, whose replies move the session's loss deadline forward.
@@ -102,12 +100,12 @@ export class ZkDriver implements Driver {
     this.#status = status;
     clearInterval(this.#heartbeat);
     this.#failWaiters(reason);
-    this.#dead.abort(reason);
+    this.#requests.end(reason);
   }
 
   /** A request that settles when the session ends, whatever the client does with it. */
   #send<T>(request: () => Promise<T>): Promise<T> {
-    return untilDead(this.#dead.signal, request);
+    return this.#requests.send(request);
   }
 
 
@@ -124,11 +122,10 @@ export class ZkDriver implements Driver {
     const mode = at === undefined ? zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL : zookeeper.CreateMode.EPHEMERAL;
     for (let attempt = 0; ; attempt += 1) {
       this.#assertOpen();
-      // Sent back to back on one connection: the listing is processed after the create and shows it.
-      const [created, listed] = await Promise.allSettled([
-        this.#send(() => create(this.#client, path, mode)),
-        this.#send(() => getChildren(this.#client, dir)),
-      ]);
+      // Sent back to back in one write: the server processes the listing after the create, so it shows it.
+      const [created, listed] = await Promise.allSettled(
+        corked(this.#client, () => [this.#send(() => create(this.#client, path, mode)), this.#send(() => getChildren(this.#client, dir))]),
+      );
       if (created.status === 'fulfilled') {
         const listing =
           listed.status === 'fulfilled'
@@ -174,7 +171,7 @@ export class ZkDriver implements Driver {
         await this.#send(() => remove(this.#client, entry.key));
         return;
       } catch (error) {
-        if (isCode(error, ZkCode.NO_NODE, ZkCode.SESSION_EXPIRED) || this.#dead.signal.aborted) return;
+        if (isCode(error, ZkCode.NO_NODE, ZkCode.SESSION_EXPIRED) || this.#requests.ended) return;
         if (!isCode(error, ZkCode.CONNECTION_LOSS)) throw this.#map(error);
         await backoff(attempt);
       }
