@@ -51,6 +51,16 @@ export interface Hold {
   release(): Promise<void>;
 }
 
+/** What the session keeps for every entry still waiting its turn, so that a reconnect confirms it too. */
+export interface Waiting {
+  readonly entry: Entry;
+  /** The entry is gone from the server while the session lives (someone deleted it). */
+  vanished(): void;
+}
+
+/** What a waiter does when its entry vanished while its session lives: queue again at the tail, or fail. */
+export type WaiterLostPolicy = 'requeue' | 'fail';
+
 export type StateListener = (state: SessionState, previous: SessionState) => void;
 
 export interface Session {
@@ -67,6 +77,10 @@ export interface Session {
   enter(): () => void;
   /** @internal Registers a granted entry; the returned function unregisters it. */
   hold(hold: Hold): () => void;
+  /** @internal Registers a waiting entry; the returned function unregisters it. */
+  waiting(waiting: Waiting): () => void;
+  /** @internal What a waiter does when its entry vanished (the `onWaiterLost` option of connect). */
+  readonly onWaiterLost: WaiterLostPolicy;
 }
 
 export function isSession(value: unknown): value is Session {

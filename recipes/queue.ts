@@ -24,40 +24,57 @@ export function assertUsable(session: Session): void {
 /**
  * The one waiting loop for every recipe: enqueue, decide, watch the blocker, decide again. On any
  * give-up (timeout, abort, session end, error) our own entry is withdrawn before the promise settles.
+ * An entry that vanishes while the session lives is queued again or fails, per `session.onWaiterLost`.
  * Resolves with the granted entry.
  */
 export async function waitForTurn(request: QueueRequest, options: WaitOptions): Promise<Entry> {
-  const { session, what } = request;
+  const { session } = request;
   assertUsable(session);
   options.signal?.throwIfAborted();
   const startedAt = performance.now();
   const leave = session.enter();
   try {
-    // The enqueue is never abandoned half way: a create in flight must finish so that we can delete it.
-    const { entry, queue } = await session.backend.enqueue(request.queue, request.kind, request.at);
-    try {
-      // The common case, nobody ahead: granted without setting up a wait at all.
-      if (queue.some((e) => e.key === entry.key) && request.decide(queue, entry) === null) {
-        options.signal?.throwIfAborted();
-        session.signal.throwIfAborted();
-        return entry;
-      }
-      // One deadline for the whole wait, counted from the call.
-      const remaining = options.timeoutMs === undefined ? undefined : Math.max(0, options.timeoutMs - (performance.now() - startedAt));
-      const wait = deadline(what, remaining, [options.signal, session.signal], options.timeoutMs);
+    for (;;) {
       try {
-        await waitBehind(session.backend, request, entry, queue, wait);
-        wait.throwIfCancelled();
-        return entry;
-      } finally {
-        wait.dispose();
+        return await takeTurn(request, options, startedAt);
+      } catch (error) {
+        if (!(error instanceof EntryVanished)) throw error;
+        if (session.onWaiterLost === 'fail') throw new LockLostError(request.what, { cause: error });
       }
-    } catch (error) {
-      await session.backend.withdraw(entry);
-      throw error;
     }
   } finally {
     leave();
+  }
+}
+
+/** One place in the queue: enqueue, then wait for our turn until granted or given up. */
+async function takeTurn(request: QueueRequest, options: WaitOptions, startedAt: number): Promise<Entry> {
+  const { session, what } = request;
+  // The enqueue is never abandoned half way: a create in flight must finish so that we can delete it.
+  const { entry, queue } = await session.backend.enqueue(request.queue, request.kind, request.at);
+  try {
+    // The common case, nobody ahead: granted without setting up a wait at all.
+    if (queue.some((e) => e.key === entry.key) && request.decide(queue, entry) === null) {
+      options.signal?.throwIfAborted();
+      session.signal.throwIfAborted();
+      return entry;
+    }
+    // One deadline for the whole wait, counted from the call, and across a requeue too.
+    const remaining = options.timeoutMs === undefined ? undefined : Math.max(0, options.timeoutMs - (performance.now() - startedAt));
+    const vanished = new AbortController();
+    const unregister = session.waiting({ entry, vanished: () => vanished.abort(new EntryVanished('found gone after a reconnect')) });
+    const wait = deadline(what, remaining, [options.signal, session.signal, vanished.signal], options.timeoutMs);
+    try {
+      await waitBehind(session.backend, request, entry, queue, wait);
+      wait.throwIfCancelled();
+      return entry;
+    } finally {
+      wait.dispose();
+      unregister();
+    }
+  } catch (error) {
+    await session.backend.withdraw(entry);
+    throw error;
   }
 }
 
@@ -88,7 +105,7 @@ async function waitBehind(
   let snapshot = initial;
   for (;;) {
     wait.throwIfCancelled();
-    if (!snapshot.some((e) => e.key === self.key)) await entryVanished(backend, request, self);
+    if (!snapshot.some((e) => e.key === self.key)) await entryVanished(backend, self);
     const blocker = request.decide(snapshot, self);
     if (blocker === null) return;
     wait.signal.throwIfAborted(); // from here on we would have to wait, so the timeout counts
@@ -100,17 +117,20 @@ async function waitBehind(
     const rest = snapshot.filter((e) => e.key !== blocker.key);
     if (request.decide(rest, self) === null) {
       if (await backend.confirm(self)) return;
-      await entryVanished(backend, request, self);
+      await entryVanished(backend, self);
     }
     snapshot = await backend.list(request.queue);
   }
 }
 
+/** Our entry left the queue while we waited, and not with the session: someone deleted it. */
+class EntryVanished extends Error {}
+
 /**
  * Our own entry is gone while we wait. Usually the session is (the backend's confirm then throws
  * SessionLostError); otherwise someone deleted it, and we do not hold a place in the queue any more.
  */
-async function entryVanished(backend: Backend, request: QueueRequest, self: Entry): Promise<never> {
-  if (await backend.confirm(self)) throw new LockLostError(request.what, { cause: new Error('our entry was missing from a listing') });
-  throw new LockLostError(request.what, { cause: new Error('our queue entry vanished while waiting') });
+async function entryVanished(backend: Backend, self: Entry): Promise<never> {
+  if (await backend.confirm(self)) throw new EntryVanished('our entry was missing from a listing');
+  throw new EntryVanished('our queue entry vanished while waiting');
 }

@@ -25,6 +25,12 @@ export interface ConnectOptions {
    */
   readonly onSuspend?: 'wait' | 'abort';
   /**
+   * A waiter whose queue entry vanished while its session lives (deleted by another client or an
+   * operator): 'requeue' (default) queues it again at the tail, within the same deadline; 'fail'
+   * rejects its acquire with LockLostError.
+   */
+  readonly onWaiterLost?: 'requeue' | 'fail';
+  /**
    * After the session is lost, open a new one (retrying until it succeeds or the old one is closed) and
    * announce it with `session.on('replaced', next => ...)`. Holds never move: take locks again on `next`.
    */
@@ -75,8 +81,8 @@ function replaceWhenLost(session: BatonSession, url: string, options: ConnectOpt
 
 async function open(url: string, options: ConnectOptions): Promise<BatonSession> {
   const parsed = parseUrl(url);
-  const { deadlineMarginMs, onSuspend, reconnectAfterLoss: _reconnect, ...settings } = validateConnectOptions(options);
-  const sessionOptions = { onSuspend, ...(deadlineMarginMs === undefined ? {} : { marginMs: deadlineMarginMs }) };
+  const { deadlineMarginMs, onSuspend, onWaiterLost, reconnectAfterLoss: _reconnect, ...settings } = validateConnectOptions(options);
+  const sessionOptions = { onSuspend, onWaiterLost, ...(deadlineMarginMs === undefined ? {} : { marginMs: deadlineMarginMs }) };
   switch (parsed.scheme) {
     case 'memory':
       return new BatonSession(new MemoryDriver(memoryStore(parsed.hosts[0] ?? ''), parsed.namespace), sessionOptions);
@@ -107,6 +113,7 @@ interface Settings {
   connectTimeoutMs: number;
   deadlineMarginMs: number | undefined;
   onSuspend: 'wait' | 'abort';
+  onWaiterLost: 'requeue' | 'fail';
   reconnectAfterLoss: boolean;
   ttlSeconds: number;
   etcd: EtcdDriverOptions['client'] | undefined;
@@ -121,7 +128,8 @@ function validateConnectOptions(options: unknown): Settings {
     sessionTimeoutMs: positiveMs(given['sessionTimeoutMs'], 'sessionTimeoutMs', DEFAULTS.sessionTimeoutMs),
     connectTimeoutMs: positiveMs(given['connectTimeoutMs'], 'connectTimeoutMs', DEFAULTS.connectTimeoutMs),
     deadlineMarginMs: given['deadlineMarginMs'] === undefined ? undefined : positiveMs(given['deadlineMarginMs'], 'deadlineMarginMs', 0),
-    onSuspend: suspendPolicy(given['onSuspend']),
+    onSuspend: oneOf(given['onSuspend'], 'onSuspend', ['wait', 'abort']),
+    onWaiterLost: oneOf(given['onWaiterLost'], 'onWaiterLost', ['requeue', 'fail']),
     reconnectAfterLoss: flag(given['reconnectAfterLoss'], 'reconnectAfterLoss'),
     ttlSeconds: ttl(given['ttlSeconds']),
     etcd: etcdClientOptions(given['etcd']),
@@ -134,10 +142,11 @@ function flag(value: unknown, what: string): boolean {
   return value;
 }
 
-function suspendPolicy(value: unknown): 'wait' | 'abort' {
-  if (value === undefined) return 'wait';
-  if (value !== 'wait' && value !== 'abort') throw new InvalidArgumentError('onSuspend', value, '"wait" or "abort"');
-  return value;
+/** One of the allowed words; the first is the default. */
+function oneOf<T extends string>(value: unknown, what: string, allowed: readonly [T, ...T[]]): T {
+  if (value === undefined) return allowed[0];
+  if (!allowed.includes(value as T)) throw new InvalidArgumentError(what, value, allowed.map((word) => `"${word}"`).join(' or '));
+  return value as T;
 }
 
 function ttl(value: unknown): number {

@@ -1,5 +1,5 @@
 import { EventEmitter, setMaxListeners } from 'node:events';
-import type { Backend, Hold, Session, SessionState, StateListener } from '../recipes/contract.js';
+import type { Backend, Hold, Session, SessionState, StateListener, WaiterLostPolicy, Waiting } from '../recipes/contract.js';
 import { ClosedError, SessionLostError } from '../recipes/errors.js';
 import type { Driver, DriverStatus } from './backends/driver.js';
 
@@ -13,6 +13,7 @@ export class BatonSession implements Session {
   readonly #events = new EventEmitter();
   readonly #controller = new AbortController();
   readonly #holds = new Set<Hold>();
+  readonly #waiting = new Set<Waiting>();
   /** Operations in flight, and who waits for them to reach zero (close()). */
   #active = 0;
   #idle: (() => void) | undefined;
@@ -20,6 +21,7 @@ export class BatonSession implements Session {
   #closing: Promise<void> | undefined;
   readonly #marginMs: number;
   readonly #onSuspend: 'wait' | 'abort';
+  readonly onWaiterLost: WaiterLostPolicy;
   #lastAck: number;
   #deadline: NodeJS.Timeout | undefined;
 
@@ -32,6 +34,7 @@ export class BatonSession implements Session {
   constructor(driver: Driver, options: SessionOptions = {}) {
     this.#driver = driver;
     this.#onSuspend = options.onSuspend ?? 'wait';
+    this.onWaiterLost = options.onWaiterLost ?? 'requeue';
     this.#marginMs = options.marginMs ?? defaultMargin(driver.timeoutMs);
     this.#lastAck = driver.openedAt;
     // Every waiter listens on the session's signal for the length of its wait; there may be thousands.
@@ -126,6 +129,11 @@ export class BatonSession implements Session {
     return () => this.#holds.delete(hold);
   }
 
+  waiting(waiting: Waiting): () => void {
+    this.#waiting.add(waiting);
+    return () => this.#waiting.delete(waiting);
+  }
+
   close(): Promise<void> {
     this.#closing ??= this.#close();
     return this.#closing;
@@ -155,7 +163,7 @@ export class BatonSession implements Session {
     const previous = this.#state;
     this.#setState(status);
     if (status === 'suspended' && previous === 'connected' && this.#onSuspend === 'abort') this.#dropHolds();
-    if (status === 'connected' && previous === 'suspended') void this.#confirmHolds();
+    if (status === 'connected' && previous === 'suspended') void this.#confirmEntries();
   }
 
   /** onSuspend 'abort': holders stop at once; their entries are deleted as soon as the server is back. */
@@ -167,14 +175,21 @@ export class BatonSession implements Session {
     }
   }
 
-  /** After a reconnect every hold is checked on the server: one whose entry is gone is lost. */
-  async #confirmHolds(): Promise<void> {
+  /**
+   * After a reconnect every hold and every waiting entry is checked on the server: a hold whose entry
+   * is gone is lost; a waiter whose entry is gone is told at once instead of when its blocker leaves.
+   */
+  async #confirmEntries(): Promise<void> {
     for (const hold of [...this.#holds]) {
       try {
         if (!(await this.#driver.confirm(hold.entry))) hold.lose(new SessionLostError(`entry ${hold.entry.key} is gone from the server`));
       } catch (error) {
         hold.lose(error instanceof Error ? error : new SessionLostError('could not confirm the entry', { cause: error }));
       }
+    }
+    for (const waiting of [...this.#waiting]) {
+      // A failed confirm means the session itself is going; its signal reaches the waiter.
+      if (!(await this.#driver.confirm(waiting.entry).catch(() => true))) waiting.vanished();
     }
   }
 
@@ -199,6 +214,8 @@ export interface SessionOptions {
    * until the deadline; 'abort' aborts their signals at once and gives the entries back on reconnect.
    */
   readonly onSuspend?: 'wait' | 'abort';
+  /** A waiter whose entry vanished while the session lives: 'requeue' (default) or 'fail'. */
+  readonly onWaiterLost?: WaiterLostPolicy;
 }
 
 /** A tenth of the session timeout: room for a late timer on a busy event loop. */

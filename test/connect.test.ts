@@ -32,6 +32,7 @@ describe('connect: URLs and options', () => {
     [{ connectTimeoutMs: '100' }],
     [{ deadlineMarginMs: Infinity }],
     [{ onSuspend: 'maybe' }],
+    [{ onWaiterLost: 'retry' }],
     [{ reconnectAfterLoss: 'yes' }],
     [null],
     ['fast'],

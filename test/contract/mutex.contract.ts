@@ -197,6 +197,32 @@ export function mutexContract(getFixture: () => Fixture): void {
       await (await waitC.promise).release();
     });
 
+    it("a waiter whose entry another client deleted queues again (onWaiterLost 'requeue', the default) and still gets the lock", async () => {
+      const [holder, waiter] = [await scope.open(), await scope.open()];
+      const held = await new FairMutex(holder, 'requeue').acquire();
+      const waiting = later(new FairMutex(waiter, 'requeue').acquire({ timeoutMs: 20_000 }));
+      await expectQueueLength(holder, 'requeue', 2);
+      const [, deleted] = await holder.backend.list('requeue');
+      await scope.fixture.removeEntry(deleted!.key);
+      await held.release();
+      const lock = await waiting;
+      expect(lock.fencingToken > deleted!.fencingToken).toBe(true); // a new place, behind the deleted one
+      await expectQueueLength(holder, 'requeue', 1);
+      await lock.release();
+    });
+
+    it("a waiter whose entry another client deleted fails with LockLostError under onWaiterLost 'fail'", async () => {
+      const [holder, waiter] = [await scope.open(), await scope.open({ onWaiterLost: 'fail' })];
+      const held = await new FairMutex(holder, 'fail').acquire();
+      const waiting = later(new FairMutex(waiter, 'fail').acquire({ timeoutMs: 20_000 }));
+      await expectQueueLength(holder, 'fail', 2);
+      const [, deleted] = await holder.backend.list('fail');
+      await scope.fixture.removeEntry(deleted!.key);
+      await held.release();
+      await expect(waiting).rejects.toBeInstanceOf(LockLostError);
+      await expectQueueLength(holder, 'fail', 0);
+    });
+
     it('rejects bad names and options with typed errors before touching the server', async () => {
       const a = await scope.open();
       const badNames: unknown[] = ['', '.', '..', 'a//b', 'a/', '/a', 'a/./b', 'a b', 'a\u0000b', 'é', 'x'.repeat(257), '_c_x', 'a/_c_1-lock-0000000001', 42, null, undefined, {}];

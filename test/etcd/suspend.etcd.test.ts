@@ -2,11 +2,12 @@ import { Etcd3 } from 'etcd3';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { LockLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { connect } from '../../src/connect.js';
+import { connect, type ConnectOptions } from '../../src/connect.js';
 import type { BatonSession } from '../../src/session.js';
 import { TcpProxy } from '../harness/proxy.js';
 import { etcdFixture } from '../support/etcd.js';
 import { useScope } from '../support/scope.js';
+import { waiterVanishesAcrossReconnect } from '../support/vanish.js';
 import { eventually, later } from '../support/wait.js';
 
 /** Short disconnects (well under the lease TTL) through the fault proxy. */
@@ -22,9 +23,9 @@ describe('etcd: a short disconnect, and what holders see', () => {
   });
   afterAll(() => admin.close());
 
-  async function throughProxy(onSuspend: 'wait' | 'abort'): Promise<{ session: BatonSession; states: string[] }> {
+  async function throughProxy(onSuspend: 'wait' | 'abort', more: ConnectOptions = {}): Promise<{ session: BatonSession; states: string[] }> {
     proxy = await TcpProxy.start({ port: Number(new URL(info.endpoints[0]!).port) });
-    session = await connect(`etcd://${proxy.address}/${scope.namespace}`, { ttlSeconds: info.ttlSeconds, onSuspend });
+    session = await connect(`etcd://${proxy.address}/${scope.namespace}`, { ttlSeconds: info.ttlSeconds, onSuspend, ...more });
     const states: string[] = [];
     session.on('state', (state) => states.push(state));
     return { session, states };
@@ -78,6 +79,16 @@ describe('etcd: a short disconnect, and what holders see', () => {
       expect(held.signal.reason).toBeInstanceOf(LockLostError);
       expect(states).toContain('suspended');
       await held.release();
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it.each(['fail', 'requeue'] as const)("a waiter whose entry vanished while it was cut off is told at the reconnect (onWaiterLost '%s')", async (policy) => {
+    try {
+      const { session } = await throughProxy('wait', { onWaiterLost: policy });
+      const holder = await scope.open();
+      await waiterVanishesAcrossReconnect({ waiter: session, proxy, holder, removeEntry: async (key) => void (await admin.delete().key(key)), reconnectMs: ttlMs }, policy);
     } finally {
       await cleanup();
     }

@@ -30,6 +30,7 @@ export function etcdFixture(which: 'etcdStandalone' | 'etcdCluster'): Fixture {
     watched: async (namespace) => [...etcdWatches.keys()].filter((key) => key.startsWith(`${namespace}/`)).sort(),
     notifications: () => etcdCounters.notifications,
     expire: (session) => revokeLease(info, session),
+    removeEntry: (key) => withAdmin(info, async (client) => void (await client.delete().key(key))),
     cleanup: (namespace) => withAdmin(info, async (client) => void (await client.delete().prefix(`${namespace}/`))),
     liveSessions: (ids) =>
       withAdmin(info, async (client) => {

@@ -16,6 +16,8 @@ export interface Fixture {
   expire(session: BatonSession): Promise<void>;
   /** Which of these sessions the server still keeps (after close(), none may remain). */
   liveSessions(ids: readonly string[]): Promise<string[]>;
+  /** Deletes one queue entry as another client or an operator would. */
+  removeEntry(key: string): Promise<void>;
   /** Removes whatever directories the namespace still has on the server. */
   cleanup(namespace: string): Promise<void>;
   /** Whether one session's read may not yet show another session's write (a ZooKeeper ensemble). */

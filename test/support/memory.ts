@@ -14,6 +14,7 @@ export function memoryFixture(): Fixture {
     watched: async (namespace) => store.watchedUnder(namespace),
     notifications: () => memoryCounters.notifications,
     expire: async (session) => expireMemorySession(session),
+    removeEntry: async (key) => store.remove(key),
     cleanup: async () => undefined,
     liveSessions: async () => [],
     crossProcess: false,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, expect } from 'vitest';
-import { connect } from '../../src/connect.js';
+import { connect, type ConnectOptions } from '../../src/connect.js';
 import type { BatonSession } from '../../src/session.js';
 import type { Fixture } from './fixture.js';
 import { eventually } from './wait.js';
@@ -9,8 +9,8 @@ export interface Scope {
   readonly fixture: Fixture;
   /** This test's own namespace. */
   readonly namespace: string;
-  /** Opens a session in this test's namespace; closed after the test. */
-  open(): Promise<BatonSession>;
+  /** Opens a session in this test's namespace (with `options` on top of the fixture's); closed after the test. */
+  open(options?: ConnectOptions): Promise<BatonSession>;
 }
 
 /**
@@ -27,8 +27,8 @@ export function useScope(getFixture: () => Fixture): Scope {
     get namespace() {
       return namespace;
     },
-    async open() {
-      const session = await connect(getFixture().url(namespace), getFixture().options);
+    async open(options?: ConnectOptions) {
+      const session = await connect(getFixture().url(namespace), { ...getFixture().options, ...options });
       sessions.push(session);
       return session;
     },

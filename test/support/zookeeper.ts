@@ -24,6 +24,7 @@ export function zkFixture(which: 'zkStandalone' | 'zkEnsemble'): Fixture {
     watched: (namespace) => zkWatchesUnder(info.ports, `/${namespace}`),
     notifications: () => zkCounters.notifications,
     expire: (session) => expireZkSession(info, session),
+    removeEntry: (key) => zkRemoveTree(info.connectString, key),
     cleanup: (namespace) => zkRemoveTree(info.connectString, `/${namespace}`),
     liveSessions: async (ids) => {
       const live: string[] = [];

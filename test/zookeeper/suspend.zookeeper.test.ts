@@ -2,10 +2,11 @@ import { describe, expect, inject, it } from 'vitest';
 import { LockLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { remove } from '../../src/backends/zookeeper/client.js';
-import { connect } from '../../src/connect.js';
+import { connect, type ConnectOptions } from '../../src/connect.js';
 import type { BatonSession } from '../../src/session.js';
 import { TcpProxy } from '../harness/proxy.js';
 import { useScope } from '../support/scope.js';
+import { waiterVanishesAcrossReconnect } from '../support/vanish.js';
 import { eventually, later } from '../support/wait.js';
 import { useZkAdmin, zkFixture } from '../support/zookeeper.js';
 
@@ -17,9 +18,9 @@ describe('ZooKeeper: a short disconnect, and what holders and waiters see', () =
   let proxy: TcpProxy;
   const proxied: BatonSession[] = [];
 
-  async function throughProxy(onSuspend: 'wait' | 'abort'): Promise<{ session: BatonSession; states: string[] }> {
+  async function throughProxy(onSuspend: 'wait' | 'abort', more: ConnectOptions = {}): Promise<{ session: BatonSession; states: string[] }> {
     proxy = await TcpProxy.start({ port: info.ports[0]! });
-    const session = await connect(`zk://${proxy.address}/${scope.namespace}`, { sessionTimeoutMs: info.sessionTimeoutMs, onSuspend });
+    const session = await connect(`zk://${proxy.address}/${scope.namespace}`, { sessionTimeoutMs: info.sessionTimeoutMs, onSuspend, ...more });
     proxied.push(session);
     const states: string[] = [];
     session.on('state', (state) => states.push(state));
@@ -99,6 +100,16 @@ describe('ZooKeeper: a short disconnect, and what holders and waiters see', () =
       const lock = await waiting;
       expect(lock.held).toBe(true);
       await lock.release();
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it.each(['fail', 'requeue'] as const)("a waiter whose entry vanished while it was cut off is told at the reconnect (onWaiterLost '%s')", async (policy) => {
+    try {
+      const { session } = await throughProxy('wait', { onWaiterLost: policy });
+      const holder = await scope.open();
+      await waiterVanishesAcrossReconnect({ waiter: session, proxy, holder, removeEntry: (key) => remove(zkAdmin(), key), reconnectMs: info.sessionTimeoutMs }, policy);
     } finally {
       await cleanup();
     }
