@@ -30,6 +30,8 @@ export class ZkDriver implements Driver {
   readonly #namespace: string;
   readonly #sessionId: bigint;
   readonly #waiters = new Map<string, Set<Waiter>>();
+  /** The watcher function registered for each watched path. */
+  readonly #watchers = new Map<string, (event: zookeeper.Event) => void>();
   #status: 'open' | 'lost' | 'closed' = 'open';
   #suspended = false;
   #events: DriverEvents | undefined;
@@ -227,14 +229,24 @@ export class ZkDriver implements Driver {
     return { entry, queue: entries };
   }
 
-  /** Sets one server watch per watched path, shared by every local waiter on that path. */
+  /**
+   * Sets one server watch per watched path, shared by every local waiter on that path. The watcher
+   * function is kept per path, so that arming again (after a reconnect) registers nothing twice: the
+   * client keeps one copy of a function per path, the server one watch per path and session.
+   */
   #arm(path: string): void {
-    const onEvent = (event: zookeeper.Event): void => {
-      zkCounters.notifications += 1;
-      if (event.getType() === zookeeper.Event.NODE_DELETED) this.#wake(path);
-      else if (this.#waiters.has(path)) this.#arm(path);
-    };
-    this.#retry(() => watchData(this.#client, path, onEvent)).then(
+    let onEvent = this.#watchers.get(path);
+    if (onEvent === undefined) {
+      const watcher = (event: zookeeper.Event): void => {
+        zkCounters.notifications += 1;
+        if (this.#watchers.get(path) === watcher) this.#watchers.delete(path); // the client fires a watcher once
+        if (event.getType() === zookeeper.Event.NODE_DELETED) this.#wake(path);
+        else if (this.#waiters.has(path)) this.#arm(path);
+      };
+      this.#watchers.set(path, (onEvent = watcher));
+    }
+    const watcher = onEvent;
+    this.#retry(() => watchData(this.#client, path, watcher)).then(
       (present) => {
         if (!present) this.#wake(path);
       },
@@ -244,17 +256,11 @@ export class ZkDriver implements Driver {
 
   /**
    * After a reconnect the client re-registers its watches (SetWatches from the last zxid it saw, so a
-   * delete in between fires); should one still have been lost, a fresh look wakes its waiters anyway.
+   * delete in between fires). That is not taken on trust: every watched path is read again with its
+   * watch, which wakes the waiters of a node that is gone and leaves a watch on one that is not.
    */
   #recheckWatches(): void {
-    for (const path of this.#waiters.keys()) {
-      this.#retry(() => exists(this.#client, path)).then(
-        (stat) => {
-          if (stat === null) this.#wake(path);
-        },
-        (error: unknown) => this.#failPath(path, error),
-      );
-    }
+    for (const path of this.#waiters.keys()) this.#arm(path);
   }
 
   #wake(path: string): void {
