@@ -110,15 +110,11 @@ async function waitBehind(
     if (blocker === null) return;
     wait.signal.throwIfAborted(); // from here on we would have to wait, so the timeout counts
     await backend.waitGone(blocker, wait.signal);
-    // Entries only ever leave the part of the queue ahead of us, and new ones join behind us. So if
-    // nothing else in our last listing blocked us, the blocker's departure makes it our turn, provided
-    // our own entry is still there: a session closed by the server deletes the blocker and us at once,
-    // and the blocker's deletion can reach us before the news that our session is gone.
-    const rest = snapshot.filter((e) => e.key !== blocker.key);
-    if (request.decide(rest, self) === null) {
-      if (await backend.confirm(self)) return;
-      await entryVanished(backend, self);
-    }
+    // Decide again on a fresh listing, never on the last one minus the blocker. Two things can have
+    // changed that the blocker's departure does not show: a downgrade puts a read entry at its
+    // writer's place, ahead of writers that queued later; and a session closed by the server deletes
+    // the blocker and our own entry at once, the blocker's deletion reaching us first. Some request
+    // is needed before a grant either way; a listing answers both.
     snapshot = await backend.list(request.queue);
   }
 }

@@ -122,6 +122,8 @@ export function rwContract(getFixture: () => Fixture): void {
       await eventually('writer queued', async () => (await queue(a, 'reenter-read')).length === 2);
       const read = await owner.readLock.acquire({ timeoutMs: 0 });
       await write.release();
+      // The writer's blocker left, but the read entry sits ahead of it now: it must wait for that one.
+      await eventually('the writer waits for the read entry', async () => (await scope.fixture.watched(scope.namespace)).includes(read.entry.key));
       expect(writer.settled).toBe(false);
       await read.release();
       await (await writer.promise).release();
