@@ -76,7 +76,7 @@ export function rwContract(getFixture: () => Fixture): void {
       expect(order).toEqual([0, 1, 2, 3, 4, 5]);
     });
 
-    it('keeps readers and writers apart under contention: 4 contenders x 150, checked externally', async () => {
+    it('keeps readers and writers apart under contention, downgrades included: 4 contenders x 150, checked externally', async () => {
       const fixture = scope.fixture;
       const checker = await runContention({
         url: fixture.url(scope.namespace),
@@ -89,6 +89,7 @@ export function rwContract(getFixture: () => Fixture): void {
       });
       expect(checker.violations).toEqual([]);
       expect(checker.grants).toBe(600);
+      expect(checker.downgrades).toBe(100); // every sixth acquisition of each worker
       expect(checker.sharedAtOnce).toBeGreaterThan(1);
     }, 120_000);
 
