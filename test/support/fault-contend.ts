@@ -36,6 +36,7 @@ const now = (): bigint => process.hrtime.bigint(); // CLOCK_MONOTONIC: comparabl
 /** Stays inside for `holdMs` unless the signal aborts first. */
 function hold(lock: LockHandle, holdMs: number): Promise<void> {
   return new Promise<void>((resolve) => {
+    if (lock.signal.aborted) return resolve(); // an abort already passed fires no event
     const timer = setTimeout(resolve, holdMs);
     lock.signal.addEventListener('abort', () => {
       clearTimeout(timer);
