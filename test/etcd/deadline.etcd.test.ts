@@ -4,7 +4,6 @@ import { SessionLostError } from '../../recipes/errors.js';
 import { connect } from '../../src/connect.js';
 import { TcpProxy } from '../harness/proxy.js';
 import { etcdFixture } from '../support/etcd.js';
-import { partitionTrials } from '../support/partition.js';
 import { useScope } from '../support/scope.js';
 import { eventually } from '../support/wait.js';
 
@@ -12,20 +11,6 @@ describe('the client-side lease deadline on etcd', () => {
   const scope = useScope(() => etcdFixture('etcdStandalone'));
   const info = inject('etcdStandalone');
   const port = (): number => Number(new URL(info.endpoints[0]!).port);
-
-  it('tells a partitioned holder that its lock is lost before the next holder is granted (3 trials)', async () => {
-    const gaps = await partitionTrials(
-      {
-        port: port(),
-        url: (address) => `etcd://${address}/${scope.namespace}`,
-        options: { ttlSeconds: info.ttlSeconds },
-        open: () => scope.open(),
-        waitMs: info.ttlSeconds * 10_000,
-      },
-      3,
-    );
-    console.info(`partitioned etcd holder told ${Math.min(...gaps).toFixed(0)} ms (smallest of 3) before the next grant`);
-  }, 120_000);
 
   it('settles an acquire sent into a partition with SessionLostError once the deadline passes', async () => {
     const proxy = await TcpProxy.start({ port: port() });

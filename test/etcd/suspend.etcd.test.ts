@@ -36,20 +36,6 @@ describe('etcd: a short disconnect, and what holders see', () => {
     await proxy.close();
   }
 
-  it("onSuspend 'wait': the holder keeps its lock through a dropped connection", async () => {
-    try {
-      const { session, states } = await throughProxy('wait');
-      const held = await new FairMutex(session, 'wait').acquire();
-      proxy.drop();
-      await eventually('back', () => states.includes('suspended') && session.state === 'connected', ttlMs);
-      expect(held.signal.aborted).toBe(false);
-      expect(await session.backend.confirm(held.entry)).toBe(true);
-      await held.release();
-    } finally {
-      await cleanup();
-    }
-  });
-
   it("onSuspend 'abort': the holder is told at once and its entry goes back when the server is reachable", async () => {
     try {
       const { session } = await throughProxy('abort');

@@ -1,87 +1,95 @@
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FairMutex } from '../../recipes/mutex.js';
-import { connect, type ConnectOptions } from '../../src/connect.js';
-import type { BatonSession } from '../../src/session.js';
-import { TcpProxy } from '../harness/proxy.js';
-import { etcdFixture } from '../support/etcd.js';
-import type { Fixture } from '../support/fixture.js';
+import { expectLateWriteRefused, useRegister, writeWhileHeld } from '../support/fencing.js';
+import { layouts, throughProxy } from '../support/layouts.js';
 import { useScope } from '../support/scope.js';
 import { eventually, later } from '../support/wait.js';
-import { zkFixture } from '../support/zookeeper.js';
 
-interface Target {
-  readonly name: string;
-  fixture(): Fixture;
-  port(): number;
-  url(address: string, namespace: string): string;
-  options(): ConnectOptions;
-}
+/** A connection cut right after a request reached the server (or before), mid-create, mid-delete, mid-watch. */
+describe.each(layouts)('connection loss mid-request on $name', (layout) => {
+  const scope = useScope(() => layout.fixture());
+  const register = useRegister();
+  const lastSegment = (key: string): string => key.slice(key.lastIndexOf('/') + 1);
 
-const targets: Target[] = [
-  {
-    name: 'ZooKeeper',
-    fixture: () => zkFixture('zkStandalone'),
-    port: () => inject('zkStandalone').ports[0]!,
-    url: (address, namespace) => `zk://${address}/${namespace}`,
-    options: () => ({ sessionTimeoutMs: inject('zkStandalone').sessionTimeoutMs }),
-  },
-  {
-    name: 'etcd',
-    fixture: () => etcdFixture('etcdStandalone'),
-    port: () => Number(new URL(inject('etcdStandalone').endpoints[0]!).port),
-    url: (address, namespace) => `etcd://${address}/${namespace}`,
-    options: () => ({ ttlSeconds: inject('etcdStandalone').ttlSeconds }),
-  },
-];
-
-/** A connection cut right after a request reached the server, in the middle of a release or a wait. */
-describe.each(targets)('connection loss mid-request on $name', (target) => {
-  const scope = useScope(() => target.fixture());
-
-  async function throughProxy(): Promise<{ proxy: TcpProxy; session: BatonSession }> {
-    const proxy = await TcpProxy.start({ port: target.port() });
-    return { proxy, session: await connect(target.url(proxy.address, scope.namespace), target.options()) };
+  for (const when of ['after', 'before'] as const) {
+    it(`an enqueue cut ${when} it reached the server is repaired: one entry, ours, never an orphan`, async () => {
+      const { proxy, session, close } = await throughProxy(layout, scope.namespace);
+      try {
+        const mutex = new FairMutex(session, 'inflight');
+        await (await mutex.acquire()).release(); // the ZooKeeper directory exists, so the cut create can succeed
+        let cut = Promise.resolve();
+        if (when === 'after') {
+          // The client may not come back before the server has applied the request: a reconnect that
+          // overtook it would make ZooKeeper refuse it (session moved), and nothing would be adopted.
+          proxy.refuse();
+          cut = proxy.dropAfterNextRequest((chunk) => layout.isEnqueue(chunk, session));
+        } else {
+          proxy.blackhole();
+        }
+        const sentBefore = proxy.bytesUp;
+        const adoptedBefore = layout.adopted();
+        const acquiring = later(mutex.acquire({ timeoutMs: layout.timeoutMs() * 5 }));
+        await cut;
+        if (when === 'after') {
+          await eventually('the cut enqueue applied', async () => (await scope.fixture.entries(scope.namespace)).length === 1, layout.timeoutMs());
+        } else {
+          await eventually('enqueue sent into the blackhole', () => proxy.bytesUp > sentBefore, layout.timeoutMs());
+          proxy.drop();
+        }
+        proxy.restore();
+        const lock = await acquiring;
+        // The request that reached the server is found again (adopted); the one that did not is sent again.
+        expect(layout.adopted() - adoptedBefore).toBe(when === 'after' ? 1 : 0);
+        expect(await scope.fixture.entries(scope.namespace)).toEqual([lock.entry.key]);
+        expect(await session.backend.confirm(lock.entry)).toBe(true);
+        await writeWhileHeld(register().url, lock);
+        await lock.release();
+        expect(await session.backend.list('inflight')).toEqual([]);
+      } finally {
+        await close();
+      }
+    });
   }
 
-  it('a release whose reply is lost still deletes the entry, and the next waiter gets the lock', async () => {
-    const { proxy, session } = await throughProxy();
+  it('a release whose reply is lost still deletes the entry, the next waiter gets the lock, the old token is fenced off', async () => {
+    const { proxy, session, close } = await throughProxy(layout, scope.namespace);
     try {
       const other = await scope.open();
       const held = await new FairMutex(session, 'release').acquire();
-      const next = later(new FairMutex(other, 'release').acquire({ timeoutMs: 20_000 }));
-      await eventually('waiter queued', async () => (await other.backend.list('release')).length === 2);
-      const key = held.entry.key.slice(held.entry.key.lastIndexOf('/') + 1);
-      const cut = proxy.dropAfterNextRequest((chunk) => chunk.includes(key));
+      await writeWhileHeld(register().url, held);
+      const next = later(new FairMutex(other, 'release').acquire({ timeoutMs: layout.timeoutMs() * 5 }));
+      await eventually('waiter queued', async () => (await other.backend.list('release')).length === 2, layout.timeoutMs());
+      const cut = proxy.dropAfterNextRequest((chunk) => chunk.includes(lastSegment(held.entry.key)));
       const releasing = held.release();
       await cut;
       await releasing;
       expect(held.held).toBe(false);
       const lock = await next;
+      await writeWhileHeld(register().url, lock);
+      await expectLateWriteRefused(register().url, held);
       expect((await other.backend.list('release')).map((e) => e.key)).toEqual([lock.entry.key]);
       await lock.release();
     } finally {
-      await session.close();
-      await proxy.close();
+      await close();
     }
   });
 
   it('a waiter whose watch request is cut is still woken when its predecessor goes', async () => {
-    const { proxy, session } = await throughProxy();
+    const { proxy, session, close } = await throughProxy(layout, scope.namespace);
     try {
       const holder = await scope.open();
       const held = await new FairMutex(holder, 'watch').acquire();
-      const key = held.entry.key.slice(held.entry.key.lastIndexOf('/') + 1);
+      await writeWhileHeld(register().url, held);
       // The waiter's first request naming the holder's entry is its watch on it.
-      const cut = proxy.dropAfterNextRequest((chunk) => chunk.includes(key));
-      const waiting = later(new FairMutex(session, 'watch').acquire({ timeoutMs: 20_000 }));
+      const cut = proxy.dropAfterNextRequest((chunk) => chunk.includes(lastSegment(held.entry.key)));
+      const waiting = later(new FairMutex(session, 'watch').acquire({ timeoutMs: layout.timeoutMs() * 5 }));
       await cut;
       await held.release();
       const lock = await waiting;
-      expect(lock.held).toBe(true);
+      await writeWhileHeld(register().url, lock);
       await lock.release();
     } finally {
-      await session.close();
-      await proxy.close();
+      await close();
     }
   });
 });

@@ -1,76 +1,129 @@
-import { fork } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEtcd, type EtcdCluster } from '../harness/etcd.js';
 import { startZooKeeper, type ZkCluster } from '../harness/zookeeper.js';
-import { checkIntervals, type Interval } from '../support/fault-contend.js';
+import { etcdFixtureOf } from '../support/etcd.js';
+import { checkIntervals } from '../support/fault-contend.js';
+import { ContenderPool } from '../support/fault-contenders.js';
+import { FencedRegister } from '../support/fenced-register.js';
+import type { Fixture } from '../support/fixture.js';
+import { eventually } from '../support/wait.js';
+import { zkFixtureOf } from '../support/zookeeper.js';
 
-const WORKER = fileURLToPath(new URL('../support/fault-worker.ts', import.meta.url));
 const WORKERS = 8;
-
-/** Runs the contenders in their own processes; resolves with every belief interval they reported. */
-function contenders(url: string, options: object, count: number, holdMs: number): { done: Promise<Interval[]>; sessions: () => number } {
-  const intervals: Interval[] = [];
-  let sessions = 0;
-  const runs = Array.from({ length: WORKERS }, (_, worker) => {
-    const child = fork(WORKER, [url, String(worker), String(count), String(holdMs), JSON.stringify(options)], {
-      execArgv: ['--import', 'tsx'],
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
-    child.on('message', (message: { type: string; interval?: Interval; sessions?: number }) => {
-      if (message.type === 'interval' && message.interval) intervals.push(message.interval);
-      if (message.type === 'done') sessions += message.sessions ?? 0;
-    });
-    return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => child.kill('SIGKILL'), 150_000);
-      child.on('exit', (code, signal) => {
-        clearTimeout(timer);
-        if (code === 0) resolve();
-        else reject(new Error(`contender ${worker} exited with ${code ?? signal}`));
-      });
-    });
-  });
-  return { done: Promise.all(runs).then(() => intervals), sessions: () => sessions };
-}
+const KILLS = 3;
+const ZK_SESSION_TIMEOUT_MS = 4_000;
+const ETCD_TTL_SECONDS = 4;
+const NAMESPACE = 'leader-kill';
 
 interface Killable {
   leader(): Promise<{ kill(): Promise<void>; start(): Promise<void> } | undefined>;
 }
 
-/** Kills the leader `times` times while the contenders run, restarting it each time. */
-async function killLeaders(cluster: Killable, times: number, pauseMs: number): Promise<number> {
+/** Servers of its own for each layout: killing the shared ones would disturb the suites running beside. */
+interface Deployment {
+  readonly fixture: Fixture;
+  readonly cluster: Killable;
+  readonly timeoutMs: number;
+  stop(): Promise<void>;
+}
+
+function zkDeployment(zk: ZkCluster, name: string): Deployment {
+  const info = { connectString: zk.connectString, ports: zk.members.map((m) => m.clientPort), sessionTimeoutMs: ZK_SESSION_TIMEOUT_MS };
+  return {
+    fixture: zkFixtureOf(info, name),
+    // A standalone server elects nobody: the server itself is what goes down and comes back.
+    cluster: { leader: async () => (zk.members.length === 1 ? zk.members[0] : zk.leader()) },
+    timeoutMs: ZK_SESSION_TIMEOUT_MS,
+    stop: () => zk.stop(),
+  };
+}
+
+function etcdDeployment(etcd: EtcdCluster, name: string): Deployment {
+  return {
+    fixture: etcdFixtureOf({ endpoints: etcd.endpoints, ttlSeconds: ETCD_TTL_SECONDS }, name),
+    cluster: etcd,
+    timeoutMs: ETCD_TTL_SECONDS * 1_000,
+    stop: () => etcd.stop(),
+  };
+}
+
+const layouts: { name: string; start(): Promise<Deployment> }[] = [
+  { name: 'zkStandalone', start: async () => zkDeployment(await startZooKeeper({ size: 1 }), 'ZooKeeper (standalone)') },
+  { name: 'zkEnsemble', start: async () => zkDeployment(await startZooKeeper({ size: 3 }), 'ZooKeeper (3-node ensemble)') },
+  { name: 'etcdStandalone', start: async () => etcdDeployment(await startEtcd({ size: 1 }), 'etcd (standalone)') },
+  { name: 'etcdCluster', start: async () => etcdDeployment(await startEtcd({ size: 3 }), 'etcd (3-node cluster)') },
+];
+
+/**
+ * Kills the leader `times` times and restarts it at once. Before every kill and after the last
+ * restart it waits for `progressed`, so that each kill lands while the processes contend.
+ */
+async function killLeader(deployment: Deployment, times: number, progressed: () => Promise<void>): Promise<number> {
   let kills = 0;
   for (let i = 0; i < times; i += 1) {
-    await new Promise((resolve) => setTimeout(resolve, pauseMs));
-    const leader = await cluster.leader();
-    if (leader === undefined) continue;
-    await leader.kill();
+    await progressed();
+    let leader: Awaited<ReturnType<Killable['leader']>>;
+    await eventually('a leader', async () => (leader = await deployment.cluster.leader()) !== undefined, deployment.timeoutMs * 5);
+    await leader!.kill();
     kills += 1;
-    await new Promise((resolve) => setTimeout(resolve, pauseMs));
-    await leader.start();
+    await leader!.start();
   }
+  await progressed();
   return kills;
 }
 
-describe('leader kills while 8 processes contend on one lock', () => {
-  let zk: ZkCluster;
-  let etcd: EtcdCluster;
+/** The contending processes, started once for the four layouts. */
+let pool: ContenderPool;
+beforeAll(async () => {
+  pool = await ContenderPool.start(WORKERS, 600_000);
+}, 60_000);
+afterAll(async () => {
+  await pool?.close();
+});
+
+describe.each(layouts)(`leader killed ${KILLS} times while ${WORKERS} processes contend on one lock: $name`, (layout) => {
+  let deployment: Deployment;
+  let register: FencedRegister;
   beforeAll(async () => {
-    [zk, etcd] = await Promise.all([startZooKeeper({ size: 3 }), startEtcd({ size: 3 })]);
+    [deployment, register] = await Promise.all([layout.start(), FencedRegister.start()]);
   }, 60_000);
   afterAll(async () => {
-    await Promise.allSettled([zk.stop(), etcd.stop()]);
+    await Promise.allSettled([deployment?.stop(), register?.close()]);
   });
 
-  it.each([
-    ['ZooKeeper', () => `zk://${zk.connectString}/leader-kill`, { sessionTimeoutMs: 4_000 }, () => zk as Killable],
-    ['etcd', () => `etcd://${etcd.endpoints.map((e) => e.replace('http://', '')).join(',')}/leader-kill`, { ttlSeconds: 4 }, () => etcd as Killable],
-  ])('%s: no two holders that believe they hold overlap, fencing tokens only grow', async (_name, url, options, cluster) => {
-    const run = contenders(url(), options, 25, 5);
-    const [intervals, kills] = await Promise.all([run.done, killLeaders(cluster(), 3, 1_000)]);
-    expect(kills).toBeGreaterThan(0);
-    expect(intervals).toHaveLength(WORKERS * 25);
+  it('no two holders that believe they hold overlap, and every write made while holding is accepted', async () => {
+    const { fixture, timeoutMs } = deployment;
+    const run = pool.run({
+      url: fixture.url(NAMESPACE),
+      options: fixture.options,
+      count: 5_000,
+      holdMs: 5,
+      registerUrl: register.url,
+      limitMs: timeoutMs * 30,
+    });
+    const progressed = async (): Promise<void> => {
+      const mark = run.intervals.length;
+      await eventually('the processes keep acquiring', () => run.intervals.length >= mark + WORKERS, timeoutMs * 10);
+    };
+    // The run ends (and the pool is free for the next layout) also when a kill or a wait fails.
+    const [killed, finished] = await Promise.allSettled([killLeader(deployment, KILLS, progressed).finally(() => run.stop()), run.done]);
+    if (killed.status === 'rejected') throw killed.reason;
+    if (finished.status === 'rejected') throw finished.reason;
+    const [kills, { sessions }] = [killed.value, finished.value];
+    const intervals = run.intervals;
+    expect(kills).toBe(KILLS);
     expect(checkIntervals(intervals)).toEqual([]);
-    console.info(`${_name}: ${intervals.length} holds, ${kills} leader kills, ${intervals.filter((i) => i.lost).length} holds told they were lost, ${run.sessions()} sessions`);
+    const refusedWhileHeld = intervals.filter((i) => i.write?.whileHeld === true && !i.write.accepted);
+    expect(refusedWhileHeld, 'writes refused although their holder still believed it held').toEqual([]);
+    const late = intervals.filter((i) => i.late !== undefined);
+    console.info(
+      `${layout.name}: ${intervals.length} holds by ${WORKERS} processes over ${sessions} sessions, ${kills} leader kills; ` +
+        `${intervals.filter((i) => i.write?.whileHeld).length} writes while holding, all accepted; ` +
+        `${intervals.filter((i) => i.lost).length} holds told they were lost, ${late.length} late writes, ${late.filter((i) => !i.late!.accepted).length} refused`,
+    );
+    // Entries of sessions lost on the client side go when the server expires them.
+    await eventually('no orphan entry', async () => (await fixture.entries(NAMESPACE)).length === 0, timeoutMs * 2);
+    expect(await fixture.watched(NAMESPACE), 'watches left behind').toEqual([]);
+    await fixture.cleanup(NAMESPACE);
   }, 180_000);
 });

@@ -20,10 +20,14 @@ async function withAdmin<T>(info: EtcdInfo, use: (client: Etcd3) => Promise<T>):
 }
 
 export function etcdFixture(which: 'etcdStandalone' | 'etcdCluster'): Fixture {
-  const info = inject(which);
+  return etcdFixtureOf(inject(which), which === 'etcdStandalone' ? 'etcd (standalone)' : 'etcd (3-node cluster)');
+}
+
+/** The same fixture for any etcd deployment, e.g. one a fault test started for itself to kill. */
+export function etcdFixtureOf(info: EtcdInfo, name: string): Fixture {
   const hosts = info.endpoints.map((url) => url.replace(/^https?:\/\//, '')).join(',');
   return {
-    name: which === 'etcdStandalone' ? 'etcd (standalone)' : 'etcd (3-node cluster)',
+    name,
     url: (namespace) => `etcd://${hosts}/${namespace}`,
     options: { ttlSeconds: info.ttlSeconds },
     entries: (namespace) => withAdmin(info, (client) => client.getAll().prefix(`${namespace}/`).keys()),

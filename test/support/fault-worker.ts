@@ -1,16 +1,25 @@
-import { contendThroughFaults } from './fault-contend.js';
+import { contendThroughFaults, type ContendPlan } from './fault-contend.js';
 
-/** Child-process side of the fault tests: argv = url worker count holdMs options-json. */
-const [url = '', worker = '0', count = '0', holdMs = '0', options = '{}'] = process.argv.slice(2);
-contendThroughFaults(url, JSON.parse(options) as object, Number(worker), Number(count), Number(holdMs), (interval) =>
-  process.send?.({ type: 'interval', interval }),
-).then(
-  (summary) => {
-    process.send?.({ type: 'done', ...summary });
-    process.disconnect();
-  },
-  (error: unknown) => {
-    console.error(error);
-    process.exit(1);
-  },
-);
+/**
+ * Child-process side of the fault tests, one of a pool that serves several runs: it says 'ready', then
+ * `{ type: 'run', plan }` starts a run (answered with 'done' and the sessions it opened), 'stop' ends
+ * the run after the current hold, and 'exit' lets the process end.
+ */
+type Command = { type: 'run'; plan: ContendPlan } | { type: 'stop' } | { type: 'exit' };
+
+let stop = false;
+process.on('message', (command: Command) => {
+  if (command.type === 'stop') stop = true;
+  else if (command.type === 'exit') process.disconnect();
+  else {
+    stop = false;
+    contendThroughFaults(command.plan, (interval) => process.send?.({ type: 'interval', interval }), () => stop).then(
+      (summary) => process.send?.({ type: 'done', ...summary }),
+      (error: unknown) => {
+        console.error(error);
+        process.exit(1);
+      },
+    );
+  }
+});
+process.send?.({ type: 'ready' });

@@ -75,3 +75,17 @@ export async function writeFenced(registerUrl: string, token: bigint): Promise<W
   if (response.status !== 200 && response.status !== 409) throw new Error(`register answered ${response.status}: ${await response.text()}`);
   return (await response.json()) as WriteOutcome;
 }
+
+/** A holder's write, and whether its signal was still not aborted once the register had answered. */
+export interface HolderWrite extends WriteOutcome {
+  readonly whileHeld: boolean;
+}
+
+/**
+ * A write by a holder of `token`. `whileHeld` is true only if the holder believed it held for the whole
+ * write: such a write must never be refused, since no successor may have written before it.
+ */
+export async function writeAsHolder(registerUrl: string, token: bigint, signal: AbortSignal): Promise<HolderWrite> {
+  const outcome = await writeFenced(registerUrl, token);
+  return { ...outcome, whileHeld: !signal.aborted };
+}

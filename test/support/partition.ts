@@ -1,50 +1,56 @@
 import { expect } from 'vitest';
 import { LockLostError, SessionLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { connect, type ConnectOptions } from '../../src/connect.js';
-import type { BatonSession } from '../../src/session.js';
-import { TcpProxy } from '../harness/proxy.js';
-
-export interface PartitionSetup {
-  /** The server port the proxy forwards to. */
-  readonly port: number;
-  /** The URL for a session through the proxy at `address`. */
-  url(address: string): string;
-  readonly options: ConnectOptions;
-  /** A session that is not partitioned (closed by the test scope). */
-  open(): Promise<BatonSession>;
-  /** Bound for the next holder's wait: several session timeouts. */
-  readonly waitMs: number;
-}
+import { FencedRegister } from './fenced-register.js';
+import { expectLateWriteRefused, writeWhileHeld } from './fencing.js';
+import { throughProxy, type Layout } from './layouts.js';
+import type { Scope } from './scope.js';
 
 /**
- * Partitions a holder from its server (proxy blackhole) while another session waits, `trials` times.
- * Checks in every trial that the holder's signal aborted with LockLostError (cause SessionLostError)
- * strictly before the waiter was granted; returns the gaps in milliseconds.
+ * Partitions a holder from its server (proxy blackhole) while another session waits, `trials` times,
+ * `parallel` trials at a time, each with its own lock, proxy, sessions and fenced register. Checks in
+ * every trial that the holder's signal aborted with LockLostError (cause SessionLostError) strictly
+ * before the waiter was granted, that both wrote to the register while they held, that the cut-off
+ * holder's late write was refused, and that the lock's queue is empty once the fault has healed.
+ * Returns each trial's gap: milliseconds from the cut-off holder's abort to the next holder's grant.
  */
-export async function partitionTrials(setup: PartitionSetup, trials: number): Promise<number[]> {
+export async function partitionTrials(layout: Layout, scope: Scope, trials: number, parallel: number): Promise<number[]> {
   const gaps: number[] = [];
-  for (let trial = 0; trial < trials; trial += 1) {
-    const proxy = await TcpProxy.start({ port: setup.port });
-    const cutOff = await connect(setup.url(proxy.address), setup.options);
-    const other = await setup.open();
-    try {
-      const held = await new FairMutex(cutOff, 'partition').acquire();
-      let abortedAt = Number.NaN;
-      held.signal.addEventListener('abort', () => (abortedAt = performance.now()), { once: true });
-      const next = new FairMutex(other, 'partition').acquire({ timeoutMs: setup.waitMs }).then((lock) => ({ lock, grantedAt: performance.now() }));
-      proxy.blackhole();
-      const { lock, grantedAt } = await next;
-      expect(held.signal.reason).toBeInstanceOf(LockLostError);
-      expect((held.signal.reason as LockLostError).cause).toBeInstanceOf(SessionLostError);
-      expect(cutOff.state).toBe('lost');
-      expect(abortedAt).toBeLessThan(grantedAt);
-      gaps.push(grantedAt - abortedAt);
-      await lock.release();
-    } finally {
-      await cutOff.close();
-      await proxy.close();
+  for (let first = 0; first < trials; first += parallel) {
+    const batch = Array.from({ length: Math.min(parallel, trials - first) }, (_, i) => partitionTrial(layout, scope, `partition-${first + i}`));
+    const settled = await Promise.allSettled(batch);
+    for (const outcome of settled) {
+      if (outcome.status === 'rejected') throw outcome.reason;
+      gaps.push(outcome.value);
     }
   }
   return gaps;
+}
+
+async function partitionTrial(layout: Layout, scope: Scope, name: string): Promise<number> {
+  const register = await FencedRegister.start();
+  const { proxy, session: cutOff, close } = await throughProxy(layout, scope.namespace);
+  try {
+    const other = await scope.open();
+    const held = await new FairMutex(cutOff, name).acquire();
+    await writeWhileHeld(register.url, held);
+    let abortedAt = Number.NaN;
+    held.signal.addEventListener('abort', () => (abortedAt = performance.now()), { once: true });
+    // The server hands the lock on only after it expired the session: a few timeouts bound the wait.
+    const next = new FairMutex(other, name).acquire({ timeoutMs: layout.timeoutMs() * 5 }).then((lock) => ({ lock, grantedAt: performance.now() }));
+    proxy.blackhole();
+    const { lock, grantedAt } = await next;
+    expect(held.signal.reason).toBeInstanceOf(LockLostError);
+    expect((held.signal.reason as LockLostError).cause).toBeInstanceOf(SessionLostError);
+    expect(cutOff.state).toBe('lost');
+    expect(abortedAt, 'the cut-off holder is told before the next grant').toBeLessThan(grantedAt);
+    await writeWhileHeld(register.url, lock);
+    await expectLateWriteRefused(register.url, held);
+    await lock.release();
+    expect(await other.backend.list(name), 'entries left in the queue after the fault healed').toEqual([]);
+    return grantedAt - abortedAt;
+  } finally {
+    await close();
+    await register.close();
+  }
 }

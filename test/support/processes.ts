@@ -1,4 +1,4 @@
-import { fork } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { ConnectOptions } from '../../src/connect.js';
 import { contend, ExclusionChecker, type ContendMessage, type Mode } from './contend.js';
@@ -32,17 +32,33 @@ function inProcess(opts: Parameters<typeof runContention>[0], worker: number, ch
 
 function inChild(opts: Parameters<typeof runContention>[0], worker: number, checker: ExclusionChecker): Promise<void> {
   const args = [opts.url, opts.mode ?? 'mutex', opts.name, String(worker), String(opts.count), JSON.stringify(opts.options)];
-  const child = fork(WORKER, args, { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  child.on('message', (message: ContendMessage) => {
-    checker.receive(message);
+  return forkWorker(WORKER, args, `contender ${worker}`, 120_000, (message, child) => {
+    checker.receive(message as ContendMessage);
     child.send('ok');
-  });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
+  }).exited;
+}
+
+/**
+ * Runs a TypeScript worker in its own process with an IPC channel, handing its messages to
+ * `onMessage`. `exited` resolves when it exits with 0 and rejects otherwise; after `limitMs` the
+ * worker is killed (by its own PID), so a stuck worker cannot hang the test run.
+ */
+export function forkWorker(
+  script: string,
+  args: readonly string[],
+  label: string,
+  limitMs: number,
+  onMessage: (message: unknown, child: ChildProcess) => void,
+): { child: ChildProcess; exited: Promise<void> } {
+  const child = fork(script, args, { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  child.on('message', (message) => onMessage(message, child));
+  const exited = new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), limitMs);
     child.on('exit', (code, signal) => {
       clearTimeout(timer);
       if (code === 0) resolve();
-      else reject(new Error(`contender ${worker} exited with ${code ?? signal}`));
+      else reject(new Error(`${label} exited with ${code ?? signal}`));
     });
   });
+  return { child, exited };
 }

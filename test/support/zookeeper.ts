@@ -14,9 +14,13 @@ export interface ZkInfo {
 
 /** The contract fixture for a ZooKeeper deployment the global setup started (or the user pointed at). */
 export function zkFixture(which: 'zkStandalone' | 'zkEnsemble'): Fixture {
-  const info = inject(which);
+  return zkFixtureOf(inject(which), which === 'zkStandalone' ? 'ZooKeeper (standalone)' : 'ZooKeeper (3-node ensemble)');
+}
+
+/** The same fixture for any ZooKeeper deployment, e.g. one a fault test started for itself to kill. */
+export function zkFixtureOf(info: ZkInfo, name: string): Fixture {
   return {
-    name: which === 'zkStandalone' ? 'ZooKeeper (standalone)' : 'ZooKeeper (3-node ensemble)',
+    name,
     url: (namespace) => `zk://${info.connectString}/${namespace}`,
     options: { sessionTimeoutMs: info.sessionTimeoutMs },
     entries: async (namespace) =>
@@ -32,7 +36,7 @@ export function zkFixture(which: 'zkStandalone' | 'zkEnsemble'): Fixture {
       return live;
     },
     crossProcess: true,
-    laggingReads: which === 'zkEnsemble',
+    laggingReads: info.ports.length > 1,
     // The client notices the expiry when it reconnects, within a session timeout or two.
     lossDeadlineMs: info.sessionTimeoutMs * 3,
   };

@@ -3,7 +3,6 @@ import { FairMutex } from '../../recipes/mutex.js';
 import { SessionLostError } from '../../recipes/errors.js';
 import { connect } from '../../src/connect.js';
 import { TcpProxy } from '../harness/proxy.js';
-import { partitionTrials } from '../support/partition.js';
 import { useScope } from '../support/scope.js';
 import { zkFixture } from '../support/zookeeper.js';
 import { eventually } from '../support/wait.js';
@@ -11,21 +10,6 @@ import { eventually } from '../support/wait.js';
 describe('the client-side session deadline on ZooKeeper', () => {
   const scope = useScope(() => zkFixture('zkStandalone'));
   const info = inject('zkStandalone');
-
-  it('tells a partitioned holder that its lock is lost before the next holder is granted (5 trials)', async () => {
-    const gaps = await partitionTrials(
-      {
-        port: info.ports[0]!,
-        url: (address) => `zk://${address}/${scope.namespace}`,
-        options: { sessionTimeoutMs: info.sessionTimeoutMs },
-        open: () => scope.open(),
-        waitMs: info.sessionTimeoutMs * 10,
-      },
-      5,
-    );
-    // The smallest gap between the cut-off holder being told and the next grant, for the record.
-    console.info(`partitioned ZooKeeper holder told ${Math.min(...gaps).toFixed(0)} ms (smallest of 5) before the next grant`);
-  }, 120_000);
 
   it('settles an acquire sent into a partition with SessionLostError once the deadline passes', async () => {
     const proxy = await TcpProxy.start({ port: info.ports[0]! });

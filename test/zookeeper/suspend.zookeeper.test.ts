@@ -32,24 +32,6 @@ describe('ZooKeeper: a short disconnect, and what holders and waiters see', () =
     await proxy.close();
   }
 
-  it("onSuspend 'wait': the holder keeps its lock, the entry is confirmed, and the waiter still gets it", async () => {
-    try {
-      const { session, states } = await throughProxy('wait');
-      const other = await scope.open();
-      const held = await new FairMutex(session, 'wait').acquire();
-      const next = later(new FairMutex(other, 'wait').acquire());
-      await eventually('waiter queued', async () => (await other.backend.list('wait')).length === 2);
-      proxy.drop();
-      await eventually('reconnected', () => states.includes('suspended') && session.state === 'connected', info.sessionTimeoutMs);
-      expect(held.signal.aborted).toBe(false);
-      expect(await session.backend.confirm(held.entry)).toBe(true);
-      await held.release();
-      await (await next).release();
-    } finally {
-      await cleanup();
-    }
-  });
-
   it("onSuspend 'abort': the holder is told at once and its entry goes back when the server is reachable", async () => {
     try {
       const { session, states } = await throughProxy('abort');

@@ -1,0 +1,85 @@
+import { inject } from 'vitest';
+import { etcdCounters } from '../../src/backends/etcd/driver.js';
+import { zkCounters } from '../../src/backends/zookeeper/driver.js';
+import { connect, type ConnectOptions } from '../../src/connect.js';
+import type { BatonSession } from '../../src/session.js';
+import { TcpProxy } from '../harness/proxy.js';
+import { etcdFixture } from './etcd.js';
+import type { Fixture } from './fixture.js';
+import { zkFixture } from './zookeeper.js';
+
+export type LayoutName = 'zkStandalone' | 'zkEnsemble' | 'etcdStandalone' | 'etcdCluster';
+
+/**
+ * One of the four deployments the global setup starts, as the fault tests need it: the contract
+ * fixture, one member to put the fault proxy in front of, and what a fault test must recognise on the
+ * wire. Every wait in a fault test is derived from `timeoutMs`.
+ */
+export interface Layout {
+  readonly name: LayoutName;
+  fixture(): Fixture;
+  /** The client port of the member the fault proxy forwards to. */
+  port(): number;
+  /** A session URL through the proxy listening at `address`. */
+  url(address: string, namespace: string): string;
+  /** The ZooKeeper session timeout or the etcd lease TTL, in milliseconds. */
+  timeoutMs(): number;
+  /** Whether a client-to-server chunk carries `session`'s enqueue request (ZooKeeper create, etcd Txn). */
+  isEnqueue(chunk: Buffer, session: BatonSession): boolean;
+  /** Entries adopted after a lost enqueue reply, in this process so far. */
+  adopted(): number;
+}
+
+function zkLayout(name: 'zkStandalone' | 'zkEnsemble'): Layout {
+  return {
+    name,
+    fixture: () => zkFixture(name),
+    port: () => inject(name).ports[0]!,
+    url: (address, namespace) => `zk://${address}/${namespace}`,
+    timeoutMs: () => inject(name).sessionTimeoutMs,
+    // Only requests on an entry name its protected `_c_` prefix; heartbeats and listings name directories.
+    isEnqueue: (chunk) => chunk.includes('_c_'),
+    adopted: () => zkCounters.adopted,
+  };
+}
+
+function etcdLayout(name: 'etcdStandalone' | 'etcdCluster'): Layout {
+  return {
+    name,
+    fixture: () => etcdFixture(name),
+    port: () => Number(new URL(inject(name).endpoints[0]!).port),
+    url: (address, namespace) => `etcd://${address}/${namespace}`,
+    timeoutMs: () => inject(name).ttlSeconds * 1_000,
+    // The first slot's key (`<lease>-0-lock`) appears in the enqueue Txn; queue reads name only the prefix.
+    isEnqueue: (chunk, session) => chunk.includes(`${session.id}-0-lock`),
+    adopted: () => etcdCounters.adopted,
+  };
+}
+
+export const layouts: readonly Layout[] = [zkLayout('zkStandalone'), zkLayout('zkEnsemble'), etcdLayout('etcdStandalone'), etcdLayout('etcdCluster')];
+
+export interface Proxied {
+  readonly proxy: TcpProxy;
+  readonly session: BatonSession;
+  /** Closes the session, then the proxy. */
+  close(): Promise<void>;
+}
+
+/** A session of `layout` whose only way to the server is a fresh fault proxy. */
+export async function throughProxy(layout: Layout, namespace: string, options: ConnectOptions = {}): Promise<Proxied> {
+  const proxy = await TcpProxy.start({ port: layout.port() });
+  try {
+    const session = await connect(layout.url(proxy.address, namespace), { ...layout.fixture().options, ...options });
+    return {
+      proxy,
+      session,
+      async close() {
+        await session.close();
+        await proxy.close();
+      },
+    };
+  } catch (error) {
+    await proxy.close();
+    throw error;
+  }
+}
