@@ -2,6 +2,8 @@ import { Etcd3 } from 'etcd3';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { FairMutex } from '../../recipes/mutex.js';
 import { EtcdDriver } from '../../src/backends/etcd/driver.js';
+import { connect } from '../../src/connect.js';
+import { TcpProxy } from '../harness/proxy.js';
 import { etcdFixture } from '../support/etcd.js';
 import { useScope } from '../support/scope.js';
 import { eventually } from '../support/wait.js';
