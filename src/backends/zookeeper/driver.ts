@@ -38,7 +38,8 @@ export class ZkDriver implements Driver {
   /** Every request still in flight settles with the reason the session ended. */
   readonly #requests = new InFlight();
   readonly #heartbeat: NodeJS.Timeout;
-  #heartbeatInFlight = false;
+  /** When the heartbeat still waiting for its answer was sent. */
+  #heartbeatSentAt: number | undefined;
 
   static async open(options: ZkDriverOptions): Promise<ZkDriver> {
     const client = zookeeper.createClient(options.hosts, {
@@ -60,22 +61,33 @@ export class ZkDriver implements Driver {
     this.timeoutMs = client.getSessionTimeout();
     client.on('state', (state) => this.#onState(state));
     // node-zookeeper-client never reports a server that stops answering, and hides its pings; this
-    // request is our own ping, whose replies move the session's loss deadline forward.
-    this.#heartbeat = setInterval(() => this.#ping(), Math.max(Math.floor(this.timeoutMs / 4), 10));
+    // request is our own ping, whose replies move the session's loss deadline forward. Every sixth of
+    // the timeout: a silent connection is then dropped between a third and a half of the timeout
+    // after its last unanswered heartbeat, leaving time to reconnect elsewhere before the deadline.
+    this.#heartbeat = setInterval(() => this.#ping(), Math.max(Math.floor(this.timeoutMs / 6), 10));
     this.#heartbeat.unref();
   }
 
   #ping(): void {
-    if (this.#heartbeatInFlight || this.#status !== 'open') return;
-    this.#heartbeatInFlight = true;
+    if (this.#status !== 'open') return;
+    const unanswered = this.#heartbeatSentAt;
+    if (unanswered !== undefined) {
+      // The client never gives up on a server that stopped answering (a hung member, or a connection
+      // the server dropped without closing it). Like ZooKeeper's own Java client, drop a connection
+      // that has been silent for a third of the session timeout, so that the client moves to another
+      // member while the session can still be saved there.
+      if (!this.#suspended && performance.now() - unanswered > this.timeoutMs / 3) destroySocket(this.#client);
+      return;
+    }
     const sentAt = performance.now();
+    this.#heartbeatSentAt = sentAt;
     this.#send(() => exists(this.#client, '/')).then(
       () => {
-        this.#heartbeatInFlight = false;
+        this.#heartbeatSentAt = undefined;
         this.#events?.ack(sentAt);
       },
       () => {
-        this.#heartbeatInFlight = false;
+        this.#heartbeatSentAt = undefined;
       },
     );
   }
