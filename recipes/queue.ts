@@ -34,12 +34,13 @@ export async function waitForTurn(request: QueueRequest, options: WaitOptions): 
   const startedAt = performance.now();
   const leave = session.enter();
   try {
-    for (;;) {
+    for (let turn = request; ; turn = { ...request, at: undefined }) {
       try {
-        return await takeTurn(request, options, startedAt);
+        return await takeTurn(turn, options, startedAt);
       } catch (error) {
         if (!(error instanceof EntryVanished)) throw error;
         if (session.onWaiterLost === 'fail') throw new LockLostError(request.what, { cause: error });
+        // Again at the tail: a place taken `at` an entry of ours is not ours to take twice.
       }
     }
   } finally {
@@ -53,6 +54,12 @@ async function takeTurn(request: QueueRequest, options: WaitOptions, startedAt: 
   // The enqueue is never abandoned half way: a create in flight must finish so that we can delete it.
   const { entry, queue } = await session.backend.enqueue(request.queue, request.kind, request.at);
   try {
+    // A place taken at another entry's position is only as good as that entry: had it gone before ours
+    // was written (deleted by someone else, or released first on another member), ours would sort
+    // ahead of whoever was granted after it.
+    if (request.at !== undefined && !queue.some((e) => e.key === request.at!.key)) {
+      throw new LockLostError(what, { cause: new Error(`the entry whose place was to be taken (${request.at.key}) is gone`) });
+    }
     // The common case, nobody ahead: granted without setting up a wait at all.
     if (queue.some((e) => e.key === entry.key) && request.decide(queue, entry) === null) {
       options.signal?.throwIfAborted();

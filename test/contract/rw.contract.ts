@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidArgumentError, LockUpgradeError } from '../../recipes/errors.js';
+import { InvalidArgumentError, LockLostError, LockUpgradeError } from '../../recipes/errors.js';
 import type { LockHandle } from '../../recipes/handle.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import type { BatonSession } from '../../src/session.js';
@@ -92,6 +92,21 @@ export function rwContract(getFixture: () => Fixture): void {
       expect(checker.downgrades).toBe(100); // every sixth acquisition of each worker
       expect(checker.sharedAtOnce).toBeGreaterThan(1);
     }, 120_000);
+
+    it('refuses a downgrade from a write lock whose entry is already gone, and the writer granted after it stays alone', async () => {
+      const [a, b] = [await scope.open(), await scope.open()];
+      const owner = new ReadWriteLock(a, 'gone');
+      const write = await owner.writeLock.acquire();
+      const next = later(new ReadWriteLock(b, 'gone').writeLock.acquire({ timeoutMs: 20_000 }));
+      await eventually('writer queued', async () => (await queue(a, 'gone')).length === 2);
+      await scope.fixture.removeEntry(write.entry.key); // deleted by another client or an operator
+      const granted = await next;
+      const refused = await owner.downgrade(write).then(() => undefined, (error: unknown) => error);
+      expect(refused instanceof LockLostError || refused instanceof InvalidArgumentError).toBe(true);
+      await eventually('only the granted writer is queued', async () => (await queue(b, 'gone')).map((e) => e.key).join() === granted.entry.key);
+      await granted.release();
+      await write.release();
+    });
 
     it('downgrades without a gap: the read takes the writer\'s place, earlier readers proceed, later writers wait', async () => {
       const [a, b, c] = [await scope.open(), await scope.open(), await scope.open()];
