@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { InvalidArgumentError, NotHeldError } from './errors.js';
 import type { LockHandle } from './handle.js';
 import type { Lock } from './mutex.js';
+import { deadline } from './deadline.js';
 import { validateWaitOptions, type WaitOptions } from './validate.js';
 
 export interface ReentrantOptions extends WaitOptions {
@@ -20,7 +21,8 @@ export interface Hold {
 
 /** One level of a reentrant hold. Releasing it twice is harmless; the lock goes back at level zero. */
 export class ReentrantHandle implements AsyncDisposable {
-  #released = false;
+  /** One release per level, shared by concurrent calls: two at once must not take two levels. */
+  #releasing: Promise<void> | undefined;
 
   constructor(
     private readonly reentrant: Reentrant,
@@ -37,10 +39,12 @@ export class ReentrantHandle implements AsyncDisposable {
     return this.hold.lock.signal;
   }
 
-  async release(): Promise<void> {
-    if (this.#released) return;
-    await this.reentrant.releaseHold(this.owner, this.hold);
-    this.#released = true;
+  release(): Promise<void> {
+    this.#releasing ??= this.reentrant.releaseHold(this.owner, this.hold).catch((error: unknown) => {
+      this.#releasing = undefined; // not released: the next call may try again
+      throw error;
+    });
+    return this.#releasing;
   }
 
   [Symbol.asyncDispose](): Promise<void> {
@@ -94,8 +98,11 @@ export class Reentrant {
     if (held !== undefined) this.#holds.delete(owner);
     const pending = this.#pending.get(owner);
     if (pending !== undefined) {
-      await pending.catch(() => undefined);
-      return this.acquire({ ...options, owner });
+      // Join the owner's acquire in flight, within this call's own timeout and signal.
+      const started = performance.now();
+      await settledWithin(pending, checked, `lock "${this.name}"`);
+      const left = checked.timeoutMs === undefined ? undefined : Math.max(0, checked.timeoutMs - (performance.now() - started));
+      return this.acquire({ ...options, owner, timeoutMs: left });
     }
     const acquiring = this.#lock.acquire(checked);
     this.#pending.set(owner, acquiring);
@@ -152,4 +159,18 @@ function withoutOwner(options: ReentrantOptions): WaitOptions {
   if (typeof options !== 'object' || options === null) return options;
   const { owner: _owner, ...rest } = options;
   return rest;
+}
+
+/** Waits for `pending` to settle, or rejects when the options' timeout runs out or their signal aborts. */
+async function settledWithin(pending: Promise<unknown>, options: WaitOptions, what: string): Promise<void> {
+  const wait = deadline(what, options.timeoutMs, [options.signal]);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      if (wait.signal.aborted) reject(wait.signal.reason);
+      wait.signal.addEventListener('abort', () => reject(wait.signal.reason), { once: true });
+      pending.then(() => resolve(), () => resolve());
+    });
+  } finally {
+    wait.dispose();
+  }
 }

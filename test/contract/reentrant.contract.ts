@@ -1,11 +1,11 @@
 import { describe, expect, it, vi } from 'vitest';
-import { NotHeldError, LockLostError } from '../../recipes/errors.js';
+import { LockLostError, LockTimeoutError, NotHeldError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { Reentrant } from '../../recipes/reentrant.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import type { Fixture } from '../support/fixture.js';
 import { useScope } from '../support/scope.js';
-import { eventually } from '../support/wait.js';
+import { eventually, later } from '../support/wait.js';
 
 /** The Reentrant contract, written once and run against every backend. */
 export function reentrantContract(getFixture: () => Fixture): void {
@@ -83,6 +83,35 @@ export function reentrantContract(getFixture: () => Fixture): void {
         expect(outer.signal.aborted).toBe(false);
         expect(await session.backend.list('inner-abort')).toHaveLength(1);
       });
+    });
+
+    it('takes one level for two releases of one handle at once: the outer level still holds', async () => {
+      const [session, other] = [await scope.open(), await scope.open()];
+      const re = new Reentrant(new FairMutex(session, 'twice'));
+      const outer = await re.acquire({ owner: 'job' });
+      const inner = await re.acquire({ owner: 'job' });
+      await Promise.all([inner.release(), inner.release()]);
+      expect(re.holdCountOf('job')).toBe(1);
+      expect(outer.signal.aborted).toBe(false);
+      expect(await new FairMutex(other, 'twice').tryAcquire()).toBeNull();
+      await outer.release();
+      expect(re.holdCountOf('job')).toBe(0);
+    });
+
+    it("keeps its own timeout and signal while joining the same owner's acquire in flight", async () => {
+      const [session, other] = [await scope.open(), await scope.open()];
+      const held = await new FairMutex(other, 'join').acquire();
+      const re = new Reentrant(new FairMutex(session, 'join'));
+      const first = later(re.acquire({ owner: 'job' }));
+      await expect(re.acquire({ owner: 'job', timeoutMs: 50 })).rejects.toBeInstanceOf(LockTimeoutError);
+      const abort = new AbortController();
+      const aborted = later(re.acquire({ owner: 'job', signal: abort.signal }));
+      abort.abort(new Error('gave up'));
+      await expect(aborted).rejects.toThrow('gave up');
+      await held.release();
+      const lock = await first;
+      expect(re.holdCountOf('job')).toBe(1);
+      await lock.release();
     });
 
     it('ends the hold at every nesting level at once when the session is lost', async () => {
