@@ -16,12 +16,15 @@ export const exclusive: Decide = (queue, self) => {
   return before;
 };
 
-/** Read lock: blocked by the nearest write entry before mine; readers share with readers. */
+/**
+ * Read lock: blocked by the nearest entry before mine that is not a read (a writer, or a mutex or any
+ * other recipe's entry on the same name); readers share only with readers.
+ */
 export const shared: Decide = (queue, self) => {
-  let writer: Entry | null = null;
+  let exclusive: Entry | null = null;
   for (const entry of queue) {
     if (entry.order >= self.order) break;
-    if (entry.kind === 'write') writer = entry;
+    if (entry.kind !== 'read') exclusive = entry;
   }
-  return writer;
+  return exclusive;
 };

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError, LockLostError, LockUpgradeError } from '../../recipes/errors.js';
 import type { LockHandle } from '../../recipes/handle.js';
+import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import type { BatonSession } from '../../src/session.js';
 import type { Fixture } from '../support/fixture.js';
@@ -92,6 +93,16 @@ export function rwContract(getFixture: () => Fixture): void {
       expect(checker.downgrades).toBe(100); // every sixth acquisition of each worker
       expect(checker.sharedAtOnce).toBeGreaterThan(1);
     }, 120_000);
+
+    it('keeps readers out while a FairMutex of the same name holds', async () => {
+      const [a, b] = [await scope.open(), await scope.open()];
+      const mutex = await new FairMutex(a, 'mixed-recipes').acquire();
+      expect(await new ReadWriteLock(b, 'mixed-recipes').readLock.tryAcquire()).toBeNull();
+      await mutex.release();
+      const read = await new ReadWriteLock(b, 'mixed-recipes').readLock.tryAcquire();
+      expect(read).not.toBeNull();
+      await read!.release();
+    });
 
     it('refuses a downgrade from a write lock whose entry is already gone, and the writer granted after it stays alone', async () => {
       const [a, b] = [await scope.open(), await scope.open()];
