@@ -51,6 +51,8 @@ export class EtcdDriver implements Driver {
   readonly #createdAt = new WeakMap<Entry, bigint>();
   /** Our keys that exist on the server, with the create revision of their incarnation. */
   readonly #live = new Map<string, bigint>();
+  /** Keys a delete of unknown fate was sent for: their slots are retired for good. */
+  readonly #doubtful = new Set<string>();
   /** The delete in flight for a key: a second withdraw joins it rather than sending another. */
   readonly #deleting = new Map<string, Promise<void>>();
   readonly #requests = new InFlight();
@@ -195,19 +197,20 @@ export class EtcdDriver implements Driver {
     // applied once and is not in flight anywhere else. Only an attempt whose fate is unknown can be
     // applied later, after the slot was reused; so after one the slot is retired for good, and the
     // retries compare the create revision so that they too can only delete this incarnation.
-    let uncertain = false;
     for (let attempt = 0; this.#status === 'open'; attempt += 1) {
+      // The doubt outlives this call: a release retried after a failure must not free the slot either.
+      const doubtful = this.#doubtful.has(entry.key);
       try {
-        if (uncertain) await this.#send(() => this.#client.kv.txn(this.#guardedDelete(entry, key)));
+        if (doubtful) await this.#send(() => this.#client.kv.txn(this.#guardedDelete(entry, key)));
         else await this.#send(() => this.#client.kv.deleteRange({ key }));
         this.#live.delete(entry.key);
         const slot = slotOf(entry.key);
-        if (slot !== undefined && !uncertain) this.#slots.free(entry.queue, slot);
+        if (slot !== undefined && !doubtful) this.#slots.free(entry.queue, slot);
         return;
       } catch (error) {
         if (this.#requests.ended) return;
+        if (!doubtful) this.#doubtful.add(entry.key); // sent, fate unknown (or refused: doubt costs only the slot)
         if (!isRecoverableError(error as Error)) throw this.#map(error);
-        uncertain = true;
         await backoff(attempt);
       }
     }
