@@ -76,6 +76,26 @@ describe('FairMutex on etcd: backend specifics', () => {
     }
   });
 
+  it("a waiter for a key's earlier incarnation is woken even when a watch on its newer incarnation is already running", async () => {
+    const [owner, waiter] = [await scope.open(), await scope.open()];
+    const first = await owner.backend.enqueue('incarnations', 'lock');
+    const x = await waiter.backend.enqueue('incarnations', 'lock');
+    const old = x.queue.find((e) => e.key === first.entry.key)!; // the blocker as waiter x saw it
+    await owner.backend.withdraw(first.entry);
+    const second = await owner.backend.enqueue('incarnations', 'lock'); // the same key again, at the tail
+    expect(second.entry.key).toBe(first.entry.key);
+    const y = await waiter.backend.enqueue('incarnations', 'lock');
+    const stopY = new AbortController();
+    const yWaits = waiter.backend.waitGone(y.queue.find((e) => e.key === second.entry.key)!, stopY.signal).catch(() => undefined);
+    await eventually('the newer incarnation watched', async () => (await scope.fixture.watched(scope.namespace)).includes(second.entry.key));
+    // x's wait for the incarnation that is already gone must end at once, not join y's watch.
+    await waiter.backend.waitGone(old, AbortSignal.timeout(info.ttlSeconds * 1_000));
+    stopY.abort();
+    await yWaits;
+    for (const entry of [x.entry, y.entry]) await waiter.backend.withdraw(entry);
+    await owner.backend.withdraw(second.entry);
+  });
+
   it('uses one lease for every lock of a session', async () => {
     const session = await scope.open();
     const locks = await Promise.all(['a', 'b', 'c'].map((name) => new FairMutex(session, name).acquire()));

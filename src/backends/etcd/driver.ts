@@ -31,6 +31,8 @@ function countWatch(key: string, delta: 1 | -1): void {
 }
 
 interface Watched {
+  /** The etcd key watched (the map holding this is keyed by incarnation). */
+  readonly key: string;
   readonly waiters: Set<Waiter>;
   watcher?: Watcher | undefined;
 }
@@ -44,6 +46,10 @@ export class EtcdDriver implements Driver {
   readonly #lease: string;
   readonly #namespace: string;
   readonly #slots = new Slots();
+  /**
+   * One watch per incarnation of a key (key and create revision), shared by its local waiters. Keys
+   * are reused, so a waiter for an earlier incarnation must not join a watch that started after it.
+   */
   readonly #watched = new Map<string, Watched>();
   /** The revision of the read each entry we handed out was seen in: a watch starts right after it. */
   readonly #seenAt = new WeakMap<Entry, bigint>();
@@ -167,11 +173,12 @@ export class EtcdDriver implements Driver {
 
   waitGone(entry: Entry, signal: AbortSignal): Promise<void> {
     signal.throwIfAborted();
-    const watched = this.#watched.get(entry.key) ?? { waiters: new Set<Waiter>() };
-    const first = !this.#watched.has(entry.key);
-    this.#watched.set(entry.key, watched);
+    const id = this.#incarnation(entry);
+    const watched = this.#watched.get(id) ?? { key: entry.key, waiters: new Set<Waiter>() };
+    const first = !this.#watched.has(id);
+    this.#watched.set(id, watched);
     const waiting = addWaiter(watched.waiters, signal, () => {
-      if (watched.waiters.size === 0) this.#unwatch(entry.key, watched);
+      if (watched.waiters.size === 0) this.#unwatch(id, watched);
     });
     // From the revision after the read that showed the entry: a delete in between is still seen, and
     // a watch that starts at the head revision is served at once (an older start revision makes etcd
@@ -272,9 +279,10 @@ export class EtcdDriver implements Driver {
 
   /** One etcd watch per watched key, shared by every local waiter on it. */
   #arm(entry: Entry, watched: Watched, fromRevision: bigint): void {
+    const id = this.#incarnation(entry);
     this.#send(() => this.#client.watch().key(entry.key).startRevision(fromRevision.toString()).create()).then(
       (watcher) => {
-        if (this.#watched.get(entry.key) !== watched) {
+        if (this.#watched.get(id) !== watched) {
           void watcher.cancel();
           return;
         }
@@ -282,17 +290,18 @@ export class EtcdDriver implements Driver {
         countWatch(entry.key, 1);
         watcher.on('delete', () => {
           etcdCounters.notifications += 1;
-          this.#wake(entry.key);
+          this.#wake(id);
         });
         // etcd3 watchers can go quiet after a reconnect: look again, and watch again from what we read.
         watcher.on('disconnected', () => this.#recheck(entry, watched, watcher));
         watcher.on('error', () => this.#recheck(entry, watched, watcher));
       },
-      (error: unknown) => this.#fail(entry.key, this.#map(error)),
+      (error: unknown) => this.#fail(id, this.#map(error)),
     );
   }
 
   #recheck(entry: Entry, watched: Watched, watcher: Watcher): void {
+    const id = this.#incarnation(entry);
     if (watched.watcher !== watcher || this.#status !== 'open') return;
     watched.watcher = undefined;
     countWatch(entry.key, -1);
@@ -300,33 +309,38 @@ export class EtcdDriver implements Driver {
     this.#retry(() => this.#client.kv.range({ key: Buffer.from(entry.key) })).then(
       (response) => {
         const kv = response.kvs[0];
-        if (kv === undefined || BigInt(kv.create_revision) !== this.#created(entry)) this.#wake(entry.key);
-        else if (this.#watched.get(entry.key) === watched) this.#arm(entry, watched, BigInt(response.header.revision) + 1n);
+        if (kv === undefined || BigInt(kv.create_revision) !== this.#created(entry)) this.#wake(id);
+        else if (this.#watched.get(id) === watched) this.#arm(entry, watched, BigInt(response.header.revision) + 1n);
       },
-      (error: unknown) => this.#fail(entry.key, error),
+      (error: unknown) => this.#fail(id, error),
     );
   }
 
-  #wake(key: string): void {
-    const watched = this.#watched.get(key);
+  #wake(id: string): void {
+    const watched = this.#watched.get(id);
     if (watched === undefined) return;
-    this.#unwatch(key, watched);
+    this.#unwatch(id, watched);
     for (const waiter of watched.waiters) waiter.resolve();
   }
 
-  #fail(key: string, error: unknown): void {
-    const watched = this.#watched.get(key);
+  #fail(id: string, error: unknown): void {
+    const watched = this.#watched.get(id);
     if (watched === undefined) return;
-    this.#unwatch(key, watched);
+    this.#unwatch(id, watched);
     for (const waiter of watched.waiters) waiter.reject(error);
   }
 
-  #unwatch(key: string, watched: Watched): void {
-    if (this.#watched.get(key) === watched) this.#watched.delete(key);
+  #unwatch(id: string, watched: Watched): void {
+    if (this.#watched.get(id) === watched) this.#watched.delete(id);
     if (watched.watcher === undefined) return;
-    countWatch(key, -1);
+    countWatch(watched.key, -1);
     void watched.watcher.cancel().catch(() => undefined);
     watched.watcher = undefined;
+  }
+
+  /** The watch id of an entry: its key and the create revision of the incarnation it stands for. */
+  #incarnation(entry: Entry): string {
+    return `${entry.key}@${this.#created(entry)}`;
   }
 
   #lose(reason: SessionLostError): void {
@@ -339,7 +353,7 @@ export class EtcdDriver implements Driver {
   #end(status: 'lost' | 'closed', reason: Error): void {
     this.#status = status;
     this.#keepAlive.stop();
-    for (const key of [...this.#watched.keys()]) this.#fail(key, reason);
+    for (const id of [...this.#watched.keys()]) this.#fail(id, reason);
     this.#requests.end(reason);
   }
 
