@@ -49,6 +49,8 @@ export interface Hold {
   lose(reason: Error): void;
   /** Give the entry back (used by `close()`). */
   release(): Promise<void>;
+  /** The holder is giving the entry back: its absence on the server is then no loss. */
+  readonly releasing: boolean;
 }
 
 /** What the session keeps for every entry still waiting its turn, so that a reconnect confirms it too. */

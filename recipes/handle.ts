@@ -22,6 +22,7 @@ export class LockHandle implements AsyncDisposable {
     this.#entry = entry;
     this.name = entry.queue;
     this.fencingToken = entry.fencingToken;
+    const handle = this;
     this.#unhold = session.hold({
       entry,
       lose: (reason) => {
@@ -29,6 +30,9 @@ export class LockHandle implements AsyncDisposable {
         this.#controller?.abort(this.#lost);
       },
       release: () => this.release(),
+      get releasing() {
+        return handle.#released !== undefined;
+      },
     });
   }
 

@@ -197,6 +197,17 @@ export function mutexContract(getFixture: () => Fixture): void {
       await (await waitC.promise).release();
     });
 
+    it('tells a holder whose entry another client deleted, while its session lives on', async () => {
+      const holder = await scope.open();
+      const held = await new FairMutex(holder, 'deleted').acquire();
+      await scope.fixture.removeEntry(held.entry.key);
+      await eventually('holder told', () => held.signal.aborted, scope.fixture.lossDeadlineMs);
+      expect(held.signal.reason).toBeInstanceOf(LockLostError);
+      expect(held.held).toBe(false);
+      expect(holder.state).toBe('connected');
+      await held.release();
+    });
+
     it("a waiter whose entry another client deleted queues again (onWaiterLost 'requeue', the default) and still gets the lock", async () => {
       const [holder, waiter] = [await scope.open(), await scope.open()];
       const held = await new FairMutex(holder, 'requeue').acquire();
