@@ -74,6 +74,9 @@ async function takeTurn(request: QueueRequest, options: WaitOptions, startedAt: 
     try {
       await waitBehind(session.backend, request, entry, queue, wait);
       wait.throwIfCancelled();
+      // After a timeout the deadline no longer listens: an abort since then must still count.
+      options.signal?.throwIfAborted();
+      session.signal.throwIfAborted();
       return entry;
     } finally {
       wait.dispose();

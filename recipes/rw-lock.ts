@@ -28,7 +28,7 @@ export class ReadWriteLock {
     this.name = queue;
     this.readLock = new QueueLock(
       { session: checked, queue, kind: 'read', decide: shared, what: `read lock "${queue}"` },
-      { place: () => this.#heldWrite()?.entry, granted: (lock) => this.#reads.add(lock) },
+      { place: () => this.#heldWrite()?.entry, granted: (lock) => prune(this.#reads).add(lock) },
     );
     this.writeLock = new QueueLock(
       { session: checked, queue, kind: 'write', decide: exclusive, what: `write lock "${queue}"` },
@@ -37,7 +37,7 @@ export class ReadWriteLock {
           if (prune(this.#reads).size > 0) throw new LockUpgradeError(`read/write lock "${queue}"`);
           return undefined;
         },
-        granted: (lock) => this.#writes.add(lock),
+        granted: (lock) => prune(this.#writes).add(lock), // pruned here too: a lock used only for writes
       },
     );
   }

@@ -88,10 +88,7 @@ async function open(url: string, options: ConnectOptions): Promise<BatonSession>
       return new BatonSession(new MemoryDriver(memoryStore(parsed.hosts[0] ?? ''), parsed.namespace), sessionOptions);
     case 'zk': {
       const driver = await ZkDriver.open({ hosts: parsed.hosts.join(','), namespace: `/${parsed.namespace}`, ...settings });
-      if (deadlineMarginMs !== undefined && deadlineMarginMs >= driver.timeoutMs) {
-        await driver.close();
-        throw new InvalidArgumentError('deadlineMarginMs', deadlineMarginMs, `less than the negotiated session timeout (${driver.timeoutMs} ms)`);
-      }
+      await refuseMargin(deadlineMarginMs, driver);
       return new BatonSession(driver, sessionOptions);
     }
     case 'etcd': {
@@ -103,9 +100,17 @@ async function open(url: string, options: ConnectOptions): Promise<BatonSession>
         connectTimeoutMs: settings.connectTimeoutMs,
         ...(settings.etcd === undefined ? {} : { client: settings.etcd }),
       });
+      await refuseMargin(deadlineMarginMs, driver);
       return new BatonSession(driver, sessionOptions);
     }
   }
+}
+
+/** A margin as long as the session timeout the server granted would declare the session lost at once. */
+async function refuseMargin(marginMs: number | undefined, driver: ZkDriver | EtcdDriver): Promise<void> {
+  if (marginMs === undefined || marginMs < driver.timeoutMs) return;
+  await driver.close();
+  throw new InvalidArgumentError('deadlineMarginMs', marginMs, `less than the session timeout the server granted (${driver.timeoutMs} ms)`);
 }
 
 interface Settings {

@@ -131,6 +131,12 @@ export class BatonSession implements Session {
       hold.lose(this.#controller.signal.reason as Error);
       return () => undefined;
     }
+    if (this.#state === 'suspended' && this.#onSuspend === 'abort') {
+      // Granted while the connection is down (etcd serves requests while its keepalive stream is not).
+      this.#holds.add(hold);
+      this.#dropHolds();
+      return () => this.#holds.delete(hold);
+    }
     this.#holds.add(hold);
     return () => this.#holds.delete(hold);
   }

@@ -1,5 +1,6 @@
 import { Etcd3 } from 'etcd3';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { InvalidArgumentError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { EtcdDriver } from '../../src/backends/etcd/driver.js';
 import { connect } from '../../src/connect.js';
@@ -94,6 +95,11 @@ describe('FairMutex on etcd: backend specifics', () => {
     await yWaits;
     for (const entry of [x.entry, y.entry]) await waiter.backend.withdraw(entry);
     await owner.backend.withdraw(second.entry);
+  });
+
+  it('refuses a deadlineMarginMs as long as the lease TTL the server granted', async () => {
+    const options = { ttlSeconds: info.ttlSeconds, deadlineMarginMs: info.ttlSeconds * 1_000 };
+    await expect(connect(scope.fixture.url(scope.namespace), options)).rejects.toBeInstanceOf(InvalidArgumentError);
   });
 
   it('uses one lease for every lock of a session', async () => {

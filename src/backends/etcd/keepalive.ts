@@ -71,7 +71,10 @@ export class KeepAlive {
         }
         this.#stream = stream;
         this.#sent = [];
-        stream.on('data', (response: ILeaseKeepAliveResponse) => this.#onResponse(response));
+        // A late answer on a stream already replaced would be matched with the new stream's request.
+        stream.on('data', (response: ILeaseKeepAliveResponse) => {
+          if (this.#stream === stream) this.#onResponse(response);
+        });
         // etcd3 dials a stream to a random member and does not fail over when it errors later (a dead
         // member refuses at once), so a broken stream is dialled again right away, not at the next tick.
         const broken = (): void => {
