@@ -78,8 +78,16 @@ export class EtcdDriver implements Driver {
       faultHandling: { host: () => noop, global: noop },
       ...options.client,
       // gRPC waits 1 s (growing to 2 min) before dialling a member again, longer than a short lease
-      // leaves; a coordination client wants to be back within a fraction of its TTL.
-      grpcOptions: { 'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 1_000, ...options.client?.grpcOptions },
+      // leaves; a coordination client wants to be back within a fraction of its TTL. Keepalive pings
+      // find a connection whose member stopped answering (a watch stream on it would stay silent);
+      // etcd refuses pings more often than every 5 s by default.
+      grpcOptions: {
+        'grpc.initial_reconnect_backoff_ms': 100,
+        'grpc.max_reconnect_backoff_ms': 1_000,
+        'grpc.keepalive_time_ms': 10_000,
+        'grpc.keepalive_timeout_ms': 5_000,
+        ...options.client?.grpcOptions,
+      },
     });
     const deadline = Date.now() + options.connectTimeoutMs;
     for (let attempt = 0; ; attempt += 1) {
@@ -140,7 +148,7 @@ export class EtcdDriver implements Driver {
           compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }],
           success: [{ request_put: { key, value: Buffer.alloc(0), lease: this.#lease } }, { request_range: range }],
           failure: [{ request_range: { key } }, { request_range: range }],
-        }),
+        }, this.#attempt()),
       );
       if (!response.succeeded) this.#adopt(key, response.responses[0]?.response_range);
       const entries = this.#seen(queue, prefix, response.responses[1]?.response_range.kvs ?? [], response.header.revision);
@@ -156,7 +164,7 @@ export class EtcdDriver implements Driver {
 
   async list(queue: string): Promise<readonly Entry[]> {
     const prefix = queuePrefix(this.#namespace, queue);
-    const response = await this.#retry(() => this.#client.kv.range({ key: Buffer.from(prefix), range_end: prefixEnd(prefix), keys_only: true }));
+    const response = await this.#retry(() => this.#client.kv.range({ key: Buffer.from(prefix), range_end: prefixEnd(prefix), keys_only: true }, this.#attempt()));
     return this.#seen(queue, prefix, response.kvs, response.header.revision);
   }
 
@@ -208,8 +216,8 @@ export class EtcdDriver implements Driver {
       // The doubt outlives this call: a release retried after a failure must not free the slot either.
       const doubtful = this.#doubtful.has(entry.key);
       try {
-        if (doubtful) await this.#send(() => this.#client.kv.txn(this.#guardedDelete(entry, key)));
-        else await this.#send(() => this.#client.kv.deleteRange({ key }));
+        if (doubtful) await this.#send(() => this.#client.kv.txn(this.#guardedDelete(entry, key), this.#attempt()));
+        else await this.#send(() => this.#client.kv.deleteRange({ key }, this.#attempt()));
         this.#live.delete(entry.key);
         const slot = slotOf(entry.key);
         if (slot !== undefined && !doubtful) this.#slots.free(entry.queue, slot);
@@ -230,7 +238,7 @@ export class EtcdDriver implements Driver {
   }
 
   async confirm(entry: Entry): Promise<boolean> {
-    const response = await this.#retry(() => this.#client.kv.range({ key: Buffer.from(entry.key) }));
+    const response = await this.#retry(() => this.#client.kv.range({ key: Buffer.from(entry.key) }, this.#attempt()));
     const kv = response.kvs[0];
     if (kv !== undefined && BigInt(kv.create_revision) === this.#created(entry) && kv.lease === this.#lease) return true;
     await this.#assertLeaseAlive();
@@ -239,7 +247,7 @@ export class EtcdDriver implements Driver {
 
   /** Our entry is gone: if the lease went with it, say so now rather than at the next keepalive. */
   async #assertLeaseAlive(): Promise<void> {
-    const live = await this.#retry(() => this.#client.leaseClient.leaseTimeToLive({ ID: this.#lease, keys: false }));
+    const live = await this.#retry(() => this.#client.leaseClient.leaseTimeToLive({ ID: this.#lease, keys: false }, this.#attempt()));
     if (Number(live.TTL) > 0) return;
     const reason = new SessionLostError(`etcd lease ${this.id} expired or was revoked`);
     this.#lose(reason);
@@ -306,7 +314,7 @@ export class EtcdDriver implements Driver {
     watched.watcher = undefined;
     countWatch(entry.key, -1);
     void watcher.cancel().catch(() => undefined);
-    this.#retry(() => this.#client.kv.range({ key: Buffer.from(entry.key) })).then(
+    this.#retry(() => this.#client.kv.range({ key: Buffer.from(entry.key) }, this.#attempt())).then(
       (response) => {
         const kv = response.kvs[0];
         if (kv === undefined || BigInt(kv.create_revision) !== this.#created(entry)) this.#wake(id);
@@ -355,6 +363,15 @@ export class EtcdDriver implements Driver {
     this.#keepAlive.stop();
     for (const id of [...this.#watched.keys()]) this.#fail(id, reason);
     this.#requests.end(reason);
+  }
+
+  /**
+   * Each attempt of a unary request gets a deadline: a member that stopped answering (without closing
+   * the connection) would otherwise hold a release or a listing until TCP gives up, many minutes,
+   * while the lease lives on through another member. A request past it is retried elsewhere.
+   */
+  #attempt(): { deadline: number } {
+    return { deadline: Date.now() + Math.max(Math.floor(this.timeoutMs / 3), 500) };
   }
 
   /** A request that settles when the session ends, whatever the client does with it. */
