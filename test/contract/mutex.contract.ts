@@ -208,30 +208,23 @@ export function mutexContract(getFixture: () => Fixture): void {
       await held.release();
     });
 
-    it("a waiter whose entry another client deleted queues again (onWaiterLost 'requeue', the default) and still gets the lock", async () => {
-      const [holder, waiter] = [await scope.open(), await scope.open()];
-      const held = await new FairMutex(holder, 'requeue').acquire();
-      const waiting = later(new FairMutex(waiter, 'requeue').acquire({ timeoutMs: 20_000 }));
-      await expectQueueLength(holder, 'requeue', 2);
-      const [, deleted] = await holder.backend.list('requeue');
+    it.each(['requeue', 'fail'] as const)("a waiter whose entry another client deleted: onWaiterLost '%s' ('requeue' is the default)", async (policy) => {
+      const [holder, waiter] = [await scope.open(), await scope.open(policy === 'fail' ? { onWaiterLost: 'fail' } : {})];
+      const held = await new FairMutex(holder, 'vanished').acquire();
+      const waiting = later(new FairMutex(waiter, 'vanished').acquire({ timeoutMs: 20_000 }));
+      await expectQueueLength(holder, 'vanished', 2);
+      const [, deleted] = await holder.backend.list('vanished');
       await scope.fixture.removeEntry(deleted!.key);
       await held.release();
-      const lock = await waiting;
-      expect(lock.fencingToken > deleted!.fencingToken).toBe(true); // a new place, behind the deleted one
-      await expectQueueLength(holder, 'requeue', 1);
+      if (policy === 'fail') {
+        await expect(waiting).rejects.toBeInstanceOf(LockLostError);
+        await expectQueueLength(holder, 'vanished', 0);
+        return;
+      }
+      const lock = await waiting; // queued again, behind the deleted place
+      expect(lock.fencingToken > deleted!.fencingToken).toBe(true);
+      await expectQueueLength(holder, 'vanished', 1);
       await lock.release();
-    });
-
-    it("a waiter whose entry another client deleted fails with LockLostError under onWaiterLost 'fail'", async () => {
-      const [holder, waiter] = [await scope.open(), await scope.open({ onWaiterLost: 'fail' })];
-      const held = await new FairMutex(holder, 'fail').acquire();
-      const waiting = later(new FairMutex(waiter, 'fail').acquire({ timeoutMs: 20_000 }));
-      await expectQueueLength(holder, 'fail', 2);
-      const [, deleted] = await holder.backend.list('fail');
-      await scope.fixture.removeEntry(deleted!.key);
-      await held.release();
-      await expect(waiting).rejects.toBeInstanceOf(LockLostError);
-      await expectQueueLength(holder, 'fail', 0);
     });
 
     it('rejects bad names and options with typed errors before touching the server', async () => {
