@@ -1,7 +1,62 @@
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 const handedOut = new Set<number>();
+
+/**
+ * Ports handed out by any test process on this machine, one file each holding the owner's PID. The
+ * suite runs files in several processes: while a killed member is down its port is free, and another
+ * process must not pick it, or the member could not start again.
+ */
+const RESERVED = join(tmpdir(), 'baton-test-ports');
+const reservedHere: string[] = [];
+process.on('exit', () => {
+  for (const file of reservedHere) {
+    try {
+      unlinkSync(file);
+    } catch {
+      // already gone
+    }
+  }
+});
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Claims `port` for this process unless a live process holds it (a dead owner's claim is taken over). */
+function reserve(port: number): boolean {
+  mkdirSync(RESERVED, { recursive: true });
+  const file = join(RESERVED, String(port));
+  for (let attempt = 0; attempt < 2; attempt += 1) {
+    try {
+      writeFileSync(file, String(process.pid), { flag: 'wx' });
+      reservedHere.push(file);
+      return true;
+    } catch {
+      let owner = 0;
+      try {
+        owner = Number(readFileSync(file, 'utf8').trim() || '0');
+      } catch {
+        continue; // its owner let it go just now: try to claim it again
+      }
+      if (owner > 0 && alive(owner)) return false;
+      try {
+        unlinkSync(file);
+      } catch {
+        // another process took it over first
+      }
+    }
+  }
+  return false;
+}
 
 /** Server ports are chosen from here up to the start of the kernel's ephemeral range. */
 const LOWEST = 10_000;
@@ -26,7 +81,7 @@ function bindable(port: number): Promise<boolean> {
 }
 
 /**
- * A free 127.0.0.1 port, never the same one twice in this process, and outside the kernel's ephemeral
+ * A free 127.0.0.1 port, never the same one twice on this machine while its process lives, and outside the kernel's ephemeral
  * range: while a killed server is down, clients keep dialling its port, and an outgoing connection may
  * be given that very port as its own (on loopback even connecting to itself), so that the restarted
  * server could not bind it again ("address already in use").
@@ -35,7 +90,7 @@ export async function freePort(): Promise<number> {
   const span = ephemeralStart() - LOWEST;
   for (let attempt = 0; attempt < 50; attempt += 1) {
     const port = LOWEST + Math.floor(Math.random() * span);
-    if (handedOut.has(port) || !(await bindable(port))) continue;
+    if (handedOut.has(port) || !(await bindable(port)) || !reserve(port)) continue;
     handedOut.add(port);
     return port;
   }
