@@ -79,6 +79,11 @@ export interface Session {
   enter(): () => void;
   /** @internal Registers a granted entry; the returned function unregisters it. */
   hold(hold: Hold): () => void;
+  /**
+   * @internal Declares the session lost at once if its deadline has passed, without waiting for the
+   * deadline timer (late on a stalled event loop).
+   */
+  checkDeadline(): void;
   /** @internal Registers a waiting entry; the returned function unregisters it. */
   waiting(waiting: Waiting): () => void;
   /** @internal What a waiter does when its entry vanished (the `onWaiterLost` option of connect). */

@@ -45,8 +45,13 @@ export class LockHandle implements AsyncDisposable {
     return this.#controller.signal;
   }
 
-  /** True until released or lost. */
+  /**
+   * True until released or lost. Unlike `signal.aborted`, which changes only when the event loop runs
+   * the session's deadline timer, this reads the clock: after a stall (a long GC, a synchronous task)
+   * it is already false if the session's deadline passed meanwhile. Check it right before acting.
+   */
   get held(): boolean {
+    if (this.#lost === undefined) this.#session.checkDeadline();
     return this.#released === undefined && this.#lost === undefined;
   }
 

@@ -127,6 +127,9 @@ export class BatonSession implements Session {
   }
 
   hold(hold: Hold): () => void {
+    // A grant the event loop reaches only after the deadline (a stalled process, a late timer) must not
+    // start a belief: the server may already have expired the session and granted the next holder.
+    this.checkDeadline();
     if (this.#controller.signal.aborted) {
       hold.lose(this.#controller.signal.reason as Error);
       return () => undefined;
@@ -139,6 +142,10 @@ export class BatonSession implements Session {
     }
     this.#holds.add(hold);
     return () => this.#holds.delete(hold);
+  }
+
+  checkDeadline(): void {
+    if (performance.now() >= this.deadline) this.#armDeadline();
   }
 
   waiting(waiting: Waiting): () => void {
