@@ -4,11 +4,17 @@ import { describe, expect, inject, it } from 'vitest';
 
 const WORKER = fileURLToPath(new URL('../support/exit-worker.ts', import.meta.url));
 
-/** Runs the worker and resolves with its exit code, or 'hung' if it is still alive after `limitMs`. */
-function run(url: string, limitMs: number): Promise<number | 'hung'> {
-  const child = spawn(process.execPath, ['--import', 'tsx', WORKER, url], { stdio: ['ignore', 'pipe', 'inherit'] });
+/** The worker's sessions use this TTL / session timeout (see exit-worker.ts). */
+const TIMEOUT_MS = 2_000;
+
+/**
+ * Runs the worker and resolves with its exit code and how long it lived on after it closed its
+ * session, or 'hung' if it is still alive after `limitMs`.
+ */
+function run(url: string, limitMs: number, scenario = 'cycles'): Promise<{ code: number; afterCloseMs: number } | 'hung'> {
+  const child = spawn(process.execPath, ['--import', 'tsx', WORKER, url, scenario], { stdio: ['ignore', 'pipe', 'inherit'] });
   let closedAt = 0;
-  child.stdout.on('data', () => (closedAt ||= Date.now()));
+  child.stdout.on('data', () => (closedAt ||= performance.now()));
   return new Promise((resolve) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
@@ -16,9 +22,19 @@ function run(url: string, limitMs: number): Promise<number | 'hung'> {
     }, limitMs);
     child.on('exit', (code) => {
       clearTimeout(timer);
-      resolve(closedAt === 0 ? -1 : (code ?? -1));
+      resolve({ code: closedAt === 0 ? -1 : (code ?? -1), afterCloseMs: performance.now() - closedAt });
     });
   });
+}
+
+/** Exits with 0, and within a session timeout of closing: nothing of the client lingers after close(). */
+async function expectPromptExit(url: string, scenario?: string): Promise<void> {
+  // Startup of a fresh Node with tsx takes a few seconds on a busy 2-core machine; a leak keeps it forever.
+  const outcome = await run(url, 30_000, scenario);
+  expect(outcome).not.toBe('hung');
+  const { code, afterCloseMs } = outcome as { code: number; afterCloseMs: number };
+  expect(code).toBe(0);
+  expect(afterCloseMs, 'the process lingered after close()').toBeLessThan(TIMEOUT_MS);
 }
 
 describe('a program that closes its session ends on its own (no socket, stream or timer left)', () => {
@@ -27,7 +43,10 @@ describe('a program that closes its session ends on its own (no socket, stream o
     ['etcd', () => `etcd://${inject('etcdStandalone').endpoints[0]!.replace('http://', '')}/exit-test`],
     ['memory', () => 'memory://exit-test'],
   ])('%s', async (_name, url) => {
-    // Startup of a fresh Node with tsx takes a few seconds on a busy 2-core machine; a leak keeps it forever.
-    expect(await run(url(), 30_000)).toBe(0);
+    await expectPromptExit(url());
+  }, 40_000);
+
+  it('etcd, closed while a watch is being created on a connection that is cut and refused', async () => {
+    await expectPromptExit(`etcd://${inject('etcdStandalone').endpoints[0]!.replace('http://', '')}/exit-test`, 'pending-watch');
   }, 40_000);
 });

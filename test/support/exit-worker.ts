@@ -1,10 +1,38 @@
 import { connect } from '../../src/connect.js';
 import { FairMutex } from '../../recipes/mutex.js';
+import { TcpProxy } from '../harness/proxy.js';
 
-/** Takes a lock a few times and closes the session; the process must then end on its own. */
+/**
+ * Takes a lock a few times and closes the session; the process must then end on its own.
+ *
+ * With `pending-watch` (etcd): a waiter's watch is being created when its connection is cut and
+ * refused, so the creation never completes; the session is closed in that state. A watcher left in
+ * etcd3's watch manager would make it reconnect for ever and keep the process alive.
+ */
 const url = process.argv[2] ?? '';
-const session = await connect(url, { ttlSeconds: 2, sessionTimeoutMs: 2_000 });
-const mutex = new FairMutex(session, 'exit');
-for (let i = 0; i < 20; i += 1) await (await mutex.acquire()).release();
-await session.close();
+const scenario = process.argv[3] ?? 'cycles';
+// exit.test.ts bounds how long the process may live on after close() by this timeout.
+const options = { ttlSeconds: 2, sessionTimeoutMs: 2_000 };
+
+if (scenario === 'cycles') {
+  const session = await connect(url, options);
+  const mutex = new FairMutex(session, 'exit');
+  for (let i = 0; i < 20; i += 1) await (await mutex.acquire()).release();
+  await session.close();
+} else {
+  const target = new URL(url.replace(/^etcd:/, 'http:'));
+  const proxy = await TcpProxy.start({ port: Number(target.port) });
+  const holder = await connect(url, options);
+  const waiter = await connect(`etcd://${proxy.address}${target.pathname}`, options);
+  const held = await new FairMutex(holder, 'exit').acquire();
+  // The only request that names the holder's full key is the waiter's watch on it.
+  const cut = proxy.dropAfterNextRequest((chunk) => chunk.includes(`${holder.id}-0-`)).then(() => proxy.refuse());
+  const waiting = new FairMutex(waiter, 'exit').acquire().catch((error: unknown) => error);
+  await cut;
+  await waiter.close();
+  if (!(((await waiting) as Error) instanceof Error)) throw new Error('the waiter was granted through a refused connection');
+  await held.release();
+  await holder.close();
+  await proxy.close();
+}
 process.stdout.write('closed\n');

@@ -1,4 +1,4 @@
-import { noop } from 'cockatiel';
+import { noop, type IBackoff } from 'cockatiel';
 import { Etcd3, EtcdLeaseInvalidError, isRecoverableError, type IOptions, type IRangeResponse, type ITxnRequest, type Watcher } from 'etcd3';
 import type { Entry, Enqueued } from '../../../recipes/contract.js';
 import { BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
@@ -37,6 +37,23 @@ interface Watched {
   watcher?: Watcher | undefined;
 }
 
+/**
+ * How long etcd3's watch manager waits before it opens a broken watch stream again: 50 ms, doubling
+ * up to `capMs` (a quarter of the TTL, at most a second). etcd3's default grows to 30 s: waiters
+ * would sleep that long after a member restart, and the pending timer would keep a closed client's
+ * process alive as long.
+ */
+class WatchBackoff implements IBackoff<unknown> {
+  constructor(
+    readonly duration: number,
+    private readonly capMs: number,
+  ) {}
+
+  next(): WatchBackoff {
+    return new WatchBackoff(Math.min(Math.max(this.duration * 2, 50), this.capMs), this.capMs);
+  }
+}
+
 /** The etcd backend on etcd3: one lease per session, shared by every recipe on it. */
 export class EtcdDriver implements Driver {
   readonly id: string;
@@ -51,6 +68,8 @@ export class EtcdDriver implements Driver {
    * are reused, so a waiter for an earlier incarnation must not join a watch that started after it.
    */
   readonly #watched = new Map<string, Watched>();
+  /** Every etcd3 watcher of ours not cancelled yet, created or still being created. */
+  readonly #watchers = new Set<Watcher>();
   /** The revision of the read each entry we handed out was seen in: a watch starts right after it. */
   readonly #seenAt = new WeakMap<Entry, bigint>();
   /** Each entry's create revision, which a downgraded entry's order is not: the delete guard needs it. */
@@ -75,7 +94,7 @@ export class EtcdDriver implements Driver {
       // No circuit breaker and no retries inside etcd3: its breaker fails every call to a member for
       // 5 s after three errors, longer than a short lease. The driver retries until the session's
       // deadline instead, each attempt on a randomly chosen member.
-      faultHandling: { host: () => noop, global: noop },
+      faultHandling: { host: () => noop, global: noop, watchBackoff: new WatchBackoff(0, Math.min(1_000, options.ttlSeconds * 250)) },
       ...options.client,
       // gRPC waits 1 s (growing to 2 min) before dialling a member again, longer than a short lease
       // leaves; a coordination client wants to be back within a fraction of its TTL. Keepalive pings
@@ -285,27 +304,42 @@ export class EtcdDriver implements Driver {
     return this.#createdAt.get(entry) ?? entry.order;
   }
 
-  /** One etcd watch per watched key, shared by every local waiter on it. */
+  /**
+   * One etcd watch per watched key, shared by every local waiter on it. The watcher is made and its
+   * listeners attached in one go (not after `create()` resolves, a tick later): etcd may send the
+   * creation and a delete together. Every watcher is tracked until it is cancelled: one left in
+   * etcd3's watch manager when the client closes (its creation still pending) makes the manager
+   * reconnect for ever, and keeps the process alive.
+   */
   #arm(entry: Entry, watched: Watched, fromRevision: bigint): void {
     const id = this.#incarnation(entry);
-    this.#send(() => this.#client.watch().key(entry.key).startRevision(fromRevision.toString()).create()).then(
-      (watcher) => {
-        if (this.#watched.get(id) !== watched) {
-          void watcher.cancel();
-          return;
-        }
-        watched.watcher = watcher;
-        countWatch(entry.key, 1);
-        watcher.on('delete', () => {
-          etcdCounters.notifications += 1;
-          this.#wake(id);
-        });
-        // etcd3 watchers can go quiet after a reconnect: look again, and watch again from what we read.
-        watcher.on('disconnected', () => this.#recheck(entry, watched, watcher));
-        watcher.on('error', () => this.#recheck(entry, watched, watcher));
-      },
-      (error: unknown) => this.#fail(id, this.#map(error)),
-    );
+    if (this.#status !== 'open') return this.#fail(id, this.#status === 'lost' ? new SessionLostError(`etcd lease ${this.id} is gone`) : new ClosedError());
+    const watcher = this.#client.watch().key(entry.key).startRevision(fromRevision.toString()).watcher();
+    this.#watchers.add(watcher);
+    let created = false;
+    watcher.on('connected', () => {
+      if (created) return; // created again by etcd3 after a reconnect: the recheck below replaced it
+      created = true;
+      if (this.#watched.get(id) !== watched) return this.#drop(watcher);
+      watched.watcher = watcher;
+      countWatch(entry.key, 1);
+    });
+    watcher.on('delete', () => {
+      etcdCounters.notifications += 1;
+      this.#wake(id);
+    });
+    // etcd3 watchers can go quiet after a reconnect: look again, and watch again from what we read.
+    watcher.on('disconnected', () => created && this.#recheck(entry, watched, watcher));
+    watcher.on('error', (error: unknown) => {
+      if (created) return this.#recheck(entry, watched, watcher);
+      this.#drop(watcher);
+      this.#fail(id, this.#map(error));
+    });
+  }
+
+  /** Cancels a watcher of ours, once. */
+  #drop(watcher: Watcher): void {
+    if (this.#watchers.delete(watcher)) void watcher.cancel().catch(() => undefined);
   }
 
   #recheck(entry: Entry, watched: Watched, watcher: Watcher): void {
@@ -313,7 +347,7 @@ export class EtcdDriver implements Driver {
     if (watched.watcher !== watcher || this.#status !== 'open') return;
     watched.watcher = undefined;
     countWatch(entry.key, -1);
-    void watcher.cancel().catch(() => undefined);
+    this.#drop(watcher);
     this.#retry(() => this.#client.kv.range({ key: Buffer.from(entry.key) }, this.#attempt())).then(
       (response) => {
         const kv = response.kvs[0];
@@ -342,7 +376,7 @@ export class EtcdDriver implements Driver {
     if (this.#watched.get(id) === watched) this.#watched.delete(id);
     if (watched.watcher === undefined) return;
     countWatch(watched.key, -1);
-    void watched.watcher.cancel().catch(() => undefined);
+    this.#drop(watched.watcher);
     watched.watcher = undefined;
   }
 
@@ -362,6 +396,7 @@ export class EtcdDriver implements Driver {
     this.#status = status;
     this.#keepAlive.stop();
     for (const id of [...this.#watched.keys()]) this.#fail(id, reason);
+    for (const watcher of [...this.#watchers]) this.#drop(watcher);
     this.#requests.end(reason);
   }
 
