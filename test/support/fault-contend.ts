@@ -1,16 +1,29 @@
+import { LockTimeoutError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import type { LockHandle } from '../../recipes/handle.js';
 import { connect, type ConnectOptions } from '../../src/connect.js';
 import type { BatonSession } from '../../src/session.js';
+import { revokeLease, type EtcdInfo } from './etcd.js';
 import { writeAsHolder, type HolderWrite } from './fenced-register.js';
+import { expireZkSession, type ZkInfo } from './zookeeper.js';
 
 /** A belief interval: from the moment a worker's acquire resolved until it exited or was told it lost. */
 export interface Interval {
   readonly worker: number;
+  /** The session the hold was granted to. */
+  readonly session: string;
   readonly token: string;
   readonly from: string;
   readonly to: string;
+  /** False when the signal had already aborted as the acquire resolved: no belief to check. */
+  readonly believed: boolean;
   readonly lost: boolean;
+  /**
+   * The test ended this hold's session from the server side on purpose (`expire`). Nothing lets a
+   * client foresee that, so its belief may outlast the grant to the next holder: only fencing keeps
+   * it out, and the checks treat it so.
+   */
+  readonly forced: boolean;
   /** The write made at the start of the hold; absent if the signal had already aborted. */
   readonly write?: HolderWrite;
   /** Only when lost: the write a process that ignored its signal would still make. */
@@ -27,17 +40,57 @@ export interface ContendPlan {
   readonly holdMs: number;
   /** The fenced register every hold writes to. */
   readonly registerUrl: string;
-  /** Every acquire gives up after this long, and so does the whole run. */
+  /** The whole run gives up after this long. */
   readonly limitMs: number;
+  /** An acquire gives up after this long (default `limitMs`) and the contender reports a stall. */
+  readonly acquireTimeoutMs?: number;
+  /** The servers, reached directly, for ending this contender's session from the server side. */
+  readonly expiry?: { readonly zk: ZkInfo } | { readonly etcd: EtcdInfo };
+}
+
+/** What a contender reports while it runs. */
+export type ContendEvent =
+  /** The acquire resolved: the worker holds until its interval is reported. */
+  | { readonly type: 'granted'; readonly worker: number }
+  | { readonly type: 'interval'; readonly interval: Interval }
+  /** An acquire timed out: a waiter that nothing woke for `acquireTimeoutMs`. */
+  | { readonly type: 'stall'; readonly worker: number; readonly session: string; readonly waitedMs: number };
+
+/** How the process running a contender steers it. */
+export interface ContendControl {
+  /** True once the contender should stop after its current hold. */
+  stopped(): boolean;
+  /** Told of every session the contender opens, so that the test can end it (see `expireSession`). */
+  opened?(session: BatonSession): void;
+  /** Whether the test ended this session on purpose from the server side. */
+  forced?(sessionId: string): boolean;
+  /**
+   * While true, a hold goes on past `holdMs` until its signal aborts: the test holds a holder inside
+   * through a fault it injects, as a long job would be, so that only the signal ends its belief.
+   */
+  lingering?(): boolean;
+}
+
+/** Ends `session` from the server side, as an operator (or the server, when it expires it) would. */
+export function expireSession(plan: ContendPlan, session: BatonSession): Promise<void> {
+  if (plan.expiry === undefined) throw new Error('this run has no servers to expire sessions on');
+  return 'zk' in plan.expiry ? expireZkSession(plan.expiry.zk, session) : revokeLease(plan.expiry.etcd, session);
 }
 
 const now = (): bigint => process.hrtime.bigint(); // CLOCK_MONOTONIC: comparable across processes
 
-/** Stays inside for `holdMs` unless the signal aborts first. */
-function hold(lock: LockHandle, holdMs: number): Promise<void> {
+/**
+ * Stays inside for `holdMs`, and then for as long as `lingering()` says (a job that runs on through a
+ * fault), unless the signal aborts first.
+ */
+function hold(lock: LockHandle, holdMs: number, lingering: () => boolean): Promise<void> {
   return new Promise<void>((resolve) => {
     if (lock.signal.aborted) return resolve(); // an abort already passed fires no event
-    const timer = setTimeout(resolve, holdMs);
+    let timer: NodeJS.Timeout;
+    const wait = (ms: number): void => {
+      timer = setTimeout(() => (lingering() ? wait(5) : resolve()), ms);
+    };
+    wait(holdMs);
     lock.signal.addEventListener('abort', () => {
       clearTimeout(timer);
       resolve();
@@ -51,31 +104,38 @@ function hold(lock: LockHandle, holdMs: number): Promise<void> {
  * and, if it was told it lost the lock, writes once more as a process that missed the news would.
  * Reports one interval per hold; stops after `count` holds, when `stopped()` says so, or at `limitMs`.
  */
-export async function contendThroughFaults(plan: ContendPlan, report: (interval: Interval) => void, stopped: () => boolean): Promise<{ sessions: number }> {
+export async function contendThroughFaults(plan: ContendPlan, report: (event: ContendEvent) => void, control: ContendControl): Promise<{ sessions: number }> {
   const giveUpAt = Date.now() + plan.limitMs;
   let session: BatonSession | undefined;
   let sessions = 0;
   try {
-    for (let done = 0, attempts = 0; done < plan.count && !stopped(); attempts += 1) {
+    for (let done = 0, attempts = 0; done < plan.count && !control.stopped(); attempts += 1) {
       if (attempts > plan.count * 4 || Date.now() > giveUpAt) throw new Error(`worker ${plan.worker}: ${done} holds in ${attempts} attempts`);
       if (session === undefined || session.state === 'lost') {
         await session?.close();
         session = await connect(plan.url, plan.options);
         sessions += 1;
+        control.opened?.(session);
       }
       let lock;
+      const asked = Date.now();
       try {
-        lock = await new FairMutex(session, 'faults').acquire({ timeoutMs: plan.limitMs });
-      } catch {
-        continue; // the session was lost while waiting: a new one queues again
+        lock = await new FairMutex(session, 'faults').acquire({ timeoutMs: plan.acquireTimeoutMs ?? plan.limitMs });
+      } catch (error) {
+        if (error instanceof LockTimeoutError) report({ type: 'stall', worker: plan.worker, session: session.id, waitedMs: Date.now() - asked });
+        continue; // otherwise the session was lost while waiting: a new one queues again
       }
       const from = now();
-      const write = lock.signal.aborted ? undefined : await writeAsHolder(plan.registerUrl, lock.fencingToken, lock.signal);
-      await hold(lock, plan.holdMs);
+      const believed = !lock.signal.aborted;
+      report({ type: 'granted', worker: plan.worker });
+      const write = believed ? await writeAsHolder(plan.registerUrl, lock.fencingToken, lock.signal) : undefined;
+      await hold(lock, plan.holdMs, () => control.lingering?.() ?? false);
       const lost = lock.signal.aborted;
       const to = now();
       const late = lost ? await writeAsHolder(plan.registerUrl, lock.fencingToken, lock.signal) : undefined;
-      report({ worker: plan.worker, token: lock.fencingToken.toString(), from: from.toString(), to: to.toString(), lost, ...(write && { write }), ...(late && { late }) });
+      const forced = control.forced?.(session.id) ?? false;
+      const interval = { worker: plan.worker, session: session.id, token: lock.fencingToken.toString(), from: from.toString(), to: to.toString(), believed, lost, forced };
+      report({ type: 'interval', interval: { ...interval, ...(write && { write }), ...(late && { late }) } });
       await lock.release().catch(() => undefined);
       done += 1;
     }
@@ -85,15 +145,23 @@ export async function contendThroughFaults(plan: ContendPlan, report: (interval:
   return { sessions };
 }
 
-/** No two belief intervals overlap, and tokens strictly increase in grant order. */
+/**
+ * No two belief intervals overlap, and tokens strictly increase in grant order. Holds whose signal
+ * had aborted before the holder learned of the grant carry no belief and are left out. A hold whose
+ * session the test ended from the server side may outlast the next grant (see `Interval.forced`):
+ * such an overlap is no violation, but the later holder's token must still be higher.
+ */
 export function checkIntervals(intervals: readonly Interval[]): string[] {
-  const sorted = [...intervals].sort((a, b) => (BigInt(a.from) < BigInt(b.from) ? -1 : 1));
+  const sorted = intervals.filter((i) => i.believed).sort((a, b) => (BigInt(a.from) < BigInt(b.from) ? -1 : 1));
   const violations: string[] = [];
-  for (let i = 1; i < sorted.length; i += 1) {
-    const before = sorted[i - 1]!;
+  const described = (x: Interval): string => `worker ${x.worker} (session ${x.session}, token ${x.token})`;
+  let believing: Interval | undefined; // of the earlier holds, the one believed longest (forced ones aside)
+  for (let i = 0; i < sorted.length; i += 1) {
     const after = sorted[i]!;
-    if (BigInt(after.from) < BigInt(before.to)) violations.push(`worker ${after.worker} granted while worker ${before.worker} still believed it held`);
-    if (BigInt(after.token) <= BigInt(before.token)) violations.push(`token ${after.token} after ${before.token}`);
+    if (believing !== undefined && BigInt(after.from) < BigInt(believing.to)) violations.push(`${described(after)} granted while ${described(believing)} still believed it held`);
+    const before = sorted[i - 1];
+    if (before !== undefined && BigInt(after.token) <= BigInt(before.token)) violations.push(`${described(after)} granted after ${described(before)} with a token not higher`);
+    if (!after.forced && (believing === undefined || BigInt(after.to) > BigInt(believing.to))) believing = after;
   }
   return violations;
 }

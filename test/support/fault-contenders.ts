@@ -1,15 +1,24 @@
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { ContendPlan, Interval } from './fault-contend.js';
+import type { ContendEvent, ContendPlan, Interval } from './fault-contend.js';
 import { forkWorker } from './processes.js';
 
 const WORKER = fileURLToPath(new URL('./fault-worker.ts', import.meta.url));
 
-type Report = { type: 'ready' } | { type: 'interval'; interval: Interval } | { type: 'done'; sessions: number };
+type Report =
+  | { type: 'ready' }
+  | ContendEvent
+  | { type: 'expired'; session?: string; error?: string }
+  | { type: 'done'; sessions: number };
+
+/** An acquire that timed out (see `ContendPlan.acquireTimeoutMs`). */
+export type Stall = Extract<ContendEvent, { type: 'stall' }>;
 
 export interface ContenderRun {
   /** Every hold reported so far, in the order the reports arrived. */
   readonly intervals: readonly Interval[];
+  /** Every acquire that timed out so far. */
+  readonly stalls: readonly Stall[];
   /** Asks every worker to stop after its current hold. */
   stop(): void;
   /** Settles once every worker has finished the run: the sessions they opened in all. */
@@ -18,6 +27,7 @@ export interface ContenderRun {
 
 interface Running {
   readonly intervals: Interval[];
+  readonly stalls: Stall[];
   sessions: number;
   pending: number;
   settle(error?: unknown): void;
@@ -33,10 +43,14 @@ export class ContenderPool {
   #ready = 0;
   #onReady: (() => void) | undefined;
   #running: Running | undefined;
+  /** Workers whose acquire resolved and whose hold has not been reported yet. */
+  readonly #holding = new Set<number>();
+  /** Per worker, who waits for the answer to its 'expire'. */
+  readonly #expiring = new Map<number, { resolve(session: string | undefined): void; reject(error: Error): void }>();
 
   private constructor(workers: number, limitMs: number) {
     this.#workers = Array.from({ length: workers }, (_, worker) =>
-      forkWorker(WORKER, [], `contender ${worker}`, limitMs, (message) => this.#receive(message as Report)),
+      forkWorker(WORKER, [], `contender ${worker}`, limitMs, (message) => this.#receive(worker, message as Report)),
     );
     // A worker that dies fails the run in progress (and close() reports it).
     for (const { exited } of this.#workers) exited.catch((error: unknown) => this.#running?.settle(error));
@@ -52,17 +66,27 @@ export class ContenderPool {
     return pool;
   }
 
+  /** The workers that hold at the moment, as far as their reports tell (more than one only in a fault). */
+  get holding(): readonly number[] {
+    return [...this.#holding];
+  }
+
   get size(): number {
     return this.#workers.length;
   }
 
-  /** Every worker contends on one lock as `plan` says (worker numbers 0 .. size-1). */
-  run(plan: Omit<ContendPlan, 'worker'>): ContenderRun {
+  /**
+   * Every worker contends on one lock as `plan` says (worker numbers 0 .. size-1), with what
+   * `perWorker` returns for it on top (its own URL, say).
+   */
+  run(plan: Omit<ContendPlan, 'worker'>, perWorker: (worker: number) => Partial<ContendPlan> = () => ({})): ContenderRun {
     if (this.#running !== undefined) throw new Error('one run at a time');
     const intervals: Interval[] = [];
+    const stalls: Stall[] = [];
     const done = new Promise<{ sessions: number }>((resolve, reject) => {
       const running: Running = {
         intervals,
+        stalls,
         sessions: 0,
         pending: this.#workers.length,
         settle: (error) => {
@@ -73,8 +97,27 @@ export class ContenderPool {
       };
       this.#running = running;
     });
-    this.#workers.forEach(({ child }, worker) => child.send({ type: 'run', plan: { ...plan, worker } }));
-    return { intervals, stop: () => this.#send({ type: 'stop' }), done };
+    this.#holding.clear();
+    this.#workers.forEach(({ child }, worker) => child.send({ type: 'run', plan: { ...plan, ...perWorker(worker), worker } }));
+    return { intervals, stalls, stop: () => this.#send({ type: 'stop' }), done };
+  }
+
+  /** While on, `worker`'s holds go on past their length until their signal aborts (a long job). */
+  linger(worker: number, on: boolean): void {
+    const { child } = this.#workers[worker]!;
+    if (child.connected) child.send({ type: 'linger', on });
+  }
+
+  /**
+   * Ends `worker`'s current session from the server side (the run's plan says how to reach the
+   * servers). Resolves with the session's id, or undefined if it had none open at the moment.
+   */
+  expire(worker: number): Promise<string | undefined> {
+    if (this.#expiring.has(worker)) throw new Error(`worker ${worker} is already expiring a session`);
+    return new Promise((resolve, reject) => {
+      this.#expiring.set(worker, { resolve, reject });
+      this.#workers[worker]!.child.send({ type: 'expire' });
+    });
   }
 
   /** Lets every worker end, and reports one that did not end well. */
@@ -88,15 +131,27 @@ export class ContenderPool {
     for (const { child } of this.#workers) if (child.connected) child.send(command);
   }
 
-  #receive(report: Report): void {
+  #receive(worker: number, report: Report): void {
     if (report.type === 'ready') {
       this.#ready += 1;
       if (this.#ready === this.#workers.length) this.#onReady?.();
       return;
     }
+    if (report.type === 'expired') {
+      const waiting = this.#expiring.get(worker);
+      this.#expiring.delete(worker);
+      if (report.error === undefined) waiting?.resolve(report.session);
+      else waiting?.reject(new Error(`worker ${worker} could not expire its session: ${report.error}`));
+      return;
+    }
     const running = this.#running;
     if (running === undefined) return;
-    if (report.type === 'interval') running.intervals.push(report.interval);
+    if (report.type === 'granted') this.#holding.add(worker);
+    else if (report.type === 'interval') {
+      this.#holding.delete(worker);
+      running.intervals.push(report.interval);
+    }
+    else if (report.type === 'stall') running.stalls.push(report);
     else {
       running.sessions += report.sessions;
       running.pending -= 1;

@@ -1,19 +1,50 @@
-import { contendThroughFaults, type ContendPlan } from './fault-contend.js';
+import type { BatonSession } from '../../src/session.js';
+import { contendThroughFaults, expireSession, type ContendPlan } from './fault-contend.js';
 
 /**
  * Child-process side of the fault tests, one of a pool that serves several runs: it says 'ready', then
  * `{ type: 'run', plan }` starts a run (answered with 'done' and the sessions it opened), 'stop' ends
- * the run after the current hold, and 'exit' lets the process end.
+ * the run after the current hold, 'expire' ends the current session from the server side (answered
+ * with 'expired'), 'linger' keeps the current hold going until its signal aborts or 'linger' is
+ * turned off, and 'exit' lets the process end.
  */
-type Command = { type: 'run'; plan: ContendPlan } | { type: 'stop' } | { type: 'exit' };
+type Command = { type: 'run'; plan: ContendPlan } | { type: 'stop' } | { type: 'expire' } | { type: 'linger'; on: boolean } | { type: 'exit' };
 
 let stop = false;
+let lingering = false;
+let exiting = false;
+// Without the test process (it died, or was stopped) nobody reads the reports: end at once.
+process.on('disconnect', () => exiting || process.exit(1));
+let plan: ContendPlan | undefined;
+let current: BatonSession | undefined;
+/** Sessions this process was told to end; marked before the server acts, so no hold of theirs is missed. */
+const forced = new Set<string>();
+
+async function expire(): Promise<string | undefined> {
+  const session = current;
+  if (plan === undefined || session === undefined || session.state === 'lost' || session.state === 'closed') return undefined;
+  forced.add(session.id);
+  await expireSession(plan, session);
+  return session.id;
+}
+
 process.on('message', (command: Command) => {
   if (command.type === 'stop') stop = true;
-  else if (command.type === 'exit') process.disconnect();
-  else {
+  else if (command.type === 'linger') lingering = command.on;
+  else if (command.type === 'exit') {
+    exiting = true;
+    process.disconnect();
+  }
+  else if (command.type === 'expire') {
+    expire().then(
+      (session) => process.send?.({ type: 'expired', session }),
+      (error: unknown) => process.send?.({ type: 'expired', error: String(error) }),
+    );
+  } else {
     stop = false;
-    contendThroughFaults(command.plan, (interval) => process.send?.({ type: 'interval', interval }), () => stop).then(
+    plan = command.plan;
+    const control = { stopped: () => stop, opened: (session: BatonSession) => (current = session), forced: (id: string) => forced.has(id), lingering: () => lingering };
+    contendThroughFaults(command.plan, (event) => process.send?.(event), control).then(
       (summary) => process.send?.({ type: 'done', ...summary }),
       (error: unknown) => {
         console.error(error);

@@ -1,0 +1,41 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ContenderPool } from '../support/fault-contenders.js';
+import { describeSummary, FAULT_KINDS, torture, type TortureBackend } from '../support/torture.js';
+
+const WORKERS = 8;
+const DURATION_MS = 30_000;
+const TIMEOUT_MS = 4_000;
+
+/** `BATON_TORTURE_SEED` replays a schedule that a failed run printed; otherwise every run draws its own. */
+function seed(): number {
+  const given = process.env['BATON_TORTURE_SEED'];
+  return given === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(given);
+}
+
+/** The contending processes, started once for both layouts. */
+let pool: ContenderPool;
+beforeAll(async () => {
+  pool = await ContenderPool.start(WORKERS, 600_000);
+}, 60_000);
+afterAll(async () => {
+  await pool?.close();
+});
+
+/**
+ * A short run of `npm run torture` (see test/support/torture.ts): half a minute of random member
+ * kills, partitions, short disconnects and server-side expiries on a 3-node layout, while 8 processes
+ * contend on one lock. The run checks every hold the processes report.
+ */
+describe.each<TortureBackend>(['zk', 'etcd'])('torture: %s', (backend) => {
+  it(`${DURATION_MS / 1_000} s of random faults: no overlap, tokens increase, no stale write accepted, no stalled waiter, no orphan`, async () => {
+    const summary = await torture({ backend, durationMs: DURATION_MS, workers: WORKERS, timeoutMs: TIMEOUT_MS, seed: seed(), pool });
+    console.info(describeSummary(summary));
+    const replay = `replay with BATON_TORTURE_SEED=${summary.seed}`;
+    expect(summary.violations, replay).toEqual([]);
+    expect(summary.stalls, `waiters that nothing woke (${replay})`).toBe(0);
+    expect(summary.orphans, `left on the server after the faults healed (${replay})`).toEqual([]);
+    for (const kind of FAULT_KINDS) expect(summary.faults[kind], `${kind} faults injected`).toBeGreaterThan(0);
+    expect(summary.acquisitions, 'the workload progressed under the faults').toBeGreaterThan(WORKERS * 5);
+    expect(summary.ok).toBe(true);
+  }, DURATION_MS + TIMEOUT_MS * 60);
+});
