@@ -77,6 +77,47 @@ describe('FairMutex on etcd: backend specifics', () => {
     }
   });
 
+  /**
+   * What an enqueue attempt applied after its entry was released leaves behind: a key with our lease
+   * that no handle or waiter of ours stands for. Written here by another client, with our lease.
+   */
+  const plantOrphan = async (session: { id: string }, name: string, slot: number): Promise<string> => {
+    const key = `${scope.namespace}/${name}/#/${session.id}-${slot}-lock`;
+    await admin.put(key).value('').lease(BigInt(`0x${session.id}`).toString()).exec();
+    return key;
+  };
+
+  it('an entry of its own lease that nothing of its own stands for is removed when a listing shows it', async () => {
+    const session = await scope.open();
+    await plantOrphan(session, 'orphan', 99);
+    // Without the removal the session would queue behind its own orphan for as long as it lives.
+    const lock = await new FairMutex(session, 'orphan').acquire({ timeoutMs: info.ttlSeconds * 3_000 });
+    expect(await keys('orphan')).toEqual([lock.entry.key]);
+    await lock.release();
+  });
+
+  it('after an enqueue attempt of unknown fate, the queue is looked at until a late copy of it would have shown up', async () => {
+    const proxy = await TcpProxy.start({ port: Number(new URL(info.endpoints[0]!).port) });
+    const session = await connect(`etcd://${proxy.address}/${scope.namespace}`, { ttlSeconds: info.ttlSeconds });
+    try {
+      // The Txn reaches the server, its reply does not: the retry finds the key and adopts it.
+      const cut = proxy.dropAfterNextRequest((chunk) => chunk.includes(`${session.id}-0-lock`));
+      const held = await new FairMutex(session, 'late').acquire();
+      await cut;
+      await held.release();
+      // The first attempt applied late, after the release: nobody of this session lists the queue now.
+      const orphan = await plantOrphan(session, 'late', 0);
+      const other = await scope.open();
+      const lock = await new FairMutex(other, 'late').acquire({ timeoutMs: info.ttlSeconds * 3_000 });
+      expect(await keys('late')).toEqual([lock.entry.key]);
+      expect(lock.entry.key).not.toBe(orphan);
+      await lock.release();
+    } finally {
+      await session.close();
+      await proxy.close();
+    }
+  });
+
   it("a waiter for a key's earlier incarnation is woken even when a watch on its newer incarnation is already running", async () => {
     const [owner, waiter] = [await scope.open(), await scope.open()];
     const first = await owner.backend.enqueue('incarnations', 'lock');

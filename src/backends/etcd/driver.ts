@@ -20,7 +20,7 @@ export interface EtcdDriverOptions {
 }
 
 /** Counters for tests and benchmarks, like the ZooKeeper backend's. */
-export const etcdCounters = { notifications: 0, adopted: 0 };
+export const etcdCounters = { notifications: 0, adopted: 0, orphansRemoved: 0 };
 /** Keys this process watches right now, with how many sessions watch each (for clean-state checks). */
 export const etcdWatches = new Map<string, number>();
 
@@ -80,6 +80,17 @@ export class EtcdDriver implements Driver {
   readonly #doubtful = new Set<string>();
   /** The delete in flight for a key: a second withdraw joins it rather than sending another. */
   readonly #deleting = new Map<string, Promise<void>>();
+  /** Keys whose enqueue is in flight: a listing may show them before the enqueue has returned. */
+  readonly #enqueuing = new Set<string>();
+  /** Orphans of ours whose guarded delete is in flight. */
+  readonly #removing = new Set<string>();
+  /**
+   * Queues where an enqueue of ours had an attempt of unknown fate, until when to keep looking at them:
+   * such an attempt can still be applied after the entry it was for has been released, and it would
+   * leave an entry with our lease that nobody waits on, ahead of everyone who queues after it.
+   */
+  readonly #unsettled = new Map<string, number>();
+  #sweeper: NodeJS.Timeout | undefined;
   readonly #requests = new InFlight();
   readonly #keepAlive: KeepAlive;
   #status: 'open' | 'lost' | 'closed' = 'open';
@@ -159,25 +170,34 @@ export class EtcdDriver implements Driver {
     const slot = this.#slots.take(queue);
     const key = Buffer.from(entryKey(prefix, this.id, slot, kind, at?.order));
     const range = { key: Buffer.from(prefix), range_end: prefixEnd(prefix), keys_only: true };
+    let attempts = 0;
+    this.#enqueuing.add(key.toString());
     try {
       // One request: put our key with the lease if it is absent, and read the queue as it then stands.
       // A retry after a lost reply finds the key it wrote (the failure branch) instead of adding another.
-      const response = await this.#retry(() =>
-        this.#client.kv.txn({
+      const response = await this.#retry(() => {
+        attempts += 1;
+        return this.#client.kv.txn({
           compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }],
           success: [{ request_put: { key, value: Buffer.alloc(0), lease: this.#lease } }, { request_range: range }],
           failure: [{ request_range: { key } }, { request_range: range }],
-        }, this.#attempt()),
-      );
+        }, this.#attempt());
+      });
       if (!response.succeeded) this.#adopt(key, response.responses[0]?.response_range);
       const entries = this.#seen(queue, prefix, response.responses[1]?.response_range.kvs ?? [], response.header.revision);
       const entry = entries.find((e) => e.key === key.toString());
       if (entry === undefined) throw new BackendError(`wrote ${key.toString()} but the queue read does not show it`);
       this.#live.set(entry.key, this.#created(entry));
+      if (attempts > 1) this.#unsettle(queue);
       return { entry, queue: entries };
     } catch (error) {
-      this.#slots.free(queue, slot);
+      // The key may exist or appear later: its slot is retired (never adopted by a later enqueue), and
+      // the queue is looked at until any late attempt must have been applied.
+      if (attempts > 0) this.#unsettle(queue);
+      else this.#slots.free(queue, slot);
       throw error;
+    } finally {
+      this.#enqueuing.delete(key.toString());
     }
   }
 
@@ -188,6 +208,7 @@ export class EtcdDriver implements Driver {
   }
 
   #seen(queue: string, prefix: string, kvs: readonly StoredKey[], revision: string): Entry[] {
+    this.#removeOrphans(prefix, kvs);
     const entries = entriesFromRange(queue, prefix, kvs);
     const at = BigInt(revision);
     const created = new Map(kvs.map((kv) => [kv.key.toString(), BigInt(kv.create_revision)]));
@@ -235,7 +256,7 @@ export class EtcdDriver implements Driver {
       // The doubt outlives this call: a release retried after a failure must not free the slot either.
       const doubtful = this.#doubtful.has(entry.key);
       try {
-        if (doubtful) await this.#send(() => this.#client.kv.txn(this.#guardedDelete(entry, key), this.#attempt()));
+        if (doubtful) await this.#send(() => this.#client.kv.txn(this.#guardedDelete(key, this.#created(entry)), this.#attempt()));
         else await this.#send(() => this.#client.kv.deleteRange({ key }, this.#attempt()));
         this.#live.delete(entry.key);
         const slot = slotOf(entry.key);
@@ -251,9 +272,8 @@ export class EtcdDriver implements Driver {
   }
 
   /** A delete of exactly the incarnation of the key we created (etcd#22082). */
-  #guardedDelete(entry: Entry, key: Buffer): ITxnRequest {
-    const created = this.#created(entry).toString();
-    return { compare: [{ key, target: 'Create', result: 'Equal', create_revision: created }], success: [{ request_delete_range: { key } }], failure: [] };
+  #guardedDelete(key: Buffer, createdAt: bigint): ITxnRequest {
+    return { compare: [{ key, target: 'Create', result: 'Equal', create_revision: createdAt.toString() }], success: [{ request_delete_range: { key } }], failure: [] };
   }
 
   async confirm(entry: Entry): Promise<boolean> {
@@ -291,6 +311,45 @@ export class EtcdDriver implements Driver {
     } finally {
       this.#client.close();
     }
+  }
+
+  /**
+   * Keys of ours (they carry our lease id) that no enqueue is in flight for and no handle or waiter
+   * stands for: an attempt of an enqueue applied after the entry was released, or an enqueue that
+   * failed after its request reached the server. Deleted here, guarded by their create revision, so
+   * that they never block a queue for the rest of the session. Costs nothing when there are none.
+   */
+  #removeOrphans(prefix: string, kvs: readonly StoredKey[]): void {
+    const ours = `${prefix}${this.id}-`;
+    for (const kv of kvs) {
+      const key = kv.key.toString();
+      if (!key.startsWith(ours) || this.#live.has(key) || this.#enqueuing.has(key) || this.#removing.has(key) || this.#status !== 'open') continue;
+      this.#removing.add(key);
+      const guarded = this.#guardedDelete(Buffer.from(key), BigInt(kv.create_revision));
+      this.#send(() => this.#client.kv.txn(guarded, this.#attempt())).then(
+        (response) => {
+          if (response.succeeded) etcdCounters.orphansRemoved += 1;
+        },
+        () => undefined, // seen again at the next listing
+      ).finally(() => this.#removing.delete(key));
+    }
+  }
+
+  /** Keeps listing `queue` every third of the TTL for a minute: a late attempt shows up there. */
+  #unsettle(queue: string): void {
+    this.#unsettled.set(queue, performance.now() + 60_000);
+    if (this.#sweeper !== undefined) return;
+    this.#sweeper = setInterval(() => {
+      for (const [unsettled, until] of this.#unsettled) {
+        if (performance.now() > until) this.#unsettled.delete(unsettled);
+        else void this.list(unsettled).catch(() => undefined);
+      }
+      if (this.#unsettled.size === 0 || this.#status !== 'open') {
+        clearInterval(this.#sweeper);
+        this.#sweeper = undefined;
+      }
+    }, Math.max(Math.floor(this.timeoutMs / 3), 50));
+    this.#sweeper.unref();
   }
 
   #adopt(key: Buffer, found: IRangeResponse | undefined): void {
@@ -395,6 +454,7 @@ export class EtcdDriver implements Driver {
   #end(status: 'lost' | 'closed', reason: Error): void {
     this.#status = status;
     this.#keepAlive.stop();
+    clearInterval(this.#sweeper);
     for (const id of [...this.#watched.keys()]) this.#fail(id, reason);
     for (const watcher of [...this.#watchers]) this.#drop(watcher);
     this.#requests.end(reason);
