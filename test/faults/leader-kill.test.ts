@@ -3,8 +3,8 @@ import { startEtcd, type EtcdCluster } from '../harness/etcd.js';
 import { startZooKeeper, type ZkCluster } from '../harness/zookeeper.js';
 import { etcdFixtureOf } from '../support/etcd.js';
 import { checkIntervals } from '../support/fault-contend.js';
-import { ContenderPool } from '../support/fault-contenders.js';
 import { FencedRegister } from '../support/fenced-register.js';
+import { useContenderPool } from '../support/layouts.js';
 import type { Fixture } from '../support/fixture.js';
 import { eventually } from '../support/wait.js';
 import { zkFixtureOf } from '../support/zookeeper.js';
@@ -72,14 +72,7 @@ async function killLeader(deployment: Deployment, times: number, progressed: () 
   return kills;
 }
 
-/** The contending processes, started once for the four layouts. */
-let pool: ContenderPool;
-beforeAll(async () => {
-  pool = await ContenderPool.start(WORKERS, 600_000);
-}, 60_000);
-afterAll(async () => {
-  await pool?.close();
-});
+const pool = useContenderPool(WORKERS);
 
 describe.each(layouts)(`leader killed ${KILLS} times while ${WORKERS} processes contend on one lock: $name`, (layout) => {
   let deployment: Deployment;
@@ -93,7 +86,7 @@ describe.each(layouts)(`leader killed ${KILLS} times while ${WORKERS} processes 
 
   it('no two holders that believe they hold overlap, and every write made while holding is accepted', async () => {
     const { fixture, timeoutMs } = deployment;
-    const run = pool.run({
+    const run = pool().run({
       url: fixture.url(NAMESPACE),
       options: fixture.options,
       count: 5_000,

@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ContenderPool } from '../support/fault-contenders.js';
+import { describe, expect, it } from 'vitest';
+import { useContenderPool } from '../support/layouts.js';
 import { describeSummary, FAULT_KINDS, torture, type TortureBackend } from '../support/torture.js';
 
 const WORKERS = 8;
@@ -12,14 +12,7 @@ function seed(): number {
   return given === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(given);
 }
 
-/** The contending processes, started once for both layouts. */
-let pool: ContenderPool;
-beforeAll(async () => {
-  pool = await ContenderPool.start(WORKERS, 600_000);
-}, 60_000);
-afterAll(async () => {
-  await pool?.close();
-});
+const pool = useContenderPool(WORKERS);
 
 /**
  * A short run of `npm run torture` (see test/support/torture.ts): half a minute of random member
@@ -28,7 +21,7 @@ afterAll(async () => {
  */
 describe.each<TortureBackend>(['zk', 'etcd'])('torture: %s', (backend) => {
   it(`${DURATION_MS / 1_000} s of random faults: no overlap, tokens increase, no stale write accepted, no stalled waiter, no orphan`, async () => {
-    const summary = await torture({ backend, durationMs: DURATION_MS, workers: WORKERS, timeoutMs: TIMEOUT_MS, seed: seed(), pool });
+    const summary = await torture({ backend, durationMs: DURATION_MS, workers: WORKERS, timeoutMs: TIMEOUT_MS, seed: seed(), pool: pool() });
     console.info(describeSummary(summary));
     const replay = `replay with BATON_TORTURE_SEED=${summary.seed}`;
     expect(summary.violations, replay).toEqual([]);

@@ -1,10 +1,11 @@
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { etcdCounters } from '../../src/backends/etcd/driver.js';
 import { zkCounters } from '../../src/backends/zookeeper/driver.js';
 import { connect, type ConnectOptions } from '../../src/connect.js';
 import type { BatonSession } from '../../src/session.js';
 import { TcpProxy } from '../harness/proxy.js';
 import { etcdFixture } from './etcd.js';
+import { ContenderPool } from './fault-contenders.js';
 import type { Fixture } from './fixture.js';
 import { zkFixture } from './zookeeper.js';
 
@@ -82,4 +83,22 @@ export async function throughProxy(layout: Layout, namespace: string, options: C
     await proxy.close();
     throw error;
   }
+}
+
+/**
+ * Contending processes for a test file, started once before its tests and ended after them: starting
+ * a Node process with TypeScript costs about a second of CPU, too much to pay again for every layout.
+ */
+export function useContenderPool(workers: number): () => ContenderPool {
+  let pool: ContenderPool | undefined;
+  beforeAll(async () => {
+    pool = await ContenderPool.start(workers, 600_000);
+  }, 60_000);
+  afterAll(async () => {
+    await pool?.close();
+  });
+  return () => {
+    if (pool === undefined) throw new Error('the contenders run only inside the tests');
+    return pool;
+  };
 }
