@@ -188,7 +188,13 @@ export class EtcdDriver implements Driver {
       const entry = entries.find((e) => e.key === key.toString());
       if (entry === undefined) throw new BackendError(`wrote ${key.toString()} but the queue read does not show it`);
       this.#live.set(entry.key, this.#created(entry));
-      if (attempts > 1) this.#unsettle(queue);
+      if (attempts > 1) {
+        // A copy of an earlier attempt may still be applied after this entry is released: the key is
+        // treated like one with a delete of unknown fate, so its slot is never used again (a later
+        // enqueue would otherwise adopt that copy while an orphan removal of it is on its way).
+        this.#doubtful.add(entry.key);
+        this.#unsettle(queue);
+      }
       return { entry, queue: entries };
     } catch (error) {
       // The key may exist or appear later: its slot is retired (never adopted by a later enqueue), and
@@ -339,11 +345,16 @@ export class EtcdDriver implements Driver {
   #unsettle(queue: string): void {
     this.#unsettled.set(queue, performance.now() + 60_000);
     if (this.#sweeper !== undefined) return;
+    let listing = false;
     this.#sweeper = setInterval(() => {
+      if (listing) return; // the last tick's listings are still retrying (a member down)
+      listing = true;
+      const lists: Promise<unknown>[] = [];
       for (const [unsettled, until] of this.#unsettled) {
         if (performance.now() > until) this.#unsettled.delete(unsettled);
-        else void this.list(unsettled).catch(() => undefined);
+        else lists.push(this.list(unsettled).catch(() => undefined));
       }
+      void Promise.all(lists).finally(() => (listing = false));
       if (this.#unsettled.size === 0 || this.#status !== 'open') {
         clearInterval(this.#sweeper);
         this.#sweeper = undefined;
@@ -392,7 +403,8 @@ export class EtcdDriver implements Driver {
     watcher.on('error', (error: unknown) => {
       if (created) return this.#recheck(entry, watched, watcher);
       this.#drop(watcher);
-      this.#fail(id, this.#map(error));
+      // Only if the wait it was made for is still the current one for this incarnation.
+      if (this.#watched.get(id) === watched) this.#fail(id, this.#map(error));
     });
   }
 
