@@ -19,11 +19,13 @@ export interface Interval {
   readonly believed: boolean;
   readonly lost: boolean;
   /**
-   * The test ended this hold's session from the server side on purpose (`expire`). Nothing lets a
-   * client foresee that, so its belief may outlast the grant to the next holder: only fencing keeps
-   * it out, and the checks treat it so.
+   * When (same clock as `from`) the test asked the server to end this hold's session, if it did while
+   * the hold lasted. Nothing lets a client foresee that, so from then on its belief may outlast the
+   * grant to the next holder: only fencing keeps it out, and the checks treat it so.
    */
-  readonly forced: boolean;
+  readonly forcedAt?: string;
+  /** When the hold's first write was sent (absent if it made none). */
+  readonly writeAt?: string;
   /** The write made at the start of the hold; absent if the signal had already aborted. */
   readonly write?: HolderWrite;
   /** Only when lost: the write a process that ignored its signal would still make. */
@@ -62,8 +64,8 @@ export interface ContendControl {
   stopped(): boolean;
   /** Told of every session the contender opens, so that the test can end it (see `expireSession`). */
   opened?(session: BatonSession): void;
-  /** Whether the test ended this session on purpose from the server side. */
-  forced?(sessionId: string): boolean;
+  /** When (process.hrtime.bigint()) the test began to end this session from the server side, if it did. */
+  forcedAt?(sessionId: string): bigint | undefined;
   /**
    * While true, a hold goes on past `holdMs` until its signal aborts: the test holds a holder inside
    * through a fault it injects, as a long job would be, so that only the signal ends its belief.
@@ -128,14 +130,16 @@ export async function contendThroughFaults(plan: ContendPlan, report: (event: Co
       const from = now();
       const believed = !lock.signal.aborted;
       report({ type: 'granted', worker: plan.worker });
+      const writeAt = now();
       const write = believed ? await writeAsHolder(plan.registerUrl, lock.fencingToken, lock.signal) : undefined;
       await hold(lock, plan.holdMs, () => control.lingering?.() ?? false);
       const lost = lock.signal.aborted;
       const to = now();
       const late = lost ? await writeAsHolder(plan.registerUrl, lock.fencingToken, lock.signal) : undefined;
-      const forced = control.forced?.(session.id) ?? false;
-      const interval = { worker: plan.worker, session: session.id, token: lock.fencingToken.toString(), from: from.toString(), to: to.toString(), believed, lost, forced };
-      report({ type: 'interval', interval: { ...interval, ...(write && { write }), ...(late && { late }) } });
+      const forcedAt = control.forcedAt?.(session.id);
+      const interval = { worker: plan.worker, session: session.id, token: lock.fencingToken.toString(), from: from.toString(), to: to.toString(), believed, lost };
+      const extra = { ...(write && { write, writeAt: writeAt.toString() }), ...(late && { late }), ...(forcedAt !== undefined && forcedAt < to && { forcedAt: forcedAt.toString() }) };
+      report({ type: 'interval', interval: { ...interval, ...extra } });
       await lock.release().catch(() => undefined);
       done += 1;
     }
@@ -146,22 +150,31 @@ export async function contendThroughFaults(plan: ContendPlan, report: (event: Co
 }
 
 /**
+ * When a hold's belief stops counting for mutual exclusion: when it ended, or, if the test had its
+ * session ended from the server side meanwhile, when it asked for that (fencing's case from then on).
+ */
+export function beliefEnd(interval: Interval): bigint {
+  const to = BigInt(interval.to);
+  return interval.forcedAt !== undefined && BigInt(interval.forcedAt) < to ? BigInt(interval.forcedAt) : to;
+}
+
+/**
  * No two belief intervals overlap, and tokens strictly increase in grant order. Holds whose signal
  * had aborted before the holder learned of the grant carry no belief and are left out. A hold whose
- * session the test ended from the server side may outlast the next grant (see `Interval.forced`):
- * such an overlap is no violation, but the later holder's token must still be higher.
+ * session the test ended from the server side may outlast the next grant from the moment the test
+ * asked for it (see `Interval.forcedAt`), but the later holder's token must still be higher.
  */
 export function checkIntervals(intervals: readonly Interval[]): string[] {
   const sorted = intervals.filter((i) => i.believed).sort((a, b) => (BigInt(a.from) < BigInt(b.from) ? -1 : 1));
   const violations: string[] = [];
   const described = (x: Interval): string => `worker ${x.worker} (session ${x.session}, token ${x.token})`;
-  let believing: Interval | undefined; // of the earlier holds, the one believed longest (forced ones aside)
+  let believing: Interval | undefined; // of the earlier holds, the one whose belief counts longest
   for (let i = 0; i < sorted.length; i += 1) {
     const after = sorted[i]!;
-    if (believing !== undefined && BigInt(after.from) < BigInt(believing.to)) violations.push(`${described(after)} granted while ${described(believing)} still believed it held`);
+    if (believing !== undefined && BigInt(after.from) < beliefEnd(believing)) violations.push(`${described(after)} granted while ${described(believing)} still believed it held`);
     const before = sorted[i - 1];
     if (before !== undefined && BigInt(after.token) <= BigInt(before.token)) violations.push(`${described(after)} granted after ${described(before)} with a token not higher`);
-    if (!after.forced && (believing === undefined || BigInt(after.to) > BigInt(believing.to))) believing = after;
+    if (believing === undefined || beliefEnd(after) > beliefEnd(believing)) believing = after;
   }
   return violations;
 }

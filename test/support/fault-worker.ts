@@ -17,14 +17,21 @@ let exiting = false;
 process.on('disconnect', () => exiting || process.exit(1));
 let plan: ContendPlan | undefined;
 let current: BatonSession | undefined;
-/** Sessions this process was told to end; marked before the server acts, so no hold of theirs is missed. */
-const forced = new Set<string>();
+/** Sessions this process was told to end, and when: marked before the server acts, so no hold of theirs is missed. */
+const forced = new Map<string, bigint>();
 
 async function expire(): Promise<string | undefined> {
   const session = current;
   if (plan === undefined || session === undefined || session.state === 'lost' || session.state === 'closed') return undefined;
-  forced.add(session.id);
-  await expireSession(plan, session);
+  forced.set(session.id, process.hrtime.bigint());
+  try {
+    await expireSession(plan, session);
+  } catch (error) {
+    // The session lives on: its holds keep the full check. (A server that acted after all is seen as
+    // a loss the check does not excuse: the run then reports it, which errs on the strict side.)
+    forced.delete(session.id);
+    throw error;
+  }
   return session.id;
 }
 
@@ -43,7 +50,7 @@ process.on('message', (command: Command) => {
   } else {
     stop = false;
     plan = command.plan;
-    const control = { stopped: () => stop, opened: (session: BatonSession) => (current = session), forced: (id: string) => forced.has(id), lingering: () => lingering };
+    const control = { stopped: () => stop, opened: (session: BatonSession) => (current = session), forcedAt: (id: string) => forced.get(id), lingering: () => lingering };
     contendThroughFaults(command.plan, (event) => process.send?.(event), control).then(
       (summary) => process.send?.({ type: 'done', ...summary }),
       (error: unknown) => {

@@ -316,7 +316,8 @@ export function summarize(intervals: readonly Interval[], stalls: number, known:
   const believed = intervals.filter((i) => i.believed).sort((a, b) => (BigInt(a.from) < BigInt(b.from) ? -1 : 1));
   const violations = checkIntervals(intervals);
   for (const i of believed) {
-    if (i.write !== undefined && i.write.whileHeld && !i.write.accepted && !i.forced) {
+    const fenced = i.forcedAt !== undefined && i.writeAt !== undefined && BigInt(i.forcedAt) < BigInt(i.writeAt);
+    if (i.write !== undefined && i.write.whileHeld && !i.write.accepted && !fenced) {
       violations.push(`worker ${i.worker} (token ${i.token}) had its write refused while it believed it held; the register had seen ${i.write.highest}`);
     }
   }
@@ -324,11 +325,12 @@ export function summarize(intervals: readonly Interval[], stalls: number, known:
   let forcedOverlaps = 0;
   believed.forEach((hold, index) => {
     const after = believed[index + 1];
-    if (!hold.lost || after === undefined) return;
-    const gap = BigInt(after.from) - BigInt(hold.to);
-    if (hold.forced) {
-      if (gap < 0n) forcedOverlaps += 1;
-    } else if (smallestGapNs === undefined || gap < smallestGapNs) smallestGapNs = gap;
+    if (after === undefined) return;
+    if (hold.forcedAt !== undefined && BigInt(after.from) < BigInt(hold.to)) forcedOverlaps += 1;
+    else if (hold.lost && hold.forcedAt === undefined) {
+      const gap = BigInt(after.from) - BigInt(hold.to);
+      if (smallestGapNs === undefined || gap < smallestGapNs) smallestGapNs = gap;
+    }
   });
   const late = intervals.filter((i) => i.late !== undefined);
   const summary = {
