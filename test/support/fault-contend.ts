@@ -20,7 +20,8 @@ export interface Interval {
   readonly lost: boolean;
   /**
    * When (same clock as `from`) the test asked the server to end this hold's session, if it did while
-   * the hold lasted. Nothing lets a client foresee that, so from then on its belief may outlast the
+   * this hold lasted (a hold granted after that request gets no excuse: it would be a grant on a dead
+   * session). Nothing lets a client foresee that, so from then on its belief may outlast the
    * grant to the next holder: only fencing keeps it out, and the checks treat it so.
    */
   readonly forcedAt?: string;
@@ -138,7 +139,7 @@ export async function contendThroughFaults(plan: ContendPlan, report: (event: Co
       const late = lost ? await writeAsHolder(plan.registerUrl, lock.fencingToken, lock.signal) : undefined;
       const forcedAt = control.forcedAt?.(session.id);
       const interval = { worker: plan.worker, session: session.id, token: lock.fencingToken.toString(), from: from.toString(), to: to.toString(), believed, lost };
-      const extra = { ...(write && { write, writeAt: writeAt.toString() }), ...(late && { late }), ...(forcedAt !== undefined && forcedAt < to && { forcedAt: forcedAt.toString() }) };
+      const extra = { ...(write && { write, writeAt: writeAt.toString() }), ...(late && { late }), ...(forcedAt !== undefined && from <= forcedAt && forcedAt < to && { forcedAt: forcedAt.toString() }) };
       report({ type: 'interval', interval: { ...interval, ...extra } });
       await lock.release().catch(() => undefined);
       done += 1;
