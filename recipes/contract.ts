@@ -29,9 +29,12 @@ export interface Backend {
   /**
    * Append an entry tied to this session; safe against a lost reply (never two entries). With `at`
    * (an entry of ours in the same queue) the new entry takes the same place in the order instead of
-   * the tail: a downgrade keeps its place ahead of everyone who queued after the write lock.
+   * the tail: a downgrade keeps its place ahead of everyone who queued after the write lock. `data`
+   * is stored with the entry, readable by any session (an election candidate's id).
    */
-  enqueue(queue: string, kind: string, at?: Entry): Promise<Enqueued>;
+  enqueue(queue: string, kind: string, at?: Entry, data?: string): Promise<Enqueued>;
+  /** The data an entry was created with (`''` if none), or null once that entry is gone. */
+  read(entry: Entry): Promise<string | null>;
   /** A fresh snapshot of the queue, sorted by order. */
   list(queue: string): Promise<readonly Entry[]>;
   /** Resolves once `entry` is deleted (at once if it already is); rejects with `signal.reason`. */

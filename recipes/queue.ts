@@ -13,6 +13,8 @@ export interface QueueRequest {
   readonly what: string;
   /** Take the place of this entry of ours instead of the tail (downgrade). */
   readonly at?: Entry | undefined;
+  /** Stored with the entry for other sessions to read (an election candidate's id). */
+  readonly data?: string;
 }
 
 /** Throws if the session can no longer take work: closed or lost. */
@@ -52,7 +54,7 @@ export async function waitForTurn(request: QueueRequest, options: WaitOptions): 
 async function takeTurn(request: QueueRequest, options: WaitOptions, startedAt: number): Promise<Entry> {
   const { session, what } = request;
   // The enqueue is never abandoned half way: a create in flight must finish so that we can delete it.
-  const { entry, queue } = await session.backend.enqueue(request.queue, request.kind, request.at);
+  const { entry, queue } = await session.backend.enqueue(request.queue, request.kind, request.at, request.data);
   try {
     // A place taken at another entry's position is only as good as that entry: had it gone before ours
     // was written (deleted by someone else, or released first on another member), ours would sort
@@ -94,7 +96,7 @@ export async function tryTurn(request: QueueRequest): Promise<Entry | null> {
   assertUsable(session);
   const leave = session.enter();
   try {
-    const { entry, queue } = await session.backend.enqueue(request.queue, request.kind, request.at);
+    const { entry, queue } = await session.backend.enqueue(request.queue, request.kind, request.at, request.data);
     if (!queue.some((e) => e.key === entry.key) || request.decide(queue, entry) !== null || session.signal.aborted) {
       await session.backend.withdraw(entry);
       return null;

@@ -1,4 +1,5 @@
 import { etcdFixture } from '../support/etcd.js';
+import { electionContract } from './election.contract.js';
 import { mutexContract } from './mutex.contract.js';
 import { reentrantContract } from './reentrant.contract.js';
 import { rwContract } from './rw.contract.js';
@@ -6,3 +7,4 @@ import { rwContract } from './rw.contract.js';
 mutexContract(() => etcdFixture('etcdCluster'));
 rwContract(() => etcdFixture('etcdCluster'));
 reentrantContract(() => etcdFixture('etcdCluster'));
+electionContract(() => etcdFixture('etcdCluster'));

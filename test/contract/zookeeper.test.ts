@@ -1,4 +1,5 @@
 import { zkFixture } from '../support/zookeeper.js';
+import { electionContract } from './election.contract.js';
 import { mutexContract } from './mutex.contract.js';
 import { reentrantContract } from './reentrant.contract.js';
 import { rwContract } from './rw.contract.js';
@@ -6,3 +7,4 @@ import { rwContract } from './rw.contract.js';
 mutexContract(() => zkFixture('zkStandalone'));
 rwContract(() => zkFixture('zkStandalone'));
 reentrantContract(() => zkFixture('zkStandalone'));
+electionContract(() => zkFixture('zkStandalone'));

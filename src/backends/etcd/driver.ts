@@ -165,7 +165,7 @@ export class EtcdDriver implements Driver {
     this.#events = events;
   }
 
-  async enqueue(queue: string, kind: string, at?: Entry): Promise<Enqueued> {
+  async enqueue(queue: string, kind: string, at?: Entry, data?: string): Promise<Enqueued> {
     const prefix = queuePrefix(this.#namespace, queue);
     const slot = this.#slots.take(queue);
     const key = Buffer.from(entryKey(prefix, this.id, slot, kind, at?.order));
@@ -179,7 +179,7 @@ export class EtcdDriver implements Driver {
         attempts += 1;
         return this.#client.kv.txn({
           compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }],
-          success: [{ request_put: { key, value: Buffer.alloc(0), lease: this.#lease } }, { request_range: range }],
+          success: [{ request_put: { key, value: data === undefined ? Buffer.alloc(0) : Buffer.from(data), lease: this.#lease } }, { request_range: range }],
           failure: [{ request_range: { key } }, { request_range: range }],
         }, this.#attempt());
       });
@@ -280,6 +280,13 @@ export class EtcdDriver implements Driver {
   /** A delete of exactly the incarnation of the key we created (etcd#22082). */
   #guardedDelete(key: Buffer, createdAt: bigint): ITxnRequest {
     return { compare: [{ key, target: 'Create', result: 'Equal', create_revision: createdAt.toString() }], success: [{ request_delete_range: { key } }], failure: [] };
+  }
+
+  async read(entry: Entry): Promise<string | null> {
+    const response = await this.#retry(() => this.#client.kv.range({ key: Buffer.from(entry.key) }, this.#attempt()));
+    const kv = response.kvs[0];
+    // Keys are reused: only the incarnation the entry stands for counts.
+    return kv === undefined || BigInt(kv.create_revision) !== this.#created(entry) ? null : kv.value.toString();
   }
 
   async confirm(entry: Entry): Promise<boolean> {

@@ -27,10 +27,10 @@ export class MemoryDriver implements Driver {
     this.expire();
   }
 
-  async enqueue(queue: string, kind: string, at?: Entry): Promise<Enqueued> {
+  async enqueue(queue: string, kind: string, at?: Entry, data?: string): Promise<Enqueued> {
     await this.#turn();
     const dir = this.#dir(queue);
-    const entry = this.#store.add(dir, queue, kind, this.id, at);
+    const entry = this.#store.add(dir, queue, kind, this.id, at, data);
     return { entry, queue: this.#store.list(dir) };
   }
 
@@ -60,6 +60,11 @@ export class MemoryDriver implements Driver {
     await Promise.resolve();
     if (this.#status !== 'open') return; // the entries went with the session
     if (this.#store.get(entry.key)?.owner === this.id) this.#store.remove(entry.key);
+  }
+
+  async read(entry: Entry): Promise<string | null> {
+    await this.#turn();
+    return this.#store.get(entry.key)?.data ?? null;
   }
 
   async confirm(entry: Entry): Promise<boolean> {

@@ -2,6 +2,7 @@ import type { Entry } from '../../../recipes/contract.js';
 
 export interface StoredEntry extends Entry {
   readonly owner: string;
+  readonly data: string;
 }
 
 /**
@@ -20,11 +21,11 @@ export class MemoryStore {
   }
 
   /** `dir` is the namespaced queue path the entry is filed under; `queue` the lock name it reports. */
-  add(dir: string, queue: string, kind: string, owner: string, at?: Entry): StoredEntry {
+  add(dir: string, queue: string, kind: string, owner: string, at?: Entry, data = ''): StoredEntry {
     const revision = ++this.#revision;
     const key = `${dir}/${owner}-${kind}-${revision}`;
     const order = at?.order ?? revision;
-    const entry: StoredEntry = { queue, key, kind, order, fencingToken: order, owner };
+    const entry: StoredEntry = { queue, key, kind, order, fencingToken: order, owner, data };
     let entries = this.#queues.get(dir);
     if (entries === undefined) this.#queues.set(dir, (entries = new Map()));
     entries.set(entry.key, entry);

@@ -26,11 +26,17 @@ export function zkLong(value: unknown): bigint {
 }
 
 /** Promise adapters; requests are queued in call order, so two calls made back to back are pipelined. */
-export function create(client: ZkClient, path: string, mode: number): Promise<string> {
+export function create(client: ZkClient, path: string, mode: number, data: Buffer = Buffer.alloc(0)): Promise<string> {
   return new Promise((resolve, reject) => {
-    client.create(path, Buffer.alloc(0), OPEN_ACL, mode, (error, created) =>
+    client.create(path, data, OPEN_ACL, mode, (error, created) =>
       error ? reject(error) : resolve(created),
     );
+  });
+}
+
+export function getData(client: ZkClient, path: string): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    client.getData(path, (error, data) => (error ? reject(error) : resolve(data ?? Buffer.alloc(0))));
   });
 }
 

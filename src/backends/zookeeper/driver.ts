@@ -4,7 +4,7 @@ import type { Entry, Enqueued } from '../../../recipes/contract.js';
 import { BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents } from '../driver.js';
 import { addWaiter, backoff, InFlight, type Waiter } from '../requests.js';
-import { corked, create, exists, getChildren, isCode, mkdirp, remove, watchData, ZkCode, zkLong, type ZkClient, type ZkStat } from './client.js';
+import { corked, create, exists, getChildren, getData, isCode, mkdirp, remove, watchData, ZkCode, zkLong, type ZkClient, type ZkStat } from './client.js';
 import { entriesFromListing, entryPrefix, parseEntryName } from './names.js';
 
 export interface ZkDriverOptions {
@@ -128,8 +128,9 @@ export class ZkDriver implements Driver {
     return `${this.#namespace}/${queue}`;
   }
 
-  async enqueue(queue: string, kind: string, at?: Entry): Promise<Enqueued> {
+  async enqueue(queue: string, kind: string, at?: Entry, data?: string): Promise<Enqueued> {
     const dir = this.dir(queue);
+    const payload = data === undefined ? undefined : Buffer.from(data);
     const uuid = randomUUID();
     // Placed `at` another entry: not sequential, but named with that entry's sequence so it sorts there.
     const path = at === undefined ? entryPrefix(dir, uuid, kind) : `${entryPrefix(dir, uuid, kind)}${sequenceOf(at)}`;
@@ -138,7 +139,7 @@ export class ZkDriver implements Driver {
       this.#assertOpen();
       // Sent back to back in one write: the server processes the listing after the create, so it shows it.
       const [created, listed] = await Promise.allSettled(
-        corked(this.#client, () => [this.#send(() => create(this.#client, path, mode)), this.#send(() => getChildren(this.#client, dir))]),
+        corked(this.#client, () => [this.#send(() => create(this.#client, path, mode, payload)), this.#send(() => getChildren(this.#client, dir))]),
       );
       if (created.status === 'fulfilled') {
         const listing =
@@ -189,6 +190,15 @@ export class ZkDriver implements Driver {
         if (!isCode(error, ZkCode.CONNECTION_LOSS)) throw this.#map(error);
         await backoff(attempt);
       }
+    }
+  }
+
+  async read(entry: Entry): Promise<string | null> {
+    try {
+      return (await this.#retry(() => getData(this.#client, entry.key))).toString();
+    } catch (error) {
+      if (isCode(error, ZkCode.NO_NODE)) return null;
+      throw error;
     }
   }
 
