@@ -58,6 +58,18 @@ function reserve(port: number): boolean {
   return false;
 }
 
+/** Gives back a claim of this process (the port turned out to be in use by something else). */
+function unreserve(port: number): void {
+  const file = join(RESERVED, String(port));
+  const index = reservedHere.indexOf(file);
+  if (index >= 0) reservedHere.splice(index, 1);
+  try {
+    unlinkSync(file);
+  } catch {
+    // already gone
+  }
+}
+
 /** Server ports are chosen from here up to the start of the kernel's ephemeral range. */
 const LOWEST = 10_000;
 
@@ -90,7 +102,13 @@ export async function freePort(): Promise<number> {
   const span = ephemeralStart() - LOWEST;
   for (let attempt = 0; attempt < 50; attempt += 1) {
     const port = LOWEST + Math.floor(Math.random() * span);
-    if (handedOut.has(port) || !(await bindable(port)) || !reserve(port)) continue;
+    // Claimed before it is probed: a probe binds the port for a moment, and a member of another
+    // process that is restarting on it right then would fail with "address already in use".
+    if (handedOut.has(port) || !reserve(port)) continue;
+    if (!(await bindable(port))) {
+      unreserve(port);
+      continue;
+    }
     handedOut.add(port);
     return port;
   }

@@ -3,6 +3,12 @@ import { openSync, closeSync, readFileSync, rmSync } from 'node:fs';
 
 /** Every server PID this process started: killed on exit and on Ctrl-C so no server outlives a run. */
 const started = new Set<number>();
+/**
+ * Settles when a server of ours has been reaped. /proc shows a killed server's main thread as a zombie
+ * while its other threads may still hold its sockets; only once the whole process is gone can it be
+ * reaped, and only then is its port free for a restart.
+ */
+const reaped = new Map<number, Promise<void>>();
 let hooked = false;
 
 function hookExit(): void {
@@ -36,8 +42,8 @@ export function startServer(command: string, args: readonly string[], logFile: s
     child.unref();
     if (child.pid === undefined) throw new Error(`could not start ${command}`);
     started.add(child.pid);
-    // Reap the child when it exits so that it does not linger as a zombie.
-    child.once('exit', () => undefined);
+    // Reaped when it exits, so that it does not linger as a zombie.
+    reaped.set(child.pid, new Promise((resolve) => child.once('exit', () => resolve())));
     return child.pid;
   } finally {
     closeSync(log);
@@ -64,6 +70,10 @@ export async function stopPid(pid: number | undefined, signal: NodeJS.Signals = 
   while (isAlive(pid) && Date.now() < deadline) await sleep(20);
   if (isAlive(pid)) send(pid, 'SIGKILL');
   for (let i = 0; i < 250 && isAlive(pid); i += 1) await sleep(20);
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([reaped.get(pid), new Promise((resolve) => (timer = setTimeout(resolve, 5_000)))]);
+  clearTimeout(timer);
+  reaped.delete(pid);
   started.delete(pid);
 }
 
