@@ -1,5 +1,5 @@
 import { noop, type IBackoff } from 'cockatiel';
-import { Etcd3, EtcdLeaseInvalidError, isRecoverableError, type IOptions, type IRangeResponse, type ITxnRequest, type Watcher } from 'etcd3';
+import { Etcd3, EtcdLeaseInvalidError, isRecoverableError, type IKeyValue, type IOptions, type IRangeResponse, type ITxnRequest, type Watcher } from 'etcd3';
 import type { Entry, Enqueued } from '../../../recipes/contract.js';
 import { BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents } from '../driver.js';
@@ -282,17 +282,23 @@ export class EtcdDriver implements Driver {
     return { compare: [{ key, target: 'Create', result: 'Equal', create_revision: createdAt.toString() }], success: [{ request_delete_range: { key } }], failure: [] };
   }
 
-  async read(entry: Entry): Promise<string | null> {
+  /**
+   * The entry's key as it stands now, if it is still the incarnation the entry stands for (keys are
+   * reused), and the revision of that read.
+   */
+  async #lookUp(entry: Entry): Promise<{ kv: IKeyValue | undefined; revision: bigint }> {
     const response = await this.#retry(() => this.#client.kv.range({ key: Buffer.from(entry.key) }, this.#attempt()));
     const kv = response.kvs[0];
-    // Keys are reused: only the incarnation the entry stands for counts.
-    return kv === undefined || BigInt(kv.create_revision) !== this.#created(entry) ? null : kv.value.toString();
+    return { kv: kv !== undefined && BigInt(kv.create_revision) === this.#created(entry) ? kv : undefined, revision: BigInt(response.header.revision) };
+  }
+
+  async read(entry: Entry): Promise<string | null> {
+    return (await this.#lookUp(entry)).kv?.value.toString() ?? null;
   }
 
   async confirm(entry: Entry): Promise<boolean> {
-    const response = await this.#retry(() => this.#client.kv.range({ key: Buffer.from(entry.key) }, this.#attempt()));
-    const kv = response.kvs[0];
-    if (kv !== undefined && BigInt(kv.create_revision) === this.#created(entry) && kv.lease === this.#lease) return true;
+    const { kv } = await this.#lookUp(entry);
+    if (kv !== undefined && kv.lease === this.#lease) return true;
     await this.#assertLeaseAlive();
     return false;
   }
@@ -426,11 +432,10 @@ export class EtcdDriver implements Driver {
     watched.watcher = undefined;
     countWatch(entry.key, -1);
     this.#drop(watcher);
-    this.#retry(() => this.#client.kv.range({ key: Buffer.from(entry.key) }, this.#attempt())).then(
-      (response) => {
-        const kv = response.kvs[0];
-        if (kv === undefined || BigInt(kv.create_revision) !== this.#created(entry)) this.#wake(id);
-        else if (this.#watched.get(id) === watched) this.#arm(entry, watched, BigInt(response.header.revision) + 1n);
+    this.#lookUp(entry).then(
+      ({ kv, revision }) => {
+        if (kv === undefined) this.#wake(id);
+        else if (this.#watched.get(id) === watched) this.#arm(entry, watched, revision + 1n);
       },
       (error: unknown) => this.#fail(id, error),
     );
