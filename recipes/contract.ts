@@ -39,6 +39,13 @@ export interface Backend {
   list(queue: string): Promise<readonly Entry[]>;
   /** Resolves once `entry` is deleted (at once if it already is); rejects with `signal.reason`. */
   waitGone(entry: Entry, signal: AbortSignal): Promise<void>;
+  /**
+   * Resolves once the queue's entries differ from `seen` (an earlier listing of it), at once if they
+   * already do; rejects with `signal.reason`. It may also resolve when nothing changed (after a
+   * reconnect, or when a foreign key came and went): callers list again and decide. Used where nobody
+   * holds an entry to watch: an observer of an empty election.
+   */
+  waitChange(queue: string, seen: readonly Entry[], signal: AbortSignal): Promise<void>;
   /** Deletes our own entry: retried until done or the session is gone; idempotent. */
   withdraw(entry: Entry): Promise<void>;
   /** Does the entry still exist and belong to this session? */

@@ -3,8 +3,9 @@ import { exclusive } from './decide.js';
 import { InvalidArgumentError } from './errors.js';
 import { LockHandle } from './handle.js';
 import { checkSession } from './mutex.js';
-import { waitForTurn, type QueueRequest } from './queue.js';
-import { validateName, validateWaitOptions, type WaitOptions } from './validate.js';
+import { deadline } from './deadline.js';
+import { assertUsable, waitForTurn, type QueueRequest } from './queue.js';
+import { validateName, validateSignal, validateWaitOptions, type WaitOptions } from './validate.js';
 
 export const MAX_ID_LENGTH = 1_024;
 
@@ -57,15 +58,81 @@ export class LeaderElection {
 
   /** The id of the current leader, or null when nobody campaigns. */
   async leader(): Promise<string | null> {
+    return (await this.#current()).leader?.id ?? null;
+  }
+
+  /**
+   * The leader now and at every change after: `{ id, fencingToken }`, or null while nobody leads. A new
+   * term of the same id (it resigned and was elected again) is a change. Works from any session,
+   * campaigning or not, and costs one watch: on the leader's entry, or on the queue while it is empty.
+   * Ends by throwing `signal.reason` on abort, or the session's error when the session ends; `break`
+   * out of the loop to stop quietly.
+   *
+   * Every leadership that lasts until the observer has listed the queue again is seen, in order; one
+   * that begins and ends between two listings (shorter than a round trip) may be passed over.
+   */
+  observe(options?: ObserveOptions): AsyncGenerator<Leader | null, void, undefined> {
+    const signal = validateSignal(validateObserveOptions(options).signal);
+    assertUsable(this.#session);
+    signal?.throwIfAborted();
+    return this.#observe(signal);
+  }
+
+  async *#observe(signal: AbortSignal | undefined): AsyncGenerator<Leader | null, void, undefined> {
+    const { backend } = this.#session;
+    // The caller's signal and the session's, combined once for the whole observation.
+    const stop = deadline(`observation of "${this.name}"`, undefined, [signal, this.#session.signal]);
+    try {
+      let term: string | null | undefined;
+      for (;;) {
+        stop.signal.throwIfAborted();
+        const { queue, leader } = await this.#current();
+        const key = leader?.entry.key ?? null;
+        if (key !== term) {
+          term = key;
+          yield leader === null ? null : { id: leader.id, fencingToken: leader.entry.fencingToken };
+        }
+        // Entries only ever join at the tail: the leader changes when the head leaves, or when an empty queue fills.
+        const head = queue[0];
+        if (head === undefined) await backend.waitChange(this.name, queue, stop.signal);
+        else await backend.waitGone(head, stop.signal);
+      }
+    } finally {
+      stop.dispose();
+    }
+  }
+
+  /** The queue and its leader (the head, if it is a candidate), read consistently with each other. */
+  async #current(): Promise<{ queue: readonly Entry[]; leader: { entry: Entry; id: string } | null }> {
     for (;;) {
-      const head = (await this.#session.backend.list(this.name))[0];
+      const queue = await this.#session.backend.list(this.name);
+      const head = queue[0];
       // Another recipe's entry at the head (a lock on the same name) means nobody leads right now.
-      if (head === undefined || head.kind !== 'candidate') return null;
+      if (head === undefined || head.kind !== 'candidate') return { queue, leader: null };
       const id = await this.#session.backend.read(head);
-      if (id !== null) return id;
+      if (id !== null) return { queue, leader: { entry: head, id } };
       // The leader left between the listing and the read: ask again.
     }
   }
+}
+
+/** What `observe()` reports: who leads, and the fencing token of its term. */
+export interface Leader {
+  readonly id: string;
+  readonly fencingToken: bigint;
+}
+
+export interface ObserveOptions {
+  /** Ends the observation: the loop throws `signal.reason`. */
+  readonly signal?: AbortSignal | undefined;
+}
+
+function validateObserveOptions(options: unknown): ObserveOptions {
+  if (options === undefined) return {};
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new InvalidArgumentError('options', options, 'an object such as { signal }');
+  }
+  return options as ObserveOptions;
 }
 
 function validateId(options: unknown): string {

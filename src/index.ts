@@ -5,7 +5,7 @@ export { FairMutex, type Lock } from '../recipes/mutex.js';
 export { ReadWriteLock } from '../recipes/rw-lock.js';
 export { Reentrant, ReentrantHandle, type ReentrantOptions } from '../recipes/reentrant.js';
 export { LockHandle } from '../recipes/handle.js';
-export { LeaderElection, Leadership, type ElectionOptions } from '../recipes/election.js';
+export { LeaderElection, Leadership, type ElectionOptions, type Leader, type ObserveOptions } from '../recipes/election.js';
 export type { WaitOptions } from '../recipes/validate.js';
 export {
   BatonError,

@@ -1,3 +1,4 @@
+import type { Entry } from '../../recipes/contract.js';
 /**
  * The requests a driver has in flight. Clients keep requests queued while disconnected, and not every
  * client fails them when it is closed; `end()` settles every one of them with the session's end, so
@@ -73,4 +74,9 @@ export function addWaiter(waiters: Set<Waiter>, signal: AbortSignal, onLeave: ()
     waiters.add(waiter);
     signal.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/** Whether two listings of a queue hold the same entries (by key; listings are sorted by order). */
+export function sameEntries(a: readonly Entry[], b: readonly Entry[]): boolean {
+  return a.length === b.length && a.every((entry, index) => entry.key === b[index]!.key);
 }

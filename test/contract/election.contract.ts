@@ -69,6 +69,70 @@ export function electionContract(getFixture: () => Fixture): void {
       expect(await session.backend.list('bad')).toEqual([]);
     });
 
+    it('observe() reports every change of leader in order, from a session that does not campaign', async () => {
+      const [a, b, c, c2, bystander] = [await scope.open(), await scope.open(), await scope.open(), await scope.open(), await scope.open()];
+      const observer = new LeaderElection(bystander, 'observed', { id: 'bystander' }).observe();
+      const next = async (): Promise<unknown> => (await observer.next()).value;
+      const queued = (count: number): Promise<void> =>
+        eventually(`${count} queued`, async () => (await bystander.backend.list('observed')).length === count, 2_000);
+      expect(await next()).toBeNull();
+      const leaderA = await new LeaderElection(a, 'observed', { id: 'a' }).campaign();
+      expect(await next()).toEqual({ id: 'a', fencingToken: leaderA.fencingToken });
+      const electB = later(new LeaderElection(b, 'observed', { id: 'b' }).campaign());
+      await queued(2);
+      const electC = later(new LeaderElection(c, 'observed', { id: 'c' }).campaign({ timeoutMs: scope.fixture.lossDeadlineMs * 4 }));
+      await queued(3);
+      await leaderA.resign();
+      const leaderB = await electB;
+      expect(await next()).toEqual({ id: 'b', fencingToken: leaderB.fencingToken });
+      // A leadership ended by the server (session expiry) is a change like any other.
+      await scope.fixture.expire(b);
+      const leaderC = await electC;
+      expect(await next()).toEqual({ id: 'c', fencingToken: leaderC.fencingToken });
+      // Same id, new term: another process campaigning as "c" takes over; that is a change too.
+      const electC2 = later(new LeaderElection(c2, 'observed', { id: 'c' }).campaign());
+      await queued(2);
+      await leaderC.resign();
+      const leaderC2 = await electC2;
+      expect(leaderC2.fencingToken).toBeGreaterThan(leaderC.fencingToken);
+      expect(await next()).toEqual({ id: 'c', fencingToken: leaderC2.fencingToken });
+      await leaderC2.resign();
+      expect(await next()).toBeNull();
+      expect(await observer.return()).toEqual({ done: true, value: undefined });
+    });
+
+    it('observe() gives up on abort (withdrawing its watch) and ends with the session', async () => {
+      const [bystander, doomed, candidate] = [await scope.open(), await scope.open(), await scope.open()];
+      expect(() => new LeaderElection(bystander, 'quiet', { id: 'x' }).observe({ signal: 'no' } as never)).toThrow(InvalidArgumentError);
+      const stop = new AbortController();
+      const observer = new LeaderElection(bystander, 'quiet', { id: 'x' }).observe({ signal: stop.signal });
+      expect((await observer.next()).value).toBeNull();
+      const waiting = later(observer.next());
+      // The observer now waits on the empty queue; wait until its watch is on the server, then abort.
+      await eventually('the observer watches the queue', async () => (await scope.fixture.watched(scope.namespace)).length > 0, 2_000);
+      const reason = new Error('enough');
+      stop.abort(reason);
+      await expect(waiting).rejects.toBe(reason);
+      expect(await observer.next()).toEqual({ done: true, value: undefined });
+      const left = await scope.fixture.watched(scope.namespace);
+      if (scope.fixture.name.startsWith('ZooKeeper')) {
+        // A ZooKeeper 3.4 client cannot remove a watch: the directory's child watch stays until its next change.
+        expect(left).toEqual([`/${scope.namespace}/quiet`]);
+        const leading = await new LeaderElection(candidate, 'quiet', { id: 'c' }).campaign();
+        await leading.resign();
+        await eventually('the leftover watch fired, not armed again', async () => (await scope.fixture.watched(scope.namespace)).length === 0, 2_000);
+      } else {
+        expect(left).toEqual([]);
+      }
+      // An observer on a session that is lost ends with the session's error.
+      const lost = new LeaderElection(doomed, 'quiet', { id: 'y' }).observe();
+      expect((await lost.next()).value).toBeNull();
+      const ending = later(lost.next());
+      await scope.fixture.expire(doomed);
+      await expect(ending).rejects.toBeInstanceOf(SessionLostError);
+      expect(() => new LeaderElection(doomed, 'quiet', { id: 'y' }).observe()).toThrow(SessionLostError);
+    });
+
     it('under churn (candidates joining, resigning, losing their session) one leader at a time', async () => {
       const sessions = await Promise.all(Array.from({ length: 4 }, () => scope.open()));
       const beliefs: { id: string; from: number; to: number }[] = [];
@@ -93,7 +157,41 @@ export function electionContract(getFixture: () => Fixture): void {
           beliefs.push({ id, from, to });
         }
       };
+      // Two observers, one on a session that does not campaign, one on a candidate's own session.
+      const stop = new AbortController();
+      const observed: (string | null)[][] = [[], []];
+      const tokens: bigint[][] = [[], []];
+      const bystander = await scope.open();
+      const observing = [bystander, sessions[3]!].map((session, index) =>
+        later(
+          (async () => {
+            for await (const leader of new LeaderElection(session, 'churn', { id: 'observer' }).observe({ signal: stop.signal })) {
+              observed[index]!.push(leader?.id ?? null);
+              if (leader !== null) tokens[index]!.push(leader.fencingToken);
+            }
+          })(),
+        ),
+      );
+      await eventually('both observers started', () => observed.every((seen) => seen.length > 0), 2_000);
       await Promise.all(sessions.map((_, index) => candidate(index)));
+      await eventually('both observers see nobody leading', () => observed.every((seen) => seen.at(-1) === null), 2_000);
+      stop.abort(new Error('done'));
+      for (const ending of observing) await expect(ending).rejects.toThrow('done');
+      const elected = [...beliefs].sort((x, y) => x.from - y.from).map((belief) => belief.id);
+      for (const [index, seen] of observed.entries()) {
+        expect(seen[0], `observer ${index} starts with nobody leading`).toBeNull();
+        const leaders = seen.filter((id): id is string => id !== null);
+        // In the order they were elected (a subsequence: a term shorter than a round trip may be passed over).
+        let at = -1;
+        for (const id of leaders) {
+          const found = elected.indexOf(id);
+          expect(found, `observer ${index} saw ${id} after ${elected[at] ?? 'nobody'}`).toBeGreaterThan(at);
+          at = found;
+        }
+        const own = tokens[index]!;
+        for (let i = 1; i < own.length; i += 1) expect(own[i]!, `observer ${index}: fencing tokens increase`).toBeGreaterThan(own[i - 1]!);
+        expect(leaders.length, `observer ${index} saw some of the leaders`).toBeGreaterThan(0);
+      }
       beliefs.sort((x, y) => x.from - y.from);
       for (let i = 1; i < beliefs.length; i += 1) {
         // Server-side expiry can overlap the next leader (the lost one learns of it afterwards): fencing's case.

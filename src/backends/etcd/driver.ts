@@ -3,7 +3,7 @@ import { Etcd3, EtcdLeaseInvalidError, isRecoverableError, type IKeyValue, type 
 import type { Entry, Enqueued } from '../../../recipes/contract.js';
 import { BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents } from '../driver.js';
-import { addWaiter, backoff, InFlight, type Waiter } from '../requests.js';
+import { addWaiter, backoff, InFlight, sameEntries, type Waiter } from '../requests.js';
 import { KeepAlive } from './keepalive.js';
 import { entriesFromRange, entryKey, leaseHex, prefixEnd, queuePrefix, slotOf, type StoredKey } from './keys.js';
 import { Slots } from './slots.js';
@@ -70,6 +70,8 @@ export class EtcdDriver implements Driver {
   readonly #watched = new Map<string, Watched>();
   /** Every etcd3 watcher of ours not cancelled yet, created or still being created. */
   readonly #watchers = new Set<Watcher>();
+  /** Every queue-change wait in progress, by the function that ends it when the session ends. */
+  readonly #prefixWaits = new Set<(reason: Error) => void>();
   /** The revision of the read each entry we handed out was seen in: a watch starts right after it. */
   readonly #seenAt = new WeakMap<Entry, bigint>();
   /** Each entry's create revision, which a downgraded entry's order is not: the delete guard needs it. */
@@ -239,6 +241,48 @@ export class EtcdDriver implements Driver {
     // catch the watcher up in a background loop that runs only every 100 ms).
     if (first) this.#arm(entry, watched, (this.#seenAt.get(entry) ?? entry.order) + 1n);
     return waiting;
+  }
+
+  async waitChange(queue: string, seen: readonly Entry[], signal: AbortSignal): Promise<void> {
+    signal.throwIfAborted();
+    const prefix = queuePrefix(this.#namespace, queue);
+    const response = await this.#retry(() => this.#client.kv.range({ key: Buffer.from(prefix), range_end: prefixEnd(prefix), keys_only: true }, this.#attempt()));
+    if (!sameEntries(this.#seen(queue, prefix, response.kvs, response.header.revision), seen)) return;
+    // From the revision after that listing: nothing that changes the queue from then on is missed.
+    await this.#watchPrefix(prefix, BigInt(response.header.revision) + 1n, signal);
+  }
+
+  /**
+   * Resolves at the first put or delete under `prefix` from revision `from` on, or when the watch
+   * stream breaks (the caller lists again: etcd3 watchers can go quiet after a reconnect).
+   */
+  #watchPrefix(prefix: string, from: bigint, signal: AbortSignal): Promise<void> {
+    signal.throwIfAborted();
+    if (this.#status !== 'open') return Promise.reject(this.#status === 'lost' ? new SessionLostError(`etcd lease ${this.id} is gone`) : new ClosedError());
+    return new Promise<void>((resolve, reject) => {
+      const watcher = this.#client.watch().prefix(prefix).startRevision(from.toString()).watcher();
+      this.#watchers.add(watcher);
+      countWatch(prefix, 1);
+      const finish = (settle: () => void): void => {
+        if (!this.#prefixWaits.delete(end)) return;
+        signal.removeEventListener('abort', onAbort);
+        countWatch(prefix, -1);
+        this.#drop(watcher);
+        settle();
+      };
+      const end = (reason: Error): void => finish(() => reject(reason));
+      const onAbort = (): void => finish(() => reject(signal.reason));
+      this.#prefixWaits.add(end);
+      signal.addEventListener('abort', onAbort, { once: true });
+      const changed = (): void => {
+        etcdCounters.notifications += 1;
+        finish(resolve);
+      };
+      watcher.on('put', changed);
+      watcher.on('delete', changed);
+      watcher.on('disconnected', () => finish(resolve));
+      watcher.on('error', (error: unknown) => finish(() => reject(this.#map(error))));
+    });
   }
 
   withdraw(entry: Entry): Promise<void> {
@@ -480,6 +524,7 @@ export class EtcdDriver implements Driver {
     this.#keepAlive.stop();
     clearInterval(this.#sweeper);
     for (const id of [...this.#watched.keys()]) this.#fail(id, reason);
+    for (const end of [...this.#prefixWaits]) end(reason);
     for (const watcher of [...this.#watchers]) this.#drop(watcher);
     this.#requests.end(reason);
   }

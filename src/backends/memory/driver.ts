@@ -1,6 +1,7 @@
 import type { Entry, Enqueued } from '../../../recipes/contract.js';
 import { ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents } from '../driver.js';
+import { sameEntries } from '../requests.js';
 import type { MemoryStore } from './store.js';
 
 /** A session on an in-process store. Same contract as the server backends, for demos and unit tests. */
@@ -43,17 +44,15 @@ export class MemoryDriver implements Driver {
     await this.#turn();
     signal.throwIfAborted();
     if (this.#store.get(entry.key) === undefined) return;
-    await new Promise<void>((resolve, reject) => {
-      const onAbort = (): void => {
-        unwatch();
-        reject(signal.reason);
-      };
-      const unwatch = this.#store.watch(entry.key, () => {
-        signal.removeEventListener('abort', onAbort);
-        resolve();
-      });
-      signal.addEventListener('abort', onAbort, { once: true });
-    });
+    await notified(signal, (notify) => this.#store.watch(entry.key, notify));
+  }
+
+  async waitChange(queue: string, seen: readonly Entry[], signal: AbortSignal): Promise<void> {
+    await this.#turn();
+    signal.throwIfAborted();
+    const dir = this.#dir(queue);
+    if (!sameEntries(this.#store.list(dir), seen)) return;
+    await notified(signal, (notify) => this.#store.watchQueue(dir, notify));
   }
 
   async withdraw(entry: Entry): Promise<void> {
@@ -95,4 +94,19 @@ export class MemoryDriver implements Driver {
     if (this.#status === 'lost') throw new SessionLostError('the memory session was expired');
     if (this.#status === 'closed') throw new ClosedError();
   }
+}
+
+/** Waits for a one-shot store watcher to fire; an abort unregisters it and rejects with the reason. */
+function notified(signal: AbortSignal, watch: (notify: () => void) => () => void): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = (): void => {
+      unwatch();
+      reject(signal.reason);
+    };
+    const unwatch = watch(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    });
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
 }

@@ -15,6 +15,8 @@ export class MemoryStore {
   #nextSession = 1;
   readonly #queues = new Map<string, Map<string, StoredEntry>>();
   readonly #watchers = new Map<string, Set<() => void>>();
+  /** One-shot watchers of a queue directory's membership, keyed by the directory. */
+  readonly #queueWatchers = new Map<string, Set<() => void>>();
 
   newSessionId(): string {
     return `memory-${this.#nextSession++}`;
@@ -29,6 +31,7 @@ export class MemoryStore {
     let entries = this.#queues.get(dir);
     if (entries === undefined) this.#queues.set(dir, (entries = new Map()));
     entries.set(entry.key, entry);
+    this.#notify(this.#queueWatchers, dir);
     return entry;
   }
 
@@ -46,10 +49,15 @@ export class MemoryStore {
     const entries = this.#queues.get(dir);
     if (entries === undefined || !entries.delete(key)) return;
     if (entries.size === 0) this.#queues.delete(dir);
-    const watchers = this.#watchers.get(key);
+    this.#notify(this.#watchers, key);
+    this.#notify(this.#queueWatchers, dir);
+  }
+
+  /** Fires and forgets the one-shot watchers of `path`, like a server notification: after the call returned. */
+  #notify(registry: Map<string, Set<() => void>>, path: string): void {
+    const watchers = registry.get(path);
     if (watchers === undefined) return;
-    this.#watchers.delete(key);
-    // Deliver like a server notification: after the deleting call has returned.
+    registry.delete(path);
     queueMicrotask(() => {
       for (const notify of watchers) {
         memoryCounters.notifications += 1;
@@ -66,18 +74,17 @@ export class MemoryStore {
 
   /** Registers a one-shot deletion watcher; returns a function that unregisters it. */
   watch(key: string, notify: () => void): () => void {
-    let watchers = this.#watchers.get(key);
-    if (watchers === undefined) this.#watchers.set(key, (watchers = new Set()));
-    watchers.add(notify);
-    return () => {
-      watchers.delete(notify);
-      if (watchers.size === 0 && this.#watchers.get(key) === watchers) this.#watchers.delete(key);
-    };
+    return register(this.#watchers, key, notify);
   }
 
-  /** Watched keys under a path prefix (for tests: nothing may be left behind). */
+  /** Registers a one-shot watcher of the next entry added to or removed from `dir`. */
+  watchQueue(dir: string, notify: () => void): () => void {
+    return register(this.#queueWatchers, dir, notify);
+  }
+
+  /** Watched keys and queues under a path prefix (for tests: nothing may be left behind). */
   watchedUnder(prefix: string): string[] {
-    return [...this.#watchers.keys()].filter((key) => key.startsWith(`${prefix}/`));
+    return [...this.#watchers.keys(), ...this.#queueWatchers.keys()].filter((key) => key.startsWith(`${prefix}/`));
   }
 
   /** Every entry key under a path prefix (for tests: nothing may be left behind). */
@@ -92,6 +99,16 @@ export class MemoryStore {
 
 /** Counters for tests and benchmarks, like the ZooKeeper backend's. */
 export const memoryCounters = { notifications: 0 };
+
+function register(registry: Map<string, Set<() => void>>, path: string, notify: () => void): () => void {
+  let watchers = registry.get(path);
+  if (watchers === undefined) registry.set(path, (watchers = new Set()));
+  watchers.add(notify);
+  return () => {
+    watchers.delete(notify);
+    if (watchers.size === 0 && registry.get(path) === watchers) registry.delete(path);
+  };
+}
 
 function dirOf(key: string): string {
   return key.slice(0, key.lastIndexOf('/'));

@@ -89,3 +89,29 @@ export function watchData(client: ZkClient, path: string, watcher: (event: zooke
     });
   });
 }
+
+/**
+ * Lists a directory and leaves a watch that fires on its next change: a child watch if it exists, an
+ * exists watch (fired by its creation) if it does not. Null when the directory does not exist.
+ */
+export async function watchChildren(
+  client: ZkClient,
+  path: string,
+  watcher: (event: zookeeper.Event) => void,
+): Promise<{ children: string[]; stat: ZkStat } | null> {
+  for (;;) {
+    const listed = await new Promise<{ children: string[]; stat: ZkStat } | null>((resolve, reject) => {
+      client.getChildren(path, watcher, (error, children, stat) => {
+        if (error === null || error === undefined) resolve({ children, stat });
+        else if (isCode(error, zookeeper.Exception.NO_NODE)) resolve(null);
+        else reject(error);
+      });
+    });
+    if (listed !== null) return listed;
+    const stat = await new Promise<ZkStat | null>((resolve, reject) => {
+      client.exists(path, watcher, (error, found) => (error ? reject(error) : resolve(found ?? null)));
+    });
+    if (stat === null) return null;
+    // Created between the two requests: list it again, now that it exists.
+  }
+}

@@ -3,8 +3,8 @@ import zookeeper from 'node-zookeeper-client';
 import type { Entry, Enqueued } from '../../../recipes/contract.js';
 import { BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents } from '../driver.js';
-import { addWaiter, backoff, InFlight, type Waiter } from '../requests.js';
-import { corked, create, exists, getChildren, getData, isCode, mkdirp, remove, watchData, ZkCode, zkLong, type ZkClient, type ZkStat } from './client.js';
+import { addWaiter, backoff, InFlight, sameEntries, type Waiter } from '../requests.js';
+import { corked, create, exists, getChildren, getData, isCode, mkdirp, remove, watchChildren, watchData, ZkCode, zkLong, type ZkClient, type ZkStat } from './client.js';
 import { entriesFromListing, entryPrefix, parseEntryName } from './names.js';
 
 export interface ZkDriverOptions {
@@ -32,6 +32,10 @@ export class ZkDriver implements Driver {
   readonly #waiters = new Map<string, Set<Waiter>>();
   /** The watcher function registered for each watched path. */
   readonly #watchers = new Map<string, (event: zookeeper.Event) => void>();
+  /** Waiters for a change of a queue directory's children, keyed by the directory. */
+  readonly #dirWaiters = new Map<string, Set<Waiter>>();
+  /** The one watcher function per directory: the client then keeps one registration per path. */
+  readonly #dirWatchers = new Map<string, (event: zookeeper.Event) => void>();
   #status: 'open' | 'lost' | 'closed' = 'open';
   #suspended = false;
   #events: DriverEvents | undefined;
@@ -180,6 +184,56 @@ export class ZkDriver implements Driver {
     return waiting;
   }
 
+  waitChange(queue: string, seen: readonly Entry[], signal: AbortSignal): Promise<void> {
+    signal.throwIfAborted();
+    const dir = this.dir(queue);
+    const waiters = this.#dirWaiters.get(dir) ?? new Set<Waiter>();
+    this.#dirWaiters.set(dir, waiters);
+    const waiting = addWaiter(waiters, signal, () => {
+      if (waiters.size === 0 && this.#dirWaiters.get(dir) === waiters) this.#dirWaiters.delete(dir);
+    });
+    this.#armDir(queue, dir, seen);
+    return waiting;
+  }
+
+  /**
+   * Lists the directory with a watch on it; wakes its waiters if the listing already differs from
+   * `seen`. Every waiter of the directory is woken by the next change: each lists again for itself. A
+   * ZooKeeper 3.4 client cannot remove a watch, so a waiter that gives up leaves the server's watch in
+   * place until that next change; the shared watcher function keeps it to one per directory.
+   */
+  #armDir(queue: string, dir: string, seen: readonly Entry[]): void {
+    let watcher = this.#dirWatchers.get(dir);
+    if (watcher === undefined) {
+      const onEvent = (): void => {
+        zkCounters.notifications += 1;
+        if (this.#dirWatchers.get(dir) === onEvent) this.#dirWatchers.delete(dir);
+        this.#wakeDir(dir);
+      };
+      this.#dirWatchers.set(dir, (watcher = onEvent));
+    }
+    const registered = watcher;
+    this.#retry(() => watchChildren(this.#client, dir, registered)).then(
+      (listed) => {
+        const now = listed === null ? [] : entriesFromListing(queue, dir, listed.children, zkLong(listed.stat.czxid));
+        if (!sameEntries(now, seen)) this.#wakeDir(dir);
+      },
+      (error: unknown) => this.#failDir(dir, error),
+    );
+  }
+
+  #wakeDir(dir: string): void {
+    const waiters = this.#dirWaiters.get(dir);
+    this.#dirWaiters.delete(dir);
+    for (const waiter of waiters ?? []) waiter.resolve();
+  }
+
+  #failDir(dir: string, error: unknown): void {
+    const waiters = this.#dirWaiters.get(dir);
+    this.#dirWaiters.delete(dir);
+    for (const waiter of waiters ?? []) waiter.reject(error);
+  }
+
   async withdraw(entry: Entry): Promise<void> {
     for (let attempt = 0; this.#status === 'open'; attempt += 1) {
       try {
@@ -283,6 +337,8 @@ export class ZkDriver implements Driver {
    */
   #recheckWatches(): void {
     for (const path of this.#waiters.keys()) this.#arm(path);
+    // A directory's waiters list again themselves: they are woken (no change is missed that way).
+    for (const dir of [...this.#dirWaiters.keys()]) this.#wakeDir(dir);
   }
 
   #wake(path: string): void {
@@ -299,6 +355,7 @@ export class ZkDriver implements Driver {
 
   #failWaiters(error: unknown): void {
     for (const path of [...this.#waiters.keys()]) this.#failPath(path, error);
+    for (const dir of [...this.#dirWaiters.keys()]) this.#failDir(dir, error);
   }
 
   /**
