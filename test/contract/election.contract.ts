@@ -76,28 +76,34 @@ export function electionContract(getFixture: () => Fixture): void {
       const queued = (count: number): Promise<void> =>
         eventually(`${count} queued`, async () => (await bystander.backend.list('observed')).length === count, 2_000);
       expect(await next()).toBeNull();
+      // Each time the observer is already waiting (on the empty queue, on the leader) when the change happens.
+      let change = later(next());
       const leaderA = await new LeaderElection(a, 'observed', { id: 'a' }).campaign();
-      expect(await next()).toEqual({ id: 'a', fencingToken: leaderA.fencingToken });
+      expect(await change).toEqual({ id: 'a', fencingToken: leaderA.fencingToken });
+      change = later(next());
       const electB = later(new LeaderElection(b, 'observed', { id: 'b' }).campaign());
       await queued(2);
       const electC = later(new LeaderElection(c, 'observed', { id: 'c' }).campaign({ timeoutMs: scope.fixture.lossDeadlineMs * 4 }));
       await queued(3);
       await leaderA.resign();
       const leaderB = await electB;
-      expect(await next()).toEqual({ id: 'b', fencingToken: leaderB.fencingToken });
+      expect(await change).toEqual({ id: 'b', fencingToken: leaderB.fencingToken });
       // A leadership ended by the server (session expiry) is a change like any other.
+      change = later(next());
       await scope.fixture.expire(b);
       const leaderC = await electC;
-      expect(await next()).toEqual({ id: 'c', fencingToken: leaderC.fencingToken });
+      expect(await change).toEqual({ id: 'c', fencingToken: leaderC.fencingToken });
       // Same id, new term: another process campaigning as "c" takes over; that is a change too.
+      change = later(next());
       const electC2 = later(new LeaderElection(c2, 'observed', { id: 'c' }).campaign());
       await queued(2);
       await leaderC.resign();
       const leaderC2 = await electC2;
       expect(leaderC2.fencingToken).toBeGreaterThan(leaderC.fencingToken);
-      expect(await next()).toEqual({ id: 'c', fencingToken: leaderC2.fencingToken });
+      expect(await change).toEqual({ id: 'c', fencingToken: leaderC2.fencingToken });
+      change = later(next());
       await leaderC2.resign();
-      expect(await next()).toBeNull();
+      expect(await change).toBeNull();
       expect(await observer.return()).toEqual({ done: true, value: undefined });
     });
 
