@@ -1,6 +1,14 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError as CommanderArgumentError } from 'commander';
+import { InvalidArgumentError, InvalidNameError } from '../recipes/errors.js';
 import { runDemo } from './demo.js';
+import { runInspect } from './inspect.js';
+
+function milliseconds(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 1 || parsed > 600_000) throw new CommanderArgumentError('a whole number of milliseconds from 1 to 600000');
+  return parsed;
+}
 
 function positiveInt(value: string): number {
   const parsed = Number(value);
@@ -20,7 +28,27 @@ program
     await runDemo({ url: options.backend, workers: options.workers, rounds: options.rounds, write: (line) => process.stdout.write(line) });
   });
 
+program
+  .command('inspect')
+  .description('show the holders and waiters of a lock, election or read/write lock, in queue order')
+  .argument('<url>', 'connection URL, e.g. zk://127.0.0.1:2181/myapp or etcd://127.0.0.1:2379/myapp')
+  .argument('<name>', 'the lock name, e.g. payments/settlement')
+  .option('--json', 'print JSON (one object per line with --watch)', false)
+  .option('--watch', 'print again at every change of the queue, until interrupted', false)
+  .option('--connect-timeout <ms>', 'give up connecting after this many milliseconds', milliseconds, 5_000)
+  .action(async (url: string, name: string, options: { json: boolean; watch: boolean; connectTimeout: number }) => {
+    const stop = new AbortController();
+    const interrupt = (): void => stop.abort(new Error('interrupted'));
+    process.once('SIGINT', interrupt).once('SIGTERM', interrupt);
+    try {
+      await runInspect({ url, name, json: options.json, watch: options.watch, connectTimeoutMs: options.connectTimeout, signal: stop.signal, write: (text) => process.stdout.write(text) });
+    } finally {
+      process.off('SIGINT', interrupt).off('SIGTERM', interrupt);
+    }
+  });
+
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`baton: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exitCode = 1;
+  // 2: the command was given something invalid; 1: it could not do its work (e.g. server unreachable).
+  process.exitCode = error instanceof InvalidArgumentError || error instanceof InvalidNameError ? 2 : 1;
 });

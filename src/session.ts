@@ -1,7 +1,7 @@
 import { EventEmitter, setMaxListeners } from 'node:events';
 import type { Backend, Hold, Session, SessionState, StateListener, WaiterLostPolicy, Waiting } from '../recipes/contract.js';
 import { ClosedError, SessionLostError } from '../recipes/errors.js';
-import type { Driver, DriverStatus } from './backends/driver.js';
+import type { Driver, DriverStatus, EntryInfo } from './backends/driver.js';
 
 /**
  * The session every recipe works through. It turns the driver's connection reports into states,
@@ -106,6 +106,11 @@ export class BatonSession implements Session {
   off(event: 'state' | 'replaced', listener: StateListener | ((next: BatonSession) => void)): this {
     this.#events.off(event, listener as (...args: unknown[]) => void);
     return this;
+  }
+
+  /** @internal What the server says about each entry of a queue (`baton inspect`). */
+  describe(queue: string): Promise<EntryInfo[]> {
+    return this.#driver.describe(queue);
   }
 
   /** @internal Announces the session that replaces this lost one. */

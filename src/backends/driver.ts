@@ -1,4 +1,4 @@
-import type { Backend } from '../../recipes/contract.js';
+import type { Backend, Entry } from '../../recipes/contract.js';
 
 /** What a backend reports about its connection; the session turns it into user-visible states. */
 export type DriverStatus = 'connected' | 'suspended' | 'lost';
@@ -24,6 +24,21 @@ export interface Driver extends Backend {
   attach(events: DriverEvents): void;
   /** The session's deadline passed without word from the server: stop using it, fail every waiter. */
   abandon(reason: Error): void;
+  /** What an operator needs to know about each entry of a queue (`baton inspect`), in queue order. */
+  describe(queue: string): Promise<EntryInfo[]>;
   /** Ends the server session (entries go with it) and frees every socket and timer. Idempotent. */
   close(): Promise<void>;
+}
+
+/** One queue entry as the server describes it. */
+export interface EntryInfo {
+  readonly entry: Entry;
+  /** The session that owns it: ZooKeeper session id, etcd lease id, memory session name. */
+  readonly owner: string;
+  /** When the server created it (ms since the epoch); etcd keeps no time with a key. */
+  readonly createdAt?: number;
+  /** etcd: how long the owner's lease lives if it is not kept alive any more. */
+  readonly expiresInMs?: number;
+  /** What the entry was created with (an election candidate's id); `''` if nothing. */
+  readonly data: string;
 }

@@ -2,7 +2,7 @@ import { noop, type IBackoff } from 'cockatiel';
 import { Etcd3, EtcdLeaseInvalidError, isRecoverableError, type IKeyValue, type IOptions, type IRangeResponse, type ITxnRequest, type Watcher } from 'etcd3';
 import type { Entry, Enqueued } from '../../../recipes/contract.js';
 import { BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
-import type { Driver, DriverEvents } from '../driver.js';
+import type { Driver, DriverEvents, EntryInfo } from '../driver.js';
 import { addWaiter, backoff, InFlight, sameEntries, type Waiter } from '../requests.js';
 import { KeepAlive } from './keepalive.js';
 import { entriesFromRange, entryKey, leaseHex, prefixEnd, queuePrefix, slotOf, type StoredKey } from './keys.js';
@@ -338,6 +338,27 @@ export class EtcdDriver implements Driver {
 
   async read(entry: Entry): Promise<string | null> {
     return (await this.#lookUp(entry)).kv?.value.toString() ?? null;
+  }
+
+  async describe(queue: string): Promise<EntryInfo[]> {
+    const prefix = queuePrefix(this.#namespace, queue);
+    const response = await this.#retry(() => this.#client.kv.range({ key: Buffer.from(prefix), range_end: prefixEnd(prefix) }, this.#attempt()));
+    const values = new Map(response.kvs.map((kv) => [kv.key.toString(), kv]));
+    const entries = entriesFromRange(queue, prefix, response.kvs);
+    const leases = [...new Set(entries.map((entry) => values.get(entry.key)!.lease))];
+    const ttls = new Map(
+      await Promise.all(
+        leases.map(async (lease) => {
+          const { TTL } = await this.#retry(() => this.#client.leaseClient.leaseTimeToLive({ ID: lease, keys: false }, this.#attempt()));
+          return [lease, Number(TTL)] as const;
+        }),
+      ),
+    );
+    return entries.map((entry) => {
+      const kv = values.get(entry.key)!;
+      const ttl = ttls.get(kv.lease) ?? -1;
+      return { entry, owner: leaseHex(kv.lease), data: kv.value.toString(), ...(ttl >= 0 ? { expiresInMs: ttl * 1_000 } : {}) };
+    });
   }
 
   async confirm(entry: Entry): Promise<boolean> {

@@ -1,6 +1,6 @@
 import type { Entry, Enqueued } from '../../../recipes/contract.js';
 import { ClosedError, SessionLostError } from '../../../recipes/errors.js';
-import type { Driver, DriverEvents } from '../driver.js';
+import type { Driver, DriverEvents, EntryInfo } from '../driver.js';
 import { sameEntries } from '../requests.js';
 import type { MemoryStore } from './store.js';
 
@@ -64,6 +64,11 @@ export class MemoryDriver implements Driver {
   async read(entry: Entry): Promise<string | null> {
     await this.#turn();
     return this.#store.get(entry.key)?.data ?? null;
+  }
+
+  async describe(queue: string): Promise<EntryInfo[]> {
+    await this.#turn();
+    return this.#store.list(this.#dir(queue)).map(({ owner, data, createdAt, ...entry }) => ({ entry, owner, data, createdAt }));
   }
 
   async confirm(entry: Entry): Promise<boolean> {

@@ -3,6 +3,8 @@ import type { Entry } from '../../../recipes/contract.js';
 export interface StoredEntry extends Entry {
   readonly owner: string;
   readonly data: string;
+  /** Date.now() when it was added. */
+  readonly createdAt: number;
 }
 
 /**
@@ -27,7 +29,7 @@ export class MemoryStore {
     const revision = ++this.#revision;
     const key = `${dir}/${owner}-${kind}-${revision}`;
     const order = at?.order ?? revision;
-    const entry: StoredEntry = { queue, key, kind, order, fencingToken: order, owner, data };
+    const entry: StoredEntry = { queue, key, kind, order, fencingToken: order, owner, data, createdAt: Date.now() };
     let entries = this.#queues.get(dir);
     if (entries === undefined) this.#queues.set(dir, (entries = new Map()));
     entries.set(entry.key, entry);

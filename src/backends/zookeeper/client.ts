@@ -40,6 +40,17 @@ export function getData(client: ZkClient, path: string): Promise<Buffer> {
   });
 }
 
+/** The node's data and stat, or null if it does not exist. */
+export function getDataStat(client: ZkClient, path: string): Promise<{ data: Buffer; stat: ZkStat } | null> {
+  return new Promise((resolve, reject) => {
+    client.getData(path, (error, data, stat) => {
+      if (error === null || error === undefined) resolve({ data: data ?? Buffer.alloc(0), stat });
+      else if (isCode(error, zookeeper.Exception.NO_NODE)) resolve(null);
+      else reject(error);
+    });
+  });
+}
+
 export function getChildren(client: ZkClient, path: string): Promise<{ children: string[]; stat: ZkStat }> {
   return new Promise((resolve, reject) => {
     client.getChildren(path, (error, children, stat) => (error ? reject(error) : resolve({ children, stat })));

@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import zookeeper from 'node-zookeeper-client';
 import type { Entry, Enqueued } from '../../../recipes/contract.js';
 import { BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
-import type { Driver, DriverEvents } from '../driver.js';
+import type { Driver, DriverEvents, EntryInfo } from '../driver.js';
 import { addWaiter, backoff, InFlight, sameEntries, type Waiter } from '../requests.js';
-import { corked, create, exists, getChildren, getData, isCode, mkdirp, remove, watchChildren, watchData, ZkCode, zkLong, type ZkClient, type ZkStat } from './client.js';
+import { corked, create, exists, getChildren, getData, getDataStat, isCode, mkdirp, remove, watchChildren, watchData, ZkCode, zkLong, type ZkClient, type ZkStat } from './client.js';
 import { entriesFromListing, entryPrefix, parseEntryName } from './names.js';
 
 export interface ZkDriverOptions {
@@ -254,6 +254,18 @@ export class ZkDriver implements Driver {
       if (isCode(error, ZkCode.NO_NODE)) return null;
       throw error;
     }
+  }
+
+  async describe(queue: string): Promise<EntryInfo[]> {
+    const entries = await this.list(queue);
+    // Sent together: one round trip for the whole queue. An entry gone meanwhile is left out.
+    const found = await Promise.all(entries.map((entry) => this.#retry(() => getDataStat(this.#client, entry.key))));
+    return entries.flatMap((entry, index) => {
+      const node = found[index];
+      if (node === null || node === undefined) return [];
+      const owner = zkLong(node.stat.ephemeralOwner).toString(16).padStart(16, '0');
+      return [{ entry, owner, createdAt: Number(zkLong(node.stat.ctime)), data: node.data.toString() }];
+    });
   }
 
   async confirm(entry: Entry): Promise<boolean> {

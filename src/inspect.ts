@@ -1,0 +1,124 @@
+import type { Entry } from '../recipes/contract.js';
+import { deadline } from '../recipes/deadline.js';
+import { exclusive, shared } from '../recipes/decide.js';
+import { validateName } from '../recipes/validate.js';
+import type { EntryInfo } from './backends/driver.js';
+import { connect } from './connect.js';
+import type { BatonSession } from './session.js';
+
+/** One entry of a queue as `baton inspect` shows it. */
+export interface EntryView {
+  readonly position: number;
+  /** `holder`: nothing ahead of it blocks it (it holds, or is being told it does); `waiter` otherwise. */
+  readonly role: 'holder' | 'waiter';
+  readonly kind: string;
+  readonly session: string;
+  readonly ageMs: number | null;
+  readonly expiresInMs: number | null;
+  /** A decimal string: JSON has no 64-bit integers. */
+  readonly fencingToken: string;
+  /** An election candidate's id; `''` for locks. */
+  readonly data: string;
+  readonly key: string;
+}
+
+export interface QueueView {
+  readonly name: string;
+  readonly at: string;
+  readonly entries: readonly EntryView[];
+}
+
+/** Holders and waiters of one queue, in order, from what the server says. */
+export async function inspectQueue(session: BatonSession, name: string): Promise<QueueView> {
+  return (await look(session, validateName(name))).view;
+}
+
+/** The view, and the entries it was made from (what a watch for the next change compares against). */
+async function look(session: BatonSession, name: string): Promise<{ view: QueueView; entries: Entry[] }> {
+  const infos = await session.describe(name);
+  const now = Date.now();
+  return { view: { name, at: new Date(now).toISOString(), entries: viewEntries(infos, now) }, entries: infos.map((info) => info.entry) };
+}
+
+function viewEntries(infos: readonly EntryInfo[], now: number): EntryView[] {
+  const queue = infos.map((info) => info.entry);
+  return infos.map((info, index) => {
+    const decide = info.entry.kind === 'read' ? shared : exclusive;
+    return {
+      position: index + 1,
+      role: decide(queue, info.entry) === null ? 'holder' : 'waiter',
+      kind: info.entry.kind,
+      session: info.owner,
+      ageMs: info.createdAt === undefined ? null : Math.max(0, now - info.createdAt),
+      expiresInMs: info.expiresInMs ?? null,
+      fencingToken: info.entry.fencingToken.toString(),
+      data: info.data,
+      key: info.entry.key,
+    };
+  });
+}
+
+/** The queue as a table for people. */
+export function formatQueue(view: QueueView): string {
+  if (view.entries.length === 0) return `${view.name}: free (no holder, no waiter) at ${view.at}\n`;
+  const holders = view.entries.filter((entry) => entry.role === 'holder').length;
+  const header = ['#', 'role', 'kind', 'session', 'age', 'lease left', 'fencing token', 'id'];
+  const rows = view.entries.map((entry) => [
+    String(entry.position),
+    entry.role,
+    entry.kind,
+    entry.session,
+    duration(entry.ageMs),
+    duration(entry.expiresInMs),
+    entry.fencingToken,
+    entry.data,
+  ]);
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
+  const line = (cells: readonly string[]): string => `${cells.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()}\n`;
+  const summary = `${view.name}: ${holders} holder${holders === 1 ? '' : 's'}, ${view.entries.length - holders} waiting, at ${view.at}\n`;
+  return summary + line(header) + rows.map(line).join('');
+}
+
+function duration(ms: number | null): string {
+  if (ms === null) return '-';
+  if (ms < 1_000) return `${ms} ms`;
+  if (ms < 120_000) return `${(ms / 1_000).toFixed(1)} s`;
+  return `${Math.floor(ms / 60_000)} min`;
+}
+
+export interface InspectOptions {
+  readonly url: string;
+  readonly name: string;
+  readonly json: boolean;
+  /** Print again at every change of the queue until `signal` aborts. */
+  readonly watch: boolean;
+  readonly connectTimeoutMs: number;
+  readonly write: (text: string) => void;
+  readonly signal?: AbortSignal;
+}
+
+/** `baton inspect`: the name is checked before any connection is made. */
+export async function runInspect(options: InspectOptions): Promise<void> {
+  const name = validateName(options.name);
+  const session = await connect(options.url, { connectTimeoutMs: options.connectTimeoutMs });
+  const print = (view: QueueView): void => options.write(options.json ? `${JSON.stringify(view)}\n` : formatQueue(view));
+  try {
+    for (;;) {
+      const { view, entries } = await look(session, name);
+      print(view);
+      if (!options.watch) return;
+      const stop = deadline(`watch of "${name}"`, undefined, [options.signal, session.signal]);
+      try {
+        await session.backend.waitChange(name, entries, stop.signal);
+      } catch (error) {
+        if (options.signal?.aborted) return; // the operator stopped watching
+        throw error;
+      } finally {
+        stop.dispose();
+      }
+      if (!options.json) options.write('\n');
+    }
+  } finally {
+    await session.close();
+  }
+}

@@ -1,0 +1,131 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { LeaderElection } from '../../recipes/election.js';
+import { FairMutex } from '../../recipes/mutex.js';
+import { ReadWriteLock } from '../../recipes/rw-lock.js';
+import { runInspect, type QueueView } from '../../src/inspect.js';
+import { freePort } from '../harness/ports.js';
+import { etcdFixture } from '../support/etcd.js';
+import type { Fixture } from '../support/fixture.js';
+import { memoryFixture } from '../support/memory.js';
+import { useScope } from '../support/scope.js';
+import { eventually, later } from '../support/wait.js';
+import { zkFixture } from '../support/zookeeper.js';
+
+const run = promisify(execFile);
+
+/** Runs `baton` as a user would, from the sources; resolves with the exit code and the output. */
+async function baton(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { timeout: 20_000 });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+  }
+}
+
+function inspectSuite(getFixture: () => Fixture): void {
+  describe(`baton inspect on ${getFixture().name}`, () => {
+    const scope = useScope(getFixture);
+    const url = (): string => scope.fixture.url(scope.namespace);
+
+    it('shows holders and waiters in order with kind, session, age, fencing token and candidate id', async () => {
+      const [r1, r2, w, r3] = [await scope.open(), await scope.open(), await scope.open(), await scope.open()];
+      const readers = [await new ReadWriteLock(r1, 'config/pricing').readLock.acquire(), await new ReadWriteLock(r2, 'config/pricing').readLock.acquire()];
+      const writer = later(new ReadWriteLock(w, 'config/pricing').writeLock.acquire());
+      await eventually('the writer queued', async () => (await w.backend.list('config/pricing')).length === 3, 2_000);
+      const lateReader = later(new ReadWriteLock(r3, 'config/pricing').readLock.acquire());
+      await eventually('the late reader queued', async () => (await w.backend.list('config/pricing')).length === 4, 2_000);
+      const leader = await new LeaderElection(r1, 'scheduler', { id: 'worker-7' }).campaign();
+
+      const views: QueueView[] = [];
+      const inspect = async (name: string, json: boolean): Promise<string> => {
+        let out = '';
+        await runInspect({ url: url(), name, json, watch: false, connectTimeoutMs: 5_000, write: (text) => (out += text) });
+        if (json) views.push(JSON.parse(out) as QueueView);
+        return out;
+      };
+      await inspect('config/pricing', true);
+      const view = views[0]!;
+      expect(view.entries.map((e) => [e.position, e.role, e.kind, e.session])).toEqual([
+        [1, 'holder', 'read', r1.id],
+        [2, 'holder', 'read', r2.id],
+        [3, 'waiter', 'write', w.id],
+        [4, 'waiter', 'read', r3.id],
+      ]);
+      expect(view.entries.slice(0, 2).map((e) => e.fencingToken)).toEqual(readers.map((lock) => lock.fencingToken.toString()));
+      for (const entry of view.entries) {
+        if (scope.fixture.name.startsWith('etcd')) {
+          expect(entry.ageMs, 'etcd keeps no time with a key').toBeNull();
+          expect(entry.expiresInMs).toBeGreaterThan(0);
+        } else {
+          expect(entry.ageMs).toBeGreaterThanOrEqual(0);
+          expect(entry.ageMs).toBeLessThan(60_000);
+        }
+      }
+      const table = await inspect('config/pricing', false);
+      expect(table).toMatch(/config\/pricing: 2 holders, 2 waiting/);
+      expect(table).toMatch(/#\s+role\s+kind\s+session\s+age\s+lease left\s+fencing token\s+id/);
+      expect(table.split('\n').filter((line) => line.includes(w.id))[0]).toMatch(/^3\s+waiter\s+write/);
+
+      await inspect('scheduler', true);
+      expect(views[1]!.entries).toMatchObject([{ role: 'holder', kind: 'candidate', data: 'worker-7', fencingToken: leader.fencingToken.toString() }]);
+      expect(await inspect('nobody/here', false)).toMatch(/^nobody\/here: free/);
+
+      await leader.resign();
+      for (const lock of readers) await lock.release();
+      await (await writer).release();
+      await (await lateReader).release();
+    });
+
+    it('--watch prints again at every change until stopped, and leaves no watch behind', async () => {
+      const [a, b, operator] = [await scope.open(), await scope.open(), await scope.open()];
+      const held = await new FairMutex(a, 'jobs').acquire();
+      const printed: QueueView[] = [];
+      const stop = new AbortController();
+      const watching = later(
+        runInspect({ url: url(), name: 'jobs', json: true, watch: true, connectTimeoutMs: 5_000, signal: stop.signal, write: (text) => printed.push(JSON.parse(text) as QueueView) }),
+      );
+      await eventually('the first picture', () => printed.length === 1, 5_000);
+      expect(printed[0]!.entries.map((e) => e.session)).toEqual([a.id]);
+      const next = later(new FairMutex(b, 'jobs').acquire());
+      await eventually('b shown waiting', () => printed.at(-1)!.entries.length === 2, 5_000);
+      expect(printed.at(-1)!.entries.map((e) => [e.role, e.session])).toEqual([['holder', a.id], ['waiter', b.id]]);
+      await held.release();
+      const taken = await next;
+      await eventually('b shown holding', () => printed.at(-1)!.entries.length === 1 && printed.at(-1)!.entries[0]!.session === b.id, 5_000);
+      await taken.release();
+      await eventually('the queue shown empty', () => printed.at(-1)!.entries.length === 0, 5_000);
+      stop.abort();
+      await watching;
+      // The watching session is closed; what it watched is gone with it (the scope checks the server).
+      expect((await operator.backend.list('jobs'))).toEqual([]);
+    });
+  });
+}
+
+inspectSuite(memoryFixture);
+inspectSuite(() => zkFixture('zkStandalone'));
+inspectSuite(() => etcdFixture('etcdStandalone'));
+
+describe('baton inspect, the command', () => {
+  it('exits 2 naming the problem for an invalid name or URL, before connecting', async () => {
+    const badName = await baton('inspect', 'zk://127.0.0.1:2181/x', 'a//b');
+    expect(badName.code).toBe(2);
+    expect(badName.stderr).toMatch(/invalid name "a\/\/b"/);
+    const badUrl = await baton('inspect', 'ftp://127.0.0.1/x', 'a');
+    expect(badUrl.code).toBe(2);
+    expect(badUrl.stderr).toMatch(/url scheme "ftp:".*zk:, etcd: or memory:/);
+  });
+
+  it('exits 1 with a clear message when the server is unreachable', async () => {
+    const port = await freePort(); // nothing listens on it
+    for (const scheme of ['zk', 'etcd']) {
+      const result = await baton('inspect', `${scheme}://127.0.0.1:${port}/x`, 'a', '--connect-timeout', '1000');
+      expect(result.code, `${scheme}: ${result.stderr}`).toBe(1);
+      expect(result.stderr).toMatch(new RegExp(`could not (connect to ZooKeeper|open an etcd session) at (http://)?127\\.0\\.0\\.1:${port} within 1000 ms`));
+    }
+  });
+});
