@@ -81,6 +81,16 @@ export class ClosedError extends BatonError {
   }
 }
 
+/**
+ * The server refused the request: the session's credentials do not allow it (ZooKeeper NoAuth, etcd
+ * permission denied). Retrying does not help; the message never includes the credentials.
+ */
+export class AccessDeniedError extends BatonError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, 'ACCESS_DENIED', options);
+  }
+}
+
 /** The backend failed in a way the recipes cannot repair (a server error, an unexpected reply). */
 export class BackendError extends BatonError {
   constructor(message: string, options?: { cause?: unknown }) {

@@ -3,6 +3,7 @@ import { MAX_TIMEOUT_MS } from '../recipes/validate.js';
 import { EtcdDriver, type EtcdDriverOptions } from './backends/etcd/driver.js';
 import { MemoryDriver } from './backends/memory/driver.js';
 import { memoryStore } from './backends/memory/store.js';
+import type { AclPolicy } from './backends/zookeeper/client.js';
 import { ZkDriver } from './backends/zookeeper/driver.js';
 import { BatonSession } from './session.js';
 import { parseUrl } from './url.js';
@@ -35,10 +36,25 @@ export interface ConnectOptions {
    * announce it with `session.on('replaced', next => ...)`. Holds never move: take locks again on `next`.
    */
   readonly reconnectAfterLoss?: boolean;
+  /** ZooKeeper: credentials sent before any request, e.g. `{ scheme: 'digest', credentials: 'user:password' }`. */
+  readonly auth?: ZkAuth | readonly ZkAuth[];
+  /**
+   * ZooKeeper: the ACL of every znode baton creates (entries and their parent directories). With
+   * `auth`, default `'creator-all-world-read'` (the creator may do everything, everyone may read, so
+   * that `baton inspect` works); `'creator-only'` hides the queues too. Without `auth` only `'open'`
+   * is possible (ZooKeeper knows a creator only by its credentials), and is the default.
+   */
+  readonly acl?: AclPolicy;
   /** etcd: the lease TTL asked of the server, in whole seconds (etcd grants at least its minimum). Default 10. */
   readonly ttlSeconds?: number;
   /** etcd: passed through to etcd3 (`auth: { username, password }`, `credentials` for TLS, `grpcOptions`). */
   readonly etcd?: EtcdDriverOptions['client'];
+}
+
+export interface ZkAuth {
+  readonly scheme: 'digest';
+  /** `user:password` */
+  readonly credentials: string;
 }
 
 const DEFAULTS = { sessionTimeoutMs: 10_000, connectTimeoutMs: 15_000, ttlSeconds: 10 } as const;
@@ -82,12 +98,16 @@ function replaceWhenLost(session: BatonSession, url: string, options: ConnectOpt
 async function open(url: string, options: ConnectOptions): Promise<BatonSession> {
   const parsed = parseUrl(url);
   const { deadlineMarginMs, onSuspend, onWaiterLost, reconnectAfterLoss: _reconnect, ...settings } = validateConnectOptions(options);
+  if (parsed.scheme !== 'zk' && (settings.auth.length > 0 || settings.acl !== 'open')) {
+    throw new InvalidArgumentError('auth/acl', `${parsed.scheme}:`, `zk: URLs only; on etcd pass etcd: { auth: { username, password }, credentials } instead`);
+  }
   const sessionOptions = { onSuspend, onWaiterLost, ...(deadlineMarginMs === undefined ? {} : { marginMs: deadlineMarginMs }) };
   switch (parsed.scheme) {
     case 'memory':
       return new BatonSession(new MemoryDriver(memoryStore(parsed.hosts[0] ?? ''), parsed.namespace), sessionOptions);
     case 'zk': {
-      const driver = await ZkDriver.open({ hosts: parsed.hosts.join(','), namespace: `/${parsed.namespace}`, ...settings });
+      const { auth, acl, etcd: _etcd, ttlSeconds: _ttl, ...timeouts } = settings;
+      const driver = await ZkDriver.open({ hosts: parsed.hosts.join(','), namespace: `/${parsed.namespace}`, ...timeouts, auth, acl });
       await refuseMargin(deadlineMarginMs, driver);
       return new BatonSession(driver, sessionOptions);
     }
@@ -122,6 +142,8 @@ interface Settings {
   reconnectAfterLoss: boolean;
   ttlSeconds: number;
   etcd: EtcdDriverOptions['client'] | undefined;
+  auth: ZkAuth[];
+  acl: AclPolicy;
 }
 
 function validateConnectOptions(options: unknown): Settings {
@@ -138,7 +160,28 @@ function validateConnectOptions(options: unknown): Settings {
     reconnectAfterLoss: flag(given['reconnectAfterLoss'], 'reconnectAfterLoss'),
     ttlSeconds: ttl(given['ttlSeconds']),
     etcd: etcdClientOptions(given['etcd']),
+    ...zkAccess(given['auth'], given['acl']),
   };
+}
+
+/** Credentials are never echoed back in an error: only where they are and what is expected. */
+function zkAccess(auth: unknown, acl: unknown): { auth: ZkAuth[]; acl: AclPolicy } {
+  const list = auth === undefined ? [] : Array.isArray(auth) ? (auth as unknown[]) : [auth];
+  for (const [index, item] of list.entries()) {
+    const where = Array.isArray(auth) ? `auth[${index}]` : 'auth';
+    // Whatever was passed may be a secret (a string instead of an object): it is described, never shown.
+    if (typeof item !== 'object' || item === null) throw new InvalidArgumentError(where, `(not shown, a ${typeof item})`, "an object such as { scheme: 'digest', credentials: 'user:password' }");
+    const { scheme, credentials } = item as Record<string, unknown>;
+    if (scheme !== 'digest') throw new InvalidArgumentError(`${where}.scheme`, typeof scheme === 'string' && scheme.length <= 16 ? scheme : '(not shown)', '"digest"');
+    if (typeof credentials !== 'string' || !/^[^:]+:.+$/s.test(credentials)) {
+      throw new InvalidArgumentError(`${where}.credentials`, '(not shown)', 'a "user:password" string with a non-empty user and password');
+    }
+  }
+  if (list.length === 0 && (acl === 'creator-all-world-read' || acl === 'creator-only')) {
+    throw new InvalidArgumentError('acl', acl, '"open" unless auth credentials are given: ZooKeeper knows a creator only by its credentials');
+  }
+  const policy = oneOf(acl, 'acl', list.length > 0 ? ['creator-all-world-read', 'creator-only', 'open'] : ['open']);
+  return { auth: list as ZkAuth[], acl: policy };
 }
 
 function flag(value: unknown, what: string): boolean {

@@ -1,4 +1,5 @@
-export { connect, type ConnectOptions } from './connect.js';
+export { connect, type ConnectOptions, type ZkAuth } from './connect.js';
+export type { AclPolicy } from './backends/zookeeper/client.js';
 export { BatonSession as Session } from './session.js';
 export type { SessionState, Entry } from '../recipes/contract.js';
 export { FairMutex, type Lock } from '../recipes/mutex.js';
@@ -9,6 +10,7 @@ export { LeaderElection, Leadership, type ElectionOptions, type Leader, type Obs
 export type { WaitOptions } from '../recipes/validate.js';
 export {
   BatonError,
+  AccessDeniedError,
   BackendError,
   ClosedError,
   InvalidArgumentError,

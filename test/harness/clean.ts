@@ -10,8 +10,10 @@ export interface ZNode {
   readonly numChildren: number;
 }
 
-async function withClient<T>(connectString: string, use: (client: Client) => Promise<T>): Promise<T> {
+/** A raw client for the duration of `use`; `digest` (`user:password`) is sent as its credentials. */
+export async function withZkClient<T>(connectString: string, use: (client: Client) => Promise<T>, digest?: string): Promise<T> {
   const client = zookeeper.createClient(connectString, { sessionTimeout: 4_000, retries: 0 });
+  if (digest !== undefined) client.addAuthInfo('digest', Buffer.from(digest));
   try {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`no ZooKeeper at ${connectString}`)), 10_000);
@@ -56,18 +58,18 @@ async function tree(client: Client, root: string): Promise<ZNode[]> {
 }
 
 /** Every znode under `path`, itself included (none if it does not exist). */
-export function zkTree(connectString: string, path: string): Promise<ZNode[]> {
-  return withClient(connectString, (client) => tree(client, path));
+export function zkTree(connectString: string, path: string, digest?: string): Promise<ZNode[]> {
+  return withZkClient(connectString, (client) => tree(client, path), digest);
 }
 
 /** Deletes `path` and everything under it; a missing path is fine. */
-export function zkRemoveTree(connectString: string, path: string): Promise<void> {
-  return withClient(connectString, async (client) => {
+export function zkRemoveTree(connectString: string, path: string, digest?: string): Promise<void> {
+  return withZkClient(connectString, async (client) => {
     const nodes = (await tree(client, path)).sort((a, b) => b.path.length - a.path.length);
     for (const node of nodes) {
       await call<void>((cb) => client.remove(node.path, -1, (e) => cb(isNoNode(e) ? null : e, undefined)));
     }
-  });
+  }, digest);
 }
 
 /**

@@ -4,8 +4,33 @@ import { BackendError } from '../../../recipes/errors.js';
 export type ZkClient = zookeeper.Client;
 export type ZkStat = zookeeper.Stat;
 export const ZkCode = zookeeper.Exception;
-/** Everyone may do everything: the default until ACL policies arrive (the security issue). */
-const OPEN_ACL: zookeeper.ACL[] = (zookeeper.ACL as unknown as { OPEN_ACL_UNSAFE: zookeeper.ACL[] }).OPEN_ACL_UNSAFE;
+
+/**
+ * Who may do what with the znodes baton creates (entries and the directories above them).
+ * - `open`: everyone may do everything (ZooKeeper's `OPEN_ACL_UNSAFE`); the only policy without credentials.
+ * - `creator-all-world-read`: the authenticated creator may do everything, everyone may read (so that
+ *   `baton inspect` works): nobody else can create, delete or change entries in the queues.
+ * - `creator-only`: only the authenticated creator may do anything, reading included.
+ */
+export type AclPolicy = 'open' | 'creator-all-world-read' | 'creator-only';
+
+export function aclFor(policy: AclPolicy): zookeeper.ACL[] {
+  const { ACL, Id, Permission } = zookeeper as unknown as {
+    ACL: new (permission: number, id: unknown) => zookeeper.ACL;
+    Id: new (scheme: string, id: string) => unknown;
+    Permission: { ALL: number; READ: number };
+  };
+  const creator = new ACL(Permission.ALL, new Id('auth', ''));
+  const anyone = (permission: number): zookeeper.ACL => new ACL(permission, new Id('world', 'anyone'));
+  switch (policy) {
+    case 'open':
+      return [anyone(Permission.ALL)];
+    case 'creator-all-world-read':
+      return [creator, anyone(Permission.READ)];
+    case 'creator-only':
+      return [creator];
+  }
+}
 
 /** The numeric ZooKeeper error code of a client failure (or of its `cause`), or undefined. */
 export function zkCode(error: unknown): number | undefined {
@@ -26,9 +51,9 @@ export function zkLong(value: unknown): bigint {
 }
 
 /** Promise adapters; requests are queued in call order, so two calls made back to back are pipelined. */
-export function create(client: ZkClient, path: string, mode: number, data: Buffer = Buffer.alloc(0)): Promise<string> {
+export function create(client: ZkClient, path: string, mode: number, data: Buffer = Buffer.alloc(0), acl = aclFor('open')): Promise<string> {
   return new Promise((resolve, reject) => {
-    client.create(path, data, OPEN_ACL, mode, (error, created) =>
+    client.create(path, data, acl, mode, (error, created) =>
       error ? reject(error) : resolve(created),
     );
   });
@@ -69,9 +94,9 @@ export function remove(client: ZkClient, path: string): Promise<void> {
   });
 }
 
-export function mkdirp(client: ZkClient, path: string): Promise<void> {
+export function mkdirp(client: ZkClient, path: string, acl = aclFor('open')): Promise<void> {
   return new Promise((resolve, reject) => {
-    client.mkdirp(path, (error) => (error ? reject(error) : resolve()));
+    client.mkdirp(path, acl, (error) => (error ? reject(error) : resolve()));
   });
 }
 

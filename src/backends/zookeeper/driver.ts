@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import zookeeper from 'node-zookeeper-client';
 import type { Entry, Enqueued } from '../../../recipes/contract.js';
-import { BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
+import { AccessDeniedError, BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents, EntryInfo } from '../driver.js';
 import { addWaiter, backoff, InFlight, sameEntries, type Waiter } from '../requests.js';
-import { corked, create, exists, getChildren, getData, getDataStat, isCode, mkdirp, remove, watchChildren, watchData, ZkCode, zkLong, type ZkClient, type ZkStat } from './client.js';
+import { aclFor, corked, create, exists, getChildren, getData, getDataStat, isCode, mkdirp, remove, watchChildren, watchData, ZkCode, zkLong, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
 import { entriesFromListing, entryPrefix, parseEntryName } from './names.js';
 
 export interface ZkDriverOptions {
@@ -14,6 +14,10 @@ export interface ZkDriverOptions {
   readonly namespace: string;
   readonly sessionTimeoutMs: number;
   readonly connectTimeoutMs: number;
+  /** Sent before any request (and again after every reconnect, by the client). */
+  readonly auth?: readonly { readonly scheme: string; readonly credentials: string }[];
+  /** For every znode baton creates. */
+  readonly acl?: AclPolicy;
 }
 
 /** Counters for tests and benchmarks: watch notifications received, entries adopted after a lost reply. */
@@ -28,6 +32,7 @@ export class ZkDriver implements Driver {
   readonly openedAt: number;
   readonly #client: ZkClient;
   readonly #namespace: string;
+  readonly #acl: zookeeper.ACL[];
   readonly #sessionId: bigint;
   readonly #waiters = new Map<string, Set<Waiter>>();
   /** The watcher function registered for each watched path. */
@@ -51,6 +56,7 @@ export class ZkDriver implements Driver {
       spinDelay: 100,
       retries: 0,
     });
+    for (const { scheme, credentials } of options.auth ?? []) client.addAuthInfo(scheme, Buffer.from(credentials));
     const openedAt = performance.now();
     await connected(client, options);
     return new ZkDriver(client, options, openedAt);
@@ -60,6 +66,7 @@ export class ZkDriver implements Driver {
     this.openedAt = openedAt;
     this.#client = client;
     this.#namespace = options.namespace;
+    this.#acl = aclFor(options.acl ?? 'open');
     this.#sessionId = zkLong(client.getSessionId());
     this.id = this.#sessionId.toString(16).padStart(16, '0');
     this.timeoutMs = client.getSessionTimeout();
@@ -143,7 +150,7 @@ export class ZkDriver implements Driver {
       this.#assertOpen();
       // Sent back to back in one write: the server processes the listing after the create, so it shows it.
       const [created, listed] = await Promise.allSettled(
-        corked(this.#client, () => [this.#send(() => create(this.#client, path, mode, payload)), this.#send(() => getChildren(this.#client, dir))]),
+        corked(this.#client, () => [this.#send(() => create(this.#client, path, mode, payload, this.#acl)), this.#send(() => getChildren(this.#client, dir))]),
       );
       if (created.status === 'fulfilled') {
         const listing =
@@ -153,7 +160,7 @@ export class ZkDriver implements Driver {
         return this.#enqueued(queue, dir, created.value, listing.children, zkLong(listing.stat.czxid));
       }
       if (isCode(created.reason, ZkCode.NO_NODE) && attempt < MAX_PARENT_RETRIES) {
-        await this.#retry(() => mkdirp(this.#client, dir));
+        await this.#retry(() => mkdirp(this.#client, dir, this.#acl));
         continue;
       }
       if (!isCode(created.reason, ZkCode.CONNECTION_LOSS)) throw this.#map(created.reason);
@@ -412,6 +419,9 @@ export class ZkDriver implements Driver {
   #map(error: unknown): Error {
     if (isCode(error, ZkCode.SESSION_EXPIRED)) return new SessionLostError(`ZooKeeper session 0x${this.id} expired`, { cause: error });
     if (isCode(error, ZkCode.CONNECTION_LOSS) && this.#status === 'closed') return new ClosedError();
+    if (isCode(error, ZkCode.NO_AUTH)) {
+      return new AccessDeniedError(`ZooKeeper refused the request (NoAuth): this session's credentials do not grant it under ${this.#namespace}`, { cause: error });
+    }
     if (error instanceof BatonError) return error;
     return new BackendError('ZooKeeper request failed', { cause: error });
   }

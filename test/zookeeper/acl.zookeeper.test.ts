@@ -1,0 +1,119 @@
+import { randomUUID } from 'node:crypto';
+import zookeeper from 'node-zookeeper-client';
+import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
+import { FairMutex } from '../../recipes/mutex.js';
+import { AccessDeniedError, InvalidArgumentError } from '../../recipes/errors.js';
+import { connect } from '../../src/connect.js';
+import { runInspect, type QueueView } from '../../src/inspect.js';
+import type { BatonSession } from '../../src/session.js';
+import { withZkClient, zkRemoveTree, zkTree } from '../harness/clean.js';
+
+const TENANT_A = 'tenant-a:secret-of-a-7f3d';
+const TENANT_B = 'tenant-b:secret-of-b-91c2';
+
+/** The ZooKeeper error code of a raw client request, or 0 when it succeeded. */
+function code(run: (callback: (error: unknown) => void) => void): Promise<number> {
+  return new Promise((resolve) => run((error) => resolve(error instanceof zookeeper.Exception ? error.getCode() : error ? -1 : 0)));
+}
+
+describe('ZooKeeper ACLs and digest credentials', () => {
+  const zk = () => inject('zkStandalone');
+  let namespace = '';
+  const sessions: BatonSession[] = [];
+  const texts: string[] = []; // every message and output a user could see, searched for credentials
+  const open = async (options: Parameters<typeof connect>[1]): Promise<BatonSession> => {
+    const session = await connect(`zk://${zk().connectString}/${namespace}`, options);
+    sessions.push(session);
+    return session;
+  };
+  const inspect = async (name: string): Promise<QueueView> => {
+    let out = '';
+    await runInspect({ url: `zk://${zk().connectString}/${namespace}`, name, json: true, watch: false, connectTimeoutMs: 5_000, write: (text) => (out += text) });
+    texts.push(out);
+    return JSON.parse(out) as QueueView;
+  };
+  const refusal = async (promise: Promise<unknown>): Promise<AccessDeniedError> => {
+    const error = await promise.then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(AccessDeniedError);
+    texts.push(String(error), (error as Error).stack ?? '');
+    return error as AccessDeniedError;
+  };
+
+  beforeEach(() => {
+    namespace = `acl-${randomUUID().slice(0, 8)}`;
+  });
+
+  afterEach(async () => {
+    await Promise.allSettled(sessions.splice(0).map((session) => session.close()));
+    // Only the owner may delete what was created under its ACL.
+    await zkRemoveTree(zk().connectString, `/${namespace}`, TENANT_A);
+    expect(await zkTree(zk().connectString, `/${namespace}`)).toEqual([]);
+    for (const text of texts.splice(0)) {
+      expect(text).not.toContain('secret-of-a');
+      expect(text).not.toContain('secret-of-b');
+    }
+  });
+
+  it('by default another tenant cannot queue, delete, change or jump ahead of an entry, but can inspect', async () => {
+    const a = await open({ auth: { scheme: 'digest', credentials: TENANT_A } });
+    const held = await new FairMutex(a, 'payments/settlement').acquire();
+    const b = await open({ auth: { scheme: 'digest', credentials: TENANT_B } });
+    await refusal(new FairMutex(b, 'payments/settlement').acquire({ timeoutMs: 5_000 }));
+    await refusal(new FairMutex(b, 'payments/other').acquire({ timeoutMs: 5_000 })); // the namespace is A's too
+    const dir = `/${namespace}/payments/settlement`;
+    await withZkClient(
+      zk().connectString,
+      async (client) => {
+        const NO_AUTH = zookeeper.Exception.NO_AUTH;
+        expect(await code((cb) => client.remove(held.entry.key, -1, cb)), 'delete the holder').toBe(NO_AUTH);
+        expect(await code((cb) => client.setData(held.entry.key, Buffer.from('mine'), -1, cb)), 'change the holder').toBe(NO_AUTH);
+        // An entry named to sort ahead of every sequence number.
+        const ahead = `${dir}/_c_00000000-0000-0000-0000-000000000000-lock-0000000000`;
+        expect(await code((cb) => client.create(ahead, Buffer.alloc(0), zookeeper.CreateMode.EPHEMERAL, cb)), 'queue ahead').toBe(NO_AUTH);
+        expect(await code((cb) => client.setACL(dir, (zookeeper.ACL as unknown as { OPEN_ACL_UNSAFE: zookeeper.ACL[] }).OPEN_ACL_UNSAFE, -1, cb)), 'open the directory').toBe(NO_AUTH);
+      },
+      TENANT_B,
+    );
+    // Reading is allowed to everyone: an operator without credentials sees the queue.
+    const view = await inspect('payments/settlement');
+    expect(view.entries.map((entry) => [entry.role, entry.session])).toEqual([['holder', a.id]]);
+    expect(held.held).toBe(true);
+    await held.release();
+    expect((await zkTree(zk().connectString, dir, TENANT_A)).filter((node) => node.ephemeralOwner !== 0n)).toEqual([]);
+  });
+
+  it("'creator-only' hides the queue from everyone else, with a typed error instead of a hang", async () => {
+    const a = await open({ auth: { scheme: 'digest', credentials: TENANT_A }, acl: 'creator-only' });
+    const held = await new FairMutex(a, 'jobs').acquire();
+    await refusal(inspect('jobs'));
+    const b = await open({});
+    await refusal(b.backend.list('jobs'));
+    await refusal(new FairMutex(b, 'jobs').acquire({ timeoutMs: 5_000 }));
+    // The same credentials in another session are the same creator: a second process of tenant A queues.
+    const a2 = await open({ auth: { scheme: 'digest', credentials: TENANT_A }, acl: 'creator-only' });
+    const next = new FairMutex(a2, 'jobs').acquire({ timeoutMs: 5_000 });
+    await held.release();
+    await (await next).release();
+  });
+
+  it('refuses bad credentials and policies up front without echoing the secret', async () => {
+    const url = `zk://${zk().connectString}/acl-bad`;
+    const cases: unknown[] = [
+      { auth: { scheme: 'digest', credentials: 'no-colon-secret-of-a' } },
+      { auth: { scheme: 'digest', credentials: ':secret-of-a' } },
+      { auth: { scheme: 'digest', credentials: 'user:' } },
+      { auth: { scheme: 'sasl', credentials: 'u:secret-of-a' } },
+      { auth: 'digest:u:secret-of-a' },
+      { acl: 'creator-only' },
+      { acl: 'everyone', auth: { scheme: 'digest', credentials: TENANT_A } },
+    ];
+    for (const options of cases) {
+      const error = await connect(url, options as never).then(() => undefined, (e: unknown) => e);
+      expect(error, `case ${cases.indexOf(options)}`).toBeInstanceOf(InvalidArgumentError);
+      texts.push(String(error));
+    }
+    const etcd = await connect('etcd://127.0.0.1:1/x', { auth: { scheme: 'digest', credentials: TENANT_A } }).then(() => undefined, (e: unknown) => e);
+    expect(etcd).toBeInstanceOf(InvalidArgumentError);
+    texts.push(String(etcd));
+  });
+});
