@@ -2,6 +2,7 @@
 import { Command, InvalidArgumentError as CommanderArgumentError } from 'commander';
 import { InvalidArgumentError, InvalidNameError } from '../recipes/errors.js';
 import { runDemo } from './demo.js';
+import type { ConnectOptions } from './connect.js';
 import { runInspect } from './inspect.js';
 
 function milliseconds(value: string): number {
@@ -35,17 +36,40 @@ program
   .argument('<name>', 'the lock name, e.g. payments/settlement')
   .option('--json', 'print JSON (one object per line with --watch)', false)
   .option('--watch', 'print again at every change of the queue, until interrupted', false)
+  .addHelpText('after', '\nCredentials are read from the environment: BATON_ZK_DIGEST=user:password, BATON_ETCD_USER and BATON_ETCD_PASSWORD.')
   .option('--connect-timeout <ms>', 'give up connecting after this many milliseconds', milliseconds, 5_000)
   .action(async (url: string, name: string, options: { json: boolean; watch: boolean; connectTimeout: number }) => {
     const stop = new AbortController();
     const interrupt = (): void => stop.abort(new Error('interrupted'));
     process.once('SIGINT', interrupt).once('SIGTERM', interrupt);
     try {
-      await runInspect({ url, name, json: options.json, watch: options.watch, connectTimeoutMs: options.connectTimeout, signal: stop.signal, write: (text) => process.stdout.write(text) });
+      await runInspect({
+        url,
+        name,
+        json: options.json,
+        watch: options.watch,
+        connectTimeoutMs: options.connectTimeout,
+        connect: credentialsFromEnvironment(process.env),
+        signal: stop.signal,
+        write: (text) => process.stdout.write(text),
+      });
     } finally {
       process.off('SIGINT', interrupt).off('SIGTERM', interrupt);
     }
   });
+
+/**
+ * Credentials come from the environment, never from arguments (which any user can read in `ps`):
+ * BATON_ZK_DIGEST=user:password, BATON_ETCD_USER and BATON_ETCD_PASSWORD.
+ */
+export function credentialsFromEnvironment(env: NodeJS.ProcessEnv): ConnectOptions {
+  const digest = env['BATON_ZK_DIGEST'];
+  const user = env['BATON_ETCD_USER'];
+  return {
+    ...(digest ? { auth: { scheme: 'digest' as const, credentials: digest } } : {}),
+    ...(user ? { etcd: { auth: { username: user, password: env['BATON_ETCD_PASSWORD'] ?? '' } } } : {}),
+  };
+}
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`baton: ${error instanceof Error ? error.message : String(error)}\n`);

@@ -3,7 +3,7 @@ import { deadline } from '../recipes/deadline.js';
 import { exclusive, shared } from '../recipes/decide.js';
 import { validateName } from '../recipes/validate.js';
 import type { EntryInfo } from './backends/driver.js';
-import { connect } from './connect.js';
+import { connect, type ConnectOptions } from './connect.js';
 import type { BatonSession } from './session.js';
 
 /** One entry of a queue as `baton inspect` shows it. */
@@ -93,6 +93,8 @@ export interface InspectOptions {
   /** Print again at every change of the queue until `signal` aborts. */
   readonly watch: boolean;
   readonly connectTimeoutMs: number;
+  /** Credentials and the like, passed to `connect` (the CLI reads them from the environment). */
+  readonly connect?: ConnectOptions;
   readonly write: (text: string) => void;
   readonly signal?: AbortSignal;
 }
@@ -100,7 +102,7 @@ export interface InspectOptions {
 /** `baton inspect`: the name is checked before any connection is made. */
 export async function runInspect(options: InspectOptions): Promise<void> {
   const name = validateName(options.name);
-  const session = await connect(options.url, { connectTimeoutMs: options.connectTimeoutMs });
+  const session = await connect(options.url, { ...options.connect, connectTimeoutMs: options.connectTimeoutMs });
   const print = (view: QueueView): void => options.write(options.json ? `${JSON.stringify(view)}\n` : formatQueue(view));
   try {
     for (;;) {

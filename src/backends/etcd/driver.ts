@@ -1,7 +1,7 @@
 import { noop, type IBackoff } from 'cockatiel';
-import { Etcd3, EtcdLeaseInvalidError, isRecoverableError, type IKeyValue, type IOptions, type IRangeResponse, type ITxnRequest, type Watcher } from 'etcd3';
+import { Etcd3, EtcdAuthenticationFailedError, EtcdLeaseInvalidError, EtcdPermissionDeniedError, isRecoverableError, type IKeyValue, type IOptions, type IRangeResponse, type ITxnRequest, type Watcher } from 'etcd3';
 import type { Entry, Enqueued } from '../../../recipes/contract.js';
-import { BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
+import { AccessDeniedError, BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents, EntryInfo } from '../driver.js';
 import { addWaiter, backoff, InFlight, sameEntries, type Waiter } from '../requests.js';
 import { KeepAlive } from './keepalive.js';
@@ -134,6 +134,8 @@ export class EtcdDriver implements Driver {
           continue;
         }
         client.close();
+        if (error instanceof EtcdAuthenticationFailedError) throw new AccessDeniedError('etcd refused the user name or password (authentication failed)');
+        if (error instanceof EtcdPermissionDeniedError) throw new AccessDeniedError('etcd refused to grant a lease to this user (permission denied)');
         throw new BackendError(`could not open an etcd session at ${options.hosts.join(',')} within ${options.connectTimeoutMs} ms`, { cause: error });
       }
     }
@@ -581,6 +583,9 @@ export class EtcdDriver implements Driver {
 
   #map(error: unknown): Error {
     if (error instanceof BatonError) return error;
+    if (error instanceof EtcdPermissionDeniedError) {
+      return new AccessDeniedError(`etcd refused the request (permission denied): this user may not use ${this.#namespace}/`, { cause: error });
+    }
     if (error instanceof EtcdLeaseInvalidError) {
       const reason = new SessionLostError(`etcd lease ${this.id} is gone`, { cause: error });
       this.#lose(reason);
