@@ -1,4 +1,5 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -26,6 +27,16 @@ export interface EtcdCluster {
 
 const READY_TIMEOUT_MS = 30_000;
 
+/** PEM files for a client-facing TLS listener that also requires client certificates. */
+export interface EtcdTls {
+  readonly caFile: string;
+  readonly certFile: string;
+  readonly keyFile: string;
+  /** A client certificate and key signed by the same CA, for the health check. */
+  readonly clientCertFile: string;
+  readonly clientKeyFile: string;
+}
+
 class Member extends ServerProcess implements EtcdMember {
   constructor(
     readonly name: string,
@@ -33,6 +44,7 @@ class Member extends ServerProcess implements EtcdMember {
     readonly peerUrl: string,
     readonly dir: string,
     private readonly cluster: { initial: string; token: string },
+    private readonly tls?: EtcdTls,
   ) {
     super();
   }
@@ -56,6 +68,7 @@ class Member extends ServerProcess implements EtcdMember {
       '--election-timeout', '500',
       '--logger', 'zap',
       '--log-level', 'warn',
+      ...(this.tls === undefined ? [] : ['--cert-file', this.tls.certFile, '--key-file', this.tls.keyFile, '--trusted-ca-file', this.tls.caFile, '--client-cert-auth']),
     ];
     this.pid = startServer(binary, args, path.join(this.dir, 'server.log'));
     await this.ready();
@@ -65,7 +78,7 @@ class Member extends ServerProcess implements EtcdMember {
     const deadline = Date.now() + READY_TIMEOUT_MS;
     while (Date.now() < deadline) {
       if (!this.isAlive()) throw new Error(`etcd ${this.name} exited during start:\n${tail(path.join(this.dir, 'server.log'))}`);
-      if (await healthy(this.clientUrl)) return;
+      if (await (this.tls === undefined ? healthy(this.clientUrl) : healthyOverTls(this.clientUrl, this.tls))) return;
       await sleep(50);
     }
     throw new Error(`etcd ${this.name} not healthy after ${READY_TIMEOUT_MS} ms:\n${tail(path.join(this.dir, 'server.log'))}`);
@@ -81,6 +94,23 @@ async function healthy(clientUrl: string): Promise<boolean> {
   }
 }
 
+/** The same check over TLS with a client certificate (fetch cannot be given a CA or a client certificate). */
+function healthyOverTls(clientUrl: string, tls: EtcdTls): Promise<boolean> {
+  return new Promise((resolve) => {
+    const request = https.get(
+      `${clientUrl}/health`,
+      { ca: readFileSync(tls.caFile), cert: readFileSync(tls.clientCertFile), key: readFileSync(tls.clientKeyFile), timeout: 1_000 },
+      (response) => {
+        let body = '';
+        response.on('data', (chunk: Buffer) => (body += chunk.toString()));
+        response.on('end', () => resolve(body.includes('"health":"true"')));
+      },
+    );
+    request.on('error', () => resolve(false));
+    request.on('timeout', () => request.destroy());
+  });
+}
+
 /** The member's own id and the leader's id, from the grpc-gateway's maintenance status. */
 async function status(clientUrl: string): Promise<{ member: string; leader: string } | undefined> {
   try {
@@ -94,17 +124,22 @@ async function status(clientUrl: string): Promise<{ member: string; leader: stri
 }
 
 /** Starts a standalone etcd or a 3-member cluster on free 127.0.0.1 ports, each in its own temp dir. */
-export async function startEtcd(opts: { size?: 1 | 3 } = {}): Promise<EtcdCluster> {
+export async function startEtcd(opts: { size?: 1 | 3; tls?: EtcdTls } = {}): Promise<EtcdCluster> {
   const size = opts.size ?? 1;
+  const scheme = opts.tls === undefined ? 'http' : 'https';
   const ports = await Promise.all(Array.from({ length: size }, async () => ({ client: await freePort(), peer: await freePort() })));
   const initial = ports.map((p, i) => `etcd${i + 1}=http://127.0.0.1:${p.peer}`).join(',');
   const token = `baton-${randomUUID()}`;
   const members = ports.map(
     (p, i) =>
-      new Member(`etcd${i + 1}`, `http://127.0.0.1:${p.client}`, `http://127.0.0.1:${p.peer}`, mkdtempSync(path.join(os.tmpdir(), 'baton-etcd-')), {
-        initial,
-        token,
-      }),
+      new Member(
+        `etcd${i + 1}`,
+        `${scheme}://127.0.0.1:${p.client}`,
+        `http://127.0.0.1:${p.peer}`,
+        mkdtempSync(path.join(os.tmpdir(), 'baton-etcd-')),
+        { initial, token },
+        opts.tls,
+      ),
   );
   const cluster: EtcdCluster = {
     endpoints: members.map((m) => m.clientUrl),
