@@ -35,7 +35,11 @@ export function parseUrl(url: unknown): ParsedUrl {
   } else {
     for (const host of hosts) validateHost(host, url);
   }
-  return { scheme, hosts, namespace: parseNamespace(path) };
+  const namespace = parseNamespace(path);
+  if (scheme === 'zk' && namespace.split('/')[0] === 'zookeeper') {
+    throw new InvalidArgumentError('url namespace', path, 'a namespace outside /zookeeper, which is reserved by ZooKeeper for its own use');
+  }
+  return { scheme, hosts, namespace };
 }
 
 function validateHost(host: string, url: string): void {
