@@ -1,6 +1,6 @@
 export { connect, type ConnectOptions, type ZkAuth } from './connect.js';
 export type { AclPolicy } from './backends/zookeeper/client.js';
-export { BatonSession as Session } from './session.js';
+export { BatonSession as Session, type ForeignKey } from './session.js';
 export type { SessionState, Entry } from '../recipes/contract.js';
 export { FairMutex, type Lock } from '../recipes/mutex.js';
 export { ReadWriteLock } from '../recipes/rw-lock.js';

@@ -46,6 +46,7 @@ export class BatonSession implements Session {
       ack: (sentAt) => {
         if (sentAt > this.#lastAck) this.#lastAck = sentAt;
       },
+      foreign: (queue, key) => this.#events.emit('foreign', { queue, key }),
     });
     // A memory session never times out; its check is a map lookup, so it runs often.
     const checkEvery = Number.isFinite(driver.timeoutMs) ? Math.max(Math.floor(driver.timeoutMs / 6), 10) : 100;
@@ -93,17 +94,20 @@ export class BatonSession implements Session {
   /**
    * `state`: every change, with the previous state. `replaced` (only with `reconnectAfterLoss`): after
    * this session was lost, a new one is open; locks must be taken again on it, nothing moves by itself.
+   * `foreign`: a znode or key in a queue that baton did not create, once per key (see `ForeignKey`).
    */
   on(event: 'state', listener: StateListener): this;
   on(event: 'replaced', listener: (next: BatonSession) => void): this;
-  on(event: 'state' | 'replaced', listener: StateListener | ((next: BatonSession) => void)): this {
+  on(event: 'foreign', listener: (found: ForeignKey) => void): this;
+  on(event: 'state' | 'replaced' | 'foreign', listener: StateListener | ((next: BatonSession) => void) | ((found: ForeignKey) => void)): this {
     this.#events.on(event, listener as (...args: unknown[]) => void);
     return this;
   }
 
   off(event: 'state', listener: StateListener): this;
   off(event: 'replaced', listener: (next: BatonSession) => void): this;
-  off(event: 'state' | 'replaced', listener: StateListener | ((next: BatonSession) => void)): this {
+  off(event: 'foreign', listener: (found: ForeignKey) => void): this;
+  off(event: 'state' | 'replaced' | 'foreign', listener: StateListener | ((next: BatonSession) => void) | ((found: ForeignKey) => void)): this {
     this.#events.off(event, listener as (...args: unknown[]) => void);
     return this;
   }
@@ -246,6 +250,15 @@ export class BatonSession implements Session {
     this.#state = state;
     this.#events.emit('state', state, previous);
   }
+}
+
+/**
+ * A znode or key in a queue that baton did not create (by an operator, another tool, a tenant without
+ * ACLs): ignored by the ordering, reported once per session and key.
+ */
+export interface ForeignKey {
+  readonly queue: string;
+  readonly key: string;
 }
 
 export interface SessionOptions {

@@ -10,6 +10,8 @@ export interface DriverEvents {
    * alive on the server at least until then. The session-loss deadline counts from the latest one.
    */
   ack(sentAt: number): void;
+  /** A key or znode in a queue that baton did not create: ignored by the ordering, reported once per session. */
+  foreign(queue: string, key: string): void;
 }
 
 /** A backend plus the lifecycle the session needs. One driver per session. */
@@ -41,4 +43,22 @@ export interface EntryInfo {
   readonly expiresInMs?: number;
   /** What the entry was created with (an election candidate's id); `''` if nothing. */
   readonly data: string;
+}
+
+/** Reports each foreign key of a queue once per driver: the reports are for operators, not a stream. */
+export class ForeignReporter {
+  readonly #reported = new Set<string>();
+  #events: DriverEvents | undefined;
+
+  attach(events: DriverEvents): void {
+    this.#events = events;
+  }
+
+  report(queue: string, keys: readonly string[]): void {
+    for (const key of keys) {
+      if (this.#reported.has(key)) continue;
+      this.#reported.add(key);
+      this.#events?.foreign(queue, key);
+    }
+  }
 }

@@ -2,10 +2,10 @@ import { noop, type IBackoff } from 'cockatiel';
 import { Etcd3, EtcdAuthenticationFailedError, EtcdLeaseInvalidError, EtcdPermissionDeniedError, isRecoverableError, type IKeyValue, type IOptions, type IRangeResponse, type ITxnRequest, type Watcher } from 'etcd3';
 import type { Entry, Enqueued } from '../../../recipes/contract.js';
 import { AccessDeniedError, BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
-import type { Driver, DriverEvents, EntryInfo } from '../driver.js';
+import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
 import { addWaiter, backoff, InFlight, sameEntries, type Waiter } from '../requests.js';
 import { KeepAlive } from './keepalive.js';
-import { entriesFromRange, entryKey, leaseHex, prefixEnd, queuePrefix, slotOf, type StoredKey } from './keys.js';
+import { entriesFromRange, entryKey, foreignKeys, leaseHex, prefixEnd, queuePrefix, slotOf, type StoredKey } from './keys.js';
 import { Slots } from './slots.js';
 
 export interface EtcdDriverOptions {
@@ -99,6 +99,7 @@ export class EtcdDriver implements Driver {
   /** The keepalive stream is down: the lease may live, but we cannot renew it now. */
   #suspended = false;
   #events: DriverEvents | undefined;
+  readonly #foreign = new ForeignReporter();
 
   static async open(options: EtcdDriverOptions): Promise<EtcdDriver> {
     const client = new Etcd3({
@@ -167,6 +168,7 @@ export class EtcdDriver implements Driver {
 
   attach(events: DriverEvents): void {
     this.#events = events;
+    this.#foreign.attach(events);
   }
 
   async enqueue(queue: string, kind: string, at?: Entry, data?: string): Promise<Enqueued> {
@@ -220,6 +222,7 @@ export class EtcdDriver implements Driver {
   #seen(queue: string, prefix: string, kvs: readonly StoredKey[], revision: string): Entry[] {
     this.#removeOrphans(prefix, kvs);
     const entries = entriesFromRange(queue, prefix, kvs);
+    if (entries.length < kvs.length) this.#foreign.report(queue, foreignKeys(prefix, kvs));
     const at = BigInt(revision);
     const created = new Map(kvs.map((kv) => [kv.key.toString(), BigInt(kv.create_revision)]));
     for (const entry of entries) {

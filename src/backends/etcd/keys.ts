@@ -44,6 +44,11 @@ export function entriesFromRange(queue: string, prefix: string, kvs: readonly St
   return entries.sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : a.kind === b.kind ? 0 : a.kind === 'write' ? -1 : 1));
 }
 
+/** Keys in a queue's range that baton did not write (nested locks live outside it, under their own `#/`). */
+export function foreignKeys(prefix: string, kvs: readonly StoredKey[]): string[] {
+  return kvs.map((kv) => kv.key.toString()).filter((key) => !key.startsWith(prefix) || ENTRY.exec(key.slice(prefix.length)) === null);
+}
+
 /** The slot number in one of our keys. */
 export function slotOf(key: string): number | undefined {
   const match = ENTRY.exec(key.slice(key.lastIndexOf('/') + 1));

@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import zookeeper from 'node-zookeeper-client';
 import type { Entry, Enqueued } from '../../../recipes/contract.js';
 import { AccessDeniedError, BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
-import type { Driver, DriverEvents, EntryInfo } from '../driver.js';
+import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
 import { addWaiter, backoff, InFlight, sameEntries, type Waiter } from '../requests.js';
 import { aclFor, corked, create, exists, getChildren, getData, getDataStat, isCode, mkdirp, remove, watchChildren, watchData, ZkCode, zkLong, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
-import { entriesFromListing, entryPrefix, parseEntryName } from './names.js';
+import { entriesFromListing as parseListing, entryPrefix, foreignChildren, parseEntryName } from './names.js';
 
 export interface ZkDriverOptions {
   /** `host:port,host:port` */
@@ -44,6 +44,7 @@ export class ZkDriver implements Driver {
   #status: 'open' | 'lost' | 'closed' = 'open';
   #suspended = false;
   #events: DriverEvents | undefined;
+  readonly #foreign = new ForeignReporter();
   /** Every request still in flight settles with the reason the session ended. */
   readonly #requests = new InFlight();
   readonly #heartbeat: NodeJS.Timeout;
@@ -110,6 +111,7 @@ export class ZkDriver implements Driver {
 
   attach(events: DriverEvents): void {
     this.#events = events;
+    this.#foreign.attach(events);
   }
 
   abandon(reason: Error): void {
@@ -174,7 +176,7 @@ export class ZkDriver implements Driver {
     const dir = this.dir(queue);
     try {
       const { children, stat } = await this.#retry(() => getChildren(this.#client, dir));
-      return entriesFromListing(queue, dir, children, zkLong(stat.czxid));
+      return this.#entriesFromListing(queue, dir, children, zkLong(stat.czxid));
     } catch (error) {
       if (isCode(error, ZkCode.NO_NODE)) return [];
       throw error;
@@ -222,7 +224,7 @@ export class ZkDriver implements Driver {
     const registered = watcher;
     this.#retry(() => watchChildren(this.#client, dir, registered)).then(
       (listed) => {
-        const now = listed === null ? [] : entriesFromListing(queue, dir, listed.children, zkLong(listed.stat.czxid));
+        const now = listed === null ? [] : this.#entriesFromListing(queue, dir, listed.children, zkLong(listed.stat.czxid));
         if (!sameEntries(now, seen)) this.#wakeDir(dir);
       },
       (error: unknown) => this.#failDir(dir, error),
@@ -317,8 +319,15 @@ export class ZkDriver implements Driver {
     return this.#enqueued(queue, dir, `${dir}/${mine}`, listing.children, zkLong(listing.stat.czxid));
   }
 
+  /** The entries of a listing; children baton did not create are left out, and reported. */
+  #entriesFromListing(queue: string, dir: string, children: readonly string[], czxid: bigint): Entry[] {
+    const entries = parseListing(queue, dir, children, czxid);
+    if (entries.length < children.length) this.#foreign.report(queue, foreignChildren(children).map((child) => `${dir}/${child}`));
+    return entries;
+  }
+
   #enqueued(queue: string, dir: string, path: string, children: readonly string[], czxid: bigint): Enqueued {
-    const entries = entriesFromListing(queue, dir, children, czxid);
+    const entries = this.#entriesFromListing(queue, dir, children, czxid);
     const entry = entries.find((e) => e.key === path);
     if (entry === undefined) throw new BackendError(`created ${path} but the listing of ${dir} does not show it`);
     return { entry, queue: entries };

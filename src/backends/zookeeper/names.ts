@@ -45,3 +45,14 @@ export function entriesFromListing(queue: string, dir: string, children: readonl
   // An entry placed at another's sequence (a downgrade) sorts right after it: writes before reads.
   return entries.sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : a.kind === b.kind ? 0 : a.kind === 'write' ? -1 : 1));
 }
+
+const SEGMENT = /^[A-Za-z0-9._-]+$/;
+
+/**
+ * Children of a queue directory that baton did not create: neither an entry nor a possible nested
+ * lock directory (a valid name segment not starting with `_c_`). A foreign node with a name that
+ * could be a nested lock is indistinguishable from one, and is ignored like one.
+ */
+export function foreignChildren(children: readonly string[]): string[] {
+  return children.filter((child) => parseEntryName(child) === undefined && (!SEGMENT.test(child) || child.startsWith('_c_') || child === '.' || child === '..'));
+}

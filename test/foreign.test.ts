@@ -1,0 +1,71 @@
+import { Etcd3 } from 'etcd3';
+import zookeeper from 'node-zookeeper-client';
+import { describe, expect, inject, it } from 'vitest';
+import { FairMutex } from '../recipes/mutex.js';
+import { ReadWriteLock } from '../recipes/rw-lock.js';
+import type { ForeignKey } from '../src/session.js';
+import { withZkClient } from './harness/clean.js';
+import { etcdFixture } from './support/etcd.js';
+import type { Fixture } from './support/fixture.js';
+import { useScope } from './support/scope.js';
+import { eventually, later } from './support/wait.js';
+import { zkFixture } from './support/zookeeper.js';
+
+/** Puts nodes or keys that baton did not create into a queue; returns their full keys. */
+type Plant = (namespace: string, queue: string) => Promise<string[]>;
+
+const plantZk: Plant = (namespace, queue) => {
+  const dir = `/${namespace}/${queue}`;
+  // Not a valid lock name (so not a nested lock), and an `_c_` name that is no entry of ours.
+  const names = ['not a lock!', '_c_garbage'];
+  return withZkClient(inject('zkStandalone').connectString, async (client) => {
+    await new Promise<void>((resolve, reject) => client.mkdirp(dir, (error) => (error ? reject(error) : resolve())));
+    for (const name of names) {
+      await new Promise<void>((resolve, reject) =>
+        client.create(`${dir}/${name}`, Buffer.from('x'), zookeeper.CreateMode.PERSISTENT, (error) => (error ? reject(error) : resolve())),
+      );
+    }
+    return names.map((name) => `${dir}/${name}`);
+  });
+};
+
+const plantEtcd: Plant = async (namespace, queue) => {
+  const client = new Etcd3({ hosts: inject('etcdStandalone').endpoints });
+  try {
+    const keys = [`${namespace}/${queue}/#/not-ours`, `${namespace}/${queue}/#/zzzz-1-lock`];
+    for (const key of keys) await client.put(key).value('x');
+    return keys;
+  } finally {
+    client.close();
+  }
+};
+
+function foreignSuite(getFixture: () => Fixture, plant: Plant): void {
+  describe(`foreign entries on ${getFixture().name}`, () => {
+    const scope = useScope(getFixture);
+
+    it('are ignored by the ordering, never break a waiter, and are reported once each', async () => {
+      const [a, b] = [await scope.open(), await scope.open()];
+      const planted = await plant(scope.namespace, 'jobs');
+      const seen: ForeignKey[] = [];
+      b.on('foreign', (found) => seen.push(found));
+      const held = await new FairMutex(a, 'jobs').acquire();
+      const waiting = later(new FairMutex(b, 'jobs').acquire({ timeoutMs: 10_000 }));
+      await eventually('b queued', async () => (await b.backend.list('jobs')).length === 2, 5_000);
+      // Several more listings of the queue: reports come once per key and session all the same.
+      for (let i = 0; i < 3; i += 1) expect(await b.backend.list('jobs')).toHaveLength(2);
+      await held.release();
+      const next = await waiting;
+      expect(next.held).toBe(true);
+      await next.release();
+      // Shared locks decide on the same listings.
+      const reader = await new ReadWriteLock(b, 'jobs').readLock.acquire();
+      await reader.release();
+      expect(seen.sort((x, y) => x.key.localeCompare(y.key))).toEqual(planted.sort().map((key) => ({ queue: 'jobs', key })));
+      for (const key of planted) await scope.fixture.removeEntry(key);
+    });
+  });
+}
+
+foreignSuite(() => zkFixture('zkStandalone'), plantZk);
+foreignSuite(() => etcdFixture('etcdStandalone'), plantEtcd);
