@@ -1,18 +1,72 @@
-import { describe, expect, inject, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
 import { runDemo } from '../src/demo.js';
+import { etcdFixture } from './support/etcd.js';
+import type { Fixture } from './support/fixture.js';
+import { memoryFixture } from './support/memory.js';
+import { zkFixture } from './support/zookeeper.js';
 
-describe('the demo', () => {
-  it.each([
-    ['memory', () => 'memory://demo-test'],
-    ['ZooKeeper', () => `zk://${inject('zkStandalone').connectString}/demo-test`],
-    ['etcd', () => `etcd://${inject('etcdStandalone').endpoints[0]!.replace('http://', '')}/demo-test`],
-  ])('settles every batch once, in token order, on %s', async (_name, url) => {
-    let output = '';
-    const result = await runDemo({ url: url(), workers: 3, rounds: 3, write: (line) => (output += line) });
-    expect(result).toEqual({ batches: 9, refused: 0 });
-    expect(output).toMatch(/ledger: 9 batches settled, 0 stale writes refused/);
-    const tokens = [...output.matchAll(/token (\d+)/g)].map((m) => BigInt(m[1]!));
-    expect(tokens).toHaveLength(9);
-    for (let i = 1; i < tokens.length; i += 1) expect(tokens[i]! > tokens[i - 1]!).toBe(true);
+function demoSuite(getFixture: () => Fixture): void {
+  describe(`the demo on ${getFixture().name}`, () => {
+    it('settles each period once, cuts a holder off mid-job, refuses its late write, and keeps readers off the writer', async () => {
+      const fixture = getFixture();
+      const namespace = `demo-${randomUUID().slice(0, 8)}`;
+      let output = '';
+      const result = await runDemo({
+        url: fixture.url(namespace),
+        workers: 5,
+        ticks: 4,
+        cutAt: 2,
+        sessionTimeoutMs: 2_000,
+        ttlSeconds: 2,
+        write: (line) => (output += line),
+      });
+      expect(result.violations, output).toEqual([]);
+      expect([...result.settled.keys()].sort()).toEqual([1, 2, 3, 4]);
+      const tokens = [1, 2, 3, 4].map((period) => result.settled.get(period)!.token);
+      for (let i = 1; i < tokens.length; i += 1) expect(tokens[i]! > tokens[i - 1]!, 'tokens grow period by period').toBe(true);
+      // The cut-off worker: told by its signal, replaced by another worker, its late write refused.
+      const cut = result.cut!;
+      expect(cut.period).toBe(2);
+      expect(cut.lost).toMatch(/^LockLostError: .*lock\.held is false$/);
+      expect(cut.takenOverBy).toBeDefined();
+      expect(cut.takenOverBy).not.toBe(cut.worker);
+      expect(result.settled.get(2)!.worker).toBe(cut.takenOverBy);
+      expect(result.refused).toHaveLength(1);
+      expect(result.refused[0]).toMatchObject({ worker: cut.worker, period: 2 });
+      expect(result.refused[0]!.token < result.settled.get(2)!.token).toBe(true);
+      // The configuration: readers shared, the writer was alone, readers queued behind it saw its version.
+      expect(result.config.readersOverlapped).toBe(true);
+      expect(result.config.lateReadersSaw).toEqual([2, 2]);
+      // The timeline and the summary a user reads.
+      expect(output).toMatch(new RegExp(`CUT OFF ${cut.worker} while it computes period 2`));
+      expect(output).toMatch(new RegExp(`${cut.worker} +late write for period 2 REFUSED by the ledger`));
+      expect(output).toMatch(/worker +grants +settled +skipped +mean wait +max wait +refused +lost/);
+      expect(output).toMatch(/ledger: 4 periods settled once each/);
+      expect(output).toMatch(/no violation/);
+      expect(await fixture.entries(namespace), 'entries left behind').toEqual([]);
+      await fixture.cleanup(namespace);
+    }, 60_000);
+  });
+}
+
+demoSuite(memoryFixture);
+demoSuite(() => zkFixture('zkStandalone'));
+demoSuite(() => etcdFixture('etcdStandalone'));
+
+describe('npx baton demo', () => {
+  it('runs on memory with no setup and exits 0; refuses fewer than 3 workers with exit 2', async () => {
+    const run = promisify(execFile);
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'demo', '--ticks', '3', '--cut-at', '2'], { timeout: 30_000 });
+    expect(stdout).toMatch(/late write for period 2 REFUSED/);
+    expect(stdout).toMatch(/no violation/);
+    const refused = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'demo', '--workers', '2'], { timeout: 30_000 }).then(
+      () => undefined,
+      (error: { code: number; stderr: string }) => error,
+    );
+    expect(refused?.code).toBe(2);
+    expect(refused?.stderr).toMatch(/--workers 2: expected at least 3/);
   });
 });
