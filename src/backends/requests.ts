@@ -80,3 +80,13 @@ export function addWaiter(waiters: Set<Waiter>, signal: AbortSignal, onLeave: ()
 export function sameEntries(a: readonly Entry[], b: readonly Entry[]): boolean {
   return a.length === b.length && a.every((entry, index) => entry.key === b[index]!.key);
 }
+
+/** Takes the waiters of `key` out of `registry` and resolves them, or rejects them with `failure.error`. */
+export function settleWaiters(registry: Map<string, Set<Waiter>>, key: string, failure?: { error: unknown }): void {
+  const waiters = registry.get(key);
+  registry.delete(key);
+  for (const waiter of waiters ?? []) {
+    if (failure === undefined) waiter.resolve();
+    else waiter.reject(failure.error);
+  }
+}

@@ -3,7 +3,7 @@ import zookeeper from 'node-zookeeper-client';
 import type { Entry, Enqueued } from '../../../recipes/contract.js';
 import { AccessDeniedError, BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
-import { addWaiter, backoff, InFlight, sameEntries, type Waiter } from '../requests.js';
+import { addWaiter, backoff, InFlight, sameEntries, settleWaiters, type Waiter } from '../requests.js';
 import { aclFor, corked, create, exists, getChildren, getData, getDataStat, isCode, mkdirp, remove, watchChildren, watchData, ZkCode, zkLong, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
 import { entriesFromListing as parseListing, entryPrefix, foreignChildren, parseEntryName } from './names.js';
 
@@ -232,15 +232,11 @@ export class ZkDriver implements Driver {
   }
 
   #wakeDir(dir: string): void {
-    const waiters = this.#dirWaiters.get(dir);
-    this.#dirWaiters.delete(dir);
-    for (const waiter of waiters ?? []) waiter.resolve();
+    settleWaiters(this.#dirWaiters, dir);
   }
 
   #failDir(dir: string, error: unknown): void {
-    const waiters = this.#dirWaiters.get(dir);
-    this.#dirWaiters.delete(dir);
-    for (const waiter of waiters ?? []) waiter.reject(error);
+    settleWaiters(this.#dirWaiters, dir, { error });
   }
 
   async withdraw(entry: Entry): Promise<void> {
@@ -370,15 +366,11 @@ export class ZkDriver implements Driver {
   }
 
   #wake(path: string): void {
-    const waiters = this.#waiters.get(path);
-    this.#waiters.delete(path);
-    for (const waiter of waiters ?? []) waiter.resolve();
+    settleWaiters(this.#waiters, path);
   }
 
   #failPath(path: string, error: unknown): void {
-    const waiters = this.#waiters.get(path);
-    this.#waiters.delete(path);
-    for (const waiter of waiters ?? []) waiter.reject(error);
+    settleWaiters(this.#waiters, path, { error });
   }
 
   #failWaiters(error: unknown): void {
