@@ -2,6 +2,7 @@
  * The port the recipes need from a backend, and the view of a session they work through.
  * Recipes import only this file and their siblings; they never know which backend runs them.
  */
+import type { LockEvent } from './events.js';
 
 export type SessionState = 'connected' | 'suspended' | 'lost' | 'closed';
 
@@ -98,6 +99,10 @@ export interface Session {
   waiting(waiting: Waiting): () => void;
   /** @internal What a waiter does when its entry vanished (the `onWaiterLost` option of connect). */
   readonly onWaiterLost: WaiterLostPolicy;
+  /** @internal Whether anyone listens for lock events: when not, recipes build none and read no clock for them. */
+  readonly reporting: boolean;
+  /** @internal Tells the `'lock'` listeners; never throws into the recipe. */
+  report(event: LockEvent): void;
 }
 
 export function isSession(value: unknown): value is Session {

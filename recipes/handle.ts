@@ -1,5 +1,6 @@
 import type { Entry, Session } from './contract.js';
 import { LockLostError } from './errors.js';
+import { reportHold, type ReportedHold } from './report.js';
 
 /**
  * A granted lock (or leadership). Its `signal` aborts with `LockLostError` as soon as ownership can
@@ -16,18 +17,24 @@ export class LockHandle implements AsyncDisposable {
   #lost: LockLostError | undefined;
   readonly #unhold: () => void;
   #released: Promise<void> | undefined;
+  /** Told to the session's 'lock' listeners, if its grant was. */
+  readonly #report: ReportedHold | undefined;
 
   constructor(session: Session, entry: Entry, what: string) {
     this.#session = session;
     this.#entry = entry;
     this.name = entry.queue;
     this.fencingToken = entry.fencingToken;
+    // Before hold(): a grant past the session's deadline is lost inside it.
+    this.#report = reportHold(session, entry);
     const handle = this;
     this.#unhold = session.hold({
       entry,
       lose: (reason) => {
         this.#lost ??= new LockLostError(what, { cause: reason });
         this.#controller?.abort(this.#lost);
+        // A holder already giving the lock back is releasing, not losing it.
+        if (this.#released === undefined) this.#report?.lost(this.#lost);
       },
       release: () => this.release(),
       get releasing() {
@@ -69,6 +76,7 @@ export class LockHandle implements AsyncDisposable {
     this.#released ??= this.#session.backend.withdraw(this.#entry).then(
       () => {
         this.#unhold();
+        this.#report?.released();
       },
       (error: unknown) => {
         // Not released: the next call may try again.

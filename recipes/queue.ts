@@ -2,12 +2,14 @@ import type { Backend, Entry, Session } from './contract.js';
 import type { Decide } from './decide.js';
 import { deadline, type Deadline } from './deadline.js';
 import { ClosedError, LockLostError, SessionLostError } from './errors.js';
+import type { LockKind } from './events.js';
+import { reportWait } from './report.js';
 import type { WaitOptions } from './validate.js';
 
 export interface QueueRequest {
   readonly session: Session;
   readonly queue: string;
-  readonly kind: string;
+  readonly kind: LockKind;
   readonly decide: Decide;
   /** For messages: `lock "payments/settlement"`. */
   readonly what: string;
@@ -35,18 +37,29 @@ export async function waitForTurn(request: QueueRequest, options: WaitOptions): 
   options.signal?.throwIfAborted();
   const startedAt = performance.now();
   const leave = session.enter();
+  const report = reportWait(session, request.queue, request.kind, startedAt);
   try {
-    for (let turn = request; ; turn = { ...request, at: undefined }) {
-      try {
-        return await takeTurn(turn, options, startedAt);
-      } catch (error) {
-        if (!(error instanceof EntryVanished)) throw error;
-        if (session.onWaiterLost === 'fail') throw new LockLostError(request.what, { cause: error });
-        // Again at the tail: a place taken `at` an entry of ours is not ours to take twice.
-      }
-    }
+    const entry = await takeTurns(request, options, startedAt);
+    report?.granted(entry);
+    return entry;
+  } catch (error) {
+    report?.gaveUp(error, options.signal);
+    throw error;
   } finally {
     leave();
+  }
+}
+
+/** Takes a place in the queue, and another at the tail each time ours vanishes (per `onWaiterLost`). */
+async function takeTurns(request: QueueRequest, options: WaitOptions, startedAt: number): Promise<Entry> {
+  for (let turn = request; ; turn = { ...request, at: undefined }) {
+    try {
+      return await takeTurn(turn, options, startedAt);
+    } catch (error) {
+      if (!(error instanceof EntryVanished)) throw error;
+      if (request.session.onWaiterLost === 'fail') throw new LockLostError(request.what, { cause: error });
+      // Again at the tail: a place taken `at` an entry of ours is not ours to take twice.
+    }
   }
 }
 
@@ -95,13 +108,21 @@ export async function tryTurn(request: QueueRequest): Promise<Entry | null> {
   const { session } = request;
   assertUsable(session);
   const leave = session.enter();
+  const report = reportWait(session, request.queue, request.kind);
   try {
     const { entry, queue } = await session.backend.enqueue(request.queue, request.kind, request.at, request.data);
     if (!queue.some((e) => e.key === entry.key) || request.decide(queue, entry) !== null || session.signal.aborted) {
       await session.backend.withdraw(entry);
+      // Null either way; only a taken lock is `busy`, a session that ended meanwhile is a failure.
+      if (session.signal.aborted) report?.gaveUp(session.signal.reason, undefined);
+      else report?.busy();
       return null;
     }
+    report?.granted(entry);
     return entry;
+  } catch (error) {
+    report?.gaveUp(error, undefined);
+    throw error;
   } finally {
     leave();
   }

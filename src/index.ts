@@ -2,6 +2,19 @@ export { connect, type ConnectOptions, type ZkAuth } from './connect.js';
 export type { AclPolicy } from './backends/zookeeper/client.js';
 export { BatonSession as Session, type ForeignKey } from './session.js';
 export type { SessionState, Entry } from '../recipes/contract.js';
+export type {
+  LockEvent,
+  LockListener,
+  LockKind,
+  LockRequested,
+  LockGranted,
+  LockBusy,
+  LockTimedOut,
+  LockAborted,
+  LockFailed,
+  LockReleased,
+  LockLost,
+} from '../recipes/events.js';
 export { FairMutex, type Lock } from '../recipes/mutex.js';
 export { ReadWriteLock } from '../recipes/rw-lock.js';
 export { Reentrant, ReentrantHandle, type ReentrantOptions } from '../recipes/reentrant.js';

@@ -1,6 +1,7 @@
 import { EventEmitter, setMaxListeners } from 'node:events';
 import type { Backend, Hold, Session, SessionState, StateListener, WaiterLostPolicy, Waiting } from '../recipes/contract.js';
 import { ClosedError, SessionLostError } from '../recipes/errors.js';
+import type { LockEvent, LockListener } from '../recipes/events.js';
 import type { Driver, DriverStatus, EntryInfo } from './backends/driver.js';
 
 /**
@@ -94,20 +95,25 @@ export class BatonSession implements Session {
   /**
    * `state`: every change, with the previous state. `replaced` (only with `reconnectAfterLoss`): after
    * this session was lost, a new one is open; locks must be taken again on it, nothing moves by itself.
+   * `lock`: what the locks, read/write locks and elections on this session do (a `LockEvent`: requested,
+   * then granted, busy, timedOut, aborted or failed; a grant then released or lost). Free while nobody
+   * listens: no event is built.
    * `foreign`: a znode or key in a queue that baton did not create, once per key (see `ForeignKey`).
    */
   on(event: 'state', listener: StateListener): this;
   on(event: 'replaced', listener: (next: BatonSession) => void): this;
+  on(event: 'lock', listener: LockListener): this;
   on(event: 'foreign', listener: (found: ForeignKey) => void): this;
-  on(event: 'state' | 'replaced' | 'foreign', listener: StateListener | ((next: BatonSession) => void) | ((found: ForeignKey) => void)): this {
+  on(event: SessionEvent, listener: SessionListener): this {
     this.#events.on(event, listener as (...args: unknown[]) => void);
     return this;
   }
 
   off(event: 'state', listener: StateListener): this;
   off(event: 'replaced', listener: (next: BatonSession) => void): this;
+  off(event: 'lock', listener: LockListener): this;
   off(event: 'foreign', listener: (found: ForeignKey) => void): this;
-  off(event: 'state' | 'replaced' | 'foreign', listener: StateListener | ((next: BatonSession) => void) | ((found: ForeignKey) => void)): this {
+  off(event: SessionEvent, listener: SessionListener): this {
     this.#events.off(event, listener as (...args: unknown[]) => void);
     return this;
   }
@@ -115,6 +121,26 @@ export class BatonSession implements Session {
   /** @internal What the server says about each entry of a queue (`baton inspect`). */
   describe(queue: string): Promise<EntryInfo[]> {
     return this.#driver.describe(queue);
+  }
+
+  get reporting(): boolean {
+    return this.#events.listenerCount('lock') > 0;
+  }
+
+  /**
+   * A listener that throws must not break the lock operation that reported (a release half done): its
+   * error is rethrown on its own tick as an uncaught exception, as Node's EventTarget does.
+   */
+  report(event: LockEvent): void {
+    for (const listener of this.#events.listeners('lock') as LockListener[]) {
+      try {
+        listener(event);
+      } catch (error) {
+        process.nextTick(() => {
+          throw error;
+        });
+      }
+    }
   }
 
   /** @internal Announces the session that replaces this lost one. */
@@ -260,6 +286,9 @@ export interface ForeignKey {
   readonly queue: string;
   readonly key: string;
 }
+
+type SessionEvent = 'state' | 'replaced' | 'lock' | 'foreign';
+type SessionListener = StateListener | ((next: BatonSession) => void) | LockListener | ((found: ForeignKey) => void);
 
 export interface SessionOptions {
   /** See the constructor. Default: a tenth of the session timeout. */

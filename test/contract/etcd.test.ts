@@ -1,5 +1,6 @@
 import { etcdFixture } from '../support/etcd.js';
 import { electionContract } from './election.contract.js';
+import { eventsContract } from './events.contract.js';
 import { mutexContract } from './mutex.contract.js';
 import { reentrantContract } from './reentrant.contract.js';
 import { rwContract } from './rw.contract.js';
@@ -8,3 +9,4 @@ mutexContract(() => etcdFixture('etcdStandalone'));
 rwContract(() => etcdFixture('etcdStandalone'));
 reentrantContract(() => etcdFixture('etcdStandalone'));
 electionContract(() => etcdFixture('etcdStandalone'));
+eventsContract(() => etcdFixture('etcdStandalone'));

@@ -1,5 +1,6 @@
 import { memoryFixture } from '../support/memory.js';
 import { electionContract } from './election.contract.js';
+import { eventsContract } from './events.contract.js';
 import { mutexContract } from './mutex.contract.js';
 import { reentrantContract } from './reentrant.contract.js';
 import { rwContract } from './rw.contract.js';
@@ -8,3 +9,4 @@ mutexContract(memoryFixture);
 rwContract(memoryFixture);
 reentrantContract(memoryFixture);
 electionContract(memoryFixture);
+eventsContract(memoryFixture);

@@ -1,5 +1,6 @@
 import { zkFixture } from '../support/zookeeper.js';
 import { electionContract } from './election.contract.js';
+import { eventsContract } from './events.contract.js';
 import { mutexContract } from './mutex.contract.js';
 import { reentrantContract } from './reentrant.contract.js';
 import { rwContract } from './rw.contract.js';
@@ -8,3 +9,4 @@ mutexContract(() => zkFixture('zkEnsemble'));
 rwContract(() => zkFixture('zkEnsemble'));
 reentrantContract(() => zkFixture('zkEnsemble'));
 electionContract(() => zkFixture('zkEnsemble'));
+eventsContract(() => zkFixture('zkEnsemble'));
