@@ -87,7 +87,8 @@ export class LeaderElection {
       for (;;) {
         stop.signal.throwIfAborted();
         const { queue, leader } = await this.#current();
-        const key = leader?.entry.key ?? null;
+        // A term is one entry incarnation: etcd reuses a session's keys, so the token tells terms apart.
+        const key = leader === null ? null : `${leader.entry.key}@${leader.entry.fencingToken}`;
         if (key !== term) {
           term = key;
           yield leader === null ? null : { id: leader.id, fencingToken: leader.entry.fencingToken };

@@ -62,7 +62,7 @@ program
         json: options.json,
         watch: options.watch,
         connectTimeoutMs: options.connectTimeout,
-        connect: credentialsFromEnvironment(process.env),
+        connect: credentialsFromEnvironment(process.env, url),
         signal: stop.signal,
         write: (text) => process.stdout.write(text),
       });
@@ -75,13 +75,14 @@ program
  * Credentials come from the environment, never from arguments (which any user can read in `ps`):
  * BATON_ZK_DIGEST=user:password, BATON_ETCD_USER and BATON_ETCD_PASSWORD.
  */
-export function credentialsFromEnvironment(env: NodeJS.ProcessEnv): ConnectOptions {
+export function credentialsFromEnvironment(env: NodeJS.ProcessEnv, url: string): ConnectOptions {
+  const scheme = url.trim().toLowerCase().split(':')[0];
   const digest = env['BATON_ZK_DIGEST'];
   const user = env['BATON_ETCD_USER'];
-  return {
-    ...(digest ? { auth: { scheme: 'digest' as const, credentials: digest } } : {}),
-    ...(user ? { etcd: { auth: { username: user, password: env['BATON_ETCD_PASSWORD'] ?? '' } } } : {}),
-  };
+  // Each backend's own credentials only: an operator's shell may hold both.
+  if ((scheme === 'zk' || scheme === 'zookeeper') && digest) return { auth: { scheme: 'digest', credentials: digest } };
+  if (scheme === 'etcd' && user) return { etcd: { auth: { username: user, password: env['BATON_ETCD_PASSWORD'] ?? '' } } };
+  return {};
 }
 
 program.parseAsync(process.argv).catch((error: unknown) => {

@@ -47,7 +47,7 @@ export class BatonSession implements Session {
       ack: (sentAt) => {
         if (sentAt > this.#lastAck) this.#lastAck = sentAt;
       },
-      foreign: (queue, key) => this.#events.emit('foreign', { queue, key }),
+      foreign: (queue, key) => this.#tell('foreign', { queue, key }),
     });
     // A memory session never times out; its check is a map lookup, so it runs often.
     const checkEvery = Number.isFinite(driver.timeoutMs) ? Math.max(Math.floor(driver.timeoutMs / 6), 10) : 100;
@@ -132,7 +132,12 @@ export class BatonSession implements Session {
    * error is rethrown on its own tick as an uncaught exception, as Node's EventTarget does.
    */
   report(event: LockEvent): void {
-    for (const listener of this.#events.listeners('lock') as LockListener[]) {
+    this.#tell('lock', event);
+  }
+
+  /** Listeners called from inside a backend or recipe step must not be able to break that step. */
+  #tell(name: 'lock' | 'foreign', event: unknown): void {
+    for (const listener of this.#events.listeners(name) as ((event: unknown) => void)[]) {
       try {
         listener(event);
       } catch (error) {

@@ -64,8 +64,35 @@ function foreignSuite(getFixture: () => Fixture, plant: Plant): void {
       expect(seen.sort((x, y) => x.key.localeCompare(y.key))).toEqual(planted.sort().map((key) => ({ queue: 'jobs', key })));
       for (const key of planted) await scope.fixture.removeEntry(key);
     });
+
+    it('a listener that throws breaks neither the acquire nor the queue; its error is rethrown on its own', async () => {
+      const [a, b] = [await scope.open(), await scope.open()];
+      await plant(scope.namespace, 'jobs').then((keys) => planted.push(...keys));
+      const failure = new Error('listener bug');
+      a.on('foreign', () => {
+        throw failure;
+      });
+      const uncaught: unknown[] = [];
+      const previous = process.listeners('uncaughtException');
+      process.removeAllListeners('uncaughtException');
+      process.on('uncaughtException', (error) => void uncaught.push(error));
+      try {
+        const lock = await new FairMutex(a, 'jobs').acquire({ timeoutMs: 5_000 });
+        await lock.release();
+        // Nothing of a's is left to block the queue.
+        await (await new FairMutex(b, 'jobs').acquire({ timeoutMs: 5_000 })).release();
+        await new Promise((resolve) => setImmediate(resolve));
+      } finally {
+        process.removeAllListeners('uncaughtException');
+        for (const listener of previous) process.on('uncaughtException', listener);
+      }
+      expect(uncaught).toEqual(planted.map(() => failure));
+      for (const key of planted.splice(0)) await scope.fixture.removeEntry(key);
+    });
   });
 }
+
+const planted: string[] = [];
 
 foreignSuite(() => zkFixture('zkStandalone'), plantZk);
 foreignSuite(() => etcdFixture('etcdStandalone'), plantEtcd);

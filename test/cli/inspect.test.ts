@@ -17,8 +17,12 @@ const run = promisify(execFile);
 
 /** Runs `baton` as a user would, from the sources; resolves with the exit code and the output. */
 async function baton(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return batonWith({}, ...args);
+}
+
+async function batonWith(env: Record<string, string>, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { timeout: 20_000 });
+    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { timeout: 20_000, env: { ...process.env, ...env } });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failed = error as { code: number; stdout: string; stderr: string };
@@ -126,6 +130,13 @@ describe('baton inspect, the command', () => {
       const result = await baton('inspect', `${scheme}://127.0.0.1:${port}/x`, 'a', '--connect-timeout', '1000');
       expect(result.code, `${scheme}: ${result.stderr}`).toBe(1);
       expect(result.stderr).toMatch(new RegExp(`could not (connect to ZooKeeper|open an etcd session) at (http://)?127\\.0\\.0\\.1:${port} within 1000 ms`));
+    }
+    // Credentials of both backends in the environment: each URL takes only its own, and none is printed.
+    const env = { BATON_ZK_DIGEST: 'ops:zk-secret-1', BATON_ETCD_USER: 'ops', BATON_ETCD_PASSWORD: 'etcd-secret-2' };
+    for (const scheme of ['zk', 'etcd']) {
+      const result = await batonWith(env, 'inspect', `${scheme}://127.0.0.1:${port}/x`, 'a', '--connect-timeout', '1000');
+      expect(result.code, `${scheme}: ${result.stderr}`).toBe(1);
+      expect(result.stderr).not.toMatch(/secret/);
     }
   });
 });

@@ -107,6 +107,23 @@ export function electionContract(getFixture: () => Fixture): void {
       expect(await observer.return()).toEqual({ done: true, value: undefined });
     });
 
+    it('observe() reports a new term when the same session resigns and is elected again', async () => {
+      const [a, bystander] = [await scope.open(), await scope.open()];
+      const observer = new LeaderElection(bystander, 'again', { id: 'bystander' }).observe();
+      expect((await observer.next()).value).toBeNull();
+      const election = new LeaderElection(a, 'again', { id: 'a' });
+      const first = await election.campaign();
+      expect((await observer.next()).value).toEqual({ id: 'a', fencingToken: first.fencingToken });
+      // Both happen while the observer is not looking: it must still see a new term (etcd reuses the key).
+      await first.resign();
+      const second = await election.campaign();
+      expect(second.fencingToken).toBeGreaterThan(first.fencingToken);
+      expect((await observer.next()).value).toEqual({ id: 'a', fencingToken: second.fencingToken });
+      await second.resign();
+      expect((await observer.next()).value).toBeNull();
+      await observer.return();
+    });
+
     it('observe() gives up on abort (withdrawing its watch) and ends with the session', async () => {
       const [bystander, doomed, candidate] = [await scope.open(), await scope.open(), await scope.open()];
       expect(() => new LeaderElection(bystander, 'quiet', { id: 'x' }).observe({ signal: 'no' } as never)).toThrow(InvalidArgumentError);
