@@ -77,11 +77,13 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     const configResult = await configPhase(runners, cutter.victim, observer, timeline);
     const violations = [...ledger.violations, ...cutter.violations, ...configResult.violations];
     for (let period = 1; period <= options.ticks; period += 1) if (!ledger.isSettled(period)) violations.push(`period ${period} never settled`);
+    violations.push(...timeline.failures());
     if (!configResult.readersOverlapped) violations.push('the first two readers did not share the read lock');
     if (configResult.lateReadersSaw.some((version) => version !== config.version)) violations.push('a reader queued behind the writer read an old configuration');
     timeline.summary(ledger, config, configResult, violations);
     return { settled: ledger.settledBy, refused: ledger.refused, ...(cutter.result() === undefined ? {} : { cut: cutter.result()! }), config: configResult, violations };
   } finally {
+    cutter.dispose();
     await Promise.allSettled(runners.map((runner) => runner.close()));
     await observer.close();
   }
@@ -149,6 +151,13 @@ class Cutter {
       this.#takenOverBy = event.worker;
       this.#end();
     }
+  }
+
+  /** Lets a frozen worker go and stops the takeover timer (the demo is ending, maybe on an error). */
+  dispose(): void {
+    clearTimeout(this.#deadline);
+    this.runners.find((runner) => runner.name === this.victim)?.resume();
+    this.#resume();
   }
 
   pause(worker: string, period: number): Promise<void> {

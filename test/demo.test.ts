@@ -19,8 +19,9 @@ function demoSuite(getFixture: () => Fixture): void {
         workers: 5,
         ticks: 4,
         cutAt: 2,
-        sessionTimeoutMs: 2_000,
-        ttlSeconds: 2,
+        // The longest the test servers allow (20 ticks of 200 ms): a loaded machine must not lose sessions.
+        sessionTimeoutMs: 4_000,
+        ttlSeconds: 4,
         write: (line) => (output += line),
       });
       expect(result.violations, output).toEqual([]);

@@ -16,8 +16,9 @@ type Plant = (namespace: string, queue: string) => Promise<string[]>;
 
 const plantZk: Plant = (namespace, queue) => {
   const dir = `/${namespace}/${queue}`;
-  // Not a valid lock name (so not a nested lock), and an `_c_` name that is no entry of ours.
-  const names = ['not a lock!', '_c_garbage'];
+  // Not a valid lock name (so not a nested lock), an `_c_` name that is no entry of ours, and the way
+  // kazoo names its lock entries (a client that believes it queues here).
+  const names = ['not a lock!', '_c_garbage', '4f1c9a__lock__0000000001'];
   return withZkClient(inject('zkStandalone').connectString, async (client) => {
     await new Promise<void>((resolve, reject) => client.mkdirp(dir, (error) => (error ? reject(error) : resolve())));
     for (const name of names) {
@@ -61,7 +62,8 @@ function foreignSuite(getFixture: () => Fixture, plant: Plant): void {
       // Shared locks decide on the same listings.
       const reader = await new ReadWriteLock(b, 'jobs').readLock.acquire();
       await reader.release();
-      expect(seen.sort((x, y) => x.key.localeCompare(y.key))).toEqual(planted.sort().map((key) => ({ queue: 'jobs', key })));
+      expect(seen.map((found) => found.key).sort()).toEqual([...planted].sort());
+      expect(seen.every((found) => found.queue === 'jobs')).toBe(true);
       for (const key of planted) await scope.fixture.removeEntry(key);
     });
 

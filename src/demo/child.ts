@@ -33,12 +33,19 @@ const parent: Parent = {
 };
 const worker = new DemoWorker(name, () => connect(url, JSON.parse(optionsJson) as ConnectOptions), parent, Number(waitMs));
 
+let closing = false;
+// The parent is gone (killed, crashed): end at once, which ends the session and frees its locks.
+process.on('disconnect', () => {
+  if (!closing) process.exit(1);
+});
+
 process.on('message', (message: ToChild) => {
   if (message.kind === 'reply') {
     replies.get(message.id)?.(message.value);
     replies.delete(message.id);
     return;
   }
+  if (message.command.type === 'close') closing = true;
   void worker.run(message.command).then(() => {
     send({ kind: 'done', id: message.id });
     if (message.command.type === 'close') process.disconnect();

@@ -9,6 +9,8 @@ export type EventType = 'granted' | 'computing' | 'skipped' | 'settled' | 'refus
 
 export interface WorkerEvent {
   readonly worker: string;
+  /** Date.now() in the worker when it happened: events of different processes arrive over different pipes. */
+  readonly at?: number;
   readonly type: EventType;
   readonly what?: string;
   readonly period?: number;

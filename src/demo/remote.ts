@@ -21,7 +21,13 @@ export class RemoteWorker {
     let markReady: () => void = () => undefined;
     let failReady: (error: Error) => void = () => undefined;
     this.ready = new Promise((resolve, reject) => ((markReady = resolve), (failReady = reject)));
-    this.#child.once('exit', (code) => failReady(new Error(`demo worker ${name} exited with code ${code} before it was ready`)));
+    this.#child.once('exit', (code, signal) => {
+      failReady(new Error(`demo worker ${name} exited with code ${code} before it was ready`));
+      // Whatever it was doing will never be done: the demo goes on, and the crash is on its timeline.
+      if (this.#done.size > 0) parent.report({ worker: name, type: 'failed', detail: `the process exited (code ${code}, signal ${signal})` });
+      for (const done of this.#done.values()) done();
+      this.#done.clear();
+    });
     this.#child.on('message', (message: FromChild) => {
       if (message.kind === 'event') {
         if (message.event.type === 'reconnected' && message.event.detail === 'ready') markReady();

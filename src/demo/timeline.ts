@@ -24,6 +24,7 @@ export class Timeline {
   readonly #started = performance.now();
   readonly #stats = new Map<string, Stats>();
   readonly #intervals: Interval[] = [];
+  readonly #failures: string[] = [];
 
   constructor(private readonly write: (line: string) => void) {}
 
@@ -33,7 +34,8 @@ export class Timeline {
 
   record(event: WorkerEvent): void {
     const stats = this.#of(event.worker);
-    const now = performance.now();
+    // Holds are timed where they happen, in wall-clock time shared by the processes of one machine.
+    const now = event.at ?? Date.now();
     if (event.type === 'granted') {
       stats.grants += 1;
       stats.waits.push(event.waitedMs ?? 0);
@@ -49,7 +51,13 @@ export class Timeline {
     if (event.type === 'skipped') stats.skipped += 1;
     if (event.type === 'refused') stats.refused += 1;
     if (event.type === 'lost') stats.lost += 1;
+    if (event.type === 'failed') this.#failures.push(`${event.worker} failed: ${event.detail ?? 'unknown'}`);
     if (event.type !== 'releasing') this.write(`${this.#stamp()}  ${event.worker.padEnd(9)} ${describe(event)}\n`);
+  }
+
+  /** Workers whose command failed (an error, a crashed process): the demo did not do what it shows. */
+  failures(): string[] {
+    return [...this.#failures];
   }
 
   /** Readers shared, no reader overlapped the writer, late readers saw the writer's version. */

@@ -95,7 +95,7 @@ export class DemoWorker {
   }
 
   #report(event: Omit<WorkerEvent, 'worker'>): void {
-    this.parent.report({ worker: this.name, ...event });
+    this.parent.report({ worker: this.name, at: Date.now(), ...event });
   }
 }
 

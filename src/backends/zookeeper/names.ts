@@ -47,12 +47,19 @@ export function entriesFromListing(queue: string, dir: string, children: readonl
 }
 
 const SEGMENT = /^[A-Za-z0-9._-]+$/;
+/** A sequential znode's 10-digit suffix: other lock clients' queue entries (kazoo, Curator without protection). */
+const SEQUENTIAL = /\d{10}$/;
 
 /**
- * Children of a queue directory that baton did not create: neither an entry nor a possible nested
- * lock directory (a valid name segment not starting with `_c_`). A foreign node with a name that
- * could be a nested lock is indistinguishable from one, and is ignored like one.
+ * Children of a queue directory that baton did not create: anything that is not an entry of ours and
+ * cannot be a nested lock's directory (a valid name segment not starting with `_c_`), and every
+ * sequential node of another client (`<id>__lock__0000000007`, `__READ__0000000003`), whose owner
+ * believes it queues in this lock. A nested lock named with a 10-digit suffix is reported too.
  */
 export function foreignChildren(children: readonly string[]): string[] {
-  return children.filter((child) => parseEntryName(child) === undefined && (!SEGMENT.test(child) || child.startsWith('_c_') || child === '.' || child === '..'));
+  return children.filter(
+    (child) =>
+      parseEntryName(child) === undefined &&
+      (!SEGMENT.test(child) || child.startsWith('_c_') || child === '.' || child === '..' || SEQUENTIAL.test(child)),
+  );
 }
