@@ -1,6 +1,7 @@
 import { Etcd3 } from 'etcd3';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { LockLostError } from '../../recipes/errors.js';
+import { LeaderElection } from '../../recipes/election.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { connect, type ConnectOptions } from '../../src/connect.js';
 import type { BatonSession } from '../../src/session.js';
@@ -35,6 +36,24 @@ describe('etcd: a short disconnect, and what holders see', () => {
     await session?.close();
     await proxy.close();
   }
+
+  it('an observer waiting on an empty queue gives up at once on abort, even while the server is unreachable', async () => {
+    try {
+      const { session } = await throughProxy('wait');
+      const stop = new AbortController();
+      const observer = new LeaderElection(session, 'quiet', { id: 'x' }).observe({ signal: stop.signal });
+      expect((await observer.next()).value).toBeNull();
+      proxy.blackhole();
+      const next = later(observer.next());
+      const reason = new Error('operator pressed Ctrl-C');
+      stop.abort(reason);
+      // Well within the session's deadline, which is when a request to an unreachable server gives up.
+      await expect(Promise.race([next, new Promise((resolve) => setTimeout(resolve, ttlMs / 4, 'still waiting'))])).rejects.toBe(reason);
+      proxy.restore();
+    } finally {
+      await cleanup();
+    }
+  });
 
   it("onSuspend 'abort': the holder is told at once and its entry goes back when the server is reachable", async () => {
     try {

@@ -3,7 +3,7 @@ import { Etcd3, EtcdAuthenticationFailedError, EtcdLeaseInvalidError, EtcdPermis
 import type { Entry, Enqueued } from '../../../recipes/contract.js';
 import { AccessDeniedError, BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
-import { addWaiter, backoff, InFlight, sameEntries, type Waiter } from '../requests.js';
+import { addWaiter, backoff, InFlight, sameEntries, untilAborted, type Waiter } from '../requests.js';
 import { KeepAlive } from './keepalive.js';
 import { entriesFromRange, entryKey, foreignKeys, leaseHex, prefixEnd, queuePrefix, slotOf, type StoredKey } from './keys.js';
 import { Slots } from './slots.js';
@@ -251,7 +251,8 @@ export class EtcdDriver implements Driver {
   async waitChange(queue: string, seen: readonly Entry[], signal: AbortSignal): Promise<void> {
     signal.throwIfAborted();
     const prefix = queuePrefix(this.#namespace, queue);
-    const response = await this.#retry(() => this.#client.kv.range({ key: Buffer.from(prefix), range_end: prefixEnd(prefix), keys_only: true }, this.#attempt()));
+    const listing = this.#retry(() => this.#client.kv.range({ key: Buffer.from(prefix), range_end: prefixEnd(prefix), keys_only: true }, this.#attempt()));
+    const response = await untilAborted(listing, signal);
     if (!sameEntries(this.#seen(queue, prefix, response.kvs, response.header.revision), seen)) return;
     // From the revision after that listing: nothing that changes the queue from then on is missed.
     await this.#watchPrefix(prefix, BigInt(response.header.revision) + 1n, signal);
