@@ -254,7 +254,8 @@ export class BatonSession implements Session {
       try {
         if (!(await this.#driver.confirm(hold.entry)) && !hold.releasing) hold.lose(new SessionLostError(`entry ${hold.entry.key} is gone from the server`));
       } catch (error) {
-        hold.lose(error instanceof Error ? error : new SessionLostError('could not confirm the entry', { cause: error }));
+        // A hold being released was given up by its holder: its signal must not abort afterwards.
+        if (!hold.releasing) hold.lose(error instanceof Error ? error : new SessionLostError('could not confirm the entry', { cause: error }));
       }
     }
   }

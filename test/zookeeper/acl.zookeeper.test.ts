@@ -96,6 +96,34 @@ describe('ZooKeeper ACLs and digest credentials', () => {
     await (await next).release();
   });
 
+  it('works under a namespace whose ancestors are locked down (creates only what is missing)', async () => {
+    // A shared server: the operator owns /<top>, read-only to everyone, and opened /<top>/app for the app.
+    const top = namespace.split('-')[0]! + '-top-' + namespace.split('-')[1]!;
+    await withZkClient(
+      zk().connectString,
+      async (client) => {
+        const { ACL, Id, Permission } = zookeeper as unknown as {
+          ACL: new (permission: number, id: unknown) => zookeeper.ACL;
+          Id: new (scheme: string, id: string) => unknown;
+          Permission: { ALL: number; READ: number };
+        };
+        const ownerOnly = [new ACL(Permission.ALL, new Id('auth', '')), new ACL(Permission.READ, new Id('world', 'anyone'))];
+        const open = [new ACL(Permission.ALL, new Id('world', 'anyone'))];
+        expect(await code((cb) => client.create(`/${top}`, Buffer.alloc(0), ownerOnly, zookeeper.CreateMode.PERSISTENT, cb))).toBe(0);
+        expect(await code((cb) => client.create(`/${top}/app`, Buffer.alloc(0), open, zookeeper.CreateMode.PERSISTENT, cb))).toBe(0);
+      },
+      TENANT_A,
+    );
+    try {
+      const session = await connect(`zk://${zk().connectString}/${top}/app`, {});
+      sessions.push(session);
+      const lock = await new FairMutex(session, 'jobs/nightly').acquire({ timeoutMs: 5_000 });
+      await lock.release();
+    } finally {
+      await zkRemoveTree(zk().connectString, `/${top}`, TENANT_A);
+    }
+  });
+
   it('refuses bad credentials and policies up front without echoing the secret', async () => {
     const url = `zk://${zk().connectString}/acl-bad`;
     const cases: unknown[] = [

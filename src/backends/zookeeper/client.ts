@@ -94,10 +94,23 @@ export function remove(client: ZkClient, path: string): Promise<void> {
   });
 }
 
-export function mkdirp(client: ZkClient, path: string, acl = aclFor('open')): Promise<void> {
-  return new Promise((resolve, reject) => {
-    client.mkdirp(path, acl, (error) => (error ? reject(error) : resolve()));
-  });
+/**
+ * Creates `path` and whatever ancestors are missing, with `acl`. It looks for the deepest ancestor that
+ * exists first: creating an existing node still needs create rights on its parent, which a shared
+ * server may deny above the namespace (the client's own mkdirp creates from the root down).
+ */
+export async function mkdirp(client: ZkClient, path: string, acl = aclFor('open')): Promise<void> {
+  const parts = path.split('/').filter((part) => part !== '');
+  const at = (depth: number): string => `/${parts.slice(0, depth).join('/')}`;
+  let existing = parts.length;
+  while (existing > 0 && (await exists(client, at(existing))) === null) existing -= 1;
+  for (let depth = existing + 1; depth <= parts.length; depth += 1) {
+    try {
+      await create(client, at(depth), zookeeper.CreateMode.PERSISTENT, undefined, acl);
+    } catch (error) {
+      if (!isCode(error, zookeeper.Exception.NODE_EXISTS)) throw error; // created meanwhile by another client
+    }
+  }
 }
 
 /**
