@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import type { Case, Context } from './case.js';
+import { zkContended } from './contended.js';
 import { etcdCycle } from './etcd.js';
 import { Report } from './report.js';
 import { Servers } from './servers.js';
@@ -9,7 +10,7 @@ import { machine, printSummary } from './table.js';
 import { zkCycle } from './zookeeper.js';
 
 /** Every case, in the order a full run takes them. */
-const CASES: readonly Case[] = [zkCycle, etcdCycle];
+const CASES: readonly Case[] = [zkCycle, zkContended, etcdCycle];
 
 const USAGE = `npm run bench [-- --quick] [-- --only <selector>[,<selector>...]] [-- --json results.json]
   selectors: a backend (zk, etcd, memory), a kind of case (${[...new Set(CASES.map((c) => c.name.split('.')[1]))].join(', ')}),
