@@ -70,9 +70,8 @@ async function takeTurn(request: QueueRequest, options: WaitOptions, startedAt: 
     }
     // One deadline for the whole wait, counted from the call, and across a requeue too.
     const remaining = options.timeoutMs === undefined ? undefined : Math.max(0, options.timeoutMs - (performance.now() - startedAt));
-    const vanished = new AbortController();
-    const unregister = session.waiting({ entry, vanished: () => vanished.abort(new EntryVanished('found gone after a reconnect')) });
-    const wait = deadline(what, remaining, [options.signal, session.signal, vanished.signal], options.timeoutMs);
+    const wait = deadline(what, remaining, [options.signal, session.signal], options.timeoutMs);
+    const unregister = session.waiting({ entry, vanished: () => wait.cancel(new EntryVanished('found gone after a reconnect')) });
     try {
       await waitBehind(session.backend, request, entry, first, wait);
       wait.throwIfCancelled();
