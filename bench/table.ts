@@ -27,7 +27,7 @@ export function printCases(results: readonly Summary[], references: Record<strin
 
 /** A figure per case, as `name .... value`. */
 export function printFigures(title: string, figures: Record<string, string>): void {
-  out(title);
+  if (title !== '') out(title);
   for (const [name, value] of Object.entries(figures)) out(`  ${name.padEnd(54)} ${value}`);
 }
 
