@@ -3,6 +3,7 @@ import os from 'node:os';
 import type { Case, Context } from './case.js';
 import { zkContended } from './contended.js';
 import { etcdCycle } from './etcd.js';
+import { etcdReuse } from './etcd-reuse.js';
 import { etcdHerd, memoryHerd, zkHerd } from './herd.js';
 import { Report } from './report.js';
 import { Servers } from './servers.js';
@@ -11,7 +12,7 @@ import { machine, printSummary } from './table.js';
 import { zkCycle } from './zookeeper.js';
 
 /** Every case, in the order a full run takes them. */
-const CASES: readonly Case[] = [zkCycle, zkContended, zkHerd, etcdCycle, etcdHerd, memoryHerd];
+const CASES: readonly Case[] = [zkCycle, zkContended, zkHerd, etcdCycle, etcdReuse, etcdHerd, memoryHerd];
 
 const USAGE = `npm run bench [-- --quick] [-- --only <selector>[,<selector>...]] [-- --json results.json]
   selectors: a backend (zk, etcd, memory), a kind of case (${[...new Set(CASES.map((c) => c.name.split('.')[1]))].join(', ')}),
@@ -84,6 +85,5 @@ main().catch((error: unknown) => {
   console.error(error);
   process.exitCode = 1;
 });
-
 
 
