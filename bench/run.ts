@@ -6,13 +6,14 @@ import { etcdCycle } from './etcd.js';
 import { etcdReuse } from './etcd-reuse.js';
 import { etcdHerd, memoryHerd, zkHerd } from './herd.js';
 import { Report } from './report.js';
+import { etcdScale, zkScale } from './scale.js';
 import { Servers } from './servers.js';
 import type { Summary } from './stats.js';
 import { machine, printSummary } from './table.js';
 import { zkCycle } from './zookeeper.js';
 
 /** Every case, in the order a full run takes them. */
-const CASES: readonly Case[] = [zkCycle, zkContended, zkHerd, etcdCycle, etcdReuse, etcdHerd, memoryHerd];
+const CASES: readonly Case[] = [zkCycle, zkContended, zkHerd, zkScale, etcdCycle, etcdReuse, etcdHerd, etcdScale, memoryHerd];
 
 const USAGE = `npm run bench [-- --quick] [-- --only <selector>[,<selector>...]] [-- --json results.json]
   selectors: a backend (zk, etcd, memory), a kind of case (${[...new Set(CASES.map((c) => c.name.split('.')[1]))].join(', ')}),
@@ -85,5 +86,4 @@ main().catch((error: unknown) => {
   console.error(error);
   process.exitCode = 1;
 });
-
 
