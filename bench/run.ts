@@ -10,10 +10,11 @@ import { etcdScale, zkScale } from './scale.js';
 import { Servers } from './servers.js';
 import type { Summary } from './stats.js';
 import { machine, printSummary } from './table.js';
+import { etcdWaiters, memoryWaiters, zkWaiters } from './waiters.js';
 import { zkCycle } from './zookeeper.js';
 
 /** Every case, in the order a full run takes them. */
-const CASES: readonly Case[] = [zkCycle, zkContended, zkHerd, zkScale, etcdCycle, etcdReuse, etcdHerd, etcdScale, memoryHerd];
+const CASES: readonly Case[] = [zkCycle, zkContended, zkHerd, zkScale, zkWaiters, etcdCycle, etcdReuse, etcdHerd, etcdScale, etcdWaiters, memoryHerd, memoryWaiters];
 
 const USAGE = `npm run bench [-- --quick] [-- --only <selector>[,<selector>...]] [-- --json results.json]
   selectors: a backend (zk, etcd, memory), a kind of case (${[...new Set(CASES.map((c) => c.name.split('.')[1]))].join(', ')}),
@@ -86,4 +87,3 @@ main().catch((error: unknown) => {
   console.error(error);
   process.exitCode = 1;
 });
-
