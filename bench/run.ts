@@ -5,6 +5,7 @@ import { zkContended } from './contended.js';
 import { etcdCycle } from './etcd.js';
 import { etcdReuse } from './etcd-reuse.js';
 import { etcdHerd, memoryHerd, zkHerd } from './herd.js';
+import { memoryCycle } from './memory.js';
 import { Report } from './report.js';
 import { etcdScale, zkScale } from './scale.js';
 import { Servers } from './servers.js';
@@ -14,7 +15,7 @@ import { etcdWaiters, memoryWaiters, zkWaiters } from './waiters.js';
 import { zkCycle } from './zookeeper.js';
 
 /** Every case, in the order a full run takes them. */
-const CASES: readonly Case[] = [zkCycle, zkContended, zkHerd, zkScale, zkWaiters, etcdCycle, etcdReuse, etcdHerd, etcdScale, etcdWaiters, memoryHerd, memoryWaiters];
+const CASES: readonly Case[] = [zkCycle, zkContended, zkHerd, zkScale, zkWaiters, etcdCycle, etcdReuse, etcdHerd, etcdScale, etcdWaiters, memoryCycle, memoryHerd, memoryWaiters];
 
 const USAGE = `npm run bench [-- --quick] [-- --only <selector>[,<selector>...]] [-- --json results.json]
   selectors: a backend (zk, etcd, memory), a kind of case (${[...new Set(CASES.map((c) => c.name.split('.')[1]))].join(', ')}),
