@@ -4,7 +4,7 @@ import type { Entry, Enqueued } from '../../../recipes/contract.js';
 import { BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents, EntryInfo } from '../driver.js';
 import { addWaiter, backoff, InFlight, sameEntries, type Waiter } from '../requests.js';
-import { corked, create, exists, getChildren, getData, getDataStat, isCode, mkdirp, remove, watchChildren, watchData, ZkCode, zkLong, type ZkClient, type ZkStat } from './client.js';
+import { corked, corkForTick, create, exists, getChildren, getData, getDataStat, isCode, mkdirp, remove, watchChildren, watchData, ZkCode, zkLong, type ZkClient, type ZkStat } from './client.js';
 import { entriesFromListing, entryPrefix, parseEntryName } from './names.js';
 
 export interface ZkDriverOptions {
@@ -123,6 +123,7 @@ export class ZkDriver implements Driver {
 
   /** A request that settles when the session ends, whatever the client does with it. */
   #send<T>(request: () => Promise<T>): Promise<T> {
+    corkForTick(this.#client);
     return this.#requests.send(request);
   }
 
