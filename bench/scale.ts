@@ -5,9 +5,10 @@ import { corked, create, getChildren, mkdirp, remove } from '../src/backends/zoo
 import { connect } from '../src/connect.js';
 import type { BatonSession } from '../src/session.js';
 import type { Case, Context } from './case.js';
+import { cpuMs } from './cpu.js';
 import { times } from './report.js';
 import { quantile } from './stats.js';
-import { heading } from './table.js';
+import { heading, ms } from './table.js';
 import { openClient } from './zk-client.js';
 
 const LOCKS = 64;
@@ -22,11 +23,16 @@ interface Throughput {
   readonly perSecond: number[];
   /** Every cycle's milliseconds. */
   readonly samples: number[];
+  /** CPU time of this process and of the server, over every block. */
+  clientCpuMs: number;
+  serverCpuMs: number;
+  cycles: number;
 }
 
 /** `LOCKS` loops at once, each running `perLoop` cycles; the block's throughput and every cycle's time. */
-async function block(cycle: Cycle, perLoop: number, into: Throughput): Promise<void> {
+async function block(cycle: Cycle, perLoop: number, into: Throughput, serverPid: number | undefined): Promise<void> {
   const started = performance.now();
+  const cpuBefore = [process.cpuUsage(), cpuMs([serverPid])] as const;
   await Promise.all(
     Array.from({ length: LOCKS }, async (_, i) => {
       for (let k = 0; k < perLoop; k += 1) {
@@ -37,14 +43,19 @@ async function block(cycle: Cycle, perLoop: number, into: Throughput): Promise<v
     }),
   );
   into.perSecond.push(((LOCKS * perLoop) / (performance.now() - started)) * 1000);
+  const client = process.cpuUsage(cpuBefore[0]);
+  into.clientCpuMs += (client.user + client.system) / 1000;
+  into.serverCpuMs += cpuMs([serverPid]) - cpuBefore[1];
+  into.cycles += LOCKS * perLoop;
 }
 
 /** The kinds in alternating blocks (after one warm-up block each). */
-async function alternateBlocks(kinds: Record<string, Cycle>, blocks: number, perLoop: number): Promise<Throughput[]> {
-  const results = Object.keys(kinds).map((name): Throughput => ({ name, perSecond: [], samples: [] }));
-  for (const cycle of Object.values(kinds)) await block(cycle, 5, { name: 'warm-up', perSecond: [], samples: [] });
+async function alternateBlocks(kinds: Record<string, Cycle>, serverPid: number | undefined, blocks: number, perLoop: number): Promise<Throughput[]> {
+  const fresh = (name: string): Throughput => ({ name, perSecond: [], samples: [], clientCpuMs: 0, serverCpuMs: 0, cycles: 0 });
+  const results = Object.keys(kinds).map(fresh);
+  for (const cycle of Object.values(kinds)) await block(cycle, 5, fresh('warm-up'), serverPid);
   for (let b = 0; b < blocks; b += 1) {
-    for (const [index, cycle] of Object.values(kinds).entries()) await block(cycle, perLoop, results[index]!);
+    for (const [index, cycle] of Object.values(kinds).entries()) await block(cycle, perLoop, results[index]!, serverPid);
   }
   return results;
 }
@@ -57,10 +68,18 @@ function batonLoops(session: BatonSession): Cycle {
 function printScale(title: string, results: readonly Throughput[]): void {
   heading(title);
   const floors = results.slice(1);
-  process.stdout.write(`${'case'.padEnd(60)} ${'cycles/s'.padStart(9)} ${'median'.padStart(9)} ${'p99'.padStart(9)}${floors.map((_, i) => ` ${`/floor ${i + 1}`.padStart(10)}`).join('')}\n`);
+  const columns = ['cycles/s', 'median', 'p99', 'client cpu', 'server cpu', ...floors.map((_, i) => `/floor ${i + 1}`)];
+  process.stdout.write(`${'case (cpu: per cycle)'.padEnd(60)}${columns.map((c) => c.padStart(11)).join('')}\n`);
   for (const result of results) {
-    const ratios = floors.map((floor) => ` ${`${(rate(result) / rate(floor)).toFixed(3)}x`.padStart(10)}`);
-    process.stdout.write(`${result.name.padEnd(60)} ${rate(result).toFixed(0).padStart(9)} ${quantile(result.samples, 0.5).toFixed(2).padStart(7)}ms ${quantile(result.samples, 0.99).toFixed(2).padStart(7)}ms${ratios.join('')}\n`);
+    const cells = [
+      rate(result).toFixed(0),
+      ms(quantile(result.samples, 0.5)),
+      ms(quantile(result.samples, 0.99)),
+      ms(result.clientCpuMs / result.cycles),
+      ms(result.serverCpuMs / result.cycles),
+      ...floors.map((floor) => `${(rate(result) / rate(floor)).toFixed(3)}x`),
+    ];
+    process.stdout.write(`${result.name.padEnd(60)}${cells.map((c) => c.padStart(11)).join('')}\n`);
   }
 }
 
@@ -73,7 +92,7 @@ function reportScale(context: Context, backend: string, results: readonly Throug
   const [ours, createDelete, lockOps] = results as [Throughput, Throughput, Throughput];
   context.report.atLeast(6, `${backend} ${LOCKS} locks at once / raw create+delete, one connection`, rate(ours) / rate(createDelete), 0.8, times,
     `(${rate(ours).toFixed(0)} vs ${rate(createDelete).toFixed(0)} cycles/s; ${times(rate(ours) / rate(lockOps))} the lock's own requests)`);
-  return results.map((r) => ({ name: r.name, perSecond: r.perSecond, medianMs: quantile(r.samples, 0.5), p99Ms: quantile(r.samples, 0.99) }));
+  return results.map((r) => ({ name: r.name, perSecond: r.perSecond, medianMs: quantile(r.samples, 0.5), p99Ms: quantile(r.samples, 0.99), clientCpuMsPerCycle: r.clientCpuMs / r.cycles, serverCpuMsPerCycle: r.serverCpuMs / r.cycles }));
 }
 
 /** Blocks and cycles per loop per block: about a second a block (etcd's writes are slower here). */
@@ -103,6 +122,7 @@ export const zkScale: Case = {
             await remove(client, path);
           },
         },
+        context.serverPid('zk'),
         ...size(context.quick, 'zk'),
       );
       printScale(`6. ZooKeeper scale: ${LOCKS} independent locks cycling at once on one connection`, results);
@@ -141,6 +161,7 @@ export const etcdScale: Case = {
             await client.kv.deleteRange({ key: own });
           },
         },
+        context.serverPid('etcd'),
         ...size(context.quick, 'etcd'),
       );
       await client.leaseClient.leaseRevoke({ ID: lease.ID });
