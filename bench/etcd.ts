@@ -1,22 +1,25 @@
 import { Etcd3 } from 'etcd3';
 import { FairMutex } from '../recipes/mutex.js';
 import { connect } from '../src/connect.js';
+import type { Case } from './case.js';
+import { etcdRequestsDuring } from './etcd-metrics.js';
+import { fixed, times } from './report.js';
 import { alternate, summarize, timed, type Summary } from './stats.js';
+import { heading, printCases, printFigures } from './table.js';
+
+/** Cycles per case whose requests are counted. */
+const COUNTED = 100;
+
+export const ETCD_CASES = {
+  floor: 'raw floor (Txn put+range, delete)',
+  mutex: 'baton FairMutex acquire+release',
+  etcd3: "etcd3's lock() acquire+release",
+} as const;
 
 export interface EtcdCycleResult {
   readonly results: Summary[];
   /** Unary gRPC requests the server handled per cycle, by case (from its /metrics). */
   readonly rpcsPerCycle: Record<string, number>;
-}
-
-/** Sum of unary requests the server has handled, from etcd's Prometheus endpoint. */
-async function unaryHandled(endpoint: string): Promise<number> {
-  const text = await (await fetch(`${endpoint}/metrics`)).text();
-  let total = 0;
-  for (const line of text.split('\n')) {
-    if (line.startsWith('grpc_server_handled_total{') && line.includes('grpc_type="unary"')) total += Number(line.slice(line.lastIndexOf(' ') + 1));
-  }
-  return total;
 }
 
 /** etcd uncontended acquire + release next to the raw one-Txn floor and to etcd3's own lock(). */
@@ -29,7 +32,7 @@ export async function benchEtcdCycle(endpoint: string, options: { blocks: number
     const range = { key: Buffer.from('bench-raw/#/'), range_end: Buffer.from('bench-raw/#0'), keys_only: true };
     const mutex = new FairMutex(session, 'cycle');
     const contenders: Record<string, () => Promise<void>> = {
-      'raw floor (Txn put+range, delete)': async () => {
+      [ETCD_CASES.floor]: async () => {
         await client.kv.txn({
           compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }],
           success: [{ request_put: { key, value: Buffer.alloc(0), lease: lease.ID } }, { request_range: range }],
@@ -37,11 +40,11 @@ export async function benchEtcdCycle(endpoint: string, options: { blocks: number
         });
         await client.kv.deleteRange({ key });
       },
-      'baton FairMutex acquire+release': async () => {
+      [ETCD_CASES.mutex]: async () => {
         const lock = await mutex.acquire();
         await lock.release();
       },
-      "etcd3's lock() acquire+release": async () => {
+      [ETCD_CASES.etcd3]: async () => {
         const lock = await client.lock('bench-etcd3-lock').ttl(10).acquire();
         await lock.release();
       },
@@ -50,9 +53,7 @@ export async function benchEtcdCycle(endpoint: string, options: { blocks: number
     const samples = await alternate(blocks, { ...options, warmup: 100 });
     const rpcsPerCycle: Record<string, number> = {};
     for (const [name, run] of Object.entries(contenders)) {
-      const before = await unaryHandled(endpoint);
-      for (let i = 0; i < 100; i += 1) await run();
-      rpcsPerCycle[name] = ((await unaryHandled(endpoint)) - before) / 100; // /metrics itself is HTTP, not gRPC
+      rpcsPerCycle[name] = (await etcdRequestsDuring(endpoint, () => timed(run)(COUNTED))) / COUNTED;
     }
     await client.leaseClient.leaseRevoke({ ID: lease.ID });
     return { results: Object.entries(samples).map(([name, values]) => summarize(name, values)), rpcsPerCycle };
@@ -61,3 +62,22 @@ export async function benchEtcdCycle(endpoint: string, options: { blocks: number
     client.close();
   }
 }
+
+/** Item 4: the etcd cycle beside the raw one-Txn floor and etcd3's own lock(). */
+export const etcdCycle: Case = {
+  name: 'etcd.cycle',
+  async run({ etcd, size, report, figures }) {
+    const { results, rpcsPerCycle } = await benchEtcdCycle(await etcd(), size);
+    const find = (name: string): Summary => results.find((r) => r.name === name)!;
+    for (const result of results) figures.set(`etcd ${result.name}`, result);
+    heading('4. etcd uncontended cycle (standalone)');
+    printCases(results, { floor: find(ETCD_CASES.floor), 'etcd3 lock': find(ETCD_CASES.etcd3) });
+    printFigures('unary gRPC requests per cycle (server /metrics):', Object.fromEntries(Object.entries(rpcsPerCycle).map(([n, r]) => [n, r.toFixed(2)])));
+    const mutex = find(ETCD_CASES.mutex);
+    report.info(4, 'etcd FairMutex cycle, median / p99', mutex.medianMs, `${mutex.medianMs.toFixed(3)} / ${mutex.p99Ms.toFixed(3)} ms, ${mutex.opsPerSec.toFixed(0)} ops/s`);
+    report.exactly(4, 'etcd RPCs per FairMutex cycle', rpcsPerCycle[ETCD_CASES.mutex]!, 2, fixed(2), `(floor ${fixed(2)(rpcsPerCycle[ETCD_CASES.floor]!)}, etcd3 lock() ${fixed(2)(rpcsPerCycle[ETCD_CASES.etcd3]!)})`);
+    report.atMost(4, 'etcd FairMutex / raw one-Txn floor', mutex.medianMs / find(ETCD_CASES.floor).medianMs, 1.05, times);
+    report.atMost(4, "etcd FairMutex / etcd3's lock()", mutex.medianMs / find(ETCD_CASES.etcd3).medianMs, 0.7, times);
+    return { results, rpcsPerCycle };
+  },
+};

@@ -1,54 +1,50 @@
-import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createInterface, type Interface } from 'node:readline';
-import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { LineProcess } from './line-process.js';
 
-const PYTHON = '/usr/bin/python3';
+export const PYTHON = '/usr/bin/python3';
 const SCRIPT = fileURLToPath(new URL('./kazoo_peer.py', import.meta.url));
 
 export type KazooRecipe = 'lock' | 'read' | 'write';
 
+let installed: Promise<boolean> | undefined;
+
+/** Whether Debian's python3-kazoo can be imported by /usr/bin/python3 (asked once). */
+export function kazooInstalled(): Promise<boolean> {
+  installed ??= existsSync(PYTHON)
+    ? new Promise((resolve) => spawn(PYTHON, ['-c', 'import kazoo']).on('exit', (code) => resolve(code === 0)))
+    : Promise.resolve(false);
+  return installed;
+}
+
+/** Printed once per run where kazoo's figures would have been. */
+export const KAZOO_MISSING = 'kazoo not installed (apt-get install python3-kazoo): its figures are left out';
+
 /**
- * kazoo (Debian's python3-kazoo) as a peer in the same run: a child process that runs cycles when
- * asked and reports each cycle's time, so that its blocks alternate with baton's.
+ * kazoo (Debian's python3-kazoo) as a peer in the same run: a child process with one KazooClient that
+ * runs cycles or contends when asked and reports its timings, so that its blocks alternate with baton's.
  */
 export class KazooPeer {
-  readonly #child: ChildProcessByStdio<Writable, Readable, null>;
-  readonly #lines: Interface;
-  readonly #pending: ((line: string) => void)[] = [];
+  private constructor(readonly process: LineProcess) {}
 
-  private constructor(child: ChildProcessByStdio<Writable, Readable, null>) {
-    this.#child = child;
-    this.#lines = createInterface({ input: child.stdout });
-    this.#lines.on('line', (line) => this.#pending.shift()?.(line));
-  }
-
-  /** Undefined when kazoo is not installed (apt-get install python3-kazoo). */
-  static async start(hosts: string): Promise<KazooPeer | undefined> {
-    if (!existsSync(PYTHON)) return undefined;
-    const probe = spawn(PYTHON, ['-c', 'import kazoo']);
-    if ((await new Promise((resolve) => probe.on('exit', resolve))) !== 0) return undefined;
-    const peer = new KazooPeer(spawn(PYTHON, [SCRIPT, hosts], { stdio: ['pipe', 'pipe', 'inherit'] }));
-    const ready = await peer.#next();
-    if (ready !== 'ready') throw new Error(`kazoo peer did not start: ${ready}`);
-    return peer;
+  /** Undefined when kazoo is not installed. */
+  static async start(hosts: string, label = 'kazoo peer'): Promise<KazooPeer | undefined> {
+    if (!(await kazooInstalled())) return undefined;
+    return new KazooPeer(await new LineProcess(PYTHON, [SCRIPT, hosts], label).ready());
   }
 
   /** Runs `count` acquire+release cycles of one recipe; resolves with each cycle's milliseconds. */
   async cycles(recipe: KazooRecipe, count: number): Promise<number[]> {
-    const answer = this.#next();
-    this.#child.stdin.write(`${recipe} ${count}\n`);
-    return (await answer).split(' ').map(Number);
+    return (await this.process.ask(`${recipe} ${count}`)).split(' ').map(Number);
   }
 
-  async stop(): Promise<void> {
-    const exited = new Promise((resolve) => this.#child.on('exit', resolve));
-    this.#child.stdin.end('quit\n');
-    await exited;
+  stop(): Promise<void> {
+    return this.process.stop();
   }
+}
 
-  #next(): Promise<string> {
-    return new Promise((resolve) => this.#pending.push(resolve));
-  }
+/** The command line of a kazoo contender process (it answers `contend <ms>`, see kazoo_peer.py). */
+export function kazooContender(hosts: string, index: number): LineProcess {
+  return new LineProcess(PYTHON, [SCRIPT, hosts], `kazoo contender ${index}`);
 }

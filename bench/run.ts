@@ -1,105 +1,87 @@
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { ensureServersInstalled } from '../test/harness/install.js';
-import { startEtcd } from '../test/harness/etcd.js';
-import { startZooKeeper } from '../test/harness/zookeeper.js';
-import { benchEtcdCycle, type EtcdCycleResult } from './etcd.js';
+import type { Case, Context } from './case.js';
+import { zkContended } from './contended.js';
+import { etcdCycle } from './etcd.js';
+import { etcdReuse } from './etcd-reuse.js';
+import { etcdHerd, memoryHerd, zkHerd } from './herd.js';
+import { memoryCycle } from './memory.js';
+import { Report } from './report.js';
+import { etcdScale, zkScale } from './scale.js';
+import { Servers } from './servers.js';
 import type { Summary } from './stats.js';
-import { benchZkCycle, CASES } from './zookeeper.js';
+import { machine, printSummary } from './table.js';
+import { etcdWaiters, memoryWaiters, zkWaiters } from './waiters.js';
+import { zkCycle } from './zookeeper.js';
+
+/** Every case, in the order a full run takes them. */
+const CASES: readonly Case[] = [zkCycle, zkContended, zkHerd, zkScale, zkWaiters, etcdCycle, etcdReuse, etcdHerd, etcdScale, etcdWaiters, memoryCycle, memoryHerd, memoryWaiters];
+
+const USAGE = `npm run bench [-- --quick] [-- --only <selector>[,<selector>...]] [-- --json results.json]
+  selectors: a backend (zk, etcd, memory), a kind of case (${[...new Set(CASES.map((c) => c.name.split('.')[1]))].join(', ')}),
+  or a whole case name (${CASES.map((c) => c.name).join(', ')})`;
 
 /**
- * `npm run bench [-- --json results.json] [-- --quick] [-- --only zk|etcd]`: starts its own standalone ZooKeeper (forceSync
- * on) and etcd, or uses BATON_BENCH_ZK=host:port and BATON_BENCH_ETCD=http://host:port, and prints
- * every figure next to the raw floor measured in the same run, as ratios.
+ * `npm run bench`: starts its own standalone ZooKeeper (forceSync on) and etcd, or uses
+ * BATON_BENCH_ZK=host:port and BATON_BENCH_ETCD=http://host:port, prints every figure next to a peer
+ * or the raw floor measured in the same run, then one summary table of the targets.
  */
 async function main(): Promise<void> {
-  const args = process.argv.slice(2);
-  const jsonAt = args.indexOf('--json');
-  const size = args.includes('--quick') ? { blocks: 4, perBlock: 100 } : { blocks: 10, perBlock: 300 };
-  const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;
-  const stops: (() => Promise<void>)[] = [];
-  const results: Record<string, unknown> = { machine: machine() };
+  const args = parseArgs(process.argv.slice(2));
+  const servers = new Servers();
+  const context: Context = {
+    quick: args.quick,
+    size: args.quick ? { blocks: 4, perBlock: 100 } : { blocks: 10, perBlock: 300 },
+    zk: () => servers.zk(),
+    etcd: () => servers.etcd(),
+    serverPid: (server) => servers.pids[server],
+    report: new Report(),
+    figures: new Map<string, Summary>(),
+  };
+  const results: Record<string, unknown> = {};
+  const startedAt = new Date();
   try {
-    if (only === undefined || only === 'zk') results['zookeeperCycle'] = await benchZk(await zkServer(stops), size);
-    if (only === undefined || only === 'etcd') results['etcdCycle'] = await benchEtcd(await etcdServer(stops), size);
-    if (jsonAt >= 0) {
-      const file = args[jsonAt + 1] ?? 'results.json';
-      writeFileSync(file, JSON.stringify(results, null, 2));
-      process.stdout.write(`\nwrote ${file}\n`);
-    }
+    for (const benchCase of CASES.filter((c) => selected(c.name, args.only))) results[benchCase.name] = await benchCase.run(context);
   } finally {
-    for (const stop of stops) await stop();
+    await servers.stop();
+  }
+  printSummary(context.report);
+  if (args.json !== undefined) {
+    const run = { startedAt: startedAt.toISOString(), seconds: (Date.now() - startedAt.getTime()) / 1000, machine: machineFacts(), options: args };
+    writeFileSync(args.json, `${JSON.stringify({ run, summary: context.report.checks, cases: results }, null, 2)}\n`);
+    process.stdout.write(`\nwrote ${args.json}\n`);
   }
 }
 
-type Size = { blocks: number; perBlock: number };
-
-/** BATON_BENCH_ZK, or a standalone ZooKeeper with forceSync on, stopped at the end. */
-async function zkServer(stops: (() => Promise<void>)[]): Promise<string> {
-  const external = process.env['BATON_BENCH_ZK'];
-  if (external !== undefined) return external;
-  await ensureServersInstalled();
-  const server = await startZooKeeper({ size: 1, tickTimeMs: 2000, forceSync: true });
-  stops.push(() => server.stop());
-  return server.connectString;
+interface Args {
+  readonly quick: boolean;
+  readonly only: readonly string[] | undefined;
+  readonly json: string | undefined;
 }
 
-/** BATON_BENCH_ETCD, or a standalone etcd, stopped at the end. */
-async function etcdServer(stops: (() => Promise<void>)[]): Promise<string> {
-  const external = process.env['BATON_BENCH_ETCD'];
-  if (external !== undefined) return external;
-  await ensureServersInstalled();
-  const server = await startEtcd({ size: 1 });
-  stops.push(() => server.stop());
-  return server.endpoints[0]!;
+function parseArgs(args: readonly string[]): Args {
+  const value = (flag: string): string | undefined => {
+    const at = args.indexOf(flag);
+    if (at < 0) return undefined;
+    const given = args[at + 1];
+    if (given === undefined || given.startsWith('--')) throw new Error(`${flag} needs a value\n${USAGE}`);
+    return given;
+  };
+  for (const arg of args) if (arg.startsWith('--') && !['--quick', '--only', '--json'].includes(arg)) throw new Error(`unknown option ${arg}\n${USAGE}`);
+  const only = value('--only')?.split(',');
+  for (const selector of only ?? []) if (!CASES.some((c) => selected(c.name, [selector]))) throw new Error(`--only ${selector} selects nothing\n${USAGE}`);
+  return { quick: args.includes('--quick'), only, json: value('--json') };
 }
 
-async function benchZk(zk: string, size: Size): Promise<Summary[]> {
-  const zkResults = await benchZkCycle(zk, size);
-  const zkCase = (name: string): Summary | undefined => zkResults.find((r) => r.name === name);
-  print('ZooKeeper uncontended cycle (standalone, forceSync on)', zkResults, { awaited: zkCase(CASES.awaited)!, pipelined: zkCase(CASES.pipelined)!, 'one write': zkCase(CASES.oneWrite)! });
-  compare([
-    [CASES.read, CASES.mutex],
-    [CASES.write, CASES.mutex],
-    [CASES.mutex, CASES.kazooLock],
-    [CASES.read, CASES.kazooRead],
-    [CASES.write, CASES.kazooWrite],
-  ].map(([a, b]) => [zkCase(a!), zkCase(b!)]));
-  return zkResults;
+/** `zk.herd` is selected by `zk`, by `herd` and by `zk.herd`. */
+function selected(name: string, only: readonly string[] | undefined): boolean {
+  if (only === undefined) return true;
+  const [backend, kind] = name.split('.');
+  return only.some((selector) => selector === name || selector === backend || selector === kind);
 }
 
-async function benchEtcd(etcd: string, size: Size): Promise<EtcdCycleResult> {
-  const etcdResults = await benchEtcdCycle(etcd, size);
-  const etcdCase = (prefix: string): Summary => etcdResults.results.find((r) => r.name.startsWith(prefix))!;
-  print('etcd uncontended cycle (standalone)', etcdResults.results, { floor: etcdCase('raw floor (Txn'), 'etcd3 lock': etcdCase("etcd3's lock") });
-  process.stdout.write('unary gRPC requests per cycle (server /metrics):\n');
-  for (const [name, rpcs] of Object.entries(etcdResults.rpcsPerCycle)) process.stdout.write(`  ${name.padEnd(50)} ${rpcs.toFixed(2)}\n`);
-  return etcdResults;
-}
-
-/** Ratios of medians between named pairs (a pair with a missing side, e.g. no kazoo, is skipped). */
-function compare(pairs: [Summary | undefined, Summary | undefined][]): void {
-  for (const [a, b] of pairs) {
-    if (a === undefined || b === undefined) continue;
-    process.stdout.write(`  ${a.name.padEnd(34)} / ${b.name.padEnd(34)} ${(a.medianMs / b.medianMs).toFixed(3)}x\n`);
-  }
-}
-
-/** Medians side by side, with each case's ratio to every reference measured in the same run. */
-function print(title: string, results: readonly Summary[], references: Record<string, Summary>): void {
-  process.stdout.write(`\n${title}  [${machine()}]\n`);
-  const names = Object.keys(references);
-  process.stdout.write(`${'case'.padEnd(52)} ${'median'.padStart(9)} ${'p99'.padStart(9)} ${'ops/s'.padStart(8)}${names.map((n) => ` ${`/${n}`.padStart(12)}`).join('')}\n`);
-  for (const result of results) {
-    const ratios = Object.values(references).map((ref) => ` ${`${(result.medianMs / ref.medianMs).toFixed(3)}x`.padStart(12)}`);
-    process.stdout.write(
-      `${result.name.padEnd(52)} ${result.medianMs.toFixed(3).padStart(7)}ms ${result.p99Ms.toFixed(3).padStart(7)}ms ${result.opsPerSec.toFixed(0).padStart(8)}${ratios.join('')}\n`,
-    );
-  }
-}
-
-function machine(): string {
-  return `${os.cpus().length} cpu ${os.cpus()[0]?.model ?? ''}, node ${process.version}`.replace(/\s+/g, ' ');
+function machineFacts(): Record<string, unknown> {
+  return { summary: machine(), cpus: os.cpus().length, memoryBytes: os.totalmem(), loadAverage: os.loadavg(), platform: `${os.type()} ${os.release()}`, node: process.version };
 }
 
 main().catch((error: unknown) => {

@@ -4,8 +4,13 @@ import { corked, create, getChildren, mkdirp, remove, type ZkClient } from '../s
 import { connect } from '../src/connect.js';
 import { ReadWriteLock } from '../recipes/rw-lock.js';
 import type { Lock } from '../recipes/mutex.js';
-import { KazooPeer } from './kazoo.js';
+import type { Case } from './case.js';
+import { KAZOO_MISSING, KazooPeer } from './kazoo.js';
+import { zkRequestsDuring } from './zk-metrics.js';
+import { fixed, times } from './report.js';
 import { alternate, summarize, timed, type Block, type Summary } from './stats.js';
+import { heading, printCases, printFigures } from './table.js';
+import { openClient } from './zk-client.js';
 
 const EPHEMERAL_SEQUENTIAL = zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL;
 
@@ -33,20 +38,17 @@ async function rawOneWrite(client: ZkClient, dir: string): Promise<void> {
   await remove(client, path);
 }
 
-function openClient(connectString: string): Promise<ZkClient> {
-  const client = zookeeper.createClient(connectString, { sessionTimeout: 10_000 });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no ZooKeeper at ${connectString}`)), 15_000);
-    client.once('connected', () => {
-      clearTimeout(timer);
-      resolve(client);
-    });
-    client.connect();
-  });
+export interface ZkCycleResult {
+  readonly results: Summary[];
+  /** Requests the server received per cycle, by case (from its `mntr` packet counter). */
+  readonly requestsPerCycle: Record<string, number>;
 }
 
+/** Cycles per case whose server requests are counted: enough that a heartbeat falling in is noise. */
+const COUNTED = 200;
+
 /** ZooKeeper uncontended cycles: baton's recipes beside the raw floor and kazoo's, in one run. */
-export async function benchZkCycle(connectString: string, options: { blocks: number; perBlock: number }): Promise<Summary[]> {
+export async function benchZkCycle(connectString: string, options: { blocks: number; perBlock: number }): Promise<ZkCycleResult> {
   const client = await openClient(connectString);
   const session = await connect(`zk://${connectString}/bench`);
   const kazoo = await KazooPeer.start(connectString);
@@ -70,17 +72,20 @@ export async function benchZkCycle(connectString: string, options: { blocks: num
       contenders[CASES.kazooRead] = (count) => kazoo.cycles('read', count);
       contenders[CASES.kazooWrite] = (count) => kazoo.cycles('write', count);
     } else {
-      process.stdout.write('kazoo not installed (apt-get install python3-kazoo): its columns are left out\n');
+      process.stdout.write(`${KAZOO_MISSING}\n`);
     }
     const samples = await alternate(contenders, { ...options, warmup: 200 });
-    return Object.entries(samples).map(([name, values]) => summarize(name, values));
+    const requestsPerCycle: Record<string, number> = {};
+    for (const [name, run] of Object.entries(contenders)) {
+      requestsPerCycle[name] = (await zkRequestsDuring(connectString, () => run(COUNTED))) / COUNTED;
+    }
+    return { results: Object.entries(samples).map(([name, values]) => summarize(name, values)), requestsPerCycle };
   } finally {
     await kazoo?.stop();
     await session.close();
     client.close();
   }
 }
-
 export const CASES = {
   awaited: 'raw floor, awaited (create, getChildren, delete)',
   pipelined: 'raw floor, pipelined (create+getChildren, delete)',
@@ -92,3 +97,33 @@ export const CASES = {
   kazooRead: 'kazoo ReadLock acquire+release',
   kazooWrite: 'kazoo WriteLock acquire+release',
 } as const;
+
+/** Items 1 and 5: the uncontended cycle of each recipe beside the raw floor and kazoo. */
+export const zkCycle: Case = {
+  name: 'zk.cycle',
+  async run({ zk, size, report, figures }) {
+    const { results, requestsPerCycle } = await benchZkCycle(await zk(), size);
+    const find = (name: string): Summary | undefined => results.find((r) => r.name === name);
+    for (const result of results) figures.set(`zk ${result.name}`, result);
+    heading('1, 5. ZooKeeper uncontended cycle (standalone, forceSync on)');
+    printCases(results, { awaited: find(CASES.awaited), pipelined: find(CASES.pipelined), 'one write': find(CASES.oneWrite), 'kazoo Lock': find(CASES.kazooLock) });
+    printFigures('server requests per cycle (mntr zk_packets_received):', Object.fromEntries(Object.entries(requestsPerCycle).map(([n, r]) => [n, r.toFixed(2)])));
+    const ratio = (a: string, b: string): number | undefined => {
+      const [x, y] = [find(a), find(b)];
+      return x === undefined || y === undefined ? undefined : x.medianMs / y.medianMs;
+    };
+    const mutex = find(CASES.mutex)!;
+    report.info(1, 'ZK FairMutex cycle, median / p99', mutex.medianMs, `${mutex.medianMs.toFixed(3)} / ${mutex.p99Ms.toFixed(3)} ms, ${mutex.opsPerSec.toFixed(0)} ops/s`);
+    report.atMost(1, 'ZK FairMutex / raw floor pipelined', ratio(CASES.mutex, CASES.pipelined)!, 1.05, times, `(awaited floor ${times(ratio(CASES.mutex, CASES.awaited)!)})`);
+    const kazooLock = ratio(CASES.mutex, CASES.kazooLock);
+    if (kazooLock !== undefined) report.atMost(1, "ZK FairMutex / kazoo's Lock", kazooLock, 0.6, times);
+    const requests = (name: string): string => (requestsPerCycle[name] === undefined ? '-' : requestsPerCycle[name]!.toFixed(2));
+    report.info(1, 'ZK server requests per cycle', requestsPerCycle[CASES.mutex]!, `baton ${requests(CASES.mutex)}, floor ${requests(CASES.pipelined)}, kazoo ${requests(CASES.kazooLock)}`);
+    for (const [half, ours, theirs] of [['readLock', CASES.read, CASES.kazooRead], ['writeLock', CASES.write, CASES.kazooWrite]] as const) {
+      const vsKazoo = ratio(ours, theirs);
+      const vsMutex = ratio(ours, CASES.mutex)!;
+      report.info(5, `ZK ${half} / kazoo's ${half === 'readLock' ? 'ReadLock' : 'WriteLock'}`, vsKazoo ?? Number.NaN, `${vsKazoo === undefined ? 'no kazoo' : times(vsKazoo)} (${times(vsMutex)} the FairMutex, ${fixed(3, ' ms')(find(ours)!.medianMs)})`);
+    }
+    return { results, requestsPerCycle };
+  },
+};

@@ -6,6 +6,11 @@ export interface Deadline {
   /** Removes every listener and timer this deadline installed. */
   dispose(): void;
   /**
+   * Ends the wait with `reason`, as an aborted source would (one less AbortController per wait than
+   * a source made only to be aborted); nothing once the wait is over or already aborted.
+   */
+  cancel(reason: unknown): void;
+  /**
    * Throws if the wait was cancelled (caller's signal, session end). A timeout alone does not count:
    * a lock that turns out to be free is granted even when the time ran out while asking for it.
    */
@@ -27,7 +32,9 @@ export function deadline(
   const controller = new AbortController();
   let timedOut = false;
   const cleanups: (() => void)[] = [];
+  let disposed = false;
   const dispose = (): void => {
+    disposed = true;
     for (const cleanup of cleanups.splice(0)) cleanup();
   };
   for (const source of signals) {
@@ -55,5 +62,10 @@ export function deadline(
   const throwIfCancelled = (): void => {
     if (controller.signal.aborted && !timedOut) throw controller.signal.reason;
   };
-  return { signal: controller.signal, dispose, throwIfCancelled };
+  const cancel = (reason: unknown): void => {
+    if (disposed || controller.signal.aborted) return;
+    controller.abort(reason);
+    dispose();
+  };
+  return { signal: controller.signal, dispose, cancel, throwIfCancelled };
 }

@@ -1,4 +1,4 @@
-import type { Backend, Entry, Session } from './contract.js';
+import type { Backend, Enqueued, Entry, Session } from './contract.js';
 import type { Decide } from './decide.js';
 import { deadline, type Deadline } from './deadline.js';
 import { ClosedError, LockLostError, SessionLostError } from './errors.js';
@@ -67,27 +67,26 @@ async function takeTurns(request: QueueRequest, options: WaitOptions, startedAt:
 async function takeTurn(request: QueueRequest, options: WaitOptions, startedAt: number): Promise<Entry> {
   const { session, what } = request;
   // The enqueue is never abandoned half way: a create in flight must finish so that we can delete it.
-  const { entry, queue } = await session.backend.enqueue(request.queue, request.kind, request.at, request.data);
+  const { entry, first, placeGone } = firstLook(request, await session.backend.enqueue(request.queue, request.kind, request.at, request.data));
   try {
     // A place taken at another entry's position is only as good as that entry: had it gone before ours
     // was written (deleted by someone else, or released first on another member), ours would sort
     // ahead of whoever was granted after it.
-    if (request.at !== undefined && !queue.some((e) => e.key === request.at!.key)) {
-      throw new LockLostError(what, { cause: new Error(`the entry whose place was to be taken (${request.at.key}) is gone`) });
+    if (placeGone) {
+      throw new LockLostError(what, { cause: new Error(`the entry whose place was to be taken (${request.at!.key}) is gone`) });
     }
     // The common case, nobody ahead: granted without setting up a wait at all.
-    if (queue.some((e) => e.key === entry.key) && request.decide(queue, entry) === null) {
+    if (first === null) {
       options.signal?.throwIfAborted();
       session.signal.throwIfAborted();
       return entry;
     }
     // One deadline for the whole wait, counted from the call, and across a requeue too.
     const remaining = options.timeoutMs === undefined ? undefined : Math.max(0, options.timeoutMs - (performance.now() - startedAt));
-    const vanished = new AbortController();
-    const unregister = session.waiting({ entry, vanished: () => vanished.abort(new EntryVanished('found gone after a reconnect')) });
-    const wait = deadline(what, remaining, [options.signal, session.signal, vanished.signal], options.timeoutMs);
+    const wait = deadline(what, remaining, [options.signal, session.signal], options.timeoutMs);
+    const unregister = session.waiting({ entry, vanished: () => wait.cancel(new EntryVanished('found gone after a reconnect')) });
     try {
-      await waitBehind(session.backend, request, entry, queue, wait);
+      await waitBehind(session.backend, request, entry, first, wait);
       wait.throwIfCancelled();
       // After a timeout the deadline no longer listens: an abort since then must still count.
       options.signal?.throwIfAborted();
@@ -128,27 +127,36 @@ export async function tryTurn(request: QueueRequest): Promise<Entry | null> {
   }
 }
 
-async function waitBehind(
-  backend: Backend,
-  request: QueueRequest,
-  self: Entry,
-  initial: readonly Entry[],
-  wait: Deadline,
-): Promise<void> {
-  let snapshot = initial;
-  for (;;) {
+/** What one listing says of our entry: the entry that must go first, none (null), or ours is missing. */
+type Turn = Entry | null | typeof MISSING;
+const MISSING = Symbol('our entry is missing from the listing');
+
+function turnIn(request: QueueRequest, queue: readonly Entry[], self: Entry): Turn {
+  return queue.some((e) => e.key === self.key) ? request.decide(queue, self) : MISSING;
+}
+
+/**
+ * Reads at once what the listing that came with our new entry says, and lets the listing go: a waiter
+ * keeps only its entry and its blocker while it waits. A kept listing would make every waiter cost
+ * as much as the queue ahead of it, and a queue of n waiters cost n squared.
+ */
+function firstLook(request: QueueRequest, { entry, queue }: Enqueued): { entry: Entry; first: Turn; placeGone: boolean } {
+  const { at } = request;
+  return { entry, first: turnIn(request, queue, entry), placeGone: at !== undefined && !queue.some((e) => e.key === at.key) };
+}
+
+async function waitBehind(backend: Backend, request: QueueRequest, self: Entry, first: Turn, wait: Deadline): Promise<void> {
+  // Decide again on a fresh listing, never on the last one minus the blocker. Two things can have
+  // changed that the blocker's departure does not show: a downgrade puts a read entry at its
+  // writer's place, ahead of writers that queued later; and a session closed by the server deletes
+  // the blocker and our own entry at once, the blocker's deletion reaching us first. Some request
+  // is needed before a grant either way; a listing answers both.
+  for (let turn = first; ; turn = turnIn(request, await backend.list(request.queue), self)) {
     wait.throwIfCancelled();
-    if (!snapshot.some((e) => e.key === self.key)) await entryVanished(backend, self);
-    const blocker = request.decide(snapshot, self);
-    if (blocker === null) return;
+    if (turn === MISSING) return entryVanished(backend, self);
+    if (turn === null) return;
     wait.signal.throwIfAborted(); // from here on we would have to wait, so the timeout counts
-    await backend.waitGone(blocker, wait.signal);
-    // Decide again on a fresh listing, never on the last one minus the blocker. Two things can have
-    // changed that the blocker's departure does not show: a downgrade puts a read entry at its
-    // writer's place, ahead of writers that queued later; and a session closed by the server deletes
-    // the blocker and our own entry at once, the blocker's deletion reaching us first. Some request
-    // is needed before a grant either way; a listing answers both.
-    snapshot = await backend.list(request.queue);
+    await backend.waitGone(turn, wait.signal);
   }
 }
 

@@ -113,19 +113,43 @@ export async function mkdirp(client: ZkClient, path: string, acl = aclFor('open'
   }
 }
 
+/** The client's current socket (node-zookeeper-client keeps it private; a new one after a reconnect). */
+function socketOf(client: ZkClient): { cork(): void; uncork(): void } | undefined {
+  return (client as unknown as { connectionManager?: { socket?: { cork(): void; uncork(): void } } }).connectionManager?.socket;
+}
+
 /**
  * Runs `send` with the client's socket corked, so that the requests it makes leave in one write (one
  * system call, one TCP segment) instead of one each: node-zookeeper-client writes every request to
  * the socket the moment it is made.
  */
 export function corked<T>(client: ZkClient, send: () => T): T {
-  const socket = (client as unknown as { connectionManager?: { socket?: { cork(): void; uncork(): void } } }).connectionManager?.socket;
+  const socket = socketOf(client);
   socket?.cork();
   try {
     return send();
   } finally {
     socket?.uncork();
   }
+}
+
+const corkedForTick = new WeakSet<object>();
+
+/**
+ * Corks the client's socket until the current turn of the event loop has run its callbacks and
+ * promise reactions: every request made meanwhile (many locks on one session answer in one read and
+ * ask again in one turn) leaves in one write instead of a system call each. A write costs more CPU
+ * than encoding the request; the requests wait microseconds at most.
+ */
+export function corkForTick(client: ZkClient): void {
+  const socket = socketOf(client);
+  if (socket === undefined || corkedForTick.has(socket)) return;
+  corkedForTick.add(socket);
+  socket.cork();
+  process.nextTick(() => {
+    corkedForTick.delete(socket);
+    socket.uncork();
+  });
 }
 
 /** Reads the node and, only if it exists, leaves a watch on it (getData sets none on a missing node). */

@@ -4,7 +4,7 @@ import type { Entry, Enqueued } from '../../../recipes/contract.js';
 import { AccessDeniedError, BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
 import { addWaiter, backoff, InFlight, sameEntries, settleWaiters, type Waiter } from '../requests.js';
-import { aclFor, corked, create, exists, getChildren, getData, getDataStat, isCode, mkdirp, remove, watchChildren, watchData, ZkCode, zkLong, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
+import { aclFor, corked, corkForTick, create, exists, getChildren, getData, getDataStat, isCode, mkdirp, remove, watchChildren, watchData, ZkCode, zkLong, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
 import { entriesFromListing as parseListing, entryPrefix, foreignChildren, parseEntryName } from './names.js';
 
 export interface ZkDriverOptions {
@@ -132,6 +132,7 @@ export class ZkDriver implements Driver {
 
   /** A request that settles when the session ends, whatever the client does with it. */
   #send<T>(request: () => Promise<T>): Promise<T> {
+    corkForTick(this.#client);
     return this.#requests.send(request);
   }
 

@@ -1,0 +1,25 @@
+import type { Report } from './report.js';
+import type { Summary } from './stats.js';
+
+/** What every benchmark case gets from the runner. */
+export interface Context {
+  /** `--quick`: fewer and shorter blocks, for a look during development. */
+  readonly quick: boolean;
+  /** Alternating blocks of the uncontended cycles: how many, and cycles per block. */
+  readonly size: { readonly blocks: number; readonly perBlock: number };
+  /** The ZooKeeper connect string, the server started on first use (or BATON_BENCH_ZK). */
+  zk(): Promise<string>;
+  /** The etcd endpoint `http://host:port`, started on first use (or BATON_BENCH_ETCD). */
+  etcd(): Promise<string>;
+  /** The PID of a server this run started (for its CPU time); undefined for an external one. */
+  serverPid(server: 'zk' | 'etcd'): number | undefined;
+  readonly report: Report;
+  /** Figures one case leaves for a later one to compare with (the memory cycle beside ZooKeeper's). */
+  readonly figures: Map<string, Summary>;
+}
+
+/** One benchmark: `<backend>.<what>`, selected by `--only` with either part or the whole name. */
+export interface Case {
+  readonly name: string;
+  run(context: Context): Promise<unknown>;
+}

@@ -1,0 +1,185 @@
+import { fileURLToPath } from 'node:url';
+import type { Case } from './case.js';
+import { cpuMs } from './cpu.js';
+import { analyse, combine, medianRate, type Contender, type ContenderReport } from './contention.js';
+import { KAZOO_MISSING, kazooContender, kazooInstalled } from './kazoo.js';
+import { LineProcess, startAll, stopAll } from './line-process.js';
+import { fixed, times, type Report } from './report.js';
+import { quantile, summarize, type Summary } from './stats.js';
+import { heading, ms } from './table.js';
+import { idleRate, zkRequestsDuring } from './zk-metrics.js';
+
+const PROCESSES = 8;
+
+/** A Node worker with the parent's own node flags (so `node --cpu-prof run.js` profiles the workers too). */
+export function nodeWorker(name: string, args: readonly string[], label: string): LineProcess {
+  return new LineProcess(process.execPath, [...process.execArgv, fileURLToPath(new URL(`./${name}`, import.meta.url)), ...args], label);
+}
+
+/** One block of every contender process of a kind on one lock at once, with what it cost the server. */
+async function contendBlock(hosts: string, contenders: readonly LineProcess[], ms: number, idlePerSecond: number, serverPid: number | undefined): Promise<Contender> {
+  let reports: ContenderReport[] = [];
+  const pids = contenders.map((c) => c.pid);
+  const cpuBefore = [cpuMs(pids), cpuMs([serverPid])];
+  const packets = await zkRequestsDuring(hosts, async () => {
+    const answers = await Promise.all(contenders.map((c) => c.ask(`contend ${ms}`)));
+    reports = answers.map((answer) => JSON.parse(answer) as ContenderReport);
+  });
+  const contention = analyse(reports);
+  return {
+    ...contention,
+    // Heartbeats and pings of every open session are not the acquisitions' doing.
+    requests: packets - idlePerSecond * contention.seconds,
+    clientCpuMs: cpuMs(pids) - cpuBefore[0]!,
+    serverCpuMs: cpuMs([serverPid]) - cpuBefore[1]!,
+  };
+}
+
+/** The raw handoff floor: `count` times, one process deletes a node the other watches, which then lists. */
+async function handoffFloor(deleter: LineProcess, watcher: LineProcess, dir: string, count: number): Promise<number[]> {
+  const samples: number[] = [];
+  for (let i = 0; i < count; i += 1) {
+    const path = await deleter.ask(`create ${dir}`);
+    const armed = await watcher.ask(`watch ${path}`);
+    if (armed !== 'armed') throw new Error(`handoff floor: watch answered ${armed}`);
+    const listed = watcher.next();
+    const deleted = await deleter.ask(`delete ${path}`);
+    const [listedUs, deletedUs] = [await listed, deleted].map((line) => Number(line.split(' ')[1]));
+    samples.push((listedUs! - deletedUs!) / 1000);
+  }
+  return samples;
+}
+
+/** The contending kinds, each `PROCESSES` processes, and the two sides of the handoff floor. */
+interface Processes {
+  readonly kinds: Record<string, LineProcess[]>;
+  readonly floor: [LineProcess, LineProcess];
+}
+
+const BATON = 'baton FairMutex';
+const KAZOO = "kazoo's Lock";
+const RAW = 'raw queue lock, same client';
+
+async function startProcesses(hosts: string): Promise<Processes> {
+  const started: LineProcess[][] = [];
+  const start = async (make: (index: number) => LineProcess, count = PROCESSES): Promise<LineProcess[]> => {
+    const group = await startAll(make, count);
+    started.push(group);
+    return group;
+  };
+  try {
+    const kinds: Record<string, LineProcess[]> = {};
+    kinds[BATON] = await start((i) => nodeWorker('contender.js', [`zk://${hosts}/bench`, 'contended'], `baton contender ${i}`));
+    if (await kazooInstalled()) kinds[KAZOO] = await start((i) => kazooContender(hosts, i));
+    kinds[RAW] = await start((i) => nodeWorker('contender.js', [`raw://${hosts}`, 'contended'], `raw contender ${i}`));
+    const floor = await start((i) => nodeWorker('handoff-worker.js', [hosts], `handoff floor ${i}`), 2);
+    return { kinds, floor: floor as [LineProcess, LineProcess] };
+  } catch (error) {
+    await stopAll(started.flat());
+    throw error;
+  }
+}
+
+/**
+ * Item 2: 8 processes on one lock, holding it for no time: baton's, kazoo's and the raw queue lock's in
+ * alternating blocks, and the raw handoff floor between them.
+ */
+export const zkContended: Case = {
+  name: 'zk.contended',
+  async run({ zk, quick, report, serverPid }) {
+    const hosts = await zk();
+    // Many short blocks rather than a few long ones: the load of a shared machine drifts, and each
+    // kind's block sits next to the others' in time.
+    const blocks = quick ? 2 : 6;
+    const blockMs = quick ? 1_500 : 2_000;
+    const floorCount = quick ? 100 : 150;
+    const processes = await startProcesses(hosts);
+    const measured: Record<string, Contender[]> = Object.fromEntries(Object.keys(processes.kinds).map((kind) => [kind, []]));
+    const floor: number[] = [];
+    try {
+      const [deleter, watcher] = processes.floor;
+      await watcher.ask(`fill /bench-handoff ${PROCESSES - 1}`);
+      // Long enough to hold many heartbeat periods (a sixth of the session timeout): the rate is subtracted
+      // from every block, so its error would reach the requests per acquisition.
+      const idle = await idleRate(hosts, quick ? 2_000 : 10_000);
+      // Warm-up, not counted: JIT, connections, the lock directories.
+      for (const contenders of Object.values(processes.kinds)) await contendBlock(hosts, contenders, 500, idle, undefined);
+      await handoffFloor(deleter, watcher, '/bench-handoff', 50);
+      for (let block = 0; block < blocks; block += 1) {
+        for (const [kind, contenders] of Object.entries(processes.kinds)) measured[kind]!.push(await contendBlock(hosts, contenders, blockMs, idle, serverPid('zk')));
+        floor.push(...(await handoffFloor(deleter, watcher, '/bench-handoff', floorCount)));
+      }
+    } finally {
+      await stopAll([...Object.values(processes.kinds).flat(), ...processes.floor]);
+    }
+    return reportContended(report, measured, summarize('raw handoff floor (delete -> watch -> list)', floor));
+  },
+};
+
+type Row = ReturnType<typeof summary>;
+
+function summary(blocks: readonly Contender[]) {
+  const all = combine(blocks);
+  const per = (total: number): number => total / all.acquisitions;
+  return {
+    acquisitions: all.acquisitions,
+    perSecond: medianRate(blocks),
+    handoffMedianMs: quantile(all.handoffsMs, 0.5),
+    handoffP99Ms: quantile(all.handoffsMs, 0.99),
+    requestsPerAcquisition: per(blocks.reduce((sum, b) => sum + b.requests, 0)),
+    clientCpuMsPerAcquisition: per(blocks.reduce((sum, b) => sum + b.clientCpuMs, 0)),
+    serverCpuMsPerAcquisition: per(blocks.reduce((sum, b) => sum + b.serverCpuMs, 0)),
+    outOfOrder: all.outOfOrder,
+    overlaps: all.overlaps,
+  };
+}
+
+function printContended(rows: Record<string, Row>, floor: Summary): void {
+  heading(`2. ZooKeeper contended: ${PROCESSES} processes on one lock, holding it for no time (standalone, forceSync on)`);
+  const columns = ['acq/s', 'handoff median', 'p99', 'requests/acq', 'client cpu/acq', 'server cpu/acq', 'out of order', 'overlaps'];
+  process.stdout.write(`${'contenders'.padEnd(44)}${columns.map((c) => c.padStart(15)).join('')}\n`);
+  for (const [name, row] of Object.entries(rows)) {
+    const cells = [
+      row.perSecond.toFixed(0),
+      ms(row.handoffMedianMs),
+      ms(row.handoffP99Ms),
+      row.requestsPerAcquisition.toFixed(2),
+      ms(row.clientCpuMsPerAcquisition),
+      ms(row.serverCpuMsPerAcquisition),
+      String(row.outOfOrder),
+      String(row.overlaps),
+    ];
+    process.stdout.write(`${name.padEnd(44)}${cells.map((c) => c.padStart(15)).join('')}\n`);
+  }
+  process.stdout.write(`${floor.name.padEnd(44)}${''.padStart(15)}${ms(floor.medianMs).padStart(15)}${ms(floor.p99Ms).padStart(15)}\n`);
+  if (rows[KAZOO] === undefined) process.stdout.write(`${KAZOO_MISSING}\n`);
+}
+
+function reportContended(report: Report, measured: Record<string, Contender[]>, floor: Summary): unknown {
+  const rows = Object.fromEntries(Object.entries(measured).map(([kind, blocks]) => [kind, summary(blocks)]));
+  printContended(rows, floor);
+  const ours = rows[BATON]!;
+  const theirs = rows[KAZOO];
+  const raw = rows[RAW]!;
+  report.info(2, 'ZK contended acquisitions/s (8 processes)', ours.perSecond, `baton ${ours.perSecond.toFixed(0)}, kazoo ${theirs?.perSecond.toFixed(0) ?? '-'}, raw lock ${raw.perSecond.toFixed(0)}`);
+  if (theirs !== undefined) {
+    report.atLeast(2, 'ZK contended acquisitions/s / kazoo', pairedRatio(measured[BATON]!, measured[KAZOO]!), 1.1, times,
+      `(raw lock / kazoo ${times(pairedRatio(measured[RAW]!, measured[KAZOO]!))})`);
+  }
+  report.atMost(2, 'ZK server requests per contended acquisition', ours.requestsPerAcquisition, 5, fixed(2), `(kazoo ${theirs?.requestsPerAcquisition.toFixed(2) ?? '-'}, raw lock ${raw.requestsPerAcquisition.toFixed(2)})`);
+  report.atMost(2, 'ZK handoff median / raw handoff floor', ours.handoffMedianMs / floor.medianMs, 1.15, times,
+    `(${ms(ours.handoffMedianMs)} vs ${ms(floor.medianMs)}; kazoo ${theirs === undefined ? '-' : ms(theirs.handoffMedianMs)}, raw lock ${ms(raw.handoffMedianMs)}: ${times(ours.handoffMedianMs / raw.handoffMedianMs)} of it)`);
+  report.holds(2, 'ZK contended grants in queue order (strict FIFO)', ours.outOfOrder === 0 && ours.overlaps === 0,
+    `${ours.outOfOrder} out of order, ${ours.overlaps} overlaps in ${ours.acquisitions} grants`, 'none');
+  return { processes: PROCESSES, kinds: rows, floor, blocks: Object.fromEntries(Object.entries(measured).map(([kind, blocks]) => [kind, blocks.map(strip)])) };
+}
+
+/** The median over blocks of one kind's rate over the other's in the block next to it in time. */
+function pairedRatio(ours: readonly Contender[], theirs: readonly Contender[]): number {
+  return quantile(ours.map((block, i) => block.perSecond / theirs[i]!.perSecond), 0.5);
+}
+
+/** A block without its samples, for the JSON file. */
+function strip({ handoffsMs: _, ...block }: Contender): Omit<Contender, 'handoffsMs'> {
+  return block;
+}

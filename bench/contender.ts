@@ -1,0 +1,72 @@
+import { createInterface } from 'node:readline';
+import { FairMutex } from '../recipes/mutex.js';
+import { connect } from '../src/connect.js';
+import { mkdirp } from '../src/backends/zookeeper/client.js';
+import { nowUs } from './clock.js';
+import { RawQueueLock } from './raw-lock.js';
+import { openClient } from './zk-client.js';
+
+/**
+ * One of the contending processes of the contended benchmark: `node contender.js <url> <lock>` (a
+ * baton URL, or `raw://host:port` for the raw queue lock on the same client), then
+ * `contend <ms>` on stdin acquires and releases the lock for that long, holding it for no time at all,
+ * and answers one JSON line with every grant and release time and the holder's fencing token (which
+ * grows in queue order, so the grant order can be checked against the queue order). `quit` or the end
+ * of stdin closes the session and exits.
+ */
+async function main(): Promise<void> {
+  const [url, name] = process.argv.slice(2) as [string, string];
+  const { cycle, close } = url.startsWith('raw://') ? await raw(url.slice('raw://'.length), name) : await baton(url, name);
+  process.stdout.write('ready\n');
+  for await (const line of createInterface({ input: process.stdin })) {
+    const [command, argument] = line.split(' ');
+    if (command !== 'contend') break;
+    process.stdout.write(`${JSON.stringify(await contend(cycle, Number(argument)))}\n`);
+  }
+  await close();
+}
+
+/** One acquisition: resolves once granted with the queue order and a function that releases. */
+type Cycle = () => Promise<{ order: string; release(): Promise<void> }>;
+
+async function baton(url: string, name: string): Promise<{ cycle: Cycle; close(): Promise<void> }> {
+  const session = await connect(url, { sessionTimeoutMs: 10_000, ttlSeconds: 10 });
+  const mutex = new FairMutex(session, name);
+  const cycle: Cycle = async () => {
+    const lock = await mutex.acquire();
+    return { order: lock.fencingToken.toString(), release: () => lock.release() };
+  };
+  return { cycle, close: () => session.close() };
+}
+
+/** `raw://host:port`: the raw queue lock on the same client, as the floor under the same load. */
+async function raw(hosts: string, name: string): Promise<{ cycle: Cycle; close(): Promise<void> }> {
+  const client = await openClient(hosts);
+  const dir = `/bench-raw/${name}`;
+  await mkdirp(client, dir);
+  const lock = new RawQueueLock(client, dir);
+  const cycle: Cycle = async () => {
+    const { path, sequence } = await lock.acquire();
+    return { order: String(sequence), release: () => lock.release(path) };
+  };
+  return { cycle, close: async () => client.close() };
+}
+
+async function contend(cycle: Cycle, ms: number): Promise<unknown> {
+  const startedUs = nowUs();
+  const until = startedUs + ms * 1000;
+  const acquisitions: [number, number, string][] = [];
+  while (nowUs() < until) {
+    const held = await cycle();
+    const grantedUs = nowUs();
+    const releasingUs = nowUs();
+    await held.release();
+    acquisitions.push([grantedUs, releasingUs, held.order]);
+  }
+  return { startedUs, finishedUs: nowUs(), acquisitions };
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

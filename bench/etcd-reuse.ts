@@ -1,0 +1,44 @@
+import { FairMutex } from '../recipes/mutex.js';
+import { connect } from '../src/connect.js';
+import type { Case } from './case.js';
+import { times } from './report.js';
+import { alternate, summarize, timed, type Block } from './stats.js';
+import { heading, printCases } from './table.js';
+
+const cycle = (mutex: FairMutex): Block => timed(async () => (await mutex.acquire()).release());
+
+/**
+ * Item 4, key reuse: 10,000 cycles on one etcd lock. A session reuses its entry's key (a slot freed on
+ * release) instead of writing a fresh key per acquisition, which would leave a deleted key behind in
+ * the queue's range each time and slow every read of it until compaction. The last 1,000 cycles are
+ * compared with the first 1,000, and, to take the machine's drift out, with a lock that has no
+ * history, in alternating blocks at the same time.
+ */
+export const etcdReuse: Case = {
+  name: 'etcd.reuse',
+  async run({ etcd, quick, report }) {
+    const total = quick ? 2_000 : 10_000;
+    const window = quick ? 500 : 1_000;
+    const session = await connect(`etcd://${(await etcd()).replace(/^https?:\/\//, '')}/bench`, { ttlSeconds: 10 });
+    try {
+      const reused = new FairMutex(session, 'reuse');
+      await cycle(new FairMutex(session, 'reuse-warm-up'))(200);
+      const first = await cycle(reused)(window);
+      await cycle(reused)(total - 2 * window);
+      const last = await alternate({ last: cycle(reused), fresh: cycle(new FairMutex(session, 'reuse-fresh')) }, { blocks: window / 100, perBlock: 100, warmup: 0 });
+      const results = [
+        summarize(`cycles 1-${window} on one lock`, first),
+        summarize(`cycles ${total - window + 1}-${total} on the same lock`, last['last']!),
+        summarize('a lock with no history, alternating with those', last['fresh']!),
+      ];
+      const [early, late, fresh] = results as [typeof results[0], typeof results[0], typeof results[0]];
+      heading(`4. etcd key reuse: ${total} cycles on one lock`);
+      printCases(results, { first: early, fresh });
+      report.atMost(4, `etcd cycle: last ${window} / first ${window} of ${total} on one lock`, late.medianMs / early.medianMs, 1.1, times);
+      report.atMost(4, `etcd cycle after ${total}: that lock / a fresh one, same time`, late.medianMs / fresh.medianMs, 1.1, times);
+      return { total, window, results };
+    } finally {
+      await session.close();
+    }
+  },
+};

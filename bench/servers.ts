@@ -1,0 +1,50 @@
+import { ensureServersInstalled } from '../test/harness/install.js';
+import { startEtcd } from '../test/harness/etcd.js';
+import { startZooKeeper } from '../test/harness/zookeeper.js';
+
+/**
+ * The servers of one run, each started by the test harness on first use (standalone ZooKeeper with
+ * forceSync on, standalone etcd) unless BATON_BENCH_ZK=host:port or BATON_BENCH_ETCD=http://host:port
+ * name running ones. `stop()` stops only what was started here.
+ */
+export class Servers {
+  #zk: Promise<string> | undefined;
+  #etcd: Promise<string> | undefined;
+  readonly #stops: (() => Promise<void>)[] = [];
+  /** PIDs of the servers started here, for their CPU time (none for external servers). */
+  readonly pids: { zk?: number | undefined; etcd?: number | undefined } = {};
+
+  zk(): Promise<string> {
+    this.#zk ??= this.#startZk();
+    return this.#zk;
+  }
+
+  etcd(): Promise<string> {
+    this.#etcd ??= this.#startEtcd();
+    return this.#etcd;
+  }
+
+  async stop(): Promise<void> {
+    for (const stop of this.#stops.splice(0)) await stop();
+  }
+
+  async #startZk(): Promise<string> {
+    const external = process.env['BATON_BENCH_ZK'];
+    if (external !== undefined) return external;
+    await ensureServersInstalled();
+    const server = await startZooKeeper({ size: 1, tickTimeMs: 2000, forceSync: true });
+    this.#stops.push(() => server.stop());
+    this.pids.zk = server.members[0]?.pid;
+    return server.connectString;
+  }
+
+  async #startEtcd(): Promise<string> {
+    const external = process.env['BATON_BENCH_ETCD'];
+    if (external !== undefined) return external;
+    await ensureServersInstalled();
+    const server = await startEtcd({ size: 1 });
+    this.#stops.push(() => server.stop());
+    this.pids.etcd = server.members[0]?.pid;
+    return server.endpoints[0]!;
+  }
+}
