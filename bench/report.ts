@@ -11,7 +11,8 @@ export interface Check {
 }
 
 export type Format = (value: number) => string;
-export const times: Format = (value) => `${value.toFixed(2)}x`;
+/** Three decimals: a ratio of 0.796 against a target of 0.8 must not read as 0.80. */
+export const times: Format = (value) => `${value.toFixed(3)}x`;
 export const fixed =
   (digits: number, unit = ''): Format =>
   (value) => `${value.toFixed(digits)}${unit}`;

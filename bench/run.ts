@@ -40,14 +40,17 @@ async function main(): Promise<void> {
   };
   const results: Record<string, unknown> = {};
   const startedAt = new Date();
+  const load = sampleLoad();
   try {
     for (const benchCase of CASES.filter((c) => selected(c.name, args.only))) results[benchCase.name] = await benchCase.run(context);
   } finally {
     await servers.stop();
+    load.stop();
   }
   printSummary(context.report);
+  process.stdout.write(`load average (1 min) during the run: ${load.describe()} (the run itself adds to it)\n`);
   if (args.json !== undefined) {
-    const run = { startedAt: startedAt.toISOString(), seconds: (Date.now() - startedAt.getTime()) / 1000, machine: machineFacts(), options: args };
+    const run = { startedAt: startedAt.toISOString(), seconds: (Date.now() - startedAt.getTime()) / 1000, machine: machineFacts(), options: args, loadAverage: load.samples };
     writeFileSync(args.json, `${JSON.stringify({ run, summary: context.report.checks, cases: results }, null, 2)}\n`);
     process.stdout.write(`\nwrote ${args.json}\n`);
   }
@@ -78,6 +81,24 @@ function selected(name: string, only: readonly string[] | undefined): boolean {
   if (only === undefined) return true;
   const [backend, kind] = name.split('.');
   return only.some((selector) => selector === name || selector === backend || selector === kind);
+}
+
+/**
+ * The 1-minute load average every 10 s: the machine is shared, and a reader of the figures should know
+ * how busy it was while they were taken.
+ */
+function sampleLoad(): { samples: number[]; stop(): void; describe(): string } {
+  const samples = [os.loadavg()[0]!];
+  const timer = setInterval(() => samples.push(os.loadavg()[0]!), 10_000);
+  timer.unref();
+  return {
+    samples,
+    stop: () => {
+      clearInterval(timer);
+      samples.push(os.loadavg()[0]!);
+    },
+    describe: () => `start ${samples[0]!.toFixed(2)}, min ${Math.min(...samples).toFixed(2)}, max ${Math.max(...samples).toFixed(2)}, end ${samples.at(-1)!.toFixed(2)}`,
+  };
 }
 
 function machineFacts(): Record<string, unknown> {
