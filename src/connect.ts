@@ -1,10 +1,10 @@
 import { InvalidArgumentError } from '../recipes/errors.js';
 import { MAX_TIMEOUT_MS } from '../recipes/validate.js';
-import { EtcdDriver, type EtcdDriverOptions } from './backends/etcd/driver.js';
+import type { Driver } from './backends/driver.js';
+import type { EtcdDriverOptions } from './backends/etcd/driver.js';
 import { MemoryDriver } from './backends/memory/driver.js';
 import { memoryStore } from './backends/memory/store.js';
 import type { AclPolicy } from './backends/zookeeper/client.js';
-import { ZkDriver } from './backends/zookeeper/driver.js';
 import { BatonSession } from './session.js';
 import { parseUrl } from './url.js';
 import { backoff } from './backends/requests.js';
@@ -107,12 +107,15 @@ async function open(url: string, options: ConnectOptions): Promise<BatonSession>
       return new BatonSession(new MemoryDriver(memoryStore(parsed.hosts[0] ?? ''), parsed.namespace), sessionOptions);
     case 'zk': {
       const { auth, acl, etcd: _etcd, ttlSeconds: _ttl, ...timeouts } = settings;
+      // Each server's client is loaded only when used: etcd3 brings gRPC, which a ZooKeeper user never needs.
+      const { ZkDriver } = await import('./backends/zookeeper/driver.js');
       const driver = await ZkDriver.open({ hosts: parsed.hosts.join(','), namespace: `/${parsed.namespace}`, ...timeouts, auth, acl });
       await refuseMargin(deadlineMarginMs, driver);
       return new BatonSession(driver, sessionOptions);
     }
     case 'etcd': {
       const tls = settings.etcd?.credentials !== undefined;
+      const { EtcdDriver } = await import('./backends/etcd/driver.js');
       const driver = await EtcdDriver.open({
         hosts: parsed.hosts.map((host) => `${tls ? 'https' : 'http'}://${host}`),
         namespace: parsed.namespace,
@@ -127,7 +130,7 @@ async function open(url: string, options: ConnectOptions): Promise<BatonSession>
 }
 
 /** A margin as long as the session timeout the server granted would declare the session lost at once. */
-async function refuseMargin(marginMs: number | undefined, driver: ZkDriver | EtcdDriver): Promise<void> {
+async function refuseMargin(marginMs: number | undefined, driver: Driver): Promise<void> {
   if (marginMs === undefined || marginMs < driver.timeoutMs) return;
   await driver.close();
   throw new InvalidArgumentError('deadlineMarginMs', marginMs, `less than the session timeout the server granted (${driver.timeoutMs} ms)`);

@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../recipes/errors.js';
 import { connect } from '../src/connect.js';
@@ -60,5 +62,18 @@ describe('connect: URLs and options', () => {
 
   it('fails with a clear error when no ZooKeeper answers', async () => {
     await expect(connect('zk://127.0.0.1:1/ns', { connectTimeoutMs: 300 })).rejects.toThrow(/could not connect to ZooKeeper at 127.0.0.1:1 within 300 ms/);
+  });
+
+  it("loads a server's client only when a URL of that server is opened (gRPC is not loaded for memory or ZooKeeper)", async () => {
+    const script = [
+      "import { createRequire } from 'node:module';",
+      "const { connect } = await import('./src/index.ts');",
+      "const session = await connect('memory://lazy');",
+      'await session.close();',
+      "const loaded = Object.keys(createRequire(import.meta.url).cache);",
+      "console.log(JSON.stringify({ grpc: loaded.some((p) => p.includes('@grpc')), zookeeper: loaded.some((p) => p.includes('node-zookeeper-client')) }));",
+    ].join('\n');
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { timeout: 20_000 });
+    expect(JSON.parse(stdout)).toEqual({ grpc: false, zookeeper: false });
   });
 });
