@@ -30,6 +30,8 @@ program
   .option('--ttl <s>', 'etcd lease TTL for the workers, in seconds', positiveInt, 2)
   .action(async (options: { backend: string; workers: number; ticks: number; cutAt: number; sessionTimeout: number; ttl: number }) => {
     if (options.workers < 3) throw new InvalidArgumentError('--workers', options.workers, 'at least 3 (a writer and two readers)');
+    // Ctrl-C or a kill ends the demo through process.exit, so that its worker processes are ended too.
+    process.once('SIGINT', () => process.exit(130)).once('SIGTERM', () => process.exit(143));
     const result = await runDemo({
       url: options.backend,
       workers: options.workers,

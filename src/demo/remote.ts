@@ -5,6 +5,15 @@ import type { ConnectOptions } from '../connect.js';
 import type { FromChild, ToChild } from './child.js';
 import type { Command, Parent } from './protocol.js';
 
+/** Every worker process not yet ended: a demo that exits (also on Ctrl-C) ends them, frozen ones included. */
+const living = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const child of living) {
+    child.kill('SIGCONT'); // a stopped process does not act on other signals until continued
+    child.kill('SIGKILL');
+  }
+});
+
 /** A worker in its own process, driven like the in-process one. */
 export class RemoteWorker {
   readonly #child: ChildProcess;
@@ -18,6 +27,8 @@ export class RemoteWorker {
     const script = here.replace(/remote(\.[jt]s)$/, 'child$1');
     const execArgv = extname(here) === '.ts' ? ['--import', 'tsx'] : [];
     this.#child = fork(script, [name, url, JSON.stringify(options), String(waitMs)], { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    living.add(this.#child);
+    this.#child.once('exit', () => living.delete(this.#child));
     let markReady: () => void = () => undefined;
     let failReady: (error: Error) => void = () => undefined;
     this.ready = new Promise((resolve, reject) => ((markReady = resolve), (failReady = reject)));
