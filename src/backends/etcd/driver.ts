@@ -215,8 +215,13 @@ export class EtcdDriver implements Driver {
 
   async list(queue: string): Promise<readonly Entry[]> {
     const prefix = queuePrefix(this.#namespace, queue);
-    const response = await this.#retry(() => this.#client.kv.range({ key: Buffer.from(prefix), range_end: prefixEnd(prefix), keys_only: true }, this.#attempt()));
+    const response = await this.#listing(prefix);
     return this.#seen(queue, prefix, response.kvs, response.header.revision);
+  }
+
+  /** The keys of a queue's range, retried like every read. */
+  #listing(prefix: string): Promise<IRangeResponse> {
+    return this.#retry(() => this.#client.kv.range({ key: Buffer.from(prefix), range_end: prefixEnd(prefix), keys_only: true }, this.#attempt()));
   }
 
   #seen(queue: string, prefix: string, kvs: readonly StoredKey[], revision: string): Entry[] {
@@ -251,8 +256,7 @@ export class EtcdDriver implements Driver {
   async waitChange(queue: string, seen: readonly Entry[], signal: AbortSignal): Promise<void> {
     signal.throwIfAborted();
     const prefix = queuePrefix(this.#namespace, queue);
-    const listing = this.#retry(() => this.#client.kv.range({ key: Buffer.from(prefix), range_end: prefixEnd(prefix), keys_only: true }, this.#attempt()));
-    const response = await untilAborted(listing, signal);
+    const response = await untilAborted(this.#listing(prefix), signal);
     if (!sameEntries(this.#seen(queue, prefix, response.kvs, response.header.revision), seen)) return;
     // From the revision after that listing: nothing that changes the queue from then on is missed.
     await this.#watchPrefix(prefix, BigInt(response.header.revision) + 1n, signal);
