@@ -1,4 +1,4 @@
-import { FairMutex } from '../../recipes/mutex.js';
+import { FairMutex, type Lock } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import type { LockHandle } from '../../recipes/handle.js';
 import type { BatonSession } from '../session.js';
@@ -40,47 +40,41 @@ export class DemoWorker {
 
   /** The job: once per period; the token goes with the write, which the ledger checks. */
   async #settle(period: number): Promise<void> {
-    const mutex = new FairMutex(await this.session(), SETTLEMENT);
-    const asked = performance.now();
-    await mutex.withLock(
-      async (lock) => {
-        this.#granted(lock, 'settlement', asked, period);
-        if (await this.parent.isSettled(period)) return this.#report({ type: 'skipped', period, token: token(lock) });
-        this.#report({ type: 'computing', period, token: token(lock) });
-        await sleep(JOB_MS); // computing the batch
-        await this.parent.pause(this.name, period);
-        // Written as a careless job would: without checking lock.held first. The ledger must catch it.
-        const accepted = await this.parent.settle(period, this.name, token(lock));
-        this.#report({ type: accepted ? 'settled' : 'refused', period, token: token(lock) });
-        this.#report({ type: 'releasing', what: 'settlement', token: token(lock) });
-      },
-      { timeoutMs: this.waitMs },
-    );
+    await this.#holding(new FairMutex(await this.session(), SETTLEMENT), 'settlement', period, async (lock) => {
+      if (await this.parent.isSettled(period)) return this.#report({ type: 'skipped', period, token: token(lock) });
+      this.#report({ type: 'computing', period, token: token(lock) });
+      await sleep(JOB_MS); // computing the batch
+      await this.parent.pause(this.name, period);
+      // Written as a careless job would: without checking lock.held first. The ledger must catch it.
+      const accepted = await this.parent.settle(period, this.name, token(lock));
+      this.#report({ type: accepted ? 'settled' : 'refused', period, token: token(lock) });
+    });
   }
 
   async #read(holdMs: number): Promise<void> {
-    const asked = performance.now();
-    await new ReadWriteLock(await this.session(), CONFIG).readLock.withLock(
-      async (lock) => {
-        this.#granted(lock, 'read lock', asked);
-        this.#report({ type: 'read', version: await this.parent.readConfig(), token: token(lock) });
-        await sleep(holdMs);
-        this.#report({ type: 'releasing', what: 'read lock', token: token(lock) });
-      },
-      { timeoutMs: this.waitMs },
-    );
+    await this.#holding(new ReadWriteLock(await this.session(), CONFIG).readLock, 'read lock', undefined, async (lock) => {
+      this.#report({ type: 'read', version: await this.parent.readConfig(), token: token(lock) });
+      await sleep(holdMs);
+    });
   }
 
   async #write(holdMs: number): Promise<void> {
+    await this.#holding(new ReadWriteLock(await this.session(), CONFIG).writeLock, 'write lock', undefined, async (lock) => {
+      const version = (await this.parent.readConfig()) + 1;
+      await sleep(holdMs / 2); // a configuration written in two steps: readers must never see half of it
+      if (await this.parent.writeConfig(version, token(lock))) this.#report({ type: 'wrote', version, token: token(lock) });
+      await sleep(holdMs / 2);
+    });
+  }
+
+  /** Runs `body` holding `lock`, told on the timeline from the grant to the moment it lets go. */
+  async #holding(lock: Lock, what: string, period: number | undefined, body: (lock: LockHandle) => Promise<void>): Promise<void> {
     const asked = performance.now();
-    await new ReadWriteLock(await this.session(), CONFIG).writeLock.withLock(
-      async (lock) => {
-        this.#granted(lock, 'write lock', asked);
-        const version = (await this.parent.readConfig()) + 1;
-        await sleep(holdMs / 2); // a configuration written in two steps: readers must never see half of it
-        if (await this.parent.writeConfig(version, token(lock))) this.#report({ type: 'wrote', version, token: token(lock) });
-        await sleep(holdMs / 2);
-        this.#report({ type: 'releasing', what: 'write lock', token: token(lock) });
+    await lock.withLock(
+      async (held) => {
+        this.#granted(held, what, asked, period);
+        await body(held);
+        this.#report({ type: 'releasing', what, token: token(held) });
       },
       { timeoutMs: this.waitMs },
     );
