@@ -1,8 +1,7 @@
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { runDemo } from '../src/demo.js';
+import { runBaton } from './support/cli.js';
 import { etcdFixture } from './support/etcd.js';
 import type { Fixture } from './support/fixture.js';
 import { memoryFixture } from './support/memory.js';
@@ -59,15 +58,12 @@ demoSuite(() => etcdFixture('etcdStandalone'));
 
 describe('npx baton demo', () => {
   it('runs on memory with no setup and exits 0; refuses fewer than 3 workers with exit 2', async () => {
-    const run = promisify(execFile);
-    const { stdout } = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'demo', '--ticks', '3', '--cut-at', '2'], { timeout: 30_000 });
+    const { code, stdout } = await runBaton(['demo', '--ticks', '3', '--cut-at', '2']);
+    expect(code).toBe(0);
     expect(stdout).toMatch(/late write for period 2 REFUSED/);
     expect(stdout).toMatch(/no violation/);
-    const refused = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'demo', '--workers', '2'], { timeout: 30_000 }).then(
-      () => undefined,
-      (error: { code: number; stderr: string }) => error,
-    );
-    expect(refused?.code).toBe(2);
-    expect(refused?.stderr).toMatch(/--workers 2: expected at least 3/);
+    const refused = await runBaton(['demo', '--workers', '2']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/--workers 2: expected at least 3/);
   });
 });

@@ -1,5 +1,3 @@
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { LeaderElection } from '../../recipes/election.js';
 import { FairMutex } from '../../recipes/mutex.js';
@@ -10,25 +8,9 @@ import { etcdFixture } from '../support/etcd.js';
 import type { Fixture } from '../support/fixture.js';
 import { memoryFixture } from '../support/memory.js';
 import { useScope } from '../support/scope.js';
+import { runBaton } from '../support/cli.js';
 import { eventually, later } from '../support/wait.js';
 import { zkFixture } from '../support/zookeeper.js';
-
-const run = promisify(execFile);
-
-/** Runs `baton` as a user would, from the sources; resolves with the exit code and the output. */
-async function baton(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return batonWith({}, ...args);
-}
-
-async function batonWith(env: Record<string, string>, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { timeout: 20_000, env: { ...process.env, ...env } });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failed = error as { code: number; stdout: string; stderr: string };
-    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
-  }
-}
 
 function inspectSuite(getFixture: () => Fixture): void {
   describe(`baton inspect on ${getFixture().name}`, () => {
@@ -116,10 +98,10 @@ inspectSuite(() => etcdFixture('etcdStandalone'));
 
 describe('baton inspect, the command', () => {
   it('exits 2 naming the problem for an invalid name or URL, before connecting', async () => {
-    const badName = await baton('inspect', 'zk://127.0.0.1:2181/x', 'a//b');
+    const badName = await runBaton(['inspect', 'zk://127.0.0.1:2181/x', 'a//b']);
     expect(badName.code).toBe(2);
     expect(badName.stderr).toMatch(/invalid name "a\/\/b"/);
-    const badUrl = await baton('inspect', 'ftp://127.0.0.1/x', 'a');
+    const badUrl = await runBaton(['inspect', 'ftp://127.0.0.1/x', 'a']);
     expect(badUrl.code).toBe(2);
     expect(badUrl.stderr).toMatch(/url scheme "ftp:".*zk:, etcd: or memory:/);
   });
@@ -127,14 +109,14 @@ describe('baton inspect, the command', () => {
   it('exits 1 with a clear message when the server is unreachable', async () => {
     const port = await freePort(); // nothing listens on it
     for (const scheme of ['zk', 'etcd']) {
-      const result = await baton('inspect', `${scheme}://127.0.0.1:${port}/x`, 'a', '--connect-timeout', '1000');
+      const result = await runBaton(['inspect', `${scheme}://127.0.0.1:${port}/x`, 'a', '--connect-timeout', '1000']);
       expect(result.code, `${scheme}: ${result.stderr}`).toBe(1);
       expect(result.stderr).toMatch(new RegExp(`could not (connect to ZooKeeper|open an etcd session) at (http://)?127\\.0\\.0\\.1:${port} within 1000 ms`));
     }
     // Credentials of both backends in the environment: each URL takes only its own, and none is printed.
     const env = { BATON_ZK_DIGEST: 'ops:zk-secret-1', BATON_ETCD_USER: 'ops', BATON_ETCD_PASSWORD: 'etcd-secret-2' };
     for (const scheme of ['zk', 'etcd']) {
-      const result = await batonWith(env, 'inspect', `${scheme}://127.0.0.1:${port}/x`, 'a', '--connect-timeout', '1000');
+      const result = await runBaton(['inspect', `${scheme}://127.0.0.1:${port}/x`, 'a', '--connect-timeout', '1000'], env);
       expect(result.code, `${scheme}: ${result.stderr}`).toBe(1);
       expect(result.stderr).not.toMatch(/secret/);
     }

@@ -3,6 +3,7 @@ import zookeeper from 'node-zookeeper-client';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import { FairMutex } from '../../recipes/mutex.js';
 import { AccessDeniedError, InvalidArgumentError } from '../../recipes/errors.js';
+import { aclFor } from '../../src/backends/zookeeper/client.js';
 import { connect } from '../../src/connect.js';
 import { runInspect, type QueueView } from '../../src/inspect.js';
 import type { BatonSession } from '../../src/session.js';
@@ -102,13 +103,8 @@ describe('ZooKeeper ACLs and digest credentials', () => {
     await withZkClient(
       zk().connectString,
       async (client) => {
-        const { ACL, Id, Permission } = zookeeper as unknown as {
-          ACL: new (permission: number, id: unknown) => zookeeper.ACL;
-          Id: new (scheme: string, id: string) => unknown;
-          Permission: { ALL: number; READ: number };
-        };
-        const ownerOnly = [new ACL(Permission.ALL, new Id('auth', '')), new ACL(Permission.READ, new Id('world', 'anyone'))];
-        const open = [new ACL(Permission.ALL, new Id('world', 'anyone'))];
+        const ownerOnly = aclFor('creator-all-world-read');
+        const open = aclFor('open');
         expect(await code((cb) => client.create(`/${top}`, Buffer.alloc(0), ownerOnly, zookeeper.CreateMode.PERSISTENT, cb))).toBe(0);
         expect(await code((cb) => client.create(`/${top}/app`, Buffer.alloc(0), open, zookeeper.CreateMode.PERSISTENT, cb))).toBe(0);
       },
