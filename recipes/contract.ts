@@ -26,6 +26,18 @@ export interface Enqueued {
   readonly queue: readonly Entry[];
 }
 
+/**
+ * What a backend's waits use of a cancellation signal. An AbortSignal is one; so is a recipe's
+ * deadline (deadline.ts), which is cheaper to make than an AbortController for every wait.
+ */
+export interface Abortable {
+  readonly aborted: boolean;
+  readonly reason: unknown;
+  throwIfAborted(): void;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
+}
+
 export interface Backend {
   /**
    * Append an entry tied to this session; safe against a lost reply (never two entries). With `at`
@@ -39,14 +51,14 @@ export interface Backend {
   /** A fresh snapshot of the queue, sorted by order. */
   list(queue: string): Promise<readonly Entry[]>;
   /** Resolves once `entry` is deleted (at once if it already is); rejects with `signal.reason`. */
-  waitGone(entry: Entry, signal: AbortSignal): Promise<void>;
+  waitGone(entry: Entry, signal: Abortable): Promise<void>;
   /**
    * Resolves once the queue's entries differ from `seen` (an earlier listing of it), at once if they
    * already do; rejects with `signal.reason`. It may also resolve when nothing changed (after a
    * reconnect, or when a foreign key came and went): callers list again and decide. Used where nobody
    * holds an entry to watch: an observer of an empty election.
    */
-  waitChange(queue: string, seen: readonly Entry[], signal: AbortSignal): Promise<void>;
+  waitChange(queue: string, seen: readonly Entry[], signal: Abortable): Promise<void>;
   /** Deletes our own entry: retried until done or the session is gone; idempotent. */
   withdraw(entry: Entry): Promise<void>;
   /** Does the entry still exist and belong to this session? */

@@ -1,14 +1,12 @@
+import type { Abortable } from './contract.js';
 import { LockTimeoutError } from './errors.js';
 
 export interface Deadline {
   /** Aborts when the caller's signal aborts, the session ends, or the time runs out. */
-  readonly signal: AbortSignal;
+  readonly signal: Abortable;
   /** Removes every listener and timer this deadline installed. */
   dispose(): void;
-  /**
-   * Ends the wait with `reason`, as an aborted source would (one less AbortController per wait than
-   * a source made only to be aborted); nothing once the wait is over or already aborted.
-   */
+  /** Ends the wait with `reason`, as an aborted source would; nothing once the wait is over or already aborted. */
   cancel(reason: unknown): void;
   /**
    * Throws if the wait was cancelled (caller's signal, session end). A timeout alone does not count:
@@ -21,6 +19,10 @@ export interface Deadline {
  * One deadline for a whole wait (not a fresh timeout per pass), combining the caller's signal, the
  * session's signal and the timeout. Listeners are removed on dispose so that long-lived signals
  * (the session's) do not accumulate one listener per acquisition.
+ *
+ * The deadline is its own signal, a plain object with the part of AbortSignal that the backends'
+ * waits use: every contended acquisition makes one, and an AbortController (an EventTarget) costs
+ * several times as much to make, listen to and dispose of.
  */
 export function deadline(
   what: string,
@@ -29,43 +31,90 @@ export function deadline(
   /** The timeout as the caller gave it, for the error message (`timeoutMs` may be what is left of it). */
   statedMs: number | undefined = timeoutMs,
 ): Deadline {
-  const controller = new AbortController();
-  let timedOut = false;
-  const cleanups: (() => void)[] = [];
-  let disposed = false;
-  const dispose = (): void => {
-    disposed = true;
-    for (const cleanup of cleanups.splice(0)) cleanup();
-  };
-  for (const source of signals) {
-    if (source === undefined) continue;
-    if (source.aborted) {
-      controller.abort(source.reason);
-      break;
+  return new CombinedDeadline(what, timeoutMs, signals, statedMs);
+}
+
+class CombinedDeadline implements Deadline, Abortable {
+  aborted = false;
+  reason: unknown = undefined;
+  #listeners: (() => void)[] = [];
+  #timedOut = false;
+  #disposed = false;
+  #timer: NodeJS.Timeout | undefined;
+  /** The sources' abort listeners, as [source, listener, source, listener, ...]. */
+  #sources: (AbortSignal | (() => void))[] = [];
+
+  constructor(what: string, timeoutMs: number | undefined, signals: readonly (AbortSignal | undefined)[], statedMs: number | undefined) {
+    for (const source of signals) {
+      if (source === undefined) continue;
+      if (source.aborted) {
+        this.#abort(source.reason);
+        return;
+      }
+      const onAbort = (): void => this.#abort(source.reason);
+      source.addEventListener('abort', onAbort, { once: true });
+      this.#sources.push(source, onAbort);
     }
-    const onAbort = (): void => {
-      controller.abort(source.reason);
-      dispose();
-    };
-    source.addEventListener('abort', onAbort, { once: true });
-    cleanups.push(() => source.removeEventListener('abort', onAbort));
+    if (timeoutMs !== undefined) {
+      this.#timer = setTimeout(() => {
+        this.#timedOut = true;
+        this.#abort(new LockTimeoutError(what, statedMs ?? timeoutMs));
+      }, timeoutMs);
+    }
   }
-  if (timeoutMs !== undefined && !controller.signal.aborted) {
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort(new LockTimeoutError(what, statedMs ?? timeoutMs));
-      dispose();
-    }, timeoutMs);
-    cleanups.push(() => clearTimeout(timer));
+
+  get signal(): Abortable {
+    return this;
   }
-  if (controller.signal.aborted) dispose();
-  const throwIfCancelled = (): void => {
-    if (controller.signal.aborted && !timedOut) throw controller.signal.reason;
-  };
-  const cancel = (reason: unknown): void => {
-    if (disposed || controller.signal.aborted) return;
-    controller.abort(reason);
-    dispose();
-  };
-  return { signal: controller.signal, dispose, cancel, throwIfCancelled };
+
+  throwIfAborted(): void {
+    if (this.aborted) throw this.reason;
+  }
+
+  addEventListener(_type: 'abort', listener: () => void): void {
+    // Like an AbortSignal: a listener added once aborted is never called. Every listener runs once.
+    if (!this.aborted) this.#listeners.push(listener);
+  }
+
+  removeEventListener(_type: 'abort', listener: () => void): void {
+    const at = this.#listeners.indexOf(listener);
+    if (at !== -1) this.#listeners.splice(at, 1);
+  }
+
+  dispose(): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    const sources = this.#sources;
+    for (let i = 0; i < sources.length; i += 2) (sources[i] as AbortSignal).removeEventListener('abort', sources[i + 1] as () => void);
+    this.#sources = [];
+  }
+
+  cancel(reason: unknown): void {
+    if (this.#disposed || this.aborted) return;
+    this.#abort(reason);
+  }
+
+  throwIfCancelled(): void {
+    if (this.aborted && !this.#timedOut) throw this.reason;
+  }
+
+  #abort(reason: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.dispose();
+    const listeners = this.#listeners;
+    this.#listeners = [];
+    for (const listener of listeners) {
+      try {
+        listener();
+      } catch (error) {
+        // As an AbortSignal reports a listener that throws: apart, without skipping the others.
+        process.nextTick(() => {
+          throw error;
+        });
+      }
+    }
+  }
 }

@@ -1,4 +1,4 @@
-import type { Entry } from '../../recipes/contract.js';
+import type { Abortable, Entry } from '../../recipes/contract.js';
 /**
  * The requests a driver has in flight. Clients keep requests queued while disconnected, and not every
  * client fails them when it is closed; `end()` settles every one of them with the session's end, so
@@ -53,7 +53,7 @@ export interface Waiter {
  * Adds a waiter to `waiters` whose promise settles when the backend settles the set, or rejects with
  * `signal.reason` when the signal aborts; `onLeave` then runs after it left the set.
  */
-export function addWaiter(waiters: Set<Waiter>, signal: AbortSignal, onLeave: () => void): Promise<void> {
+export function addWaiter(waiters: Set<Waiter>, signal: Abortable, onLeave: () => void): Promise<void> {
   signal.throwIfAborted();
   return new Promise<void>((resolve, reject) => {
     const onAbort = (): void => {
@@ -96,7 +96,7 @@ export function settleWaiters(registry: Map<string, Set<Waiter>>, key: string, f
  * a request (retried while the server is unreachable) can still be given up at once. The request
  * itself goes on and settles unobserved.
  */
-export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+export function untilAborted<T>(promise: Promise<T>, signal: Abortable): Promise<T> {
   if (signal.aborted) {
     promise.catch(() => undefined);
     return Promise.reject(signal.reason);

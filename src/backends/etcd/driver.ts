@@ -1,6 +1,6 @@
 import { noop, type IBackoff } from 'cockatiel';
 import { Etcd3, EtcdAuthenticationFailedError, EtcdLeaseInvalidError, EtcdPermissionDeniedError, isRecoverableError, type IKeyValue, type IOptions, type IRangeResponse, type ITxnRequest, type Watcher } from 'etcd3';
-import type { Entry, Enqueued } from '../../../recipes/contract.js';
+import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
 import { AccessDeniedError, BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
 import { addWaiter, backoff, InFlight, sameEntries, untilAborted, type Waiter } from '../requests.js';
@@ -237,7 +237,7 @@ export class EtcdDriver implements Driver {
     return entries;
   }
 
-  waitGone(entry: Entry, signal: AbortSignal): Promise<void> {
+  waitGone(entry: Entry, signal: Abortable): Promise<void> {
     signal.throwIfAborted();
     const id = this.#incarnation(entry);
     const watched = this.#watched.get(id) ?? { key: entry.key, waiters: new Set<Waiter>() };
@@ -253,7 +253,7 @@ export class EtcdDriver implements Driver {
     return waiting;
   }
 
-  async waitChange(queue: string, seen: readonly Entry[], signal: AbortSignal): Promise<void> {
+  async waitChange(queue: string, seen: readonly Entry[], signal: Abortable): Promise<void> {
     signal.throwIfAborted();
     const prefix = queuePrefix(this.#namespace, queue);
     const response = await untilAborted(this.#listing(prefix), signal);
@@ -266,7 +266,7 @@ export class EtcdDriver implements Driver {
    * Resolves at the first put or delete under `prefix` from revision `from` on, or when the watch
    * stream breaks (the caller lists again: etcd3 watchers can go quiet after a reconnect).
    */
-  #watchPrefix(prefix: string, from: bigint, signal: AbortSignal): Promise<void> {
+  #watchPrefix(prefix: string, from: bigint, signal: Abortable): Promise<void> {
     signal.throwIfAborted();
     if (this.#status !== 'open') return Promise.reject(this.#status === 'lost' ? new SessionLostError(`etcd lease ${this.id} is gone`) : new ClosedError());
     return new Promise<void>((resolve, reject) => {

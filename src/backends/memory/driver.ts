@@ -1,4 +1,4 @@
-import type { Entry, Enqueued } from '../../../recipes/contract.js';
+import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
 import { ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents, EntryInfo } from '../driver.js';
 import { sameEntries } from '../requests.js';
@@ -40,14 +40,14 @@ export class MemoryDriver implements Driver {
     return this.#store.list(this.#dir(queue));
   }
 
-  async waitGone(entry: Entry, signal: AbortSignal): Promise<void> {
+  async waitGone(entry: Entry, signal: Abortable): Promise<void> {
     await this.#turn();
     signal.throwIfAborted();
     if (this.#store.get(entry.key) === undefined) return;
     await notified(signal, (notify) => this.#store.watch(entry.key, notify));
   }
 
-  async waitChange(queue: string, seen: readonly Entry[], signal: AbortSignal): Promise<void> {
+  async waitChange(queue: string, seen: readonly Entry[], signal: Abortable): Promise<void> {
     await this.#turn();
     signal.throwIfAborted();
     const dir = this.#dir(queue);
@@ -102,7 +102,7 @@ export class MemoryDriver implements Driver {
 }
 
 /** Waits for a one-shot store watcher to fire; an abort unregisters it and rejects with the reason. */
-function notified(signal: AbortSignal, watch: (notify: () => void) => () => void): Promise<void> {
+function notified(signal: Abortable, watch: (notify: () => void) => () => void): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     const onAbort = (): void => {
       unwatch();

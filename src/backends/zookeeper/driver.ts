@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import zookeeper from 'node-zookeeper-client';
-import type { Entry, Enqueued } from '../../../recipes/contract.js';
+import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
 import { AccessDeniedError, BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
 import { addWaiter, backoff, InFlight, sameEntries, settleWaiters, type Waiter } from '../requests.js';
 import { aclFor, corked, corkForTick, create, exists, getChildren, getData, getDataStat, isCode, mkdirp, remove, watchChildren, watchData, ZkCode, zkLong, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
-import { entriesFromListing as parseListing, entryPrefix, foreignChildren, parseEntryName } from './names.js';
+import { entryPrefix, foreignChildren, ListingParser, parseEntryName } from './names.js';
 
 export interface ZkDriverOptions {
   /** `host:port,host:port` */
@@ -45,6 +45,7 @@ export class ZkDriver implements Driver {
   #suspended = false;
   #events: DriverEvents | undefined;
   readonly #foreign = new ForeignReporter();
+  readonly #listings = new ListingParser();
   /** Every request still in flight settles with the reason the session ended. */
   readonly #requests = new InFlight();
   readonly #heartbeat: NodeJS.Timeout;
@@ -184,7 +185,7 @@ export class ZkDriver implements Driver {
     }
   }
 
-  waitGone(entry: Entry, signal: AbortSignal): Promise<void> {
+  waitGone(entry: Entry, signal: Abortable): Promise<void> {
     signal.throwIfAborted();
     const waiters = this.#waiters.get(entry.key) ?? new Set<Waiter>();
     const first = waiters.size === 0;
@@ -194,7 +195,7 @@ export class ZkDriver implements Driver {
     return waiting;
   }
 
-  waitChange(queue: string, seen: readonly Entry[], signal: AbortSignal): Promise<void> {
+  waitChange(queue: string, seen: readonly Entry[], signal: Abortable): Promise<void> {
     signal.throwIfAborted();
     const dir = this.dir(queue);
     const waiters = this.#dirWaiters.get(dir) ?? new Set<Waiter>();
@@ -318,8 +319,8 @@ export class ZkDriver implements Driver {
 
   /** The entries of a listing; children baton did not create are left out, and reported. */
   #entriesFromListing(queue: string, dir: string, children: readonly string[], czxid: bigint): Entry[] {
-    const entries = parseListing(queue, dir, children, czxid);
-    if (entries.length < children.length) this.#foreign.report(queue, foreignChildren(children).map((child) => `${dir}/${child}`));
+    const { entries, foreign } = this.#listings.parse(queue, dir, children, czxid);
+    if (foreign) this.#foreign.report(queue, foreignChildren(children).map((child) => `${dir}/${child}`));
     return entries;
   }
 

@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { ListingParser } from '../../src/backends/zookeeper/names.js';
+
+const uuid = (n: number): string => `${String(n).padStart(8, '0')}-0000-4000-8000-000000000000`;
+const child = (n: number, kind: string, sequence: number): string => `_c_${uuid(n)}-${kind}-${String(sequence).padStart(10, '0')}`;
+
+// The ZooKeeper backend parses every listing of a queue with one ListingParser per session, which
+// keeps the entries of recent listings: what it returns must be what parsing afresh would return.
+describe('ListingParser', () => {
+  it('gives the queue in order with fencing tokens from the directory zxid, the same entries on a second listing', () => {
+    const parser = new ListingParser();
+    const children = [child(3, 'lock', 12), child(1, 'lock', 10), child(2, 'lock', 11)];
+    const first = parser.parse('q', '/baton/q', children, 5n);
+    expect(first.foreign).toBe(false);
+    expect(first.entries.map((e) => [e.key, e.order, e.fencingToken])).toEqual([
+      ['/baton/q/' + child(1, 'lock', 10), 10n, (5n << 32n) | 10n],
+      ['/baton/q/' + child(2, 'lock', 11), 11n, (5n << 32n) | 11n],
+      ['/baton/q/' + child(3, 'lock', 12), 12n, (5n << 32n) | 12n],
+    ]);
+    const second = parser.parse('q', '/baton/q', [child(2, 'lock', 11), child(4, 'lock', 13)], 5n);
+    expect(second.entries.map((e) => e.order)).toEqual([11n, 13n]);
+    expect(second.entries[0]).toBe(first.entries[1]); // parsed once
+  });
+
+  it('a directory created again (another czxid) gets tokens from its own zxid', () => {
+    const parser = new ListingParser();
+    parser.parse('q', '/baton/q', [child(1, 'lock', 0)], 5n);
+    const again = parser.parse('q', '/baton/q', [child(1, 'lock', 0)], 9n);
+    expect(again.entries[0]!.fencingToken).toBe(9n << 32n);
+  });
+
+  it('sorts a downgraded read right after the write at its sequence, and flags foreign children', () => {
+    const parser = new ListingParser();
+    const { entries, foreign } = parser.parse('q', '/baton/q', [child(2, 'read', 7), 'stray', child(1, 'write', 7), child(3, 'write', 8)], 1n);
+    expect(entries.map((e) => `${e.kind}-${e.order}`)).toEqual(['write-7', 'read-7', 'write-8']);
+    expect(foreign).toBe(true);
+    expect(parser.parse('q', '/baton/q', [child(1, 'write', 7)], 1n).foreign).toBe(false);
+  });
+
+  it('keeps listings of a bounded number of directories, and forgets children that left', () => {
+    const parser = new ListingParser();
+    const kept = parser.parse('q0', '/baton/q0', [child(1, 'lock', 1)], 1n).entries[0];
+    for (let i = 1; i <= 64; i += 1) parser.parse(`q${i}`, `/baton/q${i}`, [child(1, 'lock', 1)], 1n);
+    // q0 was the least recently listed of 65 directories: parsed afresh, an equal but new entry.
+    const again = parser.parse('q0', '/baton/q0', [child(1, 'lock', 1)], 1n).entries[0];
+    expect(again).toEqual(kept);
+    expect(again).not.toBe(kept);
+    // A long queue that drained: the entries that left are not kept (parsed afresh if seen again).
+    const long = Array.from({ length: 100 }, (_, i) => child(i, 'lock', i));
+    const full = parser.parse('q0', '/baton/q0', long, 1n).entries;
+    parser.parse('q0', '/baton/q0', [long[99]!], 1n);
+    const refilled = parser.parse('q0', '/baton/q0', long, 1n).entries;
+    expect(refilled[99]).toBe(full[99]);
+    expect(refilled[0]).toEqual(full[0]);
+    expect(refilled[0]).not.toBe(full[0]);
+  });
+});
