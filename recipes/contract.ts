@@ -81,6 +81,12 @@ export interface Waiting {
   readonly entry: Entry;
   /** The entry is gone from the server while the session lives (someone deleted it). */
   vanished(): void;
+  /**
+   * The session ended (lost or closed), with its signal's reason: the wait stops. Told directly, not
+   * through a listener on the session's signal, which costs more for every wait than the wait's
+   * other bookkeeping.
+   */
+  ended(reason: Error): void;
 }
 
 /** What a waiter does when its entry vanished while its session lives: queue again at the tail, or fail. */
@@ -107,7 +113,7 @@ export interface Session {
    * deadline timer (late on a stalled event loop).
    */
   checkDeadline(): void;
-  /** @internal Registers a waiting entry; the returned function unregisters it. */
+  /** @internal Registers a waiting entry; the returned function unregisters it. The session must not have ended. */
   waiting(waiting: Waiting): () => void;
   /** @internal What a waiter does when its entry vanished (the `onWaiterLost` option of connect). */
   readonly onWaiterLost: WaiterLostPolicy;

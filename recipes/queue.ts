@@ -83,8 +83,14 @@ async function takeTurn(request: QueueRequest, options: WaitOptions, startedAt: 
     }
     // One deadline for the whole wait, counted from the call, and across a requeue too.
     const remaining = options.timeoutMs === undefined ? undefined : Math.max(0, options.timeoutMs - (performance.now() - startedAt));
-    const wait = deadline(what, remaining, [options.signal, session.signal], options.timeoutMs);
-    const unregister = session.waiting({ entry, vanished: () => wait.cancel(new EntryVanished('found gone after a reconnect')) });
+    const wait = deadline(what, remaining, [options.signal], options.timeoutMs);
+    // The session's end reaches the wait through its registration (`ended`); an end before it, here.
+    if (session.signal.aborted) wait.cancel(session.signal.reason);
+    const unregister = session.waiting({
+      entry,
+      vanished: () => wait.cancel(new EntryVanished('found gone after a reconnect')),
+      ended: (reason) => wait.cancel(reason),
+    });
     try {
       await waitBehind(session.backend, request, entry, first, wait);
       wait.throwIfCancelled();

@@ -273,6 +273,7 @@ export class BatonSession implements Session {
 
   #abortAll(reason: Error): void {
     if (!this.#controller.signal.aborted) this.#controller.abort(reason);
+    for (const waiting of [...this.#waiting]) waiting.ended(this.#controller.signal.reason as Error);
     for (const hold of this.#holds) hold.lose(reason);
   }
 

@@ -133,7 +133,13 @@ export function corked<T>(client: ZkClient, send: () => T): T {
   }
 }
 
-const corkedForTick = new WeakSet<object>();
+const CORKED = Symbol('corked until the end of this turn');
+type CorkableSocket = { cork(): void; uncork(): void; [CORKED]?: boolean };
+
+function uncorkNow(socket: CorkableSocket): void {
+  socket[CORKED] = false;
+  socket.uncork();
+}
 
 /**
  * Corks the client's socket until the current turn of the event loop has run its callbacks and
@@ -142,14 +148,11 @@ const corkedForTick = new WeakSet<object>();
  * than encoding the request; the requests wait microseconds at most.
  */
 export function corkForTick(client: ZkClient): void {
-  const socket = socketOf(client);
-  if (socket === undefined || corkedForTick.has(socket)) return;
-  corkedForTick.add(socket);
+  const socket: CorkableSocket | undefined = socketOf(client);
+  if (socket === undefined || socket[CORKED] === true) return;
+  socket[CORKED] = true;
   socket.cork();
-  process.nextTick(() => {
-    corkedForTick.delete(socket);
-    socket.uncork();
-  });
+  process.nextTick(uncorkNow, socket);
 }
 
 /** Reads the node and, only if it exists, leaves a watch on it (getData sets none on a missing node). */

@@ -1,11 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import zookeeper from 'node-zookeeper-client';
 import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
 import { AccessDeniedError, BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
 import { addWaiter, backoff, InFlight, sameEntries, settleWaiters, type Waiter } from '../requests.js';
 import { aclFor, corked, corkForTick, create, exists, getChildren, getData, getDataStat, isCode, mkdirp, remove, watchChildren, watchData, ZkCode, zkLong, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
-import { entryPrefix, foreignChildren, ListingParser, parseEntryName } from './names.js';
+import { entryPrefix, foreignChildren, ListingParser, parseEntryName, uuidSequence } from './names.js';
 
 export interface ZkDriverOptions {
   /** `host:port,host:port` */
@@ -46,6 +45,7 @@ export class ZkDriver implements Driver {
   #events: DriverEvents | undefined;
   readonly #foreign = new ForeignReporter();
   readonly #listings = new ListingParser();
+  readonly #uuid = uuidSequence();
   /** Every request still in flight settles with the reason the session ended. */
   readonly #requests = new InFlight();
   readonly #heartbeat: NodeJS.Timeout;
@@ -146,7 +146,7 @@ export class ZkDriver implements Driver {
   async enqueue(queue: string, kind: string, at?: Entry, data?: string): Promise<Enqueued> {
     const dir = this.dir(queue);
     const payload = data === undefined ? undefined : Buffer.from(data);
-    const uuid = randomUUID();
+    const uuid = this.#uuid();
     // Placed `at` another entry: not sequential, but named with that entry's sequence so it sorts there.
     const path = at === undefined ? entryPrefix(dir, uuid, kind) : `${entryPrefix(dir, uuid, kind)}${sequenceOf(at)}`;
     const mode = at === undefined ? zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL : zookeeper.CreateMode.EPHEMERAL;

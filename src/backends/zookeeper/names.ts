@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Entry } from '../../../recipes/contract.js';
 
 /**
@@ -5,6 +6,17 @@ import type { Entry } from '../../../recipes/contract.js';
  * familiar queue, and so that after a lost create reply we can find our own node by its uuid.
  */
 const ENTRY = /^_c_([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-([a-z]+)-(\d{10})$/;
+
+/**
+ * The uuids of one session's entry names: a random UUID whose last 12 hex digits count up. Each name
+ * of the session differs, and the random part (78 bits) keeps sessions apart as well as a fresh
+ * random UUID per name would, for less than the cost of making one per acquisition.
+ */
+export function uuidSequence(): () => string {
+  const base = randomUUID().slice(0, 24); // xxxxxxxx-xxxx-4xxx-yxxx-
+  let next = 0;
+  return () => base + (next++).toString(16).padStart(12, '0');
+}
 
 export function entryPrefix(dir: string, uuid: string, kind: string): string {
   return `${dir}/_c_${uuid}-${kind}-`;
@@ -24,15 +36,19 @@ export function parseEntryName(child: string): ParsedName | undefined {
   return { uuid, kind, sequence: BigInt(sequence) };
 }
 
-function entryOf(queue: string, dir: string, child: string, dirCzxid: bigint): Entry | null {
-  const parsed = parseEntryName(child);
-  if (parsed === undefined) return null;
-  return { queue, key: `${dir}/${child}`, kind: parsed.kind, order: parsed.sequence, fencingToken: (dirCzxid << 32n) | parsed.sequence };
+/** An entry and its place in the queue as a number (sorting by it is cheaper than by the bigint order). */
+interface Ranked {
+  readonly entry: Entry;
+  readonly rank: number;
 }
 
-/** An entry placed at another's sequence (a downgrade) sorts right after it: writes before reads. */
-function sortQueue(entries: Entry[]): Entry[] {
-  return entries.sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : a.kind === b.kind ? 0 : a.kind === 'write' ? -1 : 1));
+function rankedEntry(queue: string, dir: string, child: string, dirCzxid: bigint): Ranked | null {
+  const parsed = parseEntryName(child);
+  if (parsed === undefined) return null;
+  const entry = { queue, key: `${dir}/${child}`, kind: parsed.kind, order: parsed.sequence, fencingToken: (dirCzxid << 32n) | parsed.sequence };
+  // A ZooKeeper sequence is below 2^31, so the rank is exact. An entry placed at another's sequence
+  // (a downgrade) sorts right after it: writes before reads.
+  return { entry, rank: Number(parsed.sequence) * 2 + (parsed.kind === 'write' ? 0 : 1) };
 }
 
 /** How many directories' last listings a session keeps parsed. */
@@ -49,24 +65,24 @@ const PARSED_DIRECTORIES = 64;
  * keep increasing across successive holders either way.
  */
 export class ListingParser {
-  readonly #dirs = new Map<string, { czxid: bigint; byChild: Map<string, Entry | null> }>();
+  readonly #dirs = new Map<string, { czxid: bigint; byChild: Map<string, Ranked | null> }>();
 
   /** The entries, sorted, and whether some child is not an entry of ours. */
   parse(queue: string, dir: string, children: readonly string[], czxid: bigint): { entries: Entry[]; foreign: boolean } {
     let known = this.#dirs.get(dir);
     this.#dirs.delete(dir); // put back last: the most recently listed directories are kept
     if (known === undefined || known.czxid !== czxid) known = { czxid, byChild: new Map() };
-    const entries: Entry[] = [];
+    const ranked: Ranked[] = [];
     let foreign = false;
     for (const child of children) {
-      let entry = known.byChild.get(child);
-      if (entry === undefined) known.byChild.set(child, (entry = entryOf(queue, dir, child, czxid)));
-      if (entry === null) foreign = true;
-      else entries.push(entry);
+      let found = known.byChild.get(child);
+      if (found === undefined) known.byChild.set(child, (found = rankedEntry(queue, dir, child, czxid)));
+      if (found === null) foreign = true;
+      else ranked.push(found);
     }
     // Children that left are forgotten once they outnumber the current ones.
     if (known.byChild.size > 2 * children.length + 8) {
-      const current = new Map<string, Entry | null>();
+      const current = new Map<string, Ranked | null>();
       for (const child of children) current.set(child, known.byChild.get(child)!);
       known.byChild = current;
     }
@@ -74,7 +90,7 @@ export class ListingParser {
       this.#dirs.set(dir, known);
       if (this.#dirs.size > PARSED_DIRECTORIES) this.#dirs.delete(this.#dirs.keys().next().value!);
     }
-    return { entries: sortQueue(entries), foreign };
+    return { entries: ranked.sort((a, b) => a.rank - b.rank).map((r) => r.entry), foreign };
   }
 }
 
