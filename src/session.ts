@@ -188,6 +188,11 @@ export class BatonSession implements Session {
     if (performance.now() >= this.deadline) this.#armDeadline();
   }
 
+  /** @internal For benchmarks: the waits registered with the session now (one per queued acquire). */
+  get waitingCount(): number {
+    return this.#waiting.size;
+  }
+
   waiting(waiting: Waiting): () => void {
     this.#waiting.add(waiting);
     return () => this.#waiting.delete(waiting);
