@@ -1,11 +1,13 @@
 import zookeeper from 'node-zookeeper-client';
 import { corked, create, getChildren, remove, watchData, type ZkClient } from '../src/backends/zookeeper/client.js';
+import { FLOOR_NODE } from './floor-name.js';
 
 /**
  * The least a fair queue lock does on ZooKeeper, written straight on the client with nothing else:
  * create a sequential node and list the queue in one write; while a node is ahead, watch the one just
  * ahead and list again once it is gone; delete to release. No timeouts, no session tracking, no
  * recovery. 8 processes running it show what the same client and server give under the same load.
+ * Its nodes are named like baton's (FLOOR_NODE).
  */
 export class RawQueueLock {
   constructor(
@@ -17,7 +19,7 @@ export class RawQueueLock {
   async acquire(): Promise<{ path: string; sequence: number }> {
     const { client, dir } = this;
     const [path, listing] = await Promise.all(
-      corked(client, () => [create(client, `${dir}/lock-`, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL), getChildren(client, dir)]),
+      corked(client, () => [create(client, `${dir}/${FLOOR_NODE}`, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL), getChildren(client, dir)]),
     );
     const name = path.slice(dir.length + 1);
     for (let children = listing.children; ; children = (await getChildren(client, dir)).children) {

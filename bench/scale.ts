@@ -10,6 +10,7 @@ import { times } from './report.js';
 import { quantile } from './stats.js';
 import { heading, ms } from './table.js';
 import { openClient } from './zk-client.js';
+import { FLOOR_NODE } from './floor-name.js';
 
 const LOCKS = 64;
 const EPHEMERAL_SEQUENTIAL = zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL;
@@ -116,10 +117,10 @@ export const zkScale: Case = {
       const results = await alternateBlocks(
         {
           [`baton: ${LOCKS} FairMutexes on one session`]: batonLoops(session),
-          'floor 1: raw create, delete': async (i) => remove(client, await create(client, `/bench-scale/cd/${i}/n-`, EPHEMERAL_SEQUENTIAL)),
+          'floor 1: raw create, delete': async (i) => remove(client, await create(client, `/bench-scale/cd/${i}/${FLOOR_NODE}`, EPHEMERAL_SEQUENTIAL)),
           "floor 2: raw create+getChildren, delete (a lock's requests)": async (i) => {
             const dir = `/bench-scale/lock/${i}`;
-            const [path] = await Promise.all(corked(client, () => [create(client, `${dir}/n-`, EPHEMERAL_SEQUENTIAL), getChildren(client, dir)]));
+            const [path] = await Promise.all(corked(client, () => [create(client, `${dir}/${FLOOR_NODE}`, EPHEMERAL_SEQUENTIAL), getChildren(client, dir)]));
             await remove(client, path);
           },
         },

@@ -11,12 +11,13 @@ import { fixed, times } from './report.js';
 import { alternate, summarize, timed, type Block, type Summary } from './stats.js';
 import { heading, printCases, printFigures } from './table.js';
 import { openClient } from './zk-client.js';
+import { FLOOR_NODE } from './floor-name.js';
 
 const EPHEMERAL_SEQUENTIAL = zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL;
 
 /** The least a queue lock needs, awaited one by one: create, list, delete. */
 async function rawAwaited(client: ZkClient, dir: string): Promise<void> {
-  const path = await create(client, `${dir}/_c_00000000-0000-0000-0000-000000000000-lock-`, EPHEMERAL_SEQUENTIAL);
+  const path = await create(client, `${dir}/${FLOOR_NODE}`, EPHEMERAL_SEQUENTIAL);
   await getChildren(client, dir);
   await remove(client, path);
 }
@@ -24,7 +25,7 @@ async function rawAwaited(client: ZkClient, dir: string): Promise<void> {
 /** The same with the create and the listing pipelined on the connection, each in its own write. */
 async function rawPipelined(client: ZkClient, dir: string): Promise<void> {
   const [path] = await Promise.all([
-    create(client, `${dir}/_c_00000000-0000-0000-0000-000000000000-lock-`, EPHEMERAL_SEQUENTIAL),
+    create(client, `${dir}/${FLOOR_NODE}`, EPHEMERAL_SEQUENTIAL),
     getChildren(client, dir),
   ]);
   await remove(client, path);
@@ -33,7 +34,7 @@ async function rawPipelined(client: ZkClient, dir: string): Promise<void> {
 /** The pipelined floor with both requests in one socket write, as baton sends them. */
 async function rawOneWrite(client: ZkClient, dir: string): Promise<void> {
   const [path] = await Promise.all(
-    corked(client, () => [create(client, `${dir}/_c_00000000-0000-0000-0000-000000000000-lock-`, EPHEMERAL_SEQUENTIAL), getChildren(client, dir)]),
+    corked(client, () => [create(client, `${dir}/${FLOOR_NODE}`, EPHEMERAL_SEQUENTIAL), getChildren(client, dir)]),
   );
   await remove(client, path);
 }
