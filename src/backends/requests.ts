@@ -30,6 +30,28 @@ export class InFlight {
     });
   }
 
+  /**
+   * `send` for a request in callback form (ZooKeeper's hot requests): the returned promise is the
+   * only one made for it.
+   */
+  call<T>(start: (done: (error: unknown, value?: T) => void) => void): Promise<T> {
+    if (this.#ended !== undefined) return Promise.reject(this.#ended.reason);
+    return new Promise<T>((resolve, reject) => {
+      this.#rejects.add(reject);
+      try {
+        start((error, value) => {
+          this.#rejects.delete(reject);
+          if (error) reject(error);
+          else resolve(value as T);
+        });
+      } catch (error) {
+        // A request refused before it was sent (the client validates paths as it is called).
+        this.#rejects.delete(reject);
+        reject(error);
+      }
+    });
+  }
+
   end(reason: unknown): void {
     if (this.#ended !== undefined) return;
     this.#ended = { reason };

@@ -50,13 +50,55 @@ export function zkLong(value: unknown): bigint {
   throw new BackendError(`unexpected ZooKeeper long ${String(value)}`);
 }
 
+/** A request's outcome, as node-zookeeper-client reports it: an error, or null and the value. */
+export type Done<T> = (error: unknown, value?: T) => void;
+/**
+ * A request in callback form, sent when called with the function that takes its outcome. The driver's
+ * hot requests take this form: one promise per request (its own), not one more inside it.
+ */
+export type Start<T> = (done: Done<T>) => void;
+
+/** The request as a promise. */
+export function started<T>(start: Start<T>): Promise<T> {
+  return new Promise<T>((resolve, reject) => start((error, value) => (error ? reject(error) : resolve(value as T))));
+}
+
+/** A request made of promises (several requests, or a rare one) in callback form. */
+export function fromPromise<T>(request: () => Promise<T>): Start<T> {
+  return (done) => {
+    request().then((value) => done(null, value), (error: unknown) => done(error ?? new Error('request failed')));
+  };
+}
+
+export function createStart(client: ZkClient, path: string, mode: number, data: Buffer = Buffer.alloc(0), acl = aclFor('open')): Start<string> {
+  return (done) => client.create(path, data, acl, mode, done);
+}
+
+export function getChildrenStart(client: ZkClient, path: string): Start<{ children: string[]; stat: ZkStat }> {
+  return (done) => client.getChildren(path, (error, children, stat) => (error ? done(error) : done(null, { children, stat })));
+}
+
+export function removeStart(client: ZkClient, path: string): Start<void> {
+  return (done) => client.remove(path, -1, done);
+}
+
+export function existsStart(client: ZkClient, path: string): Start<ZkStat | null> {
+  return (done) => client.exists(path, (error, stat) => (error ? done(error) : done(null, stat ?? null)));
+}
+
+/** Reads the node and, only if it exists, leaves a watch on it (getData sets none on a missing node). */
+export function watchDataStart(client: ZkClient, path: string, watcher: (event: zookeeper.Event) => void): Start<boolean> {
+  return (done) =>
+    client.getData(path, watcher, (error) => {
+      if (error === null || error === undefined) done(null, true);
+      else if (isCode(error, zookeeper.Exception.NO_NODE)) done(null, false);
+      else done(error);
+    });
+}
+
 /** Promise adapters; requests are queued in call order, so two calls made back to back are pipelined. */
 export function create(client: ZkClient, path: string, mode: number, data: Buffer = Buffer.alloc(0), acl = aclFor('open')): Promise<string> {
-  return new Promise((resolve, reject) => {
-    client.create(path, data, acl, mode, (error, created) =>
-      error ? reject(error) : resolve(created),
-    );
-  });
+  return started(createStart(client, path, mode, data, acl));
 }
 
 export function getData(client: ZkClient, path: string): Promise<Buffer> {
@@ -77,21 +119,15 @@ export function getDataStat(client: ZkClient, path: string): Promise<{ data: Buf
 }
 
 export function getChildren(client: ZkClient, path: string): Promise<{ children: string[]; stat: ZkStat }> {
-  return new Promise((resolve, reject) => {
-    client.getChildren(path, (error, children, stat) => (error ? reject(error) : resolve({ children, stat })));
-  });
+  return started(getChildrenStart(client, path));
 }
 
 export function exists(client: ZkClient, path: string): Promise<ZkStat | null> {
-  return new Promise((resolve, reject) => {
-    client.exists(path, (error, stat) => (error ? reject(error) : resolve(stat ?? null)));
-  });
+  return started(existsStart(client, path));
 }
 
 export function remove(client: ZkClient, path: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    client.remove(path, -1, (error) => (error ? reject(error) : resolve()));
-  });
+  return started(removeStart(client, path));
 }
 
 /**
@@ -157,13 +193,7 @@ export function corkForTick(client: ZkClient): void {
 
 /** Reads the node and, only if it exists, leaves a watch on it (getData sets none on a missing node). */
 export function watchData(client: ZkClient, path: string, watcher: (event: zookeeper.Event) => void): Promise<boolean> {
-  return new Promise((resolve, reject) => {
-    client.getData(path, watcher, (error) => {
-      if (error === null || error === undefined) resolve(true);
-      else if (isCode(error, zookeeper.Exception.NO_NODE)) resolve(false);
-      else reject(error);
-    });
-  });
+  return started(watchDataStart(client, path, watcher));
 }
 
 /**

@@ -3,7 +3,7 @@ import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
 import { AccessDeniedError, BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
 import { addWaiter, backoff, InFlight, sameEntries, settleWaiters, type Waiter } from '../requests.js';
-import { aclFor, corked, corkForTick, create, exists, getChildren, getData, getDataStat, isCode, mkdirp, remove, watchChildren, watchData, ZkCode, zkLong, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
+import { aclFor, corked, corkForTick, createStart, existsStart, fromPromise, getChildrenStart, getData, getDataStat, isCode, mkdirp, removeStart, watchChildren, watchDataStart, ZkCode, zkLong, type AclPolicy, type Start, type ZkClient, type ZkStat } from './client.js';
 import { entryPrefix, foreignChildren, ListingParser, parseEntryName, uuidSequence } from './names.js';
 
 export interface ZkDriverOptions {
@@ -94,7 +94,7 @@ export class ZkDriver implements Driver {
     }
     const sentAt = performance.now();
     this.#heartbeatSentAt = sentAt;
-    this.#send(() => exists(this.#client, '/')).then(
+    this.#send(existsStart(this.#client, '/')).then(
       () => {
         this.#heartbeatSentAt = undefined;
         this.#events?.ack(sentAt);
@@ -132,9 +132,9 @@ export class ZkDriver implements Driver {
   }
 
   /** A request that settles when the session ends, whatever the client does with it. */
-  #send<T>(request: () => Promise<T>): Promise<T> {
+  #send<T>(request: Start<T>): Promise<T> {
     corkForTick(this.#client);
-    return this.#requests.send(request);
+    return this.#requests.call(request);
   }
 
 
@@ -153,31 +153,38 @@ export class ZkDriver implements Driver {
     for (let attempt = 0; ; attempt += 1) {
       this.#assertOpen();
       // Sent back to back in one write: the server processes the listing after the create, so it shows it.
-      const [created, listed] = await Promise.allSettled(
-        corked(this.#client, () => [this.#send(() => create(this.#client, path, mode, payload, this.#acl)), this.#send(() => getChildren(this.#client, dir))]),
+      const [creating, listing] = corked(this.#client, () => [
+        this.#send(createStart(this.#client, path, mode, payload, this.#acl)),
+        this.#send(getChildrenStart(this.#client, dir)),
+      ]);
+      const listed = listing.then(
+        (value) => ({ value }),
+        (error: unknown) => ({ error }),
       );
-      if (created.status === 'fulfilled') {
-        const listing =
-          listed.status === 'fulfilled'
-            ? listed.value
-            : await this.#retry(() => getChildren(this.#client, dir));
-        return this.#enqueued(queue, dir, created.value, listing.children, zkLong(listing.stat.czxid));
-      }
-      if (isCode(created.reason, ZkCode.NO_NODE) && attempt < MAX_PARENT_RETRIES) {
-        await this.#retry(() => mkdirp(this.#client, dir, this.#acl));
+      let created: string;
+      try {
+        created = await creating;
+      } catch (error) {
+        if (isCode(error, ZkCode.NO_NODE) && attempt < MAX_PARENT_RETRIES) {
+          await this.#retry(fromPromise(() => mkdirp(this.#client, dir, this.#acl)));
+          continue;
+        }
+        if (!isCode(error, ZkCode.CONNECTION_LOSS)) throw this.#map(error);
+        const adopted = await this.#findOwn(queue, dir, uuid);
+        if (adopted !== undefined) return adopted;
+        await backoff(attempt);
         continue;
       }
-      if (!isCode(created.reason, ZkCode.CONNECTION_LOSS)) throw this.#map(created.reason);
-      const adopted = await this.#findOwn(queue, dir, uuid);
-      if (adopted !== undefined) return adopted;
-      await backoff(attempt);
+      const outcome = await listed;
+      const { children, stat } = 'value' in outcome ? outcome.value : await this.#retry(getChildrenStart(this.#client, dir));
+      return this.#enqueued(queue, dir, created, children, zkLong(stat.czxid));
     }
   }
 
   async list(queue: string): Promise<readonly Entry[]> {
     const dir = this.dir(queue);
     try {
-      const { children, stat } = await this.#retry(() => getChildren(this.#client, dir));
+      const { children, stat } = await this.#retry(getChildrenStart(this.#client, dir));
       return this.#entriesFromListing(queue, dir, children, zkLong(stat.czxid));
     } catch (error) {
       if (isCode(error, ZkCode.NO_NODE)) return [];
@@ -224,7 +231,7 @@ export class ZkDriver implements Driver {
       this.#dirWatchers.set(dir, (watcher = onEvent));
     }
     const registered = watcher;
-    this.#retry(() => watchChildren(this.#client, dir, registered)).then(
+    this.#retry(fromPromise(() => watchChildren(this.#client, dir, registered))).then(
       (listed) => {
         const now = listed === null ? [] : this.#entriesFromListing(queue, dir, listed.children, zkLong(listed.stat.czxid));
         if (!sameEntries(now, seen)) this.#wakeDir(dir);
@@ -244,7 +251,7 @@ export class ZkDriver implements Driver {
   async withdraw(entry: Entry): Promise<void> {
     for (let attempt = 0; this.#status === 'open'; attempt += 1) {
       try {
-        await this.#send(() => remove(this.#client, entry.key));
+        await this.#send(removeStart(this.#client, entry.key));
         return;
       } catch (error) {
         if (isCode(error, ZkCode.NO_NODE, ZkCode.SESSION_EXPIRED) || this.#requests.ended) return;
@@ -256,7 +263,7 @@ export class ZkDriver implements Driver {
 
   async read(entry: Entry): Promise<string | null> {
     try {
-      return (await this.#retry(() => getData(this.#client, entry.key))).toString();
+      return (await this.#retry(fromPromise(() => getData(this.#client, entry.key)))).toString();
     } catch (error) {
       if (isCode(error, ZkCode.NO_NODE)) return null;
       throw error;
@@ -266,7 +273,7 @@ export class ZkDriver implements Driver {
   async describe(queue: string): Promise<EntryInfo[]> {
     const entries = await this.list(queue);
     // Sent together: one round trip for the whole queue. An entry gone meanwhile is left out.
-    const found = await Promise.all(entries.map((entry) => this.#retry(() => getDataStat(this.#client, entry.key))));
+    const found = await Promise.all(entries.map((entry) => this.#retry(fromPromise(() => getDataStat(this.#client, entry.key)))));
     return entries.flatMap((entry, index) => {
       const node = found[index];
       if (node === null || node === undefined) return [];
@@ -276,7 +283,7 @@ export class ZkDriver implements Driver {
   }
 
   async confirm(entry: Entry): Promise<boolean> {
-    const stat = await this.#retry(() => exists(this.#client, entry.key));
+    const stat = await this.#retry(existsStart(this.#client, entry.key));
     return stat !== null && zkLong(stat.ephemeralOwner) === this.#sessionId;
   }
 
@@ -301,14 +308,14 @@ export class ZkDriver implements Driver {
   async #findOwn(queue: string, dir: string, uuid: string): Promise<Enqueued | undefined> {
     let listing: { children: string[]; stat: ZkStat };
     try {
-      listing = await this.#retry(() => getChildren(this.#client, dir));
+      listing = await this.#retry(getChildrenStart(this.#client, dir));
     } catch (error) {
       if (isCode(error, ZkCode.NO_NODE)) return undefined; // no directory, so the create cannot have happened
       throw error;
     }
     const mine = listing.children.find((child) => parseEntryName(child)?.uuid === uuid);
     if (mine === undefined) return undefined;
-    const stat = await this.#retry(() => exists(this.#client, `${dir}/${mine}`));
+    const stat = await this.#retry(existsStart(this.#client, `${dir}/${mine}`));
     if (stat === null) return undefined;
     if (zkLong(stat.ephemeralOwner) !== this.#sessionId) {
       throw new BackendError(`znode ${dir}/${mine} carries our uuid but belongs to another session`);
@@ -348,7 +355,7 @@ export class ZkDriver implements Driver {
       this.#watchers.set(path, (onEvent = watcher));
     }
     const watcher = onEvent;
-    this.#retry(() => watchData(this.#client, path, watcher)).then(
+    this.#retry(watchDataStart(this.#client, path, watcher)).then(
       (present) => {
         if (!present) this.#wake(path);
       },
@@ -384,8 +391,17 @@ export class ZkDriver implements Driver {
    * Retries a request that failed only because the connection dropped (the client queues it until it
    * has reconnected); any other failure is mapped onto the recipes' errors, keeping the code in `cause`.
    */
-  async #retry<T>(request: () => Promise<T>): Promise<T> {
-    for (let attempt = 0; ; attempt += 1) {
+  #retry<T>(request: Start<T>): Promise<T> {
+    if (this.#status !== 'open') return this.#retryAfter(request, 0); // throws the session's end
+    // The first attempt without an async frame of its own: most requests need no other.
+    return this.#send(request).then(undefined, (error: unknown) => {
+      if (!isCode(error, ZkCode.CONNECTION_LOSS)) throw this.#map(error);
+      return backoff(0).then(() => this.#retryAfter(request, 1));
+    });
+  }
+
+  async #retryAfter<T>(request: Start<T>, from: number): Promise<T> {
+    for (let attempt = from; ; attempt += 1) {
       this.#assertOpen();
       try {
         return await this.#send(request);
