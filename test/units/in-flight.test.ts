@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { InFlight } from '../../src/backends/requests.js';
+
+// Every request a driver sends goes through InFlight, so that a session's end settles requests the
+// client would leave pending. `call` is the callback form the ZooKeeper driver's hot requests use.
+describe('InFlight.call', () => {
+  it('settles with the outcome the request reports', async () => {
+    const requests = new InFlight();
+    await expect(requests.call<number>((done) => setImmediate(() => done(null, 7)))).resolves.toBe(7);
+    const failure = new Error('refused');
+    await expect(requests.call((done) => done(failure))).rejects.toBe(failure);
+  });
+
+  it('rejects a request that throws as it is sent, and forgets it', async () => {
+    const requests = new InFlight();
+    const invalid = new Error('invalid path');
+    await expect(
+      requests.call(() => {
+        throw invalid;
+      }),
+    ).rejects.toBe(invalid);
+    // Had it stayed registered, the end would reject it a second time: nothing to observe but the
+    // pending request below, which must get the end's reason.
+    const pending = requests.call<never>(() => undefined);
+    const reason = new Error('session ended');
+    requests.end(reason);
+    await expect(pending).rejects.toBe(reason);
+  });
+
+  it('the end rejects every pending request, and a late answer changes nothing; no request is sent after it', async () => {
+    const requests = new InFlight();
+    let answer: ((error: unknown, value?: string) => void) | undefined;
+    const pending = requests.call<string>((done) => (answer = done));
+    const reason = new Error('closed');
+    requests.end(reason);
+    answer!(null, 'late');
+    await expect(pending).rejects.toBe(reason);
+    let sent = false;
+    await expect(requests.call(() => (sent = true))).rejects.toBe(reason);
+    expect(sent).toBe(false);
+  });
+});
