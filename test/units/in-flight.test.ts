@@ -19,8 +19,7 @@ describe('InFlight.call', () => {
         throw invalid;
       }),
     ).rejects.toBe(invalid);
-    // Had it stayed registered, the end would reject it a second time: nothing to observe but the
-    // pending request below, which must get the end's reason.
+    // Requests sent after it are still ended by the session's end.
     const pending = requests.call<never>(() => undefined);
     const reason = new Error('session ended');
     requests.end(reason);
