@@ -39,27 +39,23 @@ export async function waitForTurn(request: QueueRequest, options: WaitOptions): 
   const leave = session.enter();
   const report = reportWait(session, request.queue, request.kind, startedAt);
   try {
-    const entry = await takeTurns(request, options, startedAt);
-    report?.granted(entry);
-    return entry;
+    // A place in the queue, and another at the tail each time ours vanishes (per `onWaiterLost`).
+    for (let turn = request; ; turn = { ...request, at: undefined }) {
+      try {
+        const entry = await takeTurn(turn, options, startedAt);
+        report?.granted(entry);
+        return entry;
+      } catch (error) {
+        if (!(error instanceof EntryVanished)) throw error;
+        if (session.onWaiterLost === 'fail') throw new LockLostError(request.what, { cause: error });
+        // Again at the tail: a place taken `at` an entry of ours is not ours to take twice.
+      }
+    }
   } catch (error) {
     report?.gaveUp(error, options.signal);
     throw error;
   } finally {
     leave();
-  }
-}
-
-/** Takes a place in the queue, and another at the tail each time ours vanishes (per `onWaiterLost`). */
-async function takeTurns(request: QueueRequest, options: WaitOptions, startedAt: number): Promise<Entry> {
-  for (let turn = request; ; turn = { ...request, at: undefined }) {
-    try {
-      return await takeTurn(turn, options, startedAt);
-    } catch (error) {
-      if (!(error instanceof EntryVanished)) throw error;
-      if (request.session.onWaiterLost === 'fail') throw new LockLostError(request.what, { cause: error });
-      // Again at the tail: a place taken `at` an entry of ours is not ours to take twice.
-    }
   }
 }
 
