@@ -136,6 +136,18 @@ export function mutexContract(getFixture: () => Fixture): void {
       await expectQueueLength(a, 'try', 0);
     });
 
+    it('a tryAcquire whose session closes while its request is on the way gives null, tells failed, and leaves no entry', async () => {
+      const [a, observer] = [await scope.open(), await scope.open()];
+      const told: string[] = [];
+      a.on('lock', (event) => void told.push(event.type));
+      const trying = new FairMutex(a, 'try-closing').tryAcquire(); // its enqueue is sent before this returns
+      const closing = a.close();
+      expect(await trying).toBeNull();
+      await closing;
+      expect(told).toEqual(['requested', 'failed']);
+      await expectQueueLength(observer, 'try-closing', 0);
+    });
+
     it('one session can hold a mutex only once at a time: a second acquire on it waits like any other', async () => {
       const a = await scope.open();
       const mutex = new FairMutex(a, 'same-session');
