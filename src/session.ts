@@ -40,7 +40,8 @@ export class BatonSession implements Session {
     this.onWaiterLost = options.onWaiterLost ?? 'requeue';
     this.#marginMs = options.marginMs ?? defaultMargin(driver.timeoutMs);
     this.#lastAck = driver.openedAt;
-    // Every waiter listens on the session's signal for the length of its wait; there may be thousands.
+    // Observers (an election's observe(), inspect --watch) and users' own code listen on the session's
+    // signal for as long as they wait; there may be many. Queue waits are told through `waiting()`.
     setMaxListeners(0, this.#controller.signal);
     driver.attach({
       status: (status, cause) => this.#onStatus(status, cause),
