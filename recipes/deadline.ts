@@ -72,8 +72,9 @@ class CombinedDeadline implements Deadline, Abortable {
   }
 
   addEventListener(_type: 'abort', listener: () => void): void {
-    // Like an AbortSignal: a listener added once aborted is never called. Every listener runs once.
-    if (!this.aborted) this.#listeners.push(listener);
+    // Like an AbortSignal: a listener added once aborted is never called, one added twice is kept
+    // once, and every listener runs once.
+    if (!this.aborted && !this.#listeners.includes(listener)) this.#listeners.push(listener);
   }
 
   removeEventListener(_type: 'abort', listener: () => void): void {
@@ -104,9 +105,11 @@ class CombinedDeadline implements Deadline, Abortable {
     this.aborted = true;
     this.reason = reason;
     this.dispose();
-    const listeners = this.#listeners;
-    this.#listeners = [];
-    for (const listener of listeners) {
+    // Like an AbortSignal: a listener that an earlier one removes during the abort is not called.
+    for (const listener of [...this.#listeners]) {
+      const at = this.#listeners.indexOf(listener);
+      if (at === -1) continue;
+      this.#listeners.splice(at, 1);
       try {
         listener();
       } catch (error) {

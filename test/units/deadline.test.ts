@@ -78,6 +78,27 @@ describe('deadline', () => {
     expect(heard).toBe(1);
   });
 
+  it('like an AbortSignal: one listener added twice runs once, and one removed by another during the abort does not run', () => {
+    const caller = new AbortController();
+    const wait = deadline('lock "a"', undefined, [caller.signal]);
+    const calls: string[] = [];
+    const twice = (): number => calls.push('twice');
+    wait.signal.addEventListener('abort', twice);
+    wait.signal.addEventListener('abort', twice);
+    const removed = (): number => calls.push('removed');
+    wait.signal.addEventListener('abort', () => {
+      calls.push('remover');
+      wait.signal.removeEventListener('abort', removed);
+    });
+    wait.signal.addEventListener('abort', removed);
+    const once = (): number => calls.push('once');
+    wait.signal.addEventListener('abort', once);
+    wait.signal.addEventListener('abort', once);
+    wait.signal.removeEventListener('abort', once);
+    caller.abort(new Error('stop'));
+    expect(calls).toEqual(['twice', 'remover']);
+  });
+
   it('a listener that throws does not keep the others from running', async () => {
     const caller = new AbortController();
     const wait = deadline('lock "a"', undefined, [caller.signal]);

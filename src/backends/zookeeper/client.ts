@@ -66,7 +66,7 @@ export function started<T>(start: Start<T>): Promise<T> {
 /** A request made of promises (several requests, or a rare one) in callback form. */
 export function fromPromise<T>(request: () => Promise<T>): Start<T> {
   return (done) => {
-    request().then((value) => done(null, value), (error: unknown) => done(error ?? new Error('request failed')));
+    request().then((value) => done(null, value), (error: unknown) => done(error || new Error(`request failed: ${String(error)}`)));
   };
 }
 

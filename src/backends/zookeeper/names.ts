@@ -9,7 +9,7 @@ const ENTRY = /^_c_([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
 
 /**
  * The uuids of one session's entry names: a random UUID whose last 12 hex digits count up. Each name
- * of the session differs, and the random part (78 bits) keeps sessions apart as well as a fresh
+ * of the session differs, and the random part (74 bits) keeps sessions apart as well as a fresh
  * random UUID per name would, for less than the cost of making one per acquisition.
  */
 export function uuidSequence(): () => string {
