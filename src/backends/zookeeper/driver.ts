@@ -4,7 +4,7 @@ import { AccessDeniedError, BackendError, BatonError, ClosedError, SessionLostEr
 import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
 import { addWaiter, backoff, InFlight, sameEntries, settleWaiters, type Waiter } from '../requests.js';
 import { aclFor, corked, corkForTick, createStart, existsStart, fromPromise, getChildrenStart, getData, getDataStat, isCode, mkdirp, removeStart, watchChildren, watchDataStart, ZkCode, zkLong, type AclPolicy, type Start, type ZkClient, type ZkStat } from './client.js';
-import { entryPrefix, foreignChildren, ListingParser, parseEntryName, uuidSequence } from './names.js';
+import { entryPrefix, foreignChildren, ListingParser, parseEntryName, UuidSequence } from './names.js';
 
 export interface ZkDriverOptions {
   /** `host:port,host:port` */
@@ -20,7 +20,7 @@ export interface ZkDriverOptions {
 }
 
 /** Counters for tests and benchmarks: watch notifications received, entries adopted after a lost reply. */
-export const zkCounters = { notifications: 0, adopted: 0 };
+export const zkCounters = { notifications: 0, adopted: 0, orphansRemoved: 0 };
 
 const MAX_PARENT_RETRIES = 10;
 
@@ -45,7 +45,15 @@ export class ZkDriver implements Driver {
   #events: DriverEvents | undefined;
   readonly #foreign = new ForeignReporter();
   readonly #listings = new ListingParser();
-  readonly #uuid = uuidSequence();
+  readonly #uuids = new UuidSequence();
+  /** How the names of this session's children begin (see `#sweepOrphans`). */
+  readonly #ownPrefix = `_c_${this.#uuids.base}`;
+  /** The keys of this session's entries: enqueued (or adopted) and not yet withdrawn. */
+  readonly #mine = new Set<string>();
+  /** The uuids of enqueues still running: a child carrying one may be an entry not yet returned. */
+  readonly #creating = new Set<string>();
+  /** Orphans whose delete is on its way. */
+  readonly #sweeping = new Set<string>();
   /** Every request still in flight settles with the reason the session ended. */
   readonly #requests = new InFlight();
   readonly #heartbeat: NodeJS.Timeout;
@@ -144,9 +152,20 @@ export class ZkDriver implements Driver {
   }
 
   async enqueue(queue: string, kind: string, at?: Entry, data?: string): Promise<Enqueued> {
+    const uuid = this.#uuids.next();
+    this.#creating.add(uuid);
+    try {
+      const enqueued = await this.#enqueue(queue, kind, uuid, at, data);
+      this.#mine.add(enqueued.entry.key);
+      return enqueued;
+    } finally {
+      this.#creating.delete(uuid);
+    }
+  }
+
+  async #enqueue(queue: string, kind: string, uuid: string, at: Entry | undefined, data: string | undefined): Promise<Enqueued> {
     const dir = this.dir(queue);
     const payload = data === undefined ? undefined : Buffer.from(data);
-    const uuid = this.#uuid();
     // Placed `at` another entry: not sequential, but named with that entry's sequence so it sorts there.
     const path = at === undefined ? entryPrefix(dir, uuid, kind) : `${entryPrefix(dir, uuid, kind)}${sequenceOf(at)}`;
     const mode = at === undefined ? zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL : zookeeper.CreateMode.EPHEMERAL;
@@ -252,8 +271,10 @@ export class ZkDriver implements Driver {
     for (let attempt = 0; this.#status === 'open'; attempt += 1) {
       try {
         await this.#send(removeStart(this.#client, entry.key));
+        this.#mine.delete(entry.key);
         return;
       } catch (error) {
+        if (isCode(error, ZkCode.NO_NODE)) this.#mine.delete(entry.key);
         if (isCode(error, ZkCode.NO_NODE, ZkCode.SESSION_EXPIRED) || this.#requests.ended) return;
         if (!isCode(error, ZkCode.CONNECTION_LOSS)) throw this.#map(error);
         await backoff(attempt);
@@ -328,7 +349,44 @@ export class ZkDriver implements Driver {
   #entriesFromListing(queue: string, dir: string, children: readonly string[], czxid: bigint): Entry[] {
     const { entries, foreign } = this.#listings.parse(queue, dir, children, czxid);
     if (foreign) this.#foreign.report(queue, foreignChildren(children).map((child) => `${dir}/${child}`));
+    this.#sweepOrphans(dir, children);
     return entries;
+  }
+
+  /**
+   * Deletes this session's orphans: children named with its uuid base that are no entry of its own.
+   * One appears when a create whose reply was lost is applied only after the search for it (a member
+   * that had not applied it yet answered the listing) and the enqueue created its entry again; left
+   * alone, it would hold up everyone queued behind it, this session's own entry included, until the
+   * session ended. No other session names a child with this base, so nothing else is touched.
+   */
+  #sweepOrphans(dir: string, children: readonly string[]): void {
+    if (this.#status !== 'open') return;
+    for (const child of children) {
+      if (!child.startsWith(this.#ownPrefix)) continue;
+      const path = `${dir}/${child}`;
+      if (this.#mine.has(path) || this.#sweeping.has(path)) continue;
+      const uuid = parseEntryName(child)?.uuid;
+      if (uuid === undefined || this.#creating.has(uuid)) continue;
+      this.#sweeping.add(path);
+      this.#send(removeStart(this.#client, path))
+        .then(
+          () => {
+            zkCounters.orphansRemoved += 1;
+          },
+          () => undefined, // gone already, or seen again at the next listing
+        )
+        .finally(() => this.#sweeping.delete(path));
+    }
+  }
+
+  /**
+   * @internal For tests: creates a child named like an entry of this session that the session does not
+   * know of, as a create applied after its lost reply was searched for would leave.
+   */
+  async createOrphan(queue: string, kind = 'lock'): Promise<string> {
+    await this.#retry(fromPromise(() => mkdirp(this.#client, this.dir(queue), this.#acl)));
+    return this.#send(createStart(this.#client, entryPrefix(this.dir(queue), this.#uuids.next(), kind), zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, undefined, this.#acl));
   }
 
   #enqueued(queue: string, dir: string, path: string, children: readonly string[], czxid: bigint): Enqueued {

@@ -12,10 +12,14 @@ const ENTRY = /^_c_([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
  * of the session differs, and the random part (74 bits) keeps sessions apart as well as a fresh
  * random UUID per name would, for less than the cost of making one per acquisition.
  */
-export function uuidSequence(): () => string {
-  const base = randomUUID().slice(0, 24); // xxxxxxxx-xxxx-4xxx-yxxx-
-  let next = 0;
-  return () => base + (next++).toString(16).padStart(12, '0');
+export class UuidSequence {
+  /** The random part, `xxxxxxxx-xxxx-4xxx-yxxx-`: a child whose name starts `_c_<base>` was made by this session. */
+  readonly base = randomUUID().slice(0, 24);
+  #next = 0;
+
+  next(): string {
+    return this.base + (this.#next++).toString(16).padStart(12, '0');
+  }
 }
 
 export function entryPrefix(dir: string, uuid: string, kind: string): string {

@@ -1,0 +1,55 @@
+import { describe, expect, inject, it } from 'vitest';
+import { FairMutex } from '../../recipes/mutex.js';
+import { getChildren } from '../../src/backends/zookeeper/client.js';
+import { ZkDriver, zkCounters } from '../../src/backends/zookeeper/driver.js';
+import type { BatonSession } from '../../src/session.js';
+import { useScope } from '../support/scope.js';
+import { useZkAdmin, zkFixture } from '../support/zookeeper.js';
+import { eventually } from '../support/wait.js';
+
+function driverOf(session: BatonSession): ZkDriver {
+  const driver = session.backend;
+  if (!(driver instanceof ZkDriver)) throw new Error('not a ZooKeeper session');
+  return driver;
+}
+
+// A create whose reply was lost can be applied after the enqueue searched for it and created its entry
+// again (a member that had not applied it yet answered the search): the session then owns a second
+// child it does not know of. These tests make such a child with the session's own connection, as that
+// create would have, and check that the session deletes it instead of queueing behind it.
+describe('ZooKeeper: a session deletes its own orphaned queue children', () => {
+  const scope = useScope(() => zkFixture('zkStandalone'));
+  const info = inject('zkStandalone');
+  const zkAdmin = useZkAdmin(() => info.connectString);
+  const withinMs = (): number => info.sessionTimeoutMs * 2;
+
+  it('its own acquire behind its own orphan is granted, and the orphan is gone', async () => {
+    const session = await scope.open();
+    const removedBefore = zkCounters.orphansRemoved;
+    const orphan = await driverOf(session).createOrphan('behind-own');
+    // Without the sweep this acquire would wait for the orphan, that is for the session's end.
+    const lock = await new FairMutex(session, 'behind-own').acquire({ timeoutMs: withinMs() });
+    expect(zkCounters.orphansRemoved - removedBefore).toBe(1);
+    const { children } = await getChildren(zkAdmin(), `/${scope.namespace}/behind-own`);
+    expect(children.map((child) => `/${scope.namespace}/behind-own/${child}`)).toEqual([lock.entry.key]);
+    expect(orphan).not.toBe(lock.entry.key);
+    await lock.release();
+  });
+
+  it("another session's waiter queued behind the orphan is granted once the owner lists the queue; the owner's own entries stay", async () => {
+    const [owner, other] = [await scope.open(), await scope.open()];
+    const held = await new FairMutex(owner, 'held').acquire(); // an entry of the owner's that must survive the sweep
+    await driverOf(owner).createOrphan('shared');
+    const waiting = new FairMutex(other, 'shared').acquire({ timeoutMs: withinMs() });
+    await eventually('the other session queued', async () => (await other.backend.list('shared')).length === 2, withinMs());
+    // Any listing by the owner finds the orphan: here a tryAcquire on the queue, which is busy meanwhile or not.
+    const attempt = await new FairMutex(owner, 'shared').tryAcquire();
+    const granted = await waiting;
+    expect(await owner.backend.confirm(held.entry)).toBe(true);
+    expect(await owner.backend.list('held')).toEqual([held.entry]);
+    await granted.release();
+    await attempt?.release();
+    await held.release();
+    await eventually('queue empty', async () => (await other.backend.list('shared')).length === 0, withinMs());
+  });
+});
