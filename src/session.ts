@@ -85,6 +85,15 @@ export class BatonSession implements Session {
     return this.#state;
   }
 
+  /**
+   * The session timeout the server granted, in ms: ZooKeeper's negotiated timeout (it clamps the one
+   * asked for to its minimum and maximum), etcd's lease TTL; infinite for memory. The server keeps the
+   * session this long after it last heard from us.
+   */
+  get timeoutMs(): number {
+    return this.#driver.timeoutMs;
+  }
+
   get signal(): AbortSignal {
     return this.#controller.signal;
   }

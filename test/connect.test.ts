@@ -42,6 +42,12 @@ describe('connect: URLs and options', () => {
     await expect(connect('memory://opts', options as object)).rejects.toBeInstanceOf(InvalidArgumentError);
   });
 
+  it('a memory session never times out: its timeoutMs is Infinity', async () => {
+    const session = await connect('memory://timeout');
+    expect(session.timeoutMs).toBe(Number.POSITIVE_INFINITY);
+    await session.close();
+  });
+
   it('parses hosts and namespaces, defaulting the namespace to baton', () => {
     expect(parseUrl('zk://127.0.0.1:2181,127.0.0.2:2182/my/app/')).toEqual({
       scheme: 'zk',

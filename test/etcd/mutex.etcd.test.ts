@@ -20,6 +20,14 @@ describe('FairMutex on etcd: backend specifics', () => {
 
   const keys = (name: string): Promise<string[]> => admin.getAll().prefix(`${scope.namespace}/${name}/#/`).keys();
 
+  it("session.timeoutMs is the TTL etcd granted the session's lease", async () => {
+    const session = await scope.open({ ttlSeconds: 7 });
+    // The server's own view of the lease: its id is the session id in hex.
+    const granted = await admin.leaseClient.leaseTimeToLive({ ID: BigInt(`0x${session.id}`).toString(), keys: false });
+    expect(Number(granted.grantedTTL)).toBe(7);
+    expect(session.timeoutMs).toBe(7_000);
+  });
+
   it('reuses one key per session and slot across acquisitions, and a second hold takes another slot', async () => {
     const session = await scope.open();
     const mutex = new FairMutex(session, 'reuse');

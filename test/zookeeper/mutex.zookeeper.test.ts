@@ -5,6 +5,7 @@ import { FairMutex } from '../../recipes/mutex.js';
 import { create, getChildren, mkdirp, remove } from '../../src/backends/zookeeper/client.js';
 import { useZkAdmin, zkFixture } from '../support/zookeeper.js';
 import { useScope } from '../support/scope.js';
+import { fourLetterWord } from '../harness/four-letter.js';
 
 const ENTRY_NAME = /^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lock-\d{10}$/;
 
@@ -65,5 +66,24 @@ describe('FairMutex on ZooKeeper: backend specifics', () => {
     await lock.release();
     await remove(zkAdmin(), `/${scope.namespace}/foreign/not-a-baton-entry`);
     await remove(zkAdmin(), `/${scope.namespace}/foreign/lock-0000000000`);
+  });
+});
+
+describe('ZooKeeper: the session timeout the server granted', () => {
+  const info = inject('zkStandalone');
+  const scope = useScope(() => zkFixture('zkStandalone'));
+
+  it('session.timeoutMs is the timeout ZooKeeper negotiated, also when it raised the one asked for', async () => {
+    for (const asked of [info.sessionTimeoutMs, 1]) {
+      const session = await scope.open({ sessionTimeoutMs: asked });
+      // The server's own view of the connection: `cons` lists each one with its session id and timeout.
+      const sid = `sid=0x${BigInt(`0x${session.id}`).toString(16)}`;
+      const cons = await fourLetterWord(info.ports[0]!, 'cons');
+      const line = cons.split('\n').find((entry) => entry.includes(sid));
+      expect(line, `cons shows ${sid}`).toBeDefined();
+      expect(session.timeoutMs).toBe(Number(/\bto=(\d+)/.exec(line!)![1]));
+      if (asked === 1) expect(session.timeoutMs).toBeGreaterThan(1);
+      await session.close();
+    }
   });
 });
