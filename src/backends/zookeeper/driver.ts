@@ -275,6 +275,7 @@ export class ZkDriver implements Driver {
         return;
       } catch (error) {
         if (isCode(error, ZkCode.NO_NODE)) this.#mine.delete(entry.key);
+        if (isCode(error, ZkCode.SESSION_EXPIRED)) this.#lose(new SessionLostError(`ZooKeeper session 0x${this.id} expired`, { cause: error }));
         if (isCode(error, ZkCode.NO_NODE, ZkCode.SESSION_EXPIRED) || this.#requests.ended) return;
         if (!isCode(error, ZkCode.CONNECTION_LOSS)) throw this.#map(error);
         await backoff(attempt);
@@ -481,11 +482,20 @@ export class ZkDriver implements Driver {
       this.#events?.status('suspended');
     }
     else if (state === zookeeper.State.EXPIRED || state === zookeeper.State.AUTH_FAILED) {
-      const reason = new SessionLostError(`ZooKeeper session 0x${this.id} ${state === zookeeper.State.EXPIRED ? 'expired' : 'failed authentication'}`);
-      this.#end('lost', reason);
-      this.#client.close();
-      this.#events?.status('lost', reason);
+      this.#lose(new SessionLostError(`ZooKeeper session 0x${this.id} ${state === zookeeper.State.EXPIRED ? 'expired' : 'failed authentication'}`));
     }
+  }
+
+  /**
+   * The server says the session is gone. A request can say so (SESSION_EXPIRED) before the client
+   * reports the state: the session is lost from then on, so that no caller sees that error while the
+   * session still looks alive.
+   */
+  #lose(reason: SessionLostError): void {
+    if (this.#status !== 'open') return;
+    this.#end('lost', reason);
+    this.#client.close();
+    this.#events?.status('lost', reason);
   }
 
   #assertOpen(): void {
@@ -494,7 +504,11 @@ export class ZkDriver implements Driver {
   }
 
   #map(error: unknown): Error {
-    if (isCode(error, ZkCode.SESSION_EXPIRED)) return new SessionLostError(`ZooKeeper session 0x${this.id} expired`, { cause: error });
+    if (isCode(error, ZkCode.SESSION_EXPIRED)) {
+      const lost = new SessionLostError(`ZooKeeper session 0x${this.id} expired`, { cause: error });
+      this.#lose(lost);
+      return lost;
+    }
     if (isCode(error, ZkCode.CONNECTION_LOSS) && this.#status === 'closed') return new ClosedError();
     if (isCode(error, ZkCode.NO_AUTH)) {
       return new AccessDeniedError(`ZooKeeper refused the request (NoAuth): this session's credentials do not grant it under ${this.#namespace}`, { cause: error });
