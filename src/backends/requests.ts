@@ -1,4 +1,26 @@
 import type { Abortable, Entry } from '../../recipes/contract.js';
+
+/** A request's outcome, as callback-style clients report it: an error, or a falsy error and the value. */
+export type Done<T> = (error: unknown, value?: T) => void;
+/**
+ * A request in callback form, sent when called with the function that takes its outcome. The
+ * ZooKeeper driver's hot requests take this form: one promise per request (its own), not one more
+ * inside it.
+ */
+export type Start<T> = (done: Done<T>) => void;
+
+/** The request as a promise. */
+export function started<T>(start: Start<T>): Promise<T> {
+  return new Promise<T>((resolve, reject) => start((error, value) => (error ? reject(error) : resolve(value as T))));
+}
+
+/** A request made of promises (several requests, or a client's promise API) in callback form. */
+export function fromPromise<T>(request: () => Promise<T>): Start<T> {
+  return (done) => {
+    request().then((value) => done(null, value), (error: unknown) => done(error || new Error(`request failed: ${String(error)}`)));
+  };
+}
+
 /**
  * The requests a driver has in flight. Clients keep requests queued while disconnected, and not every
  * client fails them when it is closed; `end()` settles every one of them with the session's end, so
@@ -13,28 +35,13 @@ export class InFlight {
     return this.#ended !== undefined;
   }
 
+  /** A request made of promises (etcd3's API). */
   send<T>(request: () => Promise<T>): Promise<T> {
-    if (this.#ended !== undefined) return Promise.reject(this.#ended.reason);
-    return new Promise<T>((resolve, reject) => {
-      this.#rejects.add(reject);
-      request().then(
-        (value) => {
-          this.#rejects.delete(reject);
-          resolve(value);
-        },
-        (error: unknown) => {
-          this.#rejects.delete(reject);
-          reject(error);
-        },
-      );
-    });
+    return this.call(fromPromise(request));
   }
 
-  /**
-   * `send` for a request in callback form (ZooKeeper's hot requests): the returned promise is the
-   * only one made for it.
-   */
-  call<T>(start: (done: (error: unknown, value?: T) => void) => void): Promise<T> {
+  /** A request in callback form (ZooKeeper's hot requests): the returned promise is the only one made for it. */
+  call<T>(start: Start<T>): Promise<T> {
     if (this.#ended !== undefined) return Promise.reject(this.#ended.reason);
     return new Promise<T>((resolve, reject) => {
       this.#rejects.add(reject);

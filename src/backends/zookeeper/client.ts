@@ -1,5 +1,6 @@
 import zookeeper from 'node-zookeeper-client';
 import { BackendError } from '../../../recipes/errors.js';
+import { started, type Start } from '../requests.js';
 
 export type ZkClient = zookeeper.Client;
 export type ZkStat = zookeeper.Stat;
@@ -48,26 +49,6 @@ export function isCode(error: unknown, ...codes: number[]): boolean {
 export function zkLong(value: unknown): bigint {
   if (Buffer.isBuffer(value) && value.length === 8) return value.readBigUInt64BE(0);
   throw new BackendError(`unexpected ZooKeeper long ${String(value)}`);
-}
-
-/** A request's outcome, as node-zookeeper-client reports it: an error, or null and the value. */
-export type Done<T> = (error: unknown, value?: T) => void;
-/**
- * A request in callback form, sent when called with the function that takes its outcome. The driver's
- * hot requests take this form: one promise per request (its own), not one more inside it.
- */
-export type Start<T> = (done: Done<T>) => void;
-
-/** The request as a promise. */
-export function started<T>(start: Start<T>): Promise<T> {
-  return new Promise<T>((resolve, reject) => start((error, value) => (error ? reject(error) : resolve(value as T))));
-}
-
-/** A request made of promises (several requests, or a rare one) in callback form. */
-export function fromPromise<T>(request: () => Promise<T>): Start<T> {
-  return (done) => {
-    request().then((value) => done(null, value), (error: unknown) => done(error || new Error(`request failed: ${String(error)}`)));
-  };
 }
 
 export function createStart(client: ZkClient, path: string, mode: number, data: Buffer = Buffer.alloc(0), acl = aclFor('open')): Start<string> {

@@ -2,8 +2,8 @@ import zookeeper from 'node-zookeeper-client';
 import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
 import { AccessDeniedError, BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
-import { addWaiter, backoff, InFlight, sameEntries, settleWaiters, type Waiter } from '../requests.js';
-import { aclFor, corked, corkForTick, createStart, existsStart, fromPromise, getChildrenStart, getData, getDataStat, isCode, mkdirp, removeStart, watchChildren, watchDataStart, ZkCode, zkLong, type AclPolicy, type Start, type ZkClient, type ZkStat } from './client.js';
+import { addWaiter, backoff, fromPromise, InFlight, sameEntries, settleWaiters, type Start, type Waiter } from '../requests.js';
+import { aclFor, corked, corkForTick, createStart, existsStart, getChildrenStart, getData, getDataStat, isCode, mkdirp, removeStart, watchChildren, watchDataStart, ZkCode, zkLong, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
 import { entryPrefix, foreignChildren, ListingParser, parseEntryName, UuidSequence } from './names.js';
 
 export interface ZkDriverOptions {
@@ -275,7 +275,7 @@ export class ZkDriver implements Driver {
         return;
       } catch (error) {
         if (isCode(error, ZkCode.NO_NODE)) this.#mine.delete(entry.key);
-        if (isCode(error, ZkCode.SESSION_EXPIRED)) this.#lose(new SessionLostError(`ZooKeeper session 0x${this.id} expired`, { cause: error }));
+        if (isCode(error, ZkCode.SESSION_EXPIRED)) this.#lose(this.#expired(error));
         if (isCode(error, ZkCode.NO_NODE, ZkCode.SESSION_EXPIRED) || this.#requests.ended) return;
         if (!isCode(error, ZkCode.CONNECTION_LOSS)) throw this.#map(error);
         await backoff(attempt);
@@ -498,14 +498,18 @@ export class ZkDriver implements Driver {
     this.#events?.status('lost', reason);
   }
 
+  #expired(cause?: unknown): SessionLostError {
+    return new SessionLostError(`ZooKeeper session 0x${this.id} expired`, cause === undefined ? undefined : { cause });
+  }
+
   #assertOpen(): void {
-    if (this.#status === 'lost') throw new SessionLostError(`ZooKeeper session 0x${this.id} expired`);
+    if (this.#status === 'lost') throw this.#expired();
     if (this.#status === 'closed') throw new ClosedError();
   }
 
   #map(error: unknown): Error {
     if (isCode(error, ZkCode.SESSION_EXPIRED)) {
-      const lost = new SessionLostError(`ZooKeeper session 0x${this.id} expired`, { cause: error });
+      const lost = this.#expired(error);
       this.#lose(lost);
       return lost;
     }
