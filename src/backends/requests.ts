@@ -30,6 +30,12 @@ export function fromPromise<T>(request: () => Promise<T>): Start<T> {
 export class InFlight {
   readonly #rejects = new Set<(reason: unknown) => void>();
   #ended: { reason: unknown } | undefined;
+  readonly #onFailure: ((error: unknown) => void) | undefined;
+
+  /** `onFailure` sees every failed request's error before its caller does (a driver learns of its session's end from it). */
+  constructor(onFailure?: (error: unknown) => void) {
+    this.#onFailure = onFailure;
+  }
 
   get ended(): boolean {
     return this.#ended !== undefined;
@@ -48,8 +54,9 @@ export class InFlight {
       try {
         start((error, value) => {
           this.#rejects.delete(reject);
-          if (error) reject(error);
-          else resolve(value as T);
+          if (!error) return resolve(value as T);
+          this.#onFailure?.(error);
+          reject(error);
         });
       } catch (error) {
         // A request refused before it was sent (the client validates paths as it is called).

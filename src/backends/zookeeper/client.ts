@@ -7,6 +7,56 @@ export type ZkStat = zookeeper.Stat;
 export const ZkCode = zookeeper.Exception;
 
 /**
+ * Codes a ZooKeeper 3.5+ server answers that node-zookeeper-client 1.1 does not know. The client builds
+ * the error for a reply inside its socket's data handler, and throws `Unknown code` there for these: an
+ * uncaught exception, which ends the process. A request on a session the server has just removed is
+ * answered UNKNOWN_SESSION, so a session expiring under load could crash its user's process.
+ */
+export const ZkServerCode = {
+  UNKNOWN_SESSION: -12,
+  NEW_CONFIG_NO_QUORUM: -13,
+  RECONFIG_IN_PROGRESS: -14,
+  SESSION_MOVED: -118,
+  NOT_READ_ONLY: -119,
+  EPHEMERAL_ON_LOCAL_SESSION: -120,
+  NO_WATCHER: -121,
+  REQUEST_TIMEOUT: -122,
+  RECONFIG_DISABLED: -123,
+  SESSION_CLOSED_REQUIRE_SASL_AUTH: -124,
+  QUOTA_EXCEEDED: -125,
+  THROTTLED_OP: -127,
+} as const;
+
+/**
+ * Makes the client's error factory (which its connection code calls through the module's export)
+ * accept every code: one it knows gives its usual error, any other an error of the same class with
+ * the code and the server's name for it, which `zkCode` reads like any other. Installed once, when this
+ * module loads.
+ */
+const ACCEPTS_EVERY_CODE = Symbol('accepts every code');
+function acceptEveryCode(): void {
+  type Factory = ((code: number, path?: string) => zookeeper.Exception) & { [ACCEPTS_EVERY_CODE]?: true };
+  const exceptions = zookeeper.Exception as unknown as { create: Factory; prototype: zookeeper.Exception } & Record<string, unknown>;
+  const original = exceptions.create;
+  if (original[ACCEPTS_EVERY_CODE]) return;
+  const known = new Set(Object.values(exceptions).filter((value): value is number => typeof value === 'number'));
+  const names = new Map<number, string>(Object.entries(ZkServerCode).map(([name, code]) => [code, name]));
+  const create: Factory = (code, path) => {
+    if (known.has(code)) return original(code, path);
+    const error = Object.create(exceptions.prototype) as zookeeper.Exception & { code: number; name: string; path: string | undefined; message: string };
+    Error.captureStackTrace(error, create);
+    error.code = code;
+    error.name = names.get(code) ?? 'UNKNOWN';
+    error.path = path;
+    error.message = `Exception: ${error.name}[${code}]${path === undefined ? '' : `@${path}`}`;
+    return error;
+  };
+  create[ACCEPTS_EVERY_CODE] = true;
+  exceptions.create = create;
+}
+acceptEveryCode();
+
+/**
  * Who may do what with the znodes baton creates (entries and the directories above them).
  * - `open`: everyone may do everything (ZooKeeper's `OPEN_ACL_UNSAFE`); the only policy without credentials.
  * - `creator-all-world-read`: the authenticated creator may do everything, everyone may read (so that

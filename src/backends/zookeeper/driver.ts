@@ -3,7 +3,7 @@ import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
 import { AccessDeniedError, BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
 import { addWaiter, backoff, fromPromise, InFlight, sameEntries, settleWaiters, type Start, type Waiter } from '../requests.js';
-import { aclFor, corked, corkForTick, createStart, existsStart, getChildrenStart, getData, getDataStat, isCode, mkdirp, removeStart, watchChildren, watchDataStart, ZkCode, zkLong, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
+import { aclFor, corked, corkForTick, createStart, existsStart, getChildrenStart, getData, getDataStat, isCode, mkdirp, removeStart, watchChildren, watchDataStart, ZkCode, zkLong, ZkServerCode, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
 import { entryPrefix, foreignChildren, ListingParser, parseEntryName, UuidSequence } from './names.js';
 
 export interface ZkDriverOptions {
@@ -55,7 +55,7 @@ export class ZkDriver implements Driver {
   /** Orphans whose delete is on its way. */
   readonly #sweeping = new Set<string>();
   /** Every request still in flight settles with the reason the session ended. */
-  readonly #requests = new InFlight();
+  readonly #requests = new InFlight((error) => this.#onRequestFailed(error));
   readonly #heartbeat: NodeJS.Timeout;
   /** When the heartbeat still waiting for its answer was sent. */
   #heartbeatSentAt: number | undefined;
@@ -188,7 +188,7 @@ export class ZkDriver implements Driver {
           await this.#retry(fromPromise(() => mkdirp(this.#client, dir, this.#acl)));
           continue;
         }
-        if (!isCode(error, ZkCode.CONNECTION_LOSS)) throw this.#map(error);
+        if (!retriable(error)) throw this.#map(error);
         const adopted = await this.#findOwn(queue, dir, uuid);
         if (adopted !== undefined) return adopted;
         await backoff(attempt);
@@ -275,8 +275,8 @@ export class ZkDriver implements Driver {
         return;
       } catch (error) {
         if (isCode(error, ZkCode.NO_NODE)) this.#mine.delete(entry.key);
-        if (isCode(error, ZkCode.NO_NODE, ZkCode.SESSION_EXPIRED) || this.#requests.ended) return;
-        if (!isCode(error, ZkCode.CONNECTION_LOSS)) throw this.#map(error);
+        if (isCode(error, ZkCode.NO_NODE) || sessionGone(error) || this.#requests.ended) return;
+        if (!retriable(error)) throw this.#map(error);
         await backoff(attempt);
       }
     }
@@ -453,7 +453,7 @@ export class ZkDriver implements Driver {
     if (this.#status !== 'open') return this.#retryAfter(request, 0); // throws the session's end
     // The first attempt without an async frame of its own: most requests need no other.
     return this.#send(request).then(undefined, (error: unknown) => {
-      if (!isCode(error, ZkCode.CONNECTION_LOSS)) throw this.#map(error);
+      if (!retriable(error)) throw this.#map(error);
       return backoff(0).then(() => this.#retryAfter(request, 1));
     });
   }
@@ -464,7 +464,7 @@ export class ZkDriver implements Driver {
       try {
         return await this.#send(request);
       } catch (error) {
-        if (!isCode(error, ZkCode.CONNECTION_LOSS)) throw this.#map(error);
+        if (!retriable(error)) throw this.#map(error);
         await backoff(attempt);
       }
     }
@@ -486,10 +486,23 @@ export class ZkDriver implements Driver {
   }
 
   /**
-   * The client reports the session gone (expired, or its authentication failed). A request answered
-   * SESSION_EXPIRED does not end the session here: when it did, one CI run caught an uncaught
-   * `Unknown code: -12` (UNKNOWNSESSION) thrown inside node-zookeeper-client, most likely the answer to
-   * the closeSession that closing a still-connected client sends for a session already gone.
+   * Every failed request passes here before its caller sees the error. A reply saying the session is
+   * gone (SESSION_EXPIRED, or UNKNOWN_SESSION once the server has removed it) can arrive while the
+   * connection still stands, before the client reports the session expired: the session is lost from
+   * that moment, so that no caller is told of the loss while the session still looks alive. A reply
+   * saying the session moved to another connection (another client attached to it) means this
+   * connection is stale: it is dropped, the client reconnects, and the request is sent again.
+   */
+  #onRequestFailed(error: unknown): void {
+    if (this.#status !== 'open') return;
+    if (sessionGone(error)) this.#lose(this.#expired(error));
+    else if (isCode(error, ZkServerCode.SESSION_MOVED)) destroySocket(this.#client);
+  }
+
+  /**
+   * The session is gone: expired, or its authentication failed (the client's state says so), or a
+   * reply said so. Closing the client may send a closeSession the server answers UNKNOWN_SESSION, a
+   * code node-zookeeper-client would throw on without the guard in `client.ts`.
    */
   #lose(reason: SessionLostError): void {
     if (this.#status !== 'open') return;
@@ -508,8 +521,8 @@ export class ZkDriver implements Driver {
   }
 
   #map(error: unknown): Error {
-    if (isCode(error, ZkCode.SESSION_EXPIRED)) return this.#expired(error);
-    if (isCode(error, ZkCode.CONNECTION_LOSS) && this.#status === 'closed') return new ClosedError();
+    if (sessionGone(error)) return this.#expired(error);
+    if (retriable(error) && this.#status === 'closed') return new ClosedError();
     if (isCode(error, ZkCode.NO_AUTH)) {
       return new AccessDeniedError(`ZooKeeper refused the request (NoAuth): this session's credentials do not grant it under ${this.#namespace}`, { cause: error });
     }
@@ -532,6 +545,16 @@ function connected(client: ZkClient, options: ZkDriverOptions): Promise<void> {
     client.once('connected', onConnected);
     client.connect();
   });
+}
+
+/** The server says the session no longer exists. */
+function sessionGone(error: unknown): boolean {
+  return isCode(error, ZkCode.SESSION_EXPIRED, ZkServerCode.UNKNOWN_SESSION);
+}
+
+/** The request did not complete on this connection and may be sent again once the client has (re)connected. */
+function retriable(error: unknown): boolean {
+  return isCode(error, ZkCode.CONNECTION_LOSS, ZkServerCode.SESSION_MOVED);
 }
 
 /** The 10-digit sequence suffix of one of our entries' paths. */

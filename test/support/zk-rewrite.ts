@@ -1,0 +1,135 @@
+import net from 'node:net';
+
+/** ZooKeeper request types (jute OpCode) the tests pick requests by. */
+export const ZkOp = { create: 1, delete: 2, exists: 3, getData: 4, getChildren2: 12 } as const;
+
+interface Rule {
+  readonly op: number;
+  readonly path: string;
+  readonly err: number;
+  readonly matched: () => void;
+}
+
+/**
+ * A TCP proxy in front of one real ZooKeeper server that can change the error code of one reply: the
+ * server handles the request as usual, and the client reads `err` instead of the server's answer. It
+ * is how a test makes a client meet an answer a real server gives only in a narrow race (a request
+ * on a session being closed or just removed, on a session another connection has taken over).
+ *
+ * It reads the protocol's frames (a 4-byte length, then the frame): the first frame each way is the
+ * connect request and its response; after that a request starts with its xid and type, a reply with
+ * the xid, the zxid and the error code.
+ */
+export class ZkReplyRewriter {
+  readonly port: number;
+  readonly #server: net.Server;
+  readonly #sockets = new Set<net.Socket>();
+  #rule: Rule | undefined;
+
+  private constructor(server: net.Server, port: number) {
+    this.#server = server;
+    this.port = port;
+  }
+
+  static async start(target: number): Promise<ZkReplyRewriter> {
+    let proxy: ZkReplyRewriter | undefined;
+    const server = net.createServer((client) => proxy?.#accept(client, target));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => resolve());
+    });
+    server.unref();
+    const address = server.address();
+    proxy = new ZkReplyRewriter(server, typeof address === 'object' && address !== null ? address.port : 0);
+    return proxy;
+  }
+
+  get address(): string {
+    return `127.0.0.1:${this.port}`;
+  }
+
+  /** Connections open through the proxy (each counted once). */
+  get connections(): number {
+    return this.#sockets.size / 2;
+  }
+
+  /**
+   * The reply to the next request of type `op` on `path` (the server's path, chroot included) carries
+   * error code `err`. Resolves when that reply has been passed on changed.
+   */
+  answerNext(op: number, path: string, err: number): Promise<void> {
+    return new Promise((resolve) => {
+      this.#rule = { op, path, err, matched: resolve };
+    });
+  }
+
+  async close(): Promise<void> {
+    for (const socket of this.#sockets) socket.destroy();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+
+  #accept(client: net.Socket, target: number): void {
+    const server = net.connect({ host: '127.0.0.1', port: target });
+    this.#sockets.add(client).add(server);
+    /** The xid of the request whose reply is to be changed on this connection, and the rule it matched. */
+    let pending: { xid: number; rule: Rule } | undefined;
+    const up = frames((frame, index) => {
+      const rule = this.#rule;
+      if (index > 0 && rule !== undefined && pending === undefined && frame.length >= 8 && frame.readInt32BE(4) === rule.op && pathOf(frame) === rule.path) {
+        this.#rule = undefined;
+        pending = { xid: frame.readInt32BE(0), rule };
+      }
+    });
+    const down = frames((frame, index) => {
+      if (index === 0 || pending === undefined || frame.length < 16 || frame.readInt32BE(0) !== pending.xid) return;
+      frame.writeInt32BE(pending.rule.err, 12);
+      const { rule } = pending;
+      pending = undefined;
+      setImmediate(rule.matched);
+    });
+    client.on('data', (chunk: Buffer) => server.write(up(chunk)));
+    server.on('data', (chunk: Buffer) => client.write(down(chunk)));
+    const end = (): void => {
+      client.destroy();
+      server.destroy();
+      this.#sockets.delete(client);
+      this.#sockets.delete(server);
+    };
+    for (const socket of [client, server]) {
+      socket.on('error', end);
+      socket.on('close', end);
+    }
+  }
+}
+
+/**
+ * Reassembles length-prefixed frames from a byte stream. `inspect` sees each whole frame (without its
+ * length) and may change it in place; the returned function gives back the bytes to forward, which are
+ * whole frames only (a partial frame waits for the rest).
+ */
+function frames(inspect: (frame: Buffer, index: number) => void): (chunk: Buffer) => Buffer {
+  let buffered = Buffer.alloc(0);
+  let index = 0;
+  return (chunk) => {
+    buffered = Buffer.concat([buffered, chunk]);
+    let at = 0;
+    while (buffered.length - at >= 4) {
+      const length = buffered.readInt32BE(at);
+      if (buffered.length - at - 4 < length) break;
+      inspect(buffered.subarray(at + 4, at + 4 + length), index);
+      index += 1;
+      at += 4 + length;
+    }
+    const whole = buffered.subarray(0, at);
+    buffered = buffered.subarray(at);
+    return Buffer.from(whole);
+  };
+}
+
+/** The path of a request whose body starts with one (every request the tests pick does). */
+function pathOf(frame: Buffer): string | undefined {
+  if (frame.length < 12) return undefined;
+  const length = frame.readInt32BE(8);
+  if (length < 0 || 12 + length > frame.length) return undefined;
+  return frame.toString('utf8', 12, 12 + length);
+}

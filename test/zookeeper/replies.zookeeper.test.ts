@@ -1,0 +1,95 @@
+import { describe, expect, inject, it } from 'vitest';
+import { BackendError, LockLostError, SessionLostError } from '../../recipes/errors.js';
+import { FairMutex } from '../../recipes/mutex.js';
+import { zkCode, ZkServerCode } from '../../src/backends/zookeeper/client.js';
+import { connect } from '../../src/connect.js';
+import type { BatonSession } from '../../src/session.js';
+import { useScope } from '../support/scope.js';
+import { eventually } from '../support/wait.js';
+import { ZkOp, ZkReplyRewriter } from '../support/zk-rewrite.js';
+import { zkFixture } from '../support/zookeeper.js';
+
+// Answers a real server gives only in narrow races, made certain by changing one reply's error code on
+// the way (the server handled the request as usual). node-zookeeper-client 1.1 throws, uncaught, on
+// every code it does not know: without baton's guard, each of these tests would end its process.
+describe('ZooKeeper: replies the client library does not expect', () => {
+  const scope = useScope(() => zkFixture('zkStandalone'));
+  const info = inject('zkStandalone');
+
+  async function throughRewriter(run: (session: BatonSession, rewriter: ZkReplyRewriter) => Promise<void>): Promise<void> {
+    const rewriter = await ZkReplyRewriter.start(info.ports[0]!);
+    const session = await connect(scope.fixture.url(scope.namespace).replace(info.connectString, rewriter.address), scope.fixture.options);
+    try {
+      await run(session, rewriter);
+    } finally {
+      await session.close();
+      // A session lost to a changed reply is still alive on the server: the client's closeSession ends
+      // it, and the server then hangs up. Not before that may the proxy go.
+      await eventually('the server hung up', () => rewriter.connections === 0, info.sessionTimeoutMs);
+      await rewriter.close();
+    }
+  }
+
+  for (const [name, code] of [
+    ['SESSION_EXPIRED', -112],
+    ['UNKNOWN_SESSION', ZkServerCode.UNKNOWN_SESSION],
+  ] as const) {
+    it(`a reply ${name} (${code}) loses the session before the caller hears of it: state, holds and the error agree`, async () => {
+      await throughRewriter(async (session, rewriter) => {
+        const held = await new FairMutex(session, 'gone').acquire();
+        const states: string[] = [];
+        session.on('state', (state) => states.push(state));
+        const answered = rewriter.answerNext(ZkOp.getChildren2, `/${scope.namespace}/gone`, code);
+        let stateWhenTold: string | undefined;
+        let holdAbortedWhenTold: boolean | undefined;
+        const listing = session.backend.list('gone').catch((error: unknown) => {
+          stateWhenTold = session.state;
+          holdAbortedWhenTold = held.signal.aborted;
+          throw error;
+        });
+        await expect(listing).rejects.toBeInstanceOf(SessionLostError);
+        await answered;
+        expect(stateWhenTold).toBe('lost');
+        expect(holdAbortedWhenTold).toBe(true);
+        expect(states).toEqual(['lost']);
+        expect(held.signal.reason).toBeInstanceOf(LockLostError);
+        expect((held.signal.reason as LockLostError).cause).toBeInstanceOf(SessionLostError);
+        expect(zkCode((await listing.catch((error: unknown) => error)) as Error)).toBe(code);
+      });
+    });
+  }
+
+  it('a reply SESSION_MOVED (-118) drops the stale connection and the request is sent again: the hold survives', async () => {
+    await throughRewriter(async (session, rewriter) => {
+      const held = await new FairMutex(session, 'moved').acquire();
+      const states: string[] = [];
+      session.on('state', (state) => states.push(state));
+      const answered = rewriter.answerNext(ZkOp.getChildren2, `/${scope.namespace}/moved`, ZkServerCode.SESSION_MOVED);
+      const entries = await session.backend.list('moved');
+      await answered;
+      expect(entries.map((entry) => entry.key)).toEqual([held.entry.key]);
+      await eventually('connected again', () => session.state === 'connected', info.sessionTimeoutMs);
+      expect(states).toEqual(['suspended', 'connected']);
+      expect(held.signal.aborted).toBe(false);
+      await held.release();
+    });
+  });
+
+  it('a reply with a code no client knows fails that request with BackendError (code kept) and nothing else', async () => {
+    await throughRewriter(async (session, rewriter) => {
+      const held = await new FairMutex(session, 'odd').acquire();
+      const answered = rewriter.answerNext(ZkOp.getChildren2, `/${scope.namespace}/odd`, -999);
+      const failed = await session.backend.list('odd').then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      await answered;
+      expect(failed).toBeInstanceOf(BackendError);
+      expect(zkCode(failed)).toBe(-999);
+      expect(session.state).toBe('connected');
+      expect((await session.backend.list('odd')).map((entry) => entry.key)).toEqual([held.entry.key]);
+      expect(held.signal.aborted).toBe(false);
+      await held.release();
+    });
+  });
+});
