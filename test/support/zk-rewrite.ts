@@ -33,7 +33,9 @@ export class ZkReplyRewriter {
 
   static async start(target: number): Promise<ZkReplyRewriter> {
     let proxy: ZkReplyRewriter | undefined;
-    const server = net.createServer((client) => proxy?.#accept(client, target));
+    const server = net.createServer((client) => {
+      if (proxy !== undefined) proxy.#accept(client, target);
+    });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(0, '127.0.0.1', () => resolve());

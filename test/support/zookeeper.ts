@@ -1,3 +1,4 @@
+import net from 'node:net';
 import zookeeper from 'node-zookeeper-client';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { ZkDriver, zkCounters } from '../../src/backends/zookeeper/driver.js';
@@ -45,45 +46,74 @@ export function zkFixtureOf(info: ZkInfo, name: string): Fixture {
 /**
  * Ends a session from the server side: a second connection with the same id and password closes it.
  * The original client may win the session back by reconnecting in between, so the close is repeated
- * until the leader's session tracker no longer lists the session.
+ * until the server answers it, and the leader's session tracker no longer lists the session.
  */
 export async function expireZkSession(info: ZkInfo, session: BatonSession): Promise<void> {
   const driver = session.backend;
   if (!(driver instanceof ZkDriver)) throw new Error('not a ZooKeeper session');
   const id = `0x${BigInt(`0x${driver.id}`).toString(16)}`;
-  for (let attempt = 0; attempt < 10; attempt += 1) {
-    await attachAndClose(info.connectString, driver);
-    const gone = Date.now() + 300;
+  const attempts = 50;
+  for (let attempt = 0; attempt < attempts; attempt += 1) {
+    const outcome = await attachAndClose(info.connectString, driver, attempt);
+    if (outcome === 'taken back') continue;
+    const gone = Date.now() + info.sessionTimeoutMs;
     while (Date.now() < gone) {
       if (!(await sessionAlive(info.ports, id))) return;
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
-  throw new Error(`session ${id} survived 10 attempts to close it`);
+  throw new Error(`session ${id} survived ${attempts} attempts to close it`);
 }
 
-async function attachAndClose(connectString: string, driver: ZkDriver): Promise<void> {
-  const client = zookeeper.createClient(connectString, { ...driver.sessionCredentials(), sessionTimeout: driver.timeoutMs });
-  try {
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('could not attach to the session to expire it')), 10_000);
-      client.once('connected', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-      client.connect();
+/**
+ * Attaches to the session from a second connection and closes it, with both requests in one write:
+ * the close is already waiting in the server's socket buffer when the attach completes. (A client
+ * library would wait for the connect response first.) The attach makes the server drop the session's
+ * own connection; its client reconnects at once and, when it gets there before the close, takes the
+ * session back and drops this connection: 'taken back', try again. 'closed' when the server answered
+ * the close, 'gone' when the session no longer existed.
+ */
+async function attachAndClose(connectString: string, driver: ZkDriver, attempt: number): Promise<'closed' | 'gone' | 'taken back'> {
+  const hosts = connectString.split(',');
+  const [host, port] = hosts[attempt % hosts.length]!.split(':') as [string, string];
+  const { sessionId, sessionPassword } = driver.sessionCredentials();
+  const connect = Buffer.alloc(4 + 4 + 8 + 4 + 8 + 4 + sessionPassword.length + 1);
+  let at = connect.writeInt32BE(connect.length - 4, 0);
+  at = connect.writeInt32BE(0, at); // protocol version
+  at = connect.writeBigInt64BE(0n, at); // last zxid seen
+  at = connect.writeInt32BE(driver.timeoutMs, at);
+  at += sessionId.copy(connect, at);
+  at = connect.writeInt32BE(sessionPassword.length, at);
+  at += sessionPassword.copy(connect, at);
+  connect.writeUInt8(0, at); // not read-only
+  const close = Buffer.alloc(12);
+  close.writeInt32BE(8, 0);
+  close.writeInt32BE(CLOSE_XID, 4);
+  close.writeInt32BE(-11, 8); // closeSession
+  const answer = await new Promise<Buffer>((resolve, reject) => {
+    const received: Buffer[] = [];
+    const socket = net.connect({ host, port: Number(port) }, () => socket.write(Buffer.concat([connect, close])));
+    // The server hangs up once the session is closed, at once if it no longer exists, or when the
+    // session's own client takes it back.
+    const timer = setTimeout(() => socket.destroy(), 2_000);
+    socket.on('data', (chunk: Buffer) => received.push(chunk));
+    socket.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
     });
-  } finally {
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, 2_000);
-      client.once('disconnected', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-      client.close();
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(Buffer.concat(received));
     });
-  }
+  });
+  // The connect response: length, protocol version, granted timeout (0: no such session), ...
+  if (answer.length >= 12 && answer.readInt32BE(8) === 0) return 'gone';
+  const connectLength = answer.length >= 4 ? answer.readInt32BE(0) : Number.MAX_SAFE_INTEGER;
+  // Then the close's reply: length, xid, zxid, error code.
+  const reply = answer.subarray(4 + connectLength);
+  return reply.length >= 20 && reply.readInt32BE(4) === CLOSE_XID && reply.readInt32BE(16) === 0 ? 'closed' : 'taken back';
 }
+const CLOSE_XID = 1;
 
 /** Whether the leader's (or standalone server's) session tracker still lists the session. */
 async function sessionAlive(ports: readonly number[], id: string): Promise<boolean> {
