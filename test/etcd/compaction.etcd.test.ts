@@ -1,0 +1,46 @@
+import { Etcd3 } from 'etcd3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FairMutex } from '../../recipes/mutex.js';
+import { startEtcd, type EtcdCluster } from '../harness/etcd.js';
+import { etcdFixtureOf } from '../support/etcd.js';
+import { useScope } from '../support/scope.js';
+
+// An etcd of its own: compacting the shared server's history would break other files' watches.
+describe('etcd: waits whose start revision was compacted away', () => {
+  let etcd: EtcdCluster;
+  let admin: Etcd3;
+  beforeAll(async () => {
+    etcd = await startEtcd({ size: 1 });
+    admin = new Etcd3({ hosts: etcd.endpoints });
+  });
+  afterAll(async () => {
+    admin?.close();
+    await etcd?.stop();
+  });
+  const scope = useScope(() => etcdFixtureOf({ endpoints: etcd.endpoints, ttlSeconds: 2 }, 'etcd (own server)'));
+
+  /** Writes elsewhere, then compacts the history up to the head: every older revision is gone. */
+  async function compactToHead(): Promise<void> {
+    for (let i = 0; i < 3; i += 1) await admin.put(`elsewhere-${scope.namespace}`).value(String(i));
+    const { header } = await admin.kv.range({ key: Buffer.from(`elsewhere-${scope.namespace}`) });
+    await admin.kv.compact({ revision: header.revision, physical: true });
+    await admin.delete().key(`elsewhere-${scope.namespace}`);
+  }
+
+  it('a wait for an entry read before the compaction is still woken when the entry goes', async () => {
+    const [a, b] = [await scope.open(), await scope.open()];
+    const held = await new FairMutex(a, 'q').acquire();
+    const { entry, queue } = await b.backend.enqueue('q', 'lock');
+    expect(queue.map((e) => e.key)).toEqual([held.entry.key, entry.key]);
+    await compactToHead();
+    const outcome: string[] = [];
+    const gone = b.backend.waitGone(queue[0]!, new AbortController().signal).then(
+      () => outcome.push('woken'),
+      (error: unknown) => outcome.push(`failed: ${String(error)}`),
+    );
+    await held.release();
+    await gone;
+    expect(outcome).toEqual(['woken']);
+    await b.backend.withdraw(entry);
+  });
+});
