@@ -145,11 +145,15 @@ export class BatonSession implements Session {
     this.#tell('lock', event);
   }
 
-  /** Listeners called from inside a backend or recipe step must not be able to break that step. */
-  #tell(name: 'lock' | 'foreign', event: unknown): void {
-    for (const listener of this.#events.listeners(name) as ((event: unknown) => void)[]) {
+  /**
+   * Listeners called from inside a backend or recipe step must not be able to break that step (a
+   * state listener that threw would have left holders standing on a suspension with onSuspend
+   * 'abort', or a request unsettled).
+   */
+  #tell(name: SessionEvent, ...args: unknown[]): void {
+    for (const listener of this.#events.listeners(name) as ((...args: unknown[]) => void)[]) {
       try {
-        listener(event);
+        listener(...args);
       } catch (error) {
         process.nextTick(() => {
           throw error;
@@ -160,7 +164,7 @@ export class BatonSession implements Session {
 
   /** @internal Announces the session that replaces this lost one. */
   replacedBy(next: BatonSession): void {
-    this.#events.emit('replaced', next);
+    this.#tell('replaced', next);
   }
 
   enter(): () => void {
@@ -296,7 +300,7 @@ export class BatonSession implements Session {
     const previous = this.#state;
     if (previous === state) return;
     this.#state = state;
-    this.#events.emit('state', state, previous);
+    this.#tell('state', state, previous);
   }
 }
 

@@ -143,3 +143,32 @@ describe('a lock listener that throws', () => {
     expect(uncaught).toEqual([failure, failure, failure]);
   });
 });
+
+describe('a state listener that throws', () => {
+  it('breaks no transition and no other listener; its error is rethrown as an uncaught exception', async () => {
+    const session = await open();
+    const lock = await new FairMutex(session, 'm').acquire();
+    const failure = new Error('state listener bug');
+    const heard: string[] = [];
+    session.on('state', () => {
+      throw failure;
+    });
+    session.on('state', (state) => void heard.push(state));
+    const uncaught: unknown[] = [];
+    const previous = process.listeners('uncaughtException');
+    process.removeAllListeners('uncaughtException');
+    process.on('uncaughtException', (error) => void uncaught.push(error));
+    try {
+      // The backend reports the loss; the listener's error must not reach it.
+      expect(() => expireMemorySession(session)).not.toThrow();
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.removeAllListeners('uncaughtException');
+      for (const listener of previous) process.on('uncaughtException', listener);
+    }
+    expect(session.state).toBe('lost');
+    expect(lock.signal.aborted).toBe(true);
+    expect(heard).toEqual(['lost']);
+    expect(uncaught).toEqual([failure]);
+  });
+});

@@ -55,8 +55,11 @@ export class InFlight {
         start((error, value) => {
           this.#rejects.delete(reject);
           if (!error) return resolve(value as T);
-          this.#onFailure?.(error);
-          reject(error);
+          try {
+            this.#onFailure?.(error);
+          } finally {
+            reject(error); // whatever the hook did, the request settles
+          }
         });
       } catch (error) {
         // A request refused before it was sent (the client validates paths as it is called).

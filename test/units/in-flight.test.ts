@@ -38,4 +38,22 @@ describe('InFlight.call', () => {
     await expect(requests.call(() => (sent = true))).rejects.toBe(reason);
     expect(sent).toBe(false);
   });
+
+  it('the failure hook sees a failed request first, and the request settles even when the hook throws', async () => {
+    const seen: unknown[] = [];
+    const failure = new Error('refused');
+    const hookBug = new Error('hook bug');
+    const requests = new InFlight((error) => {
+      seen.push(error);
+      throw hookBug;
+    });
+    let answer: ((error: unknown) => void) | undefined;
+    const pending = requests.call((done) => (answer = done));
+    expect(() => answer!(failure)).toThrow(hookBug);
+    expect(seen).toEqual([failure]);
+    await expect(pending).rejects.toBe(failure);
+    // A success does not pass through the hook.
+    await expect(requests.call<number>((done) => done(null, 1))).resolves.toBe(1);
+    expect(seen).toEqual([failure]);
+  });
 });
