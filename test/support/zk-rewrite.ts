@@ -7,6 +7,8 @@ interface Rule {
   readonly op: number;
   readonly path: string;
   readonly err: number;
+  /** After the changed reply, nothing more passes on that connection either way (a server gone silent). */
+  readonly thenSilence: boolean;
   readonly matched: () => void;
 }
 
@@ -59,9 +61,9 @@ export class ZkReplyRewriter {
    * The reply to the next request of type `op` on `path` (the server's path, chroot included) carries
    * error code `err`. Resolves when that reply has been passed on changed.
    */
-  answerNext(op: number, path: string, err: number): Promise<void> {
+  answerNext(op: number, path: string, err: number, options: { thenSilence?: boolean } = {}): Promise<void> {
     return new Promise((resolve) => {
-      this.#rule = { op, path, err, matched: resolve };
+      this.#rule = { op, path, err, thenSilence: options.thenSilence ?? false, matched: resolve };
     });
   }
 
@@ -75,6 +77,7 @@ export class ZkReplyRewriter {
     this.#sockets.add(client).add(server);
     /** The xid of the request whose reply is to be changed on this connection, and the rule it matched. */
     let pending: { xid: number; rule: Rule } | undefined;
+    let silent = false;
     const up = frames((frame, index) => {
       const rule = this.#rule;
       if (index > 0 && rule !== undefined && pending === undefined && frame.length >= 8 && frame.readInt32BE(4) === rule.op && pathOf(frame) === rule.path) {
@@ -88,9 +91,14 @@ export class ZkReplyRewriter {
       const { rule } = pending;
       pending = undefined;
       setImmediate(rule.matched);
+      if (rule.thenSilence) silent = true;
     });
-    client.on('data', (chunk: Buffer) => server.write(up(chunk)));
-    server.on('data', (chunk: Buffer) => client.write(down(chunk)));
+    client.on('data', (chunk: Buffer) => silent || server.write(up(chunk)));
+    server.on('data', (chunk: Buffer) => {
+      if (silent) return;
+      const passing = down(chunk);
+      if (passing.length > 0) client.write(passing);
+    });
     const end = (): void => {
       client.destroy();
       server.destroy();

@@ -52,17 +52,23 @@ export async function expireZkSession(info: ZkInfo, session: BatonSession): Prom
   const driver = session.backend;
   if (!(driver instanceof ZkDriver)) throw new Error('not a ZooKeeper session');
   const id = `0x${BigInt(`0x${driver.id}`).toString(16)}`;
-  const attempts = 50;
-  for (let attempt = 0; attempt < attempts; attempt += 1) {
+  // Long enough for an ensemble to elect a leader when a fault test has killed one.
+  const giveUpAt = Date.now() + info.sessionTimeoutMs * 10;
+  for (let attempt = 0; Date.now() < giveUpAt; attempt += 1) {
     const outcome = await attachAndClose(info.connectString, driver, attempt);
     if (outcome === 'taken back') continue;
+    if (outcome === 'unanswered') {
+      // That member is down, or cannot serve (no quorum): the next one, after a pause.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      continue;
+    }
     const gone = Date.now() + info.sessionTimeoutMs;
     while (Date.now() < gone) {
       if (!(await sessionAlive(info.ports, id))) return;
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
-  throw new Error(`session ${id} survived ${attempts} attempts to close it`);
+  throw new Error(`session ${id} survived every attempt to close it for ${info.sessionTimeoutMs * 10} ms`);
 }
 
 /**
@@ -71,9 +77,10 @@ export async function expireZkSession(info: ZkInfo, session: BatonSession): Prom
  * library would wait for the connect response first.) The attach makes the server drop the session's
  * own connection; its client reconnects at once and, when it gets there before the close, takes the
  * session back and drops this connection: 'taken back', try again. 'closed' when the server answered
- * the close, 'gone' when the session no longer existed.
+ * the close, 'gone' when the session no longer existed, 'unanswered' when the member refused the
+ * connection or hung up without a connect response.
  */
-async function attachAndClose(connectString: string, driver: ZkDriver, attempt: number): Promise<'closed' | 'gone' | 'taken back'> {
+async function attachAndClose(connectString: string, driver: ZkDriver, attempt: number): Promise<'closed' | 'gone' | 'taken back' | 'unanswered'> {
   const hosts = connectString.split(',');
   const [host, port] = hosts[attempt % hosts.length]!.split(':') as [string, string];
   const { sessionId, sessionPassword } = driver.sessionCredentials();
@@ -90,24 +97,22 @@ async function attachAndClose(connectString: string, driver: ZkDriver, attempt: 
   close.writeInt32BE(8, 0);
   close.writeInt32BE(CLOSE_XID, 4);
   close.writeInt32BE(-11, 8); // closeSession
-  const answer = await new Promise<Buffer>((resolve, reject) => {
+  const answer = await new Promise<Buffer>((resolve) => {
     const received: Buffer[] = [];
     const socket = net.connect({ host, port: Number(port) }, () => socket.write(Buffer.concat([connect, close])));
     // The server hangs up once the session is closed, at once if it no longer exists, or when the
     // session's own client takes it back.
     const timer = setTimeout(() => socket.destroy(), 2_000);
     socket.on('data', (chunk: Buffer) => received.push(chunk));
-    socket.on('error', (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
+    socket.on('error', () => undefined); // followed by 'close'
     socket.on('close', () => {
       clearTimeout(timer);
       resolve(Buffer.concat(received));
     });
   });
   // The connect response: length, protocol version, granted timeout (0: no such session), ...
-  if (answer.length >= 12 && answer.readInt32BE(8) === 0) return 'gone';
+  if (answer.length < 12) return 'unanswered';
+  if (answer.readInt32BE(8) === 0) return 'gone';
   const connectLength = answer.length >= 4 ? answer.readInt32BE(0) : Number.MAX_SAFE_INTEGER;
   // Then the close's reply: length, xid, zxid, error code.
   const reply = answer.subarray(4 + connectLength);

@@ -59,6 +59,20 @@ describe('ZooKeeper: replies the client library does not expect', () => {
     });
   }
 
+  it('a session lost to such a reply on a server that then goes silent does not keep its socket open', async () => {
+    await throughRewriter(async (session, rewriter) => {
+      const held = await new FairMutex(session, 'silent').acquire();
+      const answered = rewriter.answerNext(ZkOp.getChildren2, `/${scope.namespace}/silent`, -112, { thenSilence: true });
+      await expect(session.backend.list('silent')).rejects.toBeInstanceOf(SessionLostError);
+      await answered;
+      expect(held.signal.aborted).toBe(true);
+      // The close the client sends is never answered: the driver destroys the socket itself.
+      await eventually('the socket closed', () => rewriter.connections === 0, info.sessionTimeoutMs * 2);
+      // The session never heard the close: the server expires it, and its entry goes with it.
+      await eventually('the server expired the session', async () => (await scope.fixture.entries(scope.namespace)).length === 0, scope.fixture.lossDeadlineMs);
+    });
+  });
+
   it('a reply SESSION_MOVED (-118) drops the stale connection and the request is sent again: the hold survives', async () => {
     await throughRewriter(async (session, rewriter) => {
       const held = await new FairMutex(session, 'moved').acquire();

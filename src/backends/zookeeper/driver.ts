@@ -507,8 +507,20 @@ export class ZkDriver implements Driver {
   #lose(reason: SessionLostError): void {
     if (this.#status !== 'open') return;
     this.#end('lost', reason);
-    this.#client.close();
+    this.#hangUp();
     this.#events?.status('lost', reason);
+  }
+
+  /**
+   * Closes the client of a lost session. The connection may still stand (the loss came in a reply), so
+   * the server is asked to close it; if it has not hung up a moment later, the socket is destroyed,
+   * so that no open socket keeps the process alive.
+   */
+  #hangUp(): void {
+    const timer = setTimeout(() => destroySocket(this.#client), Math.min(this.timeoutMs, 2_000));
+    timer.unref();
+    this.#client.once('disconnected', () => clearTimeout(timer));
+    this.#client.close();
   }
 
   #expired(cause?: unknown): SessionLostError {
