@@ -513,11 +513,12 @@ export class ZkDriver implements Driver {
 
   /**
    * Closes the client of a lost session. The connection may still stand (the loss came in a reply), so
-   * the server is asked to close it; if it has not hung up a moment later, the socket is destroyed,
-   * so that no open socket keeps the process alive.
+   * the server is asked to close it; if it has not hung up within a third of the session timeout (2 s
+   * at most: a generous round trip), the socket is destroyed, so that no open socket keeps the process
+   * alive.
    */
   #hangUp(): void {
-    const timer = setTimeout(() => destroySocket(this.#client), Math.min(this.timeoutMs, 2_000));
+    const timer = setTimeout(() => destroySocket(this.#client), Math.min(this.timeoutMs / 3, 2_000));
     timer.unref();
     this.#client.once('disconnected', () => clearTimeout(timer));
     this.#client.close();
