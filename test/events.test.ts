@@ -150,9 +150,10 @@ describe('a state listener that throws', () => {
     const lock = await new FairMutex(session, 'm').acquire();
     const failure = new Error('state listener bug');
     const heard: string[] = [];
-    session.on('state', () => {
+    const buggy = (): void => {
       throw failure;
-    });
+    };
+    session.on('state', buggy);
     session.on('state', (state) => void heard.push(state));
     const uncaught: unknown[] = [];
     const previous = process.listeners('uncaughtException');
@@ -163,6 +164,7 @@ describe('a state listener that throws', () => {
       expect(() => expireMemorySession(session)).not.toThrow();
       await new Promise((resolve) => setImmediate(resolve));
     } finally {
+      session.off('state', buggy); // the session's close after the test changes its state again
       process.removeAllListeners('uncaughtException');
       for (const listener of previous) process.on('uncaughtException', listener);
     }
