@@ -489,14 +489,10 @@ export class ZkDriver implements Driver {
    * Every failed request passes here before its caller sees the error. A reply saying the session is
    * gone (SESSION_EXPIRED, or UNKNOWN_SESSION once the server has removed it) can arrive while the
    * connection still stands, before the client reports the session expired: the session is lost from
-   * that moment, so that no caller is told of the loss while the session still looks alive. A reply
-   * saying the session moved to another connection (another client attached to it) means this
-   * connection is stale: it is dropped, the client reconnects, and the request is sent again.
+   * that moment, so that no caller is told of the loss while the session still looks alive.
    */
   #onRequestFailed(error: unknown): void {
-    if (this.#status !== 'open') return;
-    if (sessionGone(error)) this.#lose(this.#expired(error));
-    else if (isCode(error, ZkServerCode.SESSION_MOVED)) destroySocket(this.#client);
+    if (this.#status === 'open' && sessionGone(error)) this.#lose(this.#expired(error));
   }
 
   /**
@@ -565,9 +561,13 @@ function sessionGone(error: unknown): boolean {
   return isCode(error, ZkCode.SESSION_EXPIRED, ZkServerCode.UNKNOWN_SESSION);
 }
 
-/** The request did not complete on this connection and may be sent again once the client has (re)connected. */
+/**
+ * The request did not complete on this connection and may be sent again once the client has
+ * (re)connected. (A request on a connection the session has moved away from is not answered
+ * SESSION_MOVED: ZooKeeper closes that connection instead, which the client reports as a loss.)
+ */
 function retriable(error: unknown): boolean {
-  return isCode(error, ZkCode.CONNECTION_LOSS, ZkServerCode.SESSION_MOVED);
+  return isCode(error, ZkCode.CONNECTION_LOSS);
 }
 
 /** The 10-digit sequence suffix of one of our entries' paths. */
