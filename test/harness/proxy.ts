@@ -2,6 +2,18 @@ import net from 'node:net';
 
 type Mode = 'forward' | 'blackhole';
 
+/** A TCP server on a free 127.0.0.1 port (not keeping the process alive), for the test proxies. */
+export async function listenOnLoopback(onConnection: (client: net.Socket) => void): Promise<{ server: net.Server; port: number }> {
+  const server = net.createServer(onConnection);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  server.unref();
+  const address = server.address();
+  return { server, port: typeof address === 'object' && address !== null ? address.port : 0 };
+}
+
 interface Pair {
   readonly client: net.Socket;
   readonly server: net.Socket;
@@ -35,14 +47,8 @@ export class TcpProxy {
 
   static async start(target: { host?: string; port: number }): Promise<TcpProxy> {
     let proxy: TcpProxy | undefined;
-    const server = net.createServer((client) => proxy?.accept(client, target));
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => resolve());
-    });
-    server.unref();
-    const address = server.address();
-    proxy = new TcpProxy(server, typeof address === 'object' && address !== null ? address.port : 0);
+    const { server, port } = await listenOnLoopback((client) => proxy?.accept(client, target));
+    proxy = new TcpProxy(server, port);
     return proxy;
   }
 

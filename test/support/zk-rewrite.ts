@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { listenOnLoopback } from '../harness/proxy.js';
 
 /** ZooKeeper request types (jute OpCode) the tests pick requests by. */
 export const ZkOp = { create: 1, delete: 2, exists: 3, getData: 4, getChildren2: 12 } as const;
@@ -35,16 +36,10 @@ export class ZkReplyRewriter {
 
   static async start(target: number): Promise<ZkReplyRewriter> {
     let proxy: ZkReplyRewriter | undefined;
-    const server = net.createServer((client) => {
+    const { server, port } = await listenOnLoopback((client) => {
       if (proxy !== undefined) proxy.#accept(client, target);
     });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => resolve());
-    });
-    server.unref();
-    const address = server.address();
-    proxy = new ZkReplyRewriter(server, typeof address === 'object' && address !== null ? address.port : 0);
+    proxy = new ZkReplyRewriter(server, port);
     return proxy;
   }
 
