@@ -5,7 +5,7 @@ import { AccessDeniedError, BackendError, BatonError, ClosedError, SessionLostEr
 import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
 import { addWaiter, backoff, InFlight, sameEntries, untilAborted, type Waiter } from '../requests.js';
 import { KeepAlive } from './keepalive.js';
-import { entriesFromRange, entryKey, foreignKeys, leaseHex, prefixEnd, queuePrefix, slotOf, type StoredKey } from './keys.js';
+import { entriesFromRange, EtcdEntry, entryKey, foreignKeys, leaseHex, prefixEnd, queuePrefix, slotOf, type StoredKey } from './keys.js';
 import { Slots } from './slots.js';
 
 export interface EtcdDriverOptions {
@@ -72,10 +72,6 @@ export class EtcdDriver implements Driver {
   readonly #watchers = new Set<Watcher>();
   /** Every queue-change wait in progress, by the function that ends it when the session ends. */
   readonly #prefixWaits = new Set<(reason: Error) => void>();
-  /** The revision of the read each entry we handed out was seen in: a watch starts right after it. */
-  readonly #seenAt = new WeakMap<Entry, bigint>();
-  /** Each entry's create revision, which a downgraded entry's order is not: the delete guard needs it. */
-  readonly #createdAt = new WeakMap<Entry, bigint>();
   /** Our keys that exist on the server, with the create revision of their incarnation. */
   readonly #live = new Map<string, bigint>();
   /** Keys a delete of unknown fate was sent for: their slots are retired for good. */
@@ -226,14 +222,8 @@ export class EtcdDriver implements Driver {
 
   #seen(queue: string, prefix: string, kvs: readonly StoredKey[], revision: string): Entry[] {
     this.#removeOrphans(prefix, kvs);
-    const entries = entriesFromRange(queue, prefix, kvs);
+    const entries = entriesFromRange(queue, prefix, kvs, revision);
     if (entries.length < kvs.length) this.#foreign.report(queue, foreignKeys(prefix, kvs));
-    const at = BigInt(revision);
-    const created = new Map(kvs.map((kv) => [kv.key.toString(), BigInt(kv.create_revision)]));
-    for (const entry of entries) {
-      this.#seenAt.set(entry, at);
-      this.#createdAt.set(entry, created.get(entry.key) ?? entry.order);
-    }
     return entries;
   }
 
@@ -249,7 +239,7 @@ export class EtcdDriver implements Driver {
     // From the revision after the read that showed the entry: a delete in between is still seen, and
     // a watch that starts at the head revision is served at once (an older start revision makes etcd
     // catch the watcher up in a background loop that runs only every 100 ms).
-    if (first) this.#arm(entry, watched, (this.#seenAt.get(entry) ?? entry.order) + 1n);
+    if (first) this.#arm(entry, watched, (EtcdEntry.seenAt(entry) ?? entry.order) + 1n);
     return waiting;
   }
 
@@ -354,7 +344,7 @@ export class EtcdDriver implements Driver {
     const prefix = queuePrefix(this.#namespace, queue);
     const response = await this.#retry(() => this.#client.kv.range({ key: Buffer.from(prefix), range_end: prefixEnd(prefix) }, this.#attempt()));
     const values = new Map(response.kvs.map((kv) => [kv.key.toString(), kv]));
-    const entries = entriesFromRange(queue, prefix, response.kvs);
+    const entries = entriesFromRange(queue, prefix, response.kvs, response.header.revision);
     const leases = [...new Set(entries.map((entry) => values.get(entry.key)!.lease))];
     const ttls = new Map(
       await Promise.all(
@@ -459,7 +449,8 @@ export class EtcdDriver implements Driver {
 
   /** The create revision of the incarnation of the key the entry stands for. */
   #created(entry: Entry): bigint {
-    return this.#createdAt.get(entry) ?? entry.order;
+    // A downgraded entry's order is not its key's create revision: the delete guard needs the latter.
+    return EtcdEntry.createdAt(entry);
   }
 
   /**
