@@ -27,13 +27,15 @@ export const ZkServerCode = {
   THROTTLED_OP: -127,
 } as const;
 
+/** Marks the replacement factory, so that it is installed once however often this module loads. */
+const ACCEPTS_EVERY_CODE = Symbol('accepts every code');
+
 /**
  * Makes the client's error factory (which its connection code calls through the module's export)
  * accept every code: one it knows gives its usual error, any other an error of the same class with
- * the code and the server's name for it, which `zkCode` reads like any other. Installed once, when this
+ * the code and the server's name for it, which `zkCode` reads like any other. Installed when this
  * module loads.
  */
-const ACCEPTS_EVERY_CODE = Symbol('accepts every code');
 function acceptEveryCode(): void {
   type Factory = ((code: number, path?: string) => zookeeper.Exception) & { [ACCEPTS_EVERY_CODE]?: true };
   const exceptions = zookeeper.Exception as unknown as { create: Factory; prototype: zookeeper.Exception } & Record<string, unknown>;
