@@ -27,8 +27,8 @@ export const ZkServerCode = {
   THROTTLED_OP: -127,
 } as const;
 
-/** Marks the replacement factory, so that it is installed once however often this module loads. */
-const ACCEPTS_EVERY_CODE = Symbol('accepts every code');
+/** Marks the replacement factory (a registered symbol: two copies of baton in one process install it once). */
+const ACCEPTS_EVERY_CODE = Symbol.for('baton: accepts every ZooKeeper code');
 
 /**
  * Makes the client's error factory (which its connection code calls through the module's export)
