@@ -3,8 +3,10 @@ import zookeeper from 'node-zookeeper-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEtcd, type EtcdCluster } from './etcd.js';
 import { fourLetterWord } from './four-letter.js';
+import { zkTree } from './clean.js';
 import { TcpProxy } from './proxy.js';
 import { startZooKeeper, type ZkCluster } from './zookeeper.js';
+import { eventually } from '../support/wait.js';
 
 /** The harness itself: real servers start, fail over, restart and stop; the proxy cuts as told. */
 describe('test harness', () => {
@@ -83,13 +85,14 @@ describe('test harness', () => {
   });
 
   describe('TCP proxy', () => {
+    const SESSION_TIMEOUT_MS = 4_000;
     let zk: ZkCluster;
     let proxy: TcpProxy;
     let client: zookeeper.Client;
     beforeAll(async () => {
       zk = await startZooKeeper({ size: 1 });
       proxy = await TcpProxy.start({ port: zk.members[0]!.clientPort });
-      client = zookeeper.createClient(proxy.address, { sessionTimeout: 4_000, spinDelay: 50 });
+      client = zookeeper.createClient(proxy.address, { sessionTimeout: SESSION_TIMEOUT_MS, spinDelay: 50 });
       await new Promise<void>((resolve) => {
         client.once('connected', () => resolve());
         client.connect();
@@ -126,13 +129,21 @@ describe('test harness', () => {
     });
 
     it('dropAfterNextRequest lets the request reach the server but not its reply', async () => {
+      // The client must not come back before the server has applied the create: a reconnect that
+      // overtook it would make the server refuse the create (session moved).
+      proxy.refuse();
       const cut = proxy.dropAfterNextRequest((chunk) => chunk.includes('/proxied'));
+      const reconnected = new Promise<void>((resolve) => client.once('connected', () => resolve()));
       const created = new Promise<unknown>((resolve) => client.create('/proxied', (error) => resolve(error)));
       await cut;
       const error = await created;
       expect(error).toBeInstanceOf(zookeeper.Exception);
       expect((error as zookeeper.Exception).getCode()).toBe(zookeeper.Exception.CONNECTION_LOSS);
-      await new Promise<void>((resolve) => client.once('connected', () => resolve()));
+      // Seen by a client of its own, straight on the server: the request got there, its reply did not.
+      const direct = `127.0.0.1:${zk.members[0]!.clientPort}`;
+      await eventually('the cut create applied', async () => (await zkTree(direct, '/proxied')).length === 1, SESSION_TIMEOUT_MS);
+      proxy.restore();
+      await reconnected;
       expect(await exists('/proxied')).toBe(true);
       await new Promise<void>((resolve, reject) => client.remove('/proxied', -1, (e) => (e ? reject(e) : resolve())));
     });
