@@ -3,7 +3,7 @@ import { exclusive } from './decide.js';
 import { InvalidArgumentError } from './errors.js';
 import { LockHandle } from './handle.js';
 import { checkSession } from './mutex.js';
-import { deadline } from './deadline.js';
+import { deadline, untilAborted } from './deadline.js';
 import { assertUsable, waitForTurn, type QueueRequest } from './queue.js';
 import { validateName, validateSignal, validateWaitOptions, type WaitOptions } from './validate.js';
 
@@ -86,7 +86,8 @@ export class LeaderElection {
       let term: string | null | undefined;
       for (;;) {
         stop.signal.throwIfAborted();
-        const { queue, leader } = await this.#current();
+        // Given up at once on abort, even while the listing is stuck in an outage.
+        const { queue, leader } = await untilAborted(this.#current(), stop.signal);
         // A term is one entry incarnation: etcd reuses a session's keys, so the token tells terms apart.
         const key = leader === null ? null : `${leader.entry.key}@${leader.entry.fencingToken}`;
         if (key !== term) {

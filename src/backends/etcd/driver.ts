@@ -3,7 +3,8 @@ import { Etcd3, EtcdAuthenticationFailedError, EtcdLeaseInvalidError, EtcdPermis
 import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
 import { AccessDeniedError, BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
-import { addWaiter, backoff, InFlight, sameEntries, untilAborted, type Waiter } from '../requests.js';
+import { untilAborted } from '../../../recipes/deadline.js';
+import { addWaiter, backoff, InFlight, sameEntries, type Waiter } from '../requests.js';
 import { KeepAlive } from './keepalive.js';
 import { entriesFromRange, EtcdEntry, entryKey, foreignKeys, leaseHex, prefixEnd, queuePrefix, slotOf, type StoredKey } from './keys.js';
 import { Slots } from './slots.js';
