@@ -1,9 +1,13 @@
 import { Etcd3 } from 'etcd3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FairMutex } from '../../recipes/mutex.js';
+import type { EtcdDriver } from '../../src/backends/etcd/driver.js';
 import { startEtcd, type EtcdCluster } from '../harness/etcd.js';
 import { etcdFixtureOf } from '../support/etcd.js';
 import { useScope } from '../support/scope.js';
+import { eventually } from '../support/wait.js';
+
+const TTL_SECONDS = 2;
 
 // An etcd of its own: compacting the shared server's history would break other files' watches.
 describe('etcd: waits whose start revision was compacted away', () => {
@@ -17,7 +21,7 @@ describe('etcd: waits whose start revision was compacted away', () => {
     admin?.close();
     await etcd?.stop();
   });
-  const scope = useScope(() => etcdFixtureOf({ endpoints: etcd.endpoints, ttlSeconds: 2 }, 'etcd (own server)'));
+  const scope = useScope(() => etcdFixtureOf({ endpoints: etcd.endpoints, ttlSeconds: TTL_SECONDS }, 'etcd (own server)'));
 
   /** Writes elsewhere, then compacts the history up to the head: every older revision is gone. */
   async function compactToHead(): Promise<void> {
@@ -41,6 +45,9 @@ describe('etcd: waits whose start revision was compacted away', () => {
     await held.release();
     await gone;
     expect(outcome).toEqual(['woken']);
+    // The watch etcd cancelled is not cancelled again: etcd would never answer, and etcd3 would keep it.
+    const driver = b.backend as EtcdDriver;
+    await eventually('no watcher left waiting for its cancel', () => driver.watchersClosing === 0, TTL_SECONDS * 1_000);
     await b.backend.withdraw(entry);
   });
 });

@@ -481,11 +481,22 @@ export class EtcdDriver implements Driver {
     // etcd3 watchers can go quiet after a reconnect: look again, and watch again from what we read.
     watcher.on('disconnected', () => created && this.#recheck(entry, watched, watcher));
     watcher.on('error', (error: unknown) => {
-      if (created) return this.#recheck(entry, watched, watcher);
+      if (created) {
+        // etcd ended the watch itself (its start revision compacted away, a permission withdrawn), and
+        // etcd3 has let go of it already: forgotten, not cancelled, since a cancel would wait for an
+        // answer etcd never sends (the watcher would stay in etcd3's closing set until a reconnect).
+        this.#watchers.delete(watcher);
+        return this.#recheck(entry, watched, watcher);
+      }
       this.#drop(watcher);
       // Only if the wait it was made for is still the current one for this incarnation.
       if (this.#watched.get(id) === watched) this.#fail(id, this.#map(error));
     });
+  }
+
+  /** @internal For tests: watchers etcd3 has sent a cancel for and still waits to hear the end of. */
+  get watchersClosing(): number {
+    return (this.#client as unknown as { watchManager: { expectedClosers: Set<unknown> } }).watchManager.expectedClosers.size;
   }
 
   /** Cancels a watcher of ours, once. */
