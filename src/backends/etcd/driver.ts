@@ -31,9 +31,20 @@ function countWatch(key: string, delta: 1 | -1): void {
   else etcdWatches.delete(key);
 }
 
+/** A wait for a change of a queue, as the backstop sees it. */
+interface PrefixWait {
+  readonly queue: string;
+  readonly prefix: string;
+  readonly seen: readonly Entry[];
+  /** Ends the wait: the caller lists the queue again. */
+  readonly wake: () => void;
+}
+
 interface Watched {
   /** The etcd key watched (the map holding this is keyed by incarnation). */
   readonly key: string;
+  /** Its create revision: the incarnation waited for. */
+  readonly createdAt: bigint;
   readonly waiters: Set<Waiter>;
   watcher?: Watcher | undefined;
 }
@@ -72,7 +83,11 @@ export class EtcdDriver implements Driver {
   /** Every etcd3 watcher of ours not cancelled yet, created or still being created. */
   readonly #watchers = new Set<Watcher>();
   /** Every queue-change wait in progress, by the function that ends it when the session ends. */
-  readonly #prefixWaits = new Set<(reason: Error) => void>();
+  readonly #prefixWaits = new Map<(reason: Error) => void, PrefixWait>();
+  /** The backstop for silent watches (`#checkWatched`), running while anything is watched. */
+  #watchCheck: NodeJS.Timeout | undefined;
+  /** @internal For tests: watch events are ignored, as if every watch stream had gone silent. */
+  muteWatchEvents = false;
   /** Our keys that exist on the server, with the create revision of their incarnation. */
   readonly #live = new Map<string, bigint>();
   /** Keys a delete of unknown fate was sent for: their slots are retired for good. */
@@ -231,7 +246,7 @@ export class EtcdDriver implements Driver {
   waitGone(entry: Entry, signal: Abortable): Promise<void> {
     signal.throwIfAborted();
     const id = this.#incarnation(entry);
-    const watched = this.#watched.get(id) ?? { key: entry.key, waiters: new Set<Waiter>() };
+    const watched = this.#watched.get(id) ?? { key: entry.key, createdAt: this.#created(entry), waiters: new Set<Waiter>() };
     const first = !this.#watched.has(id);
     this.#watched.set(id, watched);
     const waiting = addWaiter(watched.waiters, signal, () => {
@@ -241,6 +256,7 @@ export class EtcdDriver implements Driver {
     // a watch that starts at the head revision is served at once (an older start revision makes etcd
     // catch the watcher up in a background loop that runs only every 100 ms).
     if (first) this.#arm(entry, watched, (EtcdEntry.seenAt(entry) ?? entry.order) + 1n);
+    this.#ensureWatchCheck();
     return waiting;
   }
 
@@ -250,14 +266,14 @@ export class EtcdDriver implements Driver {
     const response = await untilAborted(this.#listing(prefix), signal);
     if (!sameEntries(this.#seen(queue, prefix, response.kvs, response.header.revision), seen)) return;
     // From the revision after that listing: nothing that changes the queue from then on is missed.
-    await this.#watchPrefix(prefix, BigInt(response.header.revision) + 1n, signal);
+    await this.#watchPrefix(queue, prefix, seen, BigInt(response.header.revision) + 1n, signal);
   }
 
   /**
    * Resolves at the first put or delete under `prefix` from revision `from` on, or when the watch
    * stream breaks (the caller lists again: etcd3 watchers can go quiet after a reconnect).
    */
-  #watchPrefix(prefix: string, from: bigint, signal: Abortable): Promise<void> {
+  #watchPrefix(queue: string, prefix: string, seen: readonly Entry[], from: bigint, signal: Abortable): Promise<void> {
     signal.throwIfAborted();
     if (this.#status !== 'open') return Promise.reject(this.#status === 'lost' ? new SessionLostError(`etcd lease ${this.id} is gone`) : new ClosedError());
     return new Promise<void>((resolve, reject) => {
@@ -273,9 +289,11 @@ export class EtcdDriver implements Driver {
       };
       const end = (reason: Error): void => finish(() => reject(reason));
       const onAbort = (): void => finish(() => reject(signal.reason));
-      this.#prefixWaits.add(end);
+      this.#prefixWaits.set(end, { queue, prefix, seen, wake: () => finish(resolve) });
       signal.addEventListener('abort', onAbort, { once: true });
+      this.#ensureWatchCheck();
       const changed = (): void => {
+        if (this.muteWatchEvents) return;
         etcdCounters.notifications += 1;
         finish(resolve);
       };
@@ -442,6 +460,55 @@ export class EtcdDriver implements Driver {
     this.#sweeper.unref();
   }
 
+  /**
+   * The backstop for a watch that stays silent. A member cut off from its peers keeps its watch streams
+   * open and never sends the delete (etcd3 does not ask for etcd's require-leader, as Go's client does),
+   * and etcd3 watchers are known to go quiet. So while anything is watched, every keepalive interval,
+   * the session reads each queue it watches in (one keys-only read per queue, whoever waits in it) and
+   * wakes the waiters of every watched key that is gone, and every queue-change wait whose queue has
+   * changed. A read made after a wait began shows whatever its watch should have: nothing is woken
+   * that a watch would not have woken.
+   */
+  #ensureWatchCheck(): void {
+    if (this.#watchCheck !== undefined || this.#status !== 'open') return;
+    let checking = false;
+    this.#watchCheck = setInterval(() => {
+      if (this.#status !== 'open' || (this.#watched.size === 0 && this.#prefixWaits.size === 0)) {
+        clearInterval(this.#watchCheck);
+        this.#watchCheck = undefined;
+        return;
+      }
+      if (checking) return; // the last check is still retrying (a member down)
+      checking = true;
+      this.#checkWatched().then(
+        () => (checking = false),
+        () => (checking = false),
+      );
+    }, Math.max(Math.floor(this.timeoutMs / 4), 50));
+    this.#watchCheck.unref();
+  }
+
+  async #checkWatched(): Promise<void> {
+    // Taken now: only waits that began before the reads below are judged by them.
+    const keys = new Map<string, [string, Watched][]>();
+    for (const [id, watched] of this.#watched) {
+      const prefix = watched.key.slice(0, watched.key.lastIndexOf('/') + 1);
+      keys.set(prefix, [...(keys.get(prefix) ?? []), [id, watched]]);
+    }
+    const changes = new Map<string, PrefixWait[]>();
+    for (const wait of this.#prefixWaits.values()) changes.set(wait.prefix, [...(changes.get(wait.prefix) ?? []), wait]);
+    await Promise.all(
+      [...new Set([...keys.keys(), ...changes.keys()])].map(async (prefix) => {
+        const response = await this.#listing(prefix);
+        const live = new Map(response.kvs.map((kv) => [kv.key.toString(), BigInt(kv.create_revision)]));
+        for (const [id, watched] of keys.get(prefix) ?? []) if (live.get(watched.key) !== watched.createdAt) this.#wake(id);
+        for (const wait of changes.get(prefix) ?? []) {
+          if (!sameEntries(entriesFromRange(wait.queue, prefix, response.kvs, response.header.revision), wait.seen)) wait.wake();
+        }
+      }),
+    );
+  }
+
   #adopt(key: Buffer, found: IRangeResponse | undefined): void {
     const kv = found?.kvs[0];
     if (kv === undefined || kv.lease !== this.#lease) throw new BackendError(`${key.toString()} exists but does not belong to lease ${this.id}`);
@@ -475,6 +542,7 @@ export class EtcdDriver implements Driver {
       countWatch(entry.key, 1);
     });
     watcher.on('delete', () => {
+      if (this.muteWatchEvents) return;
       etcdCounters.notifications += 1;
       this.#wake(id);
     });
@@ -558,7 +626,8 @@ export class EtcdDriver implements Driver {
     this.#keepAlive.stop();
     clearInterval(this.#sweeper);
     for (const id of [...this.#watched.keys()]) this.#fail(id, reason);
-    for (const end of [...this.#prefixWaits]) end(reason);
+    clearInterval(this.#watchCheck);
+    for (const end of [...this.#prefixWaits.keys()]) end(reason);
     for (const watcher of [...this.#watchers]) this.#drop(watcher);
     this.#requests.end(reason);
   }
