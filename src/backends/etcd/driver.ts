@@ -490,21 +490,23 @@ export class EtcdDriver implements Driver {
 
   async #checkWatched(): Promise<void> {
     // Taken now: only waits that began before the reads below are judged by them.
-    const keys = new Map<string, [string, Watched][]>();
-    for (const [id, watched] of this.#watched) {
-      const prefix = watched.key.slice(0, watched.key.lastIndexOf('/') + 1);
-      keys.set(prefix, [...(keys.get(prefix) ?? []), [id, watched]]);
-    }
-    const changes = new Map<string, PrefixWait[]>();
-    for (const wait of this.#prefixWaits.values()) changes.set(wait.prefix, [...(changes.get(wait.prefix) ?? []), wait]);
+    const byQueue = new Map<string, { keys: [string, Watched][]; changes: PrefixWait[] }>();
+    const of = (prefix: string): { keys: [string, Watched][]; changes: PrefixWait[] } => {
+      let waits = byQueue.get(prefix);
+      if (waits === undefined) byQueue.set(prefix, (waits = { keys: [], changes: [] }));
+      return waits;
+    };
+    for (const [id, watched] of this.#watched) of(watched.key.slice(0, watched.key.lastIndexOf('/') + 1)).keys.push([id, watched]);
+    for (const wait of this.#prefixWaits.values()) of(wait.prefix).changes.push(wait);
     await Promise.all(
-      [...new Set([...keys.keys(), ...changes.keys()])].map(async (prefix) => {
+      [...byQueue].map(async ([prefix, { keys, changes }]) => {
         const response = await this.#listing(prefix);
         const live = new Map(response.kvs.map((kv) => [kv.key.toString(), BigInt(kv.create_revision)]));
-        for (const [id, watched] of keys.get(prefix) ?? []) if (live.get(watched.key) !== watched.createdAt) this.#wake(id);
-        for (const wait of changes.get(prefix) ?? []) {
-          if (!sameEntries(entriesFromRange(wait.queue, prefix, response.kvs, response.header.revision), wait.seen)) wait.wake();
-        }
+        for (const [id, watched] of keys) if (live.get(watched.key) !== watched.createdAt) this.#wake(id);
+        if (changes.length === 0) return;
+        // Every change wait on one prefix waits in the same queue: its entries are read once.
+        const now = entriesFromRange(changes[0]!.queue, prefix, response.kvs, response.header.revision);
+        for (const wait of changes) if (!sameEntries(now, wait.seen)) wait.wake();
       }),
     );
   }

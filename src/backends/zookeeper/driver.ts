@@ -145,7 +145,6 @@ export class ZkDriver implements Driver {
     return this.#requests.call(request);
   }
 
-
   /** The directory that holds a queue's entries. */
   dir(queue: string): string {
     return `${this.#namespace}/${queue}`;
