@@ -1,9 +1,14 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, inject, it } from 'vitest';
 import { FairMutex } from '../../recipes/mutex.js';
+import { EtcdDriver } from '../../src/backends/etcd/driver.js';
 import { connect } from '../../src/connect.js';
+import type { SessionState } from '../../recipes/contract.js';
+import type { BatonSession } from '../../src/session.js';
 import { TcpProxy } from '../harness/proxy.js';
+import { etcdFixture } from '../support/etcd.js';
 import { useScope } from '../support/scope.js';
-import { eventually } from '../support/wait.js';
+import { eventually, later } from '../support/wait.js';
 import { zkFixture } from '../support/zookeeper.js';
 
 /**
@@ -37,4 +42,99 @@ describe('a hung member of a ZooKeeper ensemble', () => {
       await Promise.all(proxies.map((proxy) => proxy.close()));
     }
   });
+});
+
+/**
+ * The same on etcd: one member of the cluster stops answering this process (its connections stay open,
+ * nothing comes back) while its peers still hear it. Every session reaches the members through proxies,
+ * one of which is then blackholed.
+ */
+describe('a hung member of an etcd cluster', () => {
+  const scope = useScope(() => etcdFixture('etcdCluster'));
+
+  async function sessionsThroughProxies(count: number): Promise<{ sessions: BatonSession[]; proxies: TcpProxy[]; states: SessionState[][]; close(): Promise<void> }> {
+    const info = inject('etcdCluster');
+    const proxies = await Promise.all(info.endpoints.map((endpoint) => TcpProxy.start({ port: Number(new URL(endpoint).port) })));
+    const sessions: BatonSession[] = [];
+    const states: SessionState[][] = [];
+    const close = async (): Promise<void> => {
+      await Promise.allSettled(sessions.map((session) => session.close()));
+      await Promise.all(proxies.map((proxy) => proxy.close()));
+    };
+    try {
+      for (let i = 0; i < count; i += 1) {
+        const session = await connect(`etcd://${proxies.map((proxy) => proxy.address).join(',')}/${scope.namespace}`, { ttlSeconds: info.ttlSeconds });
+        const seen: SessionState[] = [];
+        session.on('state', (state) => seen.push(state));
+        sessions.push(session);
+        states.push(seen);
+      }
+    } catch (error) {
+      await close();
+      throw error;
+    }
+    return { sessions, proxies, states, close };
+  }
+
+  const driver = (session: BatonSession): EtcdDriver => session.backend as EtcdDriver;
+
+  it('sessions renewing through the hung member move to another one and keep their leases and locks', async () => {
+    const info = inject('etcdCluster');
+    const ttlMs = info.ttlSeconds * 1000;
+    const { sessions, proxies, states, close } = await sessionsThroughProxies(9);
+    try {
+      expect(sessions.every((session) => driver(session).prefersLiveMembers)).toBe(true);
+      const holds = await Promise.all(sessions.map((session, i) => new FairMutex(session, `hung-${i}`).acquire()));
+      await eventually('every keepalive stream dialled', () => sessions.every((session) => driver(session).keepAliveMember !== undefined), ttlMs);
+      // The member with the most keepalive streams on it: at least a third of the sessions.
+      const count = (proxy: TcpProxy): number => sessions.filter((session) => driver(session).keepAliveMember === proxy.address).length;
+      const hung = proxies.reduce((most, proxy) => (count(proxy) > count(most) ? proxy : most));
+      const affected = count(hung);
+      expect(affected).toBeGreaterThanOrEqual(3);
+      hung.blackhole();
+      // A renewal unanswered for half a keepalive interval is sent again through another member.
+      await eventually('every keepalive moved off the hung member', () => sessions.every((session) => {
+        const member = driver(session).keepAliveMember;
+        return member !== undefined && member !== hung.address;
+      }), ttlMs);
+      // Two more lease times with the member still hung: no session may lose its lease meanwhile.
+      await sleep(2 * ttlMs);
+      expect(states.filter((seen) => seen.includes('lost'))).toEqual([]);
+      expect(sessions.map((session) => session.state)).toEqual(sessions.map(() => 'connected'));
+      expect(holds.every((hold) => hold.held)).toBe(true);
+      for (const hold of holds) expect(await hold.session.backend.confirm(hold.entry)).toBe(true);
+      await Promise.all(holds.map((hold) => hold.release()));
+      const ids = sessions.map((session) => session.id);
+      await close();
+      // close() revoked every lease, through a member that answers.
+      expect(await scope.fixture.liveSessions(ids)).toEqual([]);
+    } finally {
+      await close();
+    }
+  }, 60_000);
+
+  it('waiters are granted in order after a release while a member hangs', async () => {
+    const info = inject('etcdCluster');
+    const ttlMs = info.ttlSeconds * 1000;
+    const { sessions, proxies, states, close } = await sessionsThroughProxies(5);
+    try {
+      const holder = await new FairMutex(sessions[0]!, 'queue').acquire();
+      const order: number[] = [];
+      const waits: Promise<void>[] = [];
+      for (let i = 1; i < sessions.length; i += 1) {
+        waits.push(later(new FairMutex(sessions[i]!, 'queue').acquire({ timeoutMs: 6 * ttlMs }).then(async (lock) => {
+          order.push(i);
+          await lock.release();
+        })));
+        await eventually(`waiter ${i} queued`, async () => (await scope.fixture.entries(scope.namespace)).length === i + 1, ttlMs * 2);
+      }
+      proxies[0]!.blackhole();
+      await holder.release();
+      await Promise.all(waits);
+      expect(order).toEqual([1, 2, 3, 4]);
+      expect(states.filter((seen) => seen.includes('lost'))).toEqual([]);
+    } finally {
+      await close();
+    }
+  }, 60_000);
 });

@@ -6,6 +6,7 @@ import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from 
 import { untilAborted } from '../../../recipes/deadline.js';
 import { addWaiter, backoff, InFlight, sameEntries, type Waiter } from '../requests.js';
 import { KeepAlive } from './keepalive.js';
+import { Members } from './members.js';
 import { entriesFromRange, EtcdEntry, entryKey, foreignKeys, leaseHex, prefixEnd, queuePrefix, slotOf, type StoredKey } from './keys.js';
 import { Slots } from './slots.js';
 
@@ -107,6 +108,7 @@ export class EtcdDriver implements Driver {
   #sweeper: NodeJS.Timeout | undefined;
   readonly #requests = new InFlight();
   readonly #keepAlive: KeepAlive;
+  readonly #members: Members;
   #status: 'open' | 'lost' | 'closed' = 'open';
   /** The keepalive stream is down: the lease may live, but we cannot renew it now. */
   #suspended = false;
@@ -134,12 +136,13 @@ export class EtcdDriver implements Driver {
         ...options.client?.grpcOptions,
       },
     });
+    const members = new Members(client);
     const deadline = Date.now() + options.connectTimeoutMs;
     for (let attempt = 0; ; attempt += 1) {
       const openedAt = performance.now();
       try {
         const grant = await client.leaseClient.leaseGrant({ TTL: options.ttlSeconds, ID: 0 }, { deadline });
-        return new EtcdDriver(client, options, grant.ID, Number(grant.TTL) * 1000, openedAt);
+        return new EtcdDriver(client, members, options, grant.ID, Number(grant.TTL) * 1000, openedAt);
       } catch (error) {
         // Each attempt goes to a member chosen at random: one that is down must not fail the connect.
         if (isRecoverableError(error as Error) && Date.now() < deadline) {
@@ -154,14 +157,15 @@ export class EtcdDriver implements Driver {
     }
   }
 
-  private constructor(client: Etcd3, options: EtcdDriverOptions, lease: string, timeoutMs: number, openedAt: number) {
+  private constructor(client: Etcd3, members: Members, options: EtcdDriverOptions, lease: string, timeoutMs: number, openedAt: number) {
     this.#client = client;
     this.#lease = lease;
     this.#namespace = options.namespace;
     this.id = leaseHex(lease);
     this.timeoutMs = timeoutMs;
     this.openedAt = openedAt;
-    this.#keepAlive = new KeepAlive(client, lease, Math.max(Math.floor(timeoutMs / 4), 50), {
+    this.#members = members;
+    this.#keepAlive = new KeepAlive(members.leaseClient(client), members, lease, Math.max(Math.floor(timeoutMs / 4), 50), {
       ack: (sentAt) => {
         if (this.#suspended) {
           this.#suspended = false;
@@ -176,6 +180,16 @@ export class EtcdDriver implements Driver {
       },
       gone: () => this.#lose(new SessionLostError(`etcd lease ${this.id} expired or was revoked`)),
     });
+  }
+
+  /** @internal The member the lease keepalive stream is dialled to (tests). */
+  get keepAliveMember(): string | undefined {
+    return this.#keepAlive.member;
+  }
+
+  /** @internal Whether members that stopped answering are tried last (false if etcd3's internals changed). */
+  get prefersLiveMembers(): boolean {
+    return this.#members.installed;
   }
 
   attach(events: DriverEvents): void {
@@ -407,12 +421,26 @@ export class EtcdDriver implements Driver {
     const wasOpen = this.#status === 'open';
     this.#end('closed', new ClosedError());
     try {
-      // Entries go with the lease at once instead of at its expiry.
-      if (wasOpen) await this.#client.leaseClient.leaseRevoke({ ID: this.#lease }, { deadline: Date.now() + Math.min(this.timeoutMs, 2_000) });
-    } catch {
-      // The lease will expire on its own.
+      if (wasOpen) await this.#revoke(Date.now() + Math.min(this.timeoutMs, 2_000));
     } finally {
       this.#client.close();
+    }
+  }
+
+  /**
+   * Entries go with the lease at once instead of at its expiry. Each attempt gets its own deadline, so
+   * that a member that stopped answering costs one attempt, not the whole budget; past the budget the
+   * lease is left to expire on its own.
+   */
+  async #revoke(until: number): Promise<void> {
+    for (let attempt = 0; Date.now() < until; attempt += 1) {
+      try {
+        await this.#client.leaseClient.leaseRevoke({ ID: this.#lease }, { deadline: Math.min(until, this.#attempt().deadline) });
+        return;
+      } catch (error) {
+        if (error instanceof EtcdLeaseInvalidError || !isRecoverableError(error as Error)) return;
+        await backoff(attempt);
+      }
     }
   }
 

@@ -1,0 +1,97 @@
+import { LeaseClient, type Etcd3, type ICallable } from 'etcd3';
+
+/** What etcd3 1.x keeps per member; only the address is read. */
+interface Member {
+  readonly host: string;
+}
+
+/** The parts of etcd3's connection pool this module uses. Not public API; checked when installed. */
+interface Pool {
+  hosts: Member[];
+  shuffledHosts: () => Generator<Member, never, unknown>;
+  withConnection: ICallable<Member>['withConnection'];
+  exec: ICallable<Member>['exec'];
+  markFailed: ICallable<Member>['markFailed'];
+  readonly callOptionsFactory: ICallable<Member>['callOptionsFactory'];
+}
+
+/**
+ * Which members of the cluster this session has seen stop answering, and for how long to try the others
+ * first. etcd3 picks a member at random for every call and every stream, so a member that hangs (a long
+ * pause, a full disk, a network fault between us and it alone) keeps getting a third of the work of a
+ * 3-member cluster: a keepalive stream dialled again after a stall lands on it again one time in three,
+ * and two such stalls in a row cost a healthy session its lease. Here every call, stream and watch tries
+ * the members not under suspicion first (in random order, as before), then the rest.
+ *
+ * It replaces etcd3's member order on the one client it is given. When etcd3's internals are not the
+ * ones it knows, it changes nothing and the session works as before, only without the preference.
+ */
+export class Members {
+  readonly #pool: Pool | undefined;
+  /** Member address -> until when (performance.now()) it is tried last. */
+  readonly #suspects = new Map<string, number>();
+
+  constructor(client: Etcd3) {
+    const pool = (client as unknown as { pool?: Partial<Pool> }).pool;
+    if (pool === undefined || !Array.isArray(pool.hosts) || typeof pool.withConnection !== 'function' || typeof pool.shuffledHosts !== 'function') {
+      this.#pool = undefined;
+      return;
+    }
+    this.#pool = pool as Pool;
+    this.#pool.shuffledHosts = () => this.#order();
+  }
+
+  /** Whether the member preference is in place (false on an etcd3 whose internals changed). */
+  get installed(): boolean {
+    return this.#pool !== undefined;
+  }
+
+  /** Tries `host` last for the next `forMs`. */
+  suspect(host: string, forMs: number): void {
+    this.#suspects.set(host, performance.now() + forMs);
+  }
+
+  /** Tries `host` like any other again: it answered. */
+  trust(host: string): void {
+    this.#suspects.delete(host);
+  }
+
+  /**
+   * A lease client whose keepalive streams report the member they were dialled to, so that a stream
+   * that stalls can name the member to avoid. Falls back to the client's own (no member known).
+   */
+  leaseClient(client: Etcd3): { lease: LeaseClient; member: () => string | undefined } {
+    const pool = this.#pool;
+    if (pool === undefined) return { lease: client.leaseClient, member: () => undefined };
+    let member: string | undefined;
+    const lease = new LeaseClient({
+      exec: (service, method, params, options) => pool.exec(service, method, params, options),
+      withConnection: (service, fn) =>
+        pool.withConnection(service, (args) => {
+          member = args.resource.host;
+          return fn(args);
+        }),
+      markFailed: (resource, error) => pool.markFailed(resource as Member, error),
+      get callOptionsFactory() {
+        return pool.callOptionsFactory;
+      },
+    });
+    return { lease, member: () => member };
+  }
+
+  /** Endless, like etcd3's own: each round a fresh shuffle, members under suspicion last. */
+  *#order(): Generator<Member, never, unknown> {
+    const hosts = this.#pool!.hosts.slice();
+    for (;;) {
+      for (let i = hosts.length - 1; i > 0; i -= 1) {
+        const j = Math.floor((i + 1) * Math.random());
+        [hosts[i], hosts[j]] = [hosts[j]!, hosts[i]!];
+      }
+      const now = performance.now();
+      const trusted = hosts.filter((host) => !((this.#suspects.get(host.host) ?? 0) > now));
+      const doubted = hosts.filter((host) => (this.#suspects.get(host.host) ?? 0) > now);
+      yield* trusted;
+      yield* doubted;
+    }
+  }
+}
