@@ -141,7 +141,9 @@ export class EtcdDriver implements Driver {
     for (let attempt = 0; ; attempt += 1) {
       const openedAt = performance.now();
       try {
-        const grant = await client.leaseClient.leaseGrant({ TTL: options.ttlSeconds, ID: 0 }, { deadline });
+        // Each attempt gets a part of the budget: a member that hangs must not take all of it.
+        const attemptDeadline = Math.min(deadline, Date.now() + Math.max(Math.floor(options.ttlSeconds * 1000 / 3), 500));
+        const grant = await members.attempt(() => client.leaseClient.leaseGrant({ TTL: options.ttlSeconds, ID: 0 }, { deadline: attemptDeadline }), options.ttlSeconds * 1000);
         return new EtcdDriver(client, members, options, grant.ID, Number(grant.TTL) * 1000, openedAt);
       } catch (error) {
         // Each attempt goes to a member chosen at random: one that is down must not fail the connect.
@@ -435,7 +437,7 @@ export class EtcdDriver implements Driver {
   async #revoke(until: number): Promise<void> {
     for (let attempt = 0; Date.now() < until; attempt += 1) {
       try {
-        await this.#client.leaseClient.leaseRevoke({ ID: this.#lease }, { deadline: Math.min(until, this.#attempt().deadline) });
+        await this.#members.attempt(() => this.#client.leaseClient.leaseRevoke({ ID: this.#lease }, { deadline: Math.min(until, this.#attempt().deadline) }), this.timeoutMs);
         return;
       } catch (error) {
         if (error instanceof EtcdLeaseInvalidError || !isRecoverableError(error as Error)) return;
@@ -671,9 +673,12 @@ export class EtcdDriver implements Driver {
     return { deadline: Date.now() + Math.max(Math.floor(this.timeoutMs / 3), 500) };
   }
 
-  /** A request that settles when the session ends, whatever the client does with it. */
+  /**
+   * A request that settles when the session ends, whatever the client does with it. A member that let
+   * it run out its deadline is tried last by the calls that follow.
+   */
   #send<T>(request: () => Promise<T>): Promise<T> {
-    return this.#requests.send(request);
+    return this.#requests.send(() => this.#members.attempt(request, this.timeoutMs));
   }
 
 

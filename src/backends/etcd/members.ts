@@ -1,4 +1,4 @@
-import { LeaseClient, type Etcd3, type ICallable } from 'etcd3';
+import { GRPCDeadlineExceededError, GRPCUnavailableError, LeaseClient, type Etcd3, type ICallable } from 'etcd3';
 
 /** What etcd3 1.x keeps per member; only the address is read. */
 interface Member {
@@ -13,6 +13,11 @@ interface Pool {
   exec: ICallable<Member>['exec'];
   markFailed: ICallable<Member>['markFailed'];
   readonly callOptionsFactory: ICallable<Member>['callOptionsFactory'];
+}
+
+/** The member an order last offered: with no circuit breaker, the one etcd3 sent the call to. */
+interface Pick {
+  member: string | undefined;
 }
 
 /**
@@ -30,6 +35,8 @@ export class Members {
   readonly #pool: Pool | undefined;
   /** Member address -> until when (performance.now()) it is tried last. */
   readonly #suspects = new Map<string, number>();
+  /** While `attempt` starts a request: the member orders etcd3 asks for meanwhile. */
+  #capture: Pick[] | undefined;
 
   constructor(client: Etcd3) {
     const pool = (client as unknown as { pool?: Partial<Pool> }).pool;
@@ -38,7 +45,11 @@ export class Members {
       return;
     }
     this.#pool = pool as Pool;
-    this.#pool.shuffledHosts = () => this.#order();
+    this.#pool.shuffledHosts = () => {
+      const pick: Pick = { member: undefined };
+      this.#capture?.push(pick);
+      return this.#order(pick);
+    };
   }
 
   /** Whether the member preference is in place (false on an etcd3 whose internals changed). */
@@ -54,6 +65,30 @@ export class Members {
   /** Tries `host` like any other again: it answered. */
   trust(host: string): void {
     this.#suspects.delete(host);
+  }
+
+  /**
+   * Runs one attempt of a unary request. `start` must begin exactly one etcd3 call (etcd3 asks for the
+   * member order synchronously when a call begins). An attempt that ran out its deadline, or found its
+   * member unavailable, has that member tried last for `forMs`.
+   */
+  async attempt<T>(start: () => Promise<T>, forMs: number): Promise<T> {
+    const picks: Pick[] = [];
+    this.#capture = picks;
+    let call: Promise<T>;
+    try {
+      call = start();
+    } finally {
+      this.#capture = undefined;
+    }
+    try {
+      return await call;
+    } catch (error) {
+      if (error instanceof GRPCDeadlineExceededError || error instanceof GRPCUnavailableError) {
+        for (const pick of picks) if (pick.member !== undefined) this.suspect(pick.member, forMs);
+      }
+      throw error;
+    }
   }
 
   /**
@@ -80,7 +115,7 @@ export class Members {
   }
 
   /** Endless, like etcd3's own: each round a fresh shuffle, members under suspicion last. */
-  *#order(): Generator<Member, never, unknown> {
+  *#order(pick: Pick): Generator<Member, never, unknown> {
     const hosts = this.#pool!.hosts.slice();
     for (;;) {
       for (let i = hosts.length - 1; i > 0; i -= 1) {
@@ -90,8 +125,10 @@ export class Members {
       const now = performance.now();
       const trusted = hosts.filter((host) => !((this.#suspects.get(host.host) ?? 0) > now));
       const doubted = hosts.filter((host) => (this.#suspects.get(host.host) ?? 0) > now);
-      yield* trusted;
-      yield* doubted;
+      for (const host of [...trusted, ...doubted]) {
+        pick.member = host.host;
+        yield host;
+      }
     }
   }
 }
