@@ -72,7 +72,7 @@ export class Members {
    * member order synchronously when a call begins). An attempt that ran out its deadline, or found its
    * member unavailable, has that member tried last for `forMs`.
    */
-  async attempt<T>(start: () => Promise<T>, forMs: number): Promise<T> {
+  attempt<T>(start: () => Promise<T>, forMs: number): Promise<T> {
     const picks: Pick[] = [];
     this.#capture = picks;
     let call: Promise<T>;
@@ -81,14 +81,12 @@ export class Members {
     } finally {
       this.#capture = undefined;
     }
-    try {
-      return await call;
-    } catch (error) {
+    return call.catch((error: unknown) => {
       if (error instanceof GRPCDeadlineExceededError || error instanceof GRPCUnavailableError) {
         for (const pick of picks) if (pick.member !== undefined) this.suspect(pick.member, forMs);
       }
       throw error;
-    }
+    });
   }
 
   /**
@@ -122,13 +120,21 @@ export class Members {
         const j = Math.floor((i + 1) * Math.random());
         [hosts[i], hosts[j]] = [hosts[j]!, hosts[i]!];
       }
-      const now = performance.now();
-      const trusted = hosts.filter((host) => !((this.#suspects.get(host.host) ?? 0) > now));
-      const doubted = hosts.filter((host) => (this.#suspects.get(host.host) ?? 0) > now);
-      for (const host of [...trusted, ...doubted]) {
+      if (this.#suspects.size > 0) this.#suspectsLast(hosts);
+      for (const host of hosts) {
         pick.member = host.host;
         yield host;
       }
     }
+  }
+
+  /** Moves the members under suspicion to the end, keeping the shuffled order of each part. */
+  #suspectsLast(hosts: Member[]): void {
+    const now = performance.now();
+    for (const [host, until] of this.#suspects) if (until <= now) this.#suspects.delete(host);
+    const trusted = hosts.filter((host) => !this.#suspects.has(host.host));
+    if (trusted.length === hosts.length) return;
+    const doubted = hosts.filter((host) => this.#suspects.has(host.host));
+    hosts.splice(0, hosts.length, ...trusted, ...doubted);
   }
 }
