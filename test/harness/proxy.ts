@@ -39,6 +39,7 @@ export class TcpProxy {
   readonly #pairs = new Set<Pair>();
   readonly #server: net.Server;
   #cutAfter: { match: (chunk: Buffer) => boolean; done: () => void } | undefined;
+  #replyDelayMs = 0;
 
   private constructor(server: net.Server, port: number) {
     this.#server = server;
@@ -66,6 +67,11 @@ export class TcpProxy {
    */
   blackhole(): void {
     this.#mode = 'blackhole';
+  }
+
+  /** A slow server: everything it sends reaches the client `ms` later (0: at once again). */
+  delayReplies(ms: number): void {
+    this.#replyDelayMs = ms;
   }
 
   /** Destroy every current connection; new ones are still accepted. */
@@ -134,6 +140,11 @@ export class TcpProxy {
   #down(pair: Pair, chunk: Buffer, fresh: boolean): void {
     if (fresh) this.bytesDown += chunk.length;
     if (pair.mute || this.#hold(pair, chunk, 'down')) return;
+    if (this.#replyDelayMs > 0) {
+      // Timers of equal delay fire in the order they were set: the bytes keep their order.
+      setTimeout(() => pair.client.destroyed || pair.client.write(chunk), this.#replyDelayMs).unref();
+      return;
+    }
     pair.client.write(chunk);
   }
 

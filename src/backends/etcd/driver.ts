@@ -124,6 +124,12 @@ export class EtcdDriver implements Driver {
       // deadline instead, each attempt on a randomly chosen member.
       faultHandling: { host: () => noop, global: noop, watchBackoff: new WatchBackoff(0, Math.min(1_000, options.ttlSeconds * 250)) },
       ...options.client,
+      // etcd3 fetches the auth token from the members in a fixed order, with no deadline of its own:
+      // a member that hangs would hold every call (connect and close included). Each try gets a third
+      // of the TTL, then the next member is asked.
+      ...(options.client?.auth === undefined
+        ? {}
+        : { auth: { callOptions: () => ({ deadline: Date.now() + attemptMs(options.ttlSeconds * 1000) }), ...options.client.auth } }),
       // gRPC waits 1 s (growing to 2 min) before dialling a member again, longer than a short lease
       // leaves; a coordination client wants to be back within a fraction of its TTL. Keepalive pings
       // find a connection whose member stopped answering (a watch stream on it would stay silent);
@@ -141,8 +147,10 @@ export class EtcdDriver implements Driver {
     for (let attempt = 0; ; attempt += 1) {
       const openedAt = performance.now();
       try {
-        // Each attempt gets a part of the budget: a member that hangs must not take all of it.
-        const attemptDeadline = Math.min(deadline, Date.now() + Math.max(Math.floor(options.ttlSeconds * 1000 / 3), 500));
+        // Each attempt gets a part of the budget, so that a member that hangs does not take all of it;
+        // the part doubles with each attempt, so that a slow link (whose first attempt also dials the
+        // connection, and a timed-out attempt closes it) still gets through.
+        const attemptDeadline = Math.min(deadline, Date.now() + attemptMs(options.ttlSeconds * 1000) * 2 ** Math.min(attempt, 6));
         const grant = await members.attempt(() => client.leaseClient.leaseGrant({ TTL: options.ttlSeconds, ID: 0 }, { deadline: attemptDeadline }), options.ttlSeconds * 1000);
         return new EtcdDriver(client, members, options, grant.ID, Number(grant.TTL) * 1000, openedAt);
       } catch (error) {
@@ -187,6 +195,11 @@ export class EtcdDriver implements Driver {
   /** @internal The member the lease keepalive stream is dialled to (tests). */
   get keepAliveMember(): string | undefined {
     return this.#keepAlive.member;
+  }
+
+  /** @internal How many keepalive streams are open (tests). */
+  get keepAliveStreams(): number {
+    return this.#keepAlive.streams;
   }
 
   /** @internal Whether members that stopped answering are tried last (false if etcd3's internals changed). */
@@ -670,7 +683,7 @@ export class EtcdDriver implements Driver {
    * while the lease lives on through another member. A request past it is retried elsewhere.
    */
   #attempt(): { deadline: number } {
-    return { deadline: Date.now() + Math.max(Math.floor(this.timeoutMs / 3), 500) };
+    return { deadline: Date.now() + attemptMs(this.timeoutMs) };
   }
 
   /**
@@ -708,4 +721,9 @@ export class EtcdDriver implements Driver {
     }
     return new BackendError('etcd request failed', { cause: error });
   }
+}
+
+/** How long one attempt of a request may take: a third of the TTL, so a hung member costs one of three. */
+function attemptMs(ttlMs: number): number {
+  return Math.max(Math.floor(ttlMs / 3), 500);
 }

@@ -12,15 +12,30 @@ export interface KeepAliveEvents {
 
 type Stream = IDuplexStream<ILeaseKeepAliveRequest, ILeaseKeepAliveResponse>;
 
+/** One keepalive stream, the member it was dialled to, and its renewal waiting for an answer. */
+interface Line {
+  readonly stream: Stream;
+  readonly member: string | undefined;
+  /** When the renewal outstanding on this stream was sent. */
+  pending: number | undefined;
+  hedge: NodeJS.Timeout | undefined;
+}
+
+/** Streams whose renewal went unanswered, still heard (at most this many). */
+const HEARD_AFTER_HEDGE = 2;
+
 /**
- * Our own lease keepalive on one gRPC stream, so that every renewal is seen with the time its request
+ * Our own lease keepalive on a gRPC stream, so that every renewal is seen with the time its request
  * was sent (the session's loss deadline counts from it) and a revoked lease is noticed at once.
  *
- * One renewal is outstanding at a time. One that is not answered within half an interval is sent
- * again on a new stream, dialled to another member: the member of the old one is tried last for a
- * while (a member that hangs keeps the connection open and says nothing, so only a timer finds it).
- * A broken stream is dialled again at once. When no renewal has been answered for a whole interval,
- * the session is told the keepalive is down; its loss deadline keeps running from the last answer.
+ * One renewal is outstanding per stream. One not answered within half an interval is sent again on a
+ * new stream, dialled preferably to another member (the member of the first one is tried last for a
+ * while: a member that hangs keeps the connection open and says nothing, so only a timer finds it). The
+ * first stream stays open until it answers or breaks, and whichever answers first renews: a cluster
+ * that is merely slow, on every member, costs a second stream, not the session. A broken stream is
+ * dialled again at once. When no renewal has been answered for a whole interval (or no stream could be
+ * opened for that long), the session is told the keepalive is down; its loss deadline keeps running
+ * from the last answer.
  */
 export class KeepAlive {
   readonly #lease: LeaseClient;
@@ -30,14 +45,15 @@ export class KeepAlive {
   readonly #events: KeepAliveEvents;
   readonly #timer: NodeJS.Timeout;
   readonly #intervalMs: number;
-  #stream: Stream | undefined;
-  /** The member `#stream` was dialled to, when known. */
-  #streamMember: string | undefined;
+  readonly #hedgeMs: number;
+  #current: Line | undefined;
+  /** Replaced after a renewal went unanswered, still listening for that answer, oldest first. */
+  #heard: Line[] = [];
+  /** Counts opens: the answer to one given up on (or overtaken) is closed on arrival. */
+  #opened = 0;
   #opening = false;
-  /** When the renewal outstanding on `#stream` was sent. */
-  #pending: number | undefined;
-  #hedge: NodeJS.Timeout | undefined;
-  /** When the oldest renewal not answered yet (on any stream) was sent, and the timer that says down. */
+  #openTimer: NodeJS.Timeout | undefined;
+  /** When the oldest renewal (or open) not answered yet began, and the timer that says down. */
   #unanswered: number | undefined;
   #downTimer: NodeJS.Timeout | undefined;
   #stopped = false;
@@ -49,6 +65,7 @@ export class KeepAlive {
     this.#id = id;
     this.#events = events;
     this.#intervalMs = intervalMs;
+    this.#hedgeMs = Math.max(Math.floor(intervalMs / 2), 25);
     this.#timer = setInterval(() => this.#tick(), intervalMs);
     this.#timer.unref();
     this.#open(); // at once: a broken connection shows as a broken stream from the start
@@ -56,104 +73,128 @@ export class KeepAlive {
 
   /** @internal The member the current stream was dialled to (tests). */
   get member(): string | undefined {
-    return this.#stream === undefined ? undefined : this.#streamMember;
+    return this.#current?.member;
+  }
+
+  /** @internal How many streams are open (tests). */
+  get streams(): number {
+    return (this.#current === undefined ? 0 : 1) + this.#heard.length;
   }
 
   stop(): void {
     this.#stopped = true;
     clearInterval(this.#timer);
-    clearTimeout(this.#hedge);
+    clearTimeout(this.#openTimer);
     clearTimeout(this.#downTimer);
-    this.#stream?.end();
-    this.#stream = undefined;
+    for (const line of [...this.#heard, ...(this.#current === undefined ? [] : [this.#current])]) this.#retire(line);
+    this.#heard = [];
+    this.#current = undefined;
   }
 
   #tick(): void {
     if (this.#stopped) return;
-    if (this.#stream === undefined) {
+    const line = this.#current;
+    if (line === undefined) {
       this.#open();
       return;
     }
-    if (this.#pending !== undefined) return; // its hedge timer is running
+    if (line.pending !== undefined) return; // its hedge timer is running
     const sentAt = performance.now();
-    this.#pending = sentAt;
-    if (this.#unanswered === undefined) {
-      this.#unanswered = sentAt;
-      this.#downTimer = setTimeout(() => this.#down(), this.#intervalMs);
-      this.#downTimer.unref();
-    }
-    const stream = this.#stream;
-    this.#hedge = setTimeout(() => {
-      if (this.#stream === stream && this.#pending === sentAt) this.#replace(stream);
-    }, Math.max(Math.floor(this.#intervalMs / 2), 25));
-    this.#hedge.unref();
-    stream.write({ ID: this.#id });
+    line.pending = sentAt;
+    this.#waitingSince(sentAt);
+    line.hedge = setTimeout(() => this.#hedge(line), this.#hedgeMs);
+    line.hedge.unref();
+    line.stream.write({ ID: this.#id });
   }
 
-  #down(): void {
-    this.#downTimer = undefined;
-    if (!this.#stopped && this.#unanswered !== undefined) this.#events.down();
+  /** Starts the down timer, unless something earlier is already unanswered. */
+  #waitingSince(at: number): void {
+    if (this.#unanswered !== undefined) return;
+    this.#unanswered = at;
+    this.#downTimer = setTimeout(() => {
+      this.#downTimer = undefined;
+      if (!this.#stopped && this.#unanswered !== undefined) this.#events.down();
+    }, this.#intervalMs);
+    this.#downTimer.unref();
   }
 
   #open(): void {
-    if (this.#opening) return;
+    if (this.#opening || this.#stopped) return;
     this.#opening = true;
+    const attempt = (this.#opened += 1);
+    this.#waitingSince(performance.now());
+    // An open can hang too (etcd3 first fetches an auth token, from the members in a fixed order): after
+    // half an interval another may start, and this one's stream is closed if it still comes.
+    this.#openTimer = setTimeout(() => {
+      if (attempt !== this.#opened) return;
+      this.#opened += 1;
+      this.#opening = false;
+      this.#tick();
+    }, this.#hedgeMs);
+    this.#openTimer.unref();
     this.#lease.leaseKeepAlive().then(
       (stream) => {
-        this.#opening = false;
-        if (this.#stopped) {
-          stream.end();
+        const member = this.#member();
+        if (attempt !== this.#opened || this.#stopped) {
+          this.#retire({ stream, member, pending: undefined, hedge: undefined });
           return;
         }
-        this.#stream = stream;
-        this.#streamMember = this.#member();
-        this.#pending = undefined;
-        const member = this.#streamMember;
-        // A late answer on a stream already replaced would be matched with the new stream's request.
-        stream.on('data', (response: ILeaseKeepAliveResponse) => {
-          if (this.#stream === stream) this.#onResponse(response, member);
-        });
+        this.#opening = false;
+        clearTimeout(this.#openTimer);
+        const line: Line = { stream, member, pending: undefined, hedge: undefined };
+        this.#current = line;
+        stream.on('data', (response: ILeaseKeepAliveResponse) => this.#onResponse(line, response));
         // etcd3 dials a stream to one member and does not fail over when it errors later (a dead
         // member refuses at once), so a broken stream is dialled again right away, not at the next tick.
-        const broken = (): void => {
-          if (this.#stream !== stream) return;
-          this.#forget(member);
-          this.#stream = undefined;
-          this.#pending = undefined;
-          clearTimeout(this.#hedge);
-          if (!this.#stopped) this.#events.down();
-          setTimeout(() => this.#tick(), 20).unref();
-        };
+        const broken = (): void => this.#broken(line);
         stream.on('error', broken);
         stream.on('end', broken);
         this.#tick();
       },
       () => {
+        if (attempt !== this.#opened) return;
         this.#opening = false;
+        clearTimeout(this.#openTimer);
         if (!this.#stopped) setTimeout(() => this.#tick(), 20).unref();
       },
     );
   }
 
-  /** The renewal on `stream` went unanswered: try another member now, without waiting for the tick. */
-  #replace(stream: Stream): void {
-    this.#forget(this.#streamMember);
-    this.#stream = undefined;
-    this.#pending = undefined;
-    stream.cancel();
+  /** The renewal on `line` went unanswered for half an interval: send one on another stream now. */
+  #hedge(line: Line): void {
+    line.hedge = undefined;
+    if (this.#stopped || line !== this.#current || line.pending === undefined) return;
+    this.#suspect(line.member);
+    this.#current = undefined;
+    this.#heard.push(line);
+    if (this.#heard.length > HEARD_AFTER_HEDGE) this.#retire(this.#heard.shift()!);
     this.#open();
   }
 
-  /** Tries `member` last for a lease's time: long enough to outlast a pause, short enough to come back. */
-  #forget(member: string | undefined): void {
-    if (member !== undefined) this.#members.suspect(member, this.#intervalMs * 4);
+  #broken(line: Line): void {
+    clearTimeout(line.hedge);
+    if (line !== this.#current) {
+      this.#heard = this.#heard.filter((heard) => heard !== line);
+      return;
+    }
+    this.#suspect(line.member);
+    this.#current = undefined;
+    if (this.#stopped) return;
+    this.#events.down();
+    setTimeout(() => this.#tick(), 20).unref();
   }
 
-  #onResponse(response: ILeaseKeepAliveResponse, member: string | undefined): void {
-    const sentAt = this.#pending;
-    this.#pending = undefined;
-    clearTimeout(this.#hedge);
-    if (member !== undefined) this.#members.trust(member);
+  #onResponse(line: Line, response: ILeaseKeepAliveResponse): void {
+    const heard = line !== this.#current;
+    if (heard && !this.#heard.includes(line)) return; // retired
+    const sentAt = line.pending;
+    line.pending = undefined;
+    clearTimeout(line.hedge);
+    // A stream that was given up on answered after all: its member is slow, not gone; one stream is enough.
+    if (heard) {
+      this.#heard = this.#heard.filter((other) => other !== line);
+      this.#retire(line);
+    }
     if (Number(response.TTL) <= 0) {
       this.#events.gone();
       return;
@@ -162,5 +203,22 @@ export class KeepAlive {
     this.#unanswered = undefined;
     clearTimeout(this.#downTimer);
     this.#events.ack(sentAt);
+  }
+
+  /** Tries `member` last for a lease's time: long enough to outlast a pause, short enough to come back. */
+  #suspect(member: string | undefined): void {
+    if (member !== undefined) this.#members.suspect(member, this.#intervalMs * 4);
+  }
+
+  /**
+   * Closes a stream for good. Ended first, so that etcd3 does not take the cancel for a failure of the
+   * member and close every client of ours on it; cancelled, because a half-close to a member that
+   * hangs is never answered and would keep the stream (and the process) alive.
+   */
+  #retire(line: Line): void {
+    clearTimeout(line.hedge);
+    line.stream.on('error', () => undefined); // the cancel's own CANCELLED
+    line.stream.end();
+    line.stream.cancel();
   }
 }

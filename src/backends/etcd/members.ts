@@ -62,11 +62,6 @@ export class Members {
     this.#suspects.set(host, performance.now() + forMs);
   }
 
-  /** Tries `host` like any other again: it answered. */
-  trust(host: string): void {
-    this.#suspects.delete(host);
-  }
-
   /**
    * Runs one attempt of a unary request. `start` must begin exactly one etcd3 call (etcd3 asks for the
    * member order synchronously when a call begins). An attempt that ran out its deadline, or found its
