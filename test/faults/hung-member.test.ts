@@ -52,7 +52,7 @@ describe('a hung member of a ZooKeeper ensemble', () => {
 describe('a hung member of an etcd cluster', () => {
   const scope = useScope(() => etcdFixture('etcdCluster'));
 
-  async function sessionsThroughProxies(count: number): Promise<{ sessions: BatonSession[]; proxies: TcpProxy[]; states: SessionState[][]; close(): Promise<void> }> {
+  async function sessionsThroughProxies(count: number, ttlSeconds = inject('etcdCluster').ttlSeconds): Promise<{ sessions: BatonSession[]; proxies: TcpProxy[]; states: SessionState[][]; close(): Promise<void> }> {
     const info = inject('etcdCluster');
     const proxies = await Promise.all(info.endpoints.map((endpoint) => TcpProxy.start({ port: Number(new URL(endpoint).port) })));
     const sessions: BatonSession[] = [];
@@ -63,7 +63,7 @@ describe('a hung member of an etcd cluster', () => {
     };
     try {
       for (let i = 0; i < count; i += 1) {
-        const session = await connect(`etcd://${proxies.map((proxy) => proxy.address).join(',')}/${scope.namespace}`, { ttlSeconds: info.ttlSeconds });
+        const session = await connect(`etcd://${proxies.map((proxy) => proxy.address).join(',')}/${scope.namespace}`, { ttlSeconds });
         const seen: SessionState[] = [];
         session.on('state', (state) => seen.push(state));
         sessions.push(session);
@@ -79,9 +79,11 @@ describe('a hung member of an etcd cluster', () => {
   const driver = (session: BatonSession): EtcdDriver => session.backend as EtcdDriver;
 
   it('sessions renewing through the hung member move to another one and keep their leases and locks', async () => {
-    const info = inject('etcdCluster');
-    const ttlMs = info.ttlSeconds * 1000;
-    const { sessions, proxies, states, close } = await sessionsThroughProxies(9);
+    // Twice the fixture's lease, so that a loaded machine has room between a renewal sent elsewhere and
+    // the suspension the test says must not come.
+    const ttlSeconds = 2 * inject('etcdCluster').ttlSeconds;
+    const ttlMs = ttlSeconds * 1000;
+    const { sessions, proxies, states, close } = await sessionsThroughProxies(9, ttlSeconds);
     try {
       expect(sessions.every((session) => driver(session).prefersLiveMembers)).toBe(true);
       const holds = await Promise.all(sessions.map((session, i) => new FairMutex(session, `hung-${i}`).acquire()));
@@ -108,7 +110,7 @@ describe('a hung member of an etcd cluster', () => {
       await Promise.all(holds.map((hold) => hold.release()));
       // A session opened while the member hangs: connecting tries the next member, not only the first.
       for (let i = 0; i < 3; i += 1) {
-        const late = await connect(`etcd://${proxies.map((proxy) => proxy.address).join(',')}/${scope.namespace}`, { ttlSeconds: info.ttlSeconds, connectTimeoutMs: 3 * ttlMs });
+        const late = await connect(`etcd://${proxies.map((proxy) => proxy.address).join(',')}/${scope.namespace}`, { ttlSeconds, connectTimeoutMs: 3 * ttlMs });
         sessions.push(late);
         await (await new FairMutex(late, 'late').acquire({ timeoutMs: ttlMs })).release();
       }
@@ -122,9 +124,9 @@ describe('a hung member of an etcd cluster', () => {
   }, 60_000);
 
   it('waiters are granted in order after a release while a member hangs', async () => {
-    const info = inject('etcdCluster');
-    const ttlMs = info.ttlSeconds * 1000;
-    const { sessions, proxies, states, close } = await sessionsThroughProxies(5);
+    const ttlSeconds = 2 * inject('etcdCluster').ttlSeconds;
+    const ttlMs = ttlSeconds * 1000;
+    const { sessions, proxies, states, close } = await sessionsThroughProxies(5, ttlSeconds);
     try {
       const holder = await new FairMutex(sessions[0]!, 'queue').acquire();
       const order: number[] = [];
@@ -149,17 +151,18 @@ describe('a hung member of an etcd cluster', () => {
   }, 60_000);
 
   it('a cluster slow on every member (renewals answered after half a keepalive interval) suspends no session', async () => {
-    const info = inject('etcdCluster');
-    const ttlMs = info.ttlSeconds * 1000;
-    // The keepalive renews every quarter TTL and sends again elsewhere after half of that; replies here
-    // come later than the second send, but within the interval.
-    const delayMs = Math.floor((ttlMs / 4) * 0.7);
-    const { sessions, proxies, states, close } = await sessionsThroughProxies(3);
+    // A longer lease than the fixture's, for room between the reply time and the suspension on a
+    // loaded machine. The keepalive renews every quarter TTL and sends again elsewhere after half of
+    // that; replies here come later than the second send, but well within the interval.
+    const ttlSeconds = 2 * inject('etcdCluster').ttlSeconds;
+    const ttlMs = ttlSeconds * 1000;
+    const delayMs = Math.floor((ttlMs / 4) * 0.55);
+    const { sessions, proxies, states, close } = await sessionsThroughProxies(3, ttlSeconds);
     try {
       // The server turns slow (a stalled disk, a busy leader) once the sessions are open.
       for (const proxy of proxies) proxy.delayReplies(delayMs);
       const holds = await Promise.all(sessions.map((session, i) => new FairMutex(session, `slow-${i}`).acquire({ timeoutMs: 2 * ttlMs })));
-      await sleep(3 * ttlMs);
+      await sleep(2 * ttlMs);
       expect(states.filter((seen) => seen.length > 0)).toEqual([]);
       expect(holds.every((hold) => hold.held)).toBe(true);
       // A stream given up on is closed once it answers: no more than the current one and two heard.
