@@ -152,15 +152,19 @@ describe('a hung member of an etcd cluster', () => {
 
   it('a cluster slow on every member (renewals answered after half a keepalive interval) suspends no session', async () => {
     // A longer lease than the fixture's, for room between the reply time and the suspension on a
-    // loaded machine (with twice the fixture's lease, a CI run once saw no answer within the 450 ms left
-    // between the delayed reply and the suspension). The keepalive renews every quarter TTL and sends again elsewhere after half of
+    // loaded machine. The keepalive renews every quarter TTL and sends again elsewhere after half of
     // that; replies here come later than the second send, but well within the interval.
-    const ttlSeconds = 3 * inject('etcdCluster').ttlSeconds;
+    const ttlSeconds = 2 * inject('etcdCluster').ttlSeconds;
     const ttlMs = ttlSeconds * 1000;
     const delayMs = Math.floor((ttlMs / 4) * 0.55);
     const { sessions, proxies, states, close } = await sessionsThroughProxies(3, ttlSeconds);
     try {
-      // The server turns slow (a stalled disk, a busy leader) once the sessions are open.
+      // The servers turn slow (a stalled disk, a busy leader) once the sessions have a connection to
+      // each member: a slow server, not a slow network, where dialling a member costs round trips too.
+      await eventually('a connection to every member', async () => {
+        await Promise.all(sessions.map((session) => session.backend.list('warm-up')));
+        return proxies.every((proxy) => proxy.connections > 0);
+      }, ttlMs);
       for (const proxy of proxies) proxy.delayReplies(delayMs);
       const holds = await Promise.all(sessions.map((session, i) => new FairMutex(session, `slow-${i}`).acquire({ timeoutMs: 2 * ttlMs })));
       await sleep(2 * ttlMs);
