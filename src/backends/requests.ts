@@ -41,12 +41,7 @@ export class InFlight {
     return this.#ended !== undefined;
   }
 
-  /** A request made of promises (etcd3's API). */
-  send<T>(request: () => Promise<T>): Promise<T> {
-    return this.call(fromPromise(request));
-  }
-
-  /** A request in callback form (ZooKeeper's hot requests): the returned promise is the only one made for it. */
+  /** A request in callback form: the returned promise is the only one made for it. */
   call<T>(start: Start<T>): Promise<T> {
     if (this.#ended !== undefined) return Promise.reject(this.#ended.reason);
     return new Promise<T>((resolve, reject) => {

@@ -691,7 +691,7 @@ export class EtcdDriver implements Driver {
    * it run out its deadline is tried last by the calls that follow.
    */
   #send<T>(request: () => Promise<T>): Promise<T> {
-    return this.#requests.send(() => this.#members.attempt(request, this.timeoutMs));
+    return this.#requests.call((done) => this.#members.send(request, this.timeoutMs, done));
   }
 
 

@@ -1,4 +1,5 @@
 import { GRPCDeadlineExceededError, GRPCUnavailableError, LeaseClient, type Etcd3, type ICallable } from 'etcd3';
+import { started, type Done } from '../requests.js';
 
 /** What etcd3 1.x keeps per member; only the address is read. */
 interface Member {
@@ -35,8 +36,8 @@ export class Members {
   readonly #pool: Pool | undefined;
   /** Member address -> until when (performance.now()) it is tried last. */
   readonly #suspects = new Map<string, number>();
-  /** While `attempt` starts a request: the member orders etcd3 asks for meanwhile. */
-  #capture: Pick[] | undefined;
+  /** The member order etcd3 asked for last (`send` reads it right after starting its call). */
+  #picked: Pick | undefined;
 
   constructor(client: Etcd3) {
     const pool = (client as unknown as { pool?: Partial<Pool> }).pool;
@@ -47,7 +48,7 @@ export class Members {
     this.#pool = pool as Pool;
     this.#pool.shuffledHosts = () => {
       const pick: Pick = { member: undefined };
-      this.#capture?.push(pick);
+      this.#picked = pick;
       return this.#order(pick);
     };
   }
@@ -63,25 +64,29 @@ export class Members {
   }
 
   /**
-   * Runs one attempt of a unary request. `start` must begin exactly one etcd3 call (etcd3 asks for the
-   * member order synchronously when a call begins). An attempt that ran out its deadline, or found its
-   * member unavailable, has that member tried last for `forMs`.
+   * Sends one attempt of a unary request and reports its outcome to `done`. `start` must begin exactly
+   * one etcd3 call (etcd3 asks for the member order synchronously when a call begins). An attempt that
+   * ran out its deadline, or found its member unavailable, has that member tried last for `forMs`.
    */
+  send<T>(start: () => Promise<T>, forMs: number, done: Done<T>): void {
+    this.#picked = undefined;
+    const call = start();
+    const pick = this.#picked as Pick | undefined;
+    this.#picked = undefined;
+    call.then(
+      (value) => done(null, value),
+      (error: unknown) => {
+        if (pick?.member !== undefined && (error instanceof GRPCDeadlineExceededError || error instanceof GRPCUnavailableError)) {
+          this.suspect(pick.member, forMs);
+        }
+        done(error || new Error(`etcd request failed: ${String(error)}`));
+      },
+    );
+  }
+
+  /** `send` as a promise, for the requests outside the driver's bookkeeping (connect, close). */
   attempt<T>(start: () => Promise<T>, forMs: number): Promise<T> {
-    const picks: Pick[] = [];
-    this.#capture = picks;
-    let call: Promise<T>;
-    try {
-      call = start();
-    } finally {
-      this.#capture = undefined;
-    }
-    return call.catch((error: unknown) => {
-      if (error instanceof GRPCDeadlineExceededError || error instanceof GRPCUnavailableError) {
-        for (const pick of picks) if (pick.member !== undefined) this.suspect(pick.member, forMs);
-      }
-      throw error;
-    });
+    return started((done) => this.send(start, forMs, done));
   }
 
   /**
