@@ -40,6 +40,8 @@ export class TcpProxy {
   readonly #server: net.Server;
   #cutAfter: { match: (chunk: Buffer) => boolean; done: () => void } | undefined;
   #replyDelayMs = 0;
+  /** The next reply is cut short by its last byte and its connection hangs from there on. */
+  #truncateNext = false;
 
   private constructor(server: net.Server, port: number) {
     this.#server = server;
@@ -67,6 +69,15 @@ export class TcpProxy {
    */
   blackhole(): void {
     this.#mode = 'blackhole';
+  }
+
+  /**
+   * A connection that dies in the middle of a reply: the next chunk the server sends arrives without its
+   * last byte, and nothing more passes on that connection either way (it stays open, as a hung member's
+   * would). New connections are forwarded as usual.
+   */
+  truncateNextReply(): void {
+    this.#truncateNext = true;
   }
 
   /** A slow server: everything it sends reaches the client `ms` later (0: at once again). */
@@ -140,6 +151,12 @@ export class TcpProxy {
   #down(pair: Pair, chunk: Buffer, fresh: boolean): void {
     if (fresh) this.bytesDown += chunk.length;
     if (pair.mute || this.#hold(pair, chunk, 'down')) return;
+    if (this.#truncateNext) {
+      this.#truncateNext = false;
+      pair.client.write(chunk.subarray(0, chunk.length - 1));
+      pair.mute = true;
+      return;
+    }
     if (this.#replyDelayMs > 0) {
       // Timers of equal delay fire in the order they were set: the bytes keep their order.
       setTimeout(() => pair.client.destroyed || pair.client.write(chunk), this.#replyDelayMs).unref();

@@ -59,6 +59,24 @@ function acceptEveryCode(): void {
 acceptEveryCode();
 
 /**
+ * node-zookeeper-client keeps the bytes of a reply it has not read in full (`pendingBuffer`) and does not
+ * drop them when the connection ends. A connection that died in the middle of a reply (a member that
+ * hung mid-write, which the driver then drops for its silence) would leave them to be read as the start
+ * of the next connection's first reply, the one that names the session: garbage there ends a live
+ * session. Each new connection of `client` starts from a clean frame.
+ */
+export function dropTornFrames(client: ZkClient): void {
+  type Manager = { connect: () => void; pendingBuffer: Buffer | null };
+  const manager = (client as unknown as { connectionManager?: Partial<Manager> }).connectionManager;
+  if (manager === undefined || typeof manager.connect !== 'function' || !('pendingBuffer' in manager)) return;
+  const connect = manager.connect;
+  manager.connect = function (this: Manager) {
+    this.pendingBuffer = null;
+    connect.call(this);
+  };
+}
+
+/**
  * Who may do what with the znodes baton creates (entries and the directories above them).
  * - `open`: everyone may do everything (ZooKeeper's `OPEN_ACL_UNSAFE`); the only policy without credentials.
  * - `creator-all-world-read`: the authenticated creator may do everything, everyone may read (so that
