@@ -51,3 +51,43 @@ describe('etcd: waits whose start revision was compacted away', () => {
     await b.backend.withdraw(entry);
   });
 });
+
+describe('etcd: change waits whose start revision was compacted away', () => {
+  let etcd: EtcdCluster;
+  let admin: Etcd3;
+  beforeAll(async () => {
+    etcd = await startEtcd({ size: 1 });
+    admin = new Etcd3({ hosts: etcd.endpoints });
+  });
+  afterAll(async () => {
+    admin?.close();
+    await etcd?.stop();
+  });
+  const scope = useScope(() => etcdFixtureOf({ endpoints: etcd.endpoints, ttlSeconds: TTL_SECONDS }, 'etcd (own server)'));
+
+  it('a change wait (observe, inspect --watch) whose history is compacted before its watch starts wakes to look again, not fails', async () => {
+    const [a, b] = [await scope.open(), await scope.open()];
+    const held = await new FairMutex(a, 'q').acquire();
+    const seen = await b.backend.list('q');
+    const driver = b.backend as EtcdDriver;
+    driver.beforePrefixWatch = async () => {
+      driver.beforePrefixWatch = undefined;
+      for (let i = 0; i < 3; i += 1) await admin.put(`elsewhere-${scope.namespace}`).value(String(i));
+      const { header } = await admin.kv.range({ key: Buffer.from(`elsewhere-${scope.namespace}`) });
+      await admin.kv.compact({ revision: header.revision, physical: true });
+      await admin.delete().key(`elsewhere-${scope.namespace}`);
+    };
+    const outcome = await b.backend.waitChange('q', seen, new AbortController().signal).then(
+      () => 'woken',
+      (error: unknown) => `failed: ${String(error)}`,
+    );
+    expect(outcome).toBe('woken');
+    expect(driver.beforePrefixWatch).toBeUndefined(); // the compaction did happen in between
+    // Woken early, it looks again and finds nothing changed: waiting again works, and sees the release.
+    const again = b.backend.waitChange('q', await b.backend.list('q'), new AbortController().signal);
+    await held.release();
+    await again;
+    expect(await b.backend.list('q')).toEqual([]);
+    await eventually('no watcher left waiting for its cancel', () => driver.watchersClosing === 0, TTL_SECONDS * 1_000);
+  });
+});

@@ -89,6 +89,8 @@ export class EtcdDriver implements Driver {
   #watchCheck: NodeJS.Timeout | undefined;
   /** @internal For tests: watch events are ignored, as if every watch stream had gone silent. */
   muteWatchEvents = false;
+  /** @internal For tests: runs between a change wait's listing and its watch (to compact in between). */
+  beforePrefixWatch: (() => Promise<void>) | undefined;
   /** Our keys that exist on the server, with the create revision of their incarnation. */
   readonly #live = new Map<string, bigint>();
   /** Keys a delete of unknown fate was sent for: their slots are retired for good. */
@@ -294,6 +296,7 @@ export class EtcdDriver implements Driver {
     const prefix = queuePrefix(this.#namespace, queue);
     const response = await untilAborted(this.#listing(prefix), signal);
     if (!sameEntries(this.#seen(queue, prefix, response.kvs, response.header.revision), seen)) return;
+    if (this.beforePrefixWatch !== undefined) await this.beforePrefixWatch();
     // From the revision after that listing: nothing that changes the queue from then on is missed.
     await this.#watchPrefix(queue, prefix, seen, BigInt(response.header.revision) + 1n, signal);
   }
@@ -326,10 +329,20 @@ export class EtcdDriver implements Driver {
         etcdCounters.notifications += 1;
         finish(resolve);
       };
+      let created = false;
+      watcher.on('connected', () => (created = true));
       watcher.on('put', changed);
       watcher.on('delete', changed);
       watcher.on('disconnected', () => finish(resolve));
-      watcher.on('error', (error: unknown) => finish(() => reject(this.#map(error))));
+      watcher.on('error', (error: unknown) => {
+        if (created) {
+          // etcd ended the watch itself (its start revision compacted away), and etcd3 has let go of it
+          // already: forgotten, not cancelled. The caller looks again, as after any wake.
+          this.#watchers.delete(watcher);
+          return finish(resolve);
+        }
+        finish(() => reject(this.#map(error)));
+      });
     });
   }
 
