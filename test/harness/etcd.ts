@@ -5,6 +5,7 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { etcdBinary } from './install.js';
 import { freePort } from './ports.js';
+import { TcpProxy } from './proxy.js';
 import { ServerProcess, sleep, startMembers, startServer, stopMembers, tail } from './process.js';
 
 export interface EtcdMember {
@@ -21,7 +22,16 @@ export interface EtcdMember {
 export interface EtcdCluster {
   readonly endpoints: string[];
   readonly members: EtcdMember[];
+  /**
+   * With `peerProxies`: the proxy each member's peers reach it through (its advertised peer URL), in
+   * member order. A member can then be cut off from its peers while clients still reach it.
+   */
+  readonly peerProxies: TcpProxy[];
   leader(): Promise<EtcdMember | undefined>;
+  /** The member's id as etcd writes it in its peer requests (hex), from its status. */
+  memberId(member: EtcdMember): Promise<string>;
+  /** The id (hex) of the leader `member` follows, '0' when it knows of none. */
+  leaderSeenBy(member: EtcdMember): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -45,6 +55,8 @@ class Member extends ServerProcess implements EtcdMember {
     readonly dir: string,
     private readonly cluster: { initial: string; token: string },
     private readonly tls?: EtcdTls,
+    /** Where its peers reach it, when not at `peerUrl` (a proxy). */
+    private readonly advertisedPeerUrl = peerUrl,
   ) {
     super();
   }
@@ -60,7 +72,7 @@ class Member extends ServerProcess implements EtcdMember {
       '--listen-client-urls', this.clientUrl,
       '--advertise-client-urls', this.clientUrl,
       '--listen-peer-urls', this.peerUrl,
-      '--initial-advertise-peer-urls', this.peerUrl,
+      '--initial-advertise-peer-urls', this.advertisedPeerUrl,
       '--initial-cluster', this.cluster.initial,
       '--initial-cluster-token', this.cluster.token,
       '--initial-cluster-state', 'new',
@@ -116,19 +128,22 @@ async function status(clientUrl: string): Promise<{ member: string; leader: stri
   try {
     const response = await fetch(`${clientUrl}/v3/maintenance/status`, { method: 'POST', body: '{}', signal: AbortSignal.timeout(1_000) });
     const body = (await response.json()) as { header?: { member_id?: string }; leader?: string };
-    if (body.header?.member_id === undefined || body.leader === undefined) return undefined;
-    return { member: body.header.member_id, leader: body.leader };
+    if (body.header?.member_id === undefined) return undefined;
+    // A member that knows of no leader leaves the field out (and says "etcdserver: no leader").
+    return { member: body.header.member_id, leader: body.leader ?? '0' };
   } catch {
     return undefined;
   }
 }
 
 /** Starts a standalone etcd or a 3-member cluster on free 127.0.0.1 ports, each in its own temp dir. */
-export async function startEtcd(opts: { size?: 1 | 3; tls?: EtcdTls } = {}): Promise<EtcdCluster> {
+export async function startEtcd(opts: { size?: 1 | 3; tls?: EtcdTls; peerProxies?: boolean } = {}): Promise<EtcdCluster> {
   const size = opts.size ?? 1;
   const scheme = opts.tls === undefined ? 'http' : 'https';
   const ports = await Promise.all(Array.from({ length: size }, async () => ({ client: await freePort(), peer: await freePort() })));
-  const initial = ports.map((p, i) => `etcd${i + 1}=http://127.0.0.1:${p.peer}`).join(',');
+  const peerProxies = opts.peerProxies === true ? await Promise.all(ports.map((p) => TcpProxy.start({ port: p.peer }))) : [];
+  const advertised = ports.map((p, i) => `http://${peerProxies[i]?.address ?? `127.0.0.1:${p.peer}`}`);
+  const initial = advertised.map((url, i) => `etcd${i + 1}=${url}`).join(',');
   const token = `baton-${randomUUID()}`;
   const members = ports.map(
     (p, i) =>
@@ -139,6 +154,7 @@ export async function startEtcd(opts: { size?: 1 | 3; tls?: EtcdTls } = {}): Pro
         mkdtempSync(path.join(os.tmpdir(), 'baton-etcd-')),
         { initial, token },
         opts.tls,
+        advertised[i],
       ),
   );
   const cluster: EtcdCluster = {
@@ -151,7 +167,21 @@ export async function startEtcd(opts: { size?: 1 | 3; tls?: EtcdTls } = {}): Pro
       }
       return undefined;
     },
-    stop: () => stopMembers(members),
+    peerProxies,
+    async memberId(member) {
+      const found = member.isAlive() ? await status(member.clientUrl) : undefined;
+      if (found === undefined) throw new Error(`no status from etcd ${member.name}`);
+      return BigInt(found.member).toString(16);
+    },
+    async leaderSeenBy(member) {
+      const found = member.isAlive() ? await status(member.clientUrl) : undefined;
+      if (found === undefined) throw new Error(`no status from etcd ${member.name}`);
+      return BigInt(found.leader).toString(16);
+    },
+    async stop() {
+      await stopMembers(members);
+      await Promise.all(peerProxies.map((proxy) => proxy.close()));
+    },
   };
   await startMembers(members);
   return cluster;

@@ -21,6 +21,10 @@ interface Pair {
   mute: boolean;
   /** Bytes held back while partitioned, delivered on restore as TCP would after a healed partition. */
   held: { up: Buffer[]; down: Buffer[]; bytes: number };
+  /** The first bytes the client sent: they say who it is (an etcd peer names itself in its requests). */
+  first: Buffer | undefined;
+  /** Cut off by `isolate()`: nothing passes either way; the connection stays open until `heal()`. */
+  cut: boolean;
 }
 
 /** A partition longer than this much traffic ends the connection instead of holding more. */
@@ -40,6 +44,7 @@ export class TcpProxy {
   readonly #server: net.Server;
   #cutAfter: { match: (chunk: Buffer) => boolean; done: () => void } | undefined;
   #replyDelayMs = 0;
+  #isolate: ((first: Buffer) => boolean) | undefined;
   /** The next reply is cut short by its last byte and its connection hangs from there on. */
   #truncateNext = false;
 
@@ -78,6 +83,21 @@ export class TcpProxy {
    */
   truncateNextReply(): void {
     this.#truncateNext = true;
+  }
+
+  /**
+   * A partition of some clients only: connections whose first bytes match (now and from now on) pass
+   * nothing either way, and stay open. The others are forwarded as before.
+   */
+  isolate(match: (first: Buffer) => boolean): void {
+    this.#isolate = match;
+    for (const pair of this.#pairs) if (pair.first !== undefined && match(pair.first)) pair.cut = true;
+  }
+
+  /** Ends `isolate()`: its connections are closed (bytes were dropped, so they cannot carry on). */
+  heal(): void {
+    this.#isolate = undefined;
+    for (const pair of [...this.#pairs]) if (pair.cut) this.#close(pair);
   }
 
   /** A slow server: everything it sends reaches the client `ms` later (0: at once again). */
@@ -128,7 +148,7 @@ export class TcpProxy {
       return;
     }
     const server = net.connect({ host: target.host ?? '127.0.0.1', port: target.port });
-    const pair: Pair = { client, server, mute: false, held: { up: [], down: [], bytes: 0 } };
+    const pair: Pair = { client, server, mute: false, held: { up: [], down: [], bytes: 0 }, first: undefined, cut: false };
     this.#pairs.add(pair);
     client.on('data', (chunk: Buffer) => this.#up(pair, chunk, true));
     server.on('data', (chunk: Buffer) => this.#down(pair, chunk, true));
@@ -150,6 +170,7 @@ export class TcpProxy {
 
   #down(pair: Pair, chunk: Buffer, fresh: boolean): void {
     if (fresh) this.bytesDown += chunk.length;
+    if (pair.cut) return;
     if (pair.mute || this.#hold(pair, chunk, 'down')) return;
     if (this.#truncateNext) {
       this.#truncateNext = false;
@@ -167,6 +188,11 @@ export class TcpProxy {
 
   #up(pair: Pair, chunk: Buffer, fresh: boolean): void {
     if (fresh) this.bytesUp += chunk.length;
+    if (pair.first === undefined) {
+      pair.first = chunk;
+      if (this.#isolate?.(chunk) === true) pair.cut = true;
+    }
+    if (pair.cut) return;
     if (pair.mute || this.#hold(pair, chunk, 'up')) return;
     const cut = this.#cutAfter;
     if (cut !== undefined && cut.match(chunk)) {

@@ -1,0 +1,89 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SessionState } from '../../recipes/contract.js';
+import { FairMutex } from '../../recipes/mutex.js';
+import { connect } from '../../src/connect.js';
+import type { BatonSession } from '../../src/session.js';
+import { startEtcd, type EtcdCluster } from '../harness/etcd.js';
+import { etcdFixtureOf } from '../support/etcd.js';
+import { useScope } from '../support/scope.js';
+import { eventually, later } from '../support/wait.js';
+
+const TTL_SECONDS = 2;
+
+/**
+ * A member cut off from its peers while clients still reach it (its peers' traffic goes through
+ * proxies: the one in front of it, and those of the others, which drop what it sends them). It has no
+ * leader, keeps its watch streams open and never sends the events its peers commit. Its own cluster:
+ * the shared one must not lose a member.
+ */
+describe('etcd: a member cut off from its peers while clients still reach it', () => {
+  let cluster: EtcdCluster;
+  beforeAll(async () => {
+    cluster = await startEtcd({ size: 3, peerProxies: true });
+  }, 60_000);
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+  const scope = useScope(() => etcdFixtureOf({ endpoints: cluster.endpoints, ttlSeconds: TTL_SECONDS }, 'etcd (3 members behind peer proxies)'));
+
+  /** Cuts member `index` off from its peers; returns the heal. */
+  async function cutOff(index: number): Promise<() => Promise<void>> {
+    const member = cluster.members[index]!;
+    const from = Buffer.from(`X-Server-From: ${await cluster.memberId(member)}\r\n`);
+    const own = cluster.peerProxies[index]!;
+    const others = cluster.peerProxies.filter((proxy) => proxy !== own);
+    own.blackhole();
+    for (const proxy of others) proxy.isolate((first) => first.includes(from));
+    await eventually(`${member.name} has no leader`, async () => (await cluster.leaderSeenBy(member)) === '0', TTL_SECONDS * 5_000);
+    return async () => {
+      own.drop();
+      own.restore();
+      for (const proxy of others) proxy.heal();
+      await eventually(`${member.name} follows a leader again`, async () => (await cluster.leaderSeenBy(member)) !== '0', TTL_SECONDS * 5_000);
+    };
+  }
+
+  it('waiters whose watches may sit on it are granted in order after a release, and no session is lost', async () => {
+    const ttlMs = TTL_SECONDS * 1000;
+    const leader = await cluster.leader();
+    expect(leader).toBeDefined();
+    // A follower: cutting the leader off would also make the test wait for an election.
+    const index = cluster.members.findIndex((member) => member !== leader);
+    const hosts = (members: readonly number[]): string => members.map((i) => cluster.endpoints[i]!.replace('http://', '')).join(',');
+    const elsewhere = [0, 1, 2].filter((i) => i !== index);
+    const sessions: BatonSession[] = [];
+    const states: SessionState[][] = [];
+    const open = async (members: readonly number[]): Promise<BatonSession> => {
+      const session = await connect(`etcd://${hosts(members)}/${scope.namespace}`, { ttlSeconds: TTL_SECONDS });
+      const seen: SessionState[] = [];
+      session.on('state', (state) => seen.push(state));
+      sessions.push(session);
+      states.push(seen);
+      return session;
+    };
+    let heal: (() => Promise<void>) | undefined;
+    try {
+      const holder = await new FairMutex(await open(elsewhere), 'queue').acquire();
+      const order: number[] = [];
+      const waits: Promise<void>[] = [];
+      const waiters = 6;
+      for (let i = 1; i <= waiters; i += 1) {
+        // Every member, the cut-off one too: a waiter's watch stream is on it one time in three.
+        const session = await open([0, 1, 2]);
+        waits.push(later(new FairMutex(session, 'queue').acquire({ timeoutMs: 10 * ttlMs }).then(async (lock) => {
+          order.push(i);
+          await lock.release();
+        })));
+        await eventually(`waiter ${i} queued`, async () => (await holder.session.backend.list('queue')).length === i + 1, 2 * ttlMs);
+      }
+      heal = await cutOff(index);
+      await holder.release();
+      await Promise.all(waits);
+      expect(order).toEqual(Array.from({ length: waiters }, (_, i) => i + 1));
+      expect(states.filter((seen) => seen.includes('lost'))).toEqual([]);
+    } finally {
+      await heal?.();
+      await Promise.allSettled(sessions.map((session) => session.close()));
+    }
+  }, 120_000);
+});
