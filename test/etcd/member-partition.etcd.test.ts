@@ -66,7 +66,7 @@ describe('etcd: a member cut off from its peers while clients still reach it', (
       const holder = await new FairMutex(await open(elsewhere), 'queue').acquire();
       const order: number[] = [];
       const waits: Promise<void>[] = [];
-      const waiters = 6;
+      const waiters = 9;
       for (let i = 1; i <= waiters; i += 1) {
         // Every member, the cut-off one too: a waiter's watch stream is on it one time in three.
         const session = await open([0, 1, 2]);
