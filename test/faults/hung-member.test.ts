@@ -170,8 +170,6 @@ describe('a hung member of an etcd cluster', () => {
       await sleep(2 * ttlMs);
       expect(states.filter((seen) => seen.length > 0)).toEqual([]);
       expect(holds.every((hold) => hold.held)).toBe(true);
-      // A stream given up on is closed once it answers: no more than the current one and two heard.
-      expect(Math.max(...sessions.map((session) => driver(session).keepAliveStreams))).toBeLessThanOrEqual(3);
       await Promise.all(holds.map((hold) => hold.release()));
     } finally {
       await close();

@@ -199,11 +199,6 @@ export class EtcdDriver implements Driver {
     return this.#keepAlive.member;
   }
 
-  /** @internal How many keepalive streams are open (tests). */
-  get keepAliveStreams(): number {
-    return this.#keepAlive.streams;
-  }
-
   /** @internal Whether members that stopped answering are tried last (false if etcd3's internals changed). */
   get prefersLiveMembers(): boolean {
     return this.#members.installed;

@@ -39,7 +39,7 @@ const HEARD_AFTER_HEDGE = 2;
  */
 export class KeepAlive {
   readonly #lease: LeaseClient;
-  readonly #member: () => string | undefined;
+  readonly #member: (stream: object) => string | undefined;
   readonly #members: Members;
   readonly #id: string;
   readonly #events: KeepAliveEvents;
@@ -58,7 +58,7 @@ export class KeepAlive {
   #downTimer: NodeJS.Timeout | undefined;
   #stopped = false;
 
-  constructor(lease: { lease: LeaseClient; member: () => string | undefined }, members: Members, id: string, intervalMs: number, events: KeepAliveEvents) {
+  constructor(lease: { lease: LeaseClient; member: (stream: object) => string | undefined }, members: Members, id: string, intervalMs: number, events: KeepAliveEvents) {
     this.#lease = lease.lease;
     this.#member = lease.member;
     this.#members = members;
@@ -74,11 +74,6 @@ export class KeepAlive {
   /** @internal The member the current stream was dialled to (tests). */
   get member(): string | undefined {
     return this.#current?.member;
-  }
-
-  /** @internal How many streams are open (tests). */
-  get streams(): number {
-    return (this.#current === undefined ? 0 : 1) + this.#heard.length;
   }
 
   stop(): void {
@@ -114,7 +109,7 @@ export class KeepAlive {
     this.#downTimer = setTimeout(() => {
       this.#downTimer = undefined;
       if (!this.#stopped && this.#unanswered !== undefined) this.#events.down();
-    }, this.#intervalMs);
+    }, Math.max(0, at + this.#intervalMs - performance.now()));
     this.#downTimer.unref();
   }
 
@@ -134,7 +129,7 @@ export class KeepAlive {
     this.#openTimer.unref();
     this.#lease.leaseKeepAlive().then(
       (stream) => {
-        const member = this.#member();
+        const member = this.#member(stream);
         if (attempt !== this.#opened || this.#stopped) {
           this.#retire({ stream, member, pending: undefined, hedge: undefined });
           return;
@@ -186,7 +181,10 @@ export class KeepAlive {
 
   #onResponse(line: Line, response: ILeaseKeepAliveResponse): void {
     const heard = line !== this.#current;
-    if (heard && !this.#heard.includes(line)) return; // retired
+    // Retired (pushed out of the heard ones about 1.5 intervals after its renewal): ignored, even a TTL
+    // of 0, which the next renewal on a live stream is told as well; without answers the session's
+    // deadline passes anyway.
+    if (heard && !this.#heard.includes(line)) return;
     const sentAt = line.pending;
     line.pending = undefined;
     clearTimeout(line.hedge);
@@ -202,6 +200,10 @@ export class KeepAlive {
     if (sentAt === undefined) return;
     this.#unanswered = undefined;
     clearTimeout(this.#downTimer);
+    // A renewal still outstanding on the current stream (an answer on a heard one came first) keeps
+    // the down timer running from when it was sent.
+    const outstanding = this.#current?.pending;
+    if (outstanding !== undefined) this.#waitingSince(outstanding);
     this.#events.ack(sentAt);
   }
 

@@ -93,24 +93,27 @@ export class Members {
    * A lease client whose keepalive streams report the member they were dialled to, so that a stream
    * that stalls can name the member to avoid. Falls back to the client's own (no member known).
    */
-  leaseClient(client: Etcd3): { lease: LeaseClient; member: () => string | undefined } {
+  leaseClient(client: Etcd3): { lease: LeaseClient; member: (stream: object) => string | undefined } {
     const pool = this.#pool;
     if (pool === undefined) return { lease: client.leaseClient, member: () => undefined };
-    let member: string | undefined;
+    // Per stream, not the last one dialled: with auth, two opens can wait on one token fetch.
+    const members = new WeakMap<object, string>();
     const lease = new LeaseClient({
       exec: (service, method, params, options) => pool.exec(service, method, params, options),
       withConnection: (service, fn) =>
         pool.withConnection(service, (args) => {
-          member = args.resource.host;
-          return fn(args);
+          const made = fn(args);
+          if (typeof made === 'object' && made !== null && !(made instanceof Promise)) members.set(made, args.resource.host);
+          return made;
         }),
       markFailed: (resource, error) => pool.markFailed(resource as Member, error),
       get callOptionsFactory() {
         return pool.callOptionsFactory;
       },
     });
-    return { lease, member: () => member };
+    return { lease, member: (stream) => members.get(stream) };
   }
+
 
   /** Endless, like etcd3's own: each round a fresh shuffle, members under suspicion last. */
   *#order(pick: Pick): Generator<Member, never, unknown> {
