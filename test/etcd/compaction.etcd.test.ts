@@ -10,7 +10,7 @@ import { eventually } from '../support/wait.js';
 const TTL_SECONDS = 2;
 
 // An etcd of its own: compacting the shared server's history would break other files' watches.
-describe('etcd: waits whose start revision was compacted away', () => {
+describe('etcd: waits whose start revision was compacted away (a wait for an entry, a wait for any change)', () => {
   let etcd: EtcdCluster;
   let admin: Etcd3;
   beforeAll(async () => {
@@ -50,20 +50,6 @@ describe('etcd: waits whose start revision was compacted away', () => {
     await eventually('no watcher left waiting for its cancel', () => driver.watchersClosing === 0, TTL_SECONDS * 1_000);
     await b.backend.withdraw(entry);
   });
-});
-
-describe('etcd: change waits whose start revision was compacted away', () => {
-  let etcd: EtcdCluster;
-  let admin: Etcd3;
-  beforeAll(async () => {
-    etcd = await startEtcd({ size: 1 });
-    admin = new Etcd3({ hosts: etcd.endpoints });
-  });
-  afterAll(async () => {
-    admin?.close();
-    await etcd?.stop();
-  });
-  const scope = useScope(() => etcdFixtureOf({ endpoints: etcd.endpoints, ttlSeconds: TTL_SECONDS }, 'etcd (own server)'));
 
   it('a change wait (observe, inspect --watch) whose history is compacted before its watch starts wakes to look again, not fails', async () => {
     const [a, b] = [await scope.open(), await scope.open()];
@@ -72,10 +58,7 @@ describe('etcd: change waits whose start revision was compacted away', () => {
     const driver = b.backend as EtcdDriver;
     driver.beforePrefixWatch = async () => {
       driver.beforePrefixWatch = undefined;
-      for (let i = 0; i < 3; i += 1) await admin.put(`elsewhere-${scope.namespace}`).value(String(i));
-      const { header } = await admin.kv.range({ key: Buffer.from(`elsewhere-${scope.namespace}`) });
-      await admin.kv.compact({ revision: header.revision, physical: true });
-      await admin.delete().key(`elsewhere-${scope.namespace}`);
+      await compactToHead();
     };
     const outcome = await b.backend.waitChange('q', seen, new AbortController().signal).then(
       () => 'woken',

@@ -77,6 +77,11 @@ describe('a hung member of an etcd cluster', () => {
   }
 
   const driver = (session: BatonSession): EtcdDriver => session.backend as EtcdDriver;
+  const keepAlivesOn = (proxy: TcpProxy, sessions: readonly BatonSession[]): number =>
+    sessions.filter((session) => driver(session).keepAliveMember === proxy.address).length;
+  /** The proxy of the member that carries the most sessions' keepalive streams. */
+  const busiest = (proxies: readonly TcpProxy[], sessions: readonly BatonSession[]): TcpProxy =>
+    proxies.reduce((most, proxy) => (keepAlivesOn(proxy, sessions) > keepAlivesOn(most, sessions) ? proxy : most));
 
   it('sessions renewing through the hung member move to another one and keep their leases and locks', async () => {
     // Twice the fixture's lease, so that a loaded machine has room between a renewal sent elsewhere and
@@ -89,10 +94,8 @@ describe('a hung member of an etcd cluster', () => {
       const holds = await Promise.all(sessions.map((session, i) => new FairMutex(session, `hung-${i}`).acquire()));
       await eventually('every keepalive stream dialled', () => sessions.every((session) => driver(session).keepAliveMember !== undefined), ttlMs);
       // The member with the most keepalive streams on it: at least a third of the sessions.
-      const count = (proxy: TcpProxy): number => sessions.filter((session) => driver(session).keepAliveMember === proxy.address).length;
-      const hung = proxies.reduce((most, proxy) => (count(proxy) > count(most) ? proxy : most));
-      const affected = count(hung);
-      expect(affected).toBeGreaterThanOrEqual(3);
+      const hung = busiest(proxies, sessions);
+      expect(keepAlivesOn(hung, sessions)).toBeGreaterThanOrEqual(3);
       hung.blackhole();
       // A renewal unanswered for half a keepalive interval is sent again through another member.
       await eventually('every keepalive moved off the hung member', () => sessions.every((session) => {
@@ -139,8 +142,7 @@ describe('a hung member of an etcd cluster', () => {
         await eventually(`waiter ${i} queued`, async () => (await scope.fixture.entries(scope.namespace)).length === i + 1, ttlMs * 2);
       }
       await eventually('every keepalive stream dialled', () => sessions.every((session) => driver(session).keepAliveMember !== undefined), ttlMs);
-      const count = (proxy: TcpProxy): number => sessions.filter((session) => driver(session).keepAliveMember === proxy.address).length;
-      proxies.reduce((most, proxy) => (count(proxy) > count(most) ? proxy : most)).blackhole();
+      busiest(proxies, sessions).blackhole();
       await holder.release();
       await Promise.all(waits);
       expect(order).toEqual([1, 2, 3, 4]);
