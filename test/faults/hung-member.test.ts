@@ -169,7 +169,12 @@ describe('a hung member of an etcd cluster', () => {
       }, ttlMs);
       for (const proxy of proxies) proxy.delayReplies(delayMs);
       const holds = await Promise.all(sessions.map((session, i) => new FairMutex(session, `slow-${i}`).acquire({ timeoutMs: 2 * ttlMs })));
-      await sleep(2 * ttlMs);
+      await sleep(ttlMs);
+      // Once the answers have been slow for a while, renewals wait longer before being sent again:
+      // not a second stream every interval (four per lease time), at most one in the next lease time.
+      const opened = sessions.map((session) => driver(session).keepAliveOpens);
+      await sleep(ttlMs);
+      expect(sessions.map((session, i) => driver(session).keepAliveOpens - opened[i]!).filter((opens) => opens > 1)).toEqual([]);
       expect(states.filter((seen) => seen.length > 0)).toEqual([]);
       expect(holds.every((hold) => hold.held)).toBe(true);
       await Promise.all(holds.map((hold) => hold.release()));

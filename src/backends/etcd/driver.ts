@@ -199,6 +199,11 @@ export class EtcdDriver implements Driver {
     return this.#keepAlive.member;
   }
 
+  /** @internal How many keepalive streams were opened (tests). */
+  get keepAliveOpens(): number {
+    return this.#keepAlive.opens;
+  }
+
   /** @internal Whether members that stopped answering are tried last (false if etcd3's internals changed). */
   get prefersLiveMembers(): boolean {
     return this.#members.installed;

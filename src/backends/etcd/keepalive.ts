@@ -21,6 +21,9 @@ interface Line {
   hedge: NodeJS.Timeout | undefined;
 }
 
+/** How many recent answer times set the hedge delay. */
+const ANSWERS_KEPT = 4;
+
 /** Streams whose renewal went unanswered, still heard (at most this many). */
 const HEARD_AFTER_HEDGE = 2;
 
@@ -28,8 +31,9 @@ const HEARD_AFTER_HEDGE = 2;
  * Our own lease keepalive on a gRPC stream, so that every renewal is seen with the time its request
  * was sent (the session's loss deadline counts from it) and a revoked lease is noticed at once.
  *
- * One renewal is outstanding per stream. One not answered within half an interval is sent again on a
- * new stream, dialled preferably to another member (the member of the first one is tried last for a
+ * One renewal is outstanding per stream. One not answered within half an interval (or, when answers
+ * have lately been slow on every member, within twice the slowest recent one, up to three quarters of
+ * an interval) is sent again on a new stream, dialled preferably to another member (the member of the first one is tried last for a
  * while: a member that hangs keeps the connection open and says nothing, so only a timer finds it). The
  * first stream stays open until it answers or breaks, and whichever answers first renews: a cluster
  * that is merely slow, on every member, costs a second stream, not the session. A broken stream is
@@ -45,7 +49,13 @@ export class KeepAlive {
   readonly #events: KeepAliveEvents;
   readonly #timer: NodeJS.Timeout;
   readonly #intervalMs: number;
+  /** How long an open may take, and the least a renewal waits for its answer before it is sent again. */
   readonly #hedgeMs: number;
+  /** How long the last few renewals took to be answered (a ring). */
+  readonly #answeredIn: number[] = [];
+  #answers = 0;
+  /** @internal Streams opened so far (tests). */
+  opens = 0;
   #current: Line | undefined;
   /** Replaced after a renewal went unanswered, still listening for that answer, oldest first. */
   #heard: Line[] = [];
@@ -97,9 +107,19 @@ export class KeepAlive {
     const sentAt = performance.now();
     line.pending = sentAt;
     this.#waitingSince(sentAt);
-    line.hedge = setTimeout(() => this.#hedge(line), this.#hedgeMs);
+    line.hedge = setTimeout(() => this.#hedge(line), this.#hedgeAfter());
     line.hedge.unref();
     line.stream.write({ ID: this.#id });
+  }
+
+  /**
+   * Half an interval; or, on a cluster whose answers have lately been slow everywhere, twice the slowest
+   * of the last few, up to three quarters of an interval: sending every renewal twice would not make it
+   * answer sooner, and would put every member under suspicion.
+   */
+  #hedgeAfter(): number {
+    const slowest = this.#answeredIn.length === 0 ? 0 : Math.max(...this.#answeredIn);
+    return Math.min(Math.max(this.#hedgeMs, 2 * slowest), Math.floor((this.#intervalMs * 3) / 4));
   }
 
   /** Starts the down timer, unless something earlier is already unanswered. */
@@ -127,6 +147,7 @@ export class KeepAlive {
       this.#tick();
     }, this.#hedgeMs);
     this.#openTimer.unref();
+    this.opens += 1;
     this.#lease.leaseKeepAlive().then(
       (stream) => {
         const member = this.#member(stream);
@@ -198,6 +219,7 @@ export class KeepAlive {
       return;
     }
     if (sentAt === undefined) return;
+    this.#answeredIn[this.#answers++ % ANSWERS_KEPT] = performance.now() - sentAt;
     this.#unanswered = undefined;
     clearTimeout(this.#downTimer);
     // A renewal still outstanding on the current stream (an answer on a heard one came first) keeps
