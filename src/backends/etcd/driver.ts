@@ -109,6 +109,7 @@ export class EtcdDriver implements Driver {
   readonly #unsettled = new Map<string, number>();
   #sweeper: NodeJS.Timeout | undefined;
   readonly #requests = new InFlight();
+  readonly #ranges = new Map<string, { key: Buffer; range_end: Buffer; keys_only: true }>();
   readonly #keepAlive: KeepAlive;
   readonly #members: Members;
   #status: 'open' | 'lost' | 'closed' = 'open';
@@ -199,6 +200,22 @@ export class EtcdDriver implements Driver {
     return this.#keepAlive.member;
   }
 
+  /**
+   * The keys-only read of a queue's range, made once per queue (the 64 most recent): every enqueue and
+   * listing sends it, and its two buffers cost more than the rest of the request to build.
+   */
+  #queueRange(prefix: string): { key: Buffer; range_end: Buffer; keys_only: true } {
+    let range = this.#ranges.get(prefix);
+    if (range === undefined) {
+      range = { key: Buffer.from(prefix), range_end: prefixEnd(prefix), keys_only: true };
+      if (this.#ranges.size >= RANGES_KEPT) this.#ranges.delete(this.#ranges.keys().next().value!);
+    } else {
+      this.#ranges.delete(prefix); // most recent last
+    }
+    this.#ranges.set(prefix, range);
+    return range;
+  }
+
   /** @internal How many keepalive streams were opened (tests). */
   get keepAliveOpens(): number {
     return this.#keepAlive.opens;
@@ -217,10 +234,11 @@ export class EtcdDriver implements Driver {
   async enqueue(queue: string, kind: string, at?: Entry, data?: string): Promise<Enqueued> {
     const prefix = queuePrefix(this.#namespace, queue);
     const slot = this.#slots.take(queue);
-    const key = Buffer.from(entryKey(prefix, this.id, slot, kind, at?.order));
-    const range = { key: Buffer.from(prefix), range_end: prefixEnd(prefix), keys_only: true };
+    const keyText = entryKey(prefix, this.id, slot, kind, at?.order);
+    const key = Buffer.from(keyText);
+    const range = this.#queueRange(prefix);
     let attempts = 0;
-    this.#enqueuing.add(key.toString());
+    this.#enqueuing.add(keyText);
     try {
       // One request: put our key with the lease if it is absent, and read the queue as it then stands.
       // A retry after a lost reply finds the key it wrote (the failure branch) instead of adding another.
@@ -228,14 +246,14 @@ export class EtcdDriver implements Driver {
         attempts += 1;
         return this.#client.kv.txn({
           compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }],
-          success: [{ request_put: { key, value: data === undefined ? Buffer.alloc(0) : Buffer.from(data), lease: this.#lease } }, { request_range: range }],
+          success: [{ request_put: { key, value: data === undefined ? EMPTY : Buffer.from(data), lease: this.#lease } }, { request_range: range }],
           failure: [{ request_range: { key } }, { request_range: range }],
         }, this.#attempt());
       });
       if (!response.succeeded) this.#adopt(key, response.responses[0]?.response_range);
       const entries = this.#seen(queue, prefix, response.responses[1]?.response_range.kvs ?? [], response.header.revision);
-      const entry = entries.find((e) => e.key === key.toString());
-      if (entry === undefined) throw new BackendError(`wrote ${key.toString()} but the queue read does not show it`);
+      const entry = entries.find((e) => e.key === keyText);
+      if (entry === undefined) throw new BackendError(`wrote ${keyText} but the queue read does not show it`);
       this.#live.set(entry.key, this.#created(entry));
       if (attempts > 1) {
         // A copy of an earlier attempt may still be applied after this entry is released: the key is
@@ -252,7 +270,7 @@ export class EtcdDriver implements Driver {
       else this.#slots.free(queue, slot);
       throw error;
     } finally {
-      this.#enqueuing.delete(key.toString());
+      this.#enqueuing.delete(keyText);
     }
   }
 
@@ -264,7 +282,8 @@ export class EtcdDriver implements Driver {
 
   /** The keys of a queue's range, retried like every read. */
   #listing(prefix: string): Promise<IRangeResponse> {
-    return this.#retry(() => this.#client.kv.range({ key: Buffer.from(prefix), range_end: prefixEnd(prefix), keys_only: true }, this.#attempt()));
+    const range = this.#queueRange(prefix);
+    return this.#retry(() => this.#client.kv.range(range, this.#attempt()));
   }
 
   #seen(queue: string, prefix: string, kvs: readonly StoredKey[], revision: string): Entry[] {
@@ -740,3 +759,8 @@ export class EtcdDriver implements Driver {
 function attemptMs(ttlMs: number): number {
   return Math.max(Math.floor(ttlMs / 3), 500);
 }
+
+/** How many queues' range reads are kept. */
+const RANGES_KEPT = 64;
+/** The value of an entry without data (never written to). */
+const EMPTY = Buffer.alloc(0);
