@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '../recipes/errors.js';
-import { MAX_TIMEOUT_MS } from '../recipes/validate.js';
+import { MAX_TIMEOUT_MS, validateSignal } from '../recipes/validate.js';
 import type { Driver } from './backends/driver.js';
 import type { EtcdDriverOptions } from './backends/etcd/driver.js';
 import { MemoryDriver } from './backends/memory/driver.js';
@@ -14,6 +14,11 @@ export interface ConnectOptions {
   readonly sessionTimeoutMs?: number;
   /** How long to wait for the first connection before giving up. Default 15 000. */
   readonly connectTimeoutMs?: number;
+  /**
+   * Gives up connecting when it aborts: `connect()` rejects with its reason, and the client opened for
+   * it is closed. Only the connect: the session, once open, does not listen to it.
+   */
+  readonly signal?: AbortSignal;
   /**
    * How long before the server could expire the session the client declares it lost on its own when
    * the server stops answering. Default: a tenth of the negotiated session timeout.
@@ -79,7 +84,9 @@ function replaceWhenLost(session: BatonSession, url: string, options: ConnectOpt
       for (let attempt = 0; ; attempt += 1) {
         if ((session.state as string) === 'closed') return;
         try {
-          const next = await connect(url, options);
+          // The first connect's signal was for that connect only.
+          const { signal: _first, ...rest } = options;
+          const next = await connect(url, rest);
           if ((session.state as string) === 'closed') {
             await next.close();
             return;
@@ -102,6 +109,7 @@ async function open(url: string, options: ConnectOptions): Promise<BatonSession>
     throw new InvalidArgumentError('auth/acl', `${parsed.scheme}:`, `zk: URLs only; on etcd pass etcd: { auth: { username, password }, credentials } instead`);
   }
   const sessionOptions = { onSuspend, onWaiterLost, ...(deadlineMarginMs === undefined ? {} : { marginMs: deadlineMarginMs }) };
+  settings.signal?.throwIfAborted();
   switch (parsed.scheme) {
     case 'memory':
       return new BatonSession(new MemoryDriver(memoryStore(parsed.hosts[0] ?? ''), parsed.namespace), sessionOptions);
@@ -110,6 +118,7 @@ async function open(url: string, options: ConnectOptions): Promise<BatonSession>
       // Each server's client is loaded only when used: etcd3 brings gRPC, which a ZooKeeper user never needs.
       const { ZkDriver } = await import('./backends/zookeeper/driver.js');
       const driver = await ZkDriver.open({ hosts: parsed.hosts.join(','), namespace: `/${parsed.namespace}`, ...timeouts, auth, acl });
+      await closeIfAborted(driver, settings.signal);
       await refuseMargin(deadlineMarginMs, driver);
       return new BatonSession(driver, sessionOptions);
     }
@@ -121,12 +130,21 @@ async function open(url: string, options: ConnectOptions): Promise<BatonSession>
         namespace: parsed.namespace,
         ttlSeconds: settings.ttlSeconds,
         connectTimeoutMs: settings.connectTimeoutMs,
+        ...(settings.signal === undefined ? {} : { signal: settings.signal }),
         ...(settings.etcd === undefined ? {} : { client: settings.etcd }),
       });
+      await closeIfAborted(driver, settings.signal);
       await refuseMargin(deadlineMarginMs, driver);
       return new BatonSession(driver, sessionOptions);
     }
   }
+}
+
+/** A connect given up on just as it succeeded: the session is closed (its entries and lease go with it). */
+async function closeIfAborted(driver: Driver, signal: AbortSignal | undefined): Promise<void> {
+  if (signal?.aborted !== true) return;
+  await driver.close();
+  throw signal.reason;
 }
 
 /** A margin as long as the session timeout the server granted would declare the session lost at once. */
@@ -147,6 +165,7 @@ interface Settings {
   etcd: EtcdDriverOptions['client'] | undefined;
   auth: ZkAuth[];
   acl: AclPolicy;
+  signal: AbortSignal | undefined;
 }
 
 function validateConnectOptions(options: unknown): Settings {
@@ -164,6 +183,7 @@ function validateConnectOptions(options: unknown): Settings {
     ttlSeconds: ttl(given['ttlSeconds']),
     etcd: etcdClientOptions(given['etcd']),
     ...zkAccess(given['auth'], given['acl']),
+    signal: validateSignal(given['signal']),
   };
 }
 

@@ -19,6 +19,8 @@ export interface EtcdDriverOptions {
   readonly connectTimeoutMs: number;
   /** Passed through to etcd3: `auth`, `credentials` (TLS), `grpcOptions`. */
   readonly client?: Pick<IOptions, 'auth' | 'credentials' | 'grpcOptions'>;
+  /** Gives up connecting when it aborts (the client is closed). */
+  readonly signal?: AbortSignal;
 }
 
 /** Counters for tests and benchmarks, like the ZooKeeper backend's. */
@@ -154,15 +156,17 @@ export class EtcdDriver implements Driver {
         // the part doubles with each attempt, so that a slow link (whose first attempt also dials the
         // connection, and a timed-out attempt closes it) still gets through.
         const attemptDeadline = Math.min(deadline, Date.now() + attemptMs(options.ttlSeconds * 1000) * 2 ** Math.min(attempt, 6));
-        const grant = await members.attempt(() => client.leaseClient.leaseGrant({ TTL: options.ttlSeconds, ID: 0 }, { deadline: attemptDeadline }), options.ttlSeconds * 1000);
+        const granting = members.attempt(() => client.leaseClient.leaseGrant({ TTL: options.ttlSeconds, ID: 0 }, { deadline: attemptDeadline }), options.ttlSeconds * 1000);
+        const grant = await (options.signal === undefined ? granting : untilAborted(granting, options.signal));
         return new EtcdDriver(client, members, options, grant.ID, Number(grant.TTL) * 1000, openedAt);
       } catch (error) {
         // Each attempt goes to a member chosen at random: one that is down must not fail the connect.
-        if (isRecoverableError(error as Error) && Date.now() < deadline) {
+        if (isRecoverableError(error as Error) && Date.now() < deadline && options.signal?.aborted !== true) {
           await backoff(attempt);
           continue;
         }
         client.close();
+        if (options.signal?.aborted === true) throw options.signal.reason;
         if (error instanceof EtcdAuthenticationFailedError) throw new AccessDeniedError('etcd refused the user name or password (authentication failed)');
         if (error instanceof EtcdPermissionDeniedError) throw new AccessDeniedError('etcd refused to grant a lease to this user (permission denied)');
         throw new BackendError(`could not open an etcd session at ${options.hosts.join(',')} within ${options.connectTimeoutMs} ms`, { cause: error });

@@ -17,6 +17,8 @@ export interface ZkDriverOptions {
   readonly auth?: readonly { readonly scheme: string; readonly credentials: string }[];
   /** For every znode baton creates. */
   readonly acl?: AclPolicy;
+  /** Gives up connecting when it aborts (the client is closed). */
+  readonly signal?: AbortSignal | undefined;
 }
 
 /** Counters for tests and benchmarks: watch notifications received, entries adopted after a lost reply. */
@@ -541,17 +543,26 @@ export class ZkDriver implements Driver {
 }
 
 function connected(client: ZkClient, options: ZkDriverOptions): Promise<void> {
+  const { signal } = options;
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
+    const giveUp = (reason: unknown): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
       client.removeListener('connected', onConnected);
       client.close();
-      reject(new BackendError(`could not connect to ZooKeeper at ${options.hosts} within ${options.connectTimeoutMs} ms`));
-    }, options.connectTimeoutMs);
+      destroySocket(client); // close() only queues a request, which a server that never answered never reads
+      reject(reason);
+    };
+    const timer = setTimeout(() => giveUp(new BackendError(`could not connect to ZooKeeper at ${options.hosts} within ${options.connectTimeoutMs} ms`)), options.connectTimeoutMs);
+    const onAbort = (): void => giveUp(signal!.reason);
     const onConnected = (): void => {
       clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
       resolve();
     };
     client.once('connected', onConnected);
+    if (signal?.aborted === true) return giveUp(signal.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
     client.connect();
   });
 }
