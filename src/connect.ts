@@ -143,7 +143,7 @@ async function open(url: string, options: ConnectOptions): Promise<BatonSession>
 /** A connect given up on just as it succeeded: the session is closed (its entries and lease go with it). */
 async function closeIfAborted(driver: Driver, signal: AbortSignal | undefined): Promise<void> {
   if (signal?.aborted !== true) return;
-  await driver.close();
+  await driver.close().catch(() => undefined); // the caller hears the abort, not how the close went
   throw signal.reason;
 }
 

@@ -152,6 +152,7 @@ export class EtcdDriver implements Driver {
     for (let attempt = 0; ; attempt += 1) {
       const openedAt = performance.now();
       try {
+        options.signal?.throwIfAborted(); // before each attempt: a grant sent after the abort would be left behind
         // Each attempt gets a part of the budget, so that a member that hangs does not take all of it;
         // the part doubles with each attempt, so that a slow link (whose first attempt also dials the
         // connection, and a timed-out attempt closes it) still gets through.
@@ -160,13 +161,17 @@ export class EtcdDriver implements Driver {
         const grant = await (options.signal === undefined ? granting : untilAborted(granting, options.signal));
         return new EtcdDriver(client, members, options, grant.ID, Number(grant.TTL) * 1000, openedAt);
       } catch (error) {
+        // First: the reason may be any value, which etcd3's error checks below cannot take.
+        if (options.signal?.aborted === true) {
+          client.close();
+          throw options.signal.reason;
+        }
         // Each attempt goes to a member chosen at random: one that is down must not fail the connect.
-        if (isRecoverableError(error as Error) && Date.now() < deadline && options.signal?.aborted !== true) {
+        if (isRecoverableError(error as Error) && Date.now() < deadline) {
           await backoff(attempt);
           continue;
         }
         client.close();
-        if (options.signal?.aborted === true) throw options.signal.reason;
         if (error instanceof EtcdAuthenticationFailedError) throw new AccessDeniedError('etcd refused the user name or password (authentication failed)');
         if (error instanceof EtcdPermissionDeniedError) throw new AccessDeniedError('etcd refused to grant a lease to this user (permission denied)');
         throw new BackendError(`could not open an etcd session at ${options.hosts.join(',')} within ${options.connectTimeoutMs} ms`, { cause: error });

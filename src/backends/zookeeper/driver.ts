@@ -63,6 +63,7 @@ export class ZkDriver implements Driver {
   #heartbeatSentAt: number | undefined;
 
   static async open(options: ZkDriverOptions): Promise<ZkDriver> {
+    options.signal?.throwIfAborted();
     const client = zookeeper.createClient(options.hosts, {
       sessionTimeout: options.sessionTimeoutMs,
       spinDelay: 100,
@@ -542,26 +543,34 @@ export class ZkDriver implements Driver {
   }
 }
 
+/**
+ * Waits for the first connection. On abort the caller is told at once, and the client is left to finish
+ * its attempt: closed as soon as it connects (its new session with it), or at the connect timeout.
+ * Tearing down a client in the middle of dialling is not safe in node-zookeeper-client (its close
+ * writes to a socket that may not exist yet).
+ */
 function connected(client: ZkClient, options: ZkDriverOptions): Promise<void> {
   const { signal } = options;
   return new Promise((resolve, reject) => {
-    const giveUp = (reason: unknown): void => {
-      clearTimeout(timer);
+    let abandoned = false;
+    const timer = setTimeout(() => {
       signal?.removeEventListener('abort', onAbort);
       client.removeListener('connected', onConnected);
       client.close();
       destroySocket(client); // close() only queues a request, which a server that never answered never reads
-      reject(reason);
+      if (!abandoned) reject(new BackendError(`could not connect to ZooKeeper at ${options.hosts} within ${options.connectTimeoutMs} ms`));
+    }, options.connectTimeoutMs);
+    const onAbort = (): void => {
+      abandoned = true;
+      reject(signal!.reason);
     };
-    const timer = setTimeout(() => giveUp(new BackendError(`could not connect to ZooKeeper at ${options.hosts} within ${options.connectTimeoutMs} ms`)), options.connectTimeoutMs);
-    const onAbort = (): void => giveUp(signal!.reason);
     const onConnected = (): void => {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
-      resolve();
+      if (abandoned) client.close();
+      else resolve();
     };
     client.once('connected', onConnected);
-    if (signal?.aborted === true) return giveUp(signal.reason);
     signal?.addEventListener('abort', onAbort, { once: true });
     client.connect();
   });
