@@ -52,8 +52,14 @@ describe('a hung member of a ZooKeeper ensemble', () => {
 describe('a hung member of an etcd cluster', () => {
   const scope = useScope(() => etcdFixture('etcdCluster'));
 
-  async function sessionsThroughProxies(count: number, ttlSeconds = inject('etcdCluster').ttlSeconds): Promise<{ sessions: BatonSession[]; proxies: TcpProxy[]; states: SessionState[][]; close(): Promise<void> }> {
+  /**
+   * `count` sessions reaching every member through its own proxy. Their lease is twice the fixture's, so
+   * that a loaded machine has room between a renewal sent elsewhere and the suspension these tests say
+   * must not come.
+   */
+  async function sessionsThroughProxies(count: number): Promise<{ sessions: BatonSession[]; proxies: TcpProxy[]; states: SessionState[][]; ttlMs: number; close(): Promise<void> }> {
     const info = inject('etcdCluster');
+    const ttlSeconds = 2 * info.ttlSeconds;
     const proxies = await Promise.all(info.endpoints.map((endpoint) => TcpProxy.start({ port: Number(new URL(endpoint).port) })));
     const sessions: BatonSession[] = [];
     const states: SessionState[][] = [];
@@ -73,7 +79,7 @@ describe('a hung member of an etcd cluster', () => {
       await close();
       throw error;
     }
-    return { sessions, proxies, states, close };
+    return { sessions, proxies, states, ttlMs: ttlSeconds * 1000, close };
   }
 
   const driver = (session: BatonSession): EtcdDriver => session.backend as EtcdDriver;
@@ -84,11 +90,7 @@ describe('a hung member of an etcd cluster', () => {
     proxies.reduce((most, proxy) => (keepAlivesOn(proxy, sessions) > keepAlivesOn(most, sessions) ? proxy : most));
 
   it('sessions renewing through the hung member move to another one and keep their leases and locks', async () => {
-    // Twice the fixture's lease, so that a loaded machine has room between a renewal sent elsewhere and
-    // the suspension the test says must not come.
-    const ttlSeconds = 2 * inject('etcdCluster').ttlSeconds;
-    const ttlMs = ttlSeconds * 1000;
-    const { sessions, proxies, states, close } = await sessionsThroughProxies(9, ttlSeconds);
+    const { sessions, proxies, states, ttlMs, close } = await sessionsThroughProxies(9);
     try {
       expect(sessions.every((session) => driver(session).prefersLiveMembers)).toBe(true);
       const holds = await Promise.all(sessions.map((session, i) => new FairMutex(session, `hung-${i}`).acquire()));
@@ -113,7 +115,7 @@ describe('a hung member of an etcd cluster', () => {
       await Promise.all(holds.map((hold) => hold.release()));
       // A session opened while the member hangs: connecting tries the next member, not only the first.
       for (let i = 0; i < 3; i += 1) {
-        const late = await connect(`etcd://${proxies.map((proxy) => proxy.address).join(',')}/${scope.namespace}`, { ttlSeconds, connectTimeoutMs: 3 * ttlMs });
+        const late = await connect(`etcd://${proxies.map((proxy) => proxy.address).join(',')}/${scope.namespace}`, { ttlSeconds: ttlMs / 1000, connectTimeoutMs: 3 * ttlMs });
         sessions.push(late);
         await (await new FairMutex(late, 'late').acquire({ timeoutMs: ttlMs })).release();
       }
@@ -127,9 +129,7 @@ describe('a hung member of an etcd cluster', () => {
   }, 60_000);
 
   it('waiters are granted in order after a release while a member hangs', async () => {
-    const ttlSeconds = 2 * inject('etcdCluster').ttlSeconds;
-    const ttlMs = ttlSeconds * 1000;
-    const { sessions, proxies, states, close } = await sessionsThroughProxies(5, ttlSeconds);
+    const { sessions, proxies, states, ttlMs, close } = await sessionsThroughProxies(5);
     try {
       const holder = await new FairMutex(sessions[0]!, 'queue').acquire();
       const order: number[] = [];
@@ -153,13 +153,10 @@ describe('a hung member of an etcd cluster', () => {
   }, 60_000);
 
   it('a cluster slow on every member (renewals answered after half a keepalive interval) suspends no session', async () => {
-    // A longer lease than the fixture's, for room between the reply time and the suspension on a
-    // loaded machine. The keepalive renews every quarter TTL and sends again elsewhere after half of
-    // that; replies here come later than the second send, but well within the interval.
-    const ttlSeconds = 2 * inject('etcdCluster').ttlSeconds;
-    const ttlMs = ttlSeconds * 1000;
+    const { sessions, proxies, states, ttlMs, close } = await sessionsThroughProxies(3);
+    // The keepalive renews every quarter TTL and sends again elsewhere after half of that; replies here
+    // come later than the second send, but well within the interval.
     const delayMs = Math.floor((ttlMs / 4) * 0.55);
-    const { sessions, proxies, states, close } = await sessionsThroughProxies(3, ttlSeconds);
     try {
       // The servers turn slow (a stalled disk, a busy leader) once the sessions have a connection to
       // each member: a slow server, not a slow network, where dialling a member costs round trips too.

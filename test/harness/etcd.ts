@@ -136,6 +136,13 @@ async function status(clientUrl: string): Promise<{ member: string; leader: stri
   }
 }
 
+/** A running member's status, or an error saying it has none. */
+async function statusOf(member: EtcdMember): Promise<{ member: string; leader: string }> {
+  const found = member.isAlive() ? await status(member.clientUrl) : undefined;
+  if (found === undefined) throw new Error(`no status from etcd ${member.name}`);
+  return found;
+}
+
 /** Starts a standalone etcd or a 3-member cluster on free 127.0.0.1 ports, each in its own temp dir. */
 export async function startEtcd(opts: { size?: 1 | 3; tls?: EtcdTls; peerProxies?: boolean } = {}): Promise<EtcdCluster> {
   const size = opts.size ?? 1;
@@ -168,16 +175,8 @@ export async function startEtcd(opts: { size?: 1 | 3; tls?: EtcdTls; peerProxies
       return undefined;
     },
     peerProxies,
-    async memberId(member) {
-      const found = member.isAlive() ? await status(member.clientUrl) : undefined;
-      if (found === undefined) throw new Error(`no status from etcd ${member.name}`);
-      return BigInt(found.member).toString(16);
-    },
-    async leaderSeenBy(member) {
-      const found = member.isAlive() ? await status(member.clientUrl) : undefined;
-      if (found === undefined) throw new Error(`no status from etcd ${member.name}`);
-      return BigInt(found.leader).toString(16);
-    },
+    memberId: async (member) => BigInt((await statusOf(member)).member).toString(16),
+    leaderSeenBy: async (member) => BigInt((await statusOf(member)).leader).toString(16),
     async stop() {
       await stopMembers(members);
       await Promise.all(peerProxies.map((proxy) => proxy.close()));

@@ -114,7 +114,6 @@ export class Members {
     return { lease, member: (stream) => members.get(stream) };
   }
 
-
   /** Endless, like etcd3's own: each round a fresh shuffle, members under suspicion last. */
   *#order(pick: Pick): Generator<Member, never, unknown> {
     const hosts = this.#pool!.hosts.slice();
