@@ -54,4 +54,18 @@ describe('ListingParser', () => {
     expect(refilled[0]).toEqual(full[0]);
     expect(refilled[0]).not.toBe(full[0]);
   });
+
+  it('sorts listings of any length and order: by sequence, a write before a read at the same sequence', () => {
+    const parser = new ListingParser();
+    for (const length of [2, 5, 16, 17, 40]) {
+      const kinds = ['lock', 'read', 'write'];
+      const names = Array.from({ length }, (_, i) => child(i, kinds[i % 3]!, Math.floor(i / 2)));
+      // A fixed shuffle: each name moves to a place its index decides.
+      const shuffled = names.map((name, i) => [(i * 7919) % 104729, name] as const).sort((a, b) => a[0] - b[0]).map(([, name]) => name);
+      const entries = parser.parse(`s${length}`, `/baton/s${length}`, shuffled, 1n).entries;
+      const rank = (e: { order: bigint; kind: string }): number => Number(e.order) * 2 + (e.kind === 'write' ? 0 : 1);
+      expect(entries.length).toBe(length);
+      for (let i = 1; i < entries.length; i += 1) expect(rank(entries[i - 1]!)).toBeLessThanOrEqual(rank(entries[i]!));
+    }
+  });
 });

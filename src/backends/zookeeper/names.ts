@@ -40,19 +40,83 @@ export function parseEntryName(child: string): ParsedName | undefined {
   return { uuid, kind, sequence: BigInt(sequence) };
 }
 
-/** An entry and its place in the queue as a number (sorting by it is cheaper than by the bigint order). */
-interface Ranked {
-  readonly entry: Entry;
-  readonly rank: number;
+const DASH = 45;
+/** Where the kind starts in `_c_<uuid>-<kind>-<sequence>`, and how long the sequence is. */
+const KIND_AT = 3 + 36 + 1;
+const SEQUENCE_DIGITS = 10;
+/** Kinds spelled once, so that a parsed entry's kind is not a fresh string per child. */
+const KINDS = ['lock', 'read', 'write', 'candidate'];
+
+/**
+ * The sequence of a child named like `ENTRY`, or -1 for any other name: the same test as the pattern,
+ * by hand, since every listing under contention brings children new to the parser and the pattern's
+ * match arrays were a good part of what a listing cost.
+ */
+function sequenceOf(child: string): number {
+  const end = child.length - SEQUENCE_DIGITS - 1; // the dash before the sequence
+  if (end <= KIND_AT || !child.startsWith('_c_') || child.charCodeAt(end) !== DASH || child.charCodeAt(KIND_AT - 1) !== DASH) return -1;
+  for (let i = 3; i < KIND_AT - 1; i += 1) {
+    const c = child.charCodeAt(i);
+    const dash = i === 11 || i === 16 || i === 21 || i === 26;
+    if (dash ? c !== DASH : !((c >= 48 && c <= 57) || (c >= 97 && c <= 102))) return -1;
+  }
+  for (let i = KIND_AT; i < end; i += 1) {
+    const c = child.charCodeAt(i);
+    if (c < 97 || c > 122) return -1;
+  }
+  let sequence = 0;
+  for (let i = end + 1; i < child.length; i += 1) {
+    const digit = child.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) return -1;
+    sequence = sequence * 10 + digit;
+  }
+  return sequence;
 }
 
-function rankedEntry(queue: string, dir: string, child: string, dirCzxid: bigint): Ranked | null {
-  const parsed = parseEntryName(child);
-  if (parsed === undefined) return null;
-  const entry = { queue, key: `${dir}/${child}`, kind: parsed.kind, order: parsed.sequence, fencingToken: (dirCzxid << 32n) | parsed.sequence };
-  // A ZooKeeper sequence is below 2^31, so the rank is exact. An entry placed at another's sequence
-  // (a downgrade) sorts right after it: writes before reads.
-  return { entry, rank: Number(parsed.sequence) * 2 + (parsed.kind === 'write' ? 0 : 1) };
+function kindOf(child: string): string {
+  const length = child.length - SEQUENCE_DIGITS - 1 - KIND_AT;
+  for (const kind of KINDS) if (kind.length === length && child.startsWith(kind, KIND_AT)) return kind;
+  return child.slice(KIND_AT, KIND_AT + length);
+}
+
+/**
+ * A queue entry read from a child's name. Its fencing token is worked out when asked for: a listing's
+ * entries are many, the holders that read a token few.
+ */
+class ZkEntry implements Entry {
+  readonly queue: string;
+  readonly key: string;
+  readonly kind: string;
+  readonly order: bigint;
+  readonly #dirCzxid: bigint;
+  /**
+   * Its place in the queue as a number (sorting by it is cheaper than by the bigint order). A ZooKeeper
+   * sequence is below 2^31, so the rank is exact. An entry placed at another's sequence (a downgrade)
+   * sorts right after it: writes before reads.
+   */
+  readonly #rank: number;
+
+  constructor(queue: string, key: string, kind: string, sequence: number, dirCzxid: bigint) {
+    this.queue = queue;
+    this.key = key;
+    this.kind = kind;
+    this.order = BigInt(sequence);
+    this.#dirCzxid = dirCzxid;
+    this.#rank = sequence * 2 + (kind === 'write' ? 0 : 1);
+  }
+
+  get fencingToken(): bigint {
+    return (this.#dirCzxid << 32n) | this.order;
+  }
+
+  static byRank(a: ZkEntry, b: ZkEntry): number {
+    return a.#rank - b.#rank;
+  }
+}
+
+function entryOf(queue: string, dir: string, child: string, dirCzxid: bigint): ZkEntry | null {
+  const sequence = sequenceOf(child);
+  return sequence < 0 ? null : new ZkEntry(queue, `${dir}/${child}`, kindOf(child), sequence, dirCzxid);
 }
 
 /** How many directories' last listings a session keeps parsed. */
@@ -69,24 +133,24 @@ const PARSED_DIRECTORIES = 64;
  * keep increasing across successive holders either way.
  */
 export class ListingParser {
-  readonly #dirs = new Map<string, { czxid: bigint; byChild: Map<string, Ranked | null> }>();
+  readonly #dirs = new Map<string, { czxid: bigint; byChild: Map<string, ZkEntry | null> }>();
 
   /** The entries, sorted, and whether some child is not an entry of ours. */
   parse(queue: string, dir: string, children: readonly string[], czxid: bigint): { entries: Entry[]; foreign: boolean } {
     let known = this.#dirs.get(dir);
     this.#dirs.delete(dir); // put back last: the most recently listed directories are kept
     if (known === undefined || known.czxid !== czxid) known = { czxid, byChild: new Map() };
-    const ranked: Ranked[] = [];
+    const entries: ZkEntry[] = [];
     let foreign = false;
     for (const child of children) {
       let found = known.byChild.get(child);
-      if (found === undefined) known.byChild.set(child, (found = rankedEntry(queue, dir, child, czxid)));
+      if (found === undefined) known.byChild.set(child, (found = entryOf(queue, dir, child, czxid)));
       if (found === null) foreign = true;
-      else ranked.push(found);
+      else entries.push(found);
     }
     // Children that left are forgotten once they outnumber the current ones.
     if (known.byChild.size > 2 * children.length + 8) {
-      const current = new Map<string, Ranked | null>();
+      const current = new Map<string, ZkEntry | null>();
       for (const child of children) current.set(child, known.byChild.get(child)!);
       known.byChild = current;
     }
@@ -94,8 +158,23 @@ export class ListingParser {
       this.#dirs.set(dir, known);
       if (this.#dirs.size > PARSED_DIRECTORIES) this.#dirs.delete(this.#dirs.keys().next().value!);
     }
-    return { entries: ranked.sort((a, b) => a.rank - b.rank).map((r) => r.entry), foreign };
+    return { entries: sortByRank(entries), foreign };
   }
+}
+
+/**
+ * Sorts in place. A short queue (the usual one) by insertion, which allocates nothing; Array#sort makes
+ * a work array on every call.
+ */
+function sortByRank(entries: ZkEntry[]): ZkEntry[] {
+  if (entries.length > 16) return entries.sort(ZkEntry.byRank);
+  for (let i = 1; i < entries.length; i += 1) {
+    const entry = entries[i]!;
+    let at = i;
+    for (; at > 0 && ZkEntry.byRank(entries[at - 1]!, entry) > 0; at -= 1) entries[at] = entries[at - 1]!;
+    entries[at] = entry;
+  }
+  return entries;
 }
 
 const SEGMENT = /^[A-Za-z0-9._-]+$/;
