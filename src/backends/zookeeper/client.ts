@@ -1,6 +1,8 @@
 import zookeeper from 'node-zookeeper-client';
 import { BackendError } from '../../../recipes/errors.js';
 import { started, type Start } from '../requests.js';
+// Installs the compiled record classes in node-zookeeper-client before any request is made.
+import './jute.js';
 
 export type ZkClient = zookeeper.Client;
 export type ZkStat = zookeeper.Stat;

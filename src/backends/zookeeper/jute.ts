@@ -1,0 +1,346 @@
+import { createRequire } from 'node:module';
+
+/**
+ * node-zookeeper-client encodes and decodes every request and reply through a generic record class that
+ * interprets each record's field list as it goes: a regular expression per vector or nested field, a
+ * closure per field, a result object per field read, a fresh 8-byte ArrayBuffer for every 64-bit field
+ * (a Stat holds six, made three times over per reply), a Buffer per string written. A lock's requests
+ * cost it about 65 KB of garbage per contended acquisition, most of the client's allocation.
+ *
+ * This module replaces each record class of the client (`jute.protocol.*`, `jute.data.*`) with one
+ * compiled from the same field list, once, when it loads: the same fields in the same order, the same
+ * bytes on the wire, the same values read, the same chroot handling and the same errors for misuse. 64-bit
+ * fields stay 8-byte Buffers, taken from Node's shared pool rather than each with an ArrayBuffer of its
+ * own. The new classes inherit from the old ones, so that `instanceof` holds for both. If the client's
+ * record layer is not the one this was written against, nothing is replaced.
+ * test/units/jute.test.ts checks every class against the client's own implementation.
+ */
+
+interface Attribute {
+  readonly name: string;
+  readonly type: string;
+}
+
+/** What the client's record classes look like from outside. */
+interface RecordLike {
+  specification: readonly Attribute[];
+  chrootPath: string | undefined;
+  [field: string]: unknown;
+  byteLength(): number;
+  serialize(buffer: Buffer, offset: number): number;
+  deserialize(buffer: Buffer, offset: number): number;
+}
+type RecordClass = new (...args: unknown[]) => RecordLike;
+interface Jute {
+  Request: { prototype: { header: RecordLike | null; payload: RecordLike | null; toBuffer(): Buffer } };
+  protocol: Record<string, RecordClass>;
+  data: Record<string, RecordClass>;
+  [INSTALLED]?: Originals;
+}
+
+/** What was replaced: the client's own record classes by module and name, and its request encoder. */
+interface Originals {
+  readonly data?: Record<string, RecordClass>;
+  readonly protocol?: Record<string, RecordClass>;
+  readonly toBuffer?: () => Buffer;
+}
+
+const INSTALLED = Symbol.for('baton: compiled jute records');
+
+const require = createRequire(import.meta.url);
+
+/** The field kinds of ZooKeeper's jute records. */
+const enum Kind {
+  Int,
+  Long,
+  Bytes,
+  Text,
+  Flag,
+  Vector,
+  Nested,
+}
+
+interface Field {
+  readonly name: string;
+  readonly kind: Kind;
+  /** A vector's items. */
+  readonly item?: Field;
+  /** A nested record's class name in `jute.data`. */
+  readonly nested?: string;
+  /** A path the chroot is added to on the way out and taken from on the way in. */
+  readonly path: boolean;
+  /** A list of paths the chroot is added to on the way out (SetWatches). */
+  readonly paths: boolean;
+}
+
+const WATCH_LISTS = new Set(['dataWatches', 'existWatches', 'childWatches']);
+const SCALARS: Record<string, Kind> = { int: Kind.Int, long: Kind.Long, buffer: Kind.Bytes, ustring: Kind.Text, boolean: Kind.Flag };
+
+/** The field as the client's record layer reads its type; undefined for a type it would not know either. */
+function fieldOf(name: string, type: string): Field | undefined {
+  const path = name === 'path';
+  const paths = WATCH_LISTS.has(name);
+  const scalar = SCALARS[type];
+  if (scalar !== undefined) return { name, kind: scalar, path, paths };
+  const vector = /^vector<([\w.]+)>$/.exec(type);
+  if (vector !== null) {
+    const item = fieldOf('', vector[1]!);
+    return item === undefined ? undefined : { name, kind: Kind.Vector, item, path, paths };
+  }
+  const nested = /^data\.(\w+)$/.exec(type);
+  if (nested !== null) return { name, kind: Kind.Nested, nested: nested[1]!, path, paths };
+  return undefined;
+}
+
+/** Where a read stopped: set by `read`, so that reading a field makes no result object. */
+let readEnd = 0;
+
+class Compiler {
+  readonly #jute: Jute;
+  readonly #record: RecordClass;
+  /** The field list of each `jute.data` class, by name. */
+  readonly #specifications = new Map<string, readonly Attribute[]>();
+
+  constructor(jute: Jute, record: RecordClass) {
+    this.#jute = jute;
+    this.#record = record;
+    for (const [name, data] of Object.entries(jute.data)) this.#specifications.set(name, new data().specification);
+  }
+
+  /** The class compiled from `old`'s field list, or undefined if some field type is unknown. */
+  compile(old: RecordClass): RecordClass | undefined {
+    const specification = new old().specification;
+    const fields: Field[] = [];
+    for (const attribute of specification) {
+      const field = fieldOf(attribute.name, attribute.type);
+      if (field === undefined) return undefined;
+      fields.push(field);
+    }
+    const compiler = this;
+    const Compiled = function (this: RecordLike, ...args: unknown[]) {
+      this.specification = specification;
+      this.chrootPath = undefined;
+      for (let i = 0; i < fields.length; i += 1) this[fields[i]!.name] = compiler.#initial(fields[i]!, args[i]);
+    } as unknown as RecordClass;
+    Compiled.prototype = Object.create(old.prototype, { constructor: { value: Compiled, writable: true, configurable: true } }) as RecordLike;
+    Object.assign(Compiled.prototype, {
+      byteLength(this: RecordLike): number {
+        let size = 0;
+        for (const field of fields) size += sizeOf(field, outgoing(this, field));
+        return size;
+      },
+      serialize(this: RecordLike, buffer: Buffer, offset: number): number {
+        if (!Buffer.isBuffer(buffer)) throw new Error('buffer must an instance of Node.js Buffer class.');
+        if (offset < 0 || offset >= buffer.length) throw new Error('offset: ' + offset + ' is out of buffer range.');
+        const size = this.byteLength();
+        if (offset + size > buffer.length) throw new Error('buffer does not have enough space.');
+        for (const field of fields) offset = write(field, outgoing(this, field), buffer, offset);
+        return size;
+      },
+      deserialize(this: RecordLike, buffer: Buffer, offset: number): number {
+        if (!Buffer.isBuffer(buffer)) throw new Error('buffer must an instance of Node.js Buffer class.');
+        if (offset < 0 || offset >= buffer.length) throw new Error('offset: ' + offset + ' is out of buffer range.');
+        const start = offset;
+        for (const field of fields) {
+          let value = compiler.#read(field, buffer, offset);
+          offset = readEnd;
+          // As the client does: the chroot comes off a path read from the server.
+          if (field.path && this.chrootPath) value = value === this.chrootPath ? '/' : (value as string).substring(this.chrootPath.length);
+          this[field.name] = value;
+        }
+        return offset - start;
+      },
+    });
+    return Compiled;
+  }
+
+  /** A field's value in a new record, from the constructor's argument as the client's records take it. */
+  #initial(field: Field, arg: unknown): unknown {
+    switch (field.kind) {
+      case Kind.Int:
+        return typeof arg === 'number' ? arg : 0;
+      case Kind.Long: {
+        const long = Buffer.allocUnsafe(8).fill(0);
+        if (Buffer.isBuffer(arg)) arg.copy(long);
+        return long;
+      }
+      case Kind.Bytes:
+        return Buffer.isBuffer(arg) ? Buffer.from(arg) : undefined;
+      case Kind.Text:
+        return typeof arg === 'string' ? arg : undefined;
+      case Kind.Flag:
+        return typeof arg === 'boolean' ? arg : false;
+      case Kind.Vector:
+        return Array.isArray(arg) ? arg : undefined;
+      case Kind.Nested:
+        return arg instanceof this.#record ? arg : new this.#jute.data[field.nested!]!();
+    }
+  }
+
+  /** Reads one field at `offset`; `readEnd` is then where it ended. */
+  #read(field: Field, buffer: Buffer, offset: number): unknown {
+    switch (field.kind) {
+      case Kind.Int:
+        readEnd = offset + 4;
+        return buffer.readInt32BE(offset);
+      case Kind.Long: {
+        // Byte by byte: Buffer#copy of part of a buffer makes a view object per call. Past the end of a
+        // reply cut short the bytes are zeros, as in the client's zero-filled buffer; an offset past
+        // the end throws as its copy does.
+        if (offset > buffer.length) buffer.copy(Buffer.alloc(8), 0, offset, offset + 8);
+        const long = Buffer.allocUnsafe(8);
+        for (let i = 0; i < 8; i += 1) long[i] = buffer[offset + i] ?? 0;
+        readEnd = offset + 8;
+        return long;
+      }
+      case Kind.Bytes: {
+        const length = buffer.readInt32BE(offset);
+        if (length === -1) {
+          readEnd = offset + 4;
+          return undefined;
+        }
+        const bytes = Buffer.alloc(length);
+        buffer.copy(bytes, 0, offset + 4, offset + 4 + length);
+        readEnd = offset + 4 + length;
+        return bytes;
+      }
+      case Kind.Text: {
+        const length = buffer.readInt32BE(offset);
+        readEnd = offset + 4 + (length === -1 ? 0 : length);
+        return length === -1 ? undefined : buffer.toString('utf8', offset + 4, offset + 4 + length);
+      }
+      case Kind.Flag:
+        readEnd = offset + 1;
+        return buffer.readUInt8(offset) === 1;
+      case Kind.Vector: {
+        let count = buffer.readInt32BE(offset);
+        offset += 4;
+        if (count === -1) {
+          readEnd = offset;
+          return undefined;
+        }
+        const items: unknown[] = [];
+        for (; count > 0; count -= 1) {
+          items.push(this.#read(field.item!, buffer, offset));
+          offset = readEnd;
+        }
+        readEnd = offset;
+        return items;
+      }
+      case Kind.Nested: {
+        // Made without its defaults: every field of it is read next, and they would be thrown away unseen.
+        const nested = Object.create(this.#jute.data[field.nested!]!.prototype) as RecordLike;
+        nested.specification = this.#specifications.get(field.nested!)!;
+        nested.chrootPath = undefined;
+        readEnd = offset + nested.deserialize(buffer, offset);
+        return nested;
+      }
+    }
+  }
+}
+
+/** A field's value as it goes on the wire: paths with the chroot in front. */
+function outgoing(record: RecordLike, field: Field): unknown {
+  const value = record[field.name];
+  if (field.path) return withChroot(record, value);
+  if (field.paths && Array.isArray(value)) return value.map((path: unknown) => withChroot(record, path));
+  return value;
+}
+
+function withChroot(record: RecordLike, path: unknown): unknown {
+  if (!record.chrootPath) return path;
+  if (path === '/') return record.chrootPath;
+  return record.chrootPath + (path as string);
+}
+
+function sizeOf(field: Field, value: unknown): number {
+  switch (field.kind) {
+    case Kind.Int:
+      return 4;
+    case Kind.Long:
+      return 8;
+    case Kind.Bytes:
+      return Buffer.isBuffer(value) ? 4 + value.length : 4;
+    case Kind.Text:
+      return typeof value === 'string' ? 4 + Buffer.byteLength(value) : 4;
+    case Kind.Flag:
+      return 1;
+    case Kind.Vector: {
+      let size = 4;
+      if (Array.isArray(value)) for (const item of value) size += sizeOf(field.item!, item);
+      return size;
+    }
+    case Kind.Nested:
+      return (value as RecordLike).byteLength();
+  }
+}
+
+/** Writes one field at `offset`; returns where it ended. */
+function write(field: Field, value: unknown, buffer: Buffer, offset: number): number {
+  switch (field.kind) {
+    case Kind.Int:
+      return buffer.writeInt32BE(value as number, offset);
+    case Kind.Long:
+      (value as Buffer).copy(buffer, offset);
+      return offset + 8;
+    case Kind.Bytes:
+      if (!Buffer.isBuffer(value)) return buffer.writeInt32BE(-1, offset);
+      buffer.writeInt32BE(value.length, offset);
+      return offset + 4 + value.copy(buffer, offset + 4);
+    case Kind.Text:
+      if (typeof value !== 'string') return buffer.writeInt32BE(-1, offset);
+      buffer.writeInt32BE(Buffer.byteLength(value), offset);
+      return offset + 4 + buffer.write(value, offset + 4, 'utf8');
+    case Kind.Flag:
+      return buffer.writeUInt8(value ? 1 : 0, offset);
+    case Kind.Vector:
+      if (!Array.isArray(value)) return buffer.writeInt32BE(-1, offset);
+      offset = buffer.writeInt32BE(value.length, offset);
+      for (const item of value) offset = write(field.item!, item, buffer, offset);
+      return offset;
+    case Kind.Nested:
+      return offset + (value as RecordLike).serialize(buffer, offset);
+  }
+}
+
+/**
+ * A request's bytes: its length, header and payload. Like the client's, but from Node's shared pool
+ * instead of an ArrayBuffer per request: every byte of it is written.
+ */
+function toBuffer(this: { header: RecordLike | null; payload: RecordLike | null }): Buffer {
+  const size = (this.header?.byteLength() ?? 0) + (this.payload?.byteLength() ?? 0);
+  const buffer = Buffer.allocUnsafe(size + 4);
+  let offset = buffer.writeInt32BE(size, 0);
+  if (this.header) offset += this.header.serialize(buffer, offset);
+  if (this.payload) offset += this.payload.serialize(buffer, offset);
+  if (offset < buffer.length) buffer.fill(0, offset);
+  return buffer;
+}
+
+/**
+ * Replaces the client's record classes with compiled ones, once per process (two copies of baton share
+ * the client's module, and install once). Returns the classes replaced, by module and name.
+ */
+function install(): Originals {
+  const jute = require('node-zookeeper-client/lib/jute/index.js') as Jute;
+  const done = jute[INSTALLED];
+  if (done !== undefined) return done;
+  const record = Object.getPrototypeOf(jute.data['Stat']!.prototype).constructor as RecordClass;
+  const compiler = new Compiler(jute, record);
+  const compiled: [Record<string, RecordClass>, string, RecordClass][] = [];
+  for (const module of [jute.data, jute.protocol]) {
+    for (const [name, old] of Object.entries(module)) {
+      const fresh = compiler.compile(old);
+      if (fresh === undefined) return (jute[INSTALLED] = {}); // not the record layer this was written for
+      compiled.push([module, name, fresh]);
+    }
+  }
+  const replaced = { data: { ...jute.data }, protocol: { ...jute.protocol }, toBuffer: jute.Request.prototype.toBuffer };
+  for (const [module, name, fresh] of compiled) module[name] = fresh;
+  jute.Request.prototype.toBuffer = toBuffer;
+  jute[INSTALLED] = replaced;
+  return replaced;
+}
+
+/** @internal What was replaced here, for the test that compares both; empty if nothing was. */
+export const originalRecords: Originals = install();

@@ -1,0 +1,141 @@
+import { createRequire } from 'node:module';
+import { describe, expect, it } from 'vitest';
+import { originalRecords } from '../../src/backends/zookeeper/jute.js';
+
+// baton replaces node-zookeeper-client's record classes with compiled ones (src/backends/zookeeper/jute.ts).
+// Every class must build, size, write and read exactly as the client's own: random records of every
+// class, with and without a chroot, through both implementations.
+
+type Attribute = { name: string; type: string };
+type RecordLike = Record<string, unknown> & {
+  specification: Attribute[];
+  chrootPath: string | undefined;
+  byteLength(): number;
+  serialize(buffer: Buffer, offset: number): number;
+  deserialize(buffer: Buffer, offset: number): number;
+};
+type RecordClass = new (...args: unknown[]) => RecordLike;
+
+const jute = createRequire(import.meta.url)('node-zookeeper-client/lib/jute/index.js') as Record<'data' | 'protocol', Record<string, RecordClass>> & {
+  Request: new (header: RecordLike | null, payload: RecordLike | null) => { toBuffer(): Buffer };
+};
+
+/** A small deterministic generator, so that a failure can be replayed. */
+function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state * 1664525 + 1013904223) >>> 0;
+    return state / 2 ** 32;
+  };
+}
+
+function valueOf(type: string, next: () => number): unknown {
+  const pick = <T,>(options: T[]): T => options[Math.floor(next() * options.length)]!;
+  switch (type) {
+    case 'int':
+      return pick([0, 1, -1, 2 ** 31 - 1, -(2 ** 31), Math.floor(next() * 2 ** 32) - 2 ** 31]);
+    case 'long':
+      return pick([undefined, Buffer.from(Array.from({ length: 8 }, () => Math.floor(next() * 256)))]);
+    case 'buffer':
+      return pick([undefined, Buffer.alloc(0), Buffer.from(Array.from({ length: Math.floor(next() * 40) }, () => Math.floor(next() * 256)))]);
+    case 'ustring':
+      return pick([undefined, '', '/', '/a/b', '/baton/q/_c_x-lock-0000000001', 'zé€𝄞', 'x'.repeat(Math.floor(next() * 300))]);
+    case 'boolean':
+      return pick([undefined, true, false]);
+  }
+  const vector = /^vector<(.+)>$/.exec(type);
+  if (vector !== null) return next() < 0.2 ? undefined : Array.from({ length: Math.floor(next() * 4) }, () => item(vector[1]!, next));
+  const nested = /^data\.(\w+)$/.exec(type);
+  if (nested !== null) return next() < 0.3 ? undefined : build(jute.data[nested[1]!]!, next);
+  throw new Error(`no values for ${type}`);
+}
+
+/** A vector's item: never missing (the client writes none). */
+function item(type: string, next: () => number): unknown {
+  const nested = /^data\.(\w+)$/.exec(type);
+  return nested !== null ? build(jute.data[nested[1]!]!, next) : (valueOf(type, next) ?? '');
+}
+
+function build(Class: RecordClass, next: () => number): RecordLike {
+  return new Class(...new Class().specification.map((attribute) => valueOf(attribute.type, next)));
+}
+
+/** What a call did: its value, or the error it threw. */
+function outcome<T>(run: () => T): { value: T } | { error: string } {
+  try {
+    return { value: run() };
+  } catch (error) {
+    return { error: String(error) };
+  }
+}
+
+const classes = (['data', 'protocol'] as const).flatMap((module) => Object.keys(originalRecords[module] ?? {}).map((name) => [module, name] as const));
+
+describe('compiled jute records', () => {
+  it('replaced every record class of the client', () => {
+    expect(classes.length).toBe(Object.keys(jute.data).length + Object.keys(jute.protocol).length);
+    expect(classes.length).toBeGreaterThan(20);
+    for (const [module, name] of classes) {
+      expect(jute[module][name]).not.toBe(originalRecords[module]![name]);
+      expect(new jute[module][name]!()).toBeInstanceOf(originalRecords[module]![name]!);
+    }
+  });
+
+  it.each(classes)('%s.%s builds, sizes, writes and reads as the client does', (module, name) => {
+    const Original = originalRecords[module]![name]!;
+    const Compiled = jute[module][name]!;
+    const next = random(name.length * 7919 + module.length);
+    for (let trial = 0; trial < 150; trial += 1) {
+      const args = new Original().specification.map((attribute) => valueOf(attribute.type, next));
+      const [theirs, ours] = [new Original(...args), new Compiled(...args)];
+      expect(ours).toEqual(theirs);
+      expect(Object.keys(ours)).toEqual(Object.keys(theirs));
+      const chroot = trial % 3 === 0 ? '/chroot' : undefined;
+      theirs.chrootPath = ours.chrootPath = chroot;
+      expect(ours.byteLength()).toBe(theirs.byteLength());
+      const size = theirs.byteLength();
+      const offset = trial % 5;
+      const [written, wrote] = [Buffer.alloc(size + offset + (trial % 2)), Buffer.alloc(size + offset + (trial % 2))];
+      expect(outcome(() => ours.serialize(wrote, offset))).toEqual(outcome(() => theirs.serialize(written, offset)));
+      expect(wrote.equals(written)).toBe(true);
+      // Read back, whole and cut short, into fresh records of each kind with the same chroot.
+      for (const end of [written.length, offset + Math.floor(size / 2)]) {
+        const bytes = written.subarray(0, end);
+        const [read, readOurs] = [new Original(), new Compiled()];
+        read.chrootPath = readOurs.chrootPath = chroot;
+        expect(outcome(() => readOurs.deserialize(bytes, offset))).toEqual(outcome(() => read.deserialize(bytes, offset)));
+        expect(readOurs).toEqual(read);
+      }
+    }
+  });
+
+  it('encodes requests as the client does: length, header, payload', () => {
+    const next = random(42);
+    const toBuffer = originalRecords.toBuffer!;
+    for (const name of ['GetChildren2Request', 'CreateRequest', 'DeleteRequest', 'SetWatches', 'ConnectRequest']) {
+      for (let trial = 0; trial < 50; trial += 1) {
+        const header = trial % 4 === 0 ? null : build(jute.protocol['RequestHeader']!, next);
+        const request = new jute.Request(header, build(jute.protocol[name]!, next));
+        expect(request.toBuffer()).toEqual(toBuffer.call(request));
+      }
+    }
+  });
+
+  it('refuses misuse with the client\'s errors', () => {
+    const [theirs, ours] = [new originalRecords.protocol!['GetDataRequest']!('/a', true), new jute.protocol['GetDataRequest']!('/a', true)];
+    for (const [buffer, offset] of [[Buffer.alloc(4), 0], [Buffer.alloc(20), 20], [Buffer.alloc(20), -1], ['not a buffer', 0]] as const) {
+      expect(outcome(() => ours.serialize(buffer as Buffer, offset))).toEqual(outcome(() => theirs.serialize(buffer as Buffer, offset)));
+      expect(outcome(() => ours.deserialize(buffer as Buffer, offset))).toEqual(outcome(() => theirs.deserialize(buffer as Buffer, offset)));
+    }
+  });
+
+  it('reads 64-bit fields into buffers of their own, not views of the reply', () => {
+    const stat = build(jute.data['Stat']!, random(1));
+    const bytes = Buffer.alloc(stat.byteLength());
+    stat.serialize(bytes, 0);
+    const read = new jute.data['Stat']!();
+    read.deserialize(bytes, 0);
+    bytes.fill(0);
+    expect(read['czxid']).toEqual(stat['czxid']);
+  });
+});
