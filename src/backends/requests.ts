@@ -24,11 +24,13 @@ export function fromPromise<T>(request: () => Promise<T>): Start<T> {
 /**
  * The requests a driver has in flight. Clients keep requests queued while disconnected, and not every
  * client fails them when it is closed; `end()` settles every one of them with the session's end, so
- * that no caller waits on a dead session. (A set of rejecters: cheaper per request than a listener
- * on an AbortSignal, and requests are the hot path.)
+ * that no caller waits on a dead session. The rejecters are kept in numbered slots, each reused once
+ * its request has settled: requests are the hot path, and a Set that every request joins and leaves
+ * hashes its entry twice and rebuilds its table every few requests.
  */
 export class InFlight {
-  readonly #rejects = new Set<(reason: unknown) => void>();
+  readonly #slots: (((reason: unknown) => void) | undefined)[] = [];
+  readonly #free: number[] = [];
   #ended: { reason: unknown } | undefined;
   readonly #onFailure: ((error: unknown) => void) | undefined;
 
@@ -45,10 +47,11 @@ export class InFlight {
   call<T>(start: Start<T>): Promise<T> {
     if (this.#ended !== undefined) return Promise.reject(this.#ended.reason);
     return new Promise<T>((resolve, reject) => {
-      this.#rejects.add(reject);
+      const slot = this.#free.pop() ?? this.#slots.length;
+      this.#slots[slot] = reject;
       try {
         start((error, value) => {
-          this.#rejects.delete(reject);
+          this.#release(slot, reject);
           if (!error) return resolve(value as T);
           try {
             this.#onFailure?.(error);
@@ -58,17 +61,25 @@ export class InFlight {
         });
       } catch (error) {
         // A request refused before it was sent (the client validates paths as it is called).
-        this.#rejects.delete(reject);
+        this.#release(slot, reject);
         reject(error);
       }
     });
   }
 
+  /** Frees the slot, if it still holds this request (not once `end()` has settled it). */
+  #release(slot: number, reject: (reason: unknown) => void): void {
+    if (this.#slots[slot] !== reject) return;
+    this.#slots[slot] = undefined;
+    this.#free.push(slot);
+  }
+
   end(reason: unknown): void {
     if (this.#ended !== undefined) return;
     this.#ended = { reason };
-    for (const reject of this.#rejects) reject(reason);
-    this.#rejects.clear();
+    const rejects = this.#slots.splice(0);
+    this.#free.length = 0;
+    for (const reject of rejects) reject?.(reason);
   }
 }
 

@@ -56,4 +56,22 @@ describe('InFlight.call', () => {
     await expect(requests.call<number>((done) => done(null, 1))).resolves.toBe(1);
     expect(seen).toEqual([failure]);
   });
+
+  it('requests settling out of order leave their places to later ones, and the end settles exactly those still pending', async () => {
+    const requests = new InFlight();
+    const answers: ((error: unknown, value?: number) => void)[] = [];
+    const send = (): Promise<number> => requests.call<number>((done) => answers.push(done));
+    const first = [send(), send(), send(), send(), send()];
+    answers[1]!(null, 1);
+    answers[3]!(null, 3);
+    const later = [send(), send(), send()]; // two of them in the places just left
+    answers[6]!(null, 6);
+    answers[1]!(null, 99); // a second answer to a settled request frees nothing
+    const reason = new Error('ended');
+    requests.end(reason);
+    const outcomes = await Promise.allSettled([...first, ...later]);
+    expect(outcomes.map((o) => (o.status === 'fulfilled' ? o.value : o.reason === reason ? 'ended' : o.reason))).toEqual([
+      'ended', 1, 'ended', 3, 'ended', 'ended', 6, 'ended',
+    ]);
+  });
 });
