@@ -5,7 +5,7 @@ import { analyse, combine, medianRate, type Contender, type ContenderReport } fr
 import { KAZOO_MISSING, kazooContender, kazooInstalled } from './kazoo.js';
 import { LineProcess, startAll, stopAll } from './line-process.js';
 import { fixed, times, type Report } from './report.js';
-import { quantile, summarize, type Summary } from './stats.js';
+import { quantile, rotated, summarize, type Summary } from './stats.js';
 import { heading, ms } from './table.js';
 import { idleRate, zkRequestsDuring } from './zk-metrics.js';
 
@@ -112,7 +112,7 @@ export const zkContended: Case = {
       }
       await handoffFloor(deleter, watcher, '/bench-handoff', 50);
       for (let block = 0; block < blocks; block += 1) {
-        for (const [kind, contenders] of Object.entries(processes.kinds)) measured[kind]!.push(await contendBlock(hosts, contenders, blockMs, idle, serverPid('zk')));
+        for (const [kind, contenders] of rotated(Object.entries(processes.kinds), block)) measured[kind]!.push(await contendBlock(hosts, contenders, blockMs, idle, serverPid('zk')));
         floor.push(...(await handoffFloor(deleter, watcher, '/bench-handoff', floorCount)));
       }
     } finally {

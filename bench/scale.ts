@@ -7,7 +7,7 @@ import type { BatonSession } from '../src/session.js';
 import type { Case, Context } from './case.js';
 import { cpuMs } from './cpu.js';
 import { times } from './report.js';
-import { quantile } from './stats.js';
+import { quantile, rotated } from './stats.js';
 import { heading, ms } from './table.js';
 import { openClient } from './zk-client.js';
 import { FLOOR_NODE } from './floor-name.js';
@@ -56,7 +56,7 @@ async function alternateBlocks(kinds: Record<string, Cycle>, serverPid: number |
   const results = Object.keys(kinds).map(fresh);
   for (const cycle of Object.values(kinds)) await block(cycle, 5, fresh('warm-up'), serverPid);
   for (let b = 0; b < blocks; b += 1) {
-    for (const [index, cycle] of Object.values(kinds).entries()) await block(cycle, perLoop, results[index]!, serverPid);
+    for (const [index, cycle] of rotated([...Object.values(kinds).entries()], b)) await block(cycle, perLoop, results[index]!, serverPid);
   }
   return results;
 }

@@ -37,8 +37,18 @@ export function timed(cycle: () => Promise<void>): Block {
 }
 
 /**
- * Runs the contenders in alternating blocks (A, B, C, A, B, C, ...) so that the machine's drift and
- * noise fall on all of them alike.
+ * The items of round `round` of alternating blocks: A, B, C, then B, C, A, then C, A, B. Each kind takes
+ * each place in a round equally often: on this machine a fixed order favoured whichever kind ran last in
+ * a round (measured with the contended case: the same code was 4-10% cheaper per acquisition there).
+ */
+export function rotated<T>(items: readonly T[], round: number): T[] {
+  const from = round % Math.max(items.length, 1);
+  return [...items.slice(from), ...items.slice(0, from)];
+}
+
+/**
+ * Runs the contenders in alternating blocks (A, B, C, B, C, A, ...: see `rotated`) so that the machine's
+ * drift and noise fall on all of them alike.
  */
 export async function alternate(
   contenders: Record<string, Block>,
@@ -50,7 +60,7 @@ export async function alternate(
     await run(options.warmup);
   }
   for (let block = 0; block < options.blocks; block += 1) {
-    for (const [name, run] of Object.entries(contenders)) samples[name]!.push(...(await run(options.perBlock)));
+    for (const [name, run] of rotated(Object.entries(contenders), block)) samples[name]!.push(...(await run(options.perBlock)));
   }
   return samples;
 }
