@@ -137,5 +137,27 @@ describe('compiled jute records', () => {
     read.deserialize(bytes, 0);
     bytes.fill(0);
     expect(read['czxid']).toEqual(stat['czxid']);
+    // Each in an 8-byte memory of its own, as the client's: a slice of a shared pool would show other
+    // bytes through `.buffer` and keep the whole pool alive.
+    for (const field of ['czxid', 'mzxid', 'ctime', 'mtime', 'pzxid', 'ephemeralOwner']) {
+      const long = read[field] as Buffer;
+      expect([long.byteOffset, long.buffer.byteLength]).toEqual([0, 8]);
+    }
+  });
+
+  it('writes odd values as the client does: longs not 8 bytes long, vectors with holes, from unfilled memory', () => {
+    const toBuffer = originalRecords.toBuffer!;
+    const header = new jute.protocol['RequestHeader']!(7, 101);
+    for (let trial = 0; trial < 40; trial += 1) {
+      // Leave earlier bytes in Node's pool, which the request's buffer may come from.
+      Buffer.allocUnsafe(64).fill(0xab);
+      const zxid = Buffer.alloc(trial % 12, 0x5c);
+      const paths = ['/a', '/bb'];
+      if (trial % 2 === 1) delete paths[0];
+      const payload = new jute.protocol['SetWatches']!(zxid, paths, [], ['/c']);
+      payload['relativeZxid'] = zxid; // the constructor copies into 8 bytes; a caller may set any buffer
+      const request = new jute.Request(header, payload);
+      expect(request.toBuffer()).toEqual(toBuffer.call(request));
+    }
   });
 });

@@ -160,7 +160,7 @@ class Compiler {
       case Kind.Int:
         return typeof arg === 'number' ? arg : 0;
       case Kind.Long: {
-        const long = Buffer.allocUnsafe(8).fill(0);
+        const long = Buffer.alloc(8);
         if (Buffer.isBuffer(arg)) arg.copy(long);
         return long;
       }
@@ -186,10 +186,11 @@ class Compiler {
       case Kind.Long: {
         // Byte by byte: Buffer#copy of part of a buffer makes a view object per call. Past the end of a
         // reply cut short the bytes are zeros, as in the client's zero-filled buffer; an offset past
-        // the end throws as its copy does.
+        // the end throws as its copy does. A buffer of its own, as the client's: not a slice of Node's
+        // shared pool, which would keep 8 KiB alive per kept long and show other bytes through `.buffer`.
         if (offset > buffer.length) buffer.copy(Buffer.alloc(8), 0, offset, offset + 8);
-        const long = Buffer.allocUnsafe(8);
-        for (let i = 0; i < 8; i += 1) long[i] = buffer[offset + i] ?? 0;
+        const long = Buffer.alloc(8);
+        for (let i = 0; i < 8 && offset + i < buffer.length; i += 1) long[i] = buffer[offset + i]!;
         readEnd = offset + 8;
         return long;
       }
@@ -267,7 +268,8 @@ function sizeOf(field: Field, value: unknown): number {
       return 1;
     case Kind.Vector: {
       let size = 4;
-      if (Array.isArray(value)) for (const item of value) size += sizeOf(field.item!, item);
+      // The client walks vectors with forEach, which skips holes: so do both size and write.
+      if (Array.isArray(value)) for (let i = 0; i < value.length; i += 1) if (i in value) size += sizeOf(field.item!, value[i]);
       return size;
     }
     case Kind.Nested:
@@ -280,9 +282,12 @@ function write(field: Field, value: unknown, buffer: Buffer, offset: number): nu
   switch (field.kind) {
     case Kind.Int:
       return buffer.writeInt32BE(value as number, offset);
-    case Kind.Long:
-      (value as Buffer).copy(buffer, offset);
+    case Kind.Long: {
+      // Exactly 8 bytes, zeros after a shorter value: the buffer comes from Node's pool unfilled.
+      const copied = (value as Buffer).copy(buffer, offset, 0, 8);
+      if (copied < 8) buffer.fill(0, offset + copied, offset + 8);
       return offset + 8;
+    }
     case Kind.Bytes:
       if (!Buffer.isBuffer(value)) return buffer.writeInt32BE(-1, offset);
       buffer.writeInt32BE(value.length, offset);
@@ -296,7 +301,7 @@ function write(field: Field, value: unknown, buffer: Buffer, offset: number): nu
     case Kind.Vector:
       if (!Array.isArray(value)) return buffer.writeInt32BE(-1, offset);
       offset = buffer.writeInt32BE(value.length, offset);
-      for (const item of value) offset = write(field.item!, item, buffer, offset);
+      for (let i = 0; i < value.length; i += 1) if (i in value) offset = write(field.item!, value[i], buffer, offset);
       return offset;
     case Kind.Nested:
       return offset + (value as RecordLike).serialize(buffer, offset);
@@ -305,7 +310,9 @@ function write(field: Field, value: unknown, buffer: Buffer, offset: number): nu
 
 /**
  * A request's bytes: its length, header and payload. Like the client's, but from Node's shared pool
- * instead of an ArrayBuffer per request: every byte of it is written.
+ * instead of an ArrayBuffer per request: every byte of it is written (a long shorter than 8 bytes is
+ * padded with zeros, a vector's holes are skipped as the client skips them, and anything short of the
+ * end is zeroed), so that no earlier bytes of the process reach the server.
  */
 function toBuffer(this: { header: RecordLike | null; payload: RecordLike | null }): Buffer {
   const size = (this.header?.byteLength() ?? 0) + (this.payload?.byteLength() ?? 0);
