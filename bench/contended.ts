@@ -50,10 +50,33 @@ async function handoffFloor(deleter: LineProcess, watcher: LineProcess, dir: str
   return samples;
 }
 
-/** The contending kinds, each `PROCESSES` processes, and the two sides of the handoff floor. */
+/**
+ * Baton's handoff measured as the floor is: `count` times, one process holds the lock, the other waits
+ * behind it with the queue as deep as in the contended blocks (the holder's own acquisitions queued
+ * behind the waiter), and the holder releases; from just before the release is sent to the grant.
+ */
+async function batonHandoff(holder: LineProcess, waiter: LineProcess, count: number): Promise<number[]> {
+  const samples: number[] = [];
+  for (let i = 0; i < count; i += 1) {
+    await holder.ask('hold');
+    const granted = waiter.ask('wait');
+    await holder.ask('until 2');
+    await holder.ask(`queue ${PROCESSES - 2}`);
+    await holder.ask(`until ${PROCESSES}`);
+    const released = await holder.ask('release');
+    const [grantedUs, releasedUs] = [await granted, released].map((line) => Number(line.split(' ')[1]));
+    samples.push((grantedUs! - releasedUs!) / 1000);
+    await waiter.ask('release');
+    await holder.ask('drain');
+  }
+  return samples;
+}
+
+/** The contending kinds, each `PROCESSES` processes, and the two sides of the handoff floor and of baton's. */
 interface Processes {
   readonly kinds: Record<string, LineProcess[]>;
   readonly floor: [LineProcess, LineProcess];
+  readonly handoff: [LineProcess, LineProcess];
 }
 
 const BATON = 'baton FairMutex';
@@ -73,7 +96,8 @@ async function startProcesses(hosts: string): Promise<Processes> {
     if (await kazooInstalled()) kinds[KAZOO] = await start((i) => kazooContender(hosts, i));
     kinds[RAW] = await start((i) => nodeWorker('contender.js', [`raw://${hosts}`, 'contended'], `raw contender ${i}`));
     const floor = await start((i) => nodeWorker('handoff-worker.js', [hosts], `handoff floor ${i}`), 2);
-    return { kinds, floor: floor as [LineProcess, LineProcess] };
+    const handoff = await start((i) => nodeWorker('baton-handoff-worker.js', [`zk://${hosts}/bench`, 'handoff'], `baton handoff ${i}`), 2);
+    return { kinds, floor: floor as [LineProcess, LineProcess], handoff: handoff as [LineProcess, LineProcess] };
   } catch (error) {
     await stopAll(started.flat());
     throw error;
@@ -96,8 +120,15 @@ export const zkContended: Case = {
     const processes = await startProcesses(hosts);
     const measured: Record<string, Contender[]> = Object.fromEntries(Object.keys(processes.kinds).map((kind) => [kind, []]));
     const floor: number[] = [];
+    const alone: number[] = [];
     try {
       const [deleter, watcher] = processes.floor;
+      const [holder, waiter] = processes.handoff;
+      // The floor and baton's handoff alone, in alternating order between the contended blocks.
+      const handoffs = [
+        async (count: number) => floor.push(...(await handoffFloor(deleter, watcher, '/bench-handoff', count))),
+        async (count: number) => alone.push(...(await batonHandoff(holder, waiter, count))),
+      ];
       await watcher.ask(`fill /bench-handoff ${PROCESSES - 1}`);
       // Long enough to hold many heartbeat periods (a sixth of the session timeout): the rate is subtracted
       // from every block, so its error would reach the requests per acquisition.
@@ -111,14 +142,15 @@ export const zkContended: Case = {
         for (const contenders of Object.values(processes.kinds)) await contendBlock(hosts, contenders, quick ? 1_500 : 3_500, idle, undefined);
       }
       await handoffFloor(deleter, watcher, '/bench-handoff', 50);
+      await batonHandoff(holder, waiter, 50);
       for (let block = 0; block < blocks; block += 1) {
         for (const [kind, contenders] of rotated(Object.entries(processes.kinds), block)) measured[kind]!.push(await contendBlock(hosts, contenders, blockMs, idle, serverPid('zk')));
-        floor.push(...(await handoffFloor(deleter, watcher, '/bench-handoff', floorCount)));
+        for (const handoff of rotated(handoffs, block)) await handoff(floorCount);
       }
     } finally {
-      await stopAll([...Object.values(processes.kinds).flat(), ...processes.floor]);
+      await stopAll([...Object.values(processes.kinds).flat(), ...processes.floor, ...processes.handoff]);
     }
-    return reportContended(report, measured, summarize('raw handoff floor (delete -> watch -> list)', floor));
+    return reportContended(report, measured, summarize('raw handoff floor (delete -> watch -> list)', floor), summarize('baton FairMutex handoff, two processes alone', alone));
   },
 };
 
@@ -140,7 +172,7 @@ function summary(blocks: readonly Contender[]) {
   };
 }
 
-function printContended(rows: Record<string, Row>, floor: Summary): void {
+function printContended(rows: Record<string, Row>, floor: Summary, alone: Summary): void {
   heading(`2. ZooKeeper contended: ${PROCESSES} processes on one lock, holding it for no time (standalone, forceSync on)`);
   const columns = ['acq/s', 'handoff median', 'p99', 'requests/acq', 'client cpu/acq', 'server cpu/acq', 'out of order', 'overlaps'];
   process.stdout.write(`${'contenders'.padEnd(44)}${columns.map((c) => c.padStart(15)).join('')}\n`);
@@ -157,13 +189,13 @@ function printContended(rows: Record<string, Row>, floor: Summary): void {
     ];
     process.stdout.write(`${name.padEnd(44)}${cells.map((c) => c.padStart(15)).join('')}\n`);
   }
-  process.stdout.write(`${floor.name.padEnd(44)}${''.padStart(15)}${ms(floor.medianMs).padStart(15)}${ms(floor.p99Ms).padStart(15)}\n`);
+  for (const handoff of [floor, alone]) process.stdout.write(`${handoff.name.padEnd(44)}${''.padStart(15)}${ms(handoff.medianMs).padStart(15)}${ms(handoff.p99Ms).padStart(15)}\n`);
   if (rows[KAZOO] === undefined) process.stdout.write(`${KAZOO_MISSING}\n`);
 }
 
-function reportContended(report: Report, measured: Record<string, Contender[]>, floor: Summary): unknown {
+function reportContended(report: Report, measured: Record<string, Contender[]>, floor: Summary, alone: Summary): unknown {
   const rows = Object.fromEntries(Object.entries(measured).map(([kind, blocks]) => [kind, summary(blocks)]));
-  printContended(rows, floor);
+  printContended(rows, floor, alone);
   const ours = rows[BATON]!;
   const theirs = rows[KAZOO];
   const raw = rows[RAW]!;
@@ -175,9 +207,11 @@ function reportContended(report: Report, measured: Record<string, Contender[]>, 
   report.atMost(2, 'ZK server requests per contended acquisition', ours.requestsPerAcquisition, 5, fixed(2), `(kazoo ${theirs?.requestsPerAcquisition.toFixed(2) ?? '-'}, raw lock ${raw.requestsPerAcquisition.toFixed(2)})`);
   report.atMost(2, 'ZK handoff median / raw handoff floor', ours.handoffMedianMs / floor.medianMs, 1.15, times,
     `(${ms(ours.handoffMedianMs)} vs ${ms(floor.medianMs)}; kazoo ${theirs === undefined ? '-' : ms(theirs.handoffMedianMs)}, raw lock ${ms(raw.handoffMedianMs)}: ${times(ours.handoffMedianMs / raw.handoffMedianMs)} of it)`);
+  report.atMost(2, 'ZK handoff alone / raw handoff floor', alone.medianMs / floor.medianMs, 1.15, times,
+    `(${ms(alone.medianMs)} vs ${ms(floor.medianMs)}: two processes, ${PROCESSES} entries queued, as the floor)`);
   report.holds(2, 'ZK contended grants in queue order (strict FIFO)', ours.outOfOrder === 0 && ours.overlaps === 0,
     `${ours.outOfOrder} out of order, ${ours.overlaps} overlaps in ${ours.acquisitions} grants`, 'none');
-  return { processes: PROCESSES, kinds: rows, floor, blocks: Object.fromEntries(Object.entries(measured).map(([kind, blocks]) => [kind, blocks.map(strip)])) };
+  return { processes: PROCESSES, kinds: rows, floor, alone, blocks: Object.fromEntries(Object.entries(measured).map(([kind, blocks]) => [kind, blocks.map(strip)])) };
 }
 
 /** The median over blocks of one kind's rate over the other's in the block next to it in time. */
