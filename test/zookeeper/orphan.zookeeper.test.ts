@@ -1,6 +1,8 @@
 import { describe, expect, inject, it } from 'vitest';
 import { FairMutex } from '../../recipes/mutex.js';
-import { getChildren } from '../../src/backends/zookeeper/client.js';
+import zookeeper from 'node-zookeeper-client';
+import { BackendError } from '../../recipes/errors.js';
+import { create, getChildren, mkdirp } from '../../src/backends/zookeeper/client.js';
 import { ZkDriver, zkCounters } from '../../src/backends/zookeeper/driver.js';
 import type { BatonSession } from '../../src/session.js';
 import { useScope } from '../support/scope.js';
@@ -34,6 +36,26 @@ describe('ZooKeeper: a session deletes its own orphaned queue children', () => {
     expect(children.map((child) => `/${scope.namespace}/behind-own/${child}`)).toEqual([lock.entry.key]);
     expect(orphan).not.toBe(lock.entry.key);
     await lock.release();
+  });
+
+  it('listings are searched for orphans only once an enqueue has failed, and from then on', async () => {
+    const session = await scope.open();
+    const mutex = new FairMutex(session, 'searched');
+    for (let i = 0; i < 3; i += 1) await (await mutex.acquire()).release();
+    // No create of this session has failed: it cannot own a child it does not know of.
+    expect(driverOf(session).searchesForOrphans).toBe(false);
+    // A create that fails after reaching the server: the queue's directory is an ephemeral node, which
+    // ZooKeeper refuses children.
+    await mkdirp(zkAdmin(), `/${scope.namespace}`);
+    await create(zkAdmin(), `/${scope.namespace}/ephemeral`, zookeeper.CreateMode.EPHEMERAL);
+    await expect(new FairMutex(session, 'ephemeral').acquire({ timeoutMs: withinMs() })).rejects.toBeInstanceOf(BackendError);
+    expect(driverOf(session).searchesForOrphans).toBe(true);
+    await zkAdmin().remove(`/${scope.namespace}/ephemeral`, () => undefined);
+    // Searched from then on: a child of the session's own that it does not know of is deleted.
+    const removedBefore = zkCounters.orphansRemoved;
+    await driverOf(session).createOrphan('searched');
+    await (await mutex.acquire({ timeoutMs: withinMs() })).release();
+    expect(zkCounters.orphansRemoved - removedBefore).toBe(1);
   });
 
   it("another session's waiter queued behind the orphan is granted once the owner lists the queue; the owner's own entries stay", async () => {

@@ -56,6 +56,11 @@ export class ZkDriver implements Driver {
   readonly #creating = new Set<string>();
   /** Orphans whose delete is on its way. */
   readonly #sweeping = new Set<string>();
+  /**
+   * Whether this session may own a child it does not know of: set for good by the first enqueue whose
+   * create failed or that failed after its create (until then no listing is searched for orphans).
+   */
+  #orphansPossible = false;
   /** Every request still in flight settles with the reason the session ended. */
   readonly #requests = new InFlight((error) => this.#onRequestFailed(error));
   readonly #heartbeat: NodeJS.Timeout;
@@ -158,9 +163,12 @@ export class ZkDriver implements Driver {
     const uuid = this.#uuids.next();
     this.#creating.add(uuid);
     try {
-      const enqueued = await this.#enqueue(queue, kind, uuid, at, data);
-      this.#mine.add(enqueued.entry.key);
-      return enqueued;
+      return await this.#enqueue(queue, kind, uuid, at, data);
+    } catch (error) {
+      // The create may have been applied without our knowing its name (a lost reply, or a failure
+      // after it): from now on, listings are searched for this session's orphans.
+      this.#orphansPossible = true;
+      throw error;
     } finally {
       this.#creating.delete(uuid);
     }
@@ -187,6 +195,7 @@ export class ZkDriver implements Driver {
       try {
         created = await creating;
       } catch (error) {
+        if (!isCode(error, ZkCode.NO_NODE)) this.#orphansPossible = true; // a lost reply may hide a create
         if (isCode(error, ZkCode.NO_NODE) && attempt < MAX_PARENT_RETRIES) {
           await this.#retry(fromPromise(() => mkdirp(this.#client, dir, this.#acl)));
           continue;
@@ -364,7 +373,7 @@ export class ZkDriver implements Driver {
    * session ended. No other session names a child with this base, so nothing else is touched.
    */
   #sweepOrphans(dir: string, children: readonly string[]): void {
-    if (this.#status !== 'open') return;
+    if (!this.#orphansPossible || this.#status !== 'open') return;
     for (const child of children) {
       if (!child.startsWith(this.#ownPrefix)) continue;
       const path = `${dir}/${child}`;
@@ -383,19 +392,30 @@ export class ZkDriver implements Driver {
     }
   }
 
+  /** @internal For tests: whether listings are searched for this session's orphans (see `#orphansPossible`). */
+  get searchesForOrphans(): boolean {
+    return this.#orphansPossible;
+  }
+
   /**
    * @internal For tests: creates a child named like an entry of this session that the session does not
    * know of, as a create applied after its lost reply was searched for would leave.
    */
   async createOrphan(queue: string, kind = 'lock'): Promise<string> {
+    this.#orphansPossible = true; // as the lost reply of the create that left it would have
     await this.#retry(fromPromise(() => mkdirp(this.#client, this.dir(queue), this.#acl)));
     return this.#send(createStart(this.#client, entryPrefix(this.dir(queue), this.#uuids.next(), kind), zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, undefined, this.#acl));
   }
 
+  /** Ours from here on (before the listing is read, so that the orphan search passes over it). */
   #enqueued(queue: string, dir: string, path: string, children: readonly string[], czxid: bigint): Enqueued {
+    this.#mine.add(path);
     const entries = this.#entriesFromListing(queue, dir, children, czxid);
     const entry = entries.find((e) => e.key === path);
-    if (entry === undefined) throw new BackendError(`created ${path} but the listing of ${dir} does not show it`);
+    if (entry === undefined) {
+      this.#mine.delete(path);
+      throw new BackendError(`created ${path} but the listing of ${dir} does not show it`);
+    }
     return { entry, queue: entries };
   }
 
