@@ -34,7 +34,11 @@ export const etcdReuse: Case = {
       const [early, late, fresh] = results as [typeof results[0], typeof results[0], typeof results[0]];
       heading(`4. etcd key reuse: ${total} cycles on one lock`);
       printCases(results, { first: early, fresh });
-      report.atMost(4, `etcd cycle: last ${window} / first ${window} of ${total} on one lock`, late.medianMs / early.medianMs, 1.1, times);
+      // The first and the last cycles are seconds apart, so their ratio carries the machine's drift too
+      // (0.80x to 1.42x in three runs of one afternoon): shown, but the target is judged on the lock
+      // against a fresh one measured in the same alternating blocks.
+      const drift = late.medianMs / early.medianMs;
+      report.info(4, `etcd cycle: last ${window} / first ${window} of ${total} on one lock`, drift, `${times(drift)} (seconds apart: drift included)`);
       report.atMost(4, `etcd cycle after ${total}: that lock / a fresh one, same time`, late.medianMs / fresh.medianMs, 1.1, times);
       return { total, window, results };
     } finally {
