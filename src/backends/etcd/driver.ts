@@ -24,7 +24,8 @@ export interface EtcdDriverOptions {
 }
 
 /** Counters for tests and benchmarks, like the ZooKeeper backend's. */
-export const etcdCounters = { notifications: 0, adopted: 0, orphansRemoved: 0 };
+/** Counters for tests and benchmarks; `confirmRequests`: requests sent to confirm entries (holds are confirmed on a timer). */
+export const etcdCounters = { notifications: 0, adopted: 0, orphansRemoved: 0, confirmRequests: 0 };
 /** Keys this process watches right now, with how many sessions watch each (for clean-state checks). */
 export const etcdWatches = new Map<string, number>();
 
@@ -451,6 +452,7 @@ export class EtcdDriver implements Driver {
   }
 
   async confirm(entry: Entry): Promise<boolean> {
+    etcdCounters.confirmRequests += 1;
     const { kv } = await this.#lookUp(entry);
     if (kv !== undefined && kv.lease === this.#lease) return true;
     await this.#assertLeaseAlive();
@@ -459,6 +461,7 @@ export class EtcdDriver implements Driver {
 
   /** Our entry is gone: if the lease went with it, say so now rather than at the next keepalive. */
   async #assertLeaseAlive(): Promise<void> {
+    etcdCounters.confirmRequests += 1;
     const live = await this.#retry(() => this.#client.leaseClient.leaseTimeToLive({ ID: this.#lease, keys: false }, this.#attempt()));
     if (Number(live.TTL) > 0) return;
     const reason = new SessionLostError(`etcd lease ${this.id} expired or was revoked`);
