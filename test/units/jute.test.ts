@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
-import { originalRecords } from '../../src/backends/zookeeper/jute.js';
+import { compatibleClient, originalRecords, untouched } from '../../src/backends/zookeeper/jute.js';
 
 // baton replaces node-zookeeper-client's record classes with compiled ones (src/backends/zookeeper/jute.ts).
 // Every class must build, size, write and read exactly as the client's own: random records of every
@@ -72,6 +72,24 @@ function outcome<T>(run: () => T): { value: T } | { error: string } {
 const classes = (['data', 'protocol'] as const).flatMap((module) => Object.keys(originalRecords[module] ?? {}).map((name) => [module, name] as const));
 
 describe('compiled jute records', () => {
+  it('replaces the records only in the releases it was checked against', () => {
+    const installed = createRequire(import.meta.url)('node-zookeeper-client/package.json') as { version: string };
+    expect(compatibleClient(installed.version)).toBe(true);
+    for (const version of ['1.1.0', '1.1.3', '1.1.12']) expect(compatibleClient(version)).toBe(true);
+    for (const version of ['1.2.0', '2.0.0', '1.10.1', '0.2.2', '1.1.3-beta', '', undefined, 113]) expect(compatibleClient(version)).toBe(false);
+  });
+
+  it('leaves the record layer alone where other code changed a record class', () => {
+    const Record = Object.getPrototypeOf(originalRecords.data!['Stat']!.prototype).constructor as RecordClass;
+    const layer = (extra: Record<string, RecordClass>) => ({ Request: jute.Request, data: { ...originalRecords.data! }, protocol: { ...originalRecords.protocol!, ...extra } });
+    expect(untouched(layer({}) as never, Record)).toBe(true);
+    const Wrapped = function Wrapped() {} as unknown as RecordClass;
+    Wrapped.prototype = Object.create(Record.prototype, { serialize: { value: () => 0 } }) as RecordLike;
+    expect(untouched(layer({ Wrapped }) as never, Record)).toBe(false);
+    const Stranger = function Stranger() {} as unknown as RecordClass;
+    expect(untouched(layer({ Stranger }) as never, Record)).toBe(false);
+  });
+
   it('replaced every record class of the client', () => {
     expect(classes.length).toBe(Object.keys(jute.data).length + Object.keys(jute.protocol).length);
     expect(classes.length).toBeGreaterThan(20);

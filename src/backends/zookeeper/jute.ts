@@ -325,14 +325,28 @@ function toBuffer(this: { header: RecordLike | null; payload: RecordLike | null 
 }
 
 /**
+ * Whether this is a release of the client whose record layer the compiled classes were checked
+ * against (1.1.x, whose records all inherit the one Record's methods): another keeps its own classes.
+ */
+export function compatibleClient(version: unknown): boolean {
+  return typeof version === 'string' && /^1\.1\.\d+$/.test(version);
+}
+
+/**
  * Replaces the client's record classes with compiled ones, once per process (two copies of baton share
- * the client's module, and install once). Returns the classes replaced, by module and name.
+ * the client's module, and install once). Returns the classes replaced, by module and name. Nothing is
+ * replaced in a client of another release, nor where a record class or the request encoding is not the
+ * client's own any more (wrapped by some other code): the client then works as it came.
  */
 function install(): Originals {
   const jute = require('node-zookeeper-client/lib/jute/index.js') as Jute;
   const done = jute[INSTALLED];
   if (done !== undefined) return done;
-  const record = Object.getPrototypeOf(jute.data['Stat']!.prototype).constructor as RecordClass;
+  const { version } = require('node-zookeeper-client/package.json') as { version?: unknown };
+  const stat = jute.data?.['Stat'];
+  if (!compatibleClient(version) || stat === undefined) return (jute[INSTALLED] = {});
+  const record = Object.getPrototypeOf(stat.prototype).constructor as RecordClass;
+  if (!untouched(jute, record)) return (jute[INSTALLED] = {});
   const compiler = new Compiler(jute, record);
   const compiled: [Record<string, RecordClass>, string, RecordClass][] = [];
   for (const module of [jute.data, jute.protocol]) {
@@ -347,6 +361,17 @@ function install(): Originals {
   jute.Request.prototype.toBuffer = toBuffer;
   jute[INSTALLED] = replaced;
   return replaced;
+}
+
+/**
+ * @internal Every record class is the client's kind: a direct heir of the one Record, overriding none of
+ * its methods (a class wrapped or replaced by other code is left alone, and with it the whole layer).
+ */
+export function untouched(jute: Jute, record: RecordClass): boolean {
+  const methods = ['byteLength', 'serialize', 'deserialize', 'setChrootPath'];
+  const inherited = (Class: RecordClass): boolean =>
+    Object.getPrototypeOf(Class.prototype) === record.prototype && methods.every((name) => !Object.prototype.hasOwnProperty.call(Class.prototype, name));
+  return typeof jute.Request.prototype.toBuffer === 'function' && [jute.data, jute.protocol].every((module) => Object.values(module).every(inherited));
 }
 
 /** @internal What was replaced here, for the test that compares both; empty if nothing was. */
