@@ -2,6 +2,7 @@ import { createInterface } from 'node:readline';
 import zookeeper from 'node-zookeeper-client';
 import { create, getChildren, mkdirp, remove, watchData, type ZkClient } from '../src/backends/zookeeper/client.js';
 import { nowUs } from './clock.js';
+import { FLOOR_NODE } from './floor-name.js';
 import { openClient } from './zk-client.js';
 
 /**
@@ -10,6 +11,7 @@ import { openClient } from './zk-client.js';
  * the next in line, watching that node, is told and lists the children to see it is now first.
  * Commands on stdin, one answer line each (`watch` answers twice: armed, then listed):
  *   fill <dir> <n>    create n ephemeral nodes in dir, so that its listing is as long as a deep queue's
+ *                     (every node named like baton's entries, so that the listing is as large too)
  *   create <dir>      create an ephemeral sequential node in dir; answers its path
  *   watch <path>      read the node with a watch; answers `armed`, then `listed <us>` once the watch
  *                     fired and the listing of its directory came back
@@ -21,7 +23,7 @@ async function main(): Promise<void> {
   for await (const line of createInterface({ input: process.stdin })) {
     const [command, path, count] = line.split(' ') as [string, string, string | undefined];
     if (command === 'fill') await fill(client, path, Number(count));
-    else if (command === 'create') say(await create(client, `${path}/n-`, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL));
+    else if (command === 'create') say(await create(client, `${path}/${FLOOR_NODE}`, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL));
     else if (command === 'watch') await watch(client, path);
     else if (command === 'delete') {
       const sentUs = nowUs();
@@ -34,7 +36,7 @@ async function main(): Promise<void> {
 
 async function fill(client: ZkClient, dir: string, count: number): Promise<void> {
   await mkdirp(client, dir);
-  for (let i = 0; i < count; i += 1) await create(client, `${dir}/filler-`, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL);
+  for (let i = 0; i < count; i += 1) await create(client, `${dir}/${FLOOR_NODE}`, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL);
   say('filled');
 }
 
