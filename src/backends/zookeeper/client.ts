@@ -3,6 +3,7 @@ import { BackendError } from '../../../recipes/errors.js';
 import { started, type Start } from '../requests.js';
 // Installs the compiled record classes in node-zookeeper-client before any request is made.
 import './jute.js';
+import { createDirect, createsDirectly, directQueue, getChildrenDirect, removeDirect } from './direct.js';
 
 export type ZkClient = zookeeper.Client;
 export type ZkStat = zookeeper.Stat;
@@ -123,16 +124,32 @@ export function zkLong(value: unknown): bigint {
   throw new BackendError(`unexpected ZooKeeper long ${String(value)}`);
 }
 
-export function createStart(client: ZkClient, path: string, mode: number, data: Buffer = Buffer.alloc(0), acl = aclFor('open')): Start<string> {
-  return (done) => client.create(path, data, acl, mode, done);
+/** The open ACL, made once: a create without an ACL of its own uses it. */
+const OPEN = aclFor('open');
+
+// The hot requests go straight to the client's connection manager where they can (see direct.ts).
+export function createStart(client: ZkClient, path: string, mode: number, data: Buffer = Buffer.alloc(0), acl = OPEN): Start<string> {
+  return (done) => {
+    const queue = directQueue(client);
+    if (queue !== undefined && createsDirectly(data, acl)) createDirect(queue, path, data, acl, mode, done);
+    else client.create(path, data, acl, mode, done);
+  };
 }
 
 export function getChildrenStart(client: ZkClient, path: string): Start<{ children: string[]; stat: ZkStat }> {
-  return (done) => client.getChildren(path, (error, children, stat) => (error ? done(error) : done(null, { children, stat })));
+  return (done) => {
+    const queue = directQueue(client);
+    if (queue !== undefined) getChildrenDirect(queue, path, done);
+    else client.getChildren(path, (error, children, stat) => (error ? done(error) : done(null, { children, stat })));
+  };
 }
 
 export function removeStart(client: ZkClient, path: string): Start<void> {
-  return (done) => client.remove(path, -1, done);
+  return (done) => {
+    const queue = directQueue(client);
+    if (queue !== undefined) removeDirect(queue, path, done);
+    else client.remove(path, -1, done);
+  };
 }
 
 export function existsStart(client: ZkClient, path: string): Start<ZkStat | null> {
@@ -150,7 +167,7 @@ export function watchDataStart(client: ZkClient, path: string, watcher: (event: 
 }
 
 /** Promise adapters; requests are queued in call order, so two calls made back to back are pipelined. */
-export function create(client: ZkClient, path: string, mode: number, data: Buffer = Buffer.alloc(0), acl = aclFor('open')): Promise<string> {
+export function create(client: ZkClient, path: string, mode: number, data: Buffer = Buffer.alloc(0), acl = OPEN): Promise<string> {
   return started(createStart(client, path, mode, data, acl));
 }
 
@@ -188,7 +205,7 @@ export function remove(client: ZkClient, path: string): Promise<void> {
  * exists first: creating an existing node still needs create rights on its parent, which a shared
  * server may deny above the namespace (the client's own mkdirp creates from the root down).
  */
-export async function mkdirp(client: ZkClient, path: string, acl = aclFor('open')): Promise<void> {
+export async function mkdirp(client: ZkClient, path: string, acl = OPEN): Promise<void> {
   const parts = path.split('/').filter((part) => part !== '');
   const at = (depth: number): string => `/${parts.slice(0, depth).join('/')}`;
   let existing = parts.length;

@@ -1,0 +1,91 @@
+import zookeeper from 'node-zookeeper-client';
+import { afterEach, describe, expect, it } from 'vitest';
+import { aclFor, createStart, getChildrenStart, removeStart } from '../../src/backends/zookeeper/client.js';
+import { directQueue } from '../../src/backends/zookeeper/direct.js';
+import type { Start } from '../../src/backends/requests.js';
+
+// The hot requests are handed to node-zookeeper-client's connection manager directly (direct.ts). They
+// must queue the very bytes the client's own methods queue, and give back what those methods give back,
+// for every answer. A client that is never connected queues into a recorder here; nothing is sent.
+
+type Callback = (error: unknown, response?: { payload: Record<string, unknown> }) => void;
+interface Queued {
+  readonly request: { toBuffer(): Buffer };
+  readonly callback: Callback;
+}
+
+const clients: zookeeper.Client[] = [];
+afterEach(() => {
+  for (const client of clients.splice(0)) client.close();
+});
+
+/** A client whose connection manager records what is queued instead of sending it. */
+function recordingClient(options: { retries?: number } = {}): { client: zookeeper.Client; queued: Queued[] } {
+  const client = zookeeper.createClient('127.0.0.1:1', { sessionTimeout: 4_000, ...options });
+  clients.push(client);
+  const queued: Queued[] = [];
+  const manager = (client as unknown as { connectionManager: { queue(request: Queued['request'], callback: Callback): void } }).connectionManager;
+  manager.queue = (request, callback) => {
+    queued.push({ request, callback });
+  };
+  return { client, queued };
+}
+
+/** What a request in callback form is told, once the recorded request is answered with `answer`. */
+function outcome<T>(start: Start<T>, queued: Queued[], answer: (callback: Callback) => void): unknown[] {
+  let told: unknown[] = [];
+  start((...args) => (told = args));
+  answer(queued.at(-1)!.callback);
+  return told;
+}
+
+const stat = { czxid: Buffer.from([0, 0, 0, 0, 0, 0, 0, 9]), numChildren: 2 };
+
+describe('requests handed to the connection manager directly', () => {
+  const cases: [string, (client: zookeeper.Client) => Start<unknown>, Record<string, unknown>][] = [
+    ['create, open ACL, sequential', (c) => createStart(c, '/baton/q/_c_x-lock-', zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL), { path: '/baton/q/_c_x-lock-0000000007' }],
+    ['create with data and a creator ACL', (c) => createStart(c, '/a/b', zookeeper.CreateMode.PERSISTENT, Buffer.from('candidate-7'), aclFor('creator-all-world-read')), { path: '/a/b' }],
+    ['create with empty data', (c) => createStart(c, '/a', zookeeper.CreateMode.EPHEMERAL, Buffer.alloc(0), aclFor('creator-only')), { path: '/a' }],
+    ['delete', (c) => removeStart(c, '/baton/q/_c_x-lock-0000000007'), {}],
+    ['list', (c) => getChildrenStart(c, '/baton/q'), { children: ['_c_x-lock-0000000007', 'y'], stat }],
+  ];
+
+  it.each(cases)('%s: the same bytes, the same answers as through the client', (_name, make, payload) => {
+    const direct = recordingClient();
+    const through = recordingClient({ retries: 1 }); // a client with retries goes through its own methods
+    expect(directQueue(direct.client)).toBeDefined();
+    expect(directQueue(through.client)).toBeUndefined();
+    const [noNode, exists, lost] = [zookeeper.Exception.NO_NODE, zookeeper.Exception.NODE_EXISTS, zookeeper.Exception.CONNECTION_LOSS].map((code) => (zookeeper.Exception as unknown as { create(code: number, path: string): Error }).create(code, '/baton/q'));
+    const answers: ((callback: Callback) => void)[] = [
+      (callback) => callback(null, { payload }),
+      (callback) => callback(undefined, { payload }),
+      (callback) => callback(noNode),
+      (callback) => callback(exists),
+    ];
+
+    for (const answer of answers) {
+      const ours = outcome(make(direct.client), direct.queued, answer);
+      // The client's own method: a retried connection loss aside, `retries` changes nothing it sends or gives back.
+      const theirs = outcome(make(through.client), through.queued, answer);
+      expect(direct.queued.at(-1)!.request.toBuffer()).toEqual(through.queued.at(-1)!.request.toBuffer());
+      expect(ours).toEqual(theirs);
+      expect(ours[0]).toBe(theirs[0]); // an error is handed on as it came, not copied
+    }
+    // A lost connection, which a client without retries hands back as it came (with retries it would try again).
+    expect(outcome(make(direct.client), direct.queued, (callback) => callback(lost))).toEqual([lost]);
+  });
+
+  it('refuses a bad path as the client does, before anything is queued', () => {
+    const { client, queued } = recordingClient();
+    for (const make of [(c: zookeeper.Client) => createStart(c, 'relative', 0), (c: zookeeper.Client) => removeStart(c, '/trailing/'), (c: zookeeper.Client) => getChildrenStart(c, '')]) {
+      expect(() => make(client)(() => undefined)).toThrow(/path/i);
+    }
+    expect(queued).toEqual([]);
+  });
+
+  it('leaves to the client a create it refuses (data over 1 MiB)', () => {
+    const { client, queued } = recordingClient();
+    expect(() => createStart(client, '/big', 0, Buffer.alloc(1_048_577))(() => undefined)).toThrow(/1048576|smaller/);
+    expect(queued).toEqual([]);
+  });
+});
