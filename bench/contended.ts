@@ -121,6 +121,7 @@ export const zkContended: Case = {
     const measured: Record<string, Contender[]> = Object.fromEntries(Object.keys(processes.kinds).map((kind) => [kind, []]));
     const floor: number[] = [];
     const alone: number[] = [];
+    let warmUpRounds = 0;
     try {
       const [deleter, watcher] = processes.floor;
       const [holder, waiter] = processes.handoff;
@@ -137,10 +138,9 @@ export const zkContended: Case = {
       // server's JIT) take about ten seconds of contention to reach a steady CPU cost per acquisition
       // (measured: baton's fell from 1.24 to 0.62 ms over eight 2-second blocks, the raw lock's from
       // 0.96 to 0.41 ms), so every kind contends that long, in alternating rounds, before any block counts.
-      const warmUpRounds = quick ? 1 : 3;
-      for (let round = 0; round < warmUpRounds; round += 1) {
-        for (const contenders of Object.values(processes.kinds)) await contendBlock(hosts, contenders, quick ? 1_500 : 3_500, idle, undefined);
-      }
+      // On a slower machine ten seconds are fewer acquisitions: the rounds go on until no kind's rate
+      // rose by more than 5% over its previous round (at least three, at most eight rounds).
+      warmUpRounds = await warmUp(hosts, processes.kinds, idle, quick);
       await handoffFloor(deleter, watcher, '/bench-handoff', 50);
       await batonHandoff(holder, waiter, 50);
       for (let block = 0; block < blocks; block += 1) {
@@ -150,9 +150,24 @@ export const zkContended: Case = {
     } finally {
       await stopAll([...Object.values(processes.kinds).flat(), ...processes.floor, ...processes.handoff]);
     }
-    return reportContended(report, measured, summarize('raw handoff floor (delete -> watch -> list)', floor), summarize('baton FairMutex handoff, two processes alone', alone));
+    const result = reportContended(report, measured, summarize('raw handoff floor (delete -> watch -> list)', floor), summarize('baton FairMutex handoff, two processes alone', alone));
+    process.stdout.write(`(warm-up: ${warmUpRounds} alternating rounds of every kind before the measured blocks)\n`);
+    return { warmUpRounds, ...(result as object) };
   },
 };
+
+/** Alternating warm-up rounds until no kind's rate still rises by more than 5% a round; returns how many ran. */
+async function warmUp(hosts: string, kinds: Record<string, LineProcess[]>, idle: number, quick: boolean): Promise<number> {
+  const [least, most, ms] = quick ? [1, 1, 1_500] : [3, 8, 3_500];
+  let previous: number[] = [];
+  for (let round = 1; ; round += 1) {
+    const rates: number[] = [];
+    for (const contenders of Object.values(kinds)) rates.push((await contendBlock(hosts, contenders, ms, idle, undefined)).perSecond);
+    const rising = previous.length === 0 || rates.some((rate, i) => rate > previous[i]! * 1.05);
+    if (round >= most || (round >= least && !rising)) return round;
+    previous = rates;
+  }
+}
 
 type Row = ReturnType<typeof summary>;
 
