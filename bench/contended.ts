@@ -152,7 +152,7 @@ export const zkContended: Case = {
     }
     const result = reportContended(report, measured, summarize('raw handoff floor (delete -> watch -> list)', floor), summarize('baton FairMutex handoff, two processes alone', alone));
     process.stdout.write(`(warm-up: ${warmUpRounds} alternating rounds of every kind before the measured blocks)\n`);
-    return { warmUpRounds, ...(result as object) };
+    return { warmUpRounds, ...result };
   },
 };
 
@@ -208,7 +208,7 @@ function printContended(rows: Record<string, Row>, floor: Summary, alone: Summar
   if (rows[KAZOO] === undefined) process.stdout.write(`${KAZOO_MISSING}\n`);
 }
 
-function reportContended(report: Report, measured: Record<string, Contender[]>, floor: Summary, alone: Summary): unknown {
+function reportContended(report: Report, measured: Record<string, Contender[]>, floor: Summary, alone: Summary): Record<string, unknown> {
   const rows = Object.fromEntries(Object.entries(measured).map(([kind, blocks]) => [kind, summary(blocks)]));
   printContended(rows, floor, alone);
   const ours = rows[BATON]!;

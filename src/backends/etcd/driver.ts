@@ -23,8 +23,10 @@ export interface EtcdDriverOptions {
   readonly signal?: AbortSignal;
 }
 
-/** Counters for tests and benchmarks, like the ZooKeeper backend's. */
-/** Counters for tests and benchmarks; `confirmRequests`: requests sent to confirm entries (holds are confirmed on a timer). */
+/**
+ * Counters for tests and benchmarks, like the ZooKeeper backend's; `confirmRequests`: requests sent to
+ * confirm entries (holds are confirmed on a timer).
+ */
 export const etcdCounters = { notifications: 0, adopted: 0, orphansRemoved: 0, confirmRequests: 0 };
 /** Keys this process watches right now, with how many sessions watch each (for clean-state checks). */
 export const etcdWatches = new Map<string, number>();
