@@ -1,6 +1,32 @@
-import type { Entry, Session } from './contract.js';
+import type { Entry, Hold, Session } from './contract.js';
 import { LockLostError } from './errors.js';
 import { reportHold, type ReportedHold } from './report.js';
+
+const LOSE = Symbol('lose');
+const RELEASING = Symbol('releasing');
+
+/**
+ * What the session keeps of a handle: one small object per grant (an object literal with a getter and
+ * closures costs several allocations on every grant).
+ */
+class HandleHold implements Hold {
+  constructor(
+    readonly entry: Entry,
+    private readonly handle: LockHandle,
+  ) {}
+
+  lose(reason: Error): void {
+    this.handle[LOSE](reason);
+  }
+
+  release(): Promise<void> {
+    return this.handle.release();
+  }
+
+  get releasing(): boolean {
+    return this.handle[RELEASING];
+  }
+}
 
 /**
  * A granted lock (or leadership). Its `signal` aborts with `LockLostError` as soon as ownership can
@@ -16,6 +42,8 @@ export class LockHandle implements AsyncDisposable {
   #controller: AbortController | undefined;
   #lost: LockLostError | undefined;
   readonly #unhold: () => void;
+  /** For messages: `lock "payments/settlement"`. */
+  readonly #what: string;
   #released: Promise<void> | undefined;
   /** Told to the session's 'lock' listeners, if its grant was. */
   readonly #report: ReportedHold | undefined;
@@ -27,20 +55,21 @@ export class LockHandle implements AsyncDisposable {
     this.fencingToken = entry.fencingToken;
     // Before hold(): a grant past the session's deadline is lost inside it.
     this.#report = reportHold(session, entry);
-    const handle = this;
-    this.#unhold = session.hold({
-      entry,
-      lose: (reason) => {
-        this.#lost ??= new LockLostError(what, { cause: reason });
-        this.#controller?.abort(this.#lost);
-        // A holder already giving the lock back is releasing, not losing it.
-        if (this.#released === undefined) this.#report?.lost(this.#lost);
-      },
-      release: () => this.release(),
-      get releasing() {
-        return handle.#released !== undefined;
-      },
-    });
+    this.#what = what;
+    this.#unhold = session.hold(new HandleHold(entry, this));
+  }
+
+  /** @internal Ownership is in doubt (see `Hold.lose`). */
+  [LOSE](reason: Error): void {
+    this.#lost ??= new LockLostError(this.#what, { cause: reason });
+    this.#controller?.abort(this.#lost);
+    // A holder already giving the lock back is releasing, not losing it.
+    if (this.#released === undefined) this.#report?.lost(this.#lost);
+  }
+
+  /** @internal Whether `release()` has been called (and not failed). */
+  get [RELEASING](): boolean {
+    return this.#released !== undefined;
   }
 
   /** Aborted with `LockLostError` when ownership is in doubt (session lost, closed, entry gone). */

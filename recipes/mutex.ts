@@ -34,10 +34,14 @@ export class QueueLock implements Lock {
     this.#hooks = hooks;
   }
 
-  async acquire(options?: WaitOptions): Promise<LockHandle> {
-    const checked = validateWaitOptions(options);
-    const entry = await waitForTurn(this.#placed(), checked);
-    return this.#grant(entry);
+  acquire(options?: WaitOptions): Promise<LockHandle> {
+    try {
+      const checked = validateWaitOptions(options);
+      // Without an async frame of its own: the grant is one step after the wait, not two.
+      return waitForTurn(this.#placed(), checked).then(this.#granting);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   async tryAcquire(): Promise<LockHandle | null> {
@@ -59,6 +63,8 @@ export class QueueLock implements Lock {
     const at = this.#hooks.place?.();
     return at === undefined ? this.#request : { ...this.#request, at };
   }
+
+  readonly #granting = (entry: Entry): LockHandle => this.#grant(entry);
 
   #grant(entry: Entry): LockHandle {
     const lock = new LockHandle(this.#request.session, entry, this.#request.what);

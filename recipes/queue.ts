@@ -1,6 +1,6 @@
 import type { Backend, Enqueued, Entry, Session } from './contract.js';
 import type { Decide } from './decide.js';
-import { deadline, type Deadline } from './deadline.js';
+import { deadline } from './deadline.js';
 import { ClosedError, LockLostError, SessionLostError } from './errors.js';
 import type { LockKind } from './events.js';
 import { reportWait } from './report.js';
@@ -41,15 +41,31 @@ export async function waitForTurn(request: QueueRequest, options: WaitOptions): 
   try {
     // A place in the queue, and another at the tail each time ours vanishes (per `onWaiterLost`).
     for (let turn = request; ; turn = { ...request, at: undefined }) {
+      // The enqueue is never abandoned half way: a create in flight must finish so that we can delete it.
+      const { entry, first, placeGone } = firstLook(turn, await session.backend.enqueue(turn.queue, turn.kind, turn.at, turn.data));
       try {
-        const entry = await takeTurn(turn, options, startedAt);
-        report?.granted(entry);
-        return entry;
+        // A place taken at another entry's position is only as good as that entry: had it gone before
+        // ours was written (deleted by someone else, or released first on another member), ours would
+        // sort ahead of whoever was granted after it.
+        if (placeGone) {
+          throw new LockLostError(request.what, { cause: new Error(`the entry whose place was to be taken (${turn.at!.key}) is gone`) });
+        }
+        if (first === null) {
+          // The common case, nobody ahead: granted without setting up a wait at all.
+          options.signal?.throwIfAborted();
+          session.signal.throwIfAborted();
+        } else {
+          await waitInLine(turn, options, startedAt, entry, first);
+        }
       } catch (error) {
+        await session.backend.withdraw(entry);
         if (!(error instanceof EntryVanished)) throw error;
         if (session.onWaiterLost === 'fail') throw new LockLostError(request.what, { cause: error });
         // Again at the tail: a place taken `at` an entry of ours is not ours to take twice.
+        continue;
       }
+      report?.granted(entry);
+      return entry;
     }
   } catch (error) {
     report?.gaveUp(error, options.signal);
@@ -59,48 +75,43 @@ export async function waitForTurn(request: QueueRequest, options: WaitOptions): 
   }
 }
 
-/** One place in the queue: enqueue, then wait for our turn until granted or given up. */
-async function takeTurn(request: QueueRequest, options: WaitOptions, startedAt: number): Promise<Entry> {
+/**
+ * Waits until `self` (queued, with `first` ahead of it) may proceed, or throws: timeout, abort, the
+ * session's end, or `EntryVanished`. The caller withdraws the entry on any throw.
+ */
+async function waitInLine(request: QueueRequest, options: WaitOptions, startedAt: number, self: Entry, first: Entry | typeof MISSING): Promise<void> {
   const { session, what } = request;
-  // The enqueue is never abandoned half way: a create in flight must finish so that we can delete it.
-  const { entry, first, placeGone } = firstLook(request, await session.backend.enqueue(request.queue, request.kind, request.at, request.data));
+  // One deadline for the whole wait, counted from the call, and across a requeue too.
+  const remaining = options.timeoutMs === undefined ? undefined : Math.max(0, options.timeoutMs - (performance.now() - startedAt));
+  const wait = deadline(what, remaining, [options.signal], options.timeoutMs);
+  // The session's end reaches the wait through its registration (`ended`); an end before it, here.
+  if (session.signal.aborted) wait.cancel(session.signal.reason);
+  const unregister = session.waiting({
+    entry: self,
+    vanished: () => wait.cancel(new EntryVanished('found gone after a reconnect')),
+    ended: (reason) => wait.cancel(reason),
+  });
   try {
-    // A place taken at another entry's position is only as good as that entry: had it gone before ours
-    // was written (deleted by someone else, or released first on another member), ours would sort
-    // ahead of whoever was granted after it.
-    if (placeGone) {
-      throw new LockLostError(what, { cause: new Error(`the entry whose place was to be taken (${request.at!.key}) is gone`) });
-    }
-    // The common case, nobody ahead: granted without setting up a wait at all.
-    if (first === null) {
-      options.signal?.throwIfAborted();
-      session.signal.throwIfAborted();
-      return entry;
-    }
-    // One deadline for the whole wait, counted from the call, and across a requeue too.
-    const remaining = options.timeoutMs === undefined ? undefined : Math.max(0, options.timeoutMs - (performance.now() - startedAt));
-    const wait = deadline(what, remaining, [options.signal], options.timeoutMs);
-    // The session's end reaches the wait through its registration (`ended`); an end before it, here.
-    if (session.signal.aborted) wait.cancel(session.signal.reason);
-    const unregister = session.waiting({
-      entry,
-      vanished: () => wait.cancel(new EntryVanished('found gone after a reconnect')),
-      ended: (reason) => wait.cancel(reason),
-    });
-    try {
-      await waitBehind(session.backend, request, entry, first, wait);
+    // Decide again on a fresh listing, never on the last one minus the blocker. Two things can have
+    // changed that the blocker's departure does not show: a downgrade puts a read entry at its
+    // writer's place, ahead of writers that queued later; and a session closed by the server deletes
+    // the blocker and our own entry at once, the blocker's deletion reaching us first. Some request
+    // is needed before a grant either way; a listing answers both.
+    const { backend } = session;
+    for (let turn: Turn = first; ; turn = turnIn(request, await backend.list(request.queue), self)) {
       wait.throwIfCancelled();
-      // After a timeout the deadline no longer listens: an abort since then must still count.
-      options.signal?.throwIfAborted();
-      session.signal.throwIfAborted();
-      return entry;
-    } finally {
-      wait.dispose();
-      unregister();
+      if (turn === MISSING) return await entryVanished(backend, self);
+      if (turn === null) break;
+      wait.signal.throwIfAborted(); // from here on we would have to wait, so the timeout counts
+      await backend.waitGone(turn, wait.signal);
     }
-  } catch (error) {
-    await session.backend.withdraw(entry);
-    throw error;
+    wait.throwIfCancelled();
+    // After a timeout the deadline no longer listens: an abort since then must still count.
+    options.signal?.throwIfAborted();
+    session.signal.throwIfAborted();
+  } finally {
+    wait.dispose();
+    unregister();
   }
 }
 
@@ -145,21 +156,6 @@ function turnIn(request: QueueRequest, queue: readonly Entry[], self: Entry): Tu
 function firstLook(request: QueueRequest, { entry, queue }: Enqueued): { entry: Entry; first: Turn; placeGone: boolean } {
   const { at } = request;
   return { entry, first: turnIn(request, queue, entry), placeGone: at !== undefined && !queue.some((e) => e.key === at.key) };
-}
-
-async function waitBehind(backend: Backend, request: QueueRequest, self: Entry, first: Turn, wait: Deadline): Promise<void> {
-  // Decide again on a fresh listing, never on the last one minus the blocker. Two things can have
-  // changed that the blocker's departure does not show: a downgrade puts a read entry at its
-  // writer's place, ahead of writers that queued later; and a session closed by the server deletes
-  // the blocker and our own entry at once, the blocker's deletion reaching us first. Some request
-  // is needed before a grant either way; a listing answers both.
-  for (let turn = first; ; turn = turnIn(request, await backend.list(request.queue), self)) {
-    wait.throwIfCancelled();
-    if (turn === MISSING) return entryVanished(backend, self);
-    if (turn === null) return;
-    wait.signal.throwIfAborted(); // from here on we would have to wait, so the timeout counts
-    await backend.waitGone(turn, wait.signal);
-  }
 }
 
 /** Our entry left the queue while we waited, and not with the session: someone deleted it. */

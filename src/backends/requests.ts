@@ -43,6 +43,11 @@ export class InFlight {
     return this.#ended !== undefined;
   }
 
+  /** How many requests are in flight. */
+  get size(): number {
+    return this.#slots.length - this.#free.length;
+  }
+
   /** A request in callback form: the returned promise is the only one made for it. */
   call<T>(start: Start<T>): Promise<T> {
     if (this.#ended !== undefined) return Promise.reject(this.#ended.reason);

@@ -3,7 +3,7 @@ import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
 import { AccessDeniedError, BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
 import { addWaiter, backoff, fromPromise, InFlight, sameEntries, settleWaiters, type Start, type Waiter } from '../requests.js';
-import { aclFor, corked, corkForTick, createStart, dropTornFrames, existsStart, getChildrenStart, getData, getDataStat, isCode, mkdirp, removeStart, watchChildren, watchDataStart, ZkCode, zkLong, ZkServerCode, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
+import { aclFor, cork, corkForTick, createStart, dropTornFrames, existsStart, getChildrenStart, getData, getDataStat, isCode, mkdirp, removeStart, watchChildren, watchDataStart, ZkCode, zkLong, ZkServerCode, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
 import { entryPrefix, foreignChildren, ListingParser, parseEntryName, UuidSequence } from './names.js';
 
 export interface ZkDriverOptions {
@@ -148,9 +148,15 @@ export class ZkDriver implements Driver {
     this.#requests.end(reason);
   }
 
-  /** A request that settles when the session ends, whatever the client does with it. */
+  /**
+   * A request that settles when the session ends, whatever the client does with it. Sent at once when
+   * nothing else is in flight (a lone request: one lock's next step); otherwise the socket is corked for
+   * the rest of the turn, since replies to the requests in flight tend to arrive together and each asks
+   * again in the same turn (many locks on one session), and their requests then leave in one write.
+   * Deferring a lone request's write to the end of the turn gains nothing and delays it.
+   */
   #send<T>(request: Start<T>): Promise<T> {
-    corkForTick(this.#client);
+    if (this.#requests.size > 0) corkForTick(this.#client);
     return this.#requests.call(request);
   }
 
@@ -161,9 +167,45 @@ export class ZkDriver implements Driver {
 
   async enqueue(queue: string, kind: string, at?: Entry, data?: string): Promise<Enqueued> {
     const uuid = this.#uuids.next();
+    const dir = this.dir(queue);
+    const payload = data === undefined ? undefined : Buffer.from(data);
+    // Placed `at` another entry: not sequential, but named with that entry's sequence so it sorts there.
+    const path = at === undefined ? entryPrefix(dir, uuid, kind) : `${entryPrefix(dir, uuid, kind)}${sequenceOf(at)}`;
+    const mode = at === undefined ? zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL : zookeeper.CreateMode.EPHEMERAL;
     this.#creating.add(uuid);
     try {
-      return await this.#enqueue(queue, kind, uuid, at, data);
+      for (let attempt = 0; ; attempt += 1) {
+        this.#assertOpen();
+        // Sent back to back in one write: the server processes the listing after the create, so it shows it.
+        const socket = cork(this.#client);
+        const creating = this.#requests.call(createStart(this.#client, path, mode, payload, this.#acl));
+        const listing = this.#requests.call(getChildrenStart(this.#client, dir));
+        socket?.uncork();
+        // Read only once the create succeeded; until then its failure must not go unhandled.
+        listing.catch(ignore);
+        let created: string;
+        try {
+          created = await creating;
+        } catch (error) {
+          if (!isCode(error, ZkCode.NO_NODE)) this.#orphansPossible = true; // a lost reply may hide a create
+          if (isCode(error, ZkCode.NO_NODE) && attempt < MAX_PARENT_RETRIES) {
+            await this.#retry(fromPromise(() => mkdirp(this.#client, dir, this.#acl)));
+            continue;
+          }
+          if (!retriable(error)) throw this.#map(error);
+          const adopted = await this.#findOwn(queue, dir, uuid);
+          if (adopted !== undefined) return adopted;
+          await backoff(attempt);
+          continue;
+        }
+        let listed: { children: string[]; stat: ZkStat };
+        try {
+          listed = await listing;
+        } catch {
+          listed = await this.#retry(getChildrenStart(this.#client, dir));
+        }
+        return this.#enqueued(queue, dir, created, listed.children, zkLong(listed.stat.czxid));
+      }
     } catch (error) {
       // The create may have been applied without our knowing its name (a lost reply, or a failure
       // after it): from now on, listings are searched for this session's orphans.
@@ -174,53 +216,15 @@ export class ZkDriver implements Driver {
     }
   }
 
-  async #enqueue(queue: string, kind: string, uuid: string, at: Entry | undefined, data: string | undefined): Promise<Enqueued> {
+  list(queue: string): Promise<readonly Entry[]> {
     const dir = this.dir(queue);
-    const payload = data === undefined ? undefined : Buffer.from(data);
-    // Placed `at` another entry: not sequential, but named with that entry's sequence so it sorts there.
-    const path = at === undefined ? entryPrefix(dir, uuid, kind) : `${entryPrefix(dir, uuid, kind)}${sequenceOf(at)}`;
-    const mode = at === undefined ? zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL : zookeeper.CreateMode.EPHEMERAL;
-    for (let attempt = 0; ; attempt += 1) {
-      this.#assertOpen();
-      // Sent back to back in one write: the server processes the listing after the create, so it shows it.
-      const [creating, listing] = corked(this.#client, () => [
-        this.#send(createStart(this.#client, path, mode, payload, this.#acl)),
-        this.#send(getChildrenStart(this.#client, dir)),
-      ]);
-      const listed = listing.then(
-        (value) => ({ value }),
-        (error: unknown) => ({ error }),
-      );
-      let created: string;
-      try {
-        created = await creating;
-      } catch (error) {
-        if (!isCode(error, ZkCode.NO_NODE)) this.#orphansPossible = true; // a lost reply may hide a create
-        if (isCode(error, ZkCode.NO_NODE) && attempt < MAX_PARENT_RETRIES) {
-          await this.#retry(fromPromise(() => mkdirp(this.#client, dir, this.#acl)));
-          continue;
-        }
-        if (!retriable(error)) throw this.#map(error);
-        const adopted = await this.#findOwn(queue, dir, uuid);
-        if (adopted !== undefined) return adopted;
-        await backoff(attempt);
-        continue;
-      }
-      const outcome = await listed;
-      const { children, stat } = 'value' in outcome ? outcome.value : await this.#retry(getChildrenStart(this.#client, dir));
-      return this.#enqueued(queue, dir, created, children, zkLong(stat.czxid));
-    }
-  }
-
-  async list(queue: string): Promise<readonly Entry[]> {
-    const dir = this.dir(queue);
-    try {
-      const { children, stat } = await this.#retry(getChildrenStart(this.#client, dir));
-      return this.#entriesFromListing(queue, dir, children, zkLong(stat.czxid));
-    } catch (error) {
-      if (isCode(error, ZkCode.NO_NODE)) return [];
-      throw error;
-    }
+    return this.#retry(getChildrenStart(this.#client, dir)).then(
+      ({ children, stat }) => this.#entriesFromListing(queue, dir, children, zkLong(stat.czxid)),
+      (error: unknown) => {
+        if (isCode(error, ZkCode.NO_NODE)) return [];
+        throw error;
+      },
+    );
   }
 
   waitGone(entry: Entry, signal: Abortable): Promise<void> {
@@ -279,17 +283,31 @@ export class ZkDriver implements Driver {
     settleWaiters(this.#dirWaiters, dir, { error });
   }
 
-  async withdraw(entry: Entry): Promise<void> {
-    for (let attempt = 0; this.#status === 'open'; attempt += 1) {
+  withdraw(entry: Entry): Promise<void> {
+    if (this.#status !== 'open') return Promise.resolve();
+    // The first attempt without an async frame of its own: most deletes need no other.
+    return this.#send(removeStart(this.#client, entry.key)).then(
+      () => {
+        this.#mine.delete(entry.key);
+      },
+      (error: unknown) => this.#withdrawFailed(entry, error),
+    );
+  }
+
+  /** A delete that failed: done if the entry or the session is gone, otherwise sent again after a pause. */
+  async #withdrawFailed(entry: Entry, failure: unknown): Promise<void> {
+    for (let attempt = 0, error = failure; ; attempt += 1) {
+      if (isCode(error, ZkCode.NO_NODE)) this.#mine.delete(entry.key);
+      if (isCode(error, ZkCode.NO_NODE) || sessionGone(error) || this.#requests.ended) return;
+      if (!retriable(error)) throw this.#map(error);
+      await backoff(attempt);
+      if (this.#status !== 'open') return;
       try {
         await this.#send(removeStart(this.#client, entry.key));
         this.#mine.delete(entry.key);
         return;
-      } catch (error) {
-        if (isCode(error, ZkCode.NO_NODE)) this.#mine.delete(entry.key);
-        if (isCode(error, ZkCode.NO_NODE) || sessionGone(error) || this.#requests.ended) return;
-        if (!retriable(error)) throw this.#map(error);
-        await backoff(attempt);
+      } catch (next) {
+        error = next;
       }
     }
   }
@@ -609,6 +627,8 @@ function sessionGone(error: unknown): boolean {
 function retriable(error: unknown): boolean {
   return isCode(error, ZkCode.CONNECTION_LOSS);
 }
+
+function ignore(): void {}
 
 /** The 10-digit sequence suffix of one of our entries' paths. */
 function sequenceOf(entry: Entry): string {

@@ -134,11 +134,14 @@ const PARSED_DIRECTORIES = 64;
  */
 export class ListingParser {
   readonly #dirs = new Map<string, { czxid: bigint; byChild: Map<string, ZkEntry | null> }>();
+  /** The directory listed last: the one most often listed again, kept where it is (last) in `#dirs`. */
+  #last: string | undefined;
 
   /** The entries, sorted, and whether some child is not an entry of ours. */
   parse(queue: string, dir: string, children: readonly string[], czxid: bigint): { entries: Entry[]; foreign: boolean } {
     let known = this.#dirs.get(dir);
-    this.#dirs.delete(dir); // put back last: the most recently listed directories are kept
+    // Put back last: the most recently listed directories are kept.
+    if (dir !== this.#last) this.#dirs.delete(dir);
     if (known === undefined || known.czxid !== czxid) known = { czxid, byChild: new Map() };
     const entries: ZkEntry[] = [];
     let foreign = false;
@@ -156,7 +159,11 @@ export class ListingParser {
     }
     if (children.length > 0) {
       this.#dirs.set(dir, known);
+      this.#last = dir;
       if (this.#dirs.size > PARSED_DIRECTORIES) this.#dirs.delete(this.#dirs.keys().next().value!);
+    } else if (dir === this.#last) {
+      this.#dirs.delete(dir);
+      this.#last = undefined;
     }
     return { entries: sortByRank(entries), foreign };
   }
