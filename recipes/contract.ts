@@ -48,8 +48,12 @@ export interface Backend {
   enqueue(queue: string, kind: string, at?: Entry, data?: string): Promise<Enqueued>;
   /** The data an entry was created with (`''` if none), or null once that entry is gone. */
   read(entry: Entry): Promise<string | null>;
-  /** A fresh snapshot of the queue, sorted by order. */
-  list(queue: string): Promise<readonly Entry[]>;
+  /**
+   * A fresh snapshot of the queue, sorted by order. With `through` (an entry of this session in that
+   * queue) a backend may leave out the entries ordered after it: nothing queued behind an entry changes
+   * what that entry waits for, and a waiter woken at the head of a long queue need not read the rest.
+   */
+  list(queue: string, through?: Entry): Promise<readonly Entry[]>;
   /** Resolves once `entry` is deleted (at once if it already is); rejects with `signal.reason`. */
   waitGone(entry: Entry, signal: Abortable): Promise<void>;
   /**

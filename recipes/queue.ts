@@ -98,7 +98,7 @@ async function waitInLine(request: QueueRequest, options: WaitOptions, startedAt
     // the blocker and our own entry at once, the blocker's deletion reaching us first. Some request
     // is needed before a grant either way; a listing answers both.
     const { backend } = session;
-    for (let turn: Turn = first; ; turn = turnIn(request, await backend.list(request.queue), self)) {
+    for (let turn: Turn = first; ; turn = turnIn(request, await backend.list(request.queue, self), self)) {
       wait.throwIfCancelled();
       if (turn === MISSING) return await entryVanished(backend, self);
       if (turn === null) break;

@@ -68,4 +68,21 @@ describe('ListingParser', () => {
       for (let i = 1; i < entries.length; i += 1) expect(rank(entries[i - 1]!)).toBeLessThanOrEqual(rank(entries[i]!));
     }
   });
+
+  it('parses only what it needs up to an entry: the entries behind it are left out until a listing needs them', () => {
+    const parser = new ListingParser();
+    const children = [child(4, 'lock', 14), child(1, 'write', 11), child(2, 'read', 11), child(3, 'lock', 12), 'stray'];
+    // Through the read placed at sequence 11: the write at 11 and the read itself, nothing behind them.
+    const head = parser.parse('q', '/baton/q', children, 1n, 11);
+    expect(head.entries.map((e) => `${e.kind}-${e.order}`)).toEqual(['write-11', 'read-11']);
+    expect(head.foreign).toBe(true);
+    // Listed in full later: the same objects for what was parsed, and the rest in order.
+    const full = parser.parse('q', '/baton/q', children, 1n);
+    expect(full.entries.map((e) => `${e.kind}-${e.order}`)).toEqual(['write-11', 'read-11', 'lock-12', 'lock-14']);
+    expect(full.entries[0]).toBe(head.entries[0]);
+    expect(full.entries[1]).toBe(head.entries[1]);
+    // Already parsed entries behind the limit may come back with it: still in order, the head unchanged.
+    const again = parser.parse('q', '/baton/q', children, 1n, 12);
+    expect(again.entries.slice(0, 3).map((e) => `${e.kind}-${e.order}`)).toEqual(['write-11', 'read-11', 'lock-12']);
+  });
 });

@@ -216,10 +216,10 @@ export class ZkDriver implements Driver {
     }
   }
 
-  list(queue: string): Promise<readonly Entry[]> {
+  list(queue: string, through?: Entry): Promise<readonly Entry[]> {
     const dir = this.dir(queue);
     return this.#retry(getChildrenStart(this.#client, dir)).then(
-      ({ children, stat }) => this.#entriesFromListing(queue, dir, children, zkLong(stat.czxid)),
+      ({ children, stat }) => this.#entriesFromListing(queue, dir, children, zkLong(stat.czxid), through),
       (error: unknown) => {
         if (isCode(error, ZkCode.NO_NODE)) return [];
         throw error;
@@ -376,8 +376,8 @@ export class ZkDriver implements Driver {
   }
 
   /** The entries of a listing; children baton did not create are left out, and reported. */
-  #entriesFromListing(queue: string, dir: string, children: readonly string[], czxid: bigint): Entry[] {
-    const { entries, foreign } = this.#listings.parse(queue, dir, children, czxid);
+  #entriesFromListing(queue: string, dir: string, children: readonly string[], czxid: bigint, through?: Entry): Entry[] {
+    const { entries, foreign } = this.#listings.parse(queue, dir, children, czxid, through === undefined ? Infinity : Number(through.order));
     if (foreign) this.#foreign.report(queue, foreignChildren(children).map((child) => `${dir}/${child}`));
     this.#sweepOrphans(dir, children);
     return entries;

@@ -114,10 +114,6 @@ class ZkEntry implements Entry {
   }
 }
 
-function entryOf(queue: string, dir: string, child: string, dirCzxid: bigint): ZkEntry | null {
-  const sequence = sequenceOf(child);
-  return sequence < 0 ? null : new ZkEntry(queue, `${dir}/${child}`, kindOf(child), sequence, dirCzxid);
-}
 
 /** How many directories' last listings a session keeps parsed. */
 const PARSED_DIRECTORIES = 64;
@@ -133,12 +129,19 @@ const PARSED_DIRECTORIES = 64;
  * keep increasing across successive holders either way.
  */
 export class ListingParser {
-  readonly #dirs = new Map<string, { czxid: bigint; byChild: Map<string, ZkEntry | null> }>();
+  /**
+   * Per directory, what each child was found to be: an entry, null (not an entry of ours), or only its
+   * sequence (a child behind the limit of the listing that saw it, not parsed further).
+   */
+  readonly #dirs = new Map<string, { czxid: bigint; byChild: Map<string, ZkEntry | null | number> }>();
   /** The directory listed last: the one most often listed again, kept where it is (last) in `#dirs`. */
   #last: string | undefined;
 
-  /** The entries, sorted, and whether some child is not an entry of ours. */
-  parse(queue: string, dir: string, children: readonly string[], czxid: bigint): { entries: Entry[]; foreign: boolean } {
+  /**
+   * The entries, sorted, and whether some child is not an entry of ours. Children with a sequence
+   * above `through` not parsed before are left out, and parsed once a listing needs them.
+   */
+  parse(queue: string, dir: string, children: readonly string[], czxid: bigint, through = Infinity): { entries: Entry[]; foreign: boolean } {
     let known = this.#dirs.get(dir);
     // Put back last: the most recently listed directories are kept.
     if (dir !== this.#last) this.#dirs.delete(dir);
@@ -147,13 +150,22 @@ export class ListingParser {
     let foreign = false;
     for (const child of children) {
       let found = known.byChild.get(child);
-      if (found === undefined) known.byChild.set(child, (found = entryOf(queue, dir, child, czxid)));
+      if (typeof found !== 'object') {
+        // Not seen before, or seen behind an earlier limit: its sequence is all that was kept.
+        const sequence = found ?? sequenceOf(child);
+        if (sequence > through) {
+          if (found === undefined) known.byChild.set(child, sequence);
+          continue;
+        }
+        found = sequence < 0 ? null : new ZkEntry(queue, `${dir}/${child}`, kindOf(child), sequence, czxid);
+        known.byChild.set(child, found);
+      }
       if (found === null) foreign = true;
       else entries.push(found);
     }
     // Children that left are forgotten once they outnumber the current ones.
     if (known.byChild.size > 2 * children.length + 8) {
-      const current = new Map<string, ZkEntry | null>();
+      const current = new Map<string, ZkEntry | null | number>();
       for (const child of children) current.set(child, known.byChild.get(child)!);
       known.byChild = current;
     }
