@@ -12,6 +12,8 @@ import type { Driver, DriverStatus, EntryInfo } from './backends/driver.js';
 export class BatonSession implements Session {
   readonly #driver: Driver;
   readonly #events = new EventEmitter();
+  /** Whether anyone listens for 'lock' (read on every acquire and grant; kept by on() and off()). */
+  #reporting = false;
   readonly #controller = new AbortController();
   readonly #holds = new Set<Hold>();
   readonly #waiting = new Set<Waiting>();
@@ -116,6 +118,7 @@ export class BatonSession implements Session {
   on(event: 'foreign', listener: (found: ForeignKey) => void): this;
   on(event: SessionEvent, listener: SessionListener): this {
     this.#events.on(event, listener as (...args: unknown[]) => void);
+    if (event === 'lock') this.#reporting = true;
     return this;
   }
 
@@ -125,6 +128,7 @@ export class BatonSession implements Session {
   off(event: 'foreign', listener: (found: ForeignKey) => void): this;
   off(event: SessionEvent, listener: SessionListener): this {
     this.#events.off(event, listener as (...args: unknown[]) => void);
+    if (event === 'lock') this.#reporting = this.#events.listenerCount('lock') > 0;
     return this;
   }
 
@@ -134,7 +138,7 @@ export class BatonSession implements Session {
   }
 
   get reporting(): boolean {
-    return this.#events.listenerCount('lock') > 0;
+    return this.#reporting;
   }
 
   /**

@@ -1,6 +1,6 @@
 import zookeeper from 'node-zookeeper-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { aclFor, createStart, getChildrenStart, removeStart } from '../../src/backends/zookeeper/client.js';
+import { aclFor, createStart, getChildrenStart, removeStart, watchDataStart } from '../../src/backends/zookeeper/client.js';
 import { directQueue } from '../../src/backends/zookeeper/direct.js';
 import type { Start } from '../../src/backends/requests.js';
 
@@ -40,6 +40,12 @@ function outcome<T>(start: Start<T>, queued: Queued[], answer: (callback: Callba
 }
 
 const stat = { czxid: Buffer.from([0, 0, 0, 0, 0, 0, 0, 9]), numChildren: 2 };
+const watcher = (): void => undefined;
+
+/** The paths the client holds a data watcher for (registered by a watched read that succeeded). */
+function watchedPaths(client: zookeeper.Client): string[] {
+  return (client as unknown as { connectionManager: { watcherManager: { getDataWatcherPaths(): string[] } } }).connectionManager.watcherManager.getDataWatcherPaths();
+}
 
 describe('requests handed to the connection manager directly', () => {
   const cases: [string, (client: zookeeper.Client) => Start<unknown>, Record<string, unknown>][] = [
@@ -48,6 +54,7 @@ describe('requests handed to the connection manager directly', () => {
     ['create with empty data', (c) => createStart(c, '/a', zookeeper.CreateMode.EPHEMERAL, Buffer.alloc(0), aclFor('creator-only')), { path: '/a' }],
     ['delete', (c) => removeStart(c, '/baton/q/_c_x-lock-0000000007'), {}],
     ['list', (c) => getChildrenStart(c, '/baton/q'), { children: ['_c_x-lock-0000000007', 'y'], stat }],
+    ['watched read', (c) => watchDataStart(c, '/baton/q/_c_x-lock-0000000006', watcher), { data: Buffer.from('x'), stat }],
   ];
 
   it.each(cases)('%s: the same bytes, the same answers as through the client', (_name, make, payload) => {
@@ -77,7 +84,7 @@ describe('requests handed to the connection manager directly', () => {
 
   it('refuses a bad path as the client does, before anything is queued', () => {
     const { client, queued } = recordingClient();
-    for (const make of [(c: zookeeper.Client) => createStart(c, 'relative', 0), (c: zookeeper.Client) => removeStart(c, '/trailing/'), (c: zookeeper.Client) => getChildrenStart(c, '')]) {
+    for (const make of [(c: zookeeper.Client) => createStart(c, 'relative', 0), (c: zookeeper.Client) => removeStart(c, '/trailing/'), (c: zookeeper.Client) => getChildrenStart(c, ''), (c: zookeeper.Client) => watchDataStart(c, 'x/', watcher)]) {
       expect(() => make(client)(() => undefined)).toThrow(/path/i);
     }
     expect(queued).toEqual([]);
@@ -87,5 +94,21 @@ describe('requests handed to the connection manager directly', () => {
     const { client, queued } = recordingClient();
     expect(() => createStart(client, '/big', 0, Buffer.alloc(1_048_577))(() => undefined)).toThrow(/1048576|smaller/);
     expect(queued).toEqual([]);
+  });
+
+  it('registers the watcher of a watched read as the client does: once it succeeded, not for a missing node', () => {
+    const direct = recordingClient();
+    const through = recordingClient({ retries: 1 });
+    const noNode = (zookeeper.Exception as unknown as { create(code: number, path: string): Error }).create(zookeeper.Exception.NO_NODE, '/gone');
+    for (const { client, queued } of [direct, through]) {
+      expect(outcome(watchDataStart(client, '/gone', watcher), queued, (callback) => callback(noNode))).toEqual([null, false]);
+      const told: unknown[] = [];
+      watchDataStart(client, '/here', watcher)((...args) => told.push(args));
+      // Not before the answer: a read that fails leaves no watch behind.
+      expect(watchedPaths(client)).toEqual([]);
+      queued.at(-1)!.callback(null, { payload: { data: Buffer.alloc(0), stat } });
+      expect(told).toEqual([[null, true]]);
+      expect(watchedPaths(client)).toEqual(['/here']);
+    }
   });
 });

@@ -3,7 +3,7 @@ import { BackendError } from '../../../recipes/errors.js';
 import { started, type Start } from '../requests.js';
 // Installs the compiled record classes in node-zookeeper-client before any request is made.
 import './jute.js';
-import { createDirect, createsDirectly, directQueue, getChildrenDirect, removeDirect } from './direct.js';
+import { createDirect, createsDirectly, directQueue, getChildrenDirect, removeDirect, watchDataDirect } from './direct.js';
 
 export type ZkClient = zookeeper.Client;
 export type ZkStat = zookeeper.Stat;
@@ -158,12 +158,16 @@ export function existsStart(client: ZkClient, path: string): Start<ZkStat | null
 
 /** Reads the node and, only if it exists, leaves a watch on it (getData sets none on a missing node). */
 export function watchDataStart(client: ZkClient, path: string, watcher: (event: zookeeper.Event) => void): Start<boolean> {
-  return (done) =>
-    client.getData(path, watcher, (error) => {
+  return (done) => {
+    const answered = (error: unknown): void => {
       if (error === null || error === undefined) done(null, true);
       else if (isCode(error, zookeeper.Exception.NO_NODE)) done(null, false);
       else done(error);
-    });
+    };
+    const queue = directQueue(client);
+    if (queue !== undefined) watchDataDirect(queue, path, watcher, answered);
+    else client.getData(path, watcher, answered);
+  };
 }
 
 /** Promise adapters; requests are queued in call order, so two calls made back to back are pipelined. */

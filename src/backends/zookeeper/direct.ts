@@ -3,22 +3,24 @@ import type zookeeper from 'node-zookeeper-client';
 import type { Done } from '../requests.js';
 
 /**
- * The hot requests (create, delete, a listing without a watch) handed to the
- * client's connection manager as the client's own methods hand them, without what those methods wrap
- * around every call: argument shuffling, an `async.whilst` loop with a results table for retries that
- * a client made with `retries: 0` never takes. The same records are queued, with the same headers, the
- * same chroot handling (the connection manager does it), the same errors, and the same values given
- * back; requests that set a watch keep going through the client, which registers the watcher.
+ * The hot requests (create, delete, a listing without a watch, the read that watches a blocker) handed
+ * to the client's connection manager as the client's own methods hand them, without what those methods
+ * wrap around every call: argument shuffling, an `async.whilst` loop with a results table for retries
+ * that a client made with `retries: 0` never takes. The same records are queued, with the same headers,
+ * the same chroot handling (the connection manager does it), the same errors, and the same values given
+ * back; a watched read registers its watcher with the connection manager once it succeeded, as the
+ * client's `getData` does.
  */
 
 interface Queue {
   queue(request: object, callback: (error: unknown, response: { payload: Record<string, unknown> }) => void): void;
+  registerDataWatcher(path: string, watcher: (event: zookeeper.Event) => void): void;
 }
 type RecordOf = new () => Record<string, unknown>;
 interface Layer {
   Request: new (header: object, payload: object) => object;
-  protocol: Record<'RequestHeader' | 'CreateRequest' | 'DeleteRequest' | 'GetChildren2Request', RecordOf>;
-  OP_CODES: Record<'CREATE' | 'DELETE' | 'GET_CHILDREN2', number>;
+  protocol: Record<'RequestHeader' | 'CreateRequest' | 'DeleteRequest' | 'GetChildren2Request' | 'GetDataRequest', RecordOf>;
+  OP_CODES: Record<'CREATE' | 'DELETE' | 'GET_CHILDREN2' | 'GET_DATA', number>;
 }
 
 const require = createRequire(import.meta.url);
@@ -33,7 +35,9 @@ const DATA_SIZE_LIMIT = 1_048_576;
  */
 export function directQueue(client: zookeeper.Client): Queue | undefined {
   const { connectionManager, options } = client as unknown as { connectionManager?: Partial<Queue>; options?: { retries?: unknown } };
-  return typeof connectionManager?.queue === 'function' && options?.retries === 0 ? (connectionManager as Queue) : undefined;
+  return typeof connectionManager?.queue === 'function' && typeof connectionManager.registerDataWatcher === 'function' && options?.retries === 0
+    ? (connectionManager as Queue)
+    : undefined;
 }
 
 function request(type: number, payload: object): object {
@@ -81,4 +85,17 @@ export function getChildrenDirect(queue: Queue, path: string, done: Done<{ child
   queue.queue(request(jute.OP_CODES.GET_CHILDREN2, payload), (error, response) =>
     error ? done(error) : done(null, { children: response.payload['children'] as string[], stat: response.payload['stat'] as zookeeper.Stat }),
   );
+}
+
+/** Reads the node with a watch; the watcher is registered only if the read succeeded (a node that exists). */
+export function watchDataDirect(queue: Queue, path: string, watcher: (event: zookeeper.Event) => void, done: Done<{ data: Buffer; stat: zookeeper.Stat }>): void {
+  validate(path);
+  const payload = new jute.protocol.GetDataRequest();
+  payload['path'] = path;
+  payload['watch'] = true;
+  queue.queue(request(jute.OP_CODES.GET_DATA, payload), (error, response) => {
+    if (error) return done(error);
+    queue.registerDataWatcher(path, watcher);
+    done(null, { data: response.payload['data'] as Buffer, stat: response.payload['stat'] as zookeeper.Stat });
+  });
 }
