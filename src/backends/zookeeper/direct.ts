@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import type zookeeper from 'node-zookeeper-client';
 import type { Done } from '../requests.js';
+import { compatibleClient } from './jute.js';
 
 /**
  * The hot requests (create, delete, a listing without a watch, the read that watches a blocker) handed
@@ -26,14 +27,18 @@ interface Layer {
 const require = createRequire(import.meta.url);
 const jute = require('node-zookeeper-client/lib/jute/index.js') as Layer;
 const { validate } = require('node-zookeeper-client/lib/Path.js') as { validate(path: string): void };
+/** The connection manager's contract relied on here is the one of the 1.1 releases, the one checked. */
+const COMPATIBLE = compatibleClient((require('node-zookeeper-client/package.json') as { version?: unknown }).version);
 /** The client refuses larger data (an assertion of its `create`); such a create goes through it. */
 const DATA_SIZE_LIMIT = 1_048_576;
 
 /**
- * The client's connection manager, when requests can be handed to it directly: the client was made
- * without retries (the connection manager's contract is the one of node-zookeeper-client 1.1).
+ * The client's connection manager, when requests can be handed to it directly: a client of the 1.1
+ * releases (whose connection manager's contract this follows), made without retries. Any other takes
+ * the client's own methods.
  */
 export function directQueue(client: zookeeper.Client): Queue | undefined {
+  if (!COMPATIBLE) return undefined;
   const { connectionManager, options } = client as unknown as { connectionManager?: Partial<Queue>; options?: { retries?: unknown } };
   return typeof connectionManager?.queue === 'function' && typeof connectionManager.registerDataWatcher === 'function' && options?.retries === 0
     ? (connectionManager as Queue)
