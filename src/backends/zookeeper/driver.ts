@@ -176,7 +176,9 @@ export class ZkDriver implements Driver {
     try {
       for (let attempt = 0; ; attempt += 1) {
         this.#assertOpen();
-        // Sent back to back in one write: the server processes the listing after the create, so it shows it.
+        // Sent back to back in one write: the server processes the listing after the create, so it shows
+        // it. With other requests in flight, that write waits for the end of the turn too (see `#send`).
+        if (this.#requests.size > 0) corkForTick(this.#client);
         const socket = cork(this.#client);
         const creating = this.#requests.call(createStart(this.#client, path, mode, payload, this.#acl));
         const listing = this.#requests.call(getChildrenStart(this.#client, dir));
