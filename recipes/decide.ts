@@ -2,7 +2,9 @@ import type { Entry } from './contract.js';
 
 /**
  * Who must go before `self`, given a queue sorted by order: the entry to watch, or null when `self`
- * may proceed. Pure functions, one per recipe; the waiting loop is shared.
+ * may proceed. Pure functions, one per recipe; the waiting loop is shared. A decision reads only the
+ * entries ordered before `self`: the waiting loop lists with `through` (see `Backend.list`), and a
+ * backend may leave out of such a listing what is behind `self`.
  */
 export type Decide = (queue: readonly Entry[], self: Entry) => Entry | null;
 

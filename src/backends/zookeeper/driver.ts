@@ -180,9 +180,14 @@ export class ZkDriver implements Driver {
         // it. With other requests in flight, that write waits for the end of the turn too (see `#send`).
         if (this.#requests.size > 0) corkForTick(this.#client);
         const socket = cork(this.#client);
-        const creating = this.#requests.call(createStart(this.#client, path, mode, payload, this.#acl));
-        const listing = this.#requests.call(getChildrenStart(this.#client, dir));
-        socket?.uncork();
+        let creating: Promise<string>;
+        let listing: Promise<{ children: string[]; stat: ZkStat }>;
+        try {
+          creating = this.#requests.call(createStart(this.#client, path, mode, payload, this.#acl));
+          listing = this.#requests.call(getChildrenStart(this.#client, dir));
+        } finally {
+          socket?.uncork();
+        }
         // Read only once the create succeeded; until then its failure must not go unhandled.
         listing.catch(ignore);
         let created: string;

@@ -114,7 +114,6 @@ class ZkEntry implements Entry {
   }
 }
 
-
 /** How many directories' last listings a session keeps parsed. */
 const PARSED_DIRECTORIES = 64;
 
