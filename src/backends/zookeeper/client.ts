@@ -234,19 +234,13 @@ function socketOf(client: ZkClient): { cork(): void; uncork(): void } | undefine
  * the socket the moment it is made.
  */
 export function corked<T>(client: ZkClient, send: () => T): T {
-  const socket = cork(client);
+  const socket = socketOf(client);
+  socket?.cork();
   try {
     return send();
   } finally {
     socket?.uncork();
   }
-}
-
-/** Corks the client's socket, if it has one, and returns it to be uncorked (see `corked`). */
-export function cork(client: ZkClient): { uncork(): void } | undefined {
-  const socket = socketOf(client);
-  socket?.cork();
-  return socket;
 }
 
 const CORKED = Symbol('corked until the end of this turn');

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import type zookeeper from 'node-zookeeper-client';
 import type { Done } from '../requests.js';
-import { compatibleClient } from './jute.js';
+import { installedClientCompatible } from './jute.js';
 
 /**
  * The hot requests (create, delete, a listing without a watch, the read that watches a blocker) handed
@@ -28,7 +28,7 @@ const require = createRequire(import.meta.url);
 const jute = require('node-zookeeper-client/lib/jute/index.js') as Layer;
 const { validate } = require('node-zookeeper-client/lib/Path.js') as { validate(path: string): void };
 /** The connection manager's contract relied on here is the one of the 1.1 releases, the one checked. */
-const COMPATIBLE = compatibleClient((require('node-zookeeper-client/package.json') as { version?: unknown }).version);
+const COMPATIBLE = installedClientCompatible();
 /** The client refuses larger data (an assertion of its `create`); such a create goes through it. */
 const DATA_SIZE_LIMIT = 1_048_576;
 

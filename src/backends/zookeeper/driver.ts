@@ -3,7 +3,7 @@ import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
 import { AccessDeniedError, BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
 import { addWaiter, backoff, fromPromise, InFlight, sameEntries, settleWaiters, type Start, type Waiter } from '../requests.js';
-import { aclFor, cork, corkForTick, createStart, dropTornFrames, existsStart, getChildrenStart, getData, getDataStat, isCode, mkdirp, removeStart, watchChildren, watchDataStart, ZkCode, zkLong, ZkServerCode, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
+import { aclFor, corked, corkForTick, createStart, dropTornFrames, existsStart, getChildrenStart, getData, getDataStat, isCode, mkdirp, removeStart, watchChildren, watchDataStart, ZkCode, zkLong, ZkServerCode, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
 import { entryPrefix, foreignChildren, ListingParser, parseEntryName, UuidSequence } from './names.js';
 
 export interface ZkDriverOptions {
@@ -156,8 +156,12 @@ export class ZkDriver implements Driver {
    * Deferring a lone request's write to the end of the turn gains nothing and delays it.
    */
   #send<T>(request: Start<T>): Promise<T> {
-    if (this.#requests.size > 0) corkForTick(this.#client);
+    this.#corkIfBusy();
     return this.#requests.call(request);
+  }
+
+  #corkIfBusy(): void {
+    if (this.#requests.size > 0) corkForTick(this.#client);
   }
 
   /** The directory that holds a queue's entries. */
@@ -178,18 +182,13 @@ export class ZkDriver implements Driver {
         this.#assertOpen();
         // Sent back to back in one write: the server processes the listing after the create, so it shows
         // it. With other requests in flight, that write waits for the end of the turn too (see `#send`).
-        if (this.#requests.size > 0) corkForTick(this.#client);
-        const socket = cork(this.#client);
-        let creating: Promise<string>;
-        let listing: Promise<{ children: string[]; stat: ZkStat }>;
-        try {
-          creating = this.#requests.call(createStart(this.#client, path, mode, payload, this.#acl));
-          listing = this.#requests.call(getChildrenStart(this.#client, dir));
-        } finally {
-          socket?.uncork();
-        }
+        this.#corkIfBusy();
+        const [creating, listing] = corked(this.#client, () => [
+          this.#requests.call(createStart(this.#client, path, mode, payload, this.#acl)),
+          this.#requests.call(getChildrenStart(this.#client, dir)),
+        ] as const);
         // Read only once the create succeeded; until then its failure must not go unhandled.
-        listing.catch(ignore);
+        listing.catch(() => undefined);
         let created: string;
         try {
           created = await creating;
@@ -634,8 +633,6 @@ function sessionGone(error: unknown): boolean {
 function retriable(error: unknown): boolean {
   return isCode(error, ZkCode.CONNECTION_LOSS);
 }
-
-function ignore(): void {}
 
 /** The 10-digit sequence suffix of one of our entries' paths. */
 function sequenceOf(entry: Entry): string {

@@ -332,6 +332,11 @@ export function compatibleClient(version: unknown): boolean {
   return typeof version === 'string' && /^1\.1\.\d+$/.test(version);
 }
 
+/** Whether the installed client is such a release (the direct requests rely on it too). */
+export function installedClientCompatible(): boolean {
+  return compatibleClient((require('node-zookeeper-client/package.json') as { version?: unknown }).version);
+}
+
 /**
  * Replaces the client's record classes with compiled ones, once per process (two copies of baton share
  * the client's module, and install once). Returns the classes replaced, by module and name. Nothing is
@@ -342,9 +347,8 @@ function install(): Originals {
   const jute = require('node-zookeeper-client/lib/jute/index.js') as Jute;
   const done = jute[INSTALLED];
   if (done !== undefined) return done;
-  const { version } = require('node-zookeeper-client/package.json') as { version?: unknown };
   const stat = jute.data?.['Stat'];
-  if (!compatibleClient(version) || stat === undefined) return (jute[INSTALLED] = {});
+  if (!installedClientCompatible() || stat === undefined) return (jute[INSTALLED] = {});
   const record = Object.getPrototypeOf(stat.prototype).constructor as RecordClass;
   if (!untouched(jute, record)) return (jute[INSTALLED] = {});
   const compiler = new Compiler(jute, record);
