@@ -21,6 +21,9 @@ export function fromPromise<T>(request: () => Promise<T>): Start<T> {
   };
 }
 
+/** What a failed request settles with instead of its error: a retry's promise, or a throw (a mapped error). */
+export type Recover<T> = (error: unknown) => T | PromiseLike<T>;
+
 /**
  * The requests a driver has in flight. Clients keep requests queued while disconnected, and not every
  * client fails them when it is closed; `end()` settles every one of them with the session's end, so
@@ -48,35 +51,52 @@ export class InFlight {
     return this.#slots.length - this.#free.length;
   }
 
-  /** A request in callback form: the returned promise is the only one made for it. */
-  call<T>(start: Start<T>): Promise<T> {
-    if (this.#ended !== undefined) return Promise.reject(this.#ended.reason);
-    return new Promise<T>((resolve, reject) => {
-      const slot = this.#free.pop() ?? this.#slots.length;
-      this.#slots[slot] = reject;
-      try {
-        start((error, value) => {
-          this.#release(slot, reject);
-          if (!error) return resolve(value as T);
-          try {
-            this.#onFailure?.(error);
-          } finally {
-            reject(error); // whatever the hook did, the request settles
-          }
-        });
-      } catch (error) {
-        // A request refused before it was sent (the client validates paths as it is called).
-        this.#release(slot, reject);
-        reject(error);
-      }
-    });
+  /**
+   * A request in callback form: the returned promise is the only one made for it. A failure goes to
+   * `recover`, if given, whose answer (or throw) settles the promise instead: a retry, or a mapped
+   * error, without a `.then` of its own that every successful request would pass through.
+   */
+  call<T>(start: Start<T>, recover?: Recover<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => this.settle(start, resolve, reject, recover));
   }
 
-  /** Frees the slot, if it still holds this request (not once `end()` has settled it). */
-  #release(slot: number, reject: (reason: unknown) => void): void {
-    if (this.#slots[slot] !== reject) return;
+  /** `call` for a caller that made its promise already (a waiter whose wake-up sends the request). */
+  settle<T>(start: Start<T>, resolve: (value: T | PromiseLike<T>) => void, reject: (reason: unknown) => void, recover?: Recover<T>): void {
+    // Every failure goes the same way: the request's own, one before it was sent, and the session's end.
+    const fail = recover === undefined ? reject : (error: unknown): void => {
+      try {
+        resolve(recover(error));
+      } catch (failure) {
+        reject(failure);
+      }
+    };
+    if (this.#ended !== undefined) return fail(this.#ended.reason);
+    const slot = this.#free.pop() ?? this.#slots.length;
+    this.#slots[slot] = fail;
+    try {
+      start((error, value) => {
+        // Settled already if the session ended first; the hook still hears of a late failure.
+        const pending = this.#release(slot, fail);
+        if (!error) return pending ? resolve(value as T) : undefined;
+        try {
+          this.#onFailure?.(error);
+        } finally {
+          // Whatever the hook did, the request settles.
+          if (pending) fail(error);
+        }
+      });
+    } catch (error) {
+      // A request refused before it was sent (the client validates paths as it is called).
+      if (this.#release(slot, fail)) fail(error);
+    }
+  }
+
+  /** Frees the slot, if it still holds this request (not once `end()` has settled it); whether it did. */
+  #release(slot: number, fail: (reason: unknown) => void): boolean {
+    if (this.#slots[slot] !== fail) return false;
     this.#slots[slot] = undefined;
     this.#free.push(slot);
+    return true;
   }
 
   end(reason: unknown): void {
@@ -93,6 +113,9 @@ export function backoff(attempt: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, Math.min(10 * 2 ** attempt, 250)));
 }
 
+/** Takes over a woken waiter's promise. */
+export type Woken<T> = (resolve: (value: T | PromiseLike<T>) => void, reject: (reason: unknown) => void) => void;
+
 /** One local waiter for a deletion; a backend settles every waiter of a key at once. */
 export interface Waiter {
   resolve(): void;
@@ -101,11 +124,14 @@ export interface Waiter {
 
 /**
  * Adds a waiter to `waiters` whose promise settles when the backend settles the set, or rejects with
- * `signal.reason` when the signal aborts; `onLeave` then runs after it left the set.
+ * `signal.reason` when the signal aborts; `onLeave` then runs after it left the set. With `woken`, a
+ * wake-up hands the promise's settling to it instead (the request that follows a wake sent at once).
  */
-export function addWaiter(waiters: Set<Waiter>, signal: Abortable, onLeave: () => void): Promise<void> {
+export function addWaiter(waiters: Set<Waiter>, signal: Abortable, onLeave: () => void): Promise<void>;
+export function addWaiter<T>(waiters: Set<Waiter>, signal: Abortable, onLeave: () => void, woken: Woken<T>): Promise<T>;
+export function addWaiter<T>(waiters: Set<Waiter>, signal: Abortable, onLeave: () => void, woken?: Woken<T>): Promise<T | undefined> {
   signal.throwIfAborted();
-  return new Promise<void>((resolve, reject) => {
+  return new Promise<T | undefined>((resolve, reject) => {
     const onAbort = (): void => {
       waiters.delete(waiter);
       onLeave();
@@ -114,7 +140,8 @@ export function addWaiter(waiters: Set<Waiter>, signal: Abortable, onLeave: () =
     const waiter: Waiter = {
       resolve: () => {
         signal.removeEventListener('abort', onAbort);
-        resolve();
+        if (woken === undefined) resolve(undefined);
+        else woken(resolve, reject);
       },
       reject: (error) => {
         signal.removeEventListener('abort', onAbort);

@@ -74,4 +74,48 @@ describe('InFlight.call', () => {
       'ended', 1, 'ended', 3, 'ended', 'ended', 6, 'ended',
     ]);
   });
+
+  it("with recover, every failure settles through it once: the request's own, a refusal as it is sent, and the end", async () => {
+    const seen: string[] = [];
+    const requests = new InFlight((error) => seen.push(`hook ${(error as Error).message}`));
+    const recover = (error: unknown): number => {
+      seen.push(`recover ${(error as Error).message}`);
+      if ((error as Error).message === 'lost reply') return 42; // as a retry would answer
+      throw new Error(`mapped ${(error as Error).message}`);
+    };
+    await expect(requests.call<number>((done) => done(new Error('lost reply')), recover)).resolves.toBe(42);
+    await expect(requests.call<number>((done) => done(new Error('refused')), recover)).rejects.toThrow('mapped refused');
+    await expect(
+      requests.call<number>(() => {
+        throw new Error('invalid path');
+      }, recover),
+    ).rejects.toThrow('mapped invalid path');
+    // A success does not pass through it.
+    await expect(requests.call<number>((done) => done(null, 1), recover)).resolves.toBe(1);
+    let answer: ((error: unknown) => void) | undefined;
+    const pending = requests.call<number>((done) => (answer = done), recover);
+    requests.end(new Error('closed'));
+    await expect(pending).rejects.toThrow('mapped closed');
+    // A late failure reaches the hook, but the request is not settled (or retried) a second time.
+    answer!(new Error('connection loss'));
+    await expect(requests.call<number>((done) => done(null, 2), recover)).rejects.toThrow('mapped closed');
+    expect(seen).toEqual([
+      'hook lost reply', 'recover lost reply',
+      'hook refused', 'recover refused',
+      'recover invalid path',
+      'recover closed',
+      'hook connection loss',
+      'recover closed',
+    ]);
+  });
+
+  it('settle answers into promise functions the caller made, as call does', async () => {
+    const requests = new InFlight();
+    const answered = new Promise<number>((resolve, reject) => requests.settle<number>((done) => setImmediate(() => done(null, 5)), resolve, reject));
+    await expect(answered).resolves.toBe(5);
+    const failure = new Error('refused');
+    const failed = new Promise<number>((resolve, reject) => requests.settle<number>((done) => done(failure), resolve, reject));
+    await expect(failed).rejects.toBe(failure);
+    expect(requests.size).toBe(0);
+  });
 });

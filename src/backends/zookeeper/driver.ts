@@ -223,22 +223,50 @@ export class ZkDriver implements Driver {
   }
 
   list(queue: string, through?: Entry): Promise<readonly Entry[]> {
+    return new Promise((resolve, reject) => this.#listInto(queue, through, resolve, reject));
+  }
+
+  /**
+   * `list`, settling promise functions the caller holds. The listing is parsed as its answer arrives,
+   * so that the caller's promise is settled by the request itself (a woken waiter lists on the
+   * handoff's critical path).
+   */
+  #listInto(queue: string, through: Entry | undefined, resolve: (entries: readonly Entry[] | PromiseLike<readonly Entry[]>) => void, reject: (reason: unknown) => void): void {
     const dir = this.dir(queue);
-    return this.#retry(getChildrenStart(this.#client, dir)).then(
-      ({ children, stat }) => this.#entriesFromListing(queue, dir, children, zkLong(stat.czxid), through),
-      (error: unknown) => {
-        if (isCode(error, ZkCode.NO_NODE)) return [];
-        throw error;
-      },
-    );
+    const listing = getChildrenStart(this.#client, dir);
+    const parsed: Start<readonly Entry[]> = (done) =>
+      listing((error, listed) => {
+        if (error) return isCode(error, ZkCode.NO_NODE) ? done(null, []) : done(error);
+        let entries: Entry[];
+        try {
+          entries = this.#entriesFromListing(queue, dir, listed!.children, zkLong(listed!.stat.czxid), through);
+        } catch (failure) {
+          return done(failure);
+        }
+        done(null, entries);
+      });
+    this.#retryInto(parsed, resolve, reject);
   }
 
   waitGone(entry: Entry, signal: Abortable): Promise<void> {
     signal.throwIfAborted();
+    return this.#watchGone(entry, (waiters) => addWaiter(waiters, signal, () => undefined));
+  }
+
+  listWhenGone(blocker: Entry, queue: string, through: Entry, signal: Abortable): Promise<readonly Entry[]> {
+    signal.throwIfAborted();
+    // The listing is sent from the watch's callback: the waiter's wake-up is not on its way.
+    return this.#watchGone(blocker, (waiters) =>
+      addWaiter(waiters, signal, () => undefined, (resolve, reject) => this.#listInto(queue, through, resolve, reject)),
+    );
+  }
+
+  /** Joins the waiters for `entry`'s deletion, arming the watch for the first of them. */
+  #watchGone<T>(entry: Entry, join: (waiters: Set<Waiter>) => Promise<T>): Promise<T> {
     const waiters = this.#waiters.get(entry.key) ?? new Set<Waiter>();
     const first = waiters.size === 0;
     this.#waiters.set(entry.key, waiters);
-    const waiting = addWaiter(waiters, signal, () => undefined);
+    const waiting = join(waiters);
     if (first) this.#arm(entry.key);
     return waiting;
   }
@@ -497,9 +525,15 @@ export class ZkDriver implements Driver {
    * has reconnected); any other failure is mapped onto the recipes' errors, keeping the code in `cause`.
    */
   #retry<T>(request: Start<T>): Promise<T> {
-    if (this.#status !== 'open') return this.#retryAfter(request, 0); // throws the session's end
-    // The first attempt without an async frame of its own: most requests need no other.
-    return this.#send(request).then(undefined, (error: unknown) => {
+    return new Promise<T>((resolve, reject) => this.#retryInto(request, resolve, reject));
+  }
+
+  /** `#retry`, settling promise functions the caller holds. */
+  #retryInto<T>(request: Start<T>, resolve: (value: T | PromiseLike<T>) => void, reject: (reason: unknown) => void): void {
+    if (this.#status !== 'open') return resolve(this.#retryAfter(request, 0)); // throws the session's end
+    // The first attempt without an async frame or a `.then` of its own: most requests need no other.
+    this.#corkIfBusy();
+    this.#requests.settle(request, resolve, reject, (error) => {
       if (!retriable(error)) throw this.#map(error);
       return backoff(0).then(() => this.#retryAfter(request, 1));
     });
