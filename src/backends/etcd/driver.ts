@@ -4,7 +4,7 @@ import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
 import { AccessDeniedError, BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
 import { untilAborted } from '../../../recipes/deadline.js';
-import { addWaiter, backoff, InFlight, sameEntries, type Waiter } from '../requests.js';
+import { addWaiter, backoff, InFlight, sameEntries, type Recover, type Waiter } from '../requests.js';
 import { KeepAlive } from './keepalive.js';
 import { Members } from './members.js';
 import { entriesFromRange, EtcdEntry, entryKey, foreignKeys, leaseHex, prefixEnd, queuePrefix, slotOf, type StoredKey } from './keys.js';
@@ -382,8 +382,13 @@ export class EtcdDriver implements Driver {
     if (this.#live.get(entry.key) !== this.#created(entry)) return Promise.resolve();
     let deleting = this.#deleting.get(entry.key);
     if (deleting === undefined) {
-      deleting = this.#delete(entry).finally(() => this.#deleting.delete(entry.key));
+      deleting = this.#delete(entry);
       this.#deleting.set(entry.key, deleting);
+      // Beside the caller's promise, not in front of it (a `.finally` would delay every release).
+      const forget = (): void => {
+        if (this.#deleting.get(entry.key) === deleting) this.#deleting.delete(entry.key);
+      };
+      deleting.then(forget, forget);
     }
     return deleting;
   }
@@ -736,14 +741,23 @@ export class EtcdDriver implements Driver {
    * A request that settles when the session ends, whatever the client does with it. A member that let
    * it run out its deadline is tried last by the calls that follow.
    */
-  #send<T>(request: () => Promise<T>): Promise<T> {
-    return this.#requests.call((done) => this.#members.send(request, this.timeoutMs, done));
+  #send<T>(request: () => Promise<T>, recover?: Recover<T>): Promise<T> {
+    return this.#requests.call((done) => this.#members.send(request, this.timeoutMs, done), recover);
   }
 
 
   /** Retries requests that failed on the way (a lost reply, an unavailable member); maps the rest. */
-  async #retry<T>(request: () => Promise<T>): Promise<T> {
-    for (let attempt = 0; ; attempt += 1) {
+  #retry<T>(request: () => Promise<T>): Promise<T> {
+    if (this.#status !== 'open') return this.#retryAfter(request, 0); // throws the session's end
+    // The first attempt without an async frame or a `.then` of its own: most requests need no other.
+    return this.#send(request, (error) => {
+      if (error instanceof BatonError || !isRecoverableError(error as Error)) throw this.#map(error);
+      return backoff(0).then(() => this.#retryAfter(request, 1));
+    });
+  }
+
+  async #retryAfter<T>(request: () => Promise<T>, from: number): Promise<T> {
+    for (let attempt = from; ; attempt += 1) {
       if (this.#status === 'lost') throw new SessionLostError(`etcd lease ${this.id} is gone`);
       if (this.#status === 'closed') throw new ClosedError();
       try {
