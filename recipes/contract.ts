@@ -57,13 +57,6 @@ export interface Backend {
   /** Resolves once `entry` is deleted (at once if it already is); rejects with `signal.reason`. */
   waitGone(entry: Entry, signal: Abortable): Promise<void>;
   /**
-   * Optional: `waitGone(blocker, signal)`, then `list(queue, through)`, with the listing sent as soon
-   * as the backend sees the blocker gone (from its watch's callback, before the waiter's code runs
-   * again). The signal counts until the wake, as for `waitGone`; the listing is then not abandoned.
-   * Without it, the recipes make those two calls.
-   */
-  listWhenGone?(blocker: Entry, queue: string, through: Entry, signal: Abortable): Promise<readonly Entry[]>;
-  /**
    * Resolves once the queue's entries differ from `seen` (an earlier listing of it), at once if they
    * already do; rejects with `signal.reason`. It may also resolve when nothing changed (after a
    * reconnect, or when a foreign key came and went): callers list again and decide. Used where nobody

@@ -98,15 +98,12 @@ async function waitInLine(request: QueueRequest, options: WaitOptions, startedAt
     // the blocker and our own entry at once, the blocker's deletion reaching us first. Some request
     // is needed before a grant either way; a listing answers both.
     const { backend } = session;
-    for (let turn: Turn = first; ; ) {
+    for (let turn: Turn = first; ; turn = turnIn(request, await backend.list(request.queue, self), self)) {
       wait.throwIfCancelled();
       if (turn === MISSING) return await entryVanished(backend, self);
       if (turn === null) break;
       wait.signal.throwIfAborted(); // from here on we would have to wait, so the timeout counts
-      const listed = backend.listWhenGone === undefined
-        ? backend.waitGone(turn, wait.signal).then(() => backend.list(request.queue, self))
-        : backend.listWhenGone(turn, request.queue, self, wait.signal);
-      turn = turnIn(request, await listed, self);
+      await backend.waitGone(turn, wait.signal);
     }
     wait.throwIfCancelled();
     // After a timeout the deadline no longer listens: an abort since then must still count.

@@ -57,38 +57,35 @@ export class InFlight {
    * error, without a `.then` of its own that every successful request would pass through.
    */
   call<T>(start: Start<T>, recover?: Recover<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => this.settle(start, resolve, reject, recover));
-  }
-
-  /** `call` for a caller that made its promise already (a waiter whose wake-up sends the request). */
-  settle<T>(start: Start<T>, resolve: (value: T | PromiseLike<T>) => void, reject: (reason: unknown) => void, recover?: Recover<T>): void {
-    // Every failure goes the same way: the request's own, one before it was sent, and the session's end.
-    const fail = recover === undefined ? reject : (error: unknown): void => {
-      try {
-        resolve(recover(error));
-      } catch (failure) {
-        reject(failure);
-      }
-    };
-    if (this.#ended !== undefined) return fail(this.#ended.reason);
-    const slot = this.#free.pop() ?? this.#slots.length;
-    this.#slots[slot] = fail;
-    try {
-      start((error, value) => {
-        // Settled already if the session ended first; the hook still hears of a late failure.
-        const pending = this.#release(slot, fail);
-        if (!error) return pending ? resolve(value as T) : undefined;
+    return new Promise<T>((resolve, reject) => {
+      // Every failure goes the same way: the request's own, one before it was sent, and the session's end.
+      const fail = recover === undefined ? reject : (error: unknown): void => {
         try {
-          this.#onFailure?.(error);
-        } finally {
-          // Whatever the hook did, the request settles.
-          if (pending) fail(error);
+          resolve(recover(error));
+        } catch (failure) {
+          reject(failure);
         }
-      });
-    } catch (error) {
-      // A request refused before it was sent (the client validates paths as it is called).
-      if (this.#release(slot, fail)) fail(error);
-    }
+      };
+      if (this.#ended !== undefined) return fail(this.#ended.reason);
+      const slot = this.#free.pop() ?? this.#slots.length;
+      this.#slots[slot] = fail;
+      try {
+        start((error, value) => {
+          // Settled already if the session ended first; the hook still hears of a late failure.
+          const pending = this.#release(slot, fail);
+          if (!error) return pending ? resolve(value as T) : undefined;
+          try {
+            this.#onFailure?.(error);
+          } finally {
+            // Whatever the hook did, the request settles.
+            if (pending) fail(error);
+          }
+        });
+      } catch (error) {
+        // A request refused before it was sent (the client validates paths as it is called).
+        if (this.#release(slot, fail)) fail(error);
+      }
+    });
   }
 
   /** Frees the slot, if it still holds this request (not once `end()` has settled it); whether it did. */
@@ -113,9 +110,6 @@ export function backoff(attempt: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, Math.min(10 * 2 ** attempt, 250)));
 }
 
-/** Takes over a woken waiter's promise. */
-export type Woken<T> = (resolve: (value: T | PromiseLike<T>) => void, reject: (reason: unknown) => void) => void;
-
 /** One local waiter for a deletion; a backend settles every waiter of a key at once. */
 export interface Waiter {
   resolve(): void;
@@ -124,14 +118,11 @@ export interface Waiter {
 
 /**
  * Adds a waiter to `waiters` whose promise settles when the backend settles the set, or rejects with
- * `signal.reason` when the signal aborts; `onLeave` then runs after it left the set. With `woken`, a
- * wake-up hands the promise's settling to it instead (the request that follows a wake sent at once).
+ * `signal.reason` when the signal aborts; `onLeave` then runs after it left the set.
  */
-export function addWaiter(waiters: Set<Waiter>, signal: Abortable, onLeave: () => void): Promise<void>;
-export function addWaiter<T>(waiters: Set<Waiter>, signal: Abortable, onLeave: () => void, woken: Woken<T>): Promise<T>;
-export function addWaiter<T>(waiters: Set<Waiter>, signal: Abortable, onLeave: () => void, woken?: Woken<T>): Promise<T | undefined> {
+export function addWaiter(waiters: Set<Waiter>, signal: Abortable, onLeave: () => void): Promise<void> {
   signal.throwIfAborted();
-  return new Promise<T | undefined>((resolve, reject) => {
+  return new Promise<void>((resolve, reject) => {
     const onAbort = (): void => {
       waiters.delete(waiter);
       onLeave();
@@ -140,8 +131,7 @@ export function addWaiter<T>(waiters: Set<Waiter>, signal: Abortable, onLeave: (
     const waiter: Waiter = {
       resolve: () => {
         signal.removeEventListener('abort', onAbort);
-        if (woken === undefined) resolve(undefined);
-        else woken(resolve, reject);
+        resolve();
       },
       reject: (error) => {
         signal.removeEventListener('abort', onAbort);

@@ -108,14 +108,4 @@ describe('InFlight.call', () => {
       'recover closed',
     ]);
   });
-
-  it('settle answers into promise functions the caller made, as call does', async () => {
-    const requests = new InFlight();
-    const answered = new Promise<number>((resolve, reject) => requests.settle<number>((done) => setImmediate(() => done(null, 5)), resolve, reject));
-    await expect(answered).resolves.toBe(5);
-    const failure = new Error('refused');
-    const failed = new Promise<number>((resolve, reject) => requests.settle<number>((done) => done(failure), resolve, reject));
-    await expect(failed).rejects.toBe(failure);
-    expect(requests.size).toBe(0);
-  });
 });

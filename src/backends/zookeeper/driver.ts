@@ -2,7 +2,7 @@ import zookeeper from 'node-zookeeper-client';
 import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
 import { AccessDeniedError, BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
-import { addWaiter, backoff, fromPromise, InFlight, sameEntries, settleWaiters, type Start, type Waiter } from '../requests.js';
+import { addWaiter, backoff, fromPromise, InFlight, sameEntries, settleWaiters, type Recover, type Start, type Waiter } from '../requests.js';
 import { aclFor, corked, corkForTick, createStart, dropTornFrames, existsStart, getChildrenStart, getData, getDataStat, isCode, mkdirp, removeStart, watchChildren, watchDataStart, ZkCode, zkLong, ZkServerCode, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
 import { entryPrefix, foreignChildren, ListingParser, parseEntryName, UuidSequence } from './names.js';
 
@@ -155,9 +155,9 @@ export class ZkDriver implements Driver {
    * again in the same turn (many locks on one session), and their requests then leave in one write.
    * Deferring a lone request's write to the end of the turn gains nothing and delays it.
    */
-  #send<T>(request: Start<T>): Promise<T> {
+  #send<T>(request: Start<T>, recover?: Recover<T>): Promise<T> {
     this.#corkIfBusy();
-    return this.#requests.call(request);
+    return this.#requests.call(request, recover);
   }
 
   #corkIfBusy(): void {
@@ -223,17 +223,10 @@ export class ZkDriver implements Driver {
   }
 
   list(queue: string, through?: Entry): Promise<readonly Entry[]> {
-    return new Promise((resolve, reject) => this.#listInto(queue, through, resolve, reject));
-  }
-
-  /**
-   * `list`, settling promise functions the caller holds. The listing is parsed as its answer arrives,
-   * so that the caller's promise is settled by the request itself (a woken waiter lists on the
-   * handoff's critical path).
-   */
-  #listInto(queue: string, through: Entry | undefined, resolve: (entries: readonly Entry[] | PromiseLike<readonly Entry[]>) => void, reject: (reason: unknown) => void): void {
     const dir = this.dir(queue);
     const listing = getChildrenStart(this.#client, dir);
+    // Parsed as the answer arrives, so that the caller's promise is settled by the request itself (a
+    // woken waiter lists on the handoff's critical path).
     const parsed: Start<readonly Entry[]> = (done) =>
       listing((error, listed) => {
         if (error) return isCode(error, ZkCode.NO_NODE) ? done(null, []) : done(error);
@@ -245,28 +238,15 @@ export class ZkDriver implements Driver {
         }
         done(null, entries);
       });
-    this.#retryInto(parsed, resolve, reject);
+    return this.#retry(parsed);
   }
 
   waitGone(entry: Entry, signal: Abortable): Promise<void> {
     signal.throwIfAborted();
-    return this.#watchGone(entry, (waiters) => addWaiter(waiters, signal, () => undefined));
-  }
-
-  listWhenGone(blocker: Entry, queue: string, through: Entry, signal: Abortable): Promise<readonly Entry[]> {
-    signal.throwIfAborted();
-    // The listing is sent from the watch's callback: the waiter's wake-up is not on its way.
-    return this.#watchGone(blocker, (waiters) =>
-      addWaiter(waiters, signal, () => undefined, (resolve, reject) => this.#listInto(queue, through, resolve, reject)),
-    );
-  }
-
-  /** Joins the waiters for `entry`'s deletion, arming the watch for the first of them. */
-  #watchGone<T>(entry: Entry, join: (waiters: Set<Waiter>) => Promise<T>): Promise<T> {
     const waiters = this.#waiters.get(entry.key) ?? new Set<Waiter>();
     const first = waiters.size === 0;
     this.#waiters.set(entry.key, waiters);
-    const waiting = join(waiters);
+    const waiting = addWaiter(waiters, signal, () => undefined);
     if (first) this.#arm(entry.key);
     return waiting;
   }
@@ -525,15 +505,9 @@ export class ZkDriver implements Driver {
    * has reconnected); any other failure is mapped onto the recipes' errors, keeping the code in `cause`.
    */
   #retry<T>(request: Start<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => this.#retryInto(request, resolve, reject));
-  }
-
-  /** `#retry`, settling promise functions the caller holds. */
-  #retryInto<T>(request: Start<T>, resolve: (value: T | PromiseLike<T>) => void, reject: (reason: unknown) => void): void {
-    if (this.#status !== 'open') return resolve(this.#retryAfter(request, 0)); // throws the session's end
+    if (this.#status !== 'open') return this.#retryAfter(request, 0); // throws the session's end
     // The first attempt without an async frame or a `.then` of its own: most requests need no other.
-    this.#corkIfBusy();
-    this.#requests.settle(request, resolve, reject, (error) => {
+    return this.#send(request, (error) => {
       if (!retriable(error)) throw this.#map(error);
       return backoff(0).then(() => this.#retryAfter(request, 1));
     });
