@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import type { Case } from './case.js';
+import { sleep } from './clock.js';
 import { cpuMs } from './cpu.js';
 import { analyse, combine, medianRate, type Contender, type ContenderReport } from './contention.js';
 import { KAZOO_MISSING, kazooContender, kazooInstalled } from './kazoo.js';
@@ -7,7 +8,6 @@ import { LineProcess, startAll, stopAll } from './line-process.js';
 import { fixed, times, type Report } from './report.js';
 import { quantile, rotated, summarize, type Summary } from './stats.js';
 import { heading, ms } from './table.js';
-import { sleep } from './clock.js';
 import { idleRate, zkRequestsDuring } from './zk-metrics.js';
 
 const PROCESSES = 8;
