@@ -6,7 +6,7 @@ import { analyse, combine, medianRate, type Contender, type ContenderReport } fr
 import { KAZOO_MISSING, kazooContender, kazooInstalled } from './kazoo.js';
 import { LineProcess, startAll, stopAll } from './line-process.js';
 import { fixed, times, type Report } from './report.js';
-import { quantile, rotated, summarize, type Summary } from './stats.js';
+import { balancedRound, quantile, summarize, type Summary } from './stats.js';
 import { heading, ms } from './table.js';
 import { idleRate, zkRequestsDuring } from './zk-metrics.js';
 
@@ -164,8 +164,8 @@ export const zkContended: Case = {
       await handoffFloor(deleter, watcher, '/bench-handoff', 50);
       await batonHandoff(holder, waiter, 50);
       for (let block = 0; block < blocks; block += 1) {
-        for (const [kind, contenders] of rotated(Object.entries(processes.kinds), block)) measured[kind]!.push(await contendBlock(hosts, contenders, blockMs, idle, serverPid('zk')));
-        for (const handoff of rotated(handoffs, block)) await handoff(floorCount);
+        for (const [kind, contenders] of balancedRound(Object.entries(processes.kinds), block)) measured[kind]!.push(await contendBlock(hosts, contenders, blockMs, idle, serverPid('zk')));
+        for (const handoff of balancedRound(handoffs, block)) await handoff(floorCount);
       }
     } finally {
       await stopAll([...Object.values(processes.kinds).flat(), ...processes.floor, ...processes.handoff]);

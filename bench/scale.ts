@@ -7,7 +7,7 @@ import type { BatonSession } from '../src/session.js';
 import type { Case, Context } from './case.js';
 import { cpuMs } from './cpu.js';
 import { times } from './report.js';
-import { balancedPeriod, quantile, rotated } from './stats.js';
+import { balancedPeriod, balancedRound, quantile } from './stats.js';
 import { heading, ms } from './table.js';
 import { openClient } from './zk-client.js';
 import { FLOOR_NODE } from './floor-name.js';
@@ -62,7 +62,7 @@ async function alternateBlocks(kinds: Record<string, Cycle>, serverPid: number |
   const rounds = Math.ceil(blocks / period) * period;
   const cycles = Math.max(1, Math.round((blocks * perLoop) / rounds));
   for (let b = 0; b < rounds; b += 1) {
-    for (const [index, cycle] of rotated([...Object.values(kinds).entries()], b)) await block(cycle, cycles, results[index]!, serverPid);
+    for (const [index, cycle] of balancedRound([...Object.values(kinds).entries()], b)) await block(cycle, cycles, results[index]!, serverPid);
   }
   return results;
 }

@@ -42,10 +42,10 @@ export function timed(cycle: () => Promise<void>): Block {
  * of a round equally often, and right after each other item equally often. On this machine a fixed
  * order favoured whichever kind ran last in a round (measured with the contended case: the same code
  * was 4-10% cheaper per acquisition there); a plain rotation (A B C, B C A, C A B) balanced the places
- * but kept every kind behind the same neighbour, whose leftovers (a lease revoked, a server still
- * writing) it always inherited.
+ * but kept every kind behind the same neighbour, so whatever one kind left behind (a lease to revoke,
+ * a server still writing) always fell on the same other kind.
  */
-export function rotated<T>(items: readonly T[], round: number): T[] {
+export function balancedRound<T>(items: readonly T[], round: number): T[] {
   const n = items.length;
   if (n < 2) return [...items];
   // Row 0 is 0, 1, n-1, 2, n-2, ...; row r adds r to each; an odd n also runs every row reversed.
@@ -55,15 +55,15 @@ export function rotated<T>(items: readonly T[], round: number): T[] {
   return order.map((index) => items[index]!);
 }
 
-/** How many rounds `rotated` takes to balance `n` items. */
+/** How many rounds `balancedRound` takes to balance `n` items: a period of its order. */
 export function balancedPeriod(n: number): number {
   return n < 2 ? 1 : n % 2 === 0 ? n : 2 * n;
 }
 
 /**
- * Runs the contenders in alternating blocks, each round in a balanced order (see `rotated`), so that
- * the machine's drift and noise fall on all of them alike. The rounds are whole periods of that order:
- * `blocks` rounded up to one, with as many cycles in all as asked for (fewer per block).
+ * Runs the contenders in alternating blocks, each round in a balanced order (see `balancedRound`), so
+ * that the machine's drift and noise fall on all of them alike. The rounds are whole periods of that order:
+ * `blocks` rounded up to one, with about as many cycles in all as asked for (fewer per block).
  */
 export async function alternate(
   contenders: Record<string, Block>,
@@ -78,7 +78,7 @@ export async function alternate(
   const blocks = Math.ceil(options.blocks / period) * period;
   const perBlock = Math.max(1, Math.round((options.blocks * options.perBlock) / blocks));
   for (let block = 0; block < blocks; block += 1) {
-    for (const [name, run] of rotated(Object.entries(contenders), block)) samples[name]!.push(...(await run(perBlock)));
+    for (const [name, run] of balancedRound(Object.entries(contenders), block)) samples[name]!.push(...(await run(perBlock)));
   }
   return samples;
 }
