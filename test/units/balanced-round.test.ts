@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import { alternate, balancedPeriod, balancedRound } from '../../bench/stats.js';
+
+// The benchmark's ratios are only fair if every kind meets the same neighbours and places over a run:
+// a kind always run last in a round, or always right after the same other kind, measured differently.
+describe('balancedRound (the order of alternating benchmark blocks)', () => {
+  it('over one period, puts every kind in every place, and right after every other kind, equally often', () => {
+    for (let n = 2; n <= 9; n += 1) {
+      const kinds = Array.from({ length: n }, (_, i) => String.fromCharCode(65 + i));
+      const period = balancedPeriod(n);
+      const places = new Map<string, number>();
+      const follows = new Map<string, number>();
+      for (let round = 0; round < period; round += 1) {
+        const order = balancedRound(kinds, round);
+        expect([...order].sort()).toEqual(kinds);
+        order.forEach((kind, place) => places.set(`${kind}@${place}`, (places.get(`${kind}@${place}`) ?? 0) + 1));
+        for (let i = 1; i < n; i += 1) follows.set(`${order[i - 1]}>${order[i]}`, (follows.get(`${order[i - 1]}>${order[i]}`) ?? 0) + 1);
+      }
+      const perPlace = period / n;
+      expect(places.size).toBe(n * n);
+      expect(new Set(places.values())).toEqual(new Set([perPlace]));
+      // Every ordered pair of different kinds is adjacent, each as often: once per period for an even
+      // number of kinds, twice for an odd one (whose period is twice as long).
+      expect(follows.size).toBe(n * (n - 1));
+      expect(new Set(follows.values())).toEqual(new Set([period / n]));
+      // A plain rotation would have kept one neighbour per kind: n ordered pairs of the n(n-1).
+    }
+  });
+
+  it('leaves one kind alone, and repeats its order after a period', () => {
+    expect(balancedRound(['A'], 3)).toEqual(['A']);
+    expect(balancedRound(['A', 'B', 'C', 'D'], 5)).toEqual(balancedRound(['A', 'B', 'C', 'D'], 1));
+  });
+
+  it('runs whole periods, with about as many cycles in all as asked for', async () => {
+    const ran: string[] = [];
+    const cycles: Record<string, number> = {};
+    const block = (name: string) => async (count: number): Promise<number[]> => {
+      ran.push(name);
+      cycles[name] = (cycles[name] ?? 0) + count;
+      return Array.from({ length: count }, () => 1);
+    };
+    const samples = await alternate({ A: block('A'), B: block('B'), C: block('C') }, { blocks: 4, perBlock: 30, warmup: 0 });
+    // Three kinds balance over six rounds: four asked-for blocks of 30 become six of 20.
+    expect(ran.length).toBe(3 + 6 * 3); // the warm-up block of each, then the rounds
+    expect(cycles).toEqual({ A: 120, B: 120, C: 120 });
+    expect(samples.A).toHaveLength(120);
+  });
+});
