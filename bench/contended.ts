@@ -163,9 +163,11 @@ export const zkContended: Case = {
       warmUpRounds = await warmUp(hosts, processes.kinds, idle, quick);
       await handoffFloor(deleter, watcher, '/bench-handoff', 50);
       await batonHandoff(holder, waiter, 50);
+      // Six blocks of three kinds are one period of the balanced order; the four handoff kinds run two
+      // rounds of half the count after each block, three periods of theirs.
       for (let block = 0; block < blocks; block += 1) {
         for (const [kind, contenders] of balancedRound(Object.entries(processes.kinds), block)) measured[kind]!.push(await contendBlock(hosts, contenders, blockMs, idle, serverPid('zk')));
-        for (const handoff of balancedRound(handoffs, block)) await handoff(floorCount);
+        for (const round of [2 * block, 2 * block + 1]) for (const handoff of balancedRound(handoffs, round)) await handoff(floorCount / 2);
       }
     } finally {
       await stopAll([...Object.values(processes.kinds).flat(), ...processes.floor, ...processes.handoff]);

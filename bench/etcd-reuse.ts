@@ -25,7 +25,7 @@ export const etcdReuse: Case = {
       await cycle(new FairMutex(session, 'reuse-warm-up'))(200);
       const first = await cycle(reused)(window);
       await cycle(reused)(total - 2 * window);
-      const last = await alternate({ last: cycle(reused), fresh: cycle(new FairMutex(session, 'reuse-fresh')) }, { blocks: window / 100, perBlock: 100, warmup: 0 });
+      const last = await alternate({ last: cycle(reused), fresh: cycle(new FairMutex(session, 'reuse-fresh')) }, { blocks: window / 125, perBlock: 125, warmup: 0 });
       const results = [
         summarize(`cycles 1-${window} on one lock`, first),
         summarize(`cycles ${total - window + 1}-${total} on the same lock`, last['last']!),

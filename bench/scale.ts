@@ -7,7 +7,7 @@ import type { BatonSession } from '../src/session.js';
 import type { Case, Context } from './case.js';
 import { cpuMs } from './cpu.js';
 import { times } from './report.js';
-import { balancedPeriod, balancedRound, quantile } from './stats.js';
+import { balancedRound, quantile, wholePeriods } from './stats.js';
 import { heading, ms } from './table.js';
 import { openClient } from './zk-client.js';
 import { FLOOR_NODE } from './floor-name.js';
@@ -51,15 +51,14 @@ async function block(cycle: Cycle, perLoop: number, into: Throughput, serverPid:
 }
 
 /**
- * The kinds in alternating blocks (after one warm-up block each), in whole periods of the balanced order:
- * `blocks` rounded up to one, with about as many cycles in all (fewer per block).
+ * The kinds in alternating blocks (after one warm-up block each), in whole periods of the balanced order
+ * (`wholePeriods`), with about as many cycles in all (more or fewer per block).
  */
 async function alternateBlocks(kinds: Record<string, Cycle>, serverPid: number | undefined, blocks: number, perLoop: number): Promise<Throughput[]> {
   const fresh = (name: string): Throughput => ({ name, perSecond: [], samples: [], clientCpuMs: 0, serverCpuMs: 0, cycles: 0 });
   const results = Object.keys(kinds).map(fresh);
   for (const cycle of Object.values(kinds)) await block(cycle, 5, fresh('warm-up'), serverPid);
-  const period = balancedPeriod(results.length);
-  const rounds = Math.ceil(blocks / period) * period;
+  const rounds = wholePeriods(blocks, results.length);
   const cycles = Math.max(1, Math.round((blocks * perLoop) / rounds));
   for (let b = 0; b < rounds; b += 1) {
     for (const [index, cycle] of balancedRound([...Object.values(kinds).entries()], b)) await block(cycle, cycles, results[index]!, serverPid);

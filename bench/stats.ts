@@ -60,10 +60,16 @@ export function balancedPeriod(n: number): number {
   return n < 2 ? 1 : n % 2 === 0 ? n : 2 * n;
 }
 
+/** `blocks` rounds of `n` kinds made a whole number of periods of the balanced order: the nearest, at least one. */
+export function wholePeriods(blocks: number, n: number): number {
+  const period = balancedPeriod(n);
+  return Math.max(1, Math.round(blocks / period)) * period;
+}
+
 /**
  * Runs the contenders in alternating blocks, each round in a balanced order (see `balancedRound`), so
- * that the machine's drift and noise fall on all of them alike. The rounds are whole periods of that order:
- * `blocks` rounded up to one, with about as many cycles in all as asked for (fewer per block).
+ * that the machine's drift and noise fall on all of them alike. The rounds are whole periods of that
+ * order (`wholePeriods`), with about as many cycles in all as asked for (more or fewer per block).
  */
 export async function alternate(
   contenders: Record<string, Block>,
@@ -74,8 +80,7 @@ export async function alternate(
     samples[name] = [];
     await run(options.warmup);
   }
-  const period = balancedPeriod(Object.keys(contenders).length);
-  const blocks = Math.ceil(options.blocks / period) * period;
+  const blocks = wholePeriods(options.blocks, Object.keys(contenders).length);
   const perBlock = Math.max(1, Math.round((options.blocks * options.perBlock) / blocks));
   for (let block = 0; block < blocks; block += 1) {
     for (const [name, run] of balancedRound(Object.entries(contenders), block)) samples[name]!.push(...(await run(perBlock)));

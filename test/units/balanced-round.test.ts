@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { alternate, balancedPeriod, balancedRound } from '../../bench/stats.js';
+import { alternate, balancedPeriod, balancedRound, wholePeriods } from '../../bench/stats.js';
 
 // The benchmark's ratios are only fair if every kind meets the same neighbours and places over a run:
 // a kind always run last in a round, or always right after the same other kind, measured differently.
@@ -27,9 +27,14 @@ describe('balancedRound (the order of alternating benchmark blocks)', () => {
     }
   });
 
-  it('leaves one kind alone, and repeats its order after a period', () => {
+  it('leaves one kind alone; a run is made whole periods, the nearest number of them, at least one', () => {
     expect(balancedRound(['A'], 3)).toEqual(['A']);
-    expect(balancedRound(['A', 'B', 'C', 'D'], 5)).toEqual(balancedRound(['A', 'B', 'C', 'D'], 1));
+    expect(wholePeriods(10, 4)).toBe(12); // 2.5 periods of 4 rounds
+    expect(wholePeriods(7, 4)).toBe(8);
+    expect(wholePeriods(7, 3)).toBe(6); // three kinds balance over six rounds
+    expect(wholePeriods(10, 9)).toBe(18);
+    expect(wholePeriods(10, 2)).toBe(10);
+    expect(wholePeriods(3, 1)).toBe(3);
   });
 
   it('runs whole periods, with about as many cycles in all as asked for', async () => {
@@ -41,7 +46,7 @@ describe('balancedRound (the order of alternating benchmark blocks)', () => {
       return Array.from({ length: count }, () => 1);
     };
     const samples = await alternate({ A: block('A'), B: block('B'), C: block('C') }, { blocks: 4, perBlock: 30, warmup: 0 });
-    // Three kinds balance over six rounds: four asked-for blocks of 30 become six of 20.
+    // Four asked-for blocks of 30 of three kinds become one period, six blocks of 20.
     expect(ran.length).toBe(3 + 6 * 3); // the warm-up block of each, then the rounds
     expect(cycles).toEqual({ A: 120, B: 120, C: 120 });
     expect(samples.A).toHaveLength(120);
