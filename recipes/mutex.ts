@@ -14,12 +14,15 @@ export interface Lock {
   withLock<T>(fn: (lock: LockHandle) => Promise<T> | T, options?: WaitOptions): Promise<T>;
 }
 
-/** Hooks a recipe built on the queue lock can set: where a new entry goes, and what is held. */
+/**
+ * Hooks a recipe built on the queue lock can set: where a new entry goes, and what is held. `owner` is
+ * who asks: undefined for the lock object's own calls, a `Reentrant`'s owner for its calls.
+ */
 export interface QueueLockHooks {
   /** Called before every acquire: an entry of ours to take the place of, or undefined; may throw. */
-  place?(): Entry | undefined;
+  place?(owner: unknown): Entry | undefined;
   /** Called with every granted handle. */
-  granted?(lock: LockHandle): void;
+  granted?(lock: LockHandle, owner: unknown): void;
 }
 
 /** The queue-backed lock shared by FairMutex and both halves of ReadWriteLock. */
@@ -38,14 +41,23 @@ export class QueueLock implements Lock {
     try {
       const checked = validateWaitOptions(options);
       // Without an async frame of its own: the grant is one step after the wait, not two.
-      return waitForTurn(this.#placed(), checked).then(this.#granting);
+      return waitForTurn(this.#placed(undefined), checked).then(this.#granting);
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
+  /**
+   * @internal An acquire on behalf of `owner` (a `Reentrant`'s): the hooks tell owners apart, so that
+   * one owner's write lock does not let another owner's read lock in, for instance.
+   */
+  async acquireAs(owner: unknown, options: WaitOptions): Promise<LockHandle> {
+    const entry = await waitForTurn(this.#placed(owner), validateWaitOptions(options));
+    return this.#grant(entry, owner);
+  }
+
   async tryAcquire(): Promise<LockHandle | null> {
-    const entry = await tryTurn(this.#placed());
+    const entry = await tryTurn(this.#placed(undefined));
     return entry === null ? null : this.#grant(entry);
   }
 
@@ -59,16 +71,16 @@ export class QueueLock implements Lock {
     }
   }
 
-  #placed(): QueueRequest {
-    const at = this.#hooks.place?.();
+  #placed(owner: unknown): QueueRequest {
+    const at = this.#hooks.place?.(owner);
     return at === undefined ? this.#request : { ...this.#request, at };
   }
 
   readonly #granting = (entry: Entry): LockHandle => this.#grant(entry);
 
-  #grant(entry: Entry): LockHandle {
+  #grant(entry: Entry, owner?: unknown): LockHandle {
     const lock = new LockHandle(this.#request.session, entry, this.#request.what);
-    this.#hooks.granted?.(lock);
+    this.#hooks.granted?.(lock, owner);
     return lock;
   }
 }

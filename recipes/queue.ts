@@ -123,6 +123,12 @@ export async function tryTurn(request: QueueRequest): Promise<Entry | null> {
   const report = reportWait(session, request.queue, request.kind);
   try {
     const { entry, queue } = await session.backend.enqueue(request.queue, request.kind, request.at, request.data);
+    const { at } = request;
+    if (at !== undefined && !queue.some((e) => e.key === at.key)) {
+      // As in `waitForTurn`: a place taken at an entry that is gone is no place at all.
+      await session.backend.withdraw(entry);
+      throw new LockLostError(request.what, { cause: new Error(`the entry whose place was to be taken (${at.key}) is gone`) });
+    }
     if (!queue.some((e) => e.key === entry.key) || request.decide(queue, entry) !== null || session.signal.aborted) {
       await session.backend.withdraw(entry);
       // Null either way; only a taken lock is `busy`, a session that ended meanwhile is a failure.

@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { InvalidArgumentError, NotHeldError } from './errors.js';
 import type { LockHandle } from './handle.js';
-import type { Lock } from './mutex.js';
+import { QueueLock, type Lock } from './mutex.js';
 import { deadline } from './deadline.js';
 import { validateWaitOptions, type WaitOptions } from './validate.js';
 
@@ -104,7 +104,8 @@ export class Reentrant {
       const left = checked.timeoutMs === undefined ? undefined : Math.max(0, checked.timeoutMs - (performance.now() - started));
       return this.acquire({ ...options, owner, timeoutMs: left });
     }
-    const acquiring = this.#lock.acquire(checked);
+    // On behalf of the owner, where the lock tells owners apart (the halves of a ReadWriteLock).
+    const acquiring = this.#lock instanceof QueueLock ? this.#lock.acquireAs(owner, checked) : this.#lock.acquire(checked);
     this.#pending.set(owner, acquiring);
     try {
       const hold: Hold = { lock: await acquiring, count: 1 };

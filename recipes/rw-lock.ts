@@ -13,14 +13,17 @@ import { validateName, type WaitOptions } from './validate.js';
  * One ReadWriteLock object is one owner: its holder of the write lock may take the read lock at once
  * (a downgrade: the read entry takes the writer's place, ahead of everyone who queued later), and its
  * holder of a read lock is refused the write lock with LockUpgradeError instead of waiting for itself.
- * Independent flows of work should each use their own ReadWriteLock object (they are cheap).
+ * Independent flows of work should each use their own ReadWriteLock object (they are cheap). A
+ * `Reentrant` around either half brings its own owners: each of them is one owner in that sense, and
+ * two of them queue like two objects.
  */
 export class ReadWriteLock {
   readonly name: string;
   readonly readLock: Lock;
   readonly writeLock: Lock;
-  readonly #reads = new Set<LockHandle>();
-  readonly #writes = new Set<LockHandle>();
+  /** Held handles, with who holds them (undefined: this object's own calls; otherwise a Reentrant's owner). */
+  readonly #reads = new Map<LockHandle, unknown>();
+  readonly #writes = new Map<LockHandle, unknown>();
 
   constructor(session: Session, name: string) {
     const queue = validateName(name);
@@ -28,16 +31,16 @@ export class ReadWriteLock {
     this.name = queue;
     this.readLock = new QueueLock(
       { session: checked, queue, kind: 'read', decide: shared, what: `read lock "${queue}"` },
-      { place: () => this.#heldWrite()?.entry, granted: (lock) => prune(this.#reads).add(lock) },
+      { place: (owner) => this.#heldWrite(owner)?.entry, granted: (lock, owner) => prune(this.#reads).set(lock, owner) },
     );
     this.writeLock = new QueueLock(
       { session: checked, queue, kind: 'write', decide: exclusive, what: `write lock "${queue}"` },
       {
-        place: () => {
-          if (prune(this.#reads).size > 0) throw new LockUpgradeError(`read/write lock "${queue}"`);
+        place: (owner) => {
+          for (const holder of prune(this.#reads).values()) if (holder === owner) throw new LockUpgradeError(`read/write lock "${queue}"`);
           return undefined;
         },
-        granted: (lock) => prune(this.#writes).add(lock), // pruned here too: a lock used only for writes
+        granted: (lock, owner) => prune(this.#writes).set(lock, owner), // pruned here too: a lock used only for writes
       },
     );
   }
@@ -50,19 +53,20 @@ export class ReadWriteLock {
     if (!this.#writes.has(write) || !write.held) {
       throw new InvalidArgumentError('write lock handle', write, `a held write lock of this ReadWriteLock ("${this.name}")`);
     }
-    const read = await this.readLock.acquire(options);
+    // As the write lock's owner, whose write the read is placed at.
+    const read = await (this.readLock as QueueLock).acquireAs(this.#writes.get(write), options ?? {});
     await write.release();
     return read;
   }
 
-  #heldWrite(): { entry: Entry } | undefined {
-    for (const lock of prune(this.#writes)) return lock;
+  #heldWrite(owner: unknown): { entry: Entry } | undefined {
+    for (const [lock, holder] of prune(this.#writes)) if (holder === owner) return lock;
     return undefined;
   }
 }
 
 /** Forgets handles that were released or lost. */
-function prune(locks: Set<LockHandle>): Set<LockHandle> {
-  for (const lock of locks) if (!lock.held) locks.delete(lock);
+function prune(locks: Map<LockHandle, unknown>): Map<LockHandle, unknown> {
+  for (const lock of locks.keys()) if (!lock.held) locks.delete(lock);
   return locks;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { LockLostError, LockTimeoutError, NotHeldError } from '../../recipes/errors.js';
+import { LockLostError, LockTimeoutError, LockUpgradeError, NotHeldError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { Reentrant } from '../../recipes/reentrant.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
@@ -127,6 +127,33 @@ export function reentrantContract(getFixture: () => Fixture): void {
       expect(inner.signal.reason).toBeInstanceOf(LockLostError);
       await inner.release();
       await outer.release();
+    });
+
+    it('tells owners apart around both halves of one ReadWriteLock: one owner\'s write keeps another\'s read out, another\'s read does not refuse a write', async () => {
+      const session = await scope.open();
+      const rw = new ReadWriteLock(session, 'halves');
+      const reads = new Reentrant(rw.readLock);
+      const writes = new Reentrant(rw.writeLock);
+      const writer = Symbol('writer');
+      const reader = Symbol('reader');
+      const write = await writes.acquire({ owner: writer });
+      // Another owner's read queues behind the write instead of taking its place.
+      await expect(reads.acquire({ owner: reader, timeoutMs: 50 })).rejects.toBeInstanceOf(LockTimeoutError);
+      // The write's own owner reads at once, at the write's place.
+      const ownRead = await reads.acquire({ owner: writer, timeoutMs: 0 });
+      expect(ownRead.fencingToken).toBe(write.fencingToken);
+      await ownRead.release();
+      await write.release();
+      // Another owner's held read makes a write wait for it, not fail as an upgrade.
+      const read = await reads.acquire({ owner: reader });
+      const waiting = later(writes.acquire({ owner: writer, timeoutMs: 20_000 }));
+      await eventually('writer queued', async () => (await session.backend.list('halves')).length === 2);
+      await read.release();
+      await (await waiting).release();
+      // The same owner asking for the write while holding a read is an upgrade, refused.
+      const held = await reads.acquire({ owner: reader });
+      await expect(writes.acquire({ owner: reader, timeoutMs: 50 })).rejects.toBeInstanceOf(LockUpgradeError);
+      await held.release();
     });
 
     it('wraps a read and a write lock: nested reads re-enter, writers still exclude', async () => {

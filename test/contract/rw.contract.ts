@@ -119,6 +119,23 @@ export function rwContract(getFixture: () => Fixture): void {
       await write.release();
     });
 
+    it('refuses a tryAcquire of the read lock placed at a write lock whose entry is gone, and the writer granted after it stays alone', async () => {
+      const [a, b] = [await scope.open(), await scope.open()];
+      const owner = new ReadWriteLock(a, 'gone-try');
+      const write = await owner.writeLock.acquire();
+      const next = later(new ReadWriteLock(b, 'gone-try').writeLock.acquire({ timeoutMs: 20_000 }));
+      await eventually('writer queued', async () => (await queue(a, 'gone-try')).length === 2);
+      await scope.fixture.removeEntry(write.entry.key); // deleted by another client or an operator
+      const granted = await next;
+      // The owner has not yet noticed the loss: its read would be placed at the write's (gone) place.
+      const refused = await owner.readLock.tryAcquire().then((read) => read, (error: unknown) => error);
+      expect(refused).toBeInstanceOf(LockLostError);
+      expect(granted.held).toBe(true);
+      await eventually('only the granted writer is queued', async () => (await queue(b, 'gone-try')).map((e) => e.key).join() === granted.entry.key);
+      await granted.release();
+      await write.release();
+    });
+
     it('downgrades without a gap: the read takes the writer\'s place, earlier readers proceed, later writers wait', async () => {
       const [a, b, c] = [await scope.open(), await scope.open(), await scope.open()];
       const owner = new ReadWriteLock(a, 'downgrade');
