@@ -8,6 +8,8 @@ import { connect } from '../../src/connect.js';
 import { runInspect, type QueueView } from '../../src/inspect.js';
 import type { BatonSession } from '../../src/session.js';
 import { withZkClient, zkRemoveTree, zkTree } from '../harness/clean.js';
+import { TcpProxy } from '../harness/proxy.js';
+import { eventually } from '../support/wait.js';
 
 const TENANT_A = 'tenant-a:secret-of-a-7f3d';
 const TENANT_B = 'tenant-b:secret-of-b-91c2';
@@ -119,6 +121,39 @@ describe('ZooKeeper ACLs and digest credentials', () => {
       await zkRemoveTree(zk().connectString, `/${top}`, TENANT_A);
     }
   });
+
+  for (const acl of ['creator-only', 'creator-all-world-read'] as const) {
+    it(`a release made while disconnected is sent with the credentials once reconnected (${acl})`, async () => {
+      const proxy = await TcpProxy.start({ port: zk().ports[0]! });
+      try {
+        const options = { sessionTimeoutMs: zk().sessionTimeoutMs, auth: { scheme: 'digest' as const, credentials: TENANT_A }, acl };
+        const session = await connect(`zk://${proxy.address}/${namespace}`, options);
+        sessions.push(session);
+        const other = await open(options);
+        const held = await new FairMutex(session, 'blip').acquire();
+        const next = new FairMutex(other, 'blip').acquire({ timeoutMs: 20_000 });
+        next.catch(() => undefined);
+        await eventually('queued', async () => (await other.backend.list('blip')).length === 2);
+        // The connection drops and the server cannot be reached for a moment: the release is queued.
+        const suspended = new Promise<void>((resolve) => session.on('state', (state) => state === 'suspended' && resolve()));
+        proxy.refuse();
+        proxy.drop();
+        await suspended;
+        const released = held.release();
+        released.catch(() => undefined);
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        proxy.restore();
+        await released; // NoAuth here before: the delete went out ahead of the credentials
+        const granted = await next;
+        expect(granted.held).toBe(true);
+        expect((await other.backend.list('blip')).map((entry) => entry.key)).toEqual([granted.entry.key]);
+        await granted.release();
+      } finally {
+        await Promise.allSettled(sessions.splice(0).map((s) => s.close()));
+        await proxy.close();
+      }
+    });
+  }
 
   it('refuses bad credentials and policies up front without echoing the secret', async () => {
     const url = `zk://${zk().connectString}/acl-bad`;

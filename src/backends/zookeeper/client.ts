@@ -80,6 +80,29 @@ export function dropTornFrames(client: ZkClient): void {
 }
 
 /**
+ * node-zookeeper-client queues a new connection's auth packets (and the watches it sets again) behind
+ * every request made while it was disconnected, so the server answered those requests without the
+ * session's credentials: under a creator-only ACL a release made during a blip failed with NoAuth and
+ * left its entry in the queue. As ZooKeeper's Java client does, each new connection of `client` sends
+ * them ahead of everything that was waiting.
+ */
+export function sendAuthFirst(client: ZkClient): void {
+  type Packet = unknown;
+  type Manager = { onSocketConnected: () => void; packetQueue?: { queue?: Packet[] } };
+  const manager = (client as unknown as { connectionManager?: Partial<Manager> }).connectionManager;
+  if (manager === undefined || typeof manager.onSocketConnected !== 'function') return;
+  const onSocketConnected = manager.onSocketConnected;
+  manager.onSocketConnected = function (this: Manager) {
+    const waiting = this.packetQueue?.queue;
+    const before = Array.isArray(waiting) ? waiting.length : 0;
+    onSocketConnected.call(this);
+    // Nothing is sent before the server accepts the connection: what the call queued sits at the end.
+    const queue = this.packetQueue?.queue;
+    if (Array.isArray(queue) && queue.length > before && before > 0) queue.unshift(...queue.splice(before));
+  };
+}
+
+/**
  * Who may do what with the znodes baton creates (entries and the directories above them).
  * - `open`: everyone may do everything (ZooKeeper's `OPEN_ACL_UNSAFE`); the only policy without credentials.
  * - `creator-all-world-read`: the authenticated creator may do everything, everyone may read (so that
