@@ -122,6 +122,41 @@ describe('ZooKeeper ACLs and digest credentials', () => {
     }
   });
 
+  it('an acquire whose create succeeds but whose listing is refused fails with AccessDeniedError and deletes its entry', async () => {
+    // A directory the tenant may create and delete children in (and change the ACL of), but not list.
+    const { ACL, Id, Permission } = zookeeper as unknown as {
+      ACL: new (permission: number, id: unknown) => zookeeper.ACL;
+      Id: new (scheme: string, id: string) => unknown;
+      Permission: { CREATE: number; DELETE: number; ADMIN: number };
+    };
+    const blind = [new ACL(Permission.CREATE | Permission.DELETE | Permission.ADMIN, new Id('auth', ''))];
+    await withZkClient(
+      zk().connectString,
+      async (client) => {
+        expect(await code((cb) => client.create(`/${namespace}`, Buffer.alloc(0), aclFor('creator-all-world-read'), zookeeper.CreateMode.PERSISTENT, cb))).toBe(0);
+        expect(await code((cb) => client.create(`/${namespace}/blind`, Buffer.alloc(0), blind, zookeeper.CreateMode.PERSISTENT, cb))).toBe(0);
+      },
+      TENANT_A,
+    );
+    const a = await open({ auth: { scheme: 'digest', credentials: TENANT_A } });
+    await refusal(new FairMutex(a, 'blind').acquire({ timeoutMs: 5_000 }));
+    // Let the tenant list the directory again: the entry the refused acquire created is gone.
+    const children = await withZkClient(
+      zk().connectString,
+      async (client) => {
+        expect(await code((cb) => client.setACL(`/${namespace}/blind`, aclFor('creator-all-world-read'), -1, cb))).toBe(0);
+        for (let i = 0; i < 50; i += 1) {
+          const listed = await new Promise<string[]>((resolve, reject) => client.getChildren(`/${namespace}/blind`, (error, found) => (error ? reject(error) : resolve(found))));
+          if (listed.length === 0) return listed;
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        return ['still there'];
+      },
+      TENANT_A,
+    );
+    expect(children).toEqual([]);
+  });
+
   for (const acl of ['creator-only', 'creator-all-world-read'] as const) {
     it(`a release made while disconnected is sent with the credentials once reconnected (${acl})`, async () => {
       const proxy = await TcpProxy.start({ port: zk().ports[0]! });

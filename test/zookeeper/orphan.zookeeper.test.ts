@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { describe, expect, inject, it } from 'vitest';
 import { FairMutex } from '../../recipes/mutex.js';
 import zookeeper from 'node-zookeeper-client';
@@ -8,6 +9,16 @@ import type { BatonSession } from '../../src/session.js';
 import { useScope } from '../support/scope.js';
 import { useZkAdmin, zkFixture } from '../support/zookeeper.js';
 import { eventually } from '../support/wait.js';
+
+const require = createRequire(import.meta.url);
+const ConnectionManager = require('node-zookeeper-client/lib/ConnectionManager.js') as { prototype: object };
+/** Request types of the ZooKeeper protocol. */
+const CREATE = 1;
+const GET_CHILDREN2 = 12;
+interface QueuedRequest {
+  header?: { type?: number } | null;
+  payload?: { path?: string } | null;
+}
 
 function driverOf(session: BatonSession): ZkDriver {
   const driver = session.backend;
@@ -36,6 +47,52 @@ describe('ZooKeeper: a session deletes its own orphaned queue children', () => {
     expect(children.map((child) => `/${scope.namespace}/behind-own/${child}`)).toEqual([lock.entry.key]);
     expect(orphan).not.toBe(lock.entry.key);
     await lock.release();
+  });
+
+  it('a copy of its entry, left by an attempt whose reply was lost and applied only after the search for it, is swept while the acquire runs', async () => {
+    const session = await scope.open();
+    const mutex = new FairMutex(session, 'copy');
+    await (await mutex.acquire()).release(); // the directory exists
+    // The first create's reply is lost (the client is told CONNECTION_LOSS, the request is held back);
+    // the held create reaches the server just after the search for it was answered, as from a member
+    // that had not applied it yet. It then takes a lower sequence than the attempt that follows.
+    const manager = ConnectionManager.prototype as { queue(request: QueuedRequest, callback: (error: unknown, response?: unknown) => void): void };
+    const queue = manager.queue;
+    let stage: 'first create' | 'its listing' | 'the search' | 'done' = 'first create';
+    let heldBack: QueuedRequest | undefined;
+    manager.queue = function (this: unknown, request, callback) {
+      const { type } = request.header ?? {};
+      const path = request.payload?.path ?? '';
+      if (stage === 'first create' && type === CREATE && path.startsWith(`/${scope.namespace}/copy/`)) {
+        stage = 'its listing';
+        heldBack = request;
+        setImmediate(() => callback((zookeeper.Exception as unknown as { create(code: number): Error }).create(zookeeper.Exception.CONNECTION_LOSS)));
+        return;
+      }
+      if (type === GET_CHILDREN2 && path === `/${scope.namespace}/copy`) {
+        if (stage === 'its listing') stage = 'the search';
+        else if (stage === 'the search') {
+          stage = 'done';
+          const answered = callback;
+          callback = (error, response) => {
+            queue.call(this, heldBack!, () => undefined);
+            answered(error, response);
+          };
+        }
+      }
+      queue.call(this, request, callback);
+    };
+    try {
+      const removedBefore = zkCounters.orphansRemoved;
+      const lock = await mutex.acquire({ timeoutMs: withinMs() });
+      expect(stage).toBe('done');
+      expect(zkCounters.orphansRemoved - removedBefore).toBe(1);
+      const { children } = await getChildren(zkAdmin(), `/${scope.namespace}/copy`);
+      expect(children.map((child) => `/${scope.namespace}/copy/${child}`)).toEqual([lock.entry.key]);
+      await lock.release();
+    } finally {
+      manager.queue = queue;
+    }
   });
 
   it('listings are searched for orphans only once an enqueue has failed, and from then on', async () => {

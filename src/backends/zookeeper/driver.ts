@@ -52,8 +52,12 @@ export class ZkDriver implements Driver {
   readonly #ownPrefix = `_c_${this.#uuids.base}`;
   /** The keys of this session's entries: enqueued (or adopted) and not yet withdrawn. */
   readonly #mine = new Set<string>();
-  /** The uuids of enqueues still running: a child carrying one may be an entry not yet returned. */
-  readonly #creating = new Set<string>();
+  /**
+   * The uuids of enqueues still running: a child carrying one may be an entry not yet returned, until
+   * the enqueue knows its entry (the value): any other child carrying the uuid is then a copy, a create
+   * of an earlier attempt applied after its lost reply was searched for.
+   */
+  readonly #creating = new Map<string, string | undefined>();
   /** Orphans whose delete is on its way. */
   readonly #sweeping = new Set<string>();
   /**
@@ -177,7 +181,7 @@ export class ZkDriver implements Driver {
     // Placed `at` another entry: not sequential, but named with that entry's sequence so it sorts there.
     const path = at === undefined ? entryPrefix(dir, uuid, kind) : `${entryPrefix(dir, uuid, kind)}${sequenceOf(at)}`;
     const mode = at === undefined ? zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL : zookeeper.CreateMode.EPHEMERAL;
-    this.#creating.add(uuid);
+    this.#creating.set(uuid, undefined);
     try {
       for (let attempt = 0; ; attempt += 1) {
         this.#assertOpen();
@@ -209,9 +213,13 @@ export class ZkDriver implements Driver {
         try {
           listed = await listing;
         } catch {
-          listed = await this.#retry(getChildrenStart(this.#client, dir));
+          listed = await this.#retry(getChildrenStart(this.#client, dir)).catch((error: unknown) => this.#dropCreated(created, error));
         }
-        return this.#enqueued(queue, dir, created, listed.children, zkLong(listed.stat.czxid));
+        try {
+          return this.#enqueued(queue, dir, uuid, created, listed.children, zkLong(listed.stat.czxid));
+        } catch (error) {
+          return this.#dropCreated(created, error);
+        }
       }
     } catch (error) {
       // The create may have been applied without our knowing its name (a lost reply, or a failure
@@ -221,6 +229,15 @@ export class ZkDriver implements Driver {
     } finally {
       this.#creating.delete(uuid);
     }
+  }
+
+  /**
+   * An enqueue that fails after its create succeeded: the entry is deleted (as a withdraw would, in the
+   * background) rather than left to hold up the queue until a listing of this session's finds it.
+   */
+  #dropCreated(created: string, error: unknown): never {
+    this.#remove(created).catch(() => undefined);
+    throw error;
   }
 
   list(queue: string, through?: Entry): Promise<readonly Entry[]> {
@@ -299,27 +316,32 @@ export class ZkDriver implements Driver {
   }
 
   withdraw(entry: Entry): Promise<void> {
+    return this.#remove(entry.key);
+  }
+
+  /** Deletes an entry of ours, retried until it is gone or the session is (see `withdraw`). */
+  #remove(key: string): Promise<void> {
     if (this.#status !== 'open') return Promise.resolve();
     // The first attempt without an async frame of its own: most deletes need no other.
-    return this.#send(removeStart(this.#client, entry.key)).then(
+    return this.#send(removeStart(this.#client, key)).then(
       () => {
-        this.#mine.delete(entry.key);
+        this.#mine.delete(key);
       },
-      (error: unknown) => this.#withdrawFailed(entry, error),
+      (error: unknown) => this.#removeFailed(key, error),
     );
   }
 
   /** A delete that failed: done if the entry or the session is gone, otherwise sent again after a pause. */
-  async #withdrawFailed(entry: Entry, failure: unknown): Promise<void> {
+  async #removeFailed(key: string, failure: unknown): Promise<void> {
     for (let attempt = 0, error = failure; ; attempt += 1) {
-      if (isCode(error, ZkCode.NO_NODE)) this.#mine.delete(entry.key);
+      if (isCode(error, ZkCode.NO_NODE)) this.#mine.delete(key);
       if (isCode(error, ZkCode.NO_NODE) || sessionGone(error) || this.#requests.ended) return;
       if (!retriable(error)) throw this.#map(error);
       await backoff(attempt);
       if (this.#status !== 'open') return;
       try {
-        await this.#send(removeStart(this.#client, entry.key));
-        this.#mine.delete(entry.key);
+        await this.#send(removeStart(this.#client, key));
+        this.#mine.delete(key);
         return;
       } catch (next) {
         error = next;
@@ -379,7 +401,8 @@ export class ZkDriver implements Driver {
       if (isCode(error, ZkCode.NO_NODE)) return undefined; // no directory, so the create cannot have happened
       throw error;
     }
-    const mine = listing.children.find((child) => parseEntryName(child)?.uuid === uuid);
+    // Two attempts may both have been applied: the earlier place is ours, the copy is swept as an orphan.
+    const mine = listing.children.filter((child) => parseEntryName(child)?.uuid === uuid).sort((a, b) => a.slice(-10).localeCompare(b.slice(-10)))[0];
     if (mine === undefined) return undefined;
     const stat = await this.#retry(existsStart(this.#client, `${dir}/${mine}`));
     if (stat === null) return undefined;
@@ -387,7 +410,7 @@ export class ZkDriver implements Driver {
       throw new BackendError(`znode ${dir}/${mine} carries our uuid but belongs to another session`);
     }
     zkCounters.adopted += 1;
-    return this.#enqueued(queue, dir, `${dir}/${mine}`, listing.children, zkLong(listing.stat.czxid));
+    return this.#enqueued(queue, dir, uuid, `${dir}/${mine}`, listing.children, zkLong(listing.stat.czxid));
   }
 
   /** The entries of a listing; children baton did not create are left out, and reported. */
@@ -412,7 +435,7 @@ export class ZkDriver implements Driver {
       const path = `${dir}/${child}`;
       if (this.#mine.has(path) || this.#sweeping.has(path)) continue;
       const uuid = parseEntryName(child)?.uuid;
-      if (uuid === undefined || this.#creating.has(uuid)) continue;
+      if (uuid === undefined || (this.#creating.has(uuid) && this.#creating.get(uuid) === undefined)) continue;
       this.#sweeping.add(path);
       this.#send(removeStart(this.#client, path))
         .then(
@@ -441,8 +464,9 @@ export class ZkDriver implements Driver {
   }
 
   /** Ours from here on (before the listing is read, so that the orphan search passes over it). */
-  #enqueued(queue: string, dir: string, path: string, children: readonly string[], czxid: bigint): Enqueued {
+  #enqueued(queue: string, dir: string, uuid: string, path: string, children: readonly string[], czxid: bigint): Enqueued {
     this.#mine.add(path);
+    this.#creating.set(uuid, path); // any other child with this uuid is a copy, to be swept
     const entries = this.#entriesFromListing(queue, dir, children, czxid);
     const entry = entries.find((e) => e.key === path);
     if (entry === undefined) {
