@@ -170,13 +170,14 @@ export class EtcdDriver implements Driver {
           throw options.signal.reason;
         }
         // Each attempt goes to a member chosen at random: one that is down must not fail the connect.
-        if (isRecoverableError(error as Error) && Date.now() < deadline) {
+        if (isRecoverableError(error as Error) && !outOfSpace(error) && Date.now() < deadline) {
           await backoff(attempt);
           continue;
         }
         client.close();
         if (error instanceof EtcdAuthenticationFailedError) throw new AccessDeniedError('etcd refused the user name or password (authentication failed)');
         if (error instanceof EtcdPermissionDeniedError) throw new AccessDeniedError('etcd refused to grant a lease to this user (permission denied)');
+        if (outOfSpace(error)) throw new BackendError(OUT_OF_SPACE, { cause: error });
         throw new BackendError(`could not open an etcd session at ${options.hosts.join(',')} within ${options.connectTimeoutMs} ms`, { cause: error });
       }
     }
@@ -751,7 +752,7 @@ export class EtcdDriver implements Driver {
     if (this.#status !== 'open') return this.#retryAfter(request, 0); // throws the session's end
     // The first attempt without an async frame or a `.then` of its own: most requests need no other.
     return this.#send(request, (error) => {
-      if (error instanceof BatonError || !isRecoverableError(error as Error)) throw this.#map(error);
+      if (!retriable(error)) throw this.#map(error);
       return backoff(0).then(() => this.#retryAfter(request, 1));
     });
   }
@@ -763,7 +764,7 @@ export class EtcdDriver implements Driver {
       try {
         return await this.#send(request);
       } catch (error) {
-        if (error instanceof BatonError || !isRecoverableError(error as Error)) throw this.#map(error);
+        if (!retriable(error)) throw this.#map(error);
         await backoff(attempt);
       }
     }
@@ -771,6 +772,9 @@ export class EtcdDriver implements Driver {
 
   #map(error: unknown): Error {
     if (error instanceof BatonError) return error;
+    if (outOfSpace(error)) {
+      return new BackendError(OUT_OF_SPACE, { cause: error });
+    }
     if (error instanceof EtcdPermissionDeniedError) {
       return new AccessDeniedError(`etcd refused the request (permission denied): this user may not use ${this.#namespace}/`, { cause: error });
     }
@@ -781,6 +785,23 @@ export class EtcdDriver implements Driver {
     }
     return new BackendError('etcd request failed', { cause: error });
   }
+}
+
+/**
+ * A request to send again: one that failed on the way (etcd3's recoverable errors), but not a write
+ * refused for lack of space, which etcd counts among them (RESOURCE_EXHAUSTED) though it lasts until an
+ * operator steps in: retried, every acquire would hang, past its timeout, for as long as the alarm.
+ */
+function retriable(error: unknown): boolean {
+  return !(error instanceof BatonError) && isRecoverableError(error as Error) && !outOfSpace(error);
+}
+
+const OUT_OF_SPACE =
+  'etcd is out of space (its NOSPACE alarm is raised): it refuses new entries and leases until an operator compacts and defragments it and disarms the alarm';
+
+/** etcd's answer to a write while its NOSPACE alarm is raised. */
+function outOfSpace(error: unknown): boolean {
+  return error instanceof Error && error.message.includes('database space exceeded');
 }
 
 /** How long one attempt of a request may take: a third of the TTL, so a hung member costs one of three. */
