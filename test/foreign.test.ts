@@ -33,7 +33,8 @@ const plantZk: Plant = (namespace, queue) => {
 const plantEtcd: Plant = async (namespace, queue) => {
   const client = new Etcd3({ hosts: inject('etcdStandalone').endpoints });
   try {
-    const keys = [`${namespace}/${queue}/#/not-ours`, `${namespace}/${queue}/#/zzzz-1-lock`];
+    // The last is named like an entry, but has no lease (put by hand, or copied by `etcdctl make-mirror`).
+    const keys = [`${namespace}/${queue}/#/not-ours`, `${namespace}/${queue}/#/zzzz-1-lock`, `${namespace}/${queue}/#/00000000deadbeef-0-lock`];
     for (const key of keys) await client.put(key).value('x');
     return keys;
   } finally {

@@ -76,8 +76,8 @@ export function entriesFromRange(queue: string, prefix: string, kvs: readonly St
   const entries: Entry[] = [];
   for (const kv of kvs) {
     const key = kv.key.toString();
-    const match = ENTRY.exec(key.slice(prefix.length));
-    if (!key.startsWith(prefix) || match === null) continue;
+    const match = entryMatch(prefix, key, kv);
+    if (match === null) continue;
     const createdAt = BigInt(kv.create_revision);
     entries.push(new EtcdEntry(queue, key, match[3]!, match[4] === undefined ? createdAt : BigInt(match[4]), seenAt, createdAt));
   }
@@ -87,7 +87,31 @@ export function entriesFromRange(queue: string, prefix: string, kvs: readonly St
 
 /** Keys in a queue's range that baton did not write (nested locks live outside it, under their own `#/`). */
 export function foreignKeys(prefix: string, kvs: readonly StoredKey[]): string[] {
-  return kvs.map((kv) => kv.key.toString()).filter((key) => !key.startsWith(prefix) || ENTRY.exec(key.slice(prefix.length)) === null);
+  return kvs.filter((kv) => entryMatch(prefix, kv.key.toString(), kv) === null).map((kv) => kv.key.toString());
+}
+
+/**
+ * The parts of an entry's name, or null for a key that is no entry: one not named like an entry, or
+ * not attached to the lease its name gives. baton writes every entry with its session's lease; a key
+ * named like one without it (put by hand, copied by `make-mirror`, restored from a backup) would
+ * otherwise stand in the queue for ever, since no lease of it ever expires.
+ */
+function entryMatch(prefix: string, key: string, kv: StoredKey): RegExpExecArray | null {
+  if (!key.startsWith(prefix)) return null;
+  const match = ENTRY.exec(key.slice(prefix.length));
+  if (match === null || (kv.lease !== undefined && (kv.lease === '0' || hexOf(kv.lease) !== match[1]))) return null;
+  return match;
+}
+
+/** `leaseHex` of the leases seen lately: a queue's keys belong to few leases, read with every listing. */
+const leasesSeen = new Map<string, string>();
+function hexOf(lease: string): string {
+  let hex = leasesSeen.get(lease);
+  if (hex === undefined) {
+    if (leasesSeen.size >= 256) leasesSeen.clear();
+    leasesSeen.set(lease, (hex = leaseHex(lease)));
+  }
+  return hex;
 }
 
 /** The slot number in one of our keys. */
