@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { Socket } from 'node:net';
 import zookeeper from 'node-zookeeper-client';
 import { describe, expect, inject, it } from 'vitest';
@@ -6,6 +7,8 @@ import { create, getChildren, mkdirp, remove } from '../../src/backends/zookeepe
 import { useZkAdmin, zkFixture } from '../support/zookeeper.js';
 import { useScope } from '../support/scope.js';
 import { fourLetterWord } from '../harness/four-letter.js';
+
+const ConnectionManager = createRequire(import.meta.url)('node-zookeeper-client/lib/ConnectionManager.js') as { prototype: object };
 
 const ENTRY_NAME = /^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lock-\d{10}$/;
 
@@ -41,6 +44,29 @@ describe('FairMutex on ZooKeeper: backend specifics', () => {
     }
     const dir = Buffer.from(`/${scope.namespace}/one-write`);
     expect(batches.filter((batch) => batch.length === 2 && batch.every((chunk) => chunk.includes(dir)))).toHaveLength(1);
+  });
+
+  it('keeps working past 2^31 requests in one session: request ids wrap around instead of overflowing', async () => {
+    const session = await scope.open();
+    const mutex = new FairMutex(session, 'many-requests');
+    // The session's connection manager, caught as it queues a request.
+    const prototype = ConnectionManager.prototype as { queue(this: { xid: number }, ...args: unknown[]): void };
+    const queue = prototype.queue;
+    let manager: { xid: number } | undefined;
+    prototype.queue = function (...args) {
+      manager ??= this;
+      queue.apply(this, args);
+    };
+    try {
+      await (await mutex.acquire()).release();
+    } finally {
+      prototype.queue = queue;
+    }
+    manager!.xid = 2 ** 31 - 4; // as after two weeks of a busy session
+    for (let i = 0; i < 4; i += 1) await (await mutex.acquire({ timeoutMs: 5_000 })).release();
+    expect(manager!.xid).toBeGreaterThan(0);
+    expect(manager!.xid).toBeLessThan(100);
+    expect(session.state).toBe('connected');
   });
 
   it('keeps fencing tokens increasing when the lock directory is deleted and created again', async () => {

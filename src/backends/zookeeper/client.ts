@@ -79,6 +79,29 @@ export function dropTornFrames(client: ZkClient): void {
   };
 }
 
+/** The largest request id: the protocol's ids are signed 32-bit integers. */
+const MAX_XID = 0x7fffffff;
+
+/**
+ * node-zookeeper-client numbers a session's requests with an id it never wraps: after 2^31 requests
+ * (two weeks of a busy session) encoding one throws, every request fails, and closing the client throws
+ * out of a timer. As ZooKeeper's Java client does, the id goes back to 1 after the largest one (ids
+ * only pair a reply with its request, of which few are in flight).
+ */
+export function wrapRequestIds(client: ZkClient): void {
+  const manager = (client as unknown as { connectionManager?: { xid?: unknown } }).connectionManager;
+  if (manager === undefined || typeof manager.xid !== 'number') return;
+  let xid = manager.xid;
+  Object.defineProperty(manager, 'xid', {
+    configurable: true,
+    enumerable: true,
+    get: () => xid,
+    set: (value: number) => {
+      xid = value > MAX_XID ? 1 : value;
+    },
+  });
+}
+
 /**
  * node-zookeeper-client queues a new connection's auth packets (and the watches it sets again) behind
  * every request made while it was disconnected, so the server answered those requests without the

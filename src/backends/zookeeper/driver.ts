@@ -3,7 +3,7 @@ import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
 import { AccessDeniedError, BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
 import { addWaiter, backoff, fromPromise, InFlight, sameEntries, settleWaiters, type Recover, type Start, type Waiter } from '../requests.js';
-import { aclFor, corked, corkForTick, createStart, dropTornFrames, existsStart, getChildrenStart, getData, getDataStat, isCode, mkdirp, removeStart, sendAuthFirst, watchChildren, watchDataStart, ZkCode, zkLong, ZkServerCode, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
+import { aclFor, corked, corkForTick, createStart, dropTornFrames, existsStart, getChildrenStart, getData, getDataStat, isCode, mkdirp, removeStart, sendAuthFirst, watchChildren, watchDataStart, wrapRequestIds, ZkCode, zkLong, ZkServerCode, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
 import { entryPrefix, foreignChildren, ListingParser, parseEntryName, UuidSequence } from './names.js';
 
 export interface ZkDriverOptions {
@@ -80,6 +80,7 @@ export class ZkDriver implements Driver {
     });
     dropTornFrames(client);
     sendAuthFirst(client);
+    wrapRequestIds(client);
     for (const { scheme, credentials } of options.auth ?? []) client.addAuthInfo(scheme, Buffer.from(credentials));
     const openedAt = performance.now();
     await connected(client, options);
