@@ -55,7 +55,13 @@ export class ReadWriteLock {
     }
     // As the write lock's owner, whose write the read is placed at.
     const read = await (this.readLock as QueueLock).acquireAs(this.#writes.get(write), options ?? {});
-    await write.release();
+    try {
+      await write.release();
+    } catch (error) {
+      // Not downgraded: the caller keeps the write lock it asked to turn, not a read it never got.
+      await read.release().catch(() => undefined);
+      throw error;
+    }
     return read;
   }
 

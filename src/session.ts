@@ -271,11 +271,17 @@ export class BatonSession implements Session {
     }
   }
 
-  /** Each hold is checked on the server; one whose entry is gone (not by its own release) is lost. */
+  /**
+   * Each hold is checked on the server; one whose entry is gone (not by its own release) is lost, and
+   * no longer checked: nothing of it is left on the server (its release, if ever made, sends nothing).
+   */
   async #confirmHolds(): Promise<void> {
     for (const hold of [...this.#holds]) {
       try {
-        if (!(await this.#driver.confirm(hold.entry)) && !hold.releasing) hold.lose(new SessionLostError(`entry ${hold.entry.key} is gone from the server`));
+        if (!(await this.#driver.confirm(hold.entry)) && !hold.releasing) {
+          hold.lose(new SessionLostError(`entry ${hold.entry.key} is gone from the server`));
+          this.#holds.delete(hold);
+        }
       } catch (error) {
         // A hold being released was given up by its holder: its signal must not abort afterwards.
         if (!hold.releasing) hold.lose(error instanceof Error ? error : new SessionLostError('could not confirm the entry', { cause: error }));

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { LeaderElection } from '../../recipes/election.js';
 import { ClosedError, LockLostError, LockTimeoutError, SessionLostError } from '../../recipes/errors.js';
 import type { LockEvent } from '../../recipes/events.js';
@@ -147,12 +147,20 @@ export function eventsContract(getFixture: () => Fixture): void {
       const session = await scope.open();
       const events = record(session);
       const held = await new FairMutex(session, 'deleted').acquire();
+      const other = await new FairMutex(session, 'kept').acquire();
       await fixture.removeEntry(held.entry.key);
       await eventually('the holder told', () => held.signal.aborted, fixture.lossDeadlineMs);
-      // The session keeps confirming its holds (a sixth of the timeout apart) until the holder releases.
+      // The session keeps confirming its holds (a sixth of the timeout apart), but no longer the lost one:
+      // nothing of it is left on the server.
+      const confirm = vi.spyOn(session.backend, 'confirm');
       await sleep(Math.min(fixture.lossDeadlineMs, 1_000));
+      const confirmed = confirm.mock.calls.map(([entry]) => entry.key);
+      confirm.mockRestore();
+      expect(confirmed).toContain(other.entry.key);
+      expect(confirmed).not.toContain(held.entry.key);
       await held.release();
-      expect(story(events)).toEqual(['requested lock deleted', 'granted lock deleted', 'lost lock deleted']);
+      await other.release();
+      expect(story(events).filter((line) => line.endsWith(' deleted'))).toEqual(['requested lock deleted', 'granted lock deleted', 'lost lock deleted']);
     });
 
     it('read and write locks tell their kind; a downgrade tells the read grant, then the write release', async () => {

@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
-import { InvalidArgumentError, LockLostError, LockUpgradeError } from '../../recipes/errors.js';
+import { describe, expect, it, vi } from 'vitest';
+import { BackendError, InvalidArgumentError, LockLostError, LockUpgradeError } from '../../recipes/errors.js';
 import type { LockHandle } from '../../recipes/handle.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
@@ -156,6 +156,25 @@ export function rwContract(getFixture: () => Fixture): void {
       expect(writer.settled).toBe(false);
       await read.release();
       await (await writer.promise).release();
+    });
+
+    it('a downgrade whose write release fails keeps the write lock and leaves no read behind', async () => {
+      const a = await scope.open();
+      const rw = new ReadWriteLock(a, 'half-down');
+      const write = await rw.writeLock.acquire();
+      const refusal = new BackendError('refused by the test');
+      const withdraw = vi.spyOn(a.backend, 'withdraw').mockImplementationOnce(() => Promise.reject(refusal));
+      try {
+        await expect(rw.downgrade(write)).rejects.toBe(refusal);
+      } finally {
+        withdraw.mockRestore();
+      }
+      expect(write.held).toBe(true);
+      expect((await queue(a, 'half-down')).map((e) => e.key)).toEqual([write.entry.key]);
+      // Nothing of the failed downgrade is held: the object may still write, and downgrade again.
+      const read = await rw.downgrade(write);
+      await read.release();
+      expect(await queue(a, 'half-down')).toEqual([]);
     });
 
     it('takes the read lock at once for the holder of the write lock, ahead of queued writers', async () => {

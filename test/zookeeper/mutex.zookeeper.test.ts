@@ -2,7 +2,9 @@ import { createRequire } from 'node:module';
 import { Socket } from 'node:net';
 import zookeeper from 'node-zookeeper-client';
 import { describe, expect, inject, it } from 'vitest';
+import { LockTimeoutError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
+import type { ZkDriver } from '../../src/backends/zookeeper/driver.js';
 import { create, getChildren, mkdirp, remove } from '../../src/backends/zookeeper/client.js';
 import { useZkAdmin, zkFixture } from '../support/zookeeper.js';
 import { useScope } from '../support/scope.js';
@@ -67,6 +69,16 @@ describe('FairMutex on ZooKeeper: backend specifics', () => {
     expect(manager!.xid).toBeGreaterThan(0);
     expect(manager!.xid).toBeLessThan(100);
     expect(session.state).toBe('connected');
+  });
+
+  it('waits that time out leave nothing behind in the session (no path kept for a reconnect to watch again)', async () => {
+    const [a, b] = [await scope.open(), await scope.open()];
+    const driver = b.backend as ZkDriver;
+    const before = driver.waitedPaths;
+    const held = await Promise.all(Array.from({ length: 20 }, (_, i) => new FairMutex(a, `given-up/${i}`).acquire()));
+    for (let i = 0; i < 20; i += 1) await expect(new FairMutex(b, `given-up/${i}`).acquire({ timeoutMs: 20 })).rejects.toBeInstanceOf(LockTimeoutError);
+    expect(driver.waitedPaths).toBe(before);
+    for (const lock of held) await lock.release();
   });
 
   it('keeps fencing tokens increasing when the lock directory is deleted and created again', async () => {

@@ -265,7 +265,11 @@ export class ZkDriver implements Driver {
     const waiters = this.#waiters.get(entry.key) ?? new Set<Waiter>();
     const first = waiters.size === 0;
     this.#waiters.set(entry.key, waiters);
-    const waiting = addWaiter(waiters, signal, () => undefined);
+    // A waiter that gives up leaves nothing behind: the path's last one takes its set with it (the
+    // server's watch stays until it fires; it is not armed again after a reconnect).
+    const waiting = addWaiter(waiters, signal, () => {
+      if (waiters.size === 0 && this.#waiters.get(entry.key) === waiters) this.#waiters.delete(entry.key);
+    });
     if (first) this.#arm(entry.key);
     return waiting;
   }
@@ -447,6 +451,11 @@ export class ZkDriver implements Driver {
         )
         .finally(() => this.#sweeping.delete(path));
     }
+  }
+
+  /** @internal For tests: how many paths have local waiters for their deletion. */
+  get waitedPaths(): number {
+    return this.#waiters.size;
   }
 
   /** @internal For tests: whether listings are searched for this session's orphans (see `#orphansPossible`). */
