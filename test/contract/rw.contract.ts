@@ -220,7 +220,8 @@ export function rwContract(getFixture: () => Fixture): void {
       const first = await new ReadWriteLock(sessions[0]!, 'herd').writeLock.acquire();
       const writers: Promise<void>[] = [];
       for (let i = 0; i < 50; i += 1) writers.push(new ReadWriteLock(sessions[i % 2]!, 'herd').writeLock.withLock(() => undefined));
-      await eventually('50 writers watching', async () => (await watched()).length === 50);
+      // Watches on entries (on ZooKeeper a session may also keep one on the directory it found quiet).
+      await eventually('50 writers watching', async () => (await watched()).filter((path) => !path.endsWith('/herd')).length === 50);
       const before = fixture.notifications();
       await first.release();
       await Promise.all(writers);

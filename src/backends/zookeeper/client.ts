@@ -216,6 +216,52 @@ export function watchDataStart(client: ZkClient, path: string, watcher: (event: 
   };
 }
 
+/**
+ * Reads a node's stat and, if it exists, leaves a data watch on it (fired by its deletion or a change of
+ * its data, not by its children). Null if the node does not exist (no watch is left then).
+ */
+export function watchStatStart(client: ZkClient, path: string, watcher: (event: zookeeper.Event) => void): Start<ZkStat | null> {
+  return (done) => {
+    const answered = (error: unknown, found?: { stat: ZkStat }): void => {
+      if (error === null || error === undefined) done(null, found!.stat);
+      else if (isCode(error, zookeeper.Exception.NO_NODE)) done(null, null);
+      else done(error);
+    };
+    const queue = directQueue(client);
+    if (queue !== undefined) watchDataDirect(queue, path, watcher, answered);
+    else client.getData(path, watcher, (error, _data, stat) => answered(error, { stat }));
+  };
+}
+
+/**
+ * Takes `watcher` off the client's data watches of `path`, so that the client keeps nothing for it and
+ * does not set it again after a reconnect (the server keeps its copy until it fires or the connection
+ * ends: a 3.4 client cannot remove a watch). False if the client's watch registry is not the expected one.
+ */
+export function dropDataWatcher(client: ZkClient, path: string, watcher: (event: zookeeper.Event) => void): boolean {
+  const watchers = dataWatchersOf(client);
+  if (watchers === undefined) return false;
+  const emitter = watchers[path];
+  if (emitter === undefined) return true;
+  emitter.removeListener('notification', watcher);
+  if (emitter.listenerCount('notification') === 0) delete watchers[path];
+  return true;
+}
+
+/** Whether `dropDataWatcher` can do its work with this client. */
+export function canDropDataWatchers(client: ZkClient): boolean {
+  return dataWatchersOf(client) !== undefined;
+}
+
+type WatcherEmitter = { removeListener(event: string, listener: unknown): void; listenerCount(event: string): number };
+
+/** The client's data watches by path (node-zookeeper-client 1.1 keeps an emitter per path), if found. */
+function dataWatchersOf(client: ZkClient): Record<string, WatcherEmitter | undefined> | undefined {
+  const manager = (client as unknown as { connectionManager?: { watcherManager?: { dataWatchers?: unknown } } }).connectionManager;
+  const watchers = manager?.watcherManager?.dataWatchers;
+  return watchers !== null && typeof watchers === 'object' ? (watchers as Record<string, WatcherEmitter | undefined>) : undefined;
+}
+
 /** Promise adapters; requests are queued in call order, so two calls made back to back are pipelined. */
 export function create(client: ZkClient, path: string, mode: number, data: Buffer = Buffer.alloc(0), acl = OPEN): Promise<string> {
   return started(createStart(client, path, mode, data, acl));

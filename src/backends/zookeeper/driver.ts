@@ -3,8 +3,8 @@ import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
 import { AccessDeniedError, BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
 import { addWaiter, backoff, fromPromise, InFlight, sameEntries, settleWaiters, type Recover, type Start, type Waiter } from '../requests.js';
-import { aclFor, corked, corkForTick, createStart, dropTornFrames, existsStart, getChildrenStart, getData, getDataStat, isCode, mkdirp, removeStart, sendAuthFirst, watchChildren, watchDataStart, wrapRequestIds, ZkCode, zkLong, ZkServerCode, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
-import { entryPrefix, foreignChildren, ListingParser, parseEntryName, UuidSequence } from './names.js';
+import { aclFor, canDropDataWatchers, corked, corkForTick, createStart, dropDataWatcher, dropTornFrames, existsStart, getChildrenStart, getData, getDataStat, isCode, mkdirp, removeStart, sendAuthFirst, watchChildren, watchDataStart, watchStatStart, wrapRequestIds, ZkCode, zkLong, ZkServerCode, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
+import { entryPrefix, foreignChildren, ListingParser, parseEntryName, sequenceOf as childSequence, UuidSequence } from './names.js';
 
 export interface ZkDriverOptions {
   /** `host:port,host:port` */
@@ -21,10 +21,37 @@ export interface ZkDriverOptions {
   readonly signal?: AbortSignal | undefined;
 }
 
-/** Counters for tests and benchmarks: watch notifications received, entries adopted after a lost reply. */
-export const zkCounters = { notifications: 0, adopted: 0, orphansRemoved: 0 };
+/**
+ * Counters for tests and benchmarks: watch notifications received (for waiters), entries adopted after a
+ * lost reply, orphans removed, and enqueues that found their entry alone without a listing.
+ */
+export const zkCounters = { notifications: 0, adopted: 0, orphansRemoved: 0, unlisted: 0 };
 
 const MAX_PARENT_RETRIES = 10;
+/** How many directories found quiet a session keeps (and keeps a watch on), the most recently used. */
+const QUIET_DIRECTORIES = 64;
+
+/**
+ * A queue directory in which this session found no entry but its own, with what it takes to prove from
+ * a create's reply alone that the entry it creates there next is again the only one (see
+ * `ZkDriver.#aloneAfter`). Only within one incarnation of the directory, which a watch on it stands for.
+ * Kept while the watch stands (a 3.4 client cannot remove it), also when the directory is busy again.
+ */
+interface Quiet {
+  /** The incarnation (the directory's czxid) of the listing that found it quiet. */
+  czxid: bigint;
+  /**
+   * How many children the directory had been given by then, and by this session's unlisted entries
+   * since; -1 when the last listing did not find it quiet.
+   */
+  creates: number;
+  /** This session's entries in it that existed then or were created unlisted since, and whose delete has not been answered. */
+  readonly mine: Set<string>;
+  /** The connection (see `#connection`) on which the watch on the directory was confirmed, or -1. */
+  watched: number;
+  /** The directory's watcher: one function, so that the client keeps one registration of it. */
+  readonly watcher: (event: zookeeper.Event) => void;
+}
 
 /** The ZooKeeper backend on node-zookeeper-client: one client (one ZooKeeper session) per driver. */
 export class ZkDriver implements Driver {
@@ -65,6 +92,10 @@ export class ZkDriver implements Driver {
    * create failed or that failed after its create (until then no listing is searched for orphans).
    */
   #orphansPossible = false;
+  /** Directories found quiet, the most recently used last (see `Quiet`). */
+  readonly #quiet = new Map<string, Quiet>();
+  /** Counts the client's state changes: a watch confirmed on one connection says nothing of the time another was down. */
+  #connection = 0;
   /** Every request still in flight settles with the reason the session ended. */
   readonly #requests = new InFlight((error) => this.#onRequestFailed(error));
   readonly #heartbeat: NodeJS.Timeout;
@@ -188,13 +219,21 @@ export class ZkDriver implements Driver {
         this.#assertOpen();
         // Sent back to back in one write: the server processes the listing after the create, so it shows
         // it. With other requests in flight, that write waits for the end of the turn too (see `#send`).
+        // In a directory found quiet the create goes alone, and the listing only if its reply cannot
+        // show our entry alone (`#aloneAfter`).
         this.#corkIfBusy();
-        const [creating, listing] = corked(this.#client, () => [
-          this.#requests.call(createStart(this.#client, path, mode, payload, this.#acl)),
-          this.#requests.call(getChildrenStart(this.#client, dir)),
-        ] as const);
-        // Read only once the create succeeded; until then its failure must not go unhandled.
-        listing.catch(() => undefined);
+        let creating: Promise<string>;
+        let listing: Promise<{ children: string[]; stat: ZkStat }> | undefined;
+        if (at === undefined && attempt === 0 && this.#mayGoUnlisted(dir)) {
+          creating = this.#requests.call(createStart(this.#client, path, mode, payload, this.#acl));
+        } else {
+          [creating, listing] = corked(this.#client, () => [
+            this.#requests.call(createStart(this.#client, path, mode, payload, this.#acl)),
+            this.#requests.call(getChildrenStart(this.#client, dir)),
+          ] as const);
+          // Read only once the create succeeded; until then its failure must not go unhandled.
+          listing.catch(() => undefined);
+        }
         let created: string;
         try {
           created = await creating;
@@ -210,17 +249,22 @@ export class ZkDriver implements Driver {
           await backoff(attempt);
           continue;
         }
-        let listed: { children: string[]; stat: ZkStat };
-        try {
-          listed = await listing;
-        } catch {
-          listed = await this.#retry(getChildrenStart(this.#client, dir)).catch((error: unknown) => this.#dropCreated(created, error));
+        let listed: { children: string[]; stat: ZkStat } | undefined;
+        if (listing === undefined) {
+          const alone = this.#aloneAfter(queue, dir, uuid, created);
+          if (alone !== undefined) return alone;
+        } else {
+          listed = await listing.catch(() => undefined);
         }
+        listed ??= await this.#retry(getChildrenStart(this.#client, dir)).catch((error: unknown) => this.#dropCreated(created, error));
+        let enqueued: Enqueued;
         try {
-          return this.#enqueued(queue, dir, uuid, created, listed.children, zkLong(listed.stat.czxid));
+          enqueued = this.#enqueued(queue, dir, uuid, created, listed.children, zkLong(listed.stat.czxid));
         } catch (error) {
           return this.#dropCreated(created, error);
         }
+        if (at === undefined) this.#noteQuiet(dir, created, listed, enqueued.queue);
+        return enqueued;
       }
     } catch (error) {
       // The create may have been applied without our knowing its name (a lost reply, or a failure
@@ -329,9 +373,7 @@ export class ZkDriver implements Driver {
     if (this.#status !== 'open') return Promise.resolve();
     // The first attempt without an async frame of its own: most deletes need no other.
     return this.#send(removeStart(this.#client, key)).then(
-      () => {
-        this.#mine.delete(key);
-      },
+      () => this.#gone(key),
       (error: unknown) => this.#removeFailed(key, error),
     );
   }
@@ -339,14 +381,14 @@ export class ZkDriver implements Driver {
   /** A delete that failed: done if the entry or the session is gone, otherwise sent again after a pause. */
   async #removeFailed(key: string, failure: unknown): Promise<void> {
     for (let attempt = 0, error = failure; ; attempt += 1) {
-      if (isCode(error, ZkCode.NO_NODE)) this.#mine.delete(key);
+      if (isCode(error, ZkCode.NO_NODE)) this.#gone(key);
       if (isCode(error, ZkCode.NO_NODE) || sessionGone(error) || this.#requests.ended) return;
       if (!retriable(error)) throw this.#map(error);
       await backoff(attempt);
       if (this.#status !== 'open') return;
       try {
         await this.#send(removeStart(this.#client, key));
-        this.#mine.delete(key);
+        this.#gone(key);
         return;
       } catch (next) {
         error = next;
@@ -453,6 +495,11 @@ export class ZkDriver implements Driver {
     }
   }
 
+  /** @internal For tests: the directories found quiet, each with a watch of this session's on it. */
+  get quietDirectories(): string[] {
+    return [...this.#quiet.keys()];
+  }
+
   /** @internal For tests: how many paths have local waiters for their deletion. */
   get waitedPaths(): number {
     return this.#waiters.size;
@@ -484,6 +531,102 @@ export class ZkDriver implements Driver {
       throw new BackendError(`created ${path} but the listing of ${dir} does not show it`);
     }
     return { entry, queue: entries };
+  }
+
+  /** An entry of ours the server has answered is gone (our delete, or a delete that found it gone). */
+  #gone(key: string): void {
+    this.#mine.delete(key);
+    this.#quiet.get(key.slice(0, key.lastIndexOf('/')))?.mine.delete(key);
+  }
+
+  /** Whether an enqueue into `dir` may send its create without a listing. */
+  #mayGoUnlisted(dir: string): boolean {
+    const quiet = this.#quiet.get(dir);
+    return quiet !== undefined && quiet.creates >= 0 && quiet.watched === this.#connection && quiet.mine.size === 0 && !this.#orphansPossible;
+  }
+
+  /**
+   * Our new entry `path`, created without a listing, if its create's reply alone shows it to be the only
+   * entry of its queue. ZooKeeper numbers a sequential child with the count of children its directory
+   * had been given before it: deletes do not move that count, and a listing reports it within its
+   * cversion (2 x creates - children). So a sequence equal to the count that the quiet listing implied
+   * (plus our unlisted entries since) shows that nobody created a child since that listing; and every
+   * entry there then was ours and has been deleted (each delete answered, so applied before this
+   * create: replies come in the order the server processed the requests). That holds within one
+   * incarnation of the directory (one removed and created again counts from zero): the watch on the
+   * directory answers for that, since ZooKeeper sends the notification of its deletion ahead of the
+   * reply to any later request on the same connection. A watch confirmed on an earlier connection
+   * proves nothing (requests queued while disconnected are sent before the watches are set again).
+   * Undefined when any of it does not hold: the caller then lists.
+   */
+  #aloneAfter(queue: string, dir: string, uuid: string, path: string): Enqueued | undefined {
+    const quiet = this.#quiet.get(dir);
+    const child = path.slice(dir.length + 1);
+    if (quiet === undefined || quiet.creates < 0 || quiet.watched !== this.#connection || quiet.mine.size > 0 || this.#orphansPossible) return undefined;
+    if (childSequence(child) !== quiet.creates) return undefined;
+    quiet.creates += 1;
+    quiet.mine.add(path);
+    zkCounters.unlisted += 1;
+    return this.#enqueued(queue, dir, uuid, path, [child], quiet.czxid);
+  }
+
+  /**
+   * After the listing that came with our new entry `path`: the directory is quiet if that entry is its
+   * only entry and it was given no child after ours (the listing's count of creates, checked against
+   * our sequence: the arithmetic of `#aloneAfter` checked too). A directory found quiet for the first
+   * time is only remembered; found quiet again, it gets its watch (a request, made once per directory
+   * and connection), after which its enqueues can go unlisted.
+   */
+  #noteQuiet(dir: string, path: string, listed: { children: string[]; stat: ZkStat }, entries: readonly Entry[]): void {
+    const creates = (listed.stat.cversion + listed.children.length) / 2;
+    const quiet = this.#quiet.get(dir);
+    if (entries.length !== 1 || entries[0]!.key !== path || creates !== childSequence(path.slice(dir.length + 1)) + 1) {
+      if (quiet !== undefined) quiet.creates = -1; // busy: its watch stays, for when it is quiet again
+      return;
+    }
+    const czxid = zkLong(listed.stat.czxid);
+    if (quiet === undefined) {
+      if (!canDropDataWatchers(this.#client)) return; // its watch could not be let go of again
+      const watcher = (): void => {
+        // Removed, or its data changed: unknown from here on (the client has dropped the fired watch).
+        if (this.#quiet.get(dir)?.watcher === watcher) this.#quiet.delete(dir);
+      };
+      this.#quiet.set(dir, { czxid, creates, mine: new Set([path]), watched: -1, watcher });
+      if (this.#quiet.size > QUIET_DIRECTORIES) this.#forgetQuiet(this.#quiet.keys().next().value!);
+      return;
+    }
+    this.#quiet.delete(dir);
+    this.#quiet.set(dir, quiet); // most recent last
+    if (quiet.czxid !== czxid) {
+      quiet.czxid = czxid;
+      quiet.watched = -1;
+    }
+    quiet.creates = creates;
+    quiet.mine.clear();
+    quiet.mine.add(path);
+    if (quiet.watched !== this.#connection) this.#watchQuiet(dir, quiet);
+  }
+
+  /** Sets the directory's watch; it counts from its reply on, if the directory is the incarnation found quiet. */
+  #watchQuiet(dir: string, quiet: Quiet): void {
+    this.#send(watchStatStart(this.#client, dir, quiet.watcher)).then(
+      (stat) => {
+        if (stat !== null && zkLong(stat.czxid) === quiet.czxid) quiet.watched = this.#connection;
+        else quiet.creates = -1; // another incarnation: quiet again only after a listing of that one
+      },
+      () => undefined, // not set: the next listing that finds the directory quiet sets it again
+    );
+  }
+
+  /**
+   * Forgets a directory (the least recently used, past `QUIET_DIRECTORIES`), and lets go of its watch
+   * in the client. The server keeps its copy until the directory changes or the connection ends.
+   */
+  #forgetQuiet(dir: string): void {
+    const quiet = this.#quiet.get(dir);
+    if (quiet === undefined) return;
+    this.#quiet.delete(dir);
+    dropDataWatcher(this.#client, dir, quiet.watcher);
   }
 
   /**
@@ -561,6 +704,7 @@ export class ZkDriver implements Driver {
   }
 
   #onState(state: zookeeper.State): void {
+    this.#connection += 1;
     if (this.#status !== 'open') return;
     if (state === zookeeper.State.SYNC_CONNECTED) {
       if (this.#suspended) this.#recheckWatches();

@@ -52,7 +52,7 @@ const KINDS = ['lock', 'read', 'write', 'candidate'];
  * by hand, since every listing under contention brings children new to the parser and the pattern's
  * match arrays were a good part of what a listing cost.
  */
-function sequenceOf(child: string): number {
+export function sequenceOf(child: string): number {
   const end = child.length - SEQUENCE_DIGITS - 1; // the dash before the sequence
   if (end <= KIND_AT || !child.startsWith('_c_') || child.charCodeAt(end) !== DASH || child.charCodeAt(KIND_AT - 1) !== DASH) return -1;
   for (let i = 3; i < KIND_AT - 1; i += 1) {
