@@ -54,6 +54,25 @@ describe('ZooKeeper: enqueues into a quiet directory', () => {
     await (await waiting).release();
   });
 
+  it('stop going unlisted while two sessions take turns: one miss, then a create and its listing together again', async () => {
+    const [a, b] = [await scope.open(), await scope.open()];
+    const [mutexA, mutexB] = [new FairMutex(a, 'turns'), new FairMutex(b, 'turns')];
+    for (let i = 0; i < 3; i += 1) await (await mutexA.acquire()).release();
+    const [unlisted, missed] = [zkCounters.unlisted, zkCounters.unlistedMissed];
+    for (let i = 0; i < 5; i += 1) {
+      await (await mutexB.acquire({ timeoutMs: withinMs() })).release();
+      await (await mutexA.acquire({ timeoutMs: withinMs() })).release();
+    }
+    // a's first create after b's misses and lists; from then on a lists with every create, since b keeps
+    // creating in between (the same for b, which never found the directory quiet twice in a row).
+    expect(zkCounters.unlistedMissed - missed).toBe(1);
+    expect(zkCounters.unlisted - unlisted).toBe(0);
+    // Alone again, a goes unlisted from its second cycle on: the first one's listing shows that nobody
+    // else created an entry since a's previous one, and the directory's watch still stands.
+    for (let i = 0; i < 4; i += 1) await (await mutexA.acquire()).release();
+    expect(zkCounters.unlisted - unlisted).toBe(3);
+  });
+
   it('see a directory removed and created again, even when the new one has had exactly as many creates', async () => {
     const [a, b] = [await scope.open(), await scope.open()];
     const dir = `/${scope.namespace}/again`;

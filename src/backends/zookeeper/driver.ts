@@ -23,9 +23,10 @@ export interface ZkDriverOptions {
 
 /**
  * Counters for tests and benchmarks: watch notifications received (for waiters), entries adopted after a
- * lost reply, orphans removed, and enqueues that found their entry alone without a listing.
+ * lost reply, orphans removed, and enqueues that found their entry alone without a listing (and that
+ * tried to, but had to list after all).
  */
-export const zkCounters = { notifications: 0, adopted: 0, orphansRemoved: 0, unlisted: 0 };
+export const zkCounters = { notifications: 0, adopted: 0, orphansRemoved: 0, unlisted: 0, unlistedMissed: 0 };
 
 const MAX_PARENT_RETRIES = 10;
 /** How many directories found quiet a session keeps (and keeps a watch on), the most recently used. */
@@ -42,9 +43,14 @@ interface Quiet {
   czxid: bigint;
   /**
    * How many children the directory had been given by then, and by this session's unlisted entries
-   * since; -1 when the last listing did not find it quiet.
+   * since; -1 while enqueues list (the last listing did not find it quiet, or someone else queued
+   * since the one before: taking turns with another session, an unlisted create would miss each time).
    */
   creates: number;
+  /** The sequence this session's next create takes if nobody else creates one meanwhile; -1 if unknown. */
+  next: number;
+  /** Whether a request setting the watch is on its way. */
+  arming: boolean;
   /** This session's entries in it that existed then or were created unlisted since, and whose delete has not been answered. */
   readonly mine: Set<string>;
   /** The connection (see `#connection`) on which the watch on the directory was confirmed, or -1. */
@@ -251,7 +257,12 @@ export class ZkDriver implements Driver {
         }
         let listed: { children: string[]; stat: ZkStat } | undefined;
         if (listing === undefined) {
-          const alone = this.#aloneAfter(queue, dir, uuid, created);
+          let alone: Enqueued | undefined;
+          try {
+            alone = this.#aloneAfter(queue, dir, uuid, created);
+          } catch (error) {
+            return this.#dropCreated(created, error);
+          }
           if (alone !== undefined) return alone;
         } else {
           listed = await listing.catch(() => undefined);
@@ -563,9 +574,18 @@ export class ZkDriver implements Driver {
     const quiet = this.#quiet.get(dir);
     const child = path.slice(dir.length + 1);
     if (quiet === undefined || quiet.creates < 0 || quiet.watched !== this.#connection || quiet.mine.size > 0 || this.#orphansPossible) return undefined;
-    if (childSequence(child) !== quiet.creates) return undefined;
+    if (childSequence(child) !== quiet.creates) {
+      // Someone else queued since: enqueues list again until a listing shows this session alone twice.
+      zkCounters.unlistedMissed += 1;
+      quiet.creates = -1;
+      quiet.next = -1;
+      return undefined;
+    }
     quiet.creates += 1;
+    quiet.next = quiet.creates;
     quiet.mine.add(path);
+    this.#quiet.delete(dir);
+    this.#quiet.set(dir, quiet); // most recent last
     zkCounters.unlisted += 1;
     return this.#enqueued(queue, dir, uuid, path, [child], quiet.czxid);
   }
@@ -573,9 +593,9 @@ export class ZkDriver implements Driver {
   /**
    * After the listing that came with our new entry `path`: the directory is quiet if that entry is its
    * only entry and it was given no child after ours (the listing's count of creates, checked against
-   * our sequence: the arithmetic of `#aloneAfter` checked too). A directory found quiet for the first
-   * time is only remembered; found quiet again, it gets its watch (a request, made once per directory
-   * and connection), after which its enqueues can go unlisted.
+   * our sequence: the arithmetic of `#aloneAfter` checked too). Its enqueues go unlisted only once it is
+   * found quiet with nobody else's create since this session's previous one (so not while two sessions
+   * take turns), and once its watch is set (a request, made once per directory and connection).
    */
   #noteQuiet(dir: string, path: string, listed: { children: string[]; stat: ZkStat }, entries: readonly Entry[]): void {
     const creates = (listed.stat.cversion + listed.children.length) / 2;
@@ -591,7 +611,7 @@ export class ZkDriver implements Driver {
         // Removed, or its data changed: unknown from here on (the client has dropped the fired watch).
         if (this.#quiet.get(dir)?.watcher === watcher) this.#quiet.delete(dir);
       };
-      this.#quiet.set(dir, { czxid, creates, mine: new Set([path]), watched: -1, watcher });
+      this.#quiet.set(dir, { czxid, creates: -1, next: creates, arming: false, mine: new Set([path]), watched: -1, watcher });
       if (this.#quiet.size > QUIET_DIRECTORIES) this.#forgetQuiet(this.#quiet.keys().next().value!);
       return;
     }
@@ -600,21 +620,34 @@ export class ZkDriver implements Driver {
     if (quiet.czxid !== czxid) {
       quiet.czxid = czxid;
       quiet.watched = -1;
+      quiet.next = -1;
     }
-    quiet.creates = creates;
+    const alone = childSequence(path.slice(dir.length + 1)) === quiet.next;
+    quiet.creates = alone ? creates : -1;
+    quiet.next = creates;
     quiet.mine.clear();
     quiet.mine.add(path);
-    if (quiet.watched !== this.#connection) this.#watchQuiet(dir, quiet);
+    if (alone && quiet.watched !== this.#connection) this.#watchQuiet(dir, quiet);
   }
 
   /** Sets the directory's watch; it counts from its reply on, if the directory is the incarnation found quiet. */
   #watchQuiet(dir: string, quiet: Quiet): void {
+    if (quiet.arming) return;
+    quiet.arming = true;
+    const settled = (): boolean => {
+      quiet.arming = false;
+      if (this.#quiet.get(dir) === quiet) return true;
+      // Forgotten meanwhile (its watch fired, or it was the least recently used): nothing to keep.
+      dropDataWatcher(this.#client, dir, quiet.watcher);
+      return false;
+    };
     this.#send(watchStatStart(this.#client, dir, quiet.watcher)).then(
       (stat) => {
+        if (!settled()) return;
         if (stat !== null && zkLong(stat.czxid) === quiet.czxid) quiet.watched = this.#connection;
-        else quiet.creates = -1; // another incarnation: quiet again only after a listing of that one
+        else quiet.creates = -1; // another incarnation: quiet again only after listings of that one
       },
-      () => undefined, // not set: the next listing that finds the directory quiet sets it again
+      () => void settled(), // not set: the next listing that finds the directory quiet sets it again
     );
   }
 
