@@ -118,6 +118,7 @@ export class Reentrant {
 
   /** Releases one level of `owner`'s hold (default: the current context's owner). */
   async release(options: { owner?: unknown } = {}): Promise<void> {
+    if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options', options, 'an object such as { owner }');
     const owner = 'owner' in options ? options.owner : this.#context.getStore();
     const held = this.#holds.get(owner);
     if (held === undefined) throw new NotHeldError(`${this.name}: released more often than acquired by this owner`);

@@ -96,6 +96,7 @@ function cases(): Case[] {
     mentions: ['write lock handle', 'held write lock of this ReadWriteLock'],
   });
   list.push({ what: 'reentrant release by an owner that holds nothing', run: (s) => new Reentrant(new FairMutex(s, 'jobs')).release({ owner: 'nobody' }), error: NotHeldError, mentions: ['released more often than acquired'] });
+  list.push({ what: 'reentrant release with null options', run: (s) => new Reentrant(new FairMutex(s, 'jobs')).release(null as never), error: InvalidArgumentError, mentions: ['null', 'owner'] });
   return list;
 }
 

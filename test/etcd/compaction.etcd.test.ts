@@ -1,34 +1,21 @@
-import { Etcd3 } from 'etcd3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FairMutex } from '../../recipes/mutex.js';
 import type { EtcdDriver } from '../../src/backends/etcd/driver.js';
-import { startEtcd, type EtcdCluster } from '../harness/etcd.js';
-import { etcdFixtureOf } from '../support/etcd.js';
-import { useScope } from '../support/scope.js';
+import { useOwnEtcd } from '../support/etcd.js';
 import { eventually } from '../support/wait.js';
 
 const TTL_SECONDS = 2;
 
 // An etcd of its own: compacting the shared server's history would break other files' watches.
 describe('etcd: waits whose start revision was compacted away (a wait for an entry, a wait for any change)', () => {
-  let etcd: EtcdCluster;
-  let admin: Etcd3;
-  beforeAll(async () => {
-    etcd = await startEtcd({ size: 1 });
-    admin = new Etcd3({ hosts: etcd.endpoints });
-  });
-  afterAll(async () => {
-    admin?.close();
-    await etcd?.stop();
-  });
-  const scope = useScope(() => etcdFixtureOf({ endpoints: etcd.endpoints, ttlSeconds: TTL_SECONDS }, 'etcd (own server)'));
+  const { scope, admin } = useOwnEtcd(TTL_SECONDS);
 
   /** Writes elsewhere, then compacts the history up to the head: every older revision is gone. */
   async function compactToHead(): Promise<void> {
-    for (let i = 0; i < 3; i += 1) await admin.put(`elsewhere-${scope.namespace}`).value(String(i));
-    const { header } = await admin.kv.range({ key: Buffer.from(`elsewhere-${scope.namespace}`) });
-    await admin.kv.compact({ revision: header.revision, physical: true });
-    await admin.delete().key(`elsewhere-${scope.namespace}`);
+    for (let i = 0; i < 3; i += 1) await admin().put(`elsewhere-${scope.namespace}`).value(String(i));
+    const { header } = await admin().kv.range({ key: Buffer.from(`elsewhere-${scope.namespace}`) });
+    await admin().kv.compact({ revision: header.revision, physical: true });
+    await admin().delete().key(`elsewhere-${scope.namespace}`);
   }
 
   it('a wait for an entry read before the compaction is still woken when the entry goes', async () => {

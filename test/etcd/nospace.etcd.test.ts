@@ -1,11 +1,9 @@
-import { Etcd3 } from 'etcd3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Etcd3 } from 'etcd3';
+import { describe, expect, it } from 'vitest';
 import { BackendError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { connect } from '../../src/connect.js';
-import { startEtcd, type EtcdCluster } from '../harness/etcd.js';
-import { etcdFixtureOf } from '../support/etcd.js';
-import { useScope } from '../support/scope.js';
+import { useOwnEtcd } from '../support/etcd.js';
 
 const TTL_SECONDS = 2;
 
@@ -16,22 +14,12 @@ async function nospace(admin: Etcd3, action: 'Activate' | 'Deactivate'): Promise
 
 // An etcd of its own: the alarm stops every write to the server.
 describe('etcd: out of space (the NOSPACE alarm raised)', () => {
-  let etcd: EtcdCluster;
-  let admin: Etcd3;
-  beforeAll(async () => {
-    etcd = await startEtcd({ size: 1 });
-    admin = new Etcd3({ hosts: etcd.endpoints });
-  });
-  afterAll(async () => {
-    admin?.close();
-    await etcd?.stop();
-  });
-  const scope = useScope(() => etcdFixtureOf({ endpoints: etcd.endpoints, ttlSeconds: TTL_SECONDS }, 'etcd (own server)'));
+  const { scope, admin } = useOwnEtcd(TTL_SECONDS);
 
   it('acquire and tryAcquire fail at once with a BackendError saying so, the holder still releases, and all works again once the alarm is cleared', async () => {
     const [a, b] = [await scope.open(), await scope.open()];
     const held = await new FairMutex(a, 'job').acquire();
-    await nospace(admin, 'Activate');
+    await nospace(admin(), 'Activate');
     try {
       // Without a limit of their own: before, both were retried for as long as the alarm stood.
       const refused = await new FairMutex(b, 'job').acquire().then(() => undefined, (error: unknown) => error);
@@ -53,7 +41,7 @@ describe('etcd: out of space (the NOSPACE alarm raised)', () => {
       expect(a.state).toBe('connected');
       expect(b.state).toBe('connected');
     } finally {
-      await nospace(admin, 'Deactivate');
+      await nospace(admin(), 'Deactivate');
     }
     await (await new FairMutex(b, 'job').acquire({ timeoutMs: 10_000 })).release();
   });

@@ -1,8 +1,10 @@
 import { Etcd3 } from 'etcd3';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { EtcdDriver, etcdCounters, etcdWatches } from '../../src/backends/etcd/driver.js';
 import type { BatonSession } from '../../src/session.js';
+import { startEtcd, type EtcdCluster } from '../harness/etcd.js';
 import type { Fixture } from './fixture.js';
+import { useScope, type Scope } from './scope.js';
 
 export interface EtcdInfo {
   readonly endpoints: string[];
@@ -52,4 +54,30 @@ export async function revokeLease(info: EtcdInfo, session: BatonSession): Promis
   if (!(session.backend instanceof EtcdDriver)) throw new Error('not an etcd session');
   const id = BigInt(`0x${session.backend.id}`).toString();
   await withAdmin(info, async (client) => void (await client.leaseClient.leaseRevoke({ ID: id })));
+}
+
+/**
+ * An etcd of the test file's own, for tests that disturb the whole server (a compaction, an alarm),
+ * with an admin client on it and a scope of sessions on it: started before the file's tests, stopped
+ * after them.
+ */
+export function useOwnEtcd(ttlSeconds: number): { scope: Scope; admin: () => Etcd3 } {
+  let etcd: EtcdCluster | undefined;
+  let admin: Etcd3 | undefined;
+  beforeAll(async () => {
+    etcd = await startEtcd({ size: 1 });
+    admin = new Etcd3({ hosts: etcd.endpoints });
+  });
+  afterAll(async () => {
+    admin?.close();
+    await etcd?.stop();
+  });
+  const scope = useScope(() => etcdFixtureOf({ endpoints: etcd!.endpoints, ttlSeconds }, 'etcd (own server)'));
+  return {
+    scope,
+    admin: () => {
+      if (admin === undefined) throw new Error('the own etcd runs only inside the tests');
+      return admin;
+    },
+  };
 }
