@@ -278,8 +278,9 @@ export class EtcdDriver implements Driver {
       return { entry, queue: entries };
     } catch (error) {
       // The key may exist or appear later: its slot is retired (never adopted by a later enqueue), and
-      // the queue is looked at until any late attempt must have been applied.
-      if (attempts > 0) this.#unsettle(queue);
+      // the queue is looked at until any late attempt must have been applied. Not after a single
+      // attempt refused for lack of space: etcd refuses that before applying anything.
+      if (attempts > 1 || (attempts === 1 && !outOfSpace(error instanceof BackendError ? error.cause : error))) this.#unsettle(queue);
       else this.#slots.free(queue, slot);
       throw error;
     } finally {

@@ -103,12 +103,13 @@ function entryMatch(prefix: string, key: string, kv: StoredKey): RegExpExecArray
   return match;
 }
 
-/** `leaseHex` of the leases seen lately: a queue's keys belong to few leases, read with every listing. */
+/** `leaseHex` of the leases seen lately (the oldest forgotten first): listings read the same few leases again and again. */
 const leasesSeen = new Map<string, string>();
+const LEASES_KEPT = 4096;
 function hexOf(lease: string): string {
   let hex = leasesSeen.get(lease);
   if (hex === undefined) {
-    if (leasesSeen.size >= 256) leasesSeen.clear();
+    if (leasesSeen.size >= LEASES_KEPT) leasesSeen.delete(leasesSeen.keys().next().value!);
     leasesSeen.set(lease, (hex = leaseHex(lease)));
   }
   return hex;
