@@ -1,3 +1,4 @@
+import type { AsyncLocalStorage } from 'node:async_hooks';
 import type { Entry, Session } from './contract.js';
 import { isSession } from './contract.js';
 import { exclusive } from './decide.js';
@@ -30,11 +31,17 @@ export class QueueLock implements Lock {
   readonly name: string;
   readonly #request: QueueRequest;
   readonly #hooks: QueueLockHooks;
+  /**
+   * @internal Where a `Reentrant` around this lock finds the current owner: shared by the halves of one
+   * ReadWriteLock, so that code holding one half and taking the other inside is the same owner.
+   */
+  readonly ownerContext: AsyncLocalStorage<unknown> | undefined;
 
-  constructor(request: QueueRequest, hooks: QueueLockHooks = {}) {
+  constructor(request: QueueRequest, hooks: QueueLockHooks = {}, ownerContext?: AsyncLocalStorage<unknown>) {
     this.name = request.queue;
     this.#request = request;
     this.#hooks = hooks;
+    this.ownerContext = ownerContext;
   }
 
   acquire(options?: WaitOptions): Promise<LockHandle> {

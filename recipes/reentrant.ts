@@ -60,7 +60,7 @@ export class ReentrantHandle implements AsyncDisposable {
  */
 export class Reentrant {
   readonly #lock: Lock;
-  readonly #context = new AsyncLocalStorage<unknown>();
+  readonly #context: AsyncLocalStorage<unknown>;
   readonly #holds = new Map<unknown, Hold>();
   /** First acquires still in flight, so that a second call by the same owner joins instead of queueing. */
   readonly #pending = new Map<unknown, Promise<LockHandle>>();
@@ -70,6 +70,8 @@ export class Reentrant {
       throw new InvalidArgumentError('lock', lock, 'a FairMutex, readLock or writeLock');
     }
     this.#lock = lock;
+    // The halves of one ReadWriteLock share theirs: nested calls across them are one owner.
+    this.#context = (lock instanceof QueueLock ? lock.ownerContext : undefined) ?? new AsyncLocalStorage<unknown>();
   }
 
   get name(): string {

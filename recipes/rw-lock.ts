@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Entry, Session } from './contract.js';
 import { exclusive, shared } from './decide.js';
 import { InvalidArgumentError, LockUpgradeError } from './errors.js';
@@ -29,9 +30,12 @@ export class ReadWriteLock {
     const queue = validateName(name);
     const checked = checkSession(session);
     this.name = queue;
+    // One context for Reentrants around either half: a write's owner taking the read inside is one owner.
+    const owners = new AsyncLocalStorage<unknown>();
     this.readLock = new QueueLock(
       { session: checked, queue, kind: 'read', decide: shared, what: `read lock "${queue}"` },
       { place: (owner) => this.#heldWrite(owner)?.entry, granted: (lock, owner) => prune(this.#reads).set(lock, owner) },
+      owners,
     );
     this.writeLock = new QueueLock(
       { session: checked, queue, kind: 'write', decide: exclusive, what: `write lock "${queue}"` },
@@ -42,6 +46,7 @@ export class ReadWriteLock {
         },
         granted: (lock, owner) => prune(this.#writes).set(lock, owner), // pruned here too: a lock used only for writes
       },
+      owners,
     );
   }
 

@@ -156,6 +156,22 @@ export function reentrantContract(getFixture: () => Fixture): void {
       await held.release();
     });
 
+    it('nests across the halves of one ReadWriteLock: a read inside a write is the same owner\'s, at once; a write inside a read is an upgrade', async () => {
+      const session = await scope.open();
+      const rw = new ReadWriteLock(session, 'nest-halves');
+      const reads = new Reentrant(rw.readLock);
+      const writes = new Reentrant(rw.writeLock);
+      await writes.withLock(async (write) => {
+        await reads.withLock(async (read) => {
+          expect(read.fencingToken).toBe(write.fencingToken); // placed at the write
+        }, { timeoutMs: 0 });
+      });
+      await reads.withLock(async () => {
+        await expect(writes.withLock(() => undefined, { timeoutMs: 5_000 })).rejects.toBeInstanceOf(LockUpgradeError);
+      });
+      expect(await session.backend.list('nest-halves')).toEqual([]);
+    });
+
     it('wraps a read and a write lock: nested reads re-enter, writers still exclude', async () => {
       const [a, b] = [await scope.open(), await scope.open()];
       const reads = new Reentrant(new ReadWriteLock(a, 'rw').readLock);
