@@ -42,14 +42,9 @@ export async function waitForTurn(request: QueueRequest, options: WaitOptions): 
     // A place in the queue, and another at the tail each time ours vanishes (per `onWaiterLost`).
     for (let turn = request; ; turn = { ...request, at: undefined }) {
       // The enqueue is never abandoned half way: a create in flight must finish so that we can delete it.
-      const { entry, first, placeGone } = firstLook(turn, await session.backend.enqueue(turn.queue, turn.kind, turn.at, turn.data));
+      const { entry, first, placeLost } = firstLook(turn, await session.backend.enqueue(turn.queue, turn.kind, turn.at, turn.data));
       try {
-        // A place taken at another entry's position is only as good as that entry: had it gone before
-        // ours was written (deleted by someone else, or released first on another member), ours would
-        // sort ahead of whoever was granted after it.
-        if (placeGone) {
-          throw new LockLostError(request.what, { cause: new Error(`the entry whose place was to be taken (${turn.at!.key}) is gone`) });
-        }
+        if (placeLost !== undefined) throw placeLost;
         if (first === null) {
           // The common case, nobody ahead: granted without setting up a wait at all.
           options.signal?.throwIfAborted();
@@ -123,11 +118,10 @@ export async function tryTurn(request: QueueRequest): Promise<Entry | null> {
   const report = reportWait(session, request.queue, request.kind);
   try {
     const { entry, queue } = await session.backend.enqueue(request.queue, request.kind, request.at, request.data);
-    const { at } = request;
-    if (at !== undefined && !queue.some((e) => e.key === at.key)) {
-      // As in `waitForTurn`: a place taken at an entry that is gone is no place at all.
+    const placeLost = lostPlace(request, queue);
+    if (placeLost !== undefined) {
       await session.backend.withdraw(entry);
-      throw new LockLostError(request.what, { cause: new Error(`the entry whose place was to be taken (${at.key}) is gone`) });
+      throw placeLost;
     }
     if (!queue.some((e) => e.key === entry.key) || request.decide(queue, entry) !== null || session.signal.aborted) {
       await session.backend.withdraw(entry);
@@ -159,9 +153,19 @@ function turnIn(request: QueueRequest, queue: readonly Entry[], self: Entry): Tu
  * keeps only its entry and its blocker while it waits. A kept listing would make every waiter cost
  * as much as the queue ahead of it, and a queue of n waiters cost n squared.
  */
-function firstLook(request: QueueRequest, { entry, queue }: Enqueued): { entry: Entry; first: Turn; placeGone: boolean } {
+function firstLook(request: QueueRequest, { entry, queue }: Enqueued): { entry: Entry; first: Turn; placeLost: LockLostError | undefined } {
+  return { entry, first: turnIn(request, queue, entry), placeLost: lostPlace(request, queue) };
+}
+
+/**
+ * The error for a place taken at another entry's position when that entry is missing from the queue:
+ * such a place is only as good as that entry. Had it gone before ours was written (deleted by someone
+ * else, or released first on another member), ours would sort ahead of whoever was granted after it.
+ */
+function lostPlace(request: QueueRequest, queue: readonly Entry[]): LockLostError | undefined {
   const { at } = request;
-  return { entry, first: turnIn(request, queue, entry), placeGone: at !== undefined && !queue.some((e) => e.key === at.key) };
+  if (at === undefined || queue.some((e) => e.key === at.key)) return undefined;
+  return new LockLostError(request.what, { cause: new Error(`the entry whose place was to be taken (${at.key}) is gone`) });
 }
 
 /** Our entry left the queue while we waited, and not with the session: someone deleted it. */

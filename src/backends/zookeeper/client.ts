@@ -204,16 +204,8 @@ export function existsStart(client: ZkClient, path: string): Start<ZkStat | null
 
 /** Reads the node and, only if it exists, leaves a watch on it (getData sets none on a missing node). */
 export function watchDataStart(client: ZkClient, path: string, watcher: (event: zookeeper.Event) => void): Start<boolean> {
-  return (done) => {
-    const answered = (error: unknown): void => {
-      if (error === null || error === undefined) done(null, true);
-      else if (isCode(error, zookeeper.Exception.NO_NODE)) done(null, false);
-      else done(error);
-    };
-    const queue = directQueue(client);
-    if (queue !== undefined) watchDataDirect(queue, path, watcher, answered);
-    else client.getData(path, watcher, answered);
-  };
+  const watching = watchStatStart(client, path, watcher);
+  return (done) => watching((error, stat) => (error ? done(error) : done(null, stat !== null)));
 }
 
 /**

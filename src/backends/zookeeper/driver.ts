@@ -599,8 +599,9 @@ export class ZkDriver implements Driver {
    */
   #noteQuiet(dir: string, path: string, listed: { children: string[]; stat: ZkStat }, entries: readonly Entry[]): void {
     const creates = (listed.stat.cversion + listed.children.length) / 2;
+    const sequence = childSequence(path.slice(dir.length + 1));
     const quiet = this.#quiet.get(dir);
-    if (entries.length !== 1 || entries[0]!.key !== path || creates !== childSequence(path.slice(dir.length + 1)) + 1) {
+    if (entries.length !== 1 || entries[0]!.key !== path || creates !== sequence + 1) {
       if (quiet !== undefined) quiet.creates = -1; // busy: its watch stays, for when it is quiet again
       return;
     }
@@ -622,7 +623,7 @@ export class ZkDriver implements Driver {
       quiet.watched = -1;
       quiet.next = -1;
     }
-    const alone = childSequence(path.slice(dir.length + 1)) === quiet.next;
+    const alone = sequence === quiet.next;
     quiet.creates = alone ? creates : -1;
     quiet.next = creates;
     quiet.mine.clear();
