@@ -20,8 +20,8 @@ export class BatonError extends Error {
 export class LockTimeoutError extends BatonError {
   readonly timeoutMs: number;
 
-  constructor(what: string, timeoutMs: number) {
-    super(`timed out after ${timeoutMs} ms waiting for ${what}`, 'LOCK_TIMEOUT');
+  constructor(what: string, timeoutMs: number, options?: { cause?: unknown }) {
+    super(`timed out after ${timeoutMs} ms waiting for ${what}`, 'LOCK_TIMEOUT', options);
     this.timeoutMs = timeoutMs;
   }
 }

@@ -1,7 +1,7 @@
 import type { Backend, Enqueued, Entry, Session } from './contract.js';
 import type { Decide } from './decide.js';
 import { deadline } from './deadline.js';
-import { ClosedError, LockLostError, SessionLostError } from './errors.js';
+import { ClosedError, LockLostError, LockTimeoutError, SessionLostError } from './errors.js';
 import type { LockKind } from './events.js';
 import { reportWait } from './report.js';
 import type { WaitOptions } from './validate.js';
@@ -42,7 +42,13 @@ export async function waitForTurn(request: QueueRequest, options: WaitOptions): 
     // A place in the queue, and another at the tail each time ours vanishes (per `onWaiterLost`).
     for (let turn = request; ; turn = { ...request, at: undefined }) {
       // The enqueue is never abandoned half way: a create in flight must finish so that we can delete it.
-      const { entry, first, placeLost } = firstLook(turn, await session.backend.enqueue(turn.queue, turn.kind, turn.at, turn.data));
+      let enqueued: Enqueued;
+      try {
+        enqueued = await session.backend.enqueue(turn.queue, turn.kind, turn.at, turn.data);
+      } catch (error) {
+        throw gaveUpFirst(request.what, options, startedAt, error);
+      }
+      const { entry, first, placeLost } = firstLook(turn, enqueued);
       try {
         if (placeLost !== undefined) throw placeLost;
         if (first === null) {
@@ -68,6 +74,20 @@ export async function waitForTurn(request: QueueRequest, options: WaitOptions): 
   } finally {
     leave();
   }
+}
+
+/**
+ * The error of an enqueue that failed because the session ended, when the caller had given up before
+ * that: the give-up's, as when the wait gives up and its withdraw outlives the session. An enqueue is
+ * not cut short (its entry could not be withdrawn otherwise), so against a server that does not answer
+ * it ends at the session's deadline, long after a short timeout or an abort.
+ */
+function gaveUpFirst(what: string, options: WaitOptions, startedAt: number, error: unknown): unknown {
+  if (!(error instanceof SessionLostError || error instanceof ClosedError)) return error;
+  if (options.signal?.aborted === true) return options.signal.reason;
+  const { timeoutMs } = options;
+  if (timeoutMs !== undefined && performance.now() - startedAt >= timeoutMs) return new LockTimeoutError(what, timeoutMs, { cause: error });
+  return error;
 }
 
 /**

@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import { LockTimeoutError, SessionLostError } from '../../recipes/errors.js';
+import { FairMutex } from '../../recipes/mutex.js';
+import { layouts, throughProxy } from '../support/layouts.js';
+import { useScope } from '../support/scope.js';
+import { eventually, later, track } from '../support/wait.js';
+
+/**
+ * A waiter gives up (timeout or abort) while the server does not answer it. Its entry must be deleted
+ * before its acquire settles, so the give-up waits for the server: for its return, or for the session's
+ * end, which takes the entry with it. Either way the acquire rejects with the give-up's error, and no
+ * waiter is left behind in the queue.
+ */
+describe.each(layouts.filter((layout) => layout.name === 'zkStandalone' || layout.name === 'etcdStandalone'))('giving up while the server does not answer, on $name', (layout) => {
+  const scope = useScope(() => layout.fixture());
+
+  it('a waiter that times out while cut off for less than the session rejects once its entry is deleted, and only then', async () => {
+    const timeoutMs = layout.timeoutMs();
+    const proxied = await throughProxy(layout, scope.namespace);
+    try {
+      const other = await scope.open();
+      const held = await new FairMutex(other, 'brief').acquire();
+      const waiting = track(later(new FairMutex(proxied.session, 'brief').acquire({ timeoutMs: timeoutMs / 8 })));
+      await eventually('the waiter queued', async () => (await other.backend.list('brief')).length === 2, timeoutMs);
+      proxied.proxy.blackhole();
+      // Past the acquire's timeout, well before the session's deadline (nine tenths of its timeout).
+      await new Promise((resolve) => setTimeout(resolve, timeoutMs / 2));
+      expect(waiting.settled, 'settled before its entry could be deleted').toBe(false);
+      expect((await other.backend.list('brief')).length, 'the waiter is still queued on the server').toBe(2);
+      proxied.proxy.restore();
+      await expect(waiting.promise).rejects.toBeInstanceOf(LockTimeoutError);
+      expect((await other.backend.list('brief')).map((entry) => entry.key), 'only the holder is left').toEqual([held.entry.key]);
+      expect(proxied.session.state).not.toBe('lost');
+      await held.release();
+    } finally {
+      await proxied.close();
+    }
+  });
+
+  for (const how of ['timeout', 'abort'] as const) {
+    it(`${how === 'abort' ? 'an' : 'a'} ${how} while no answer comes for longer than the session settles at the session's deadline, with the give-up's error`, async () => {
+      const timeoutMs = layout.timeoutMs();
+      const proxied = await throughProxy(layout, scope.namespace);
+      const { session } = proxied;
+      try {
+        const stop = new AbortController();
+        const reason = new Error('operator gave up');
+        proxied.proxy.blackhole();
+        // The enqueue goes out into the silence: whether its entry was written is not known.
+        const startedAt = performance.now();
+        const acquiring = later(new FairMutex(session, 'long').acquire(how === 'timeout' ? { timeoutMs: timeoutMs / 8 } : { signal: stop.signal }));
+        if (how === 'abort') setTimeout(() => stop.abort(reason), timeoutMs / 8);
+        const error = await acquiring.then(
+          () => undefined,
+          (failure: unknown) => failure,
+        );
+        if (how === 'abort') {
+          expect(error).toBe(reason);
+        } else {
+          expect(error).toBeInstanceOf(LockTimeoutError);
+          expect((error as LockTimeoutError).cause).toBeInstanceOf(SessionLostError);
+        }
+        expect(session.state).toBe('lost');
+        // Not before the session's deadline (nothing could be withdrawn), and not long after it.
+        expect(performance.now() - startedAt).toBeGreaterThanOrEqual(timeoutMs / 2);
+        expect(performance.now() - startedAt).toBeLessThan(timeoutMs * 2);
+        proxied.proxy.restore();
+        // The server ends the session in its own time; whatever the enqueue wrote goes with it.
+        await eventually('the server dropped the session and its entry', async () => (await scope.fixture.entries(scope.namespace)).length === 0, timeoutMs * 3);
+      } finally {
+        await proxied.close();
+      }
+    });
+  }
+});
