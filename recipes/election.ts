@@ -80,27 +80,35 @@ export class LeaderElection {
 
   async *#observe(signal: AbortSignal | undefined): AsyncGenerator<Leader | null, void, undefined> {
     const { backend } = this.#session;
-    // The caller's signal and the session's, combined once for the whole observation.
-    const stop = deadline(`observation of "${this.name}"`, undefined, [signal, this.#session.signal]);
-    try {
-      let term: string | null | undefined;
-      for (;;) {
+    let term: string | null | undefined;
+    let queue: readonly Entry[] | undefined;
+    for (;;) {
+      // The caller's signal and the session's, listened to only between two yields: an observer the
+      // caller drops without `return()` while it sits at a yield holds no listener on either.
+      const stop = deadline(`observation of "${this.name}"`, undefined, [signal, this.#session.signal]);
+      let change: { leader: Leader | null } | undefined;
+      try {
         stop.signal.throwIfAborted();
+        if (queue !== undefined) {
+          // Entries only ever join at the tail: the leader changes when the head leaves, or when an empty queue fills.
+          const head = queue[0];
+          if (head === undefined) await backend.waitChange(this.name, queue, stop.signal);
+          else await backend.waitGone(head, stop.signal);
+        }
         // Given up at once on abort, even while the listing is stuck in an outage.
-        const { queue, leader } = await untilAborted(this.#current(), stop.signal);
+        const current = await untilAborted(this.#current(), stop.signal);
+        queue = current.queue;
+        const { leader } = current;
         // A term is one entry incarnation: etcd reuses a session's keys, so the token tells terms apart.
         const key = leader === null ? null : `${leader.entry.key}@${leader.entry.fencingToken}`;
         if (key !== term) {
           term = key;
-          yield leader === null ? null : { id: leader.id, fencingToken: leader.entry.fencingToken };
+          change = { leader: leader === null ? null : { id: leader.id, fencingToken: leader.entry.fencingToken } };
         }
-        // Entries only ever join at the tail: the leader changes when the head leaves, or when an empty queue fills.
-        const head = queue[0];
-        if (head === undefined) await backend.waitChange(this.name, queue, stop.signal);
-        else await backend.waitGone(head, stop.signal);
+      } finally {
+        stop.dispose();
       }
-    } finally {
-      stop.dispose();
+      if (change !== undefined) yield change.leader;
     }
   }
 

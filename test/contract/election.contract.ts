@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { LeaderElection } from '../../recipes/election.js';
 import { InvalidArgumentError, LockLostError, LockTimeoutError, SessionLostError } from '../../recipes/errors.js';
@@ -154,6 +155,19 @@ export function electionContract(getFixture: () => Fixture): void {
       await scope.fixture.expire(doomed);
       await expect(ending).rejects.toBeInstanceOf(SessionLostError);
       expect(() => new LeaderElection(doomed, 'quiet', { id: 'y' }).observe()).toThrow(SessionLostError);
+    });
+
+    it('an observer dropped without return() while it sits at a yield holds no listener on the session or on its signal', async () => {
+      const session = await scope.open();
+      const stop = new AbortController();
+      const before = getEventListeners(session.signal, 'abort').length;
+      for (let i = 0; i < 3; i += 1) {
+        const observer = new LeaderElection(session, 'dropped', { id: 'x' }).observe({ signal: stop.signal });
+        expect((await observer.next()).value).toBeNull();
+        // Dropped here, as a caller that stops reading without `break` or `return()` does.
+      }
+      expect(getEventListeners(session.signal, 'abort')).toHaveLength(before);
+      expect(getEventListeners(stop.signal, 'abort')).toHaveLength(0);
     });
 
     it('under churn (candidates joining, resigning, losing their session) one leader at a time', async () => {
