@@ -26,7 +26,13 @@ export interface ZkDriverOptions {
  * lost reply, orphans removed, and enqueues that found their entry alone without a listing (and that
  * tried to, but had to list after all).
  */
-export const zkCounters = { notifications: 0, adopted: 0, orphansRemoved: 0, unlisted: 0, unlistedMissed: 0 };
+export const zkCounters = { notifications: 0, adopted: 0, orphansRemoved: 0, unlisted: 0, unlistedMissed: 0, recycled: 0 };
+
+/**
+ * @internal The sequence from which a queue directory is deleted once a delete of ours may have left
+ * it empty (see `ZkDriver.#recycle`). Tests lower it; half of the 2^31 that ZooKeeper can count to.
+ */
+export const zkLimits = { recycleFrom: 2 ** 30 };
 
 const MAX_PARENT_RETRIES = 10;
 /** How many directories found quiet a session keeps (and keeps a watch on), the most recently used. */
@@ -546,8 +552,26 @@ export class ZkDriver implements Driver {
 
   /** An entry of ours the server has answered is gone (our delete, or a delete that found it gone). */
   #gone(key: string): void {
+    const at = key.lastIndexOf('/');
     this.#mine.delete(key);
-    this.#quiet.get(key.slice(0, key.lastIndexOf('/')))?.mine.delete(key);
+    this.#quiet.get(key.slice(0, at))?.mine.delete(key);
+    if (childSequence(key.slice(at + 1)) >= zkLimits.recycleFrom) this.#recycle(key.slice(0, at));
+  }
+
+  /**
+   * ZooKeeper names a sequential child after its directory's count of creates, a signed 32-bit number:
+   * after 2^31 - 1 creates the names turn negative, no client reads them as entries any more, and the
+   * lock is unusable for good. So a directory whose count passed `zkLimits.recycleFrom` is deleted
+   * whenever a delete of ours may have left it empty. The server refuses to delete a directory that
+   * has children, so this takes nothing from anyone; an enqueue that finds the directory gone creates it
+   * again (counting from 0), and its later creation zxid keeps fencing tokens increasing.
+   */
+  #recycle(dir: string): void {
+    if (this.#status !== 'open') return;
+    this.#send(removeStart(this.#client, dir)).then(
+      () => (zkCounters.recycled += 1),
+      () => undefined, // not empty (the usual answer), gone already, or the connection: the next delete tries again
+    );
   }
 
   /** Whether an enqueue into `dir` may send its create without a listing. */

@@ -1,0 +1,126 @@
+import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
+import { LeaderElection } from '../../recipes/election.js';
+import { FairMutex } from '../../recipes/mutex.js';
+import { ReadWriteLock } from '../../recipes/rw-lock.js';
+import { exists } from '../../src/backends/zookeeper/client.js';
+import { zkCounters, zkLimits } from '../../src/backends/zookeeper/driver.js';
+import { parseEntryName } from '../../src/backends/zookeeper/names.js';
+import { useScope } from '../support/scope.js';
+import { eventually, later } from '../support/wait.js';
+import { useZkAdmin, zkFixture } from '../support/zookeeper.js';
+
+/**
+ * ZooKeeper can count a directory's creates only to 2^31 - 1; past that its sequential names turn
+ * negative and the lock is unusable. baton deletes a directory whose count passed a limit once a
+ * delete of its own may have left it empty, and creates it again on the next enqueue. Production's limit
+ * is 2^30; here it is a handful, so that directories are deleted under the recipes' feet all the time.
+ */
+describe.each(['zkStandalone', 'zkEnsemble'] as const)('ZooKeeper: a directory deleted and created again past its sequence limit, on %s', (which) => {
+  const scope = useScope(() => zkFixture(which));
+  const info = inject(which);
+  const zkAdmin = useZkAdmin(() => info.connectString);
+  const withinMs = (): number => info.sessionTimeoutMs * 4;
+  beforeEach(() => {
+    zkLimits.recycleFrom = 3;
+  });
+  afterEach(() => {
+    zkLimits.recycleFrom = 2 ** 30;
+  });
+
+  it('one session alone: the directory goes once it is empty past the limit, sequences start again, tokens keep growing', async () => {
+    const session = await scope.open();
+    const mutex = new FairMutex(session, 'alone');
+    const dir = `/${scope.namespace}/alone`;
+    const recycledBefore = zkCounters.recycled;
+    const tokens: bigint[] = [];
+    const sequences: bigint[] = [];
+    for (let i = 0; i < 10; i += 1) {
+      const lock = await mutex.acquire({ timeoutMs: withinMs() });
+      tokens.push(lock.fencingToken);
+      sequences.push(parseEntryName(lock.entry.key.slice(dir.length + 1))!.sequence);
+      await lock.release();
+      if (sequences.at(-1)! >= 3n) await eventually('the directory deleted', async () => (await exists(zkAdmin(), dir)) === null, withinMs());
+    }
+    // 0 1 2 3, deleted; 0 1 2 3, deleted; 0 1.
+    expect(sequences).toEqual([0n, 1n, 2n, 3n, 0n, 1n, 2n, 3n, 0n, 1n]);
+    expect(zkCounters.recycled - recycledBefore).toBe(2);
+    for (let i = 1; i < tokens.length; i += 1) expect(tokens[i]! > tokens[i - 1]!, `token ${i} after token ${i - 1}`).toBe(true);
+  });
+
+  it('a directory with an entry in it is never deleted: the holder keeps its lock, the waiter gets it next', async () => {
+    const [a, b] = [await scope.open(), await scope.open()];
+    const dir = `/${scope.namespace}/busy`;
+    for (let i = 0; i < 3; i += 1) await (await new FairMutex(a, 'busy').acquire()).release();
+    const held = await new FairMutex(b, 'busy').acquire(); // sequence 3, past the limit
+    const waiting = later(new FairMutex(a, 'busy').acquire({ timeoutMs: withinMs() }));
+    await eventually('a queued', async () => (await b.backend.list('busy')).length === 2, withinMs());
+    // A release of a's, past the limit, while b holds: the directory must stay.
+    const tried = await new FairMutex(a, 'busy').tryAcquire();
+    expect(tried).toBeNull();
+    // a's requests are answered in order: once this listing is, so is the attempt to delete the directory.
+    expect(await a.backend.list('busy')).toHaveLength(2);
+    expect(await exists(zkAdmin(), dir)).not.toBeNull();
+    expect(await b.backend.confirm(held.entry)).toBe(true);
+    const firstToken = held.fencingToken;
+    await held.release();
+    const next = await waiting;
+    expect(next.fencingToken > firstToken).toBe(true);
+    await next.release();
+    await eventually('the directory deleted once empty', async () => (await exists(zkAdmin(), dir)) === null, withinMs());
+  });
+
+  it('four sessions contending in rounds, each round begun while the last release may be deleting the directory: one holder at a time, tokens growing in grant order', async () => {
+    const sessions = await Promise.all([0, 1, 2, 3].map(() => scope.open()));
+    const mutexes = sessions.map((session) => new FairMutex(session, 'rounds'));
+    const recycledBefore = zkCounters.recycled;
+    let holders = 0;
+    let most = 0;
+    const tokens: bigint[] = [];
+    for (let round = 0; round < 12; round += 1) {
+      // The last release of a round empties the directory, and the next round's creates race its deletion.
+      await Promise.all(
+        mutexes.map(async (mutex) => {
+          const lock = await mutex.acquire({ timeoutMs: withinMs() });
+          holders += 1;
+          most = Math.max(most, holders);
+          tokens.push(lock.fencingToken);
+          await new Promise((resolve) => setImmediate(resolve));
+          holders -= 1;
+          await lock.release();
+        }),
+      );
+    }
+    expect(most).toBe(1);
+    expect(tokens).toHaveLength(48);
+    for (let i = 1; i < tokens.length; i += 1) expect(tokens[i]! > tokens[i - 1]!, `grant ${i} after grant ${i - 1}`).toBe(true);
+    expect(zkCounters.recycled - recycledBefore).toBeGreaterThan(0);
+  });
+
+  it('read/write locks and an observer of an election carry on across deletions of their directories', async () => {
+    const [a, b, watcher] = [await scope.open(), await scope.open(), await scope.open()];
+    const recycledBefore = zkCounters.recycled;
+    for (let i = 0; i < 6; i += 1) {
+      const read = await new ReadWriteLock(a, 'config').readLock.acquire({ timeoutMs: withinMs() });
+      const otherRead = await new ReadWriteLock(b, 'config').readLock.acquire({ timeoutMs: withinMs() });
+      const write = later(new ReadWriteLock(b, 'config').writeLock.acquire({ timeoutMs: withinMs() }));
+      await eventually('the writer queued', async () => (await a.backend.list('config')).length === 3, withinMs());
+      await read.release();
+      await otherRead.release();
+      await (await write).release();
+    }
+    const stop = new AbortController();
+    const observer = new LeaderElection(watcher, 'leaders', { id: 'w' }).observe({ signal: stop.signal });
+    expect((await observer.next()).value).toBeNull();
+    const seen: (string | null)[] = [];
+    for (let i = 0; i < 6; i += 1) {
+      const leadership = await new LeaderElection(i % 2 === 0 ? a : b, 'leaders', { id: `c${i}` }).campaign({ timeoutMs: withinMs() });
+      seen.push((await observer.next()).value?.id ?? null);
+      await leadership.resign();
+      seen.push((await observer.next()).value?.id ?? null);
+    }
+    expect(seen).toEqual(['c0', null, 'c1', null, 'c2', null, 'c3', null, 'c4', null, 'c5', null]);
+    stop.abort();
+    await observer.return();
+    expect(zkCounters.recycled - recycledBefore).toBeGreaterThanOrEqual(3);
+  });
+});
