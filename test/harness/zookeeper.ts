@@ -66,13 +66,33 @@ class Member extends ServerProcess implements ZkMember {
 }
 
 /** Starts a standalone ZooKeeper or a 3-node ensemble on free 127.0.0.1 ports, each in its own temp dir. */
-export async function startZooKeeper(opts: { size?: 1 | 3; tickTimeMs?: number; forceSync?: boolean } = {}): Promise<ZkCluster> {
+export interface ZkStartOptions {
+  size?: 1 | 3;
+  tickTimeMs?: number;
+  forceSync?: boolean;
+  /** How many ticks a follower may go without hearing from the leader (ZooKeeper's syncLimit; 5). */
+  syncLimit?: number;
+  /**
+   * The port member `from` dials to reach member `to`'s quorum port `port` (a fault proxy, say); `port`
+   * itself if not given. Followers dial the leader there; the leader dials nobody.
+   */
+  peerRoute?: (from: number, to: number, port: number) => Promise<number>;
+}
+
+export async function startZooKeeper(opts: ZkStartOptions = {}): Promise<ZkCluster> {
   const size = opts.size ?? 1;
   const tickTimeMs = opts.tickTimeMs ?? 200;
   const standalone = size === 1;
   const ports = await Promise.all(Array.from({ length: size }, async () => ({ client: await freePort(), peer: await freePort(), election: await freePort() })));
-  const servers = ports.map((p, i) => `server.${i + 1}=127.0.0.1:${p.peer}:${p.election}`);
+  const route = opts.peerRoute ?? ((_from: number, _to: number, port: number) => Promise.resolve(port));
+  // Each member's own view of the ensemble: its own line as it listens, the others as it reaches them.
+  const views = await Promise.all(
+    ports.map((_, from) =>
+      Promise.all(ports.map(async (p, to) => `server.${to + 1}=127.0.0.1:${from === to ? p.peer : await route(from + 1, to + 1, p.peer)}:${p.election}`)),
+    ),
+  );
   const members = ports.map((p, i) => {
+    const servers = views[i]!;
     const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-zk-'));
     mkdirSync(path.join(dir, 'data'));
     writeFileSync(path.join(dir, 'data', 'myid'), `${i + 1}\n`);
@@ -87,7 +107,7 @@ export async function startZooKeeper(opts: { size?: 1 | 3; tickTimeMs?: number; 
       `maxSessionTimeout=${Math.max(40 * tickTimeMs, 20_000)}`,
       `forceSync=${opts.forceSync ? 'yes' : 'no'}`,
       'initLimit=10',
-      'syncLimit=5',
+      `syncLimit=${opts.syncLimit ?? 5}`,
       'maxClientCnxns=0',
       ...(standalone ? [] : ['quorumListenOnAllIPs=false', ...servers]),
     ];

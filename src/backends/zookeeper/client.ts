@@ -3,7 +3,7 @@ import { BackendError } from '../../../recipes/errors.js';
 import { started, type Start } from '../requests.js';
 // Installs the compiled record classes in node-zookeeper-client before any request is made.
 import './jute.js';
-import { createDirect, createsDirectly, directQueue, getChildrenDirect, removeDirect, watchDataDirect } from './direct.js';
+import { createDirect, createsDirectly, directQueue, getChildrenDirect, removeDirect, syncDirect, watchDataDirect } from './direct.js';
 
 export type ZkClient = zookeeper.Client;
 export type ZkStat = zookeeper.Stat;
@@ -196,6 +196,16 @@ export function removeStart(client: ZkClient, path: string): Start<void> {
     if (queue !== undefined) removeDirect(queue, path, done);
     else client.remove(path, -1, done);
   };
+}
+
+/**
+ * A request the connection's member answers only while it is in touch with the leader: ZooKeeper's
+ * `sync` when the client lets baton send it (see `syncDirect`), otherwise a plain read. `leader` says which.
+ */
+export function reachLeaderStart(client: ZkClient, path: string): { start: Start<unknown>; leader: boolean } {
+  const queue = directQueue(client);
+  if (queue === undefined) return { start: existsStart(client, path), leader: false };
+  return { start: (done) => syncDirect(queue, path, done), leader: true };
 }
 
 export function existsStart(client: ZkClient, path: string): Start<ZkStat | null> {

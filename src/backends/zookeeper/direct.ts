@@ -20,8 +20,8 @@ interface Queue {
 type RecordOf = new () => Record<string, unknown>;
 interface Layer {
   Request: new (header: object, payload: object) => object;
-  protocol: Record<'RequestHeader' | 'CreateRequest' | 'DeleteRequest' | 'GetChildren2Request' | 'GetDataRequest', RecordOf>;
-  OP_CODES: Record<'CREATE' | 'DELETE' | 'GET_CHILDREN2' | 'GET_DATA', number>;
+  protocol: Record<'RequestHeader' | 'CreateRequest' | 'CreateResponse' | 'DeleteRequest' | 'GetChildren2Request' | 'GetDataRequest', RecordOf>;
+  OP_CODES: Record<'CREATE' | 'DELETE' | 'GET_CHILDREN2' | 'GET_DATA' | 'SYNC', number>;
 }
 
 const require = createRequire(import.meta.url);
@@ -103,4 +103,31 @@ export function watchDataDirect(queue: Queue, path: string, watcher: (event: zoo
     queue.registerDataWatcher(path, watcher);
     done(null, { data: response.payload['data'] as Buffer, stat: response.payload['stat'] as zookeeper.Stat });
   });
+}
+
+/**
+ * ZooKeeper's `sync`: answered only once the member that serves this connection has caught up with the
+ * leader, so never by a follower cut off from it. node-zookeeper-client has no such method, and its
+ * reply reader drops the connection on a reply to a request type it does not know. A sync request is
+ * a path, and so is its reply, exactly as a create's reply is: this request goes on the wire as a sync
+ * and is filed, for its reply, as a create (the connection manager reads a reply by the type of the
+ * request it answers, which it looks at only when it numbers the request and when the reply comes).
+ */
+export function syncDirect(queue: Queue, path: string, done: Done<void>): void {
+  validate(path);
+  const header = new jute.protocol.RequestHeader();
+  header['type'] = jute.OP_CODES.CREATE;
+  const payload = new jute.protocol.CreateResponse(); // one field, the path: a SyncRequest's layout
+  payload['path'] = path;
+  const sync = new jute.Request(header, payload) as { toBuffer(): Buffer };
+  const toBuffer = sync.toBuffer;
+  sync.toBuffer = function (this: unknown): Buffer {
+    header['type'] = jute.OP_CODES.SYNC;
+    try {
+      return toBuffer.call(this);
+    } finally {
+      header['type'] = jute.OP_CODES.CREATE;
+    }
+  };
+  queue.queue(sync, (error) => done(error));
 }

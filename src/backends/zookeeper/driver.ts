@@ -3,7 +3,7 @@ import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
 import { AccessDeniedError, BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
 import { addWaiter, backoff, fromPromise, InFlight, sameEntries, settleWaiters, type Recover, type Start, type Waiter } from '../requests.js';
-import { aclFor, canDropDataWatchers, corked, corkForTick, createStart, dropDataWatcher, dropTornFrames, existsStart, getChildrenStart, getData, getDataStat, isCode, mkdirp, removeStart, sendAuthFirst, watchChildren, watchDataStart, watchStatStart, wrapRequestIds, ZkCode, zkLong, ZkServerCode, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
+import { aclFor, canDropDataWatchers, corked, corkForTick, createStart, dropDataWatcher, dropTornFrames, existsStart, getChildrenStart, getData, getDataStat, isCode, mkdirp, reachLeaderStart, removeStart, sendAuthFirst, watchChildren, watchDataStart, watchStatStart, wrapRequestIds, ZkCode, zkLong, ZkServerCode, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
 import { entryPrefix, foreignChildren, ListingParser, parseEntryName, sequenceOf as childSequence, UuidSequence } from './names.js';
 
 export interface ZkDriverOptions {
@@ -160,7 +160,9 @@ export class ZkDriver implements Driver {
     }
     const sentAt = performance.now();
     this.#heartbeatSentAt = sentAt;
-    this.#send(existsStart(this.#client, '/')).then(
+    // A sync, not a read: a follower cut off from the leader goes on answering reads (until it notices,
+    // syncLimit x tickTime later) while the leader, which expires sessions, hears nothing of ours.
+    this.#send(reachLeaderStart(this.#client, '/').start).then(
       () => {
         this.#heartbeatSentAt = undefined;
         this.#events?.ack(sentAt);
@@ -169,6 +171,11 @@ export class ZkDriver implements Driver {
         this.#heartbeatSentAt = undefined;
       },
     );
+  }
+
+  /** @internal Whether the heartbeat is a `sync`, which only a member in touch with the leader answers (tests). */
+  get heartbeatReachesLeader(): boolean {
+    return reachLeaderStart(this.#client, '/').leader;
   }
 
   /** @internal For fault tests that end the session from a second connection, as ZooKeeper allows. */
