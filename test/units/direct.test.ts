@@ -1,6 +1,6 @@
 import zookeeper from 'node-zookeeper-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { aclFor, createStart, getChildrenStart, removeStart, watchDataStart } from '../../src/backends/zookeeper/client.js';
+import { aclFor, createStart, getChildrenStart, reachLeaderStart, removeStart, watchDataStart } from '../../src/backends/zookeeper/client.js';
 import { directQueue } from '../../src/backends/zookeeper/direct.js';
 import type { Start } from '../../src/backends/requests.js';
 
@@ -110,5 +110,36 @@ describe('requests handed to the connection manager directly', () => {
       expect(told).toEqual([[null, true]]);
       expect(watchedPaths(client)).toEqual(['/here']);
     }
+  });
+});
+
+describe('the heartbeat, a sync the client has no method for', () => {
+  it('goes on the wire as a sync of the path and is filed as a create, whose reply is read as a path, as a sync\'s is', () => {
+    const { client, queued } = recordingClient();
+    const { start, leader } = reachLeaderStart(client, '/');
+    expect(leader).toBe(true);
+    const told: unknown[][] = [];
+    start((...args) => told.push(args));
+    const request = queued.at(-1)!.request as { toBuffer(): Buffer; header: { type: number } };
+    const bytes = request.toBuffer();
+    // length, xid (not numbered yet), type 9 (sync), then the path as a ustring: a SyncRequest.
+    const expected = Buffer.alloc(4 + 4 + 4 + 4 + 1);
+    expected.writeInt32BE(expected.length - 4, 0);
+    expected.writeInt32BE(0, 4);
+    expected.writeInt32BE(9, 8);
+    expected.writeInt32BE(1, 12);
+    expected.write('/', 16);
+    expect(bytes).toEqual(expected);
+    expect(request.header.type).toBe(1); // the connection manager reads the reply as a create's: one path
+    queued.at(-1)!.callback(null, { payload: { path: '/' } });
+    const lost = (zookeeper.Exception as unknown as { create(code: number, path: string): Error }).create(zookeeper.Exception.CONNECTION_LOSS, '/');
+    start((...args) => told.push(args));
+    queued.at(-1)!.callback(lost);
+    expect(told).toEqual([[null], [lost]]);
+  });
+
+  it('is a plain read with a client baton cannot hand requests to directly', () => {
+    const { client } = recordingClient({ retries: 1 });
+    expect(reachLeaderStart(client, '/').leader).toBe(false);
   });
 });
