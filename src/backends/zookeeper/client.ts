@@ -306,13 +306,22 @@ export function remove(client: ZkClient, path: string): Promise<void> {
 export async function mkdirp(client: ZkClient, path: string, acl = OPEN): Promise<void> {
   const parts = path.split('/').filter((part) => part !== '');
   const at = (depth: number): string => `/${parts.slice(0, depth).join('/')}`;
-  let existing = parts.length;
-  while (existing > 0 && (await exists(client, at(existing))) === null) existing -= 1;
-  for (let depth = existing + 1; depth <= parts.length; depth += 1) {
+  // An ancestor found may be deleted before its child is created in it (an empty queue directory is
+  // renewed, see the driver's `#recycle`): look again from the top, a few times.
+  for (let attempt = 0; ; attempt += 1) {
+    let existing = parts.length;
+    while (existing > 0 && (await exists(client, at(existing))) === null) existing -= 1;
     try {
-      await create(client, at(depth), zookeeper.CreateMode.PERSISTENT, undefined, acl);
+      for (let depth = existing + 1; depth <= parts.length; depth += 1) {
+        try {
+          await create(client, at(depth), zookeeper.CreateMode.PERSISTENT, undefined, acl);
+        } catch (error) {
+          if (!isCode(error, zookeeper.Exception.NODE_EXISTS)) throw error; // created meanwhile by another client
+        }
+      }
+      return;
     } catch (error) {
-      if (!isCode(error, zookeeper.Exception.NODE_EXISTS)) throw error; // created meanwhile by another client
+      if (!isCode(error, zookeeper.Exception.NO_NODE) || attempt >= 4) throw error;
     }
   }
 }

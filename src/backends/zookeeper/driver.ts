@@ -113,6 +113,9 @@ export class ZkDriver implements Driver {
   readonly #heartbeat: NodeJS.Timeout;
   /** When the heartbeat still waiting for its answer was sent. */
   #heartbeatSentAt: number | undefined;
+  /** When the last answered heartbeat was sent (at first, when the session was opened). */
+  #answeredSentAt: number;
+  readonly #heartbeatEveryMs: number;
 
   static async open(options: ZkDriverOptions): Promise<ZkDriver> {
     options.signal?.throwIfAborted();
@@ -143,7 +146,9 @@ export class ZkDriver implements Driver {
     // request is our own ping, whose replies move the session's loss deadline forward. Every sixth of
     // the timeout: a silent connection is then dropped between a third and a half of the timeout
     // after its last unanswered heartbeat, leaving time to reconnect elsewhere before the deadline.
-    this.#heartbeat = setInterval(() => this.#ping(), Math.max(Math.floor(this.timeoutMs / 6), 10));
+    this.#answeredSentAt = openedAt;
+    this.#heartbeatEveryMs = Math.max(Math.floor(this.timeoutMs / 6), 10);
+    this.#heartbeat = setInterval(() => this.#ping(), this.#heartbeatEveryMs);
     this.#heartbeat.unref();
   }
 
@@ -165,7 +170,14 @@ export class ZkDriver implements Driver {
     this.#send(reachLeaderStart(this.#client, '/').start).then(
       () => {
         this.#heartbeatSentAt = undefined;
-        this.#events?.ack(sentAt);
+        // On an ensemble the leader hears that a session on a follower was active only with the
+        // follower's next answer to its ping (every half tick): what this answer proves the leader heard
+        // is the previous heartbeat, one interval older when heartbeats keep to their schedule. A late
+        // one (an answer slower than the interval, a stalled event loop) is credited as if on schedule,
+        // so the lag the margin must cover stays one interval and half a tick.
+        const credited = Math.min(sentAt, this.#answeredSentAt + this.#heartbeatEveryMs);
+        this.#answeredSentAt = sentAt;
+        this.#events?.ack(credited);
       },
       () => {
         this.#heartbeatSentAt = undefined;
@@ -772,6 +784,9 @@ export class ZkDriver implements Driver {
     this.#connection += 1;
     if (this.#status !== 'open') return;
     if (state === zookeeper.State.SYNC_CONNECTED) {
+      // The member re-validated the session with the leader before it answered: as good as a
+      // heartbeat for the next one's credit (see `#ping`).
+      this.#answeredSentAt = Math.max(this.#answeredSentAt, performance.now());
       if (this.#suspended) this.#recheckWatches();
       this.#suspended = false;
       this.#events?.status('connected');
