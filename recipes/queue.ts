@@ -42,13 +42,15 @@ export async function waitForTurn(request: QueueRequest, options: WaitOptions): 
     // A place in the queue, and another at the tail each time ours vanishes (per `onWaiterLost`).
     for (let turn = request; ; turn = { ...request, at: undefined }) {
       // The enqueue is never abandoned half way: a create in flight must finish so that we can delete it.
-      let enqueued: Enqueued;
+      // The enqueue's answer is read at once and not kept: a local holding it would keep its listing
+      // alive for as long as the wait lasts (see `firstLook`).
+      let look: FirstLook;
       try {
-        enqueued = await session.backend.enqueue(turn.queue, turn.kind, turn.at, turn.data);
+        look = firstLook(turn, await session.backend.enqueue(turn.queue, turn.kind, turn.at, turn.data));
       } catch (error) {
         throw gaveUpFirst(request.what, options, startedAt, error);
       }
-      const { entry, first, placeLost } = firstLook(turn, enqueued);
+      const { entry, first, placeLost } = look;
       try {
         if (placeLost !== undefined) throw placeLost;
         if (first === null) {
@@ -173,7 +175,13 @@ function turnIn(request: QueueRequest, queue: readonly Entry[], self: Entry): Tu
  * keeps only its entry and its blocker while it waits. A kept listing would make every waiter cost
  * as much as the queue ahead of it, and a queue of n waiters cost n squared.
  */
-function firstLook(request: QueueRequest, { entry, queue }: Enqueued): { entry: Entry; first: Turn; placeLost: LockLostError | undefined } {
+interface FirstLook {
+  readonly entry: Entry;
+  readonly first: Turn;
+  readonly placeLost: LockLostError | undefined;
+}
+
+function firstLook(request: QueueRequest, { entry, queue }: Enqueued): FirstLook {
   return { entry, first: turnIn(request, queue, entry), placeLost: lostPlace(request, queue) };
 }
 
