@@ -30,4 +30,30 @@ describe('the client-side session deadline on ZooKeeper', () => {
       await proxy.close();
     }
   });
+
+  it('heartbeats answered more slowly than their interval keep the session, with a margin as large as an ensemble needs', async () => {
+    const timeoutMs = info.sessionTimeoutMs;
+    const everyMs = timeoutMs / 6;
+    const proxy = await TcpProxy.start({ port: info.ports[0]! });
+    // A margin that covers an interval and more, as README advises for sessions on followers.
+    const slow = await connect(`zk://${proxy.address}/${scope.namespace}`, { sessionTimeoutMs: timeoutMs, deadlineMarginMs: Math.round(timeoutMs * 0.3) });
+    try {
+      const states: string[] = [];
+      slow.on('state', (state) => states.push(state));
+      const held = await new FairMutex(slow, 'slow').acquire();
+      // Every answer comes 1.5 intervals late: short of the third of the timeout after which a silent
+      // connection is dropped, long enough that heartbeats sent one at a time would each wait for the
+      // last answer, and be credited one interval late each time.
+      proxy.delayReplies(Math.round(everyMs * 1.5));
+      await new Promise((resolve) => setTimeout(resolve, timeoutMs * 3));
+      proxy.delayReplies(0);
+      expect(states).toEqual([]);
+      expect(held.held).toBe(true);
+      expect(await slow.backend.confirm(held.entry)).toBe(true);
+      await held.release();
+    } finally {
+      await slow.close();
+      await proxy.close();
+    }
+  });
 });

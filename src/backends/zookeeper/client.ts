@@ -125,6 +125,18 @@ export function sendAuthFirst(client: ZkClient): void {
   };
 }
 
+/** Calls `listener` each time `client` begins a connection, just before it writes the connect request. */
+export function onConnecting(client: ZkClient, listener: () => void): void {
+  const manager = (client as unknown as { connectionManager?: { onSocketConnected?: unknown } }).connectionManager;
+  const onSocketConnected = manager?.onSocketConnected;
+  if (manager === undefined || typeof onSocketConnected !== 'function') return;
+  // The manager binds this method to each new socket as it makes it: later connections see the wrapper.
+  manager.onSocketConnected = function (this: unknown, ...args: unknown[]) {
+    listener();
+    return (onSocketConnected as (...a: unknown[]) => unknown).apply(this, args);
+  };
+}
+
 /**
  * Who may do what with the znodes baton creates (entries and the directories above them).
  * - `open`: everyone may do everything (ZooKeeper's `OPEN_ACL_UNSAFE`); the only policy without credentials.

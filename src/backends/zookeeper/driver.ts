@@ -3,7 +3,7 @@ import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
 import { AccessDeniedError, BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
 import { addWaiter, backoff, fromPromise, InFlight, sameEntries, settleWaiters, type Recover, type Start, type Waiter } from '../requests.js';
-import { aclFor, canDropDataWatchers, corked, corkForTick, createStart, dropDataWatcher, dropTornFrames, existsStart, getChildrenStart, getData, getDataStat, isCode, mkdirp, reachLeaderStart, removeStart, sendAuthFirst, watchChildren, watchDataStart, watchStatStart, wrapRequestIds, ZkCode, zkLong, ZkServerCode, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
+import { aclFor, canDropDataWatchers, corked, corkForTick, createStart, dropDataWatcher, dropTornFrames, existsStart, getChildrenStart, getData, getDataStat, isCode, mkdirp, onConnecting, reachLeaderStart, removeStart, sendAuthFirst, watchChildren, watchDataStart, watchStatStart, wrapRequestIds, ZkCode, zkLong, ZkServerCode, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
 import { entryPrefix, foreignChildren, ListingParser, parseEntryName, sequenceOf as childSequence, UuidSequence } from './names.js';
 
 export interface ZkDriverOptions {
@@ -111,10 +111,15 @@ export class ZkDriver implements Driver {
   /** Every request still in flight settles with the reason the session ended. */
   readonly #requests = new InFlight((error) => this.#onRequestFailed(error));
   readonly #heartbeat: NodeJS.Timeout;
-  /** When the heartbeat still waiting for its answer was sent. */
-  #heartbeatSentAt: number | undefined;
-  /** When the last answered heartbeat was sent (at first, when the session was opened). */
-  #answeredSentAt: number;
+  /** When the heartbeats still waiting for their answers were sent, oldest first. */
+  readonly #unanswered: number[] = [];
+  /**
+   * No later than the leader last heard of the session, give or take the ping lag the margin covers:
+   * the send time of the last heartbeat, or of the last connect request (at first, the session's open).
+   */
+  #touchedAt: number;
+  /** When the client last began a connection (wrote a connect request). */
+  #connectingAt: number;
   readonly #heartbeatEveryMs: number;
 
   static async open(options: ZkDriverOptions): Promise<ZkDriver> {
@@ -146,7 +151,9 @@ export class ZkDriver implements Driver {
     // request is our own ping, whose replies move the session's loss deadline forward. Every sixth of
     // the timeout: a silent connection is then dropped between a third and a half of the timeout
     // after its last unanswered heartbeat, leaving time to reconnect elsewhere before the deadline.
-    this.#answeredSentAt = openedAt;
+    this.#touchedAt = openedAt;
+    this.#connectingAt = openedAt;
+    onConnecting(client, () => (this.#connectingAt = performance.now()));
     this.#heartbeatEveryMs = Math.max(Math.floor(this.timeoutMs / 6), 10);
     this.#heartbeat = setInterval(() => this.#ping(), this.#heartbeatEveryMs);
     this.#heartbeat.unref();
@@ -154,34 +161,39 @@ export class ZkDriver implements Driver {
 
   #ping(): void {
     if (this.#status !== 'open') return;
-    const unanswered = this.#heartbeatSentAt;
-    if (unanswered !== undefined) {
-      // The client never gives up on a server that stopped answering (a hung member, or a connection
-      // the server dropped without closing it). Like ZooKeeper's own Java client, drop a connection
-      // that has been silent for a third of the session timeout, so that the client moves to another
-      // member while the session can still be saved there.
-      if (!this.#suspended && performance.now() - unanswered > this.timeoutMs / 3) destroySocket(this.#client);
+    const oldest = this.#unanswered[0];
+    // The client never gives up on a server that stopped answering (a hung member, or a connection
+    // the server dropped without closing it). Like ZooKeeper's own Java client, drop a connection
+    // that has been silent for a third of the session timeout, so that the client moves to another
+    // member while the session can still be saved there.
+    if (oldest !== undefined && !this.#suspended && performance.now() - oldest > this.timeoutMs / 3) {
+      destroySocket(this.#client);
       return;
     }
+    // Sent on schedule even while an earlier one waits for a slow answer (two at most): each one that
+    // reaches a follower tells the leader, with the follower's next ping answer, that the session lives.
+    if (this.#unanswered.length >= 2) return;
     const sentAt = performance.now();
-    this.#heartbeatSentAt = sentAt;
+    // On an ensemble the leader hears that a session on a follower was active only with the follower's
+    // next answer to its ping (every half tick): an answer to this heartbeat proves the leader heard of
+    // the one before it (or of the reconnect, which the leader itself re-validates), not of this one.
+    // Credited no later than one interval after that, so that the lag the margin must cover stays one
+    // interval and half a tick even when this one was sent late (a stalled event loop).
+    const credit = Math.min(sentAt, this.#touchedAt + this.#heartbeatEveryMs);
+    this.#touchedAt = sentAt;
+    this.#unanswered.push(sentAt);
+    const settled = (): void => {
+      const at = this.#unanswered.indexOf(sentAt);
+      if (at !== -1) this.#unanswered.splice(at, 1);
+    };
     // A sync, not a read: a follower cut off from the leader goes on answering reads (until it notices,
     // syncLimit x tickTime later) while the leader, which expires sessions, hears nothing of ours.
     this.#send(reachLeaderStart(this.#client, '/').start).then(
       () => {
-        this.#heartbeatSentAt = undefined;
-        // On an ensemble the leader hears that a session on a follower was active only with the
-        // follower's next answer to its ping (every half tick): what this answer proves the leader heard
-        // is the previous heartbeat, one interval older when heartbeats keep to their schedule. A late
-        // one (an answer slower than the interval, a stalled event loop) is credited as if on schedule,
-        // so the lag the margin must cover stays one interval and half a tick.
-        const credited = Math.min(sentAt, this.#answeredSentAt + this.#heartbeatEveryMs);
-        this.#answeredSentAt = sentAt;
-        this.#events?.ack(credited);
+        settled();
+        this.#events?.ack(credit);
       },
-      () => {
-        this.#heartbeatSentAt = undefined;
-      },
+      settled,
     );
   }
 
@@ -784,9 +796,9 @@ export class ZkDriver implements Driver {
     this.#connection += 1;
     if (this.#status !== 'open') return;
     if (state === zookeeper.State.SYNC_CONNECTED) {
-      // The member re-validated the session with the leader before it answered: as good as a
-      // heartbeat for the next one's credit (see `#ping`).
-      this.#answeredSentAt = Math.max(this.#answeredSentAt, performance.now());
+      // The member re-validated the session with the leader before it answered the connect request:
+      // as good as a heartbeat sent when that request was (see `#ping`).
+      this.#touchedAt = Math.max(this.#touchedAt, this.#connectingAt);
       if (this.#suspended) this.#recheckWatches();
       this.#suspended = false;
       this.#events?.status('connected');
