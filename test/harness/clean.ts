@@ -57,14 +57,30 @@ async function tree(client: Client, root: string): Promise<ZNode[]> {
   return nodes;
 }
 
+/**
+ * `use` on a fresh client, again on another if the connection is lost meanwhile: an ensemble member
+ * under the load of a full test run can fall behind its leader for `syncLimit` ticks and drop its
+ * clients, and these checks (which read or delete, and may be repeated) must not fail a test for it.
+ */
+async function withZkClientRetried<T>(connectString: string, use: (client: Client) => Promise<T>, digest?: string): Promise<T> {
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      return await withZkClient(connectString, use, digest);
+    } catch (error) {
+      const lost = error instanceof zookeeper.Exception && error.getCode() === zookeeper.Exception.CONNECTION_LOSS;
+      if (!lost || attempt >= 4) throw error;
+    }
+  }
+}
+
 /** Every znode under `path`, itself included (none if it does not exist). */
 export function zkTree(connectString: string, path: string, digest?: string): Promise<ZNode[]> {
-  return withZkClient(connectString, (client) => tree(client, path), digest);
+  return withZkClientRetried(connectString, (client) => tree(client, path), digest);
 }
 
 /** Deletes `path` and everything under it; a missing path is fine. */
 export function zkRemoveTree(connectString: string, path: string, digest?: string): Promise<void> {
-  return withZkClient(connectString, async (client) => {
+  return withZkClientRetried(connectString, async (client) => {
     const nodes = (await tree(client, path)).sort((a, b) => b.path.length - a.path.length);
     for (const node of nodes) {
       await call<void>((cb) => client.remove(node.path, -1, (e) => cb(isNoNode(e) ? null : e, undefined)));
