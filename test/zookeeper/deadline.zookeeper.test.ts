@@ -1,6 +1,7 @@
 import { describe, expect, inject, it } from 'vitest';
 import { FairMutex } from '../../recipes/mutex.js';
 import { SessionLostError } from '../../recipes/errors.js';
+import type { ZkDriver } from '../../src/backends/zookeeper/driver.js';
 import { connect } from '../../src/connect.js';
 import { TcpProxy } from '../harness/proxy.js';
 import { useScope } from '../support/scope.js';
@@ -53,6 +54,30 @@ describe('the client-side session deadline on ZooKeeper', () => {
       await held.release();
     } finally {
       await slow.close();
+      await proxy.close();
+    }
+  });
+
+  it('a reconnect counts from when its connect request was written, before its answer was read', async () => {
+    const proxy = await TcpProxy.start({ port: info.ports[0]! });
+    const session = await connect(`zk://${proxy.address}/${scope.namespace}`, { sessionTimeoutMs: info.sessionTimeoutMs });
+    try {
+      const driver = session.backend as ZkDriver;
+      const opened = driver.connectingAt;
+      let reconnectedAt = Number.NaN;
+      session.on('state', (state) => {
+        if (state === 'connected') reconnectedAt = performance.now();
+      });
+      proxy.delayReplies(50); // the connect's answer arrives a little after its request left
+      const droppedAt = performance.now();
+      proxy.drop();
+      await eventually('reconnected', () => !Number.isNaN(reconnectedAt), info.sessionTimeoutMs);
+      expect(driver.connectingAt).toBeGreaterThan(Math.max(opened, droppedAt));
+      expect(driver.connectingAt).toBeLessThanOrEqual(reconnectedAt - 50);
+      expect(session.state).toBe('connected');
+    } finally {
+      proxy.delayReplies(0);
+      await session.close();
       await proxy.close();
     }
   });

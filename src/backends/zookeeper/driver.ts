@@ -197,6 +197,11 @@ export class ZkDriver implements Driver {
     );
   }
 
+  /** @internal When the client last wrote a connect request (tests). */
+  get connectingAt(): number {
+    return this.#connectingAt;
+  }
+
   /** @internal Whether the heartbeat is a `sync`, which only a member in touch with the leader answers (tests). */
   get heartbeatReachesLeader(): boolean {
     return reachLeaderStart(this.#client, '/').leader;
