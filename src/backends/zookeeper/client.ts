@@ -110,30 +110,40 @@ export function wrapRequestIds(client: ZkClient): void {
  * them ahead of everything that was waiting.
  */
 export function sendAuthFirst(client: ZkClient): void {
-  type Packet = unknown;
-  type Manager = { onSocketConnected: () => void; packetQueue?: { queue?: Packet[] } };
-  const manager = (client as unknown as { connectionManager?: Partial<Manager> }).connectionManager;
-  if (manager === undefined || typeof manager.onSocketConnected !== 'function') return;
-  const onSocketConnected = manager.onSocketConnected;
-  manager.onSocketConnected = function (this: Manager) {
-    const waiting = this.packetQueue?.queue;
+  aroundConnect(client, (manager, connect) => {
+    const waiting = manager.packetQueue?.queue;
     const before = Array.isArray(waiting) ? waiting.length : 0;
-    onSocketConnected.call(this);
+    connect();
     // Nothing is sent before the server accepts the connection: what the call queued sits at the end.
-    const queue = this.packetQueue?.queue;
+    const queue = manager.packetQueue?.queue;
     if (Array.isArray(queue) && queue.length > before && before > 0) queue.unshift(...queue.splice(before));
-  };
+  });
 }
 
 /** Calls `listener` each time `client` begins a connection, just before it writes the connect request. */
 export function onConnecting(client: ZkClient, listener: () => void): void {
-  const manager = (client as unknown as { connectionManager?: { onSocketConnected?: unknown } }).connectionManager;
+  aroundConnect(client, (_manager, connect) => {
+    listener();
+    connect();
+  });
+}
+
+interface ConnectingManager {
+  onSocketConnected: () => void;
+  packetQueue?: { queue?: unknown[] };
+}
+
+/**
+ * Runs `around` in place of the connection manager's handler of a new socket (which writes the connect
+ * request and queues the auth packets), `connect` calling the handler it replaces. The manager binds
+ * the handler to each socket as it makes it, so later connections see the wrapper.
+ */
+function aroundConnect(client: ZkClient, around: (manager: ConnectingManager, connect: () => void) => void): void {
+  const manager = (client as unknown as { connectionManager?: Partial<ConnectingManager> }).connectionManager;
   const onSocketConnected = manager?.onSocketConnected;
   if (manager === undefined || typeof onSocketConnected !== 'function') return;
-  // The manager binds this method to each new socket as it makes it: later connections see the wrapper.
-  manager.onSocketConnected = function (this: unknown, ...args: unknown[]) {
-    listener();
-    return (onSocketConnected as (...a: unknown[]) => unknown).apply(this, args);
+  manager.onSocketConnected = function (this: ConnectingManager) {
+    around(this, () => onSocketConnected.call(this));
   };
 }
 

@@ -4,7 +4,7 @@ import { AccessDeniedError, BackendError, BatonError, ClosedError, SessionLostEr
 import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
 import { addWaiter, backoff, fromPromise, InFlight, sameEntries, settleWaiters, type Recover, type Start, type Waiter } from '../requests.js';
 import { aclFor, canDropDataWatchers, corked, corkForTick, createStart, dropDataWatcher, dropTornFrames, existsStart, getChildrenStart, getData, getDataStat, isCode, mkdirp, onConnecting, reachLeaderStart, removeStart, sendAuthFirst, watchChildren, watchDataStart, watchStatStart, wrapRequestIds, ZkCode, zkLong, ZkServerCode, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
-import { entryPrefix, foreignChildren, ListingParser, parseEntryName, sequenceOf as childSequence, UuidSequence } from './names.js';
+import { entryPrefix, foreignChildren, ListingParser, parseEntryName, sequenceOf as childSequence, trailingSequence, UuidSequence } from './names.js';
 
 export interface ZkDriverOptions {
   /** `host:port,host:port` */
@@ -588,10 +588,10 @@ export class ZkDriver implements Driver {
 
   /** An entry of ours the server has answered is gone (our delete, or a delete that found it gone). */
   #gone(key: string): void {
-    const at = key.lastIndexOf('/');
+    const dir = key.slice(0, key.lastIndexOf('/'));
     this.#mine.delete(key);
-    this.#quiet.get(key.slice(0, at))?.mine.delete(key);
-    if (childSequence(key.slice(at + 1)) >= zkLimits.recycleFrom) this.#recycle(key.slice(0, at));
+    this.#quiet.get(dir)?.mine.delete(key);
+    if (trailingSequence(key) >= zkLimits.recycleFrom) this.#recycle(dir);
   }
 
   /**

@@ -64,9 +64,18 @@ export function sequenceOf(child: string): number {
     const c = child.charCodeAt(i);
     if (c < 97 || c > 122) return -1;
   }
+  return trailingSequence(child);
+}
+
+/**
+ * The number in the last ten characters of a child's name or of a path ending in one (an entry of
+ * ours: no other check), or -1 if they are not all digits.
+ */
+export function trailingSequence(name: string): number {
+  if (name.length < SEQUENCE_DIGITS) return -1;
   let sequence = 0;
-  for (let i = end + 1; i < child.length; i += 1) {
-    const digit = child.charCodeAt(i) - 48;
+  for (let i = name.length - SEQUENCE_DIGITS; i < name.length; i += 1) {
+    const digit = name.charCodeAt(i) - 48;
     if (digit < 0 || digit > 9) return -1;
     sequence = sequence * 10 + digit;
   }
