@@ -19,10 +19,12 @@ export interface Interval {
   readonly believed: boolean;
   readonly lost: boolean;
   /**
-   * When (same clock as `from`) the test asked the server to end this hold's session, if it did while
-   * this hold lasted (a hold granted after that request gets no excuse: it would be a grant on a dead
-   * session). Nothing lets a client foresee that, so from then on its belief may outlast the
-   * grant to the next holder: only fencing keeps it out, and the checks treat it so.
+   * From when (same clock as `from`) this hold's belief may outlast the grant to the next holder,
+   * because the test asked the server to end its session: the moment it asked, or the grant itself if
+   * that came while the request was still unanswered (the server may act at any moment until it
+   * answers, and after a request that failed, at any moment). A hold granted after the server
+   * answered gets no excuse: it would be a grant on a dead session. Nothing lets a client foresee a
+   * server-side end, so from then on only fencing keeps the holder out, and the checks treat it so.
    */
   readonly forcedAt?: string;
   /** When the hold's first write was sent (absent if it made none). */
@@ -51,6 +53,19 @@ export interface ContendPlan {
   readonly expiry?: { readonly zk: ZkInfo } | { readonly etcd: EtcdInfo };
 }
 
+/** A request to end a session from the server side: when it was made and when the server answered it. */
+export interface Forced {
+  readonly asked: bigint;
+  readonly answered?: bigint;
+}
+
+/** See `Interval.forcedAt`: from when a hold granted at `from` may be ended by the server unforeseen. */
+export function excusedFrom(forced: Forced | undefined, from: bigint): bigint | undefined {
+  if (forced === undefined) return undefined;
+  if (forced.asked > from) return forced.asked;
+  return forced.answered === undefined || from < forced.answered ? from : undefined;
+}
+
 /** What a contender reports while it runs. */
 export type ContendEvent =
   /** The acquire resolved: the worker holds until its interval is reported. */
@@ -65,8 +80,11 @@ export interface ContendControl {
   stopped(): boolean;
   /** Told of every session the contender opens, so that the test can end it (see `expireSession`). */
   opened?(session: BatonSession): void;
-  /** When (process.hrtime.bigint()) the test began to end this session from the server side, if it did. */
-  forcedAt?(sessionId: string): bigint | undefined;
+  /**
+   * When (process.hrtime.bigint()) the test asked the server to end this session, if it did, and when
+   * the server answered (absent while unanswered, or if the request failed).
+   */
+  forced?(sessionId: string): Forced | undefined;
   /**
    * While true, a hold goes on past `holdMs` until its signal aborts: the test holds a holder inside
    * through a fault it injects, as a long job would be, so that only the signal ends its belief.
@@ -137,9 +155,9 @@ export async function contendThroughFaults(plan: ContendPlan, report: (event: Co
       const lost = lock.signal.aborted;
       const to = now();
       const late = lost ? await writeAsHolder(plan.registerUrl, lock.fencingToken, lock.signal) : undefined;
-      const forcedAt = control.forcedAt?.(session.id);
+      const forcedAt = excusedFrom(control.forced?.(session.id), from);
       const interval = { worker: plan.worker, session: session.id, token: lock.fencingToken.toString(), from: from.toString(), to: to.toString(), believed, lost };
-      const extra = { ...(write && { write, writeAt: writeAt.toString() }), ...(late && { late }), ...(forcedAt !== undefined && from <= forcedAt && forcedAt < to && { forcedAt: forcedAt.toString() }) };
+      const extra = { ...(write && { write, writeAt: writeAt.toString() }), ...(late && { late }), ...(forcedAt !== undefined && forcedAt < to && { forcedAt: forcedAt.toString() }) };
       report({ type: 'interval', interval: { ...interval, ...extra } });
       await lock.release().catch(() => undefined);
       done += 1;
@@ -152,7 +170,7 @@ export async function contendThroughFaults(plan: ContendPlan, report: (event: Co
 
 /**
  * When a hold's belief stops counting for mutual exclusion: when it ended, or, if the test had its
- * session ended from the server side meanwhile, when it asked for that (fencing's case from then on).
+ * session ended from the server side meanwhile, its `forcedAt` (fencing's case from then on).
  */
 export function beliefEnd(interval: Interval): bigint {
   const to = BigInt(interval.to);
@@ -162,8 +180,8 @@ export function beliefEnd(interval: Interval): bigint {
 /**
  * No two belief intervals overlap, and tokens strictly increase in grant order. Holds whose signal
  * had aborted before the holder learned of the grant carry no belief and are left out. A hold whose
- * session the test ended from the server side may outlast the next grant from the moment the test
- * asked for it (see `Interval.forcedAt`), but the later holder's token must still be higher.
+ * session the test ended from the server side may outlast the next grant from `Interval.forcedAt` on,
+ * but the later holder's token must still be higher.
  */
 export function checkIntervals(intervals: readonly Interval[]): string[] {
   const sorted = intervals.filter((i) => i.believed).sort((a, b) => (BigInt(a.from) < BigInt(b.from) ? -1 : 1));

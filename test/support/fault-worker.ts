@@ -1,5 +1,5 @@
 import type { BatonSession } from '../../src/session.js';
-import { contendThroughFaults, expireSession, type ContendPlan } from './fault-contend.js';
+import { contendThroughFaults, expireSession, type ContendPlan, type Forced } from './fault-contend.js';
 
 /**
  * Child-process side of the fault tests, one of a pool that serves several runs: it says 'ready', then
@@ -17,16 +17,21 @@ let exiting = false;
 process.on('disconnect', () => exiting || process.exit(1));
 let plan: ContendPlan | undefined;
 let current: BatonSession | undefined;
-/** Sessions this process was told to end, and when: marked before the server acts, so no hold of theirs is missed. */
-const forced = new Map<string, bigint>();
+/**
+ * Sessions this process was told to end, when it asked (marked before the server can act, so no hold
+ * of theirs is missed) and when the server answered.
+ */
+const forced = new Map<string, Forced>();
 
 async function expire(): Promise<string | undefined> {
   const session = current;
   if (plan === undefined || session === undefined || session.state === 'lost' || session.state === 'closed') return undefined;
-  // Kept even if the request fails (the server may have acted all the same): it only ever excuses
-  // the hold that was in progress when it was asked for (see fault-contend.ts).
-  forced.set(session.id, process.hrtime.bigint());
+  // Left unanswered if the request fails: the server may still act on it, so every later hold of
+  // this session is excused from its grant on (see excusedFrom in fault-contend.ts).
+  const asked = process.hrtime.bigint();
+  forced.set(session.id, { asked });
   await expireSession(plan, session);
+  forced.set(session.id, { asked, answered: process.hrtime.bigint() });
   return session.id;
 }
 
@@ -45,7 +50,7 @@ process.on('message', (command: Command) => {
   } else {
     stop = false;
     plan = command.plan;
-    const control = { stopped: () => stop, opened: (session: BatonSession) => (current = session), forcedAt: (id: string) => forced.get(id), lingering: () => lingering };
+    const control = { stopped: () => stop, opened: (session: BatonSession) => (current = session), forced: (id: string) => forced.get(id), lingering: () => lingering };
     contendThroughFaults(command.plan, (event) => process.send?.(event), control).then(
       (summary) => process.send?.({ type: 'done', ...summary }),
       (error: unknown) => {

@@ -316,7 +316,7 @@ export function summarize(intervals: readonly Interval[], stalls: number, known:
   const believed = intervals.filter((i) => i.believed).sort((a, b) => (BigInt(a.from) < BigInt(b.from) ? -1 : 1));
   const violations = checkIntervals(intervals);
   for (const i of believed) {
-    const fenced = i.forcedAt !== undefined && i.writeAt !== undefined && BigInt(i.forcedAt) < BigInt(i.writeAt);
+    const fenced = i.forcedAt !== undefined && i.writeAt !== undefined && BigInt(i.forcedAt) <= BigInt(i.writeAt);
     if (i.write !== undefined && i.write.whileHeld && !i.write.accepted && !fenced) {
       violations.push(`worker ${i.worker} (token ${i.token}) had its write refused while it believed it held; the register had seen ${i.write.highest}`);
     }
