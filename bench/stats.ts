@@ -75,7 +75,16 @@ export async function alternate(
   contenders: Record<string, Block>,
   options: { blocks: number; perBlock: number; warmup: number },
 ): Promise<Record<string, number[]>> {
-  const samples: Record<string, number[]> = {};
+  const blocks = await alternateBlocks(contenders, options);
+  return Object.fromEntries(Object.entries(blocks).map(([name, runs]) => [name, runs.flat()]));
+}
+
+/** `alternate`, keeping each block's samples apart: block i of every contender ran in round i. */
+export async function alternateBlocks(
+  contenders: Record<string, Block>,
+  options: { blocks: number; perBlock: number; warmup: number },
+): Promise<Record<string, number[][]>> {
+  const samples: Record<string, number[][]> = {};
   for (const [name, run] of Object.entries(contenders)) {
     samples[name] = [];
     await run(options.warmup);
@@ -83,7 +92,34 @@ export async function alternate(
   const blocks = wholePeriods(options.blocks, Object.keys(contenders).length);
   const perBlock = Math.max(1, Math.round((options.blocks * options.perBlock) / blocks));
   for (let block = 0; block < blocks; block += 1) {
-    for (const [name, run] of balancedRound(Object.entries(contenders), block)) samples[name]!.push(...(await run(perBlock)));
+    for (const [name, run] of balancedRound(Object.entries(contenders), block)) samples[name]!.push(await run(perBlock));
   }
   return samples;
+}
+
+/**
+ * How far the ratio of medians `a / b` would move if the run were repeated: a 95% interval from a
+ * bootstrap over rounds (rounds drawn again with replacement, the two contenders' blocks of a round
+ * kept together, since they shared its conditions). Seeded, so that the same samples give the same
+ * interval. On a noisy machine most of the spread is between rounds, which this captures.
+ */
+export function ratioInterval(a: readonly (readonly number[])[], b: readonly (readonly number[])[], resamples = 1_000, seed = 1): [number, number] {
+  if (a.length !== b.length || a.length === 0) throw new Error(`ratioInterval needs the same rounds on both sides, got ${a.length} and ${b.length}`);
+  let state = seed >>> 0;
+  const next = (): number => {
+    state = (Math.imul(state, 1_664_525) + 1_013_904_223) >>> 0;
+    return state / 2 ** 32;
+  };
+  const ratios: number[] = [];
+  for (let r = 0; r < resamples; r += 1) {
+    const pickA: number[] = [];
+    const pickB: number[] = [];
+    for (let i = 0; i < a.length; i += 1) {
+      const round = Math.floor(next() * a.length);
+      pickA.push(...a[round]!);
+      pickB.push(...b[round]!);
+    }
+    ratios.push(quantile(pickA, 0.5) / quantile(pickB, 0.5));
+  }
+  return [quantile(ratios, 0.025), quantile(ratios, 0.975)];
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { alternate, balancedPeriod, balancedRound, wholePeriods } from '../../bench/stats.js';
+import { alternate, alternateBlocks, balancedPeriod, balancedRound, quantile, ratioInterval, wholePeriods } from '../../bench/stats.js';
 
 // The benchmark's ratios are only fair if every kind meets the same neighbours and places over a run:
 // a kind always run last in a round, or always right after the same other kind, measured differently.
@@ -50,5 +50,48 @@ describe('balancedRound (the order of alternating benchmark blocks)', () => {
     expect(ran.length).toBe(3 + 6 * 3); // the warm-up block of each, then the rounds
     expect(cycles).toEqual({ A: 120, B: 120, C: 120 });
     expect(samples.A).toHaveLength(120);
+  });
+
+  it('keeps each round\'s block apart when asked (alternateBlocks): block i of every kind ran in round i', async () => {
+    let calls = 0;
+    // Calls 0 and 1 are the warm-ups; from then on every two calls make a round. Each block answers
+    // with the round it ran in.
+    const block = async (count: number): Promise<number[]> => {
+      const round = calls < 2 ? -1 : Math.floor((calls - 2) / 2);
+      calls += 1;
+      return Array.from({ length: count }, () => round);
+    };
+    const blocks = await alternateBlocks({ A: block, B: block }, { blocks: 4, perBlock: 5, warmup: 1 });
+    expect(blocks.A!.map((b) => b.length)).toEqual([5, 5, 5, 5]);
+    expect(blocks.A!.map((b) => b[0])).toEqual([0, 1, 2, 3]);
+    expect(blocks.B!.map((b) => b[0])).toEqual([0, 1, 2, 3]);
+  });
+});
+
+describe('ratioInterval (how far a ratio of medians would move in another run)', () => {
+  const rounds = (values: number[][]): number[][] => values;
+
+  it('is a single point when every round gives the same ratio', () => {
+    const a = rounds([[1, 2, 3], [10, 20, 30], [4, 5, 6]]);
+    const b = a.map((block) => block.map((x) => x * 2));
+    expect(ratioInterval(a, b)).toEqual([0.5, 0.5]);
+  });
+
+  it('spans the ratios of rounds that differ, around the ratio of the whole run, and is the same for the same samples', () => {
+    const a = rounds([[1.0, 1.0, 1.0], [1.2, 1.2, 1.2], [1.0, 1.0, 1.0], [1.1, 1.1, 1.1], [0.9, 0.9, 0.9], [1.05, 1.05, 1.05]]);
+    const b = rounds([[1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]);
+    const [low, high] = ratioInterval(a, b);
+    const whole = quantile(a.flat(), 0.5) / quantile(b.flat(), 0.5);
+    expect(low).toBeLessThan(high);
+    expect(low).toBeLessThanOrEqual(whole);
+    expect(high).toBeGreaterThanOrEqual(whole);
+    expect(low).toBeGreaterThanOrEqual(0.9);
+    expect(high).toBeLessThanOrEqual(1.2);
+    expect(ratioInterval(a, b)).toEqual([low, high]);
+  });
+
+  it('refuses sides with different rounds', () => {
+    expect(() => ratioInterval([[1]], [[1], [2]])).toThrow(/same rounds/);
+    expect(() => ratioInterval([], [])).toThrow(/same rounds/);
   });
 });
