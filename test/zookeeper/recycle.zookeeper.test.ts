@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import { LeaderElection } from '../../recipes/election.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
-import { exists } from '../../src/backends/zookeeper/client.js';
+import { create, exists, getChildren, isCode, mkdirp, mkdirpHooks, MKDIRP_LOOKS, remove, ZkCode } from '../../src/backends/zookeeper/client.js';
 import { zkCounters, zkLimits } from '../../src/backends/zookeeper/driver.js';
 import { parseEntryName } from '../../src/backends/zookeeper/names.js';
 import { useScope } from '../support/scope.js';
@@ -25,6 +25,57 @@ describe.each(['zkStandalone', 'zkEnsemble'] as const)('ZooKeeper: a directory d
   });
   afterEach(() => {
     zkLimits.recycleFrom = 2 ** 30;
+    mkdirpHooks.afterLook = undefined;
+  });
+
+  // A directory renewed (deleted) between mkdirp's look for the deepest existing ancestor and its
+  // creates below it: the race of a nested lock's first acquire with its parent's renewal. The hook
+  // runs right after each look, so the deletion lands in that window every time.
+  it('mkdirp looks again from the top when the ancestor it found is deleted before its creates', async () => {
+    const client = zkAdmin();
+    const outer = `/${scope.namespace}/race-outer`;
+    await mkdirp(client, outer);
+    const looks: string[] = [];
+    mkdirpHooks.afterLook = async (deepest) => {
+      looks.push(deepest);
+      if (looks.length === 1) await remove(client, deepest);
+    };
+    await mkdirp(client, `${outer}/inner/leaf`);
+    expect(looks).toEqual([outer, `/${scope.namespace}`]);
+    expect(await exists(client, `${outer}/inner/leaf`)).not.toBeNull();
+  });
+
+  it(`mkdirp gives up with NO_NODE after ${MKDIRP_LOOKS} looks when the ancestor keeps vanishing, having created nothing`, async () => {
+    const client = zkAdmin();
+    const base = `/${scope.namespace}/vanishing`;
+    const levels = Array.from({ length: MKDIRP_LOOKS }, (_, i) => `${base}/${'abcdefgh'.slice(0, i + 1).split('').join('/')}`);
+    await mkdirp(client, levels.at(-1)!); // base/a/b/c/d/e
+    const looks: string[] = [];
+    mkdirpHooks.afterLook = async (deepest) => {
+      looks.push(deepest);
+      await remove(client, deepest); // each look finds one level less, and loses it before its create
+    };
+    const error = await mkdirp(client, `${levels.at(-1)!}/f/g`).then(() => undefined, (e: unknown) => e);
+    expect(isCode(error, ZkCode.NO_NODE), String(error)).toBe(true);
+    expect(looks).toEqual([...levels].reverse());
+    expect((await getChildren(client, base)).children).toEqual([]);
+  });
+
+  it('a nested lock\'s first acquire succeeds while its parent directory is deleted under it', async () => {
+    const session = await scope.open();
+    const client = zkAdmin();
+    const parent = `/${scope.namespace}/renewed`;
+    await mkdirp(client, parent); // empty, as a renewal would find it
+    const looks: string[] = [];
+    mkdirpHooks.afterLook = async (deepest) => {
+      looks.push(deepest);
+      if (deepest === parent && looks.length === 1) await remove(client, parent);
+    };
+    const lock = await new FairMutex(session, 'renewed/inner').acquire({ timeoutMs: withinMs() });
+    expect(looks.slice(0, 2)).toEqual([parent, `/${scope.namespace}`]);
+    expect(lock.entry.key.startsWith(`${parent}/inner/`)).toBe(true);
+    await lock.release();
+    expect((await getChildren(client, `${parent}/inner`)).children).toEqual([]);
   });
 
   it('one session alone: the directory goes once it is empty past the limit, sequences start again, tokens keep growing', async () => {

@@ -320,6 +320,12 @@ export function remove(client: ZkClient, path: string): Promise<void> {
   return started(removeStart(client, path));
 }
 
+/** @internal For tests: runs after each look for the deepest existing ancestor, before the creates below it. */
+export const mkdirpHooks: { afterLook?: ((deepest: string) => Promise<void>) | undefined } = {};
+
+/** How many times `mkdirp` looks for the deepest existing ancestor before it gives up on NO_NODE. */
+export const MKDIRP_LOOKS = 5;
+
 /**
  * Creates `path` and whatever ancestors are missing, with `acl`. It looks for the deepest ancestor that
  * exists first: creating an existing node still needs create rights on its parent, which a shared
@@ -333,6 +339,7 @@ export async function mkdirp(client: ZkClient, path: string, acl = OPEN): Promis
   for (let attempt = 0; ; attempt += 1) {
     let existing = parts.length;
     while (existing > 0 && (await exists(client, at(existing))) === null) existing -= 1;
+    if (mkdirpHooks.afterLook !== undefined) await mkdirpHooks.afterLook(at(existing));
     try {
       for (let depth = existing + 1; depth <= parts.length; depth += 1) {
         try {
@@ -343,7 +350,7 @@ export async function mkdirp(client: ZkClient, path: string, acl = OPEN): Promis
       }
       return;
     } catch (error) {
-      if (!isCode(error, zookeeper.Exception.NO_NODE) || attempt >= 4) throw error;
+      if (!isCode(error, zookeeper.Exception.NO_NODE) || attempt >= MKDIRP_LOOKS - 1) throw error;
     }
   }
 }
