@@ -22,8 +22,8 @@ export interface Interval {
    * From when (same clock as `from`) this hold's belief may outlast the grant to the next holder,
    * because the test asked the server to end its session: the moment it asked, or the grant itself if
    * that came while the request was still unanswered (the server may act at any moment until it
-   * answers, and after a request that failed, at any moment). A hold granted after the server
-   * answered gets no excuse: it would be a grant on a dead session. Nothing lets a client foresee a
+   * answers; after a request that failed, until three session timeouts later). A hold granted after
+   * that gets no excuse: it would be a grant on a dead session. Nothing lets a client foresee a
    * server-side end, so from then on only fencing keeps the holder out, and the checks treat it so.
    */
   readonly forcedAt?: string;
@@ -53,7 +53,10 @@ export interface ContendPlan {
   readonly expiry?: { readonly zk: ZkInfo } | { readonly etcd: EtcdInfo };
 }
 
-/** A request to end a session from the server side: when it was made and when the server answered it. */
+/**
+ * A request to end a session from the server side: when it was made, and until when the server may
+ * act on it (its answer; for a request that failed, a bound the test sets); absent while on its way.
+ */
 export interface Forced {
   readonly asked: bigint;
   readonly answered?: bigint;
@@ -81,8 +84,9 @@ export interface ContendControl {
   /** Told of every session the contender opens, so that the test can end it (see `expireSession`). */
   opened?(session: BatonSession): void;
   /**
-   * When (process.hrtime.bigint()) the test asked the server to end this session, if it did, and when
-   * the server answered (absent while unanswered, or if the request failed).
+   * When (process.hrtime.bigint()) the test asked the server to end this session, if it did, and until
+   * when the server may act on it: its answer, or three session timeouts after a failure (absent while
+   * the request is on its way).
    */
   forced?(sessionId: string): Forced | undefined;
   /**

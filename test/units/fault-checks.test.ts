@@ -20,7 +20,7 @@ describe('excusedFrom (when a server-side end of a session may cut a hold short 
     expect(excusedFrom({ asked: 150n }, 100n)).toBe(150n);
   });
 
-  it('from the grant, for a hold granted while the request was unanswered or after it failed', () => {
+  it('from the grant, for a hold granted while the request was on its way or the server could still act on it', () => {
     // Measured on etcd: a revoke asked while a member was down was answered 6 s later, 160 ms after
     // the session's next grant; the server had acted after that grant.
     expect(excusedFrom({ asked: 100n, answered: 300n }, 200n)).toBe(200n);
