@@ -258,8 +258,9 @@ function reportContended(report: Report, measured: Record<string, Contender[]>, 
   const raw = rows[RAW]!;
   report.info(2, 'ZK contended acquisitions/s (8 processes)', ours.perSecond, `baton ${ours.perSecond.toFixed(0)}, kazoo ${theirs?.perSecond.toFixed(0) ?? '-'}, raw lock ${raw.perSecond.toFixed(0)}`);
   if (theirs !== undefined) {
+    const [low, high] = pairedRange(measured[BATON]!, measured[KAZOO]!);
     report.atLeast(2, 'ZK contended acquisitions/s / kazoo', pairedRatio(measured[BATON]!, measured[KAZOO]!), 1.1, times,
-      `(raw lock / kazoo ${times(pairedRatio(measured[RAW]!, measured[KAZOO]!))})`);
+      `(blocks ${times(low)}-${times(high)}; raw lock / kazoo ${times(pairedRatio(measured[RAW]!, measured[KAZOO]!))})`);
   }
   // Judged at the resolution the count has: the idle traffic subtracted from every block (heartbeats of
   // every open session, sent on their timers) is a rate, off by a few requests in a block of about a
@@ -279,6 +280,12 @@ function reportContended(report: Report, measured: Record<string, Contender[]>, 
 /** The median over blocks of one kind's rate over the other's in the block next to it in time. */
 function pairedRatio(ours: readonly Contender[], theirs: readonly Contender[]): number {
   return quantile(ours.map((block, i) => block.perSecond / theirs[i]!.perSecond), 0.5);
+}
+
+/** The lowest and highest of those per-block ratios: how far one block's figure strayed in this run. */
+function pairedRange(ours: readonly Contender[], theirs: readonly Contender[]): [number, number] {
+  const ratios = ours.map((block, i) => block.perSecond / theirs[i]!.perSecond);
+  return [Math.min(...ratios), Math.max(...ratios)];
 }
 
 /** A block without its samples, for the JSON file. */
