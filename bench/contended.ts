@@ -6,7 +6,7 @@ import { analyse, combine, medianRate, type Contender, type ContenderReport } fr
 import { KAZOO_MISSING, kazooContender, kazooInstalled } from './kazoo.js';
 import { LineProcess, startAll, stopAll } from './line-process.js';
 import { fixed, times, type Report } from './report.js';
-import { balancedRound, quantile, summarize, type Summary } from './stats.js';
+import { balancedRound, pairedRange, quantile, summarize, type Summary } from './stats.js';
 import { heading, ms } from './table.js';
 import { idleRate, zkRequestsDuring } from './zk-metrics.js';
 
@@ -258,7 +258,7 @@ function reportContended(report: Report, measured: Record<string, Contender[]>, 
   const raw = rows[RAW]!;
   report.info(2, 'ZK contended acquisitions/s (8 processes)', ours.perSecond, `baton ${ours.perSecond.toFixed(0)}, kazoo ${theirs?.perSecond.toFixed(0) ?? '-'}, raw lock ${raw.perSecond.toFixed(0)}`);
   if (theirs !== undefined) {
-    const [low, high] = pairedRange(measured[BATON]!, measured[KAZOO]!);
+    const [low, high] = pairedRange(measured[BATON]!.map((b) => b.perSecond), measured[KAZOO]!.map((b) => b.perSecond));
     report.atLeast(2, 'ZK contended acquisitions/s / kazoo', pairedRatio(measured[BATON]!, measured[KAZOO]!), 1.1, times,
       `(blocks ${times(low)}-${times(high)}; raw lock / kazoo ${times(pairedRatio(measured[RAW]!, measured[KAZOO]!))})`);
   }
@@ -280,12 +280,6 @@ function reportContended(report: Report, measured: Record<string, Contender[]>, 
 /** The median over blocks of one kind's rate over the other's in the block next to it in time. */
 function pairedRatio(ours: readonly Contender[], theirs: readonly Contender[]): number {
   return quantile(ours.map((block, i) => block.perSecond / theirs[i]!.perSecond), 0.5);
-}
-
-/** The lowest and highest of those per-block ratios: how far one block's figure strayed in this run. */
-function pairedRange(ours: readonly Contender[], theirs: readonly Contender[]): [number, number] {
-  const ratios = ours.map((block, i) => block.perSecond / theirs[i]!.perSecond);
-  return [Math.min(...ratios), Math.max(...ratios)];
 }
 
 /** A block without its samples, for the JSON file. */

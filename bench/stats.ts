@@ -123,3 +123,13 @@ export function ratioInterval(a: readonly (readonly number[])[], b: readonly (re
   }
   return [quantile(ratios, 0.025), quantile(ratios, 0.975)];
 }
+
+/**
+ * The lowest and highest ratio `a[i] / b[i]` over blocks run side by side (block i of each in round i):
+ * how far a single block's figure strayed in this run.
+ */
+export function pairedRange(a: readonly number[], b: readonly number[]): [number, number] {
+  if (a.length !== b.length || a.length === 0) throw new Error(`pairedRange needs the same blocks on both sides, got ${a.length} and ${b.length}`);
+  const ratios = a.map((value, i) => value / b[i]!);
+  return [Math.min(...ratios), Math.max(...ratios)];
+}

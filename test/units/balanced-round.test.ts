@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { alternate, alternateBlocks, balancedPeriod, balancedRound, quantile, ratioInterval, wholePeriods } from '../../bench/stats.js';
+import { alternate, alternateBlocks, balancedPeriod, balancedRound, pairedRange, quantile, ratioInterval, wholePeriods } from '../../bench/stats.js';
 
 // The benchmark's ratios are only fair if every kind meets the same neighbours and places over a run:
 // a kind always run last in a round, or always right after the same other kind, measured differently.
@@ -93,5 +93,14 @@ describe('ratioInterval (how far a ratio of medians would move in another run)',
   it('refuses sides with different rounds', () => {
     expect(() => ratioInterval([[1]], [[1], [2]])).toThrow(/same rounds/);
     expect(() => ratioInterval([], [])).toThrow(/same rounds/);
+  });
+});
+
+describe('pairedRange (the spread of per-block ratios)', () => {
+  it('gives the lowest and highest ratio of blocks run side by side, and refuses unpaired blocks', () => {
+    expect(pairedRange([2, 3, 4], [2, 2, 2])).toEqual([1, 2]);
+    expect(pairedRange([5], [4])).toEqual([1.25, 1.25]);
+    expect(() => pairedRange([1, 2], [1])).toThrow(/same blocks/);
+    expect(() => pairedRange([], [])).toThrow(/same blocks/);
   });
 });
