@@ -7,7 +7,7 @@ import type { BatonSession } from '../../src/session.js';
 import type { Fixture } from '../support/fixture.js';
 import { runContention } from '../support/processes.js';
 import { useScope } from '../support/scope.js';
-import { eventually, later, track } from '../support/wait.js';
+import { eventually, later, rethrowFailure, track } from '../support/wait.js';
 
 async function queue(session: BatonSession, name: string): Promise<{ key: string; kind: string; order: bigint }[]> {
   return [...(await session.backend.list(name))];
@@ -141,9 +141,16 @@ export function rwContract(getFixture: () => Fixture): void {
       const owner = new ReadWriteLock(a, 'downgrade');
       const write = await owner.writeLock.acquire();
       const reader = track(new ReadWriteLock(b, 'downgrade').readLock.acquire());
-      await eventually('reader queued', async () => (await queue(a, 'downgrade')).length === 2);
+      await eventually('reader queued', async () => {
+        rethrowFailure(reader);
+        return (await queue(a, 'downgrade')).length === 2;
+      });
       const writer = track(new ReadWriteLock(c, 'downgrade').writeLock.acquire());
-      await eventually('writer queued', async () => (await queue(a, 'downgrade')).length === 3);
+      await eventually('writer queued', async () => {
+        rethrowFailure(reader);
+        rethrowFailure(writer);
+        return (await queue(a, 'downgrade')).length === 3;
+      });
       const read = await owner.downgrade(write);
       expect(write.held).toBe(false);
       expect(read.held).toBe(true);

@@ -9,14 +9,25 @@ export async function eventually(what: string, check: () => boolean | Promise<bo
   }
 }
 
-/** A promise's settled state without waiting for it. */
-export function track<T>(promise: Promise<T>): { readonly settled: boolean; readonly promise: Promise<T> } {
-  const state = { settled: false, promise };
+/** A promise's settled state without waiting for it, and its rejection if it rejected. */
+export function track<T>(promise: Promise<T>): { readonly settled: boolean; readonly failure: { readonly error: unknown } | undefined; readonly promise: Promise<T> } {
+  const state: { settled: boolean; failure: { error: unknown } | undefined; promise: Promise<T> } = { settled: false, failure: undefined, promise };
   promise.then(
     () => (state.settled = true),
-    () => (state.settled = true),
+    (error: unknown) => {
+      state.settled = true;
+      state.failure = { error };
+    },
   );
   return state;
+}
+
+/**
+ * Throws what the tracked promise rejected with, if it did: a test waiting for that call's effects
+ * would otherwise time out and hide why.
+ */
+export function rethrowFailure(tracked: { readonly failure: { readonly error: unknown } | undefined }): void {
+  if (tracked.failure !== undefined) throw tracked.failure.error;
 }
 
 /**
