@@ -5,7 +5,7 @@ import { cpuMs } from './cpu.js';
 import { analyse, combine, medianRate, type Contender, type ContenderReport } from './contention.js';
 import { KAZOO_MISSING, kazooContender, kazooInstalled } from './kazoo.js';
 import { LineProcess, startAll, stopAll } from './line-process.js';
-import { fixed, times, type Report } from './report.js';
+import { fixed, times, timesRange, type Report } from './report.js';
 import { balancedRound, pairedRange, quantile, summarize, type Summary } from './stats.js';
 import { heading, ms } from './table.js';
 import { idleRate, zkRequestsDuring } from './zk-metrics.js';
@@ -258,9 +258,9 @@ function reportContended(report: Report, measured: Record<string, Contender[]>, 
   const raw = rows[RAW]!;
   report.info(2, 'ZK contended acquisitions/s (8 processes)', ours.perSecond, `baton ${ours.perSecond.toFixed(0)}, kazoo ${theirs?.perSecond.toFixed(0) ?? '-'}, raw lock ${raw.perSecond.toFixed(0)}`);
   if (theirs !== undefined) {
-    const [low, high] = pairedRange(measured[BATON]!.map((b) => b.perSecond), measured[KAZOO]!.map((b) => b.perSecond));
+    const range = pairedRange(measured[BATON]!.map((b) => b.perSecond), measured[KAZOO]!.map((b) => b.perSecond));
     report.atLeast(2, 'ZK contended acquisitions/s / kazoo', pairedRatio(measured[BATON]!, measured[KAZOO]!), 1.1, times,
-      `(blocks ${times(low)}-${times(high)}; raw lock / kazoo ${times(pairedRatio(measured[RAW]!, measured[KAZOO]!))})`);
+      `(blocks ${timesRange(range)}; raw lock / kazoo ${times(pairedRatio(measured[RAW]!, measured[KAZOO]!))})`);
   }
   // Judged at the resolution the count has: the idle traffic subtracted from every block (heartbeats of
   // every open session, sent on their timers) is a rate, off by a few requests in a block of about a

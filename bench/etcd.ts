@@ -4,8 +4,8 @@ import { connect } from '../src/connect.js';
 import { etcdCounters } from '../src/backends/etcd/driver.js';
 import type { Case } from './case.js';
 import { etcdRequestsDuring } from './etcd-metrics.js';
-import { fixed, times } from './report.js';
-import { alternateBlocks, ratioInterval, summarize, timed, type Summary } from './stats.js';
+import { fixed, times, timesRange } from './report.js';
+import { alternateBlocks, flatBlocks, ratioInterval, summarize, timed, type Summary } from './stats.js';
 import { heading, printCases, printFigures } from './table.js';
 
 /** Cycles per case whose requests are counted. */
@@ -67,7 +67,7 @@ export async function benchEtcdCycle(endpoint: string, options: { blocks: number
     };
     const blocks = Object.fromEntries(Object.entries(contenders).map(([name, cycle]) => [name, timed(cycle)]));
     const byBlock = await alternateBlocks(blocks, { ...options, warmup: 100 });
-    const samples = Object.fromEntries(Object.entries(byBlock).map(([name, runs]) => [name, runs.flat()]));
+    const samples = flatBlocks(byBlock);
     const intervals = {
       mutex: ratioInterval(byBlock[ETCD_CASES.mutex]!, byBlock[ETCD_CASES.floor]!),
       copy: ratioInterval(byBlock[ETCD_CASES.floorCopy]!, byBlock[ETCD_CASES.floor]!),
@@ -106,9 +106,9 @@ export const etcdCycle: Case = {
     report.exactly(4, 'etcd RPCs per FairMutex cycle', rpcsPerCycle[ETCD_CASES.mutex]!, 2, fixed(2), `(floor ${fixed(2)(rpcsPerCycle[ETCD_CASES.floor]!)}, etcd3 lock() ${fixed(2)(rpcsPerCycle[ETCD_CASES.etcd3]!)})`);
     const withDeadlines = mutex.medianMs / find(ETCD_CASES.floorDeadline).medianMs;
     const floorMs = find(ETCD_CASES.floor).medianMs;
-    const span = ([low, high]: [number, number]): string => `${times(low)}-${times(high)}`;
-    report.atMost(4, 'etcd FairMutex / raw one-Txn floor', mutex.medianMs / floorMs, 1.05, times, `(95% ${span(intervals.mutex)}; ${times(withDeadlines)} the floor with deadlines)`);
-    report.info(4, "etcd the floor's identical copy / the floor", find(ETCD_CASES.floorCopy).medianMs / floorMs, `${times(find(ETCD_CASES.floorCopy).medianMs / floorMs)} (95% ${span(intervals.copy)}: this run's noise)`);
+    const copy = find(ETCD_CASES.floorCopy).medianMs / floorMs;
+    report.atMost(4, 'etcd FairMutex / raw one-Txn floor', mutex.medianMs / floorMs, 1.05, times, `(95% ${timesRange(intervals.mutex)}; ${times(withDeadlines)} the floor with deadlines)`);
+    report.info(4, "etcd the floor's identical copy / the floor", copy, `${times(copy)} (95% ${timesRange(intervals.copy)}: this run's noise)`);
     report.atMost(4, "etcd FairMutex / etcd3's lock()", mutex.medianMs / find(ETCD_CASES.etcd3).medianMs, 0.7, times);
     return { results, rpcsPerCycle, confirmations };
   },

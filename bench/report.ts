@@ -13,6 +13,8 @@ export interface Check {
 export type Format = (value: number) => string;
 /** Three decimals: a ratio of 0.796 against a target of 0.8 must not read as 0.80. */
 export const times: Format = (value) => `${value.toFixed(3)}x`;
+/** A range of ratios, `low-high`, each as `times` writes it. */
+export const timesRange = ([low, high]: readonly [number, number]): string => `${times(low)}-${times(high)}`;
 export const fixed =
   (digits: number, unit = ''): Format =>
   (value) => `${value.toFixed(digits)}${unit}`;

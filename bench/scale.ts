@@ -6,7 +6,7 @@ import { connect } from '../src/connect.js';
 import type { BatonSession } from '../src/session.js';
 import type { Case, Context } from './case.js';
 import { cpuMs } from './cpu.js';
-import { times } from './report.js';
+import { times, timesRange } from './report.js';
 import { balancedRound, pairedRange, quantile, wholePeriods } from './stats.js';
 import { heading, ms } from './table.js';
 import { openClient } from './zk-client.js';
@@ -94,13 +94,11 @@ function rate(result: Throughput): number {
   return quantile(result.perSecond, 0.5);
 }
 
-const span = ([low, high]: [number, number]): string => `${times(low)}-${times(high)}`;
-
 function reportScale(context: Context, backend: string, results: readonly Throughput[]): unknown {
   const [ours, createDelete, lockOps, withDeadlines] = results as [Throughput, Throughput, Throughput, Throughput | undefined];
   const deadlines = withDeadlines === undefined ? '' : `, ${times(rate(ours) / rate(withDeadlines))} them with deadlines`;
   context.report.atLeast(6, `${backend} ${LOCKS} locks at once / raw create+delete, one connection`, rate(ours) / rate(createDelete), 0.8, times,
-    `(${rate(ours).toFixed(0)} vs ${rate(createDelete).toFixed(0)} cycles/s, blocks ${span(pairedRange(ours.perSecond, createDelete.perSecond))}; ${times(rate(ours) / rate(lockOps))} the lock's own requests${deadlines})`);
+    `(${rate(ours).toFixed(0)} vs ${rate(createDelete).toFixed(0)} cycles/s, blocks ${timesRange(pairedRange(ours.perSecond, createDelete.perSecond))}; ${times(rate(ours) / rate(lockOps))} the lock's own requests${deadlines})`);
   return results.map((r) => ({ name: r.name, perSecond: r.perSecond, medianMs: quantile(r.samples, 0.5), p99Ms: quantile(r.samples, 0.99), clientCpuMsPerCycle: r.clientCpuMs / r.cycles, serverCpuMsPerCycle: r.serverCpuMs / r.cycles }));
 }
 

@@ -75,7 +75,11 @@ export async function alternate(
   contenders: Record<string, Block>,
   options: { blocks: number; perBlock: number; warmup: number },
 ): Promise<Record<string, number[]>> {
-  const blocks = await alternateBlocks(contenders, options);
+  return flatBlocks(await alternateBlocks(contenders, options));
+}
+
+/** Each contender's samples of every block in one list, as `alternate` gives them. */
+export function flatBlocks(blocks: Record<string, number[][]>): Record<string, number[]> {
   return Object.fromEntries(Object.entries(blocks).map(([name, runs]) => [name, runs.flat()]));
 }
 

@@ -23,12 +23,6 @@ let current: BatonSession | undefined;
  */
 const forced = new Map<string, Forced>();
 
-/** The plan's session timeout (ZooKeeper) or lease TTL (etcd), as baton's defaults fill them in. */
-function timeoutMsOf(plan: ContendPlan): number {
-  const { sessionTimeoutMs, ttlSeconds } = plan.options;
-  return sessionTimeoutMs ?? (ttlSeconds !== undefined ? ttlSeconds * 1_000 : 10_000);
-}
-
 async function expire(): Promise<string | undefined> {
   const session = current;
   if (plan === undefined || session === undefined || session.state === 'lost' || session.state === 'closed') return undefined;
@@ -41,7 +35,7 @@ async function expire(): Promise<string | undefined> {
     // not for long: the leader applies it or it is dropped with a change of leader. Holds of this
     // session granted within three session timeouts of the failure are excused from their grant on
     // (see excusedFrom in fault-contend.ts), later ones are checked in full.
-    forced.set(session.id, { asked, answered: process.hrtime.bigint() + BigInt(Math.round(timeoutMsOf(plan) * 3e6)) });
+    forced.set(session.id, { asked, answered: process.hrtime.bigint() + BigInt(Math.round(session.timeoutMs * 3e6)) });
     throw error;
   }
   forced.set(session.id, { asked, answered: process.hrtime.bigint() });
