@@ -64,6 +64,8 @@ describe('FairMutex on ZooKeeper: backend specifics', () => {
     } finally {
       prototype.queue = queue;
     }
+    // A plain data property: an accessor would turn the manager into a slow (dictionary-mode) object.
+    expect(Object.getOwnPropertyDescriptor(manager, 'xid')).toEqual(expect.objectContaining({ writable: true, value: expect.any(Number) }));
     manager!.xid = 2 ** 31 - 4; // as after two weeks of a busy session
     for (let i = 0; i < 4; i += 1) await (await mutex.acquire({ timeoutMs: 5_000 })).release();
     expect(manager!.xid).toBeGreaterThan(0);

@@ -81,25 +81,28 @@ export function dropTornFrames(client: ZkClient): void {
 
 /** The largest request id: the protocol's ids are signed 32-bit integers. */
 const MAX_XID = 0x7fffffff;
+/**
+ * Ids are numbered from 1 again once past this: 2^28 ids short of the largest, far more requests than
+ * a session sends between two of the checks (every request of baton's, and every heartbeat).
+ */
+const RENUMBER_PAST = MAX_XID - 2 ** 28;
 
 /**
  * node-zookeeper-client numbers a session's requests with an id it never wraps: after 2^31 requests
  * (two weeks of a busy session) encoding one throws, every request fails, and closing the client throws
- * out of a timer. As ZooKeeper's Java client does, the id goes back to 1 after the largest one (ids
- * only pair a reply with its request, of which few are in flight).
+ * out of a timer. As ZooKeeper's Java client does, the id goes back to 1 near the largest one (ids only
+ * pair a reply with its request, of which few are in flight). The returned check does it; the driver
+ * runs it before each request it sends. Not an accessor on the connection manager's `xid`: defining one
+ * turns the manager into a dictionary-mode object (slow properties), which every request and reply of
+ * the client then reads through (measured once, 8 contending processes: 2.6% more CPU per acquisition
+ * with the accessor, within the noise of one run).
  */
-export function wrapRequestIds(client: ZkClient): void {
+export function requestIdWrap(client: ZkClient): () => void {
   const manager = (client as unknown as { connectionManager?: { xid?: unknown } }).connectionManager;
-  if (manager === undefined || typeof manager.xid !== 'number') return;
-  let xid = manager.xid;
-  Object.defineProperty(manager, 'xid', {
-    configurable: true,
-    enumerable: true,
-    get: () => xid,
-    set: (value: number) => {
-      xid = value > MAX_XID ? 1 : value;
-    },
-  });
+  if (manager === undefined || typeof manager.xid !== 'number') return () => undefined;
+  return () => {
+    if ((manager.xid as number) > RENUMBER_PAST) manager.xid = 1;
+  };
 }
 
 /**

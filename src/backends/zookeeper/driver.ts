@@ -3,7 +3,7 @@ import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
 import { AccessDeniedError, BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
 import { addWaiter, backoff, fromPromise, InFlight, sameEntries, settleWaiters, type Recover, type Start, type Waiter } from '../requests.js';
-import { aclFor, canDropDataWatchers, corked, corkForTick, createStart, dropDataWatcher, dropTornFrames, existsStart, getChildrenStart, getData, getDataStat, isCode, mkdirp, onConnecting, reachLeaderStart, removeStart, sendAuthFirst, watchChildren, watchDataStart, watchStatStart, wrapRequestIds, ZkCode, zkLong, ZkServerCode, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
+import { aclFor, canDropDataWatchers, corked, corkForTick, createStart, dropDataWatcher, dropTornFrames, existsStart, getChildrenStart, getData, getDataStat, isCode, mkdirp, onConnecting, reachLeaderStart, removeStart, sendAuthFirst, watchChildren, watchDataStart, watchStatStart, requestIdWrap, ZkCode, zkLong, ZkServerCode, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
 import { entryPrefix, foreignChildren, ListingParser, parseEntryName, sequenceOf as childSequence, trailingSequence, UuidSequence } from './names.js';
 
 export interface ZkDriverOptions {
@@ -121,6 +121,8 @@ export class ZkDriver implements Driver {
   /** When the client last began a connection (wrote a connect request). */
   #connectingAt: number;
   readonly #heartbeatEveryMs: number;
+  /** Numbers requests from 1 again before the client's ids overflow (see `requestIdWrap`). */
+  readonly #wrapIds: () => void;
 
   static async open(options: ZkDriverOptions): Promise<ZkDriver> {
     options.signal?.throwIfAborted();
@@ -131,7 +133,6 @@ export class ZkDriver implements Driver {
     });
     dropTornFrames(client);
     sendAuthFirst(client);
-    wrapRequestIds(client);
     for (const { scheme, credentials } of options.auth ?? []) client.addAuthInfo(scheme, Buffer.from(credentials));
     const openedAt = performance.now();
     await connected(client, options);
@@ -143,6 +144,7 @@ export class ZkDriver implements Driver {
     this.#client = client;
     this.#namespace = options.namespace;
     this.#acl = aclFor(options.acl ?? 'open');
+    this.#wrapIds = requestIdWrap(client);
     this.#sessionId = zkLong(client.getSessionId());
     this.id = this.#sessionId.toString(16).padStart(16, '0');
     this.timeoutMs = client.getSessionTimeout();
@@ -241,11 +243,13 @@ export class ZkDriver implements Driver {
    * Deferring a lone request's write to the end of the turn gains nothing and delays it.
    */
   #send<T>(request: Start<T>, recover?: Recover<T>): Promise<T> {
-    this.#corkIfBusy();
+    this.#beforeSend();
     return this.#requests.call(request, recover);
   }
 
-  #corkIfBusy(): void {
+  /** Before every request: ids that cannot overflow, and the cork when others are in flight (see `#send`). */
+  #beforeSend(): void {
+    this.#wrapIds();
     if (this.#requests.size > 0) corkForTick(this.#client);
   }
 
@@ -269,7 +273,7 @@ export class ZkDriver implements Driver {
         // it. With other requests in flight, that write waits for the end of the turn too (see `#send`).
         // In a directory found quiet the create goes alone, and the listing only if its reply cannot
         // show our entry alone (`#aloneAfter`).
-        this.#corkIfBusy();
+        this.#beforeSend();
         let creating: Promise<string>;
         let listing: Promise<{ children: string[]; stat: ZkStat }> | undefined;
         if (at === undefined && attempt === 0 && this.#mayGoUnlisted(dir)) {
