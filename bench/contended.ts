@@ -154,11 +154,8 @@ export const zkContended: Case = {
       // Long enough to hold many heartbeat periods (a sixth of the session timeout): the rate is subtracted
       // from every block, so its error would reach the requests per acquisition.
       const idle = await idleRate(hosts, quick ? 2_000 : 10_000);
-      // Warm-up, not counted: JIT, connections, the lock directories. Node's contenders (and the
-      // server's JIT) take about ten seconds of contention to reach a steady CPU cost per acquisition
-      // (measured: baton's fell from 1.24 to 0.62 ms over eight 2-second blocks, the raw lock's from
-      // 0.96 to 0.41 ms), so every kind contends that long, in alternating rounds, before any block counts.
-      // On a slower machine ten seconds are fewer acquisitions: the rounds go on until no kind's rate
+      // Warm-up, not counted: JIT, connections, the lock directories. First the Node kinds, in
+      // alternating rounds without kazoo, for NODE_WARM_MS each (see there); then every kind in alternating rounds until no kind's rate
       // rose by more than 5% over its previous round (at least three, at most eight rounds).
       warmUpRounds = await warmUp(hosts, processes.kinds, idle, quick);
       await handoffFloor(deleter, watcher, '/bench-handoff', 50);
@@ -178,7 +175,7 @@ export const zkContended: Case = {
       floorHeld: summarize(`raw handoff floor, deleted ${HELD_MS} ms after the watch`, floorHeld),
       aloneHeld: summarize(`baton handoff alone, released after ${HELD_MS} ms`, aloneHeld),
     });
-    process.stdout.write(`(warm-up: ${warmUpRounds} alternating rounds of every kind before the measured blocks)\n`);
+    process.stdout.write(`(warm-up: ${quick ? 'no Node rounds' : `${NODE_WARM_MS / 1000} s of each Node kind`}, then ${warmUpRounds} alternating rounds of every kind before the measured blocks)\n`);
     return { warmUpRounds, ...result };
   },
 };
@@ -197,9 +194,23 @@ interface Handoffs {
   readonly aloneHeld: Summary;
 }
 
-/** Alternating warm-up rounds until no kind's rate still rises by more than 5% a round; returns how many ran. */
+/**
+ * How long each Node contender kind (baton's and the raw lock's) contends before its rate is judged.
+ * Each process runs only about 60 acquisitions a second, and V8 optimizes a function only after enough
+ * calls with no new shapes seen (500 after every change of an inline cache), so the code tiers up for
+ * tens of seconds of contention. Measured (2026-11-26, 24 alternating 3 s blocks of 8 processes):
+ * baton's CPU per acquisition fell from 3.3 ms to about 1.3 ms after 18 s of contention and to 1.0 to
+ * 1.2 ms after 35 to 45 s; the raw lock's from 2.1 ms to 0.95 ms after 18 s, flat after that. The rate
+ * rounds alone stopped after about 20 s, where baton still ran partly unoptimized: the blocks measured
+ * how soon code tiers up more than what a lock costs once it has. kazoo (CPython) has nothing to tier.
+ */
+const NODE_WARM_MS = 45_000;
+
+/** The warm-up (see `NODE_WARM_MS`, and the comment where it is called); returns how many rounds of every kind ran. */
 async function warmUp(hosts: string, kinds: Record<string, LineProcess[]>, idle: number, quick: boolean): Promise<number> {
   const [least, most, ms] = quick ? [1, 1, 1_500] : [3, 8, 3_500];
+  const node = Object.entries(kinds).filter(([kind]) => kind !== KAZOO);
+  for (let spent = 0; !quick && spent < NODE_WARM_MS; spent += ms) for (const [, contenders] of node) await contendBlock(hosts, contenders, ms, idle, undefined);
   let previous: number[] = [];
   for (let round = 1; ; round += 1) {
     const rates: number[] = [];
