@@ -5,8 +5,11 @@ import type { Summary } from './stats.js';
 export interface Context {
   /** `--quick`: fewer and shorter blocks, for a look during development. */
   readonly quick: boolean;
-  /** Alternating blocks of the uncontended cycles: how many, and cycles per block. */
-  readonly size: { readonly blocks: number; readonly perBlock: number };
+  /**
+   * Alternating blocks of the uncontended cycles: how many, cycles per block, and the cycles each kind
+   * runs before its first block (see `WARMUP_CYCLES`).
+   */
+  readonly size: { readonly blocks: number; readonly perBlock: number; readonly warmup: number };
   /** The ZooKeeper connect string, the server started on first use (or BATON_BENCH_ZK). */
   zk(): Promise<string>;
   /** The etcd endpoint `http://host:port`, started on first use (or BATON_BENCH_ETCD). */

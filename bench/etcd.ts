@@ -30,7 +30,7 @@ export interface EtcdCycleResult {
 }
 
 /** etcd uncontended acquire + release next to the raw one-Txn floor and to etcd3's own lock(). */
-export async function benchEtcdCycle(endpoint: string, options: { blocks: number; perBlock: number }): Promise<EtcdCycleResult> {
+export async function benchEtcdCycle(endpoint: string, options: { blocks: number; perBlock: number; warmup: number }): Promise<EtcdCycleResult> {
   const client = new Etcd3({ hosts: [endpoint] });
   const session = await connect(`etcd://${endpoint.replace(/^https?:\/\//, '')}/bench`, { ttlSeconds: 10 });
   try {
@@ -66,7 +66,7 @@ export async function benchEtcdCycle(endpoint: string, options: { blocks: number
       },
     };
     const blocks = Object.fromEntries(Object.entries(contenders).map(([name, cycle]) => [name, timed(cycle)]));
-    const byBlock = await alternateBlocks(blocks, { ...options, warmup: 100 });
+    const byBlock = await alternateBlocks(blocks, options);
     const samples = flatBlocks(byBlock);
     const intervals = {
       mutex: ratioInterval(byBlock[ETCD_CASES.mutex]!, byBlock[ETCD_CASES.floor]!),

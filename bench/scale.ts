@@ -51,13 +51,14 @@ async function block(cycle: Cycle, perLoop: number, into: Throughput, serverPid:
 }
 
 /**
- * The kinds in alternating blocks (after one warm-up block each), in whole periods of the balanced order
- * (`wholePeriods`), with about as many cycles in all (more or fewer per block).
+ * The kinds in alternating blocks (after a warm-up block each, `warmup` cycles over all the locks: see
+ * `WARMUP_CYCLES` in run.ts), in whole periods of the balanced order (`wholePeriods`), with about as many
+ * cycles in all (more or fewer per block).
  */
-async function alternateBlocks(kinds: Record<string, Cycle>, serverPid: number | undefined, blocks: number, perLoop: number): Promise<Throughput[]> {
+async function alternateBlocks(kinds: Record<string, Cycle>, serverPid: number | undefined, warmup: number, blocks: number, perLoop: number): Promise<Throughput[]> {
   const fresh = (name: string): Throughput => ({ name, perSecond: [], samples: [], clientCpuMs: 0, serverCpuMs: 0, cycles: 0 });
   const results = Object.keys(kinds).map(fresh);
-  for (const cycle of Object.values(kinds)) await block(cycle, 5, fresh('warm-up'), serverPid);
+  for (const cycle of Object.values(kinds)) await block(cycle, Math.ceil(warmup / LOCKS), fresh('warm-up'), serverPid);
   const rounds = wholePeriods(blocks, results.length);
   const cycles = Math.max(1, Math.round((blocks * perLoop) / rounds));
   for (let b = 0; b < rounds; b += 1) {
@@ -130,6 +131,7 @@ export const zkScale: Case = {
           },
         },
         context.serverPid('zk'),
+        context.size.warmup,
         ...size(context.quick, 'zk'),
       );
       printScale(`6. ZooKeeper scale: ${LOCKS} independent locks cycling at once on one connection`, results);
@@ -176,6 +178,7 @@ export const etcdScale: Case = {
           'floor 3: floor 2, each request with a deadline, as baton sends them': (i) => txnCycle(i, 'deadline', { deadline: Date.now() + 3_333 }),
         },
         context.serverPid('etcd'),
+        context.size.warmup,
         ...size(context.quick, 'etcd'),
       );
       await client.leaseClient.leaseRevoke({ ID: lease.ID });

@@ -49,7 +49,7 @@ export interface ZkCycleResult {
 const COUNTED = 200;
 
 /** ZooKeeper uncontended cycles: baton's recipes beside the raw floor and kazoo's, in one run. */
-export async function benchZkCycle(connectString: string, options: { blocks: number; perBlock: number }): Promise<ZkCycleResult> {
+export async function benchZkCycle(connectString: string, options: { blocks: number; perBlock: number; warmup: number }): Promise<ZkCycleResult> {
   const client = await openClient(connectString);
   const session = await connect(`zk://${connectString}/bench`);
   const kazoo = await KazooPeer.start(connectString);
@@ -75,7 +75,7 @@ export async function benchZkCycle(connectString: string, options: { blocks: num
     } else {
       process.stdout.write(`${KAZOO_MISSING}\n`);
     }
-    const samples = await alternate(contenders, { ...options, warmup: 200 });
+    const samples = await alternate(contenders, options);
     const requestsPerCycle: Record<string, number> = {};
     for (const [name, run] of Object.entries(contenders)) {
       requestsPerCycle[name] = (await zkRequestsDuring(connectString, () => run(COUNTED))) / COUNTED;
