@@ -155,8 +155,9 @@ export const zkContended: Case = {
       // from every block, so its error would reach the requests per acquisition.
       const idle = await idleRate(hosts, quick ? 2_000 : 10_000);
       // Warm-up, not counted: JIT, connections, the lock directories. First the Node kinds, in
-      // alternating rounds without kazoo, for NODE_WARM_MS each (see there); then every kind in alternating rounds until no kind's rate
-      // rose by more than 5% over its previous round (at least three, at most eight rounds).
+      // alternating rounds without kazoo, for NODE_WARM_MS each (see there); then every kind in
+      // alternating rounds until no kind's rate rose by more than 5% over its previous round (at least
+      // three, at most eight rounds).
       warmUpRounds = await warmUp(hosts, processes.kinds, idle, quick);
       await handoffFloor(deleter, watcher, '/bench-handoff', 50);
       await batonHandoff(holder, waiter, 50);
