@@ -17,10 +17,11 @@ import { zkCycle } from './zookeeper.js';
 /**
  * Cycles every kind of an uncontended case runs before its blocks count. V8 optimizes a function only
  * after enough calls with no new shapes seen; baton's own functions run only in baton's blocks, while
- * the client's code, which the floors are made of, runs in every kind's. Measured in one process (2026-11-26, %GetOptimizationStatus every 250
- * cycles), baton's enqueue was optimized after 750 (etcd) and 1,000 (ZooKeeper) cycles, its waiting
- * loop after 1,250, the etcd withdraw after 1,500, and the cycle time fell until about then. The
- * earlier warm-up of 100 to 200 cycles left the first third of baton's blocks partly unoptimized.
+ * the client's code, which the floors are made of, runs in every kind's. Measured in one process
+ * (2026-11-26, %GetOptimizationStatus every 250 cycles): baton's enqueue was optimized after 750 (etcd)
+ * and 1,000 (ZooKeeper) cycles, its waiting loop after 1,250, the etcd withdraw after 1,500, and the
+ * cycle time fell until about then. The earlier warm-up of 100 to 200 cycles left the first third of
+ * baton's blocks partly unoptimized.
  */
 const WARMUP_CYCLES = 1_500;
 

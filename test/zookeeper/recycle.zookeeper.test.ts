@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import { LeaderElection } from '../../recipes/election.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
-import { create, exists, getChildren, isCode, mkdirp, mkdirpHooks, MKDIRP_LOOKS, remove, ZkCode } from '../../src/backends/zookeeper/client.js';
+import { exists, getChildren, isCode, mkdirp, mkdirpHooks, MKDIRP_LOOKS, remove, ZkCode } from '../../src/backends/zookeeper/client.js';
 import { zkCounters, zkLimits } from '../../src/backends/zookeeper/driver.js';
 import { parseEntryName } from '../../src/backends/zookeeper/names.js';
 import { useScope } from '../support/scope.js';
