@@ -40,12 +40,18 @@ export interface Abortable {
 
 export interface Backend {
   /**
+   * The peer clients whose entry names this backend can write (the recipes' `interop` option, e.g.
+   * `curator`, `kazoo`); empty where every peer reads baton's entries as they are.
+   */
+  readonly dialects: readonly string[];
+  /**
    * Append an entry tied to this session; safe against a lost reply (never two entries). With `at`
    * (an entry of ours in the same queue) the new entry takes the same place in the order instead of
    * the tail: a downgrade keeps its place ahead of everyone who queued after the write lock. `data`
-   * is stored with the entry, readable by any session (an election candidate's id).
+   * is stored with the entry, readable by any session (an election candidate's id). `dialect` (one of
+   * `dialects`) names the entry as that peer does, so that the peer sees it.
    */
-  enqueue(queue: string, kind: string, at?: Entry, data?: string): Promise<Enqueued>;
+  enqueue(queue: string, kind: string, at?: Entry, data?: string, dialect?: string): Promise<Enqueued>;
   /** The data an entry was created with (`''` if none), or null once that entry is gone. */
   read(entry: Entry): Promise<string | null>;
   /**

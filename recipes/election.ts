@@ -2,6 +2,7 @@ import type { Entry, Session } from './contract.js';
 import { exclusive } from './decide.js';
 import { InvalidArgumentError } from './errors.js';
 import { LockHandle } from './handle.js';
+import { ELECTION_INTEROP, validateRecipeOptions, type RecipeOptions } from './interop.js';
 import { checkSession } from './mutex.js';
 import { deadline, untilAborted } from './deadline.js';
 import { assertUsable, waitForTurn, type QueueRequest } from './queue.js';
@@ -9,10 +10,17 @@ import { validateName, validateSignal, validateWaitOptions, type WaitOptions } f
 
 export const MAX_ID_LENGTH = 1_024;
 
-export interface ElectionOptions {
+export interface ElectionOptions extends RecipeOptions {
   /** What `leader()` reports while this candidate leads: a host name, a worker id. */
   readonly id: string;
 }
+
+/**
+ * Kinds of entry that lead when at the head of an election's queue: baton's and LeaderLatch's
+ * candidates, and the exclusive entries that LeaderSelector, kazoo's Election and etcd's Go Election
+ * campaign with. A read or write lock's entry at the head means nobody leads.
+ */
+const LEADING_KINDS: ReadonlySet<string> = new Set(['candidate', 'lock']);
 
 /**
  * Leadership won in an election: a lock whose holder other sessions can name. Its `signal` aborts with
@@ -47,7 +55,8 @@ export class LeaderElection {
     this.#session = checkSession(session);
     this.name = validateName(name);
     this.id = validateId(options);
-    this.#request = { session, queue: this.name, kind: 'candidate', decide: exclusive, what: `leadership of "${this.name}"`, data: this.id };
+    const dialect = validateRecipeOptions(options, this.#session, ELECTION_INTEROP, ['id', 'interop']);
+    this.#request = { session, queue: this.name, kind: 'candidate', decide: exclusive, what: `leadership of "${this.name}"`, data: this.id, dialect };
   }
 
   /** Resolves when elected; gives up (and withdraws the candidacy) on timeout, abort or session end. */
@@ -56,7 +65,7 @@ export class LeaderElection {
     return new Leadership(this.#session, entry, this.#request.what, this.id);
   }
 
-  /** The id of the current leader, or null when nobody campaigns. */
+  /** The id of the current leader (the id a peer client stored, for a peer's candidate), or null when nobody campaigns. */
   async leader(): Promise<string | null> {
     return (await this.#current()).leader?.id ?? null;
   }
@@ -117,8 +126,8 @@ export class LeaderElection {
     for (;;) {
       const queue = await this.#session.backend.list(this.name);
       const head = queue[0];
-      // Another recipe's entry at the head (a lock on the same name) means nobody leads right now.
-      if (head === undefined || head.kind !== 'candidate') return { queue, leader: null };
+      // A read or write lock's entry at the head (another recipe on the same name): nobody leads right now.
+      if (head === undefined || !LEADING_KINDS.has(head.kind)) return { queue, leader: null };
       const id = await this.#session.backend.read(head);
       if (id !== null) return { queue, leader: { entry: head, id } };
       // The leader left between the listing and the read: ask again.

@@ -74,6 +74,16 @@ export class LockUpgradeError extends BatonError {
   }
 }
 
+/**
+ * A downgrade of a write lock that could not be made safely; the write lock is still held. Refused
+ * on etcd when a client that does not see baton's read entries (etcd's Go recipes) queued behind it.
+ */
+export class LockDowngradeError extends BatonError {
+  constructor(what: string, why: string) {
+    super(`cannot downgrade ${what}: ${why}; the write lock is still held`, 'LOCK_DOWNGRADE');
+  }
+}
+
 /** The session was closed by its owner; nothing more can be started on it. */
 export class ClosedError extends BatonError {
   constructor(message = 'the session is closed') {

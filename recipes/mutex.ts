@@ -4,6 +4,7 @@ import { isSession } from './contract.js';
 import { exclusive } from './decide.js';
 import { InvalidArgumentError } from './errors.js';
 import { LockHandle } from './handle.js';
+import { LOCK_INTEROP, validateRecipeOptions, type RecipeOptions } from './interop.js';
 import { tryTurn, waitForTurn, type QueueRequest } from './queue.js';
 import { validateName, validateWaitOptions, type WaitOptions } from './validate.js';
 
@@ -97,10 +98,15 @@ export function checkSession(session: unknown): Session {
   return session;
 }
 
-/** A fair (FIFO) mutual-exclusion lock: contenders are granted in the order they queued. */
+/**
+ * A fair (FIFO) mutual-exclusion lock: contenders are granted in the order they queued, whichever
+ * client queued them (Curator's InterProcessMutex, kazoo's Lock, etcd's Go Mutex on the same path).
+ */
 export class FairMutex extends QueueLock {
-  constructor(session: Session, name: string) {
+  constructor(session: Session, name: string, options?: RecipeOptions) {
     const queue = validateName(name);
-    super({ session: checkSession(session), queue, kind: 'lock', decide: exclusive, what: `lock "${queue}"` });
+    const checked = checkSession(session);
+    const dialect = validateRecipeOptions(options, checked, LOCK_INTEROP);
+    super({ session: checked, queue, kind: 'lock', decide: exclusive, what: `lock "${queue}"`, dialect });
   }
 }

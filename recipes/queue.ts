@@ -17,6 +17,8 @@ export interface QueueRequest {
   readonly at?: Entry | undefined;
   /** Stored with the entry for other sessions to read (an election candidate's id). */
   readonly data?: string;
+  /** Whose entry names to write (the recipe's `interop` option), if the backend has a choice. */
+  readonly dialect?: string | undefined;
 }
 
 /** Throws if the session can no longer take work: closed or lost. */
@@ -46,7 +48,7 @@ export async function waitForTurn(request: QueueRequest, options: WaitOptions): 
       // alive for as long as the wait lasts (see `firstLook`).
       let look: FirstLook;
       try {
-        look = firstLook(turn, await session.backend.enqueue(turn.queue, turn.kind, turn.at, turn.data));
+        look = firstLook(turn, await session.backend.enqueue(turn.queue, turn.kind, turn.at, turn.data, turn.dialect));
       } catch (error) {
         throw gaveUpFirst(request.what, options, startedAt, error);
       }
@@ -139,7 +141,7 @@ export async function tryTurn(request: QueueRequest): Promise<Entry | null> {
   const leave = session.enter();
   const report = reportWait(session, request.queue, request.kind);
   try {
-    const { entry, queue } = await session.backend.enqueue(request.queue, request.kind, request.at, request.data);
+    const { entry, queue } = await session.backend.enqueue(request.queue, request.kind, request.at, request.data, request.dialect);
     const placeLost = lostPlace(request, queue);
     if (placeLost !== undefined) {
       await session.backend.withdraw(entry);

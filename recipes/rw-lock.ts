@@ -3,6 +3,7 @@ import type { Entry, Session } from './contract.js';
 import { exclusive, shared } from './decide.js';
 import { InvalidArgumentError, LockUpgradeError } from './errors.js';
 import type { LockHandle } from './handle.js';
+import { LOCK_INTEROP, validateRecipeOptions, type RecipeOptions } from './interop.js';
 import { checkSession, QueueLock, type Lock } from './mutex.js';
 import { validateName, type WaitOptions } from './validate.js';
 
@@ -26,19 +27,20 @@ export class ReadWriteLock {
   readonly #reads = new Map<LockHandle, unknown>();
   readonly #writes = new Map<LockHandle, unknown>();
 
-  constructor(session: Session, name: string) {
+  constructor(session: Session, name: string, options?: RecipeOptions) {
     const queue = validateName(name);
     const checked = checkSession(session);
+    const dialect = validateRecipeOptions(options, checked, LOCK_INTEROP);
     this.name = queue;
     // One context for Reentrants around either half: a write's owner taking the read inside is one owner.
     const owners = new AsyncLocalStorage<unknown>();
     this.readLock = new QueueLock(
-      { session: checked, queue, kind: 'read', decide: shared, what: `read lock "${queue}"` },
+      { session: checked, queue, kind: 'read', decide: shared, what: `read lock "${queue}"`, dialect },
       { place: (owner) => this.#heldWrite(owner)?.entry, granted: (lock, owner) => prune(this.#reads).set(lock, owner) },
       owners,
     );
     this.writeLock = new QueueLock(
-      { session: checked, queue, kind: 'write', decide: exclusive, what: `write lock "${queue}"` },
+      { session: checked, queue, kind: 'write', decide: exclusive, what: `write lock "${queue}"`, dialect },
       {
         place: (owner) => {
           for (const holder of prune(this.#reads).values()) if (holder === owner) throw new LockUpgradeError(`read/write lock "${queue}"`);

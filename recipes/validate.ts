@@ -1,13 +1,16 @@
 import { InvalidArgumentError, InvalidNameError } from './errors.js';
 
 const SEGMENT = /^[A-Za-z0-9._-]+$/;
+/** How ZooKeeper lock clients end their entries' names: a nested lock named so would read as an entry. */
+const ENTRY_LIKE = /(?:lock-|latch-|__READ__|__WRIT__|__lock__|__rlock__)\d{10}$/;
 export const MAX_NAME_LENGTH = 256;
 /** setTimeout fires at once for anything larger, so larger timeouts are refused rather than shortened. */
 export const MAX_TIMEOUT_MS = 2_147_483_647;
 
 /**
  * A lock name is one or more `/`-separated segments of `[A-Za-z0-9._-]`. Segments may not be `.` or
- * `..`, and may not start with `_c_`, which would make a lock directory look like a queue entry.
+ * `..`, may not start with `_c_` and may not end like a lock client's entry (`lock-0000000001`), which
+ * would make a nested lock's directory look like a queue entry.
  */
 export function validateName(name: unknown): string {
   if (typeof name !== 'string') throw new InvalidNameError(name, 'a name must be a string');
@@ -24,6 +27,7 @@ export function validateName(name: unknown): string {
       throw new InvalidNameError(name, 'segments may contain only A-Z, a-z, 0-9, ".", "_" and "-"');
     }
     if (segment.startsWith('_c_')) throw new InvalidNameError(name, 'segments may not start with "_c_"');
+    if (ENTRY_LIKE.test(segment)) throw new InvalidNameError(name, `segment "${segment}" is named like a lock client's queue entry`);
   }
   return name;
 }

@@ -21,6 +21,7 @@ export { Reentrant, ReentrantHandle, type ReentrantOptions } from '../recipes/re
 export { LockHandle } from '../recipes/handle.js';
 export { LeaderElection, Leadership, type ElectionOptions, type Leader, type ObserveOptions } from '../recipes/election.js';
 export type { WaitOptions } from '../recipes/validate.js';
+export type { Interop, RecipeOptions } from '../recipes/interop.js';
 export {
   BatonError,
   AccessDeniedError,
@@ -29,6 +30,7 @@ export {
   InvalidArgumentError,
   InvalidNameError,
   LockLostError,
+  LockDowngradeError,
   LockTimeoutError,
   LockUpgradeError,
   NotHeldError,

@@ -12,6 +12,8 @@ export interface EntryView {
   /** `holder`: nothing ahead of it blocks it (it holds, or is being told it does); `waiter` otherwise. */
   readonly role: 'holder' | 'waiter';
   readonly kind: string;
+  /** Whose naming the entry has: `baton`, `curator` (also baton's own default on ZooKeeper), `kazoo`, `etcd-go`, `baton-0.1`. */
+  readonly client: string;
   readonly session: string;
   readonly ageMs: number | null;
   readonly expiresInMs: number | null;
@@ -48,6 +50,7 @@ function viewEntries(infos: readonly EntryInfo[], now: number): EntryView[] {
       position: index + 1,
       role: decide(queue, info.entry) === null ? 'holder' : 'waiter',
       kind: info.entry.kind,
+      client: info.client,
       session: info.owner,
       ageMs: info.createdAt === undefined ? null : Math.max(0, now - info.createdAt),
       expiresInMs: info.expiresInMs ?? null,
@@ -62,11 +65,12 @@ function viewEntries(infos: readonly EntryInfo[], now: number): EntryView[] {
 export function formatQueue(view: QueueView): string {
   if (view.entries.length === 0) return `${view.name}: free (no holder, no waiter) at ${view.at}\n`;
   const holders = view.entries.filter((entry) => entry.role === 'holder').length;
-  const header = ['#', 'role', 'kind', 'session', 'age', 'lease left', 'fencing token', 'id'];
+  const header = ['#', 'role', 'kind', 'client', 'session', 'age', 'lease left', 'fencing token', 'id'];
   const rows = view.entries.map((entry) => [
     String(entry.position),
     entry.role,
     entry.kind,
+    entry.client,
     entry.session,
     duration(entry.ageMs),
     duration(entry.expiresInMs),

@@ -37,6 +37,11 @@ export interface EntryInfo {
   readonly entry: Entry;
   /** The session that owns it: ZooKeeper session id, etcd lease id, memory session name. */
   readonly owner: string;
+  /**
+   * Which client's naming the entry has: `baton`, `curator` (Curator's names, which baton also writes
+   * by default on ZooKeeper), `kazoo`, `baton-0.1` (names baton 0.1 wrote) or `etcd-go` (etcd's Go recipes).
+   */
+  readonly client: string;
   /** When the server created it (ms since the epoch); etcd keeps no time with a key. */
   readonly createdAt?: number;
   /** etcd: how long the owner's lease lives if it is not kept alive any more. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ListingParser } from '../../src/backends/zookeeper/names.js';
+import { entryPrefix, foreignChildren, ListingParser, parseEntryName, UuidSequence } from '../../src/backends/zookeeper/names.js';
 
 const uuid = (n: number): string => `${String(n).padStart(8, '0')}-0000-4000-8000-000000000000`;
 const child = (n: number, kind: string, sequence: number): string => `_c_${uuid(n)}-${kind}-${String(sequence).padStart(10, '0')}`;
@@ -55,7 +55,7 @@ describe('ListingParser', () => {
     expect(refilled[0]).not.toBe(full[0]);
   });
 
-  it('sorts listings of any length and order: by sequence, a write before a read at the same sequence', () => {
+  it('sorts listings of any length and order: by sequence, a read after the entry at its sequence', () => {
     const parser = new ListingParser();
     for (const length of [2, 5, 16, 17, 40]) {
       const kinds = ['lock', 'read', 'write'];
@@ -63,7 +63,7 @@ describe('ListingParser', () => {
       // A fixed shuffle: each name moves to a place its index decides.
       const shuffled = names.map((name, i) => [(i * 7919) % 104729, name] as const).sort((a, b) => a[0] - b[0]).map(([, name]) => name);
       const entries = parser.parse(`s${length}`, `/baton/s${length}`, shuffled, 1n).entries;
-      const rank = (e: { order: bigint; kind: string }): number => Number(e.order) * 2 + (e.kind === 'write' ? 0 : 1);
+      const rank = (e: { order: bigint; kind: string }): number => Number(e.order) * 2 + (e.kind === 'read' ? 1 : 0);
       expect(entries.length).toBe(length);
       for (let i = 1; i < entries.length; i += 1) expect(rank(entries[i - 1]!)).toBeLessThanOrEqual(rank(entries[i]!));
     }
@@ -84,5 +84,70 @@ describe('ListingParser', () => {
     // Already parsed entries behind the limit may come back with it: still in order, the head unchanged.
     const again = parser.parse('q', '/baton/q', children, 1n, 12);
     expect(again.entries.slice(0, 3).map((e) => `${e.kind}-${e.order}`)).toEqual(['write-11', 'read-11', 'lock-12']);
+  });
+
+  it("reads every peer client's entry names as entries of their kind, mixed with baton's in sequence order", () => {
+    const parser = new ListingParser();
+    const curatorId = '0f8fad5b-d9cb-469f-a165-70867728950e';
+    const goId = '0f8fad5bd9cb469fa16570867728950e';
+    const children = [
+      `_c_${curatorId}-lock-0000000001`, // Curator InterProcessMutex / LeaderSelector, protected
+      'lock-0000000002', // the same, unprotected
+      `_c_${goId}-lock-0000000003`, // go-zookeeper's protected lock
+      `_c_${curatorId}-__WRIT__0000000004`,
+      '__READ__0000000005',
+      `_c_${curatorId}-latch-0000000006`,
+      `${goId}__lock__0000000007`, // kazoo Lock / WriteLock / Election
+      `${goId}__rlock__0000000008`, // kazoo ReadLock
+      `_c_${curatorId}-write-0000000009`, // baton 0.1
+    ];
+    const { entries, foreign } = parser.parse('q', '/baton/q', [...children].reverse(), 1n);
+    expect(foreign).toBe(false);
+    expect(entries.map((e) => `${e.kind}-${e.order}`)).toEqual(['lock-1', 'lock-2', 'lock-3', 'write-4', 'read-5', 'candidate-6', 'lock-7', 'read-8', 'write-9']);
+    expect(children.map((c) => parseEntryName(c)?.form)).toEqual(['curator', 'curator', 'curator', 'curator', 'curator', 'curator', 'kazoo', 'kazoo', 'baton-0.1']);
+    expect(parseEntryName(children[0]!)?.uuid).toBe(goId);
+    expect(parseEntryName(children[1]!)?.uuid).toBeUndefined();
+    expect(parseEntryName(children[6]!)?.uuid).toBe(goId);
+  });
+
+  it('leaves names that only resemble an entry foreign', () => {
+    const parser = new ListingParser();
+    const strays = [
+      'lock-000000001', // nine digits
+      'xlock-0000000001', // something before an unprotected marker
+      '_c_garbage-lock-0000000001', // a protected prefix whose id is no uuid
+      '4f1c9a__lock__0000000001', // a kazoo name whose id is not 32 hex digits
+      'read-0000000001', // baton 0.1 wrote its names protected only
+      'nested-lock',
+      '__lock__0000000001',
+    ];
+    const { entries, foreign } = parser.parse('q', '/baton/q', strays, 1n);
+    expect(entries).toEqual([]);
+    expect(foreign).toBe(true);
+    // Valid lock names without a sequence could be nested locks' directories: not reported.
+    expect(foreignChildren(strays).sort()).toEqual(strays.filter((s) => s !== 'nested-lock' && s !== 'lock-000000001').sort());
+  });
+
+  it('writes each dialect as its peer names it, and finds the writer of each name again', () => {
+    const uuids = new UuidSequence();
+    const names = [
+      ['curator', 'lock', 'lock-'],
+      ['curator', 'read', '__READ__'],
+      ['curator', 'write', '__WRIT__'],
+      ['curator', 'candidate', 'latch-'],
+      ['curator-selector', 'candidate', 'lock-'],
+      ['kazoo', 'lock', '__lock__'],
+      ['kazoo', 'write', '__lock__'],
+      ['kazoo', 'read', '__rlock__'],
+      ['kazoo', 'candidate', '__lock__'],
+    ] as const;
+    for (const [dialect, kind, marker] of names) {
+      const uuid = uuids.next();
+      const child = `${entryPrefix('/d', uuid, kind, dialect).slice(3)}0000000042`;
+      expect(child.endsWith(`${marker}0000000042`), `${dialect} ${kind}: ${child}`).toBe(true);
+      expect(parseEntryName(child)).toMatchObject({ uuid: uuid.replaceAll('-', ''), sequence: 42n });
+      expect(uuids.owns(child)).toBe(true);
+    }
+    expect(new UuidSequence().owns(`${entryPrefix('/d', uuids.next(), 'lock', 'kazoo').slice(3)}0000000001`)).toBe(false);
   });
 });

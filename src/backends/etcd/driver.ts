@@ -1,13 +1,13 @@
 import { noop, type IBackoff } from 'cockatiel';
 import { Etcd3, EtcdAuthenticationFailedError, EtcdLeaseInvalidError, EtcdPermissionDeniedError, isRecoverableError, type IKeyValue, type IOptions, type IRangeResponse, type ITxnRequest, type Watcher } from 'etcd3';
 import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
-import { AccessDeniedError, BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
+import { AccessDeniedError, BackendError, BatonError, ClosedError, LockDowngradeError, SessionLostError } from '../../../recipes/errors.js';
 import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
 import { untilAborted } from '../../../recipes/deadline.js';
 import { addWaiter, backoff, InFlight, sameEntries, type Recover, type Waiter } from '../requests.js';
 import { KeepAlive } from './keepalive.js';
 import { Members } from './members.js';
-import { entriesFromRange, EtcdEntry, entryKey, foreignKeys, leaseHex, prefixEnd, queuePrefix, slotOf, type StoredKey } from './keys.js';
+import { clientOf, entriesFromRange, EtcdEntry, entryKey, foreignKeys, leaseHex, prefixEnd, queuePrefix, slotOf, type StoredKey } from './keys.js';
 import { Slots } from './slots.js';
 
 export interface EtcdDriverOptions {
@@ -74,6 +74,8 @@ class WatchBackoff implements IBackoff<unknown> {
 
 /** The etcd backend on etcd3: one lease per session, shared by every recipe on it. */
 export class EtcdDriver implements Driver {
+  /** None: etcd's Go recipes wait for every key created before theirs, baton's too. */
+  readonly dialects: readonly string[] = [];
   readonly id: string;
   readonly timeoutMs: number;
   readonly openedAt: number;
@@ -244,7 +246,7 @@ export class EtcdDriver implements Driver {
     this.#foreign.attach(events);
   }
 
-  async enqueue(queue: string, kind: string, at?: Entry, data?: string): Promise<Enqueued> {
+  async enqueue(queue: string, kind: string, at?: Entry, data?: string, _dialect?: string): Promise<Enqueued> {
     const prefix = queuePrefix(this.#namespace, queue);
     const slot = this.#slots.take(queue);
     const keyText = entryKey(prefix, this.id, slot, kind, at?.order);
@@ -268,6 +270,7 @@ export class EtcdDriver implements Driver {
       const entry = entries.find((e) => e.key === keyText);
       if (entry === undefined) throw new BackendError(`wrote ${keyText} but the queue read does not show it`);
       this.#live.set(entry.key, this.#created(entry));
+      if (at !== undefined) await this.#refuseOvertakenDowngrade(queue, entries, entry, at);
       if (attempts > 1) {
         // A copy of an earlier attempt may still be applied after this entry is released: the key is
         // treated like one with a delete of unknown fate, so its slot is never used again (a later
@@ -286,6 +289,21 @@ export class EtcdDriver implements Driver {
     } finally {
       this.#enqueuing.delete(keyText);
     }
+  }
+
+  /**
+   * A downgrade's read key is created after the writer's, so a Go waiter (which waits only for the
+   * keys created before its own) that queued between the two would not wait for the read: it would be
+   * granted as soon as the write key goes. Such a read is withdrawn and the downgrade refused; the
+   * writer keeps its lock. A Go key created after the read waits for it, so one check suffices.
+   */
+  async #refuseOvertakenDowngrade(queue: string, entries: readonly Entry[], read: Entry, at: Entry): Promise<void> {
+    const prefix = queuePrefix(this.#namespace, queue);
+    const createdAt = EtcdEntry.createdAt(read);
+    const peer = entries.find((e) => e.order > at.order && e.order < createdAt && clientOf(prefix, e.key) === 'etcd-go');
+    if (peer === undefined) return;
+    await this.withdraw(read);
+    throw new LockDowngradeError(`read/write lock "${queue}"`, `a client that does not see baton's read entries (etcd's Go recipes, key ${peer.key}) queued behind the write lock`);
   }
 
   async list(queue: string): Promise<readonly Entry[]> {
@@ -456,7 +474,7 @@ export class EtcdDriver implements Driver {
     return entries.map((entry) => {
       const kv = values.get(entry.key)!;
       const ttl = ttls.get(kv.lease) ?? -1;
-      return { entry, owner: leaseHex(kv.lease), data: kv.value.toString(), ...(ttl >= 0 ? { expiresInMs: ttl * 1_000 } : {}) };
+      return { entry, owner: leaseHex(kv.lease), client: clientOf(prefix, entry.key), data: kv.value.toString(), ...(ttl >= 0 ? { expiresInMs: ttl * 1_000 } : {}) };
     });
   }
 

@@ -8,6 +8,16 @@ import type { Entry } from '../../../recipes/contract.js';
  */
 const ENTRY = /^([0-9a-f]{16})-(\d+)-([a-z]+)(?:@(\d+))?$/;
 
+/**
+ * etcd's Go recipes (`concurrency.Mutex`, `concurrency.Election`, so also `etcdctl lock` and `elect`)
+ * name their key `<prefix><lease id in hex>`; pointed at a queue's prefix (`NewMutex(s, "<ns>/<queue>/#")`)
+ * it is an exclusive entry like any other, ordered by its create revision. A Go waiter waits for every
+ * key created before its own, so it already waits for baton's.
+ */
+const GO_KEY = /^[0-9a-f]{1,16}$/;
+/** The kind of a Go key: exclusive (a Mutex holder or an Election candidate; its value is the proposal). */
+export const GO_KIND = 'lock';
+
 export function queuePrefix(namespace: string, queue: string): string {
   return `${namespace}/${queue}/#/`;
 }
@@ -77,17 +87,32 @@ export function entriesFromRange(queue: string, prefix: string, kvs: readonly St
   for (const kv of kvs) {
     const key = kv.key.toString();
     const match = entryMatch(prefix, key, kv);
-    if (match === null) continue;
+    if (match === null && !isGoEntry(prefix, key, kv)) continue;
     const createdAt = BigInt(kv.create_revision);
-    entries.push(new EtcdEntry(queue, key, match[3]!, match[4] === undefined ? createdAt : BigInt(match[4]), seenAt, createdAt));
+    const order = match?.[4] === undefined ? createdAt : BigInt(match[4]);
+    entries.push(new EtcdEntry(queue, key, match === null ? GO_KIND : match[3]!, order, seenAt, createdAt));
   }
-  // An entry placed at another's order (a downgrade) sorts right after it: writes before reads.
-  return entries.sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : a.kind === b.kind ? 0 : a.kind === 'write' ? -1 : 1));
+  // An entry placed at another's order (a downgrade's read) sorts right after it.
+  return entries.sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : a.kind === b.kind ? 0 : a.kind === 'read' ? 1 : -1));
 }
 
-/** Keys in a queue's range that baton did not write (nested locks live outside it, under their own `#/`). */
+/** Keys in a queue's range that are no client's entry (nested locks live outside it, under their own `#/`). */
 export function foreignKeys(prefix: string, kvs: readonly StoredKey[]): string[] {
-  return kvs.filter((kv) => entryMatch(prefix, kv.key.toString(), kv) === null).map((kv) => kv.key.toString());
+  return kvs.filter((kv) => entryMatch(prefix, kv.key.toString(), kv) === null && !isGoEntry(prefix, kv.key.toString(), kv)).map((kv) => kv.key.toString());
+}
+
+/** Which client wrote an entry's key: `baton`, or `etcd-go` for etcd's Go recipes. */
+export function clientOf(prefix: string, key: string): 'baton' | 'etcd-go' {
+  return isGoKeyName(prefix, key) ? 'etcd-go' : 'baton';
+}
+
+/** A key named as Go's recipes name theirs, and attached to the lease its name gives. */
+function isGoEntry(prefix: string, key: string, kv: StoredKey): boolean {
+  return isGoKeyName(prefix, key) && kv.lease !== undefined && kv.lease !== '0' && hexOf(kv.lease) === key.slice(prefix.length).padStart(16, '0');
+}
+
+function isGoKeyName(prefix: string, key: string): boolean {
+  return key.startsWith(prefix) && GO_KEY.test(key.slice(prefix.length));
 }
 
 /**

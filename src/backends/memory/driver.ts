@@ -6,6 +6,8 @@ import type { MemoryStore } from './store.js';
 
 /** A session on an in-process store. Same contract as the server backends, for demos and unit tests. */
 export class MemoryDriver implements Driver {
+  /** None: no other client shares an in-process store. */
+  readonly dialects: readonly string[] = [];
   readonly id: string;
   readonly timeoutMs = Number.POSITIVE_INFINITY;
   readonly openedAt = performance.now();
@@ -28,7 +30,7 @@ export class MemoryDriver implements Driver {
     this.expire();
   }
 
-  async enqueue(queue: string, kind: string, at?: Entry, data?: string): Promise<Enqueued> {
+  async enqueue(queue: string, kind: string, at?: Entry, data?: string, _dialect?: string): Promise<Enqueued> {
     await this.#turn();
     const dir = this.#dir(queue);
     const entry = this.#store.add(dir, queue, kind, this.id, at, data);
@@ -68,7 +70,7 @@ export class MemoryDriver implements Driver {
 
   async describe(queue: string): Promise<EntryInfo[]> {
     await this.#turn();
-    return this.#store.list(this.#dir(queue)).map(({ owner, data, createdAt, ...entry }) => ({ entry, owner, data, createdAt }));
+    return this.#store.list(this.#dir(queue)).map(({ owner, data, createdAt, ...entry }) => ({ entry, owner, client: 'baton', data, createdAt }));
   }
 
   async confirm(entry: Entry): Promise<boolean> {

@@ -4,7 +4,7 @@ import { AccessDeniedError, BackendError, BatonError, ClosedError, SessionLostEr
 import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
 import { addWaiter, backoff, fromPromise, InFlight, sameEntries, settleWaiters, type Recover, type Start, type Waiter } from '../requests.js';
 import { aclFor, canDropDataWatchers, corked, corkForTick, createStart, dropDataWatcher, dropTornFrames, existsStart, getChildrenStart, getData, getDataStat, isCode, mkdirp, onConnecting, reachLeaderStart, removeStart, sendAuthFirst, watchChildren, watchDataStart, watchStatStart, requestIdWrap, ZkCode, zkLong, ZkServerCode, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
-import { entryPrefix, foreignChildren, ListingParser, parseEntryName, sequenceOf as childSequence, trailingSequence, UuidSequence } from './names.js';
+import { entryPrefix, foreignChildren, ListingParser, parseEntryName, sequenceOf as childSequence, trailingSequence, UuidSequence, uuidKey, ZK_DIALECTS, type ZkDialect } from './names.js';
 
 export interface ZkDriverOptions {
   /** `host:port,host:port` */
@@ -67,6 +67,7 @@ interface Quiet {
 
 /** The ZooKeeper backend on node-zookeeper-client: one client (one ZooKeeper session) per driver. */
 export class ZkDriver implements Driver {
+  readonly dialects = ZK_DIALECTS;
   readonly id: string;
   readonly timeoutMs: number;
   readonly openedAt: number;
@@ -87,12 +88,10 @@ export class ZkDriver implements Driver {
   readonly #foreign = new ForeignReporter();
   readonly #listings = new ListingParser();
   readonly #uuids = new UuidSequence();
-  /** How the names of this session's children begin (see `#sweepOrphans`). */
-  readonly #ownPrefix = `_c_${this.#uuids.base}`;
   /** The keys of this session's entries: enqueued (or adopted) and not yet withdrawn. */
   readonly #mine = new Set<string>();
   /**
-   * The uuids of enqueues still running: a child carrying one may be an entry not yet returned, until
+   * The uuids (as `uuidKey` gives them) of enqueues still running: a child carrying one may be an entry not yet returned, until
    * the enqueue knows its entry (the value): any other child carrying the uuid is then a copy, a create
    * of an earlier attempt applied after its lost reply was searched for.
    */
@@ -258,14 +257,16 @@ export class ZkDriver implements Driver {
     return `${this.#namespace}/${queue}`;
   }
 
-  async enqueue(queue: string, kind: string, at?: Entry, data?: string): Promise<Enqueued> {
+  async enqueue(queue: string, kind: string, at?: Entry, data?: string, dialect?: string): Promise<Enqueued> {
     const uuid = this.#uuids.next();
+    const id = uuidKey(uuid);
     const dir = this.dir(queue);
     const payload = data === undefined ? undefined : Buffer.from(data);
     // Placed `at` another entry: not sequential, but named with that entry's sequence so it sorts there.
-    const path = at === undefined ? entryPrefix(dir, uuid, kind) : `${entryPrefix(dir, uuid, kind)}${sequenceOf(at)}`;
+    const prefix = entryPrefix(dir, uuid, kind, dialect as ZkDialect | undefined);
+    const path = at === undefined ? prefix : `${prefix}${sequenceOf(at)}`;
     const mode = at === undefined ? zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL : zookeeper.CreateMode.EPHEMERAL;
-    this.#creating.set(uuid, undefined);
+    this.#creating.set(id, undefined);
     try {
       for (let attempt = 0; ; attempt += 1) {
         this.#assertOpen();
@@ -296,7 +297,7 @@ export class ZkDriver implements Driver {
             continue;
           }
           if (!retriable(error)) throw this.#map(error);
-          const adopted = await this.#findOwn(queue, dir, uuid);
+          const adopted = await this.#findOwn(queue, dir, id);
           if (adopted !== undefined) return adopted;
           await backoff(attempt);
           continue;
@@ -305,7 +306,7 @@ export class ZkDriver implements Driver {
         if (listing === undefined) {
           let alone: Enqueued | undefined;
           try {
-            alone = this.#aloneAfter(queue, dir, uuid, created);
+            alone = this.#aloneAfter(queue, dir, id, created);
           } catch (error) {
             return this.#dropCreated(created, error);
           }
@@ -316,7 +317,7 @@ export class ZkDriver implements Driver {
         listed ??= await this.#retry(getChildrenStart(this.#client, dir)).catch((error: unknown) => this.#dropCreated(created, error));
         let enqueued: Enqueued;
         try {
-          enqueued = this.#enqueued(queue, dir, uuid, created, listed.children, zkLong(listed.stat.czxid));
+          enqueued = this.#enqueued(queue, dir, id, created, listed.children, zkLong(listed.stat.czxid));
         } catch (error) {
           return this.#dropCreated(created, error);
         }
@@ -329,7 +330,7 @@ export class ZkDriver implements Driver {
       this.#orphansPossible = true;
       throw error;
     } finally {
-      this.#creating.delete(uuid);
+      this.#creating.delete(id);
     }
   }
 
@@ -470,7 +471,8 @@ export class ZkDriver implements Driver {
       const node = found[index];
       if (node === null || node === undefined) return [];
       const owner = zkLong(node.stat.ephemeralOwner).toString(16).padStart(16, '0');
-      return [{ entry, owner, createdAt: Number(zkLong(node.stat.ctime)), data: node.data.toString() }];
+      const client = parseEntryName(entry.key.slice(entry.key.lastIndexOf('/') + 1))?.form ?? 'curator';
+      return [{ entry, owner, client, createdAt: Number(zkLong(node.stat.ctime)), data: node.data.toString() }];
     });
   }
 
@@ -535,7 +537,7 @@ export class ZkDriver implements Driver {
   #sweepOrphans(dir: string, children: readonly string[]): void {
     if (!this.#orphansPossible || this.#status !== 'open') return;
     for (const child of children) {
-      if (!child.startsWith(this.#ownPrefix)) continue;
+      if (!this.#uuids.owns(child)) continue;
       const path = `${dir}/${child}`;
       if (this.#mine.has(path) || this.#sweeping.has(path)) continue;
       const uuid = parseEntryName(child)?.uuid;

@@ -2,69 +2,75 @@ import { randomUUID } from 'node:crypto';
 import type { Entry } from '../../../recipes/contract.js';
 
 /**
- * Curator-style protected names, `_c_<uuid>-<kind>-<sequence>`, so that Curator and kazoo users see a
- * familiar queue, and so that after a lost create reply we can find our own node by its uuid.
+ * Child names of a queue directory. baton reads the names every well-known ZooKeeper lock client
+ * writes, so that its entries and theirs form one queue, and writes the names of the peer it is told
+ * to (`dialect`), so that the peer sees its entries too:
+ *
+ * - Curator: `[_c_<uuid>-]lock-<seq>` (InterProcessMutex, LeaderSelector; go-zookeeper's protected
+ *   locks too), `__WRIT__` / `__READ__` (InterProcessReadWriteLock), `latch-` (LeaderLatch).
+ * - kazoo: `<32 hex>__lock__<seq>` (Lock, WriteLock, Election), `<32 hex>__rlock__<seq>` (ReadLock).
+ * - baton 0.1: `_c_<uuid>-read-`, `-write-`, `-candidate-` (read, so that an older process is never
+ *   overlooked while both run; no longer written).
  */
-const ENTRY = /^_c_([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-([a-z]+)-(\d{10})$/;
+export type ZkDialect = 'curator' | 'curator-selector' | 'kazoo';
+export const ZK_DIALECTS: readonly ZkDialect[] = ['curator', 'curator-selector', 'kazoo'];
 
-/**
- * The uuids of one session's entry names: a random UUID whose last 12 hex digits count up. Each name
- * of the session differs, and the random part (74 bits) keeps sessions apart as well as a fresh
- * random UUID per name would, for less than the cost of making one per acquisition.
- */
-export class UuidSequence {
-  /** The random part, `xxxxxxxx-xxxx-4xxx-yxxx-`: a child whose name starts `_c_<base>` was made by this session. */
-  readonly base = randomUUID().slice(0, 24);
-  #next = 0;
+/** Who writes names of a form: what `baton inspect` shows (baton's own default names are Curator's). */
+export type NameForm = 'curator' | 'kazoo' | 'baton-0.1';
 
-  next(): string {
-    return this.base + (this.#next++).toString(16).padStart(12, '0');
-  }
-}
-
-export function entryPrefix(dir: string, uuid: string, kind: string): string {
-  return `${dir}/_c_${uuid}-${kind}-`;
-}
-
-export interface ParsedName {
-  readonly uuid: string;
+interface Marker {
+  /** What stands right before the sequence. */
+  readonly text: string;
   readonly kind: string;
-  readonly sequence: bigint;
+  readonly form: NameForm;
 }
 
-/** Parses a child name; anything baton did not create (a foreign child) gives undefined. */
-export function parseEntryName(child: string): ParsedName | undefined {
-  const match = ENTRY.exec(child);
-  if (match === null) return undefined;
-  const [, uuid, kind, sequence] = match as unknown as [string, string, string, string];
-  return { uuid, kind, sequence: BigInt(sequence) };
+/** Most frequent first: a listing tries them in this order on every child it has not seen before. */
+const MARKERS: readonly Marker[] = [
+  { text: 'lock-', kind: 'lock', form: 'curator' },
+  { text: '__WRIT__', kind: 'write', form: 'curator' },
+  { text: '__READ__', kind: 'read', form: 'curator' },
+  { text: 'latch-', kind: 'candidate', form: 'curator' },
+  { text: '__lock__', kind: 'lock', form: 'kazoo' },
+  { text: '__rlock__', kind: 'read', form: 'kazoo' },
+  { text: 'read-', kind: 'read', form: 'baton-0.1' },
+  { text: 'write-', kind: 'write', form: 'baton-0.1' },
+  { text: 'candidate-', kind: 'candidate', form: 'baton-0.1' },
+];
+
+const SEQUENCE_DIGITS = 10;
+const PROTECTED = '_c_';
+/** A protected name's id: Curator's dashed UUID (36) or go-zookeeper's bare hex GUID (32). */
+const ID_MIN = 32;
+const ID_MAX = 36;
+const KAZOO_ID = 32;
+
+/** The marker a child's name carries, if the whole name has one of the forms above; -1 otherwise. */
+function markerOf(child: string): number {
+  const end = child.length - SEQUENCE_DIGITS;
+  if (end < 5 || trailingSequence(child) < 0) return -1;
+  for (let m = 0; m < MARKERS.length; m += 1) {
+    const { text, form } = MARKERS[m]!;
+    const at = end - text.length;
+    if (at < 0 || !child.startsWith(text, at)) continue;
+    if (form === 'kazoo') return at === KAZOO_ID && isHex(child, 0, at, false) ? m : -1;
+    if (at === 0) return form === 'curator' ? m : -1;
+    // Protected: `_c_<id>-` and nothing else before the marker.
+    const idLength = at - PROTECTED.length - 1;
+    const ok = idLength >= ID_MIN && idLength <= ID_MAX && child.startsWith(PROTECTED) && child.charCodeAt(at - 1) === DASH && isHex(child, PROTECTED.length, at - 1, true);
+    return ok ? m : -1;
+  }
+  return -1;
 }
 
 const DASH = 45;
-/** Where the kind starts in `_c_<uuid>-<kind>-<sequence>`, and how long the sequence is. */
-const KIND_AT = 3 + 36 + 1;
-const SEQUENCE_DIGITS = 10;
-/** Kinds spelled once, so that a parsed entry's kind is not a fresh string per child. */
-const KINDS = ['lock', 'read', 'write', 'candidate'];
 
-/**
- * The sequence of a child named like `ENTRY`, or -1 for any other name: the same test as the pattern,
- * by hand, since every listing under contention brings children new to the parser and the pattern's
- * match arrays were a good part of what a listing cost.
- */
-export function sequenceOf(child: string): number {
-  const end = child.length - SEQUENCE_DIGITS - 1; // the dash before the sequence
-  if (end <= KIND_AT || !child.startsWith('_c_') || child.charCodeAt(end) !== DASH || child.charCodeAt(KIND_AT - 1) !== DASH) return -1;
-  for (let i = 3; i < KIND_AT - 1; i += 1) {
-    const c = child.charCodeAt(i);
-    const dash = i === 11 || i === 16 || i === 21 || i === 26;
-    if (dash ? c !== DASH : !((c >= 48 && c <= 57) || (c >= 97 && c <= 102))) return -1;
+function isHex(text: string, from: number, to: number, dashes: boolean): boolean {
+  for (let i = from; i < to; i += 1) {
+    const c = text.charCodeAt(i);
+    if (!((c >= 48 && c <= 57) || (c >= 97 && c <= 102) || (dashes && c === DASH))) return false;
   }
-  for (let i = KIND_AT; i < end; i += 1) {
-    const c = child.charCodeAt(i);
-    if (c < 97 || c > 122) return -1;
-  }
-  return trailingSequence(child);
+  return true;
 }
 
 /**
@@ -82,10 +88,73 @@ export function trailingSequence(name: string): number {
   return sequence;
 }
 
-function kindOf(child: string): string {
-  const length = child.length - SEQUENCE_DIGITS - 1 - KIND_AT;
-  for (const kind of KINDS) if (kind.length === length && child.startsWith(kind, KIND_AT)) return kind;
-  return child.slice(KIND_AT, KIND_AT + length);
+/** The sequence of a child named as some client's queue entry, or -1 for any other name. */
+export function sequenceOf(child: string): number {
+  return markerOf(child) < 0 ? -1 : trailingSequence(child);
+}
+
+export interface ParsedName {
+  /** The creator's id without dashes, for protected and kazoo names: how a lost create is found again. */
+  readonly uuid: string | undefined;
+  readonly kind: string;
+  readonly form: NameForm;
+  readonly sequence: bigint;
+}
+
+/** Parses a child name; anything that is no client's queue entry (a foreign child) gives undefined. */
+export function parseEntryName(child: string): ParsedName | undefined {
+  const m = markerOf(child);
+  if (m < 0) return undefined;
+  const { text, kind, form } = MARKERS[m]!;
+  const at = child.length - SEQUENCE_DIGITS - text.length;
+  const uuid = form === 'kazoo' ? child.slice(0, at) : at === 0 ? undefined : child.slice(PROTECTED.length, at - 1).replaceAll('-', '');
+  return { uuid, kind, form, sequence: BigInt(trailingSequence(child)) };
+}
+
+/** The path prefix (sequence to follow) of an entry of `kind` written as `dialect` names it. */
+export function entryPrefix(dir: string, uuid: string, kind: string, dialect: ZkDialect = 'curator'): string {
+  if (dialect === 'kazoo') return `${dir}/${uuid.replaceAll('-', '')}${kind === 'read' ? '__rlock__' : '__lock__'}`;
+  return `${dir}/${PROTECTED}${uuid}-${curatorMarker(kind, dialect)}`;
+}
+
+function curatorMarker(kind: string, dialect: ZkDialect): string {
+  switch (kind) {
+    case 'read':
+      return '__READ__';
+    case 'write':
+      return '__WRIT__';
+    case 'candidate':
+      return dialect === 'curator-selector' ? 'lock-' : 'latch-';
+    default:
+      return 'lock-';
+  }
+}
+
+/**
+ * The uuids of one session's entry names: a random UUID whose last 12 hex digits count up. Each name
+ * of the session differs, and the random part (74 bits) keeps sessions apart as well as a fresh
+ * random UUID per name would, for less than the cost of making one per acquisition.
+ */
+export class UuidSequence {
+  /** The random part, `xxxxxxxx-xxxx-4xxx-yxxx-`. */
+  readonly base = randomUUID().slice(0, 24);
+  readonly #protectedPrefix = PROTECTED + this.base;
+  readonly #hexPrefix = this.base.replaceAll('-', '');
+  #next = 0;
+
+  next(): string {
+    return this.base + (this.#next++).toString(16).padStart(12, '0');
+  }
+
+  /** Whether a child's name starts as this session's names do, in any dialect. */
+  owns(child: string): boolean {
+    return child.startsWith(this.#protectedPrefix) || child.startsWith(this.#hexPrefix);
+  }
+}
+
+/** A uuid as `ParsedName.uuid` gives it: without dashes. */
+export function uuidKey(uuid: string): string {
+  return uuid.replaceAll('-', '');
 }
 
 /**
@@ -101,7 +170,7 @@ class ZkEntry implements Entry {
   /**
    * Its place in the queue as a number (sorting by it is cheaper than by the bigint order). A ZooKeeper
    * sequence is below 2^31, so the rank is exact. An entry placed at another's sequence (a downgrade)
-   * sorts right after it: writes before reads.
+   * sorts right after it: reads after everything else.
    */
   readonly #rank: number;
 
@@ -111,7 +180,7 @@ class ZkEntry implements Entry {
     this.kind = kind;
     this.order = BigInt(sequence);
     this.#dirCzxid = dirCzxid;
-    this.#rank = sequence * 2 + (kind === 'write' ? 0 : 1);
+    this.#rank = sequence * 2 + (kind === 'read' ? 1 : 0);
   }
 
   get fencingToken(): bigint {
@@ -121,6 +190,11 @@ class ZkEntry implements Entry {
   static byRank(a: ZkEntry, b: ZkEntry): number {
     return a.#rank - b.#rank;
   }
+}
+
+/** A child known to be an entry: its kind, from the marker before its sequence. */
+function kindOf(child: string): string {
+  return MARKERS[markerOf(child)]!.kind;
 }
 
 /** How many directories' last listings a session keeps parsed. */
@@ -138,7 +212,7 @@ const PARSED_DIRECTORIES = 64;
  */
 export class ListingParser {
   /**
-   * Per directory, what each child was found to be: an entry, null (not an entry of ours), or only its
+   * Per directory, what each child was found to be: an entry, null (no client's entry), or only its
    * sequence (a child behind the limit of the listing that saw it, not parsed further).
    */
   readonly #dirs = new Map<string, { czxid: bigint; byChild: Map<string, ZkEntry | null | number> }>();
@@ -146,7 +220,7 @@ export class ListingParser {
   #last: string | undefined;
 
   /**
-   * The entries, sorted, and whether some child is not an entry of ours. Children with a sequence
+   * The entries (of every client), sorted, and whether some child is no client's entry. Children with a sequence
    * above `through` not parsed before are left out, and parsed once a listing needs them.
    */
   parse(queue: string, dir: string, children: readonly string[], czxid: bigint, through = Infinity): { entries: Entry[]; foreign: boolean } {
@@ -205,19 +279,18 @@ function sortByRank(entries: ZkEntry[]): ZkEntry[] {
 }
 
 const SEGMENT = /^[A-Za-z0-9._-]+$/;
-/** A sequential znode's 10-digit suffix: other lock clients' queue entries (kazoo, Curator without protection). */
+/** A sequential znode's 10-digit suffix: a client unknown to baton may believe it queues here. */
 const SEQUENTIAL = /\d{10}$/;
 
 /**
- * Children of a queue directory that baton did not create: anything that is not an entry of ours and
- * cannot be a nested lock's directory (a valid name segment not starting with `_c_`), and every
- * sequential node of another client (`<id>__lock__0000000007`, `__READ__0000000003`), whose owner
- * believes it queues in this lock. A nested lock named with a 10-digit suffix is reported too.
+ * Children of a queue directory that are no client's entry and cannot be a nested lock's directory (a
+ * valid name segment not starting with `_c_`), and every other sequential node, whose owner may
+ * believe it queues in this lock. A nested lock named with a 10-digit suffix is reported too.
  */
 export function foreignChildren(children: readonly string[]): string[] {
   return children.filter(
     (child) =>
-      parseEntryName(child) === undefined &&
+      markerOf(child) < 0 &&
       (!SEGMENT.test(child) || child.startsWith('_c_') || child === '.' || child === '..' || SEQUENTIAL.test(child)),
   );
 }
