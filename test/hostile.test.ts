@@ -44,6 +44,8 @@ const NAMES: [string, unknown, string][] = [
   ['257 characters', 'x'.repeat(257), 'at most 256'],
   ['an entry name pattern', '_c_x-lock-0000000001', 'may not start with "_c_"'],
   ['an entry name pattern as a segment', 'jobs/_c_0c1f-lock-0000000007', 'may not start with "_c_"'],
+  ['a segment named like a Curator entry', 'jobs/lock-0000000007', 'named like a lock client\'s queue entry'],
+  ['a segment named like a kazoo entry', 'f00d__rlock__0000000001', 'named like a lock client\'s queue entry'],
   ['a "." segment inside', 'a/./b', 'segment "."'],
   ['a ".." segment inside', 'a/../b', 'segment ".."'],
   ['a number', 42, 'must be a string'],
@@ -80,6 +82,11 @@ function cases(): Case[] {
   list.push({ what: 'observe: a signal that is not an AbortSignal', run: (s) => new LeaderElection(s, 'jobs', { id: 'x' }).observe({ signal: 'stop' as never }), error: InvalidArgumentError, mentions: ['"stop"', 'AbortSignal'], sync: true });
   list.push({ what: 'election id: empty', run: (s) => new LeaderElection(s, 'jobs', { id: '' }), error: InvalidArgumentError, mentions: ['""', 'non-empty string'], sync: true });
   list.push({ what: 'election id: a number', run: (s) => new LeaderElection(s, 'jobs', { id: 7 as never }), error: InvalidArgumentError, mentions: ['7', 'non-empty string'], sync: true });
+  list.push({ what: 'interop: an unknown peer', run: (s) => new FairMutex(s, 'jobs', { interop: 'redisson' as never }), error: InvalidArgumentError, mentions: ['"redisson"', '"kazoo"'], sync: true });
+  list.push({ what: 'interop: LeaderSelector names for a lock', run: (s) => new ReadWriteLock(s, 'cfg', { interop: 'curator-selector' as never }), error: InvalidArgumentError, mentions: ['"curator-selector"', '"curator"'], sync: true });
+  list.push({ what: 'recipe options: an unknown key', run: (s) => new FairMutex(s, 'jobs', { interrop: 'kazoo' } as never), error: InvalidArgumentError, mentions: ['"interrop"', 'known options'], sync: true });
+  list.push({ what: 'election options: an unknown key', run: (s) => new LeaderElection(s, 'jobs', { id: 'x', timeoutMs: 5 } as never), error: InvalidArgumentError, mentions: ['"timeoutMs"', '"id"'], sync: true });
+  list.push({ what: 'recipe options: a string', run: (s) => new FairMutex(s, 'jobs', 'kazoo' as never), error: InvalidArgumentError, mentions: ['"kazoo"', 'object'], sync: true });
   list.push({ what: 'Reentrant of something that is not a lock', run: () => new Reentrant({} as never), error: InvalidArgumentError, mentions: ['object', 'FairMutex'], sync: true });
   list.push({ what: 'a recipe given something that is not a session', run: () => new FairMutex({ backend: 1 } as never, 'jobs'), error: InvalidArgumentError, mentions: ['session'], sync: true });
   list.push({

@@ -10,32 +10,102 @@ export function zkClasspath(): string {
 }
 
 export function etcdBinary(): string | undefined {
-  for (const candidate of ['/usr/bin/etcd', '/usr/local/bin/etcd']) if (existsSync(candidate)) return candidate;
-  const found = spawnSync('sh', ['-c', 'command -v etcd'], { encoding: 'utf8' });
-  return found.status === 0 ? found.stdout.trim() : undefined;
+  return binary('etcd');
 }
 
+/** The first of /usr/bin and /usr/local/bin that holds `name`, else where the PATH finds it. */
+function binary(name: string): string | undefined {
+  for (const dir of ['/usr/bin', '/usr/local/bin']) if (existsSync(`${dir}/${name}`)) return `${dir}/${name}`;
+  const found = spawnSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' });
+  return found.status === 0 && found.stdout.trim() !== '' ? found.stdout.trim() : undefined;
+}
+
+/**
+ * The interop tests' peers lock with the real client libraries (test/support/peers.ts): Curator's
+ * recipes in a small Java program compiled by the tests, kazoo's under Debian's Python, and etcdctl.
+ * This is the least classpath Curator 5.4's recipes run on with ZooKeeper 3.8's client (the jars'
+ * manifests name more: Jackson, Jetty, Netty and the like, none of which the recipes load), plus
+ * slf4j-simple for a logger.
+ */
+export const CURATOR_JARS: readonly string[] = [
+  'curator-recipes',
+  'curator-framework',
+  'curator-client',
+  'zookeeper',
+  'zookeeper-jute',
+  'guava',
+  'slf4j-api',
+  'slf4j-simple',
+].map((name) => `/usr/share/java/${name}.jar`);
+
+/** Debian's Python, which python3-kazoo installs into (not a pyenv or virtualenv python3 on the PATH). */
+export const KAZOO_PYTHON = '/usr/bin/python3';
+
+export function etcdctlBinary(): string | undefined {
+  return binary('etcdctl');
+}
+
+export interface PeerTools {
+  /** Curator's jars, java and javac (the peer is compiled by the tests). */
+  readonly curator: boolean;
+  /** kazoo importable by Debian's python3. */
+  readonly kazoo: boolean;
+  readonly etcdctl: boolean;
+}
+
+/** Which of the interop peers can run here. */
+export function peerTools(): PeerTools {
+  const kazoo = existsSync(KAZOO_PYTHON) && spawnSync(KAZOO_PYTHON, ['-c', 'import kazoo.client'], { stdio: 'ignore', timeout: 30_000 }).status === 0;
+  return {
+    curator: CURATOR_JARS.every((jar) => existsSync(jar)) && binary('java') !== undefined && binary('javac') !== undefined,
+    kazoo,
+    etcdctl: etcdctlBinary() !== undefined,
+  };
+}
+
+/** The Debian packages that provide the peers missing here. */
+function missingPeerPackages(): string[] {
+  const tools = peerTools();
+  const missing: string[] = [];
+  if (!tools.curator) {
+    missing.push('libcurator-recipes-java', 'libcurator-framework-java', 'libcurator-client-java');
+    if (binary('javac') === undefined) missing.push('default-jdk-headless');
+  }
+  if (!tools.kazoo) missing.push('python3-kazoo');
+  if (!tools.etcdctl) missing.push('etcd-client');
+  return missing;
+}
+
+const PEER_PACKAGES = ['libcurator-recipes-java', 'libcurator-framework-java', 'libcurator-client-java', 'python3-kazoo', 'etcd-client'];
+
 const HOW = [
-  'ZooKeeper 3.8 and etcd 3.4 are needed for the tests. Install them with',
-  '  sudo apt-get install -y zookeeper etcd-server',
+  'ZooKeeper 3.8 and etcd 3.4 are needed for the tests, and so are the interop tests\' peers: Apache',
+  'Curator 5.4 (with a JDK\'s javac), kazoo for Debian\'s /usr/bin/python3, and etcdctl. Install them with',
+  `  sudo apt-get install -y zookeeper etcd-server ${PEER_PACKAGES.join(' ')}`,
   'or point the tests at running servers with',
   '  BATON_TEST_ZK=host:port BATON_TEST_ETCD=http://host:port npm test',
-  '(for instance started with: docker compose -f docker-compose.zk.yml up -d)',
+  '(for instance started with: docker compose -f docker-compose.zk.yml up -d; the peers are still needed)',
 ].join('\n');
 
 /**
- * Makes sure the servers the tests start are installed: as root (CI) it installs Debian's packages,
- * otherwise it fails at once saying what to install or how to use running servers.
+ * Makes sure the servers the tests start, and the interop tests' peers, are installed: as root (CI) it
+ * installs Debian's packages for what is missing, otherwise it fails at once saying what to install or
+ * how to use running servers. With running servers (BATON_TEST_ZK and BATON_TEST_ETCD) only the peers
+ * are checked.
  */
 export async function ensureServersInstalled(): Promise<void> {
   const external = process.env['BATON_TEST_ZK'] && process.env['BATON_TEST_ETCD'];
-  if (external || (existsSync(ZOOKEEPER_JAR) && etcdBinary() !== undefined)) return;
-  if (process.getuid?.() !== 0) throw new Error(HOW);
-  process.stderr.write('baton tests: installing zookeeper and etcd-server from Debian packages\n');
+  const serversMissing = !external && (!existsSync(ZOOKEEPER_JAR) || etcdBinary() === undefined);
+  const packages = [...(serversMissing ? ['zookeeper', 'etcd-server'] : []), ...missingPeerPackages()];
+  if (packages.length === 0) return;
+  if (process.getuid?.() !== 0) throw new Error(`missing: ${packages.join(' ')}\n${HOW}`);
+  process.stderr.write(`baton tests: installing ${packages.join(' ')} from Debian packages\n`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  for (const args of [['update'], ['install', '-y', 'zookeeper', 'etcd-server']]) {
+  for (const args of [['update'], ['install', '-y', ...packages]]) {
     const run = spawnSync('apt-get', args, { stdio: ['ignore', 2, 2], env, timeout: 600_000 });
     if (run.status !== 0) throw new Error(`apt-get ${args.join(' ')} failed (status ${run.status})\n${HOW}`);
   }
-  if (!existsSync(ZOOKEEPER_JAR) || etcdBinary() === undefined) throw new Error(`installation did not provide the servers\n${HOW}`);
+  if (!external && (!existsSync(ZOOKEEPER_JAR) || etcdBinary() === undefined)) throw new Error(`installation did not provide the servers\n${HOW}`);
+  const still = missingPeerPackages();
+  if (still.length > 0) throw new Error(`installation did not provide the interop peers (${still.join(' ')})\n${HOW}`);
 }

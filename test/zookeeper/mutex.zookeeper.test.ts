@@ -101,11 +101,11 @@ describe('FairMutex on ZooKeeper: backend specifics', () => {
     const session = await scope.open();
     await mkdirp(zkAdmin(), `/${scope.namespace}/foreign`);
     await create(zkAdmin(), `/${scope.namespace}/foreign/not-a-baton-entry`, zookeeper.CreateMode.PERSISTENT);
-    await create(zkAdmin(), `/${scope.namespace}/foreign/lock-0000000000`, zookeeper.CreateMode.PERSISTENT);
+    await create(zkAdmin(), `/${scope.namespace}/foreign/member-0000000000`, zookeeper.CreateMode.PERSISTENT);
     const lock = await new FairMutex(session, 'foreign').acquire({ timeoutMs: 5_000 });
     await lock.release();
     await remove(zkAdmin(), `/${scope.namespace}/foreign/not-a-baton-entry`);
-    await remove(zkAdmin(), `/${scope.namespace}/foreign/lock-0000000000`);
+    await remove(zkAdmin(), `/${scope.namespace}/foreign/member-0000000000`);
   });
 });
 
