@@ -114,35 +114,37 @@ export async function servedInOrder(order: readonly Contender[]): Promise<void> 
 }
 
 /**
- * A read/write lock shared by two clients (`x` and `y`; each role played once by each client):
- * readers of both share; a writer of either waits for both; a reader of either that queued behind a
- * writer of the other waits for it (no starvation of writers); a writer's release lets it in.
+ * A read/write lock shared by two clients, `x` and `y` (run it both ways round): a writer of one waits
+ * for a reader of the other holding alone, and the reverse; readers of both share; a reader of one that
+ * queued behind a writer of the other waits for it (no starvation of writers).
  */
 export async function sharedReadsExclusiveWrites(x: { read: () => Promise<Contender>; write: () => Promise<Contender> }, y: { read: () => Promise<Contender>; write: () => Promise<Contender> }, queued: () => Promise<number>): Promise<void> {
   const [xr1, xr2, xw] = await Promise.all([x.read(), x.read(), x.write()]);
   const [yr1, yr2, yw] = await Promise.all([y.read(), y.read(), y.write()]);
-  // Readers of both clients hold at once.
+  // y's writer waits for x's lone reader; x's next reader waits for y's writer.
   await enqueue(xr1, queued, 1);
   await xr1.granted();
-  await enqueue(yr1, queued, 2);
-  await yr1.granted();
-  // y's writer waits for both readers; x's reader waits behind y's writer.
-  await enqueue(yw, queued, 3);
-  await enqueue(xr2, queued, 4);
-  await staysWaiting(yw, 'two readers hold');
-  await staysWaiting(xr2, `${yw.name} queued before it`);
+  await enqueue(yw, queued, 2);
+  await staysWaiting(yw, `${xr1.name} reads`);
   await xr1.release();
-  await staysWaiting(yw, `${yr1.name} still reads`);
-  await yr1.release();
   await yw.granted();
+  await enqueue(xr2, queued, 2);
   await staysWaiting(xr2, `${yw.name} writes`);
   await yw.release();
   await xr2.granted();
-  // x's writer waits for x's reader; y's reader waits behind x's writer.
-  await enqueue(xw, queued, 2);
-  await enqueue(yr2, queued, 3);
-  await staysWaiting(xw, `${xr2.name} reads`);
+  // Readers of both clients hold at once.
+  await enqueue(yr1, queued, 2);
+  await yr1.granted();
+  // x's writer waits for both readers, then for y's lone reader; y's next reader waits behind it. (No
+  // reader waits with a writer queued behind it: kazoo 2.8 would wait for that writer too and deadlock,
+  // python-zk/kazoo#649.)
+  await enqueue(xw, queued, 3);
+  await enqueue(yr2, queued, 4);
+  await staysWaiting(xw, 'two readers hold');
   await xr2.release();
+  await staysWaiting(xw, `${yr1.name} reads`);
+  await staysWaiting(yr2, `${xw.name} queued before it`);
+  await yr1.release();
   await xw.granted();
   await staysWaiting(yr2, `${xw.name} writes`);
   await xw.release();
