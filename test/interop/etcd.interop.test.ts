@@ -124,3 +124,29 @@ describe("etcd: baton next to etcd's Go recipes on the same prefix", () => {
     }
   });
 });
+
+describe("etcd cluster: baton next to etcd's Go Mutex", () => {
+  const scope = useScope(() => etcdFixture('etcdCluster'));
+  const endpoints = (): string[] => inject('etcdCluster').endpoints;
+  const queued = async (): Promise<number> => {
+    const client = new Etcd3({ hosts: endpoints() });
+    try {
+      return (await client.getAll().prefix(`${scope.namespace}/jobs/#/`).keys()).length;
+    } finally {
+      client.close();
+    }
+  };
+
+  beforeAll(() => requirePeers('etcdctl'));
+  afterEach(stopAllPeers);
+
+  it('FairMutex and Go Mutex (etcdctl lock) on a 3-member cluster: excluded both ways, handed off, FIFO', async () => {
+    await exclusionAndFifo(
+      {
+        baton: async (n) => lockContender(`baton-${n}`, new FairMutex(await scope.open(), 'jobs')),
+        peer: (n) => etcdctlPeer({ endpoints: endpoints(), name: `${scope.namespace}/jobs/#`, recipe: 'lock', id: `go-${n}` }),
+      },
+      queued,
+    );
+  });
+});

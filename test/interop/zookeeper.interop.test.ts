@@ -143,3 +143,27 @@ describe('ZooKeeper: baton next to Curator and kazoo on the same path', () => {
     expect(() => new FairMutex(session, 'jobs', { interop: 'curator-selector' })).toThrow(InvalidArgumentError);
   });
 });
+
+describe('ZooKeeper ensemble: baton next to Curator and kazoo', () => {
+  const scope = useScope(() => zkFixture('zkEnsemble'));
+  const connectString = (): string => inject('zkEnsemble').connectString;
+  const queued = async (): Promise<number> =>
+    withZkClient(connectString(), (client) => new Promise<number>((resolve) => client.getChildren(`/${scope.namespace}/jobs`, (error, children) => resolve(error ? 0 : children.length))));
+
+  beforeAll(async () => {
+    requirePeers('curator', 'kazoo');
+    await compileCuratorPeer();
+  }, 120_000);
+  afterEach(stopAllPeers);
+
+  it('FairMutex and Curator InterProcessMutex on a 3-node ensemble: excluded both ways, handed off, FIFO', async () => {
+    // Each client connects to any member: the queue's order is the leader's, whichever member answers.
+    await exclusionAndFifo(
+      {
+        baton: async (n) => lockContender(`baton-${n}`, new FairMutex(await scope.open(), 'jobs')),
+        peer: (n) => curatorPeer({ connectString: connectString(), path: `/${scope.namespace}/jobs`, recipe: 'mutex', id: `curator-${n}` }),
+      },
+      queued,
+    );
+  });
+});
