@@ -47,8 +47,11 @@ const KAZOO_ID = 32;
 
 /** The marker a child's name carries, if the whole name has one of the forms above; -1 otherwise. */
 function markerOf(child: string): number {
-  const end = child.length - SEQUENCE_DIGITS;
-  if (end < 5 || trailingSequence(child) < 0) return -1;
+  return trailingSequence(child) < 0 ? -1 : markerBefore(child, child.length - SEQUENCE_DIGITS);
+}
+
+/** The marker ending at `end` (where the sequence starts), if all before it has that marker's form. */
+function markerBefore(child: string, end: number): number {
   for (let m = 0; m < MARKERS.length; m += 1) {
     const { text, form } = MARKERS[m]!;
     const at = end - text.length;
@@ -62,6 +65,20 @@ function markerOf(child: string): number {
   }
   return -1;
 }
+
+/**
+ * What a listing keeps of a child: its sequence and marker in one number (`sequence * MARKER_CODES +
+ * marker`), or -1 for a child that is no client's entry. One pass over the name, which under
+ * contention is new to the parser in nearly every listing.
+ */
+function entryCode(child: string): number {
+  const sequence = trailingSequence(child);
+  if (sequence < 0) return -1;
+  const marker = markerBefore(child, child.length - SEQUENCE_DIGITS);
+  return marker < 0 ? -1 : sequence * MARKER_CODES + marker;
+}
+
+const MARKER_CODES = 16;
 
 const DASH = 45;
 
@@ -192,11 +209,6 @@ class ZkEntry implements Entry {
   }
 }
 
-/** A child known to be an entry: its kind, from the marker before its sequence. */
-function kindOf(child: string): string {
-  return MARKERS[markerOf(child)]!.kind;
-}
-
 /** How many directories' last listings a session keeps parsed. */
 const PARSED_DIRECTORIES = 64;
 
@@ -213,7 +225,7 @@ const PARSED_DIRECTORIES = 64;
 export class ListingParser {
   /**
    * Per directory, what each child was found to be: an entry, null (no client's entry), or only its
-   * sequence (a child behind the limit of the listing that saw it, not parsed further).
+   * `entryCode` (a child behind the limit of the listing that saw it, not made an entry yet).
    */
   readonly #dirs = new Map<string, { czxid: bigint; byChild: Map<string, ZkEntry | null | number> }>();
   /** The directory listed last: the one most often listed again, kept where it is (last) in `#dirs`. */
@@ -233,13 +245,14 @@ export class ListingParser {
     for (const child of children) {
       let found = known.byChild.get(child);
       if (typeof found !== 'object') {
-        // Not seen before, or seen behind an earlier limit: its sequence is all that was kept.
-        const sequence = found ?? sequenceOf(child);
+        // Not seen before, or seen behind an earlier limit: its code is all that was kept.
+        const code = found ?? entryCode(child);
+        const sequence = code < 0 ? -1 : Math.floor(code / MARKER_CODES);
         if (sequence > through) {
-          if (found === undefined) known.byChild.set(child, sequence);
+          if (found === undefined) known.byChild.set(child, code);
           continue;
         }
-        found = sequence < 0 ? null : new ZkEntry(queue, `${dir}/${child}`, kindOf(child), sequence, czxid);
+        found = code < 0 ? null : new ZkEntry(queue, `${dir}/${child}`, MARKERS[code % MARKER_CODES]!.kind, sequence, czxid);
         known.byChild.set(child, found);
       }
       if (found === null) foreign = true;
