@@ -39,7 +39,8 @@ function zkLayout(name: 'zkStandalone' | 'zkEnsemble'): Layout {
     url: (address, namespace) => `zk://${address}/${namespace}`,
     timeoutMs: () => inject(name).sessionTimeoutMs,
     // Only requests on an entry name its protected `_c_` prefix; heartbeats and listings name directories.
-    isEnqueue: (chunk) => chunk.includes('_c_'),
+    // A create of an entry named as Curator names it (baton's default) or as kazoo does.
+    isEnqueue: (chunk) => chunk.includes('_c_') || chunk.includes('__lock__'),
     adopted: () => zkCounters.adopted,
   };
 }
