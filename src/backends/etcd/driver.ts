@@ -246,7 +246,17 @@ export class EtcdDriver implements Driver {
     this.#foreign.attach(events);
   }
 
-  async enqueue(queue: string, kind: string, at?: Entry, data?: string, _dialect?: string): Promise<Enqueued> {
+  enqueue(queue: string, kind: string, at?: Entry, data?: string, _dialect?: string): Promise<Enqueued> {
+    // Without an async frame of its own on the common path (no `at`): an acquire's first request.
+    if (at === undefined) return this.#put(queue, kind, undefined, data);
+    return this.#put(queue, kind, at, data).then(async (enqueued) => {
+      await this.#refuseOvertakenDowngrade(queue, enqueued, at);
+      return enqueued;
+    });
+  }
+
+  /** Puts an entry of ours into the queue, safe against a lost reply (see `enqueue`). */
+  async #put(queue: string, kind: string, at: Entry | undefined, data: string | undefined): Promise<Enqueued> {
     const prefix = queuePrefix(this.#namespace, queue);
     const slot = this.#slots.take(queue);
     const keyText = entryKey(prefix, this.id, slot, kind, at?.order);
@@ -270,7 +280,6 @@ export class EtcdDriver implements Driver {
       const entry = entries.find((e) => e.key === keyText);
       if (entry === undefined) throw new BackendError(`wrote ${keyText} but the queue read does not show it`);
       this.#live.set(entry.key, this.#created(entry));
-      if (at !== undefined) await this.#refuseOvertakenDowngrade(queue, entries, entry, at);
       if (attempts > 1) {
         // A copy of an earlier attempt may still be applied after this entry is released: the key is
         // treated like one with a delete of unknown fate, so its slot is never used again (a later
@@ -297,7 +306,7 @@ export class EtcdDriver implements Driver {
    * granted as soon as the write key goes. Such a read is withdrawn and the downgrade refused; the
    * writer keeps its lock. A Go key created after the read waits for it, so one check suffices.
    */
-  async #refuseOvertakenDowngrade(queue: string, entries: readonly Entry[], read: Entry, at: Entry): Promise<void> {
+  async #refuseOvertakenDowngrade(queue: string, { entry: read, queue: entries }: Enqueued, at: Entry): Promise<void> {
     const prefix = queuePrefix(this.#namespace, queue);
     const createdAt = EtcdEntry.createdAt(read);
     const peer = entries.find((e) => e.order > at.order && e.order < createdAt && clientOf(prefix, e.key) === 'etcd-go');
