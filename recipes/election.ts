@@ -2,7 +2,7 @@ import type { Entry, Session } from './contract.js';
 import { exclusive } from './decide.js';
 import { InvalidArgumentError } from './errors.js';
 import { LockHandle } from './handle.js';
-import { ELECTION_INTEROP, validateRecipeOptions, type RecipeOptions } from './interop.js';
+import { ELECTION_INTEROP, validateRecipeOptions, type Interop } from './interop.js';
 import { checkSession } from './mutex.js';
 import { deadline, untilAborted } from './deadline.js';
 import { assertUsable, waitForTurn, type QueueRequest } from './queue.js';
@@ -10,17 +10,28 @@ import { validateName, validateSignal, validateWaitOptions, type WaitOptions } f
 
 export const MAX_ID_LENGTH = 1_024;
 
-export interface ElectionOptions extends RecipeOptions {
+export interface ElectionOptions {
   /** What `leader()` reports while this candidate leads: a host name, a worker id. */
   readonly id: string;
+  /**
+   * Whose entry names to write on ZooKeeper (see `Interop`): `'curator'` (default, LeaderLatch's),
+   * `'curator-selector'` (LeaderSelector's) or `'kazoo'` (kazoo's Election); only on ZooKeeper.
+   */
+  readonly interop?: Interop | undefined;
 }
 
 /**
- * Kinds of entry that lead when at the head of an election's queue: baton's and LeaderLatch's
- * candidates, and the exclusive entries that LeaderSelector, kazoo's Election and etcd's Go Election
- * campaign with. A read or write lock's entry at the head means nobody leads.
+ * The kinds of entry that lead at the head of the queue: candidates (baton's, LeaderLatch's) and
+ * `exclusive` entries (a peer's whose recipe cannot be told, such as etcd's Go Election). LeaderSelector
+ * and kazoo's Election campaign with entries named as their locks': with those peers' names, a `lock`
+ * entry leads too (and a lock held on the same name cannot be told from a candidate). Anything else at
+ * the head (a lock, a read or write lock of the same name) means nobody leads.
  */
-const LEADING_KINDS: ReadonlySet<string> = new Set(['candidate', 'lock']);
+function leadingKinds(dialect: Interop | undefined): ReadonlySet<string> {
+  return dialect === 'curator-selector' || dialect === 'kazoo' ? CANDIDATE_OR_LOCK : CANDIDATE;
+}
+const CANDIDATE: ReadonlySet<string> = new Set(['candidate', 'exclusive']);
+const CANDIDATE_OR_LOCK: ReadonlySet<string> = new Set(['candidate', 'exclusive', 'lock']);
 
 /**
  * Leadership won in an election: a lock whose holder other sessions can name. Its `signal` aborts with
@@ -50,12 +61,14 @@ export class LeaderElection {
   readonly id: string;
   readonly #session: Session;
   readonly #request: QueueRequest;
+  readonly #leading: ReadonlySet<string>;
 
   constructor(session: Session, name: string, options: ElectionOptions) {
     this.#session = checkSession(session);
     this.name = validateName(name);
     this.id = validateId(options);
     const dialect = validateRecipeOptions(options, this.#session, ELECTION_INTEROP, ['id', 'interop']);
+    this.#leading = leadingKinds(dialect);
     this.#request = { session, queue: this.name, kind: 'candidate', decide: exclusive, what: `leadership of "${this.name}"`, data: this.id, dialect };
   }
 
@@ -126,8 +139,7 @@ export class LeaderElection {
     for (;;) {
       const queue = await this.#session.backend.list(this.name);
       const head = queue[0];
-      // A read or write lock's entry at the head (another recipe on the same name): nobody leads right now.
-      if (head === undefined || !LEADING_KINDS.has(head.kind)) return { queue, leader: null };
+      if (head === undefined || !this.#leading.has(head.kind)) return { queue, leader: null };
       const id = await this.#session.backend.read(head);
       if (id !== null) return { queue, leader: { entry: head, id } };
       // The leader left between the listing and the read: ask again.

@@ -4,7 +4,7 @@ import { isSession } from './contract.js';
 import { exclusive } from './decide.js';
 import { InvalidArgumentError } from './errors.js';
 import { LockHandle } from './handle.js';
-import { LOCK_INTEROP, validateRecipeOptions, type RecipeOptions } from './interop.js';
+import { LOCK_INTEROP, validateRecipeOptions, type LockOptions } from './interop.js';
 import { tryTurn, waitForTurn, type QueueRequest } from './queue.js';
 import { validateName, validateWaitOptions, type WaitOptions } from './validate.js';
 
@@ -103,7 +103,7 @@ export function checkSession(session: unknown): Session {
  * client queued them (Curator's InterProcessMutex, kazoo's Lock, etcd's Go Mutex on the same path).
  */
 export class FairMutex extends QueueLock {
-  constructor(session: Session, name: string, options?: RecipeOptions) {
+  constructor(session: Session, name: string, options?: LockOptions) {
     const queue = validateName(name);
     const checked = checkSession(session);
     const dialect = validateRecipeOptions(options, checked, LOCK_INTEROP);

@@ -3,7 +3,7 @@ import type { Entry, Session } from './contract.js';
 import { exclusive, shared } from './decide.js';
 import { InvalidArgumentError, LockUpgradeError } from './errors.js';
 import type { LockHandle } from './handle.js';
-import { LOCK_INTEROP, validateRecipeOptions, type RecipeOptions } from './interop.js';
+import { LOCK_INTEROP, validateRecipeOptions, type LockOptions } from './interop.js';
 import { checkSession, QueueLock, type Lock } from './mutex.js';
 import { validateName, type WaitOptions } from './validate.js';
 
@@ -27,7 +27,7 @@ export class ReadWriteLock {
   readonly #reads = new Map<LockHandle, unknown>();
   readonly #writes = new Map<LockHandle, unknown>();
 
-  constructor(session: Session, name: string, options?: RecipeOptions) {
+  constructor(session: Session, name: string, options?: LockOptions) {
     const queue = validateName(name);
     const checked = checkSession(session);
     const dialect = validateRecipeOptions(options, checked, LOCK_INTEROP);
@@ -54,7 +54,9 @@ export class ReadWriteLock {
 
   /**
    * Turns a held write lock into a read lock without a gap: the read lock is taken at the writer's
-   * place (never waiting), then the write lock is released. Resolves with the read handle.
+   * place (never waiting), then the write lock is released. Resolves with the read handle. Rejects with
+   * `LockDowngradeError` on etcd when a Go waiter queued behind the writer (it would not wait for the
+   * read); the write lock is then still held.
    */
   async downgrade(write: LockHandle, options?: WaitOptions): Promise<LockHandle> {
     if (!this.#writes.has(write) || !write.held) {

@@ -21,7 +21,7 @@ export { Reentrant, ReentrantHandle, type ReentrantOptions } from '../recipes/re
 export { LockHandle } from '../recipes/handle.js';
 export { LeaderElection, Leadership, type ElectionOptions, type Leader, type ObserveOptions } from '../recipes/election.js';
 export type { WaitOptions } from '../recipes/validate.js';
-export type { Interop, RecipeOptions } from '../recipes/interop.js';
+export type { Interop, LockInterop, LockOptions } from '../recipes/interop.js';
 export {
   BatonError,
   AccessDeniedError,

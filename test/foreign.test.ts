@@ -16,9 +16,9 @@ type Plant = (namespace: string, queue: string) => Promise<string[]>;
 
 const plantZk: Plant = (namespace, queue) => {
   const dir = `/${namespace}/${queue}`;
-  // Not a valid lock name (so not a nested lock), an `_c_` name that is no entry of ours, and the way
-  // kazoo names its lock entries (a client that believes it queues here).
-  const names = ['not a lock!', '_c_garbage', '4f1c9a__lock__0000000001'];
+  // Not a valid lock name (so not a nested lock), an `_c_` name that is no client's entry, and a
+  // sequential node of a client baton does not know (which may believe it queues here).
+  const names = ['not a lock!', '_c_garbage', '4f1c9a__lease__0000000001'];
   return withZkClient(inject('zkStandalone').connectString, async (client) => {
     await new Promise<void>((resolve, reject) => client.mkdirp(dir, (error) => (error ? reject(error) : resolve())));
     for (const name of names) {

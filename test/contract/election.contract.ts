@@ -2,6 +2,8 @@ import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { LeaderElection } from '../../recipes/election.js';
 import { InvalidArgumentError, LockLostError, LockTimeoutError, SessionLostError } from '../../recipes/errors.js';
+import { FairMutex } from '../../recipes/mutex.js';
+import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import type { Fixture } from '../support/fixture.js';
 import { useScope } from '../support/scope.js';
 import { eventually, later, track } from '../support/wait.js';
@@ -60,6 +62,22 @@ export function electionContract(getFixture: () => Fixture): void {
       await expect(new LeaderElection(b, 'timeout', { id: 'b' }).campaign({ timeoutMs: 50 })).rejects.toBeInstanceOf(LockTimeoutError);
       expect((await b.backend.list('timeout')).map((entry) => entry.key)).toEqual([leading.entry.key]);
       await leading.resign();
+    });
+
+    it("a lock or read/write lock held on the election's name is no leader; a candidate behind it waits", async () => {
+      const [a, b] = [await scope.open(), await scope.open()];
+      const election = new LeaderElection(b, 'shared-name', { id: 'b' });
+      for (const take of [() => new FairMutex(a, 'shared-name').acquire(), () => new ReadWriteLock(a, 'shared-name').writeLock.acquire()]) {
+        const held = await take();
+        expect(await election.leader()).toBeNull();
+        const campaign = track(later(election.campaign()));
+        await eventually('b queued', async () => (await b.backend.list('shared-name')).length === 2, 2_000);
+        expect(campaign.settled).toBe(false);
+        await held.release();
+        const leadership = await campaign.promise;
+        await leaderBecomes(election, 'b');
+        await leadership.resign();
+      }
     });
 
     it('refuses an id that is not a non-empty string, synchronously, leaving nothing on the server', async () => {

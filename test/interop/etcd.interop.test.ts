@@ -15,7 +15,7 @@ import { campaignContender, enqueue, exclusionAndFifo, lockContender, oneLeader,
  * baton next to etcd's Go recipes (`concurrency.Mutex` and `Election`, run by etcdctl 3.4's `lock` and
  * `elect`) on one prefix: Go waits for baton's keys, baton for Go's. See docs/interop.md.
  */
-describe("etcd: baton next to etcd's Go recipes on the same prefix", () => {
+describe("etcd: baton next to etcd's Go recipes on the same prefix", { timeout: 90_000 }, () => {
   const scope = useScope(() => etcdFixture('etcdStandalone'));
   const endpoints = (): string[] => inject('etcdStandalone').endpoints;
   /** What to give Go's NewMutex / NewElection (and etcdctl) for baton's lock `name`. */
@@ -103,7 +103,7 @@ describe("etcd: baton next to etcd's Go recipes on the same prefix", () => {
     const view = await inspectQueue(session, 'jobs');
     expect(view.entries.map((e) => [e.role, e.client, e.kind, e.data])).toEqual([
       ['holder', 'baton', 'lock', ''],
-      ['waiter', 'etcd-go', 'lock', 'go-proposal'],
+      ['waiter', 'etcd-go', 'exclusive', 'go-proposal'],
     ]);
     await held.release();
     await go.granted();
@@ -114,18 +114,18 @@ describe("etcd: baton next to etcd's Go recipes on the same prefix", () => {
     const session = await scope.open();
     for (const make of [() => new FairMutex(session, 'jobs', { interop: 'curator' }), () => new LeaderElection(session, 'x', { id: 'x', interop: 'kazoo' })]) {
       expect(make).toThrow(InvalidArgumentError);
-      expect(make).toThrow(/see baton's entries as they are/);
+      expect(make).toThrow(/see baton's keys as they are/);
     }
     const memory = await connect('memory://interop-option');
     try {
-      expect(() => new ReadWriteLock(memory, 'cfg', { interop: 'kazoo' })).toThrow(/see baton's entries as they are/);
+      expect(() => new ReadWriteLock(memory, 'cfg', { interop: 'kazoo' })).toThrow(/see baton's keys as they are/);
     } finally {
       await memory.close();
     }
   });
 });
 
-describe("etcd cluster: baton next to etcd's Go Mutex", () => {
+describe("etcd cluster: baton next to etcd's Go Mutex", { timeout: 90_000 }, () => {
   const scope = useScope(() => etcdFixture('etcdCluster'));
   const endpoints = (): string[] => inject('etcdCluster').endpoints;
   const queued = async (): Promise<number> => {

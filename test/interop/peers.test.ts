@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { Etcd3 } from 'etcd3';
-import { afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { zkRemoveTree, zkTree } from '../harness/clean.js';
 import { sleep } from '../harness/process.js';
+import { eventually } from '../support/wait.js';
 import {
   compileCuratorPeer,
   curatorPeer,
@@ -57,6 +58,10 @@ async function etcdKeys(name: string): Promise<string[]> {
 beforeAll(async () => {
   requirePeers('curator', 'kazoo', 'etcdctl');
   await compileCuratorPeer();
+}, 120_000);
+
+afterAll(async () => {
+  await zkRemoveTree(zk(), '/baton-interop');
 });
 
 afterEach(async () => {
@@ -86,10 +91,14 @@ async function excludes(first: Peer, second: Peer): Promise<void> {
   expect(second.isGranted()).toBe(true);
 }
 
-/** A waiter that gives up is told `released` and leaves the holder alone. */
-async function cancels(holder: Peer, waiter: Peer): Promise<void> {
+/**
+ * A waiter that gives up is told `released` and leaves the holder alone. It gives up once its entry is
+ * queued (`entries` counts them): an etcdctl signalled while its lock request is still in flight may
+ * leave its key to its lease.
+ */
+async function cancels(holder: Peer, waiter: Peer, entries: () => Promise<number>): Promise<void> {
   waiter.acquire();
-  await sleep(100);
+  await eventually('the waiter queued', async () => (await entries()) === 2);
   await waiter.release();
   expect(waiter.isGranted()).toBe(false);
   expect(holder.isGranted()).toBe(true);
@@ -100,7 +109,7 @@ describe('Curator peers', () => {
     const dir = zkPath();
     const [a, b, c] = await Promise.all(['a', 'b', 'c'].map((id) => curatorPeer({ connectString: zk(), path: dir, recipe: 'mutex', id })));
     await excludes(a!, b!);
-    await cancels(b!, c!);
+    await cancels(b!, c!, async () => (await zkEntries(dir)).length);
     expect(await b!.leader()).toBe('b');
     expect(await zkEntries(dir)).toHaveLength(1);
     await b!.release();
@@ -145,7 +154,7 @@ describe('kazoo peers', () => {
     const dir = zkPath();
     const [a, b, c] = await Promise.all(['a', 'b', 'c'].map((id) => kazooPeer({ connectString: zk(), path: dir, recipe: 'mutex', id })));
     await excludes(a!, b!);
-    await cancels(b!, c!);
+    await cancels(b!, c!, async () => (await zkEntries(dir)).length);
     expect(await c!.leader()).toBe('b');
     expect(await zkEntries(dir)).toHaveLength(1);
     await b!.release();
@@ -189,7 +198,7 @@ describe('etcdctl peers', () => {
     const name = etcdName();
     const [a, b, c] = await Promise.all(['a', 'b', 'c'].map((id) => etcdctlPeer({ endpoints: endpoints(), name, recipe: 'lock', id })));
     await excludes(a!, b!);
-    await cancels(b!, c!);
+    await cancels(b!, c!, async () => (await etcdKeys(name)).length);
     expect(b!.key).toMatch(new RegExp(`^${name}/[0-9a-f]+$`));
     expect(await a!.leader()).toBe(b!.key);
     expect(await etcdKeys(name)).toEqual([b!.key]);

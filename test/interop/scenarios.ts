@@ -14,6 +14,8 @@ export interface Contender {
   acquire(): void;
   granted(timeoutMs?: number): Promise<void>;
   isGranted(): boolean;
+  /** When (`performance.now()`) the grant of the last acquire was seen here; undefined before. */
+  readonly grantedAt: number | undefined;
   release(timeoutMs?: number): Promise<void>;
 }
 
@@ -27,12 +29,17 @@ const GRANT_TIMEOUT_MS = 15_000;
 
 /** A baton lock (or a campaign) as a contender. Releasing before the grant gives the wait up. */
 export function batonContender(name: string, take: (signal: AbortSignal) => Promise<LockHandle>): Contender {
-  let attempt: { stop: AbortController; handle: ReturnType<typeof track<LockHandle>> } | undefined;
+  let attempt: { stop: AbortController; handle: ReturnType<typeof track<LockHandle>>; grantedAt: number | undefined } | undefined;
   return {
     name,
     acquire() {
       const stop = new AbortController();
-      attempt = { stop, handle: track(later(take(stop.signal))) };
+      const current = { stop, handle: track(later(take(stop.signal))), grantedAt: undefined as number | undefined };
+      current.handle.promise.then(() => void (current.grantedAt = performance.now()), () => undefined);
+      attempt = current;
+    },
+    get grantedAt() {
+      return attempt?.grantedAt;
     },
     async granted(timeoutMs = GRANT_TIMEOUT_MS) {
       await eventually(`${name} granted`, () => attempt?.handle.settled === true, timeoutMs);
@@ -56,6 +63,17 @@ export function campaignContender(name: string, election: LeaderElection): Conte
   return batonContender(name, (signal) => election.campaign({ signal }));
 }
 
+/**
+ * `holder` releases and `next` is granted: not before the release was asked for. With `staysWaiting`
+ * before it, this catches a wrong grant both inside its window and after it.
+ */
+export async function handOff(holder: Contender, next: Contender): Promise<void> {
+  const asked = performance.now();
+  await holder.release();
+  await next.granted();
+  expect(next.grantedAt, `${next.name} granted before ${holder.name} was asked to release`).toBeGreaterThanOrEqual(asked);
+}
+
 /** Fails if the contender is granted within the window: it must be waiting. */
 export async function staysWaiting(contender: Contender, why: string): Promise<void> {
   const until = Date.now() + WRONG_GRANT_WINDOW_MS;
@@ -77,7 +95,10 @@ export async function enqueue(contender: Contender, queued: () => Promise<number
  * it releases; baton holds and the peer waits until it releases; then a queue of both clients, alternating,
  * is served in the order it queued, one holder at a time.
  */
-export async function exclusionAndFifo(make: { baton: (n: number) => Promise<Contender>; peer: (n: number) => Promise<Contender> }, queued: () => Promise<number>): Promise<void> {
+export async function exclusionAndFifo(
+  make: { baton: (n: number) => Promise<Contender>; peer: (n: number) => Promise<Contender> },
+  queued: () => Promise<number>,
+): Promise<void> {
   const [p1, p2, p4] = await Promise.all([make.peer(1), make.peer(2), make.peer(4)]);
   const [b1, b3, b5] = await Promise.all([make.baton(1), make.baton(3), make.baton(5)]);
 
@@ -86,14 +107,12 @@ export async function exclusionAndFifo(make: { baton: (n: number) => Promise<Con
   await p1.granted();
   await enqueue(b1, queued, 2);
   await staysWaiting(b1, `${p1.name} holds`);
-  await p1.release();
-  await b1.granted();
+  await handOff(p1, b1);
 
   // baton holds; the peer waits, and is granted once baton releases.
   await enqueue(p2, queued, 2);
   await staysWaiting(p2, `${b1.name} holds`);
-  await b1.release();
-  await p2.granted();
+  await handOff(b1, p2);
 
   // Both clients queued alternately behind the peer's hold: served first come, first served.
   await enqueue(b3, queued, 2);
@@ -108,9 +127,15 @@ export async function servedInOrder(order: readonly Contender[]): Promise<void> 
     const [holder, next] = [order[i]!, order[i + 1]];
     if (next !== undefined) await staysWaiting(next, `${holder.name} holds`);
     for (const behind of order.slice(i + 2)) expect(behind.isGranted(), `${behind.name} granted out of turn`).toBe(false);
-    await holder.release();
-    if (next !== undefined) await next.granted();
+    if (next !== undefined) await handOff(holder, next);
+    else await holder.release();
   }
+}
+
+/** One client's side of a read/write lock: new read and write contenders. */
+export interface RwClient {
+  read(): Promise<Contender>;
+  write(): Promise<Contender>;
 }
 
 /**
@@ -118,7 +143,7 @@ export async function servedInOrder(order: readonly Contender[]): Promise<void> 
  * for a reader of the other holding alone, and the reverse; readers of both share; a reader of one that
  * queued behind a writer of the other waits for it (no starvation of writers).
  */
-export async function sharedReadsExclusiveWrites(x: { read: () => Promise<Contender>; write: () => Promise<Contender> }, y: { read: () => Promise<Contender>; write: () => Promise<Contender> }, queued: () => Promise<number>): Promise<void> {
+export async function sharedReadsExclusiveWrites(x: RwClient, y: RwClient, queued: () => Promise<number>): Promise<void> {
   const [xr1, xr2, xw] = await Promise.all([x.read(), x.read(), x.write()]);
   const [yr1, yr2, yw] = await Promise.all([y.read(), y.read(), y.write()]);
   // y's writer waits for x's lone reader; x's next reader waits for y's writer.
@@ -126,12 +151,10 @@ export async function sharedReadsExclusiveWrites(x: { read: () => Promise<Conten
   await xr1.granted();
   await enqueue(yw, queued, 2);
   await staysWaiting(yw, `${xr1.name} reads`);
-  await xr1.release();
-  await yw.granted();
+  await handOff(xr1, yw);
   await enqueue(xr2, queued, 2);
   await staysWaiting(xr2, `${yw.name} writes`);
-  await yw.release();
-  await xr2.granted();
+  await handOff(yw, xr2);
   // Readers of both clients hold at once.
   await enqueue(yr1, queued, 2);
   await yr1.granted();
@@ -144,11 +167,9 @@ export async function sharedReadsExclusiveWrites(x: { read: () => Promise<Conten
   await xr2.release();
   await staysWaiting(xw, `${yr1.name} reads`);
   await staysWaiting(yr2, `${xw.name} queued before it`);
-  await yr1.release();
-  await xw.granted();
+  await handOff(yr1, xw);
   await staysWaiting(yr2, `${xw.name} writes`);
-  await xw.release();
-  await yr2.granted();
+  await handOff(xw, yr2);
   await yr2.release();
 }
 
@@ -178,15 +199,13 @@ export async function oneLeader(opts: {
   await eventually('baton names the peer leader', async () => (await opts.observer.leader()) === 'peer-a');
   await enqueue(batonC, opts.queued, 2);
   await staysWaiting(batonC, 'peer-a leads');
-  await peerA.release();
-  await batonC.granted();
+  await handOff(peerA, batonC);
   expect(await opts.observer.leader()).toBe('baton-c');
   await eventually('the peer names baton leader', async () => (await peerB.leader()) === 'baton-c');
 
   await enqueue(peerB, opts.queued, 2);
   await staysWaiting(peerB, 'baton-c leads');
-  await batonC.release();
-  await peerB.granted();
+  await handOff(batonC, peerB);
   await eventually('baton names the second peer leader', async () => (await opts.observer.leader()) === 'peer-b');
   await eventually('the observer saw every term', () => seen.filter((id) => id !== null).length >= 3);
   await peerB.release();

@@ -1,7 +1,7 @@
 import { afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { LeaderElection } from '../../recipes/election.js';
 import { InvalidArgumentError } from '../../recipes/errors.js';
-import type { Interop } from '../../recipes/interop.js';
+import type { Interop, LockInterop } from '../../recipes/interop.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import { inspectQueue } from '../../src/inspect.js';
@@ -15,7 +15,8 @@ import { campaignContender, enqueue, exclusionAndFifo, lockContender, oneLeader,
  * baton next to the real Curator 5.4 (Java) and kazoo 2.8 (Python) on one ZooKeeper path: never two
  * holders, FIFO across clients, one leader named alike by both. See docs/interop.md.
  */
-describe('ZooKeeper: baton next to Curator and kazoo on the same path', () => {
+// JVM and Python peers start in about a second each on 2 cores; a scenario starts up to six of them.
+describe('ZooKeeper: baton next to Curator and kazoo on the same path', { timeout: 90_000 }, () => {
   const scope = useScope(() => zkFixture('zkStandalone'));
   const connectString = (): string => inject('zkStandalone').connectString;
   const dir = (name: string): string => `/${scope.namespace}/${name}`;
@@ -31,7 +32,7 @@ describe('ZooKeeper: baton next to Curator and kazoo on the same path', () => {
 
   const curator = (name: string, recipe: CuratorRecipe) => (n: number | string): Promise<Peer> => curatorPeer({ connectString: connectString(), path: dir(name), recipe, id: `curator-${n}` });
   const kazoo = (name: string, recipe: KazooRecipe) => (n: number | string): Promise<Peer> => kazooPeer({ connectString: connectString(), path: dir(name), recipe, id: `kazoo-${n}` });
-  const batonLock = (name: string, interop?: Interop) => async (n: number): Promise<Contender> =>
+  const batonLock = (name: string, interop?: LockInterop) => async (n: number): Promise<Contender> =>
     lockContender(`baton-${n}`, new FairMutex(await scope.open(), name, interop === undefined ? undefined : { interop }));
 
   it('FairMutex and Curator InterProcessMutex: excluded both ways, handed off, FIFO across clients', async () => {
@@ -46,7 +47,7 @@ describe('ZooKeeper: baton next to Curator and kazoo on the same path', () => {
     await exclusionAndFifo({ baton: batonLock('jobs', 'kazoo'), peer: kazoo('jobs', 'mutex') }, queued('jobs'));
   });
 
-  const batonRw = (name: string, interop?: Interop) => ({
+  const batonRw = (name: string, interop?: LockInterop) => ({
     read: async () => lockContender('baton-read', new ReadWriteLock(await scope.open(), name, interop === undefined ? undefined : { interop }).readLock),
     write: async () => lockContender('baton-write', new ReadWriteLock(await scope.open(), name, interop === undefined ? undefined : { interop }).writeLock),
   });
@@ -82,18 +83,20 @@ describe('ZooKeeper: baton next to Curator and kazoo on the same path', () => {
     const election = new LeaderElection(await scope.open(), name, { id, ...(interop === undefined ? {} : { interop }) });
     return { contender: campaignContender(id, election), election };
   };
-  const observer = async (name: string): Promise<LeaderElection> => new LeaderElection(await scope.open(), name, { id: 'observer' });
+  // An observer reads the leader as the campaigners' names make it: with their interop option.
+  const observer = async (name: string, interop?: Interop): Promise<LeaderElection> =>
+    new LeaderElection(await scope.open(), name, { id: 'observer', ...(interop === undefined ? {} : { interop }) });
 
   it('LeaderElection and Curator LeaderLatch: one leader at a time, named alike by both clients', async () => {
     await oneLeader({ baton: batonCandidate('leader'), peer: (id) => curatorPeer({ connectString: connectString(), path: dir('leader'), recipe: 'latch', id }), observer: await observer('leader'), queued: queued('leader') });
   });
 
   it("LeaderElection with interop 'curator-selector' and Curator LeaderSelector: one leader at a time, named alike", async () => {
-    await oneLeader({ baton: batonCandidate('leader', 'curator-selector'), peer: (id) => curatorPeer({ connectString: connectString(), path: dir('leader'), recipe: 'selector', id }), observer: await observer('leader'), queued: queued('leader') });
+    await oneLeader({ baton: batonCandidate('leader', 'curator-selector'), peer: (id) => curatorPeer({ connectString: connectString(), path: dir('leader'), recipe: 'selector', id }), observer: await observer('leader', 'curator-selector'), queued: queued('leader') });
   });
 
   it("LeaderElection with interop 'kazoo' and kazoo Election: one leader at a time, named alike", async () => {
-    await oneLeader({ baton: batonCandidate('leader', 'kazoo'), peer: (id) => kazooPeer({ connectString: connectString(), path: dir('leader'), recipe: 'election', id }), observer: await observer('leader'), queued: queued('leader') });
+    await oneLeader({ baton: batonCandidate('leader', 'kazoo'), peer: (id) => kazooPeer({ connectString: connectString(), path: dir('leader'), recipe: 'election', id }), observer: await observer('leader', 'kazoo'), queued: queued('leader') });
   });
 
   for (const [peerName, interop, start] of [
@@ -140,11 +143,11 @@ describe('ZooKeeper: baton next to Curator and kazoo on the same path', () => {
       expect(new ReadWriteLock(session, 'cfg', { interop }).name).toBe('cfg');
     }
     for (const interop of ['curator', 'curator-selector', 'kazoo'] as const) expect(new LeaderElection(session, 'leader', { id: 'x', interop }).name).toBe('leader');
-    expect(() => new FairMutex(session, 'jobs', { interop: 'curator-selector' })).toThrow(InvalidArgumentError);
+    expect(() => new FairMutex(session, 'jobs', { interop: 'curator-selector' as never })).toThrow(InvalidArgumentError);
   });
 });
 
-describe('ZooKeeper ensemble: baton next to Curator and kazoo', () => {
+describe('ZooKeeper ensemble: baton next to Curator and kazoo', { timeout: 90_000 }, () => {
   const scope = useScope(() => zkFixture('zkEnsemble'));
   const connectString = (): string => inject('zkEnsemble').connectString;
   const queued = async (): Promise<number> =>

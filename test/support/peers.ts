@@ -33,6 +33,8 @@ export interface Peer {
   granted(timeoutMs?: number): Promise<void>;
   /** Holds the lock (leads) now, as far as its output has told. */
   isGranted(): boolean;
+  /** When (`performance.now()`) this process read the grant of the acquire started last; undefined before. */
+  readonly grantedAt: number | undefined;
   /** Gives up the lock, or cancels a pending acquire; resolves once the peer's node or key is gone. */
   release(timeoutMs?: number): Promise<void>;
   /**
@@ -285,6 +287,7 @@ function defaultId(kind: string): string {
 /** A Curator or kazoo peer: a long-running process that speaks the line protocol above. */
 class ProtocolPeer implements Peer {
   private held = false;
+  grantedAt: number | undefined;
   /** Index in `lines` from which the answer to the last `acquire` is read. */
   private acquiredFrom: number | undefined;
   private leaderQueue: Promise<unknown> = Promise.resolve();
@@ -316,11 +319,14 @@ class ProtocolPeer implements Peer {
   }
 
   private onLine(line: string): void {
-    if (line === 'granted') this.held = true;
-    else if (line === 'released') this.held = false;
+    if (line === 'granted') {
+      this.held = true;
+      this.grantedAt ??= performance.now();
+    } else if (line === 'released') this.held = false;
   }
 
   acquire(): void {
+    this.grantedAt = undefined;
     this.acquiredFrom = this.proc.lines.length;
     this.proc.send('acquire');
   }
@@ -412,6 +418,7 @@ export async function kazooPeer(opts: { connectString: string; path: string; rec
  */
 class EtcdctlProcessPeer implements EtcdctlPeer {
   private proc: LineProcess | undefined;
+  grantedAt: number | undefined;
 
   constructor(
     readonly name: string,
@@ -442,7 +449,11 @@ class EtcdctlProcessPeer implements EtcdctlPeer {
     if (this.proc?.alive) throw this.proc.failure('acquire() while its etcdctl still runs');
     const args = this.recipe === 'lock' ? ['lock', this.lockName] : ['elect', this.lockName, this.id];
     // SIGTERM, like SIGINT, makes etcdctl delete its key before it exits.
-    this.proc = new LineProcess(this.name, this.binary, [...this.global(), ...args], () => undefined, { stdin: false, stopSignal: 'SIGTERM' });
+    this.grantedAt = undefined;
+    const onLine = (line: string): void => {
+      if (line.startsWith(`${this.lockName}/`)) this.grantedAt ??= performance.now();
+    };
+    this.proc = new LineProcess(this.name, this.binary, [...this.global(), ...args], onLine, { stdin: false, stopSignal: 'SIGTERM' });
   }
 
   async granted(timeoutMs = DEFAULT_TIMEOUT_MS): Promise<void> {

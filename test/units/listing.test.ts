@@ -110,16 +110,25 @@ describe('ListingParser', () => {
     expect(parseEntryName(children[6]!)?.uuid).toBe(goId);
   });
 
+  it('reads what a peer itself would wait for: any name ending in a kazoo marker, any protected Curator name', () => {
+    const parser = new ListingParser();
+    const loose = ['4f1c9a__lock__0000000001', '__rlock__0000000002', '_c_garbage-lock-0000000003', '_c_0F8FAD5B-D9CB-469F-A165-70867728950E-__WRIT__0000000004'];
+    const { entries, foreign } = parser.parse('q', '/baton/q', loose, 1n);
+    expect(foreign).toBe(false);
+    expect(entries.map((e) => `${e.kind}-${e.order}`)).toEqual(['lock-1', 'read-2', 'lock-3', 'write-4']);
+    // An id only where it has the form its client writes: a lost create is found by its own id only.
+    expect(loose.map((c) => parseEntryName(c)?.uuid)).toEqual([undefined, undefined, 'garbage', '0F8FAD5BD9CB469FA16570867728950E']);
+  });
+
   it('leaves names that only resemble an entry foreign', () => {
     const parser = new ListingParser();
     const strays = [
       'lock-000000001', // nine digits
-      'xlock-0000000001', // something before an unprotected marker
-      '_c_garbage-lock-0000000001', // a protected prefix whose id is no uuid
-      '4f1c9a__lock__0000000001', // a kazoo name whose id is not 32 hex digits
+      'xlock-0000000001', // something before an unprotected Curator marker
       'read-0000000001', // baton 0.1 wrote its names protected only
       'nested-lock',
-      '__lock__0000000001',
+      'member-0000000001',
+      '4f1c9a__lease__0000000001',
     ];
     const { entries, foreign } = parser.parse('q', '/baton/q', strays, 1n);
     expect(entries).toEqual([]);

@@ -312,7 +312,8 @@ export class EtcdDriver implements Driver {
     const peer = entries.find((e) => e.order > at.order && e.order < createdAt && clientOf(prefix, e.key) === 'etcd-go');
     if (peer === undefined) return;
     await this.withdraw(read);
-    throw new LockDowngradeError(`read/write lock "${queue}"`, `a client that does not see baton's read entries (etcd's Go recipes, key ${peer.key}) queued behind the write lock`);
+    const why = `a client that does not see baton's read entries (etcd's Go recipes, key ${peer.key}) queued behind the write lock`;
+    throw new LockDowngradeError(`read/write lock "${queue}"`, why);
   }
 
   async list(queue: string): Promise<readonly Entry[]> {

@@ -15,8 +15,11 @@ const ENTRY = /^([0-9a-f]{16})-(\d+)-([a-z]+)(?:@(\d+))?$/;
  * key created before its own, so it already waits for baton's.
  */
 const GO_KEY = /^[0-9a-f]{1,16}$/;
-/** The kind of a Go key: exclusive (a Mutex holder or an Election candidate; its value is the proposal). */
-export const GO_KIND = 'lock';
+/**
+ * The kind of a Go key: exclusive, a Mutex's or an Election's (whose value is the proposal), which its
+ * name does not tell apart. An election takes it for a candidate; a lock waits for it like any other.
+ */
+export const GO_KIND = 'exclusive';
 
 export function queuePrefix(namespace: string, queue: string): string {
   return `${namespace}/${queue}/#/`;
@@ -93,7 +96,7 @@ export function entriesFromRange(queue: string, prefix: string, kvs: readonly St
     entries.push(new EtcdEntry(queue, key, match === null ? GO_KIND : match[3]!, order, seenAt, createdAt));
   }
   // An entry placed at another's order (a downgrade's read) sorts right after it.
-  return entries.sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : a.kind === b.kind ? 0 : a.kind === 'read' ? 1 : -1));
+  return entries.sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : Number(a.kind === 'read') - Number(b.kind === 'read')));
 }
 
 /** Keys in a queue's range that are no client's entry (nested locks live outside it, under their own `#/`). */

@@ -1,6 +1,6 @@
 import zookeeper from 'node-zookeeper-client';
 import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
-import { AccessDeniedError, BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
+import { AccessDeniedError, BackendError, BatonError, ClosedError, InvalidArgumentError, SessionLostError } from '../../../recipes/errors.js';
 import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
 import { addWaiter, backoff, fromPromise, InFlight, sameEntries, settleWaiters, type Recover, type Start, type Waiter } from '../requests.js';
 import { aclFor, canDropDataWatchers, corked, corkForTick, createStart, dropDataWatcher, dropTornFrames, existsStart, getChildrenStart, getData, getDataStat, isCode, mkdirp, onConnecting, reachLeaderStart, removeStart, sendAuthFirst, watchChildren, watchDataStart, watchStatStart, requestIdWrap, ZkCode, zkLong, ZkServerCode, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
@@ -263,6 +263,7 @@ export class ZkDriver implements Driver {
     const dir = this.dir(queue);
     const payload = data === undefined ? undefined : Buffer.from(data);
     // Placed `at` another entry: not sequential, but named with that entry's sequence so it sorts there.
+    if (dialect !== undefined && !(ZK_DIALECTS as readonly string[]).includes(dialect)) throw new InvalidArgumentError('interop', dialect, `one of ${ZK_DIALECTS.join(', ')}`);
     const prefix = entryPrefix(dir, uuid, kind, dialect as ZkDialect | undefined);
     const path = at === undefined ? prefix : `${prefix}${sequenceOf(at)}`;
     const mode = at === undefined ? zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL : zookeeper.CreateMode.EPHEMERAL;
@@ -471,7 +472,7 @@ export class ZkDriver implements Driver {
       const node = found[index];
       if (node === null || node === undefined) return [];
       const owner = zkLong(node.stat.ephemeralOwner).toString(16).padStart(16, '0');
-      const client = parseEntryName(entry.key.slice(entry.key.lastIndexOf('/') + 1))?.form ?? 'curator';
+      const client = parseEntryName(entry.key.slice(entry.key.lastIndexOf('/') + 1))?.form ?? 'unknown';
       return [{ entry, owner, client, createdAt: Number(zkLong(node.stat.ctime)), data: node.data.toString() }];
     });
   }
@@ -602,8 +603,8 @@ export class ZkDriver implements Driver {
 
   /**
    * ZooKeeper names a sequential child after its directory's count of creates, a signed 32-bit number:
-   * after 2^31 - 1 creates the names turn negative, no client reads them as entries any more, and the
-   * lock is unusable for good. So a directory whose count passed `zkLimits.recycleFrom` is deleted
+   * after 2^31 - 1 creates the names turn negative, baton and Curator no longer order them as entries
+   * (kazoo sorts them first), and the lock is unusable for good. So a directory whose count passed `zkLimits.recycleFrom` is deleted
    * whenever a delete of ours may have left it empty. The server refuses to delete a directory that
    * has children, so this takes nothing from anyone; an enqueue that finds the directory gone creates it
    * again (counting from 0), and its later creation zxid keeps fencing tokens increasing.

@@ -39,29 +39,31 @@ const MARKERS: readonly Marker[] = [
 ];
 
 const SEQUENCE_DIGITS = 10;
+const MARKER_CODES = 16;
 const PROTECTED = '_c_';
-/** A protected name's id: Curator's dashed UUID (36) or go-zookeeper's bare hex GUID (32). */
-const ID_MIN = 32;
-const ID_MAX = 36;
-const KAZOO_ID = 32;
+const DASH = 45;
+/** kazoo's own names: `uuid4().hex` before the marker. */
+const KAZOO_ID = /^[0-9a-f]{32}$/;
 
 /** The marker a child's name carries, if the whole name has one of the forms above; -1 otherwise. */
 function markerOf(child: string): number {
   return trailingSequence(child) < 0 ? -1 : markerBefore(child, child.length - SEQUENCE_DIGITS);
 }
 
-/** The marker ending at `end` (where the sequence starts), if all before it has that marker's form. */
+/**
+ * The marker ending at `end` (where the sequence starts), if what stands before it is what its client
+ * accepts there. A peer waits for every name it reads as an entry, so baton reads at least those: kazoo
+ * takes any name ending in its marker and a sequence; Curator's names are the marker alone or protected,
+ * `_c_<id>-` before it (Curator writes a UUID as the id, go-zookeeper 32 hex digits).
+ */
 function markerBefore(child: string, end: number): number {
   for (let m = 0; m < MARKERS.length; m += 1) {
     const { text, form } = MARKERS[m]!;
     const at = end - text.length;
     if (at < 0 || !child.startsWith(text, at)) continue;
-    if (form === 'kazoo') return at === KAZOO_ID && isHex(child, 0, at, false) ? m : -1;
+    if (form === 'kazoo') return m;
     if (at === 0) return form === 'curator' ? m : -1;
-    // Protected: `_c_<id>-` and nothing else before the marker.
-    const idLength = at - PROTECTED.length - 1;
-    const ok = idLength >= ID_MIN && idLength <= ID_MAX && child.startsWith(PROTECTED) && child.charCodeAt(at - 1) === DASH && isHex(child, PROTECTED.length, at - 1, true);
-    return ok ? m : -1;
+    return at > PROTECTED.length + 1 && child.startsWith(PROTECTED) && child.charCodeAt(at - 1) === DASH ? m : -1;
   }
   return -1;
 }
@@ -76,18 +78,6 @@ function entryCode(child: string): number {
   if (sequence < 0) return -1;
   const marker = markerBefore(child, child.length - SEQUENCE_DIGITS);
   return marker < 0 ? -1 : sequence * MARKER_CODES + marker;
-}
-
-const MARKER_CODES = 16;
-
-const DASH = 45;
-
-function isHex(text: string, from: number, to: number, dashes: boolean): boolean {
-  for (let i = from; i < to; i += 1) {
-    const c = text.charCodeAt(i);
-    if (!((c >= 48 && c <= 57) || (c >= 97 && c <= 102) || (dashes && c === DASH))) return false;
-  }
-  return true;
 }
 
 /**
@@ -107,7 +97,8 @@ export function trailingSequence(name: string): number {
 
 /** The sequence of a child named as some client's queue entry, or -1 for any other name. */
 export function sequenceOf(child: string): number {
-  return markerOf(child) < 0 ? -1 : trailingSequence(child);
+  const code = entryCode(child);
+  return code < 0 ? -1 : Math.floor(code / MARKER_CODES);
 }
 
 export interface ParsedName {
@@ -120,12 +111,16 @@ export interface ParsedName {
 
 /** Parses a child name; anything that is no client's queue entry (a foreign child) gives undefined. */
 export function parseEntryName(child: string): ParsedName | undefined {
-  const m = markerOf(child);
-  if (m < 0) return undefined;
-  const { text, kind, form } = MARKERS[m]!;
-  const at = child.length - SEQUENCE_DIGITS - text.length;
-  const uuid = form === 'kazoo' ? child.slice(0, at) : at === 0 ? undefined : child.slice(PROTECTED.length, at - 1).replaceAll('-', '');
-  return { uuid, kind, form, sequence: BigInt(trailingSequence(child)) };
+  const code = entryCode(child);
+  if (code < 0) return undefined;
+  const { text, kind, form } = MARKERS[code % MARKER_CODES]!;
+  return { uuid: creatorId(child, child.length - SEQUENCE_DIGITS - text.length, form), kind, form, sequence: BigInt(Math.floor(code / MARKER_CODES)) };
+}
+
+/** The id a name carries before its marker (at `at`), as kazoo or protected names carry it; else undefined. */
+function creatorId(child: string, at: number, form: NameForm): string | undefined {
+  if (form === 'kazoo') return KAZOO_ID.test(child.slice(0, at)) ? child.slice(0, at) : undefined;
+  return at === 0 ? undefined : child.slice(PROTECTED.length, at - 1).replaceAll('-', '');
 }
 
 /** The path prefix (sequence to follow) of an entry of `kind` written as `dialect` names it. */

@@ -342,7 +342,11 @@ public final class CuratorPeer {
     try {
       Participant leader = switch (recipe) {
         case "latch" -> latch != null ? latch.getLeader() : new LeaderLatch(client, path).getLeader();
-        case "selector" -> selector != null ? selector.getLeader() : readingOf(path);
+        // A selector made only to ask: Curator's own reading of the directory, not started.
+        case "selector" -> selector != null ? selector.getLeader() : new LeaderSelector(client, path, new LeaderSelectorListenerAdapter() {
+          @Override
+          public void takeLeadership(CuratorFramework unused) {}
+        }).getLeader();
         default -> readingOf(path);
       };
       emit("leader " + (leader != null && leader.isLeader() ? leader.getId() : ""));
