@@ -104,23 +104,24 @@ async function cancels(holder: Peer, waiter: Peer, entries: () => Promise<number
   expect(holder.isGranted()).toBe(true);
 }
 
-describe('Curator peers', () => {
-  it('two InterProcessMutex peers exclude each other; a waiter that gives up leaves no node', async () => {
+type ZkPeer = (path: string, recipe: 'mutex' | 'read' | 'write', id: string) => Promise<Peer>;
+
+/** The mutex and read/write lock of a ZooKeeper peer library, against itself. */
+function zkLockTests(library: string, start: ZkPeer): void {
+  it(`${library}: two mutex peers exclude each other; a waiter that gives up leaves no node`, async () => {
     const dir = zkPath();
-    const [a, b, c] = await Promise.all(['a', 'b', 'c'].map((id) => curatorPeer({ connectString: zk(), path: dir, recipe: 'mutex', id })));
+    const [a, b, c] = await Promise.all(['a', 'b', 'c'].map((id) => start(dir, 'mutex', id)));
     await excludes(a!, b!);
     await cancels(b!, c!, async () => (await zkEntries(dir)).length);
-    expect(await b!.leader()).toBe('b');
+    expect(await c!.leader()).toBe('b');
     expect(await zkEntries(dir)).toHaveLength(1);
     await b!.release();
     expect(await zkEntries(dir)).toEqual([]);
   });
 
-  it('readers share an InterProcessReadWriteLock, a writer waits for them', async () => {
+  it(`${library}: readers share a read/write lock, a writer waits for them`, async () => {
     const dir = zkPath();
-    const [r1, r2, w] = await Promise.all(
-      (['read', 'read', 'write'] as const).map((recipe, i) => curatorPeer({ connectString: zk(), path: dir, recipe, id: `${recipe}${i}` })),
-    );
+    const [r1, r2, w] = await Promise.all((['read', 'read', 'write'] as const).map((recipe, i) => start(dir, recipe, `${recipe}${i}`)));
     r1!.acquire();
     r2!.acquire();
     await Promise.all([r1!.granted(), r2!.granted()]);
@@ -133,6 +134,10 @@ describe('Curator peers', () => {
     await w!.release();
     expect(await zkEntries(dir)).toEqual([]);
   });
+}
+
+describe('Curator peers', () => {
+  zkLockTests('Curator', (path, recipe, id) => curatorPeer({ connectString: zk(), path, recipe, id }));
 
   it('LeaderLatch and LeaderSelector: one leader at a time, leader() names it', async () => {
     for (const recipe of ['latch', 'selector'] as const) {
@@ -150,34 +155,7 @@ describe('Curator peers', () => {
 });
 
 describe('kazoo peers', () => {
-  it('two Lock peers exclude each other; a waiter that gives up leaves no node', async () => {
-    const dir = zkPath();
-    const [a, b, c] = await Promise.all(['a', 'b', 'c'].map((id) => kazooPeer({ connectString: zk(), path: dir, recipe: 'mutex', id })));
-    await excludes(a!, b!);
-    await cancels(b!, c!, async () => (await zkEntries(dir)).length);
-    expect(await c!.leader()).toBe('b');
-    expect(await zkEntries(dir)).toHaveLength(1);
-    await b!.release();
-    expect(await zkEntries(dir)).toEqual([]);
-  });
-
-  it('readers share a ReadLock, a WriteLock waits for them', async () => {
-    const dir = zkPath();
-    const [r1, r2, w] = await Promise.all(
-      (['read', 'read', 'write'] as const).map((recipe, i) => kazooPeer({ connectString: zk(), path: dir, recipe, id: `${recipe}${i}` })),
-    );
-    r1!.acquire();
-    r2!.acquire();
-    await Promise.all([r1!.granted(), r2!.granted()]);
-    w!.acquire();
-    await sleep(NOT_GRANTED_MS);
-    expect(w!.isGranted()).toBe(false);
-    await r1!.release();
-    await r2!.release();
-    await w!.granted();
-    await w!.release();
-    expect(await zkEntries(dir)).toEqual([]);
-  });
+  zkLockTests('kazoo', (path, recipe, id) => kazooPeer({ connectString: zk(), path, recipe, id }));
 
   it('Election: one leader at a time, leader() names it', async () => {
     const dir = zkPath();
