@@ -1,7 +1,8 @@
 import zookeeper from 'node-zookeeper-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { aclFor, createStart, getChildrenStart, reachLeaderStart, removeStart, watchDataStart } from '../../src/backends/zookeeper/client.js';
-import { directQueue } from '../../src/backends/zookeeper/direct.js';
+import { directQueue, sendDirectly } from '../../src/backends/zookeeper/direct.js';
+import { compiledRecords } from '../../src/backends/zookeeper/jute.js';
 import type { Start } from '../../src/backends/requests.js';
 
 // The hot requests are handed to node-zookeeper-client's connection manager directly (direct.ts). They
@@ -28,6 +29,7 @@ function recordingClient(options: { retries?: number } = {}): { client: zookeepe
   manager.queue = (request, callback) => {
     queued.push({ request, callback });
   };
+  sendDirectly(client, compiledRecords()!); // as the driver does; refused for a client with retries
   return { client, queued };
 }
 
@@ -114,7 +116,7 @@ describe('requests handed to the connection manager directly', () => {
 });
 
 describe('the heartbeat, a sync the client has no method for', () => {
-  it('goes on the wire as a sync of the path and is filed as a create, whose reply is read as a path, as a sync\'s is', () => {
+  it('goes on the wire as a sync of the path, filed as a sync (baton\'s reader reads its reply as a path)', () => {
     const { client, queued } = recordingClient();
     const { start, leader } = reachLeaderStart(client, '/');
     expect(leader).toBe(true);
@@ -130,7 +132,7 @@ describe('the heartbeat, a sync the client has no method for', () => {
     expected.writeInt32BE(1, 12);
     expected.write('/', 16);
     expect(bytes).toEqual(expected);
-    expect(request.header.type).toBe(1); // the connection manager reads the reply as a create's: one path
+    expect(request.header.type).toBe(9); // filed as what it is: replies.ts reads a sync's reply
     queued.at(-1)!.callback(null, { payload: { path: '/' } });
     const lost = (zookeeper.Exception as unknown as { create(code: number, path: string): Error }).create(zookeeper.Exception.CONNECTION_LOSS, '/');
     start((...args) => told.push(args));

@@ -1,9 +1,8 @@
 import zookeeper from 'node-zookeeper-client';
 import { BackendError } from '../../../recipes/errors.js';
 import { started, type Start } from '../requests.js';
-// Installs the compiled record classes in node-zookeeper-client before any request is made.
-import './jute.js';
 import { createDirect, createsDirectly, directQueue, getChildrenDirect, removeDirect, syncDirect, watchDataDirect } from './direct.js';
+import { nameServerCodes } from './replies.js';
 
 export type ZkClient = zookeeper.Client;
 export type ZkStat = zookeeper.Stat;
@@ -13,7 +12,8 @@ export const ZkCode = zookeeper.Exception;
  * Codes a ZooKeeper 3.5+ server answers that node-zookeeper-client 1.1 does not know. The client builds
  * the error for a reply inside its socket's data handler, and throws `Unknown code` there for these: an
  * uncaught exception, which ends the process. A request on a session the server has just removed is
- * answered UNKNOWN_SESSION, so a session expiring under load could crash its user's process.
+ * answered UNKNOWN_SESSION, so a session expiring under load could crash its user's process: baton's
+ * own client reads its replies itself (replies.ts) and fails just that request.
  */
 export const ZkServerCode = {
   UNKNOWN_SESSION: -12,
@@ -30,36 +30,8 @@ export const ZkServerCode = {
   THROTTLED_OP: -127,
 } as const;
 
-/** Marks the replacement factory (a registered symbol: two copies of baton in one process install it once). */
-const ACCEPTS_EVERY_CODE = Symbol.for('baton: accepts every ZooKeeper code');
-
-/**
- * Makes the client's error factory (which its connection code calls through the module's export)
- * accept every code: one it knows gives its usual error, any other an error of the same class with
- * the code and the server's name for it, which `zkCode` reads like any other. Installed when this
- * module loads.
- */
-function acceptEveryCode(): void {
-  type Factory = ((code: number, path?: string) => zookeeper.Exception) & { [ACCEPTS_EVERY_CODE]?: true };
-  const exceptions = zookeeper.Exception as unknown as { create: Factory; prototype: zookeeper.Exception } & Record<string, unknown>;
-  const original = exceptions.create;
-  if (original[ACCEPTS_EVERY_CODE]) return;
-  const known = new Set(Object.values(exceptions).filter((value): value is number => typeof value === 'number'));
-  const names = new Map<number, string>(Object.entries(ZkServerCode).map(([name, code]) => [code, name]));
-  const create: Factory = (code, path) => {
-    if (known.has(code)) return original(code, path);
-    const error = Object.create(exceptions.prototype) as zookeeper.Exception & { code: number; name: string; path: string | undefined; message: string };
-    Error.captureStackTrace(error, create);
-    error.code = code;
-    error.name = names.get(code) ?? 'UNKNOWN';
-    error.path = path;
-    error.message = `Exception: ${error.name}[${code}]${path === undefined ? '' : `@${path}`}`;
-    return error;
-  };
-  create[ACCEPTS_EVERY_CODE] = true;
-  exceptions.create = create;
-}
-acceptEveryCode();
+// The server's names for the codes the client does not know, for the errors baton's reader makes.
+nameServerCodes(ZkServerCode);
 
 /**
  * node-zookeeper-client keeps the bytes of a reply it has not read in full (`pendingBuffer`) and does not

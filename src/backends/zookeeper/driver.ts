@@ -4,6 +4,9 @@ import { AccessDeniedError, BackendError, BatonError, ClosedError, InvalidArgume
 import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
 import { addWaiter, backoff, fromPromise, InFlight, sameEntries, settleWaiters, type Recover, type Start, type Waiter } from '../requests.js';
 import { aclFor, canDropDataWatchers, corked, corkForTick, createStart, dropDataWatcher, dropTornFrames, existsStart, getChildrenStart, getData, getDataStat, isCode, mkdirp, onConnecting, reachLeaderStart, removeStart, sendAuthFirst, watchChildren, watchDataStart, watchStatStart, requestIdWrap, ZkCode, zkLong, ZkServerCode, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
+import { sendDirectly } from './direct.js';
+import { compiledRecords } from './jute.js';
+import { readRepliesWith } from './replies.js';
 import { entryPrefix, foreignChildren, ListingParser, parseEntryName, sequenceOf as childSequence, trailingSequence, UuidSequence, uuidKey, ZK_DIALECTS, type ZkDialect } from './names.js';
 
 export interface ZkDriverOptions {
@@ -132,6 +135,7 @@ export class ZkDriver implements Driver {
     });
     dropTornFrames(client);
     sendAuthFirst(client);
+    useCompiledRecords(client);
     for (const { scheme, credentials } of options.auth ?? []) client.addAuthInfo(scheme, Buffer.from(credentials));
     const openedAt = performance.now();
     await connected(client, options);
@@ -936,4 +940,14 @@ function sequenceOf(entry: Entry): string {
  */
 function destroySocket(client: ZkClient): void {
   (client as unknown as { connectionManager?: { socket?: { destroy(): void } } }).connectionManager?.socket?.destroy();
+}
+
+/**
+ * On this client only (see jute.ts, replies.ts, direct.ts): baton reads its replies, with its compiled
+ * records, and hands its hot requests straight to its connection manager. A client of another release
+ * keeps its own reader and methods.
+ */
+function useCompiledRecords(client: ZkClient): void {
+  const records = compiledRecords();
+  if (records !== undefined && readRepliesWith(client, records)) sendDirectly(client, records);
 }

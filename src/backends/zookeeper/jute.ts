@@ -7,13 +7,14 @@ import { createRequire } from 'node:module';
  * (a Stat holds six, made three times over per reply), a Buffer per string written. A lock's requests
  * cost it about 65 KB of garbage per contended acquisition, most of the client's allocation.
  *
- * This module replaces each record class of the client (`jute.protocol.*`, `jute.data.*`) with one
- * compiled from the same field list, once, when it loads: the same fields in the same order, the same
- * bytes on the wire, the same values read, the same chroot handling and the same errors for misuse. 64-bit
- * fields stay 8-byte Buffers, taken from Node's shared pool rather than each with an ArrayBuffer of its
- * own. The new classes inherit from the old ones, so that `instanceof` holds for both. If the client's
- * record layer is not the one this was written against, nothing is replaced.
- * test/units/jute.test.ts checks every class against the client's own implementation.
+ * This module compiles a class of baton's own for each record class of the client (`jute.protocol.*`,
+ * `jute.data.*`) from the same field list, once: the same fields in the same order, the same bytes on
+ * the wire, the same values read, the same chroot handling and the same errors for misuse. 64-bit fields
+ * stay 8-byte Buffers. The compiled classes inherit from the client's, so that `instanceof` holds for
+ * both; the client's own classes, and everything else of the client, are left as they are: baton uses
+ * the compiled ones only for its own client's requests (direct.ts) and replies (replies.ts). If the
+ * client's record layer is not the one this was written against, nothing is compiled and baton's client
+ * works as it came. test/units/jute.test.ts checks every class against the client's own implementation.
  */
 
 interface Attribute {
@@ -31,21 +32,17 @@ interface RecordLike {
   deserialize(buffer: Buffer, offset: number): number;
 }
 type RecordClass = new (...args: unknown[]) => RecordLike;
-interface Jute {
+export interface Jute {
   Request: { prototype: { header: RecordLike | null; payload: RecordLike | null; toBuffer(): Buffer } };
   protocol: Record<string, RecordClass>;
   data: Record<string, RecordClass>;
-  [INSTALLED]?: Originals;
 }
 
-/** What was replaced: the client's own record classes by module and name, and its request encoder. */
-interface Originals {
-  readonly data?: Record<string, RecordClass>;
-  readonly protocol?: Record<string, RecordClass>;
-  readonly toBuffer?: () => Buffer;
+/** baton's compiled record classes, by the client's module and class names. */
+export interface Records {
+  readonly data: Readonly<Record<string, RecordClass>>;
+  readonly protocol: Readonly<Record<string, RecordClass>>;
 }
-
-const INSTALLED = Symbol.for('baton: compiled jute records');
 
 const require = createRequire(import.meta.url);
 
@@ -96,15 +93,16 @@ function fieldOf(name: string, type: string): Field | undefined {
 let readEnd = 0;
 
 class Compiler {
-  readonly #jute: Jute;
+  /** The compiled `jute.data` classes, which nested fields are made of (filled as they are compiled). */
+  readonly #data: Record<string, RecordClass>;
   readonly #record: RecordClass;
   /** The field list of each `jute.data` class, by name. */
   readonly #specifications = new Map<string, readonly Attribute[]>();
 
-  constructor(jute: Jute, record: RecordClass) {
-    this.#jute = jute;
+  constructor(jute: Jute, record: RecordClass, data: Record<string, RecordClass>) {
+    this.#data = data;
     this.#record = record;
-    for (const [name, data] of Object.entries(jute.data)) this.#specifications.set(name, new data().specification);
+    for (const [name, Data] of Object.entries(jute.data)) this.#specifications.set(name, new Data().specification);
   }
 
   /** The class compiled from `old`'s field list, or undefined if some field type is unknown. */
@@ -173,7 +171,7 @@ class Compiler {
       case Kind.Vector:
         return Array.isArray(arg) ? arg : undefined;
       case Kind.Nested:
-        return arg instanceof this.#record ? arg : new this.#jute.data[field.nested!]!();
+        return arg instanceof this.#record ? arg : new this.#data[field.nested!]!();
     }
   }
 
@@ -230,7 +228,7 @@ class Compiler {
       }
       case Kind.Nested: {
         // Made without its defaults: every field of it is read next, and they would be thrown away unseen.
-        const nested = Object.create(this.#jute.data[field.nested!]!.prototype) as RecordLike;
+        const nested = Object.create(this.#data[field.nested!]!.prototype) as RecordLike;
         nested.specification = this.#specifications.get(field.nested!)!;
         nested.chrootPath = undefined;
         readEnd = offset + nested.deserialize(buffer, offset);
@@ -314,7 +312,7 @@ function write(field: Field, value: unknown, buffer: Buffer, offset: number): nu
  * padded with zeros, a vector's holes are skipped as the client skips them, and anything short of the
  * end is zeroed), so that no earlier bytes of the process reach the server.
  */
-function toBuffer(this: { header: RecordLike | null; payload: RecordLike | null }): Buffer {
+export function encodeRequest(this: { header: RecordLike | null; payload: RecordLike | null }): Buffer {
   const size = (this.header?.byteLength() ?? 0) + (this.payload?.byteLength() ?? 0);
   const buffer = Buffer.allocUnsafe(size + 4);
   let offset = buffer.writeInt32BE(size, 0);
@@ -338,33 +336,32 @@ export function installedClientCompatible(): boolean {
 }
 
 /**
- * Replaces the client's record classes with compiled ones, once per process (two copies of baton share
- * the client's module, and install once). Returns the classes replaced, by module and name. Nothing is
- * replaced in a client of another release, nor where a record class or the request encoding is not the
- * client's own any more (wrapped by some other code): the client then works as it came.
+ * baton's compiled classes for the installed client's records, made once per process; undefined for a
+ * client of another release, or whose record layer is not the client's own any more (wrapped by some
+ * other code): baton's client then uses the client's own classes and methods.
  */
-function install(): Originals {
+export function compiledRecords(): Records | undefined {
+  if (compiled === null) compiled = compile();
+  return compiled;
+}
+let compiled: Records | undefined | null = null;
+
+function compile(): Records | undefined {
   const jute = require('node-zookeeper-client/lib/jute/index.js') as Jute;
-  const done = jute[INSTALLED];
-  if (done !== undefined) return done;
   const stat = jute.data?.['Stat'];
-  if (!installedClientCompatible() || stat === undefined) return (jute[INSTALLED] = {});
+  if (!installedClientCompatible() || stat === undefined) return undefined;
   const record = Object.getPrototypeOf(stat.prototype).constructor as RecordClass;
-  if (!untouched(jute, record)) return (jute[INSTALLED] = {});
-  const compiler = new Compiler(jute, record);
-  const compiled: [Record<string, RecordClass>, string, RecordClass][] = [];
-  for (const module of [jute.data, jute.protocol]) {
-    for (const [name, old] of Object.entries(module)) {
-      const fresh = compiler.compile(old);
-      if (fresh === undefined) return (jute[INSTALLED] = {}); // not the record layer this was written for
-      compiled.push([module, name, fresh]);
+  if (!untouched(jute, record)) return undefined;
+  const records = { data: {} as Record<string, RecordClass>, protocol: {} as Record<string, RecordClass> };
+  const compiler = new Compiler(jute, record, records.data);
+  for (const module of ['data', 'protocol'] as const) {
+    for (const [name, theirs] of Object.entries(jute[module])) {
+      const ours = compiler.compile(theirs);
+      if (ours === undefined) return undefined; // not the record layer this was written for
+      records[module][name] = ours;
     }
   }
-  const replaced = { data: { ...jute.data }, protocol: { ...jute.protocol }, toBuffer: jute.Request.prototype.toBuffer };
-  for (const [module, name, fresh] of compiled) module[name] = fresh;
-  jute.Request.prototype.toBuffer = toBuffer;
-  jute[INSTALLED] = replaced;
-  return replaced;
+  return records;
 }
 
 /**
@@ -378,5 +375,3 @@ export function untouched(jute: Jute, record: RecordClass): boolean {
   return typeof jute.Request.prototype.toBuffer === 'function' && [jute.data, jute.protocol].every((module) => Object.values(module).every(inherited));
 }
 
-/** @internal What was replaced here, for the test that compares both; empty if nothing was. */
-export const originalRecords: Originals = install();

@@ -1,0 +1,185 @@
+import { createRequire } from 'node:module';
+import zookeeper from 'node-zookeeper-client';
+import type { Records } from './jute.js';
+
+/**
+ * baton's reader of its own client's replies, in place of the connection manager's (on that one
+ * instance only: the client's module, classes and other clients stay as they are). It reads as the
+ * client's reader of the 1.1 releases does, with three differences:
+ * - records are baton's compiled ones (jute.ts), which read a reply without the client's garbage;
+ * - a reply with an error code the client does not know fails its request with an error of the
+ *   client's class carrying that code, where the client's reader throws out of the socket's data
+ *   handler and ends the process (a server newer than the client answers with such codes in races);
+ * - a reply to a SYNC is read (its payload is a path): the client has no sync and drops the connection
+ *   on a reply to a request type it does not know.
+ */
+
+interface Reply {
+  xid: number;
+  zxid: Buffer;
+  err: number;
+}
+type RecordLike = Record<string, unknown> & { deserialize(buffer: Buffer, offset: number): number; setChrootPath(path: string): void };
+interface Pending {
+  request: { header: { xid: number; type: number } };
+  callback?: (error: unknown, response?: unknown) => void;
+}
+interface Manager {
+  state: number;
+  pendingBuffer: Buffer | null;
+  pendingQueue: Pending[];
+  chrootPath?: string;
+  zxid: unknown;
+  sessionId: unknown;
+  sessionPassword: unknown;
+  serverAttempts: number;
+  pingTimeout: number;
+  socket: { destroy(): void; setTimeout(ms: number, listener: () => void): void };
+  watcherManager: { emit(event: unknown): void };
+  onSocketData(buffer: Buffer): void;
+  onSocketTimeout(): void;
+  onPacketQueueReadable(): void;
+  setState(state: number): void;
+  updateTimeout(timeout: number): void;
+}
+interface Layer {
+  OP_CODES: Record<string, number>;
+  XID_PING: number;
+  XID_AUTHENTICATION: number;
+  XID_NOTIFICATION: number;
+  Response: new (header: unknown, payload: unknown) => unknown;
+}
+
+const require = createRequire(import.meta.url);
+const jute = require('node-zookeeper-client/lib/jute/index.js') as Layer;
+const { STATES } = require('node-zookeeper-client/lib/ConnectionManager.js') as { STATES: Record<string, number> };
+const { OP_CODES } = jute;
+
+/** The reply record of each request type whose reply carries one; null for those whose reply is bare. */
+const PAYLOADS = new Map<number, string | null>([
+  [OP_CODES['CREATE']!, 'CreateResponse'],
+  [OP_CODES['DELETE']!, null],
+  [OP_CODES['GET_CHILDREN2']!, 'GetChildren2Response'],
+  [OP_CODES['EXISTS']!, 'ExistsResponse'],
+  [OP_CODES['SET_DATA']!, 'SetDataResponse'],
+  [OP_CODES['GET_DATA']!, 'GetDataResponse'],
+  [OP_CODES['SET_ACL']!, 'SetACLResponse'],
+  [OP_CODES['GET_ACL']!, 'GetACLResponse'],
+  [OP_CODES['SET_WATCHES']!, null],
+  [OP_CODES['CLOSE_SESSION']!, null],
+  // One path, as a CreateResponse: the layout of ZooKeeper's SyncResponse.
+  [OP_CODES['SYNC']!, 'CreateResponse'],
+]);
+
+/** Reads `client`'s replies with baton's reader. False (nothing changed) for a manager of another shape. */
+export function readRepliesWith(client: zookeeper.Client, records: Records): boolean {
+  const manager = (client as unknown as { connectionManager?: Partial<Manager> }).connectionManager;
+  if (manager === undefined || typeof manager.onSocketData !== 'function' || !Array.isArray(manager.pendingQueue)) return false;
+  // The manager binds `onSocketData` to each socket it makes: set before it connects, this one is bound.
+  manager.onSocketData = function (this: Manager, data: Buffer): void {
+    let buffer = this.pendingBuffer ? Buffer.concat([this.pendingBuffer, data]) : data;
+    this.pendingBuffer = null;
+    while (buffer.length >= 4) {
+      const end = buffer.readInt32BE(0) + 4;
+      if (buffer.length < end) break;
+      const frame = buffer.subarray(0, end);
+      buffer = buffer.subarray(end);
+      if (!handle(this, frame, records)) return; // the connection is being dropped: the rest with it
+    }
+    if (buffer.length > 0) this.pendingBuffer = buffer;
+  };
+  return true;
+}
+
+/** Handles one frame (its length first); false when it made the connection drop. */
+function handle(manager: Manager, buffer: Buffer, records: Records): boolean {
+  if (manager.state === STATES['CONNECTING']) {
+    connected(manager, buffer, records);
+    return true;
+  }
+  const header = new records.protocol['ReplyHeader']!() as unknown as Reply & RecordLike;
+  const offset = 4 + header.deserialize(buffer, 4);
+  switch (header.xid) {
+    case jute.XID_PING:
+      return true;
+    case jute.XID_AUTHENTICATION:
+      if (header.err === zookeeper.Exception.AUTH_FAILED) manager.setState(STATES['AUTHENTICATION_FAILED']!);
+      return true;
+    case jute.XID_NOTIFICATION: {
+      const event = new records.protocol['WatcherEvent']!() as unknown as RecordLike;
+      if (manager.chrootPath) event.setChrootPath(manager.chrootPath);
+      event.deserialize(buffer, offset);
+      manager.watcherManager.emit(event);
+      return true;
+    }
+  }
+  return answer(manager, header, buffer, offset, records);
+}
+
+/** The reply to the oldest request in flight; false (the connection dropped) if it is not that one's. */
+function answer(manager: Manager, header: Reply & RecordLike, buffer: Buffer, offset: number, records: Records): boolean {
+  const pending = manager.pendingQueue.shift();
+  if (pending === undefined || pending.request.header.xid !== header.xid) {
+    manager.socket.destroy(); // as the client does: out of step, so reconnect
+    return false;
+  }
+  if (header.zxid) manager.zxid = header.zxid;
+  if (header.err !== 0) {
+    pending.callback?.(errorFor(header.err), new jute.Response(header, null));
+    return true;
+  }
+  const type = pending.request.header.type;
+  const name = PAYLOADS.get(type);
+  if (name === undefined) {
+    manager.socket.destroy(); // a reply to a request baton did not send and cannot read
+    return false;
+  }
+  let payload: RecordLike | null = null;
+  if (name !== null) {
+    payload = new records.protocol[name]!() as unknown as RecordLike;
+    if (manager.chrootPath) payload.setChrootPath(manager.chrootPath);
+    payload.deserialize(buffer, offset);
+  }
+  pending.callback?.(null, new jute.Response(header, payload));
+  return true;
+}
+
+/** The answer to the connect request: the session's id, password and timeout, or its expiry. */
+function connected(manager: Manager, buffer: Buffer, records: Records): void {
+  const response = new records.protocol['ConnectResponse']!() as unknown as RecordLike & { timeOut: number; sessionId: unknown; passwd: unknown };
+  response.deserialize(buffer, 4);
+  if (response.timeOut <= 0) {
+    manager.setState(STATES['SESSION_EXPIRED']!);
+    return;
+  }
+  manager.serverAttempts = 0;
+  manager.sessionId = response.sessionId;
+  manager.sessionPassword = response.passwd;
+  manager.updateTimeout(response.timeOut);
+  manager.setState(STATES['CONNECTED']!);
+  manager.onPacketQueueReadable();
+  manager.socket.setTimeout(manager.pingTimeout, manager.onSocketTimeout.bind(manager));
+}
+
+const KNOWN = new Set(Object.values(zookeeper.Exception).filter((value): value is number => typeof value === 'number'));
+
+/**
+ * The client's error for a code it knows; for any other, an error of the client's class with the code
+ * and the server's name for it, which `zkCode` reads like any other.
+ */
+export function errorFor(code: number, names: ReadonlyMap<number, string> = SERVER_NAMES): zookeeper.Exception {
+  if (KNOWN.has(code)) return (zookeeper.Exception as unknown as { create(code: number): zookeeper.Exception }).create(code);
+  const error = Object.create(zookeeper.Exception.prototype) as zookeeper.Exception & { code: number; name: string; path: undefined; message: string };
+  Error.captureStackTrace(error, errorFor);
+  error.code = code;
+  error.name = names.get(code) ?? 'UNKNOWN';
+  error.path = undefined;
+  error.message = `Exception: ${error.name}[${code}]`;
+  return error;
+}
+
+let SERVER_NAMES: ReadonlyMap<number, string> = new Map();
+/** The names of the server's codes the client does not know (set by client.ts, which lists them). */
+export function nameServerCodes(codes: Record<string, number>): void {
+  SERVER_NAMES = new Map(Object.entries(codes).map(([name, code]) => [code, name]));
+}
