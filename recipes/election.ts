@@ -6,7 +6,7 @@ import { ELECTION_INTEROP, validateRecipeOptions, type Interop } from './interop
 import { checkSession } from './mutex.js';
 import { deadline, untilAborted } from './deadline.js';
 import { assertUsable, waitForTurn, type QueueRequest } from './queue.js';
-import { validateName, validateSignal, validateWaitOptions, type WaitOptions } from './validate.js';
+import { checkOptionKeys, validateName, validateSignal, validateWaitOptions, type WaitOptions } from './validate.js';
 
 export const MAX_ID_LENGTH = 1_024;
 
@@ -163,6 +163,7 @@ function validateObserveOptions(options: unknown): ObserveOptions {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new InvalidArgumentError('options', options, 'an object such as { signal }');
   }
+  checkOptionKeys(options, ['signal']);
   return options as ObserveOptions;
 }
 

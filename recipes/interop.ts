@@ -1,5 +1,6 @@
 import type { Session } from './contract.js';
 import { InvalidArgumentError } from './errors.js';
+import { checkOptionKeys } from './validate.js';
 
 /**
  * Whose entry names a recipe writes on ZooKeeper, so that a peer client locking the same path sees
@@ -39,10 +40,7 @@ export function validateRecipeOptions(
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new InvalidArgumentError('options', options, `an object with ${quoted(allowed)}`);
   }
-  for (const key of Object.keys(options)) {
-    if (allowed.includes(key)) continue;
-    throw new InvalidArgumentError(`option "${key}"`, (options as Record<string, unknown>)[key], `one of the known options ${quoted(allowed)}`);
-  }
+  checkOptionKeys(options, allowed);
   const { interop } = options as { interop?: unknown };
   if (interop === undefined) return undefined;
   if (typeof interop !== 'string' || !(choices as readonly string[]).includes(interop)) {

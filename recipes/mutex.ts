@@ -5,7 +5,7 @@ import { exclusive } from './decide.js';
 import { InvalidArgumentError } from './errors.js';
 import { LockHandle } from './handle.js';
 import { LOCK_INTEROP, validateRecipeOptions, type LockOptions } from './interop.js';
-import { tryTurn, waitForTurn, type QueueRequest } from './queue.js';
+import { assertUsable, tryTurn, waitForTurn, type QueueRequest } from './queue.js';
 import { validateName, validateWaitOptions, type WaitOptions } from './validate.js';
 
 /** What FairMutex, readLock and writeLock have in common. */
@@ -93,8 +93,11 @@ export class QueueLock implements Lock {
   }
 }
 
+/** The session a recipe is made on: one from connect() (awaited), still open. */
 export function checkSession(session: unknown): Session {
+  if (session instanceof Promise) throw new InvalidArgumentError('session', session, 'a session from connect(), awaited: this is the Promise connect() returned');
   if (!isSession(session)) throw new InvalidArgumentError('session', session, 'a session from connect()');
+  assertUsable(session);
   return session;
 }
 

@@ -39,11 +39,14 @@ export interface WaitOptions {
   readonly signal?: AbortSignal | undefined;
 }
 
+const WAIT_OPTIONS = ['timeoutMs', 'signal'];
+
 export function validateWaitOptions(options: unknown): WaitOptions {
   if (options === undefined) return {};
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new InvalidArgumentError('options', options, 'an object such as { timeoutMs, signal }');
   }
+  checkOptionKeys(options, WAIT_OPTIONS);
   const { timeoutMs, signal } = options as Record<string, unknown>;
   return { timeoutMs: validateTimeout(timeoutMs), signal: validateSignal(signal) };
 }
@@ -60,4 +63,38 @@ export function validateSignal(value: unknown): AbortSignal | undefined {
   if (value === undefined) return undefined;
   if (!(value instanceof AbortSignal)) throw new InvalidArgumentError('signal', value, 'an AbortSignal');
   return value;
+}
+
+/**
+ * Throws `InvalidArgumentError` for a key of `options` that is none of `known` (a misspelled option
+ * would otherwise be ignored: `{ timeout: 500 }` waiting for ever), naming the nearest known key.
+ */
+export function checkOptionKeys(options: object, known: readonly string[]): void {
+  for (const key in options) {
+    if (!Object.prototype.hasOwnProperty.call(options, key) || known.includes(key)) continue;
+    const nearest = nearestOf(key, known);
+    const hint = nearest === undefined ? '' : ` (did you mean "${nearest}"?)`;
+    throw new InvalidArgumentError(`option "${key}"`, (options as Record<string, unknown>)[key], `one of the known options ${known.map((k) => `"${k}"`).join(', ')}${hint}`);
+  }
+}
+
+/** The known word closest to `word` by edit distance, if it is close enough to be a misspelling of it. */
+function nearestOf(word: string, known: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Math.max(2, Math.floor(word.length / 3)) + 1;
+  for (const candidate of known) {
+    const distance = editDistance(word.toLowerCase(), candidate.toLowerCase());
+    if (distance < bestDistance) [best, bestDistance] = [candidate, distance];
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i += 1) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j += 1) current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    previous = current;
+  }
+  return previous[b.length]!;
 }

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '../recipes/errors.js';
-import { MAX_TIMEOUT_MS, validateSignal } from '../recipes/validate.js';
+import { checkOptionKeys, MAX_TIMEOUT_MS, validateSignal } from '../recipes/validate.js';
 import type { Driver } from './backends/driver.js';
 import type { EtcdDriverOptions } from './backends/etcd/driver.js';
 import { MemoryDriver } from './backends/memory/driver.js';
@@ -168,10 +168,25 @@ interface Settings {
   signal: AbortSignal | undefined;
 }
 
+const CONNECT_OPTIONS = [
+  'sessionTimeoutMs',
+  'connectTimeoutMs',
+  'deadlineMarginMs',
+  'onSuspend',
+  'onWaiterLost',
+  'reconnectAfterLoss',
+  'ttlSeconds',
+  'etcd',
+  'auth',
+  'acl',
+  'signal',
+];
+
 function validateConnectOptions(options: unknown): Settings {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new InvalidArgumentError('connect options', options, 'an object');
   }
+  checkOptionKeys(options, CONNECT_OPTIONS);
   const given = options as Record<string, unknown>;
   return {
     sessionTimeoutMs: positiveMs(given['sessionTimeoutMs'], 'sessionTimeoutMs', DEFAULTS.sessionTimeoutMs),

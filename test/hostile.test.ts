@@ -62,6 +62,8 @@ const WAITS: [string, unknown, string][] = [
   ['a signal that is not an AbortSignal', { signal: { aborted: false } }, 'AbortSignal'],
   ['options that are a string', 'fast', '"fast"'],
   ['options that are an array', [1000], 'array'],
+  ['a misspelled timeout', { timeout: 500 }, 'did you mean "timeoutMs"?'],
+  ['an unknown option', { retries: 3 }, '"retries"'],
 ];
 
 function cases(): Case[] {
@@ -89,6 +91,7 @@ function cases(): Case[] {
   list.push({ what: 'recipe options: a string', run: (s) => new FairMutex(s, 'jobs', 'kazoo' as never), error: InvalidArgumentError, mentions: ['"kazoo"', 'object'], sync: true });
   list.push({ what: 'Reentrant of something that is not a lock', run: () => new Reentrant({} as never), error: InvalidArgumentError, mentions: ['object', 'FairMutex'], sync: true });
   list.push({ what: 'a recipe given something that is not a session', run: () => new FairMutex({ backend: 1 } as never, 'jobs'), error: InvalidArgumentError, mentions: ['session'], sync: true });
+  list.push({ what: 'a recipe given the Promise of a session', run: (s) => new FairMutex(Promise.resolve(s) as never, 'jobs'), error: InvalidArgumentError, mentions: ['awaited', 'Promise'], sync: true });
   list.push({
     what: 'downgrade of a write lock held through another session',
     run: async (s, other) => {
@@ -159,7 +162,7 @@ function hostileSuite(getFixture: () => Fixture): void {
       await expect(election.campaign()).rejects.toBeInstanceOf(ClosedError);
       await expect(election.leader()).rejects.toBeInstanceOf(ClosedError);
       expect(() => election.observe()).toThrow(ClosedError);
-      await expect(new ReadWriteLock(session, 'cfg').readLock.acquire()).rejects.toBeInstanceOf(ClosedError);
+      expect(() => new ReadWriteLock(session, 'cfg')).toThrow(ClosedError); // a recipe made on a closed session
       expect(await onServer(scope.fixture, scope.namespace)).toEqual(before);
     });
   });
@@ -199,6 +202,8 @@ const OPTIONS: [string, unknown, string][] = [
   ['a non-boolean reconnectAfterLoss', { reconnectAfterLoss: 'yes' }, '"yes"'],
   ['a negative margin', { deadlineMarginMs: -5 }, '-5'],
   ['options that are a string', 'fast', '"fast"'],
+  ['a misspelled session timeout', { sessionTimoutMs: 5 }, 'did you mean "sessionTimeoutMs"?'],
+  ['an unknown option', { poolSize: 4 }, '"poolSize"'],
 ];
 
 describe('hostile connect() input', () => {

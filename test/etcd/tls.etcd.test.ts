@@ -23,6 +23,7 @@ describe('etcd over TLS with client certificates', () => {
 
   afterAll(async () => {
     await etcd?.stop();
+    certs?.remove();
   });
 
   it('locks over TLS with the CA and a client certificate passed through to etcd3', async () => {

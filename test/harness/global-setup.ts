@@ -3,6 +3,7 @@ import type { EtcdInfo } from '../support/etcd.js';
 import type { ZkInfo } from '../support/zookeeper.js';
 import { startEtcd, type EtcdCluster } from './etcd.js';
 import { ensureServersInstalled } from './install.js';
+import { removePortClaims } from './ports.js';
 import { startZooKeeper, type ZkCluster } from './zookeeper.js';
 
 declare module 'vitest' {
@@ -49,6 +50,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   }
   return async () => {
     await Promise.allSettled(started.map((cluster) => cluster.stop()));
+    removePortClaims();
   };
 }
 

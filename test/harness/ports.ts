@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,15 +12,18 @@ const handedOut = new Set<number>();
  */
 const RESERVED = join(tmpdir(), 'baton-test-ports');
 const reservedHere: string[] = [];
-process.on('exit', () => {
-  for (const file of reservedHere) {
+process.on('exit', releaseClaims);
+
+/** Lets go of this process's claims. */
+function releaseClaims(): void {
+  for (const file of reservedHere.splice(0)) {
     try {
       unlinkSync(file);
     } catch {
       // already gone
     }
   }
-});
+}
 
 function alive(pid: number): boolean {
   try {
@@ -113,4 +116,18 @@ export async function freePort(): Promise<number> {
     return port;
   }
   throw new Error('no free port found on 127.0.0.1');
+}
+
+/**
+ * Lets go of this process's claims and removes the folder of port claims if no other process holds one
+ * (each removes its own when it exits): the test run's teardown calls it once every server is stopped,
+ * so that nothing stays in the temp dir.
+ */
+export function removePortClaims(): void {
+  releaseClaims(); // the servers of this process are stopped by now
+  try {
+    rmdirSync(RESERVED);
+  } catch {
+    // not empty (another run on this machine holds ports), or gone already
+  }
 }

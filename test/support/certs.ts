@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { EtcdTls } from '../harness/etcd.js';
@@ -7,6 +7,8 @@ import type { EtcdTls } from '../harness/etcd.js';
 export interface TestCertificates extends EtcdTls {
   /** A second CA that signed nothing the server trusts. */
   readonly otherCaFile: string;
+  /** Deletes the folder with the keys (private keys: nothing of them may stay in the temp dir). */
+  remove(): void;
 }
 
 /** A throw-away CA, a server certificate for 127.0.0.1 and a client certificate, made with openssl. */
@@ -30,5 +32,6 @@ export function makeCertificates(): TestCertificates {
     clientCertFile: file('client.pem'),
     clientKeyFile: file('client.key'),
     otherCaFile: file('other-ca.pem'),
+    remove: () => rmSync(dir, { recursive: true, force: true }),
   };
 }

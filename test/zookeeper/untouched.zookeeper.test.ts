@@ -1,37 +1,49 @@
 // Loaded first, as a user's own import would be: everything reachable from here is recorded before
 // baton is loaded, and must be the same after baton has run next to a client of the user's.
 import zookeeper from 'node-zookeeper-client';
+import { readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
 
 const require = createRequire(import.meta.url);
-const MODULES = ['node-zookeeper-client', 'node-zookeeper-client/lib/jute/index.js', 'node-zookeeper-client/lib/ConnectionManager.js', 'node-zookeeper-client/lib/Exception.js', 'node-zookeeper-client/lib/Path.js'];
+const LIB = join(dirname(require.resolve('node-zookeeper-client/package.json')), 'lib');
+/** Every module of the client. */
+const MODULES = ['node-zookeeper-client', ...readdirSync(LIB, { recursive: true, encoding: 'utf8' }).filter((file) => file.endsWith('.js')).map((file) => join(LIB, file))];
+/** Where the walk stops: objects every module reaches, that are not the client's. */
+const BEYOND = new Set<unknown>([Object.prototype, Function.prototype, globalThis, process]);
 
 /**
- * Every value another importer of node-zookeeper-client can reach, by where it is found: each module's
- * exports, and for each function among them (the classes) its own properties and its prototype's, one
- * level into nested objects such as `jute.protocol`.
+ * Every value another importer of node-zookeeper-client can reach, by where it is found: from each of
+ * its modules' exports, every own property (a getter's and a setter's functions for an accessor) and
+ * every prototype, as deep as they go.
  */
 function reachable(): Map<string, unknown> {
   const found = new Map<string, unknown>();
-  const visit = (where: string, value: unknown, depth: number): void => {
+  const seen = new WeakSet<object>();
+  const visit = (where: string, value: unknown): void => {
     found.set(where, value);
-    if (depth === 0 || value === null || (typeof value !== 'object' && typeof value !== 'function')) return;
-    for (const key of Reflect.ownKeys(value as object)) {
+    if (value === null || (typeof value !== 'object' && typeof value !== 'function') || BEYOND.has(value) || seen.has(value)) return;
+    seen.add(value);
+    for (const key of Reflect.ownKeys(value)) {
       if (key === 'caller' || key === 'callee' || key === 'arguments') continue;
       const descriptor = Object.getOwnPropertyDescriptor(value, key)!;
-      visit(`${where}.${String(key)}`, descriptor.value ?? descriptor.get, depth - 1);
+      if ('value' in descriptor) visit(`${where}.${String(key)}`, descriptor.value);
+      else {
+        visit(`${where}.${String(key)}[get]`, descriptor.get);
+        visit(`${where}.${String(key)}[set]`, descriptor.set);
+      }
     }
-    if (typeof value === 'function' && value.prototype !== undefined) visit(`${where}#prototype`, value.prototype, depth - 1);
+    visit(`${where}[[Prototype]]`, Object.getPrototypeOf(value));
   };
-  for (const name of MODULES) visit(name, require(name), 4);
+  for (const name of MODULES) visit(name, require(name));
   return found;
 }
 
 describe('node-zookeeper-client is left as it is for everyone else in the process', () => {
   it('baton running locks, a read/write lock, an election and a lost session changes nothing a user of the client can reach', async () => {
     const before = reachable();
-    expect(before.size).toBeGreaterThan(200);
+    expect(before.size).toBeGreaterThan(1_000);
     const { connectString, sessionTimeoutMs } = inject('zkStandalone');
     const { connect, FairMutex, ReadWriteLock, LeaderElection } = await import('../../src/index.js');
     const { expireZkSession } = await import('../support/zookeeper.js');
@@ -74,7 +86,10 @@ describe('node-zookeeper-client is left as it is for everyone else in the proces
       user.close();
     }
     const after = reachable();
-    const changed = [...new Set([...before.keys(), ...after.keys()])].filter((where) => before.get(where) !== after.get(where));
+    const changed = [...new Set([...before.keys(), ...after.keys()])].filter((where) => !Object.is(before.get(where), after.get(where)));
     expect(changed).toEqual([]);
+    // And the user's own client was not touched either: its connection manager has only its own state.
+    const manager = (user as unknown as { connectionManager: object }).connectionManager;
+    for (const method of ['onSocketData', 'connect', 'onSocketConnected', 'queue']) expect(Object.hasOwn(manager, method), method).toBe(false);
   });
 });

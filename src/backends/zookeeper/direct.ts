@@ -53,8 +53,8 @@ type Direct = { queue: Queue; records: Records };
 
 /**
  * A request of baton's: of the client's class (its connection manager checks that), encoded by baton's
- * encoder. A subclass of baton's own, so that the client's class stays as it is, and so that all of
- * baton's requests have one shape.
+ * encoder. A subclass of the client's `Request`, made by baton, so that the client's class stays as it
+ * is, and so that all of baton's requests have one shape.
  */
 class DirectRequest extends jute.Request {
   override toBuffer(): Buffer {
@@ -68,12 +68,18 @@ function request({ records }: Direct, type: number, payload: object | null): obj
   return new DirectRequest(header, payload);
 }
 
-/** The records of an ACL list, made once per list (the client makes them on every create). */
+/** The records of an ACL list, baton's compiled ones, made once per list (the client makes them on every create). */
 const aclRecords = new WeakMap<readonly zookeeper.ACL[], unknown[]>();
-function recordsOf(acl: readonly zookeeper.ACL[]): unknown[] {
-  let records = aclRecords.get(acl);
-  if (records === undefined) aclRecords.set(acl, (records = acl.map((item) => (item as unknown as { toRecord(): unknown }).toRecord())));
-  return records;
+function recordsOf({ records }: Direct, acl: readonly zookeeper.ACL[]): unknown[] {
+  let made = aclRecords.get(acl);
+  if (made === undefined) {
+    const [ACL, Id] = [records.data['ACL']!, records.data['Id']!];
+    // The fields the client's own `ACL#toRecord` reads.
+    const fields = (item: zookeeper.ACL) => item as unknown as { permission: number; id: { scheme: string; id: string } };
+    made = acl.map((item) => new ACL(fields(item).permission, new Id(fields(item).id.scheme, fields(item).id.id)));
+    aclRecords.set(acl, made);
+  }
+  return made;
 }
 
 /** False when the client's own method must take this create (data it refuses, no ACL). */
@@ -89,7 +95,7 @@ export function createDirect(to: Direct, path: string, data: Buffer, acl: readon
   validate(path);
   const payload = payloadOf(to, 'CreateRequest');
   payload['path'] = path;
-  payload['acl'] = recordsOf(acl);
+  payload['acl'] = recordsOf(to, acl);
   payload['flags'] = mode;
   payload['data'] = data; // written as it is when the request is sent; nobody changes it meanwhile
   to.queue.queue(request(to, jute.OP_CODES.CREATE, payload), (error, response) => (error ? done(error) : done(null, response.payload['path'] as string)));

@@ -23,7 +23,7 @@ interface Attribute {
 }
 
 /** What the client's record classes look like from outside. */
-interface RecordLike {
+export interface RecordLike {
   specification: readonly Attribute[];
   chrootPath: string | undefined;
   [field: string]: unknown;
@@ -31,7 +31,7 @@ interface RecordLike {
   serialize(buffer: Buffer, offset: number): number;
   deserialize(buffer: Buffer, offset: number): number;
 }
-type RecordClass = new (...args: unknown[]) => RecordLike;
+export type RecordClass = new (...args: unknown[]) => RecordLike;
 export interface Jute {
   Request: { prototype: { header: RecordLike | null; payload: RecordLike | null; toBuffer(): Buffer } };
   protocol: Record<string, RecordClass>;
@@ -89,6 +89,20 @@ function fieldOf(name: string, type: string): Field | undefined {
   return undefined;
 }
 
+/** The field list of each compiled class, for `blank`. */
+const SPECIFICATIONS = new WeakMap<RecordClass, readonly Attribute[]>();
+
+/**
+ * A record of a compiled class made without its defaults (a fresh 8-byte buffer per 64-bit field, a
+ * default record per nested one), for a record that is read next: every field is then set by the read.
+ */
+export function blank(Class: RecordClass): RecordLike {
+  const record = Object.create(Class.prototype) as RecordLike;
+  record.specification = SPECIFICATIONS.get(Class)!;
+  record.chrootPath = undefined;
+  return record;
+}
+
 /** Where a read stopped: set by `read`, so that reading a field makes no result object. */
 let readEnd = 0;
 
@@ -96,13 +110,10 @@ class Compiler {
   /** The compiled `jute.data` classes, which nested fields are made of (filled as they are compiled). */
   readonly #data: Record<string, RecordClass>;
   readonly #record: RecordClass;
-  /** The field list of each `jute.data` class, by name. */
-  readonly #specifications = new Map<string, readonly Attribute[]>();
 
-  constructor(jute: Jute, record: RecordClass, data: Record<string, RecordClass>) {
+  constructor(record: RecordClass, data: Record<string, RecordClass>) {
     this.#data = data;
     this.#record = record;
-    for (const [name, Data] of Object.entries(jute.data)) this.#specifications.set(name, new Data().specification);
   }
 
   /** The class compiled from `old`'s field list, or undefined if some field type is unknown. */
@@ -121,6 +132,7 @@ class Compiler {
       for (let i = 0; i < fields.length; i += 1) this[fields[i]!.name] = compiler.#initial(fields[i]!, args[i]);
     } as unknown as RecordClass;
     Compiled.prototype = Object.create(old.prototype, { constructor: { value: Compiled, writable: true, configurable: true } }) as RecordLike;
+    SPECIFICATIONS.set(Compiled, specification);
     Object.assign(Compiled.prototype, {
       byteLength(this: RecordLike): number {
         let size = 0;
@@ -228,9 +240,7 @@ class Compiler {
       }
       case Kind.Nested: {
         // Made without its defaults: every field of it is read next, and they would be thrown away unseen.
-        const nested = Object.create(this.#data[field.nested!]!.prototype) as RecordLike;
-        nested.specification = this.#specifications.get(field.nested!)!;
-        nested.chrootPath = undefined;
+        const nested = blank(this.#data[field.nested!]!);
         readEnd = offset + nested.deserialize(buffer, offset);
         return nested;
       }
@@ -353,7 +363,7 @@ function compile(): Records | undefined {
   const record = Object.getPrototypeOf(stat.prototype).constructor as RecordClass;
   if (!untouched(jute, record)) return undefined;
   const records = { data: {} as Record<string, RecordClass>, protocol: {} as Record<string, RecordClass> };
-  const compiler = new Compiler(jute, record, records.data);
+  const compiler = new Compiler(record, records.data);
   for (const module of ['data', 'protocol'] as const) {
     for (const [name, theirs] of Object.entries(jute[module])) {
       const ours = compiler.compile(theirs);

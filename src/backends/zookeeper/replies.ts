@@ -1,17 +1,23 @@
 import { createRequire } from 'node:module';
 import zookeeper from 'node-zookeeper-client';
-import type { Records } from './jute.js';
+import { blank, type Records } from './jute.js';
 
 /**
  * baton's reader of its own client's replies, in place of the connection manager's (on that one
  * instance only: the client's module, classes and other clients stay as they are). It reads as the
- * client's reader of the 1.1 releases does, with three differences:
- * - records are baton's compiled ones (jute.ts), which read a reply without the client's garbage;
+ * reader of the client's 1.1 releases does, but:
+ * - records are baton's compiled ones (jute.ts), made without defaults for the read;
  * - a reply with an error code the client does not know fails its request with an error of the
  *   client's class carrying that code, where the client's reader throws out of the socket's data
  *   handler and ends the process (a server newer than the client answers with such codes in races);
  * - a reply to a SYNC is read (its payload is a path): the client has no sync and drops the connection
- *   on a reply to a request type it does not know.
+ *   on a reply to a request type it does not know;
+ * - a reply out of step (another id than the oldest request's, or none in flight) drops the connection
+ *   as the client does, but leaves that request in flight, so that it fails with the connection instead
+ *   of waiting for ever; so does a reply to a request type it cannot read;
+ * - the frames of one chunk are read in a loop, and what is left stays pending while each is handled,
+ *   so that a callback that throws loses none of the replies after it (the client recurses, and loses
+ *   them).
  */
 
 interface Reply {
@@ -34,7 +40,7 @@ interface Manager {
   sessionPassword: unknown;
   serverAttempts: number;
   pingTimeout: number;
-  socket: { destroy(): void; setTimeout(ms: number, listener: () => void): void };
+  socket: { destroyed: boolean; destroy(): void; setTimeout(ms: number, listener: () => void): void };
   watcherManager: { emit(event: unknown): void };
   onSocketData(buffer: Buffer): void;
   onSocketTimeout(): void;
@@ -48,6 +54,7 @@ interface Layer {
   XID_AUTHENTICATION: number;
   XID_NOTIFICATION: number;
   Response: new (header: unknown, payload: unknown) => unknown;
+  TransactionResponse: new () => unknown;
 }
 
 const require = createRequire(import.meta.url);
@@ -55,20 +62,23 @@ const jute = require('node-zookeeper-client/lib/jute/index.js') as Layer;
 const { STATES } = require('node-zookeeper-client/lib/ConnectionManager.js') as { STATES: Record<string, number> };
 const { OP_CODES } = jute;
 
-/** The reply record of each request type whose reply carries one; null for those whose reply is bare. */
-const PAYLOADS = new Map<number, string | null>([
-  [OP_CODES['CREATE']!, 'CreateResponse'],
-  [OP_CODES['DELETE']!, null],
-  [OP_CODES['GET_CHILDREN2']!, 'GetChildren2Response'],
-  [OP_CODES['EXISTS']!, 'ExistsResponse'],
-  [OP_CODES['SET_DATA']!, 'SetDataResponse'],
-  [OP_CODES['GET_DATA']!, 'GetDataResponse'],
-  [OP_CODES['SET_ACL']!, 'SetACLResponse'],
-  [OP_CODES['GET_ACL']!, 'GetACLResponse'],
-  [OP_CODES['SET_WATCHES']!, null],
-  [OP_CODES['CLOSE_SESSION']!, null],
+type Make = (records: Records) => RecordLike | null;
+/** The reply record of each request type, made for a read: null for those whose reply is bare. */
+const PAYLOADS = new Map<number, Make>([
+  [OP_CODES['CREATE']!, (r) => blank(r.protocol['CreateResponse']!) as unknown as RecordLike],
+  [OP_CODES['DELETE']!, () => null],
+  [OP_CODES['GET_CHILDREN2']!, (r) => blank(r.protocol['GetChildren2Response']!) as unknown as RecordLike],
+  [OP_CODES['EXISTS']!, (r) => blank(r.protocol['ExistsResponse']!) as unknown as RecordLike],
+  [OP_CODES['SET_DATA']!, (r) => blank(r.protocol['SetDataResponse']!) as unknown as RecordLike],
+  [OP_CODES['GET_DATA']!, (r) => blank(r.protocol['GetDataResponse']!) as unknown as RecordLike],
+  [OP_CODES['SET_ACL']!, (r) => blank(r.protocol['SetACLResponse']!) as unknown as RecordLike],
+  [OP_CODES['GET_ACL']!, (r) => blank(r.protocol['GetACLResponse']!) as unknown as RecordLike],
+  [OP_CODES['SET_WATCHES']!, () => null],
+  [OP_CODES['CLOSE_SESSION']!, () => null],
+  // The client's own reader of a transaction's results (it reads their records with the client's classes).
+  [OP_CODES['MULTI']!, () => new jute.TransactionResponse() as unknown as RecordLike],
   // One path, as a CreateResponse: the layout of ZooKeeper's SyncResponse.
-  [OP_CODES['SYNC']!, 'CreateResponse'],
+  [OP_CODES['SYNC']!, (r) => blank(r.protocol['CreateResponse']!) as unknown as RecordLike],
 ]);
 
 /** Reads `client`'s replies with baton's reader. False (nothing changed) for a manager of another shape. */
@@ -78,15 +88,24 @@ export function readRepliesWith(client: zookeeper.Client, records: Records): boo
   // The manager binds `onSocketData` to each socket it makes: set before it connects, this one is bound.
   manager.onSocketData = function (this: Manager, data: Buffer): void {
     let buffer = this.pendingBuffer ? Buffer.concat([this.pendingBuffer, data]) : data;
-    this.pendingBuffer = null;
     while (buffer.length >= 4) {
       const end = buffer.readInt32BE(0) + 4;
+      if (end < 8) {
+        this.pendingBuffer = null;
+        this.socket.destroy(); // no frame is that short: out of step, so reconnect
+        return;
+      }
       if (buffer.length < end) break;
       const frame = buffer.subarray(0, end);
       buffer = buffer.subarray(end);
-      if (!handle(this, frame, records)) return; // the connection is being dropped: the rest with it
+      // Pending while the frame is handled: a callback that throws leaves the rest to the next chunk.
+      this.pendingBuffer = buffer.length > 0 ? buffer : null;
+      if (!handle(this, frame, records) || this.socket.destroyed) {
+        this.pendingBuffer = null; // the connection is being dropped, the rest with it
+        return;
+      }
     }
-    if (buffer.length > 0) this.pendingBuffer = buffer;
+    this.pendingBuffer = buffer.length > 0 ? buffer : null;
   };
   return true;
 }
@@ -97,7 +116,7 @@ function handle(manager: Manager, buffer: Buffer, records: Records): boolean {
     connected(manager, buffer, records);
     return true;
   }
-  const header = new records.protocol['ReplyHeader']!() as unknown as Reply & RecordLike;
+  const header = blank(records.protocol['ReplyHeader']!) as unknown as Reply & RecordLike;
   const offset = 4 + header.deserialize(buffer, 4);
   switch (header.xid) {
     case jute.XID_PING:
@@ -106,7 +125,7 @@ function handle(manager: Manager, buffer: Buffer, records: Records): boolean {
       if (header.err === zookeeper.Exception.AUTH_FAILED) manager.setState(STATES['AUTHENTICATION_FAILED']!);
       return true;
     case jute.XID_NOTIFICATION: {
-      const event = new records.protocol['WatcherEvent']!() as unknown as RecordLike;
+      const event = blank(records.protocol['WatcherEvent']!) as unknown as RecordLike;
       if (manager.chrootPath) event.setChrootPath(manager.chrootPath);
       event.deserialize(buffer, offset);
       manager.watcherManager.emit(event);
@@ -118,25 +137,25 @@ function handle(manager: Manager, buffer: Buffer, records: Records): boolean {
 
 /** The reply to the oldest request in flight; false (the connection dropped) if it is not that one's. */
 function answer(manager: Manager, header: Reply & RecordLike, buffer: Buffer, offset: number, records: Records): boolean {
-  const pending = manager.pendingQueue.shift();
+  const pending = manager.pendingQueue[0];
   if (pending === undefined || pending.request.header.xid !== header.xid) {
-    manager.socket.destroy(); // as the client does: out of step, so reconnect
+    manager.socket.destroy(); // out of step, so reconnect: the request in flight fails with the connection
     return false;
   }
   if (header.zxid) manager.zxid = header.zxid;
   if (header.err !== 0) {
+    manager.pendingQueue.shift();
     pending.callback?.(errorFor(header.err), new jute.Response(header, null));
     return true;
   }
-  const type = pending.request.header.type;
-  const name = PAYLOADS.get(type);
-  if (name === undefined) {
-    manager.socket.destroy(); // a reply to a request baton did not send and cannot read
+  const make = PAYLOADS.get(pending.request.header.type);
+  if (make === undefined) {
+    manager.socket.destroy(); // a reply this reader cannot read: the request fails with the connection
     return false;
   }
-  let payload: RecordLike | null = null;
-  if (name !== null) {
-    payload = new records.protocol[name]!() as unknown as RecordLike;
+  manager.pendingQueue.shift();
+  const payload = make(records);
+  if (payload !== null) {
     if (manager.chrootPath) payload.setChrootPath(manager.chrootPath);
     payload.deserialize(buffer, offset);
   }
@@ -146,7 +165,7 @@ function answer(manager: Manager, header: Reply & RecordLike, buffer: Buffer, of
 
 /** The answer to the connect request: the session's id, password and timeout, or its expiry. */
 function connected(manager: Manager, buffer: Buffer, records: Records): void {
-  const response = new records.protocol['ConnectResponse']!() as unknown as RecordLike & { timeOut: number; sessionId: unknown; passwd: unknown };
+  const response = blank(records.protocol['ConnectResponse']!) as unknown as RecordLike & { timeOut: number; sessionId: unknown; passwd: unknown };
   response.deserialize(buffer, 4);
   if (response.timeOut <= 0) {
     manager.setState(STATES['SESSION_EXPIRED']!);
