@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError as CommanderArgumentError } from 'commander';
 import { InvalidArgumentError, InvalidNameError } from '../recipes/errors.js';
 import { runDemo } from './demo.js';
@@ -17,7 +18,20 @@ function positiveInt(value: string): number {
   return parsed;
 }
 
-const program = new Command('baton').description('Coordination recipes on ZooKeeper, etcd and memory');
+/** The version in the package's package.json: two folders up from dist/src/cli.js, one from src/cli.ts. */
+function packageVersion(): string {
+  for (const up of ['../../package.json', '../package.json']) {
+    try {
+      const manifest = JSON.parse(readFileSync(new URL(up, import.meta.url), 'utf8')) as { name?: unknown; version?: unknown };
+      if (typeof manifest.version === 'string' && typeof manifest.name === 'string') return manifest.version;
+    } catch {
+      // not there: the other layout
+    }
+  }
+  return 'unknown';
+}
+
+const program = new Command('baton').description('Coordination recipes on ZooKeeper, etcd and memory').version(packageVersion(), '-V, --version', 'print the version');
 
 program
   .command('demo')
