@@ -46,6 +46,13 @@ describe('a program that closes its session ends on its own (no socket, stream o
     await expectPromptExit(url());
   }, 40_000);
 
+  it.each([
+    ['memory', () => 'memory://exit-test'],
+    ['ZooKeeper', () => `zk://${inject('zkStandalone').connectString}/exit-test`],
+  ])('%s: a waiter keeps the process alive until its AbortSignal.timeout() gives it up', async (_name, url) => {
+    await expectPromptExit(url(), 'waiting');
+  }, 40_000);
+
   it('etcd, closed while a watch is being created on a connection that is cut and refused', async () => {
     await expectPromptExit(`etcd://${inject('etcdStandalone').endpoints[0]!.replace('http://', '')}/exit-test`, 'pending-watch');
   }, 40_000);

@@ -5,6 +5,9 @@ import { TcpProxy } from '../harness/proxy.js';
 /**
  * Takes a lock a few times and closes the session; the process must then end on its own.
  *
+ * With `waiting`: a second session waits for the lock until its signal times out (the process must not
+ * end while it waits).
+ *
  * With `pending-watch` (etcd): a waiter's watch is being created when its connection is cut and
  * refused, so the creation never completes; the session is closed in that state. A watcher left in
  * etcd3's watch manager would make it reconnect for ever and keep the process alive.
@@ -14,7 +17,16 @@ const scenario = process.argv[3] ?? 'cycles';
 // exit.test.ts bounds how long the process may live on after close() by this timeout.
 const options = { ttlSeconds: 2, sessionTimeoutMs: 2_000 };
 
-if (scenario === 'cycles') {
+if (scenario === 'waiting') {
+  // A waiter with nothing else pending in the process: it must keep the process alive until it is
+  // given up (by AbortSignal.timeout, whose timer does not hold a process up on its own).
+  const [holder, waiter] = [await connect(url, options), await connect(url, options)];
+  const held = await new FairMutex(holder, 'exit').acquire();
+  const outcome = await new FairMutex(waiter, 'exit').acquire({ signal: AbortSignal.timeout(300) }).catch((error: unknown) => error);
+  if (!(outcome instanceof DOMException && outcome.name === 'TimeoutError')) throw new Error(`the waiter ended with ${String(outcome)}`);
+  await held.release();
+  await Promise.all([holder.close(), waiter.close()]);
+} else if (scenario === 'cycles') {
   const session = await connect(url, options);
   const mutex = new FairMutex(session, 'exit');
   for (let i = 0; i < 20; i += 1) await (await mutex.acquire()).release();

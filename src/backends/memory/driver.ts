@@ -106,14 +106,36 @@ export class MemoryDriver implements Driver {
 /** Waits for a one-shot store watcher to fire; an abort unregisters it and rejects with the reason. */
 function notified(signal: Abortable, watch: (notify: () => void) => () => void): Promise<void> {
   return new Promise<void>((resolve, reject) => {
+    const letGo = holdProcessOpen();
     const onAbort = (): void => {
       unwatch();
+      letGo();
       reject(signal.reason);
     };
     const unwatch = watch(() => {
       signal.removeEventListener('abort', onAbort);
+      letGo();
       resolve();
     });
     signal.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/** Memory waits in progress in this process, and the timer that keeps the process alive while any is. */
+let waits = 0;
+let keepAlive: NodeJS.Timeout | undefined;
+
+/**
+ * Keeps the process alive until the returned function is called, as a socket to a server does for a
+ * waiter on the other backends: a memory waiter may be all that is pending (its timeout's timer, such
+ * as `AbortSignal.timeout`'s, does not hold a process up), and the process would end under it.
+ */
+function holdProcessOpen(): () => void {
+  if (waits++ === 0) keepAlive = setInterval(() => undefined, 2 ** 30);
+  let held = true;
+  return () => {
+    if (!held) return;
+    held = false;
+    if (--waits === 0) clearInterval(keepAlive);
+  };
 }
