@@ -10,7 +10,11 @@ import { parseUrl } from './url.js';
 import { backoff } from './backends/requests.js';
 
 export interface ConnectOptions {
-  /** ZooKeeper session timeout asked of the server (it clamps it to 2-20 x tickTime). Default 10 000. */
+  /**
+   * How long the server keeps the session after it last heard from the client, in ms: ZooKeeper's
+   * session timeout (the server clamps it to 2-20 x tickTime), etcd's lease TTL rounded up to whole
+   * seconds (unless `ttlSeconds` is given). `session.timeoutMs` is what the server granted. Default 10 000.
+   */
   readonly sessionTimeoutMs?: number;
   /** How long to wait for the first connection before giving up. Default 15 000. */
   readonly connectTimeoutMs?: number;
@@ -50,7 +54,11 @@ export interface ConnectOptions {
    * is possible (ZooKeeper knows a creator only by its credentials), and is the default.
    */
   readonly acl?: AclPolicy;
-  /** etcd: the lease TTL asked of the server, in whole seconds (etcd grants at least its minimum). Default 10. */
+  /**
+   * etcd: the lease TTL asked of the server, in whole seconds (etcd grants at least its minimum, about
+   * 1.5 election timeouts: 2 s with etcd's defaults). Default: `sessionTimeoutMs` rounded up to whole
+   * seconds when that is given, else 10.
+   */
   readonly ttlSeconds?: number;
   /** etcd: passed through to etcd3 (`auth: { username, password }`, `credentials` for TLS, `grpcOptions`). */
   readonly etcd?: EtcdDriverOptions['client'];
@@ -188,14 +196,16 @@ function validateConnectOptions(options: unknown): Settings {
   }
   checkOptionKeys(options, CONNECT_OPTIONS);
   const given = options as Record<string, unknown>;
+  const sessionTimeoutMs = positiveMs(given['sessionTimeoutMs'], 'sessionTimeoutMs', DEFAULTS.sessionTimeoutMs);
   return {
-    sessionTimeoutMs: positiveMs(given['sessionTimeoutMs'], 'sessionTimeoutMs', DEFAULTS.sessionTimeoutMs),
+    sessionTimeoutMs,
     connectTimeoutMs: positiveMs(given['connectTimeoutMs'], 'connectTimeoutMs', DEFAULTS.connectTimeoutMs),
     deadlineMarginMs: given['deadlineMarginMs'] === undefined ? undefined : positiveMs(given['deadlineMarginMs'], 'deadlineMarginMs', 0),
     onSuspend: oneOf(given['onSuspend'], 'onSuspend', ['wait', 'abort']),
     onWaiterLost: oneOf(given['onWaiterLost'], 'onWaiterLost', ['requeue', 'fail']),
     reconnectAfterLoss: flag(given['reconnectAfterLoss'], 'reconnectAfterLoss'),
-    ttlSeconds: ttl(given['ttlSeconds']),
+    // One session timeout for every backend: etcd's lease TTL follows it unless given itself.
+    ttlSeconds: given['ttlSeconds'] === undefined && given['sessionTimeoutMs'] !== undefined ? ttlFor(sessionTimeoutMs) : ttl(given['ttlSeconds']),
     etcd: etcdClientOptions(given['etcd']),
     ...zkAccess(given['auth'], given['acl']),
     signal: validateSignal(given['signal']),
@@ -233,6 +243,11 @@ function oneOf<T extends string>(value: unknown, what: string, allowed: readonly
   if (value === undefined) return allowed[0];
   if (!allowed.includes(value as T)) throw new InvalidArgumentError(what, value, allowed.map((word) => `"${word}"`).join(' or '));
   return value as T;
+}
+
+/** The lease TTL for a session timeout: whole seconds, rounded up (etcd raises it to its own minimum). */
+function ttlFor(sessionTimeoutMs: number): number {
+  return Math.min(86_400, Math.max(1, Math.ceil(sessionTimeoutMs / 1_000)));
 }
 
 function ttl(value: unknown): number {

@@ -179,3 +179,23 @@ describe('FairMutex on etcd: backend specifics', () => {
     await (await next).release();
   });
 });
+
+describe('etcd: one sessionTimeoutMs for every backend', () => {
+  const url = (): string => `etcd://${inject('etcdStandalone').endpoints[0]!.replace('http://', '')}/ttl-test`;
+
+  it('derives the lease TTL from sessionTimeoutMs, rounded up to whole seconds; ttlSeconds, when given, wins', async () => {
+    for (const [options, granted] of [
+      [{ sessionTimeoutMs: 4_000 }, 4_000],
+      [{ sessionTimeoutMs: 3_200 }, 4_000],
+      [{ sessionTimeoutMs: 4_000, ttlSeconds: 3 }, 3_000],
+      [{}, 10_000],
+    ] as const) {
+      const session = await connect(url(), options);
+      try {
+        expect(session.timeoutMs, JSON.stringify(options)).toBe(granted);
+      } finally {
+        await session.close();
+      }
+    }
+  });
+});
