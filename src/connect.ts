@@ -4,7 +4,7 @@ import type { Driver } from './backends/driver.js';
 import type { EtcdDriverOptions } from './backends/etcd/driver.js';
 import { MemoryDriver } from './backends/memory/driver.js';
 import { memoryStore } from './backends/memory/store.js';
-import type { AclPolicy } from './backends/zookeeper/client.js';
+import type { AclPolicy } from './backends/zookeeper/acl.js';
 import { BatonSession } from './session.js';
 import { parseUrl } from './url.js';
 import { backoff } from './backends/requests.js';

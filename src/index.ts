@@ -1,5 +1,5 @@
 export { connect, type ConnectOptions, type ZkAuth } from './connect.js';
-export type { AclPolicy } from './backends/zookeeper/client.js';
+export type { AclPolicy } from './backends/zookeeper/acl.js';
 export { BatonSession as Session, type ForeignKey } from './session.js';
 export type { SessionState, Entry } from '../recipes/contract.js';
 export type {

@@ -3,6 +3,7 @@ import { BackendError } from '../../../recipes/errors.js';
 import { started, type Start } from '../requests.js';
 import { createDirect, createsDirectly, directQueue, getChildrenDirect, removeDirect, syncDirect, watchDataDirect } from './direct.js';
 import { nameServerCodes } from './replies.js';
+import type { AclPolicy } from './acl.js';
 
 export type ZkClient = zookeeper.Client;
 export type ZkStat = zookeeper.Stat;
@@ -122,14 +123,7 @@ function aroundConnect(client: ZkClient, around: (manager: ConnectingManager, co
   };
 }
 
-/**
- * Who may do what with the znodes baton creates (entries and the directories above them).
- * - `open`: everyone may do everything (ZooKeeper's `OPEN_ACL_UNSAFE`); the only policy without credentials.
- * - `creator-all-world-read`: the authenticated creator may do everything, everyone may read (so that
- *   `baton inspect` works): nobody else can create, delete or change entries in the queues.
- * - `creator-only`: only the authenticated creator may do anything, reading included.
- */
-export type AclPolicy = 'open' | 'creator-all-world-read' | 'creator-only';
+export type { AclPolicy } from './acl.js';
 
 export function aclFor(policy: AclPolicy): zookeeper.ACL[] {
   const { ACL, Id, Permission } = zookeeper as unknown as {
