@@ -53,6 +53,15 @@ describe('a program that closes its session ends on its own (no socket, stream o
     await expectPromptExit(url(), 'waiting');
   }, 40_000);
 
+  // Not a name that does not resolve: a name lookup in flight cannot be cancelled in Node, and keeps
+  // the process alive for as long as the resolver takes (seconds on some machines).
+  it.each([
+    ['ZooKeeper, a refused port', 'zk://127.0.0.1:1/exit-test'],
+    ['etcd, a refused port', 'etcd://127.0.0.1:1/exit-test'],
+  ])('%s: a program whose connect failed ends on its own right after', async (_name, url) => {
+    await expectPromptExit(url, 'failed-connect');
+  }, 40_000);
+
   it('etcd, closed while a watch is being created on a connection that is cut and refused', async () => {
     await expectPromptExit(`etcd://${inject('etcdStandalone').endpoints[0]!.replace('http://', '')}/exit-test`, 'pending-watch');
   }, 40_000);

@@ -17,7 +17,17 @@ const scenario = process.argv[3] ?? 'cycles';
 // exit.test.ts bounds how long the process may live on after close() by this timeout.
 const options = { ttlSeconds: 2, sessionTimeoutMs: 2_000 };
 
-if (scenario === 'waiting') {
+if (scenario === 'failed-connect') {
+  // `url` names a server that refuses or does not exist: the connect fails, and nothing may linger.
+  const failure = await connect(url, { ...options, connectTimeoutMs: 1_000 }).then(
+    async (session) => {
+      await session.close();
+      throw new Error('connected to a server that should not be there');
+    },
+    (error: unknown) => error,
+  );
+  process.stderr.write(`connect failed as expected: ${String(failure)}\n`);
+} else if (scenario === 'waiting') {
   // A waiter with nothing else pending in the process: it must keep the process alive until it is
   // given up (by AbortSignal.timeout, whose timer does not hold a process up on its own).
   const [holder, waiter] = [await connect(url, options), await connect(url, options)];

@@ -52,6 +52,24 @@ export function dropTornFrames(client: ZkClient): void {
   };
 }
 
+/**
+ * The last error of `client`'s sockets (a refused connection, a name that does not resolve), for the
+ * message of a connect that timed out: the client itself only retries, and says nothing of why.
+ */
+export function rememberSocketErrors(client: ZkClient): () => Error | undefined {
+  type Manager = { onSocketError: (error: Error) => void };
+  const manager = (client as unknown as { connectionManager?: Partial<Manager> }).connectionManager;
+  const onSocketError = manager?.onSocketError;
+  let last: Error | undefined;
+  if (manager === undefined || typeof onSocketError !== 'function') return () => last;
+  // Bound to each socket as the manager makes it: set before it connects, this one is bound.
+  manager.onSocketError = function (this: Manager, error: Error) {
+    last = error;
+    onSocketError.call(this, error);
+  };
+  return () => last;
+}
+
 /** The largest request id: the protocol's ids are signed 32-bit integers. */
 const MAX_XID = 0x7fffffff;
 /**

@@ -3,7 +3,7 @@ import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
 import { AccessDeniedError, BackendError, BatonError, ClosedError, InvalidArgumentError, SessionLostError } from '../../../recipes/errors.js';
 import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
 import { addWaiter, backoff, fromPromise, InFlight, sameEntries, settleWaiters, type Recover, type Start, type Waiter } from '../requests.js';
-import { aclFor, canDropDataWatchers, corked, corkForTick, createStart, dropDataWatcher, dropTornFrames, existsStart, getChildrenStart, getData, getDataStat, isCode, mkdirp, onConnecting, reachLeaderStart, removeStart, sendAuthFirst, watchChildren, watchDataStart, watchStatStart, requestIdWrap, ZkCode, zkLong, ZkServerCode, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
+import { aclFor, rememberSocketErrors, canDropDataWatchers, corked, corkForTick, createStart, dropDataWatcher, dropTornFrames, existsStart, getChildrenStart, getData, getDataStat, isCode, mkdirp, onConnecting, reachLeaderStart, removeStart, sendAuthFirst, watchChildren, watchDataStart, watchStatStart, requestIdWrap, ZkCode, zkLong, ZkServerCode, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
 import { sendDirectly } from './direct.js';
 import { compiledRecords } from './jute.js';
 import { readRepliesWith } from './replies.js';
@@ -892,12 +892,14 @@ function connected(client: ZkClient, options: ZkDriverOptions): Promise<void> {
   const { signal } = options;
   return new Promise((resolve, reject) => {
     let abandoned = false;
+    const lastError = rememberSocketErrors(client);
     const timer = setTimeout(() => {
       signal?.removeEventListener('abort', onAbort);
       client.removeListener('connected', onConnected);
       client.close();
       destroySocket(client); // close() only queues a request, which a server that never answered never reads
-      if (!abandoned) reject(new BackendError(`could not connect to ZooKeeper at ${options.hosts} within ${options.connectTimeoutMs} ms`));
+      const why = lastError() === undefined ? '' : ` (${lastError()!.message})`;
+      if (!abandoned) reject(new BackendError(`could not connect to ZooKeeper at ${options.hosts} within ${options.connectTimeoutMs} ms${why}`, { cause: lastError() }));
     }, options.connectTimeoutMs);
     const onAbort = (): void => {
       abandoned = true;
@@ -939,7 +941,10 @@ function sequenceOf(entry: Entry): string {
  * which a server that stopped answering never does; the open socket would keep the process alive.
  */
 function destroySocket(client: ZkClient): void {
-  (client as unknown as { connectionManager?: { socket?: { destroy(): void } } }).connectionManager?.socket?.destroy();
+  const manager = (client as unknown as { connectionManager?: { socket?: { destroy(): void }; connectTimeoutHandler?: NodeJS.Timeout } }).connectionManager;
+  manager?.socket?.destroy();
+  // The timer of a dial that never connected: pending, it would keep the process alive a session timeout.
+  clearTimeout(manager?.connectTimeoutHandler);
 }
 
 /**
