@@ -30,6 +30,20 @@ export class ReentrantHandle implements AsyncDisposable {
     private readonly hold: Hold,
   ) {}
 
+  /** The name of the lock held. */
+  get name(): string {
+    return this.reentrant.name;
+  }
+
+  /**
+   * Whether this level still holds: false once it was released, or once the lock was lost (check it,
+   * or `signal`, before acting on the protected resource).
+   */
+  get held(): boolean {
+    return this.#releasing === undefined && this.hold.lock.held;
+  }
+
+  /** The fencing token of the lock held: the same at every level. */
   get fencingToken(): bigint {
     return this.hold.lock.fencingToken;
   }

@@ -90,12 +90,15 @@ export function reentrantContract(getFixture: () => Fixture): void {
       const re = new Reentrant(new FairMutex(session, 'twice'));
       const outer = await re.acquire({ owner: 'job' });
       const inner = await re.acquire({ owner: 'job' });
+      expect([outer.name, outer.held, inner.held]).toEqual(['twice', true, true]);
       await Promise.all([inner.release(), inner.release()]);
       expect(re.holdCountOf('job')).toBe(1);
       expect(outer.signal.aborted).toBe(false);
+      expect([outer.held, inner.held]).toEqual([true, false]);
       expect(await new FairMutex(other, 'twice').tryAcquire()).toBeNull();
       await outer.release();
       expect(re.holdCountOf('job')).toBe(0);
+      expect(outer.held).toBe(false);
     });
 
     it("keeps its own timeout and signal while joining the same owner's acquire in flight", async () => {
