@@ -12,7 +12,8 @@ const handedOut = new Set<number>();
  */
 const RESERVED = join(tmpdir(), 'baton-test-ports');
 const reservedHere: string[] = [];
-process.on('exit', releaseClaims);
+// The last process of a run to let go of its claims removes the folder too (see `removePortClaims`).
+process.on('exit', removePortClaims);
 
 /** Lets go of this process's claims. */
 function releaseClaims(): void {
@@ -119,9 +120,9 @@ export async function freePort(): Promise<number> {
 }
 
 /**
- * Lets go of this process's claims and removes the folder of port claims if no other process holds one
- * (each removes its own when it exits): the test run's teardown calls it once every server is stopped,
- * so that nothing stays in the temp dir.
+ * Lets go of this process's claims and removes the folder of port claims if no other process holds one:
+ * every test process does at its exit, and the run's teardown once every server is stopped, so that the
+ * last of them leaves nothing in the temp dir.
  */
 export function removePortClaims(): void {
   releaseClaims(); // the servers of this process are stopped by now
