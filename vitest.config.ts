@@ -4,7 +4,10 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   resolve: {
     // The examples import the package by its name, as users do.
-    alias: [{ find: /^baton$/, replacement: fileURLToPath(new URL('./src/index.ts', import.meta.url)) }],
+    alias: [
+      { find: /^baton-locks$/, replacement: fileURLToPath(new URL('./src/index.ts', import.meta.url)) },
+      { find: /^baton-locks\/metrics$/, replacement: fileURLToPath(new URL('./src/metrics.ts', import.meta.url)) },
+    ],
   },
   test: {
     include: ['test/**/*.test.ts'],

@@ -1,5 +1,5 @@
 /**
- * `baton/metrics`: Prometheus metrics of locks and sessions through prom-client, an optional peer
+ * `baton-locks/metrics`: Prometheus metrics of locks and sessions through prom-client, an optional peer
  * dependency (importing this module without it fails with a message saying to install it).
  *
  *   const metrics = new BatonMetrics();               // prom-client's default registry, names baton_*
@@ -12,7 +12,7 @@ import { HOLD_BUCKETS, Instruments, WAIT_BUCKETS, type PromClient } from './metr
 import { loadPeer } from './metrics/peer.js';
 import { BatonSession } from './session.js';
 
-const prom: PromClient = await loadPeer('prom-client', 'baton/metrics', () => import('prom-client'));
+const prom: PromClient = await loadPeer('prom-client', 'baton-locks/metrics', () => import('prom-client'));
 
 export interface BatonMetricsOptions {
   /** Where the metrics are registered. Default: prom-client's default registry (`register`). */

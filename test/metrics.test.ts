@@ -33,7 +33,7 @@ async function cycle(session: BatonSession, name: string): Promise<void> {
 }
 
 function metricsOn(getFixture: () => Fixture): void {
-  describe(`baton/metrics on ${getFixture().name}`, () => {
+  describe(`baton-locks/metrics on ${getFixture().name}`, () => {
     const scope = useScope(getFixture);
 
     it('counts acquisitions, waits, holds, a timeout and a loss; the state gauge follows each session', async () => {
@@ -125,7 +125,7 @@ metricsOn(memoryFixture);
 metricsOn(() => zkFixture('zkStandalone'));
 metricsOn(() => etcdFixture('etcdStandalone'));
 
-describe('baton/metrics watching and options', () => {
+describe('baton-locks/metrics watching and options', () => {
   const scope = useScope(memoryFixture);
 
   it('unwatch stops the counting and removes the session state series; a second watch counts nothing twice', async () => {
@@ -205,7 +205,7 @@ describe('baton/metrics watching and options', () => {
   });
 });
 
-describe('baton/metrics without prom-client', () => {
+describe('baton-locks/metrics without prom-client', () => {
   it('fails to import with a message saying to install prom-client', () => {
     // A separate Node in which prom-client cannot be resolved, as in a project that never installed it.
     const script = "import('./src/metrics.ts').then(() => console.log('loaded'), (e) => console.log(JSON.stringify({ code: e.code, message: e.message, cause: e.cause?.code })))";
