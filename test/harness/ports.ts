@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, rmdirSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -120,12 +120,28 @@ export async function freePort(): Promise<number> {
 }
 
 /**
- * Lets go of this process's claims and removes the folder of port claims if no other process holds one:
- * every test process does at its exit, and the run's teardown once every server is stopped, so that the
- * last of them leaves nothing in the temp dir.
+ * Lets go of this process's claims and of those whose owner is gone, and removes the folder of port
+ * claims if no live process holds one: every test process does at its exit, and the run's teardown once
+ * every server is stopped, so that the last of them leaves nothing in the temp dir.
  */
 export function removePortClaims(): void {
   releaseClaims(); // the servers of this process are stopped by now
+  // Claims of processes that ended without their exit handler (a test worker ended by a signal).
+  let files: string[] = [];
+  try {
+    files = readdirSync(RESERVED);
+  } catch {
+    return; // no folder
+  }
+  for (const file of files) {
+    const path = join(RESERVED, file);
+    try {
+      const owner = Number(readFileSync(path, 'utf8').trim() || '0');
+      if (!(owner > 0 && alive(owner))) unlinkSync(path);
+    } catch {
+      // gone meanwhile
+    }
+  }
   try {
     rmdirSync(RESERVED);
   } catch {
