@@ -1,6 +1,6 @@
 import type { Session } from './contract.js';
 import { InvalidArgumentError } from './errors.js';
-import { checkOptionKeys } from './validate.js';
+import { checkOptionKeys, quoted } from './validate.js';
 
 /**
  * Whose entry names a recipe writes on ZooKeeper, so that a peer client locking the same path sees
@@ -52,8 +52,4 @@ export function validateRecipeOptions(
     throw new InvalidArgumentError('interop', interop, allowed);
   }
   return interop as Interop;
-}
-
-function quoted(values: readonly string[]): string {
-  return values.map((value) => `"${value}"`).join(', ');
 }

@@ -74,7 +74,7 @@ export function checkOptionKeys(options: object, known: readonly string[]): void
     if (!Object.prototype.hasOwnProperty.call(options, key) || known.includes(key)) continue;
     const nearest = nearestOf(key, known);
     const hint = nearest === undefined ? '' : ` (did you mean "${nearest}"?)`;
-    throw new InvalidArgumentError(`option "${key}"`, (options as Record<string, unknown>)[key], `one of the known options ${known.map((k) => `"${k}"`).join(', ')}${hint}`);
+    throw new InvalidArgumentError(`option "${key}"`, (options as Record<string, unknown>)[key], `one of the known options ${quoted(known)}${hint}`);
   }
 }
 
@@ -97,4 +97,9 @@ function editDistance(a: string, b: string): number {
     previous = current;
   }
   return previous[b.length]!;
+}
+
+/** `"a", "b"`: values as a message lists them. */
+export function quoted(values: readonly string[]): string {
+  return values.map((value) => `"${value}"`).join(', ');
 }

@@ -120,12 +120,12 @@ export function parseEntryName(child: string): ParsedName | undefined {
 /** The id a name carries before its marker (at `at`), as kazoo or protected names carry it; else undefined. */
 function creatorId(child: string, at: number, form: NameForm): string | undefined {
   if (form === 'kazoo') return KAZOO_ID.test(child.slice(0, at)) ? child.slice(0, at) : undefined;
-  return at === 0 ? undefined : child.slice(PROTECTED.length, at - 1).replaceAll('-', '');
+  return at === 0 ? undefined : uuidKey(child.slice(PROTECTED.length, at - 1));
 }
 
 /** The path prefix (sequence to follow) of an entry of `kind` written as `dialect` names it. */
 export function entryPrefix(dir: string, uuid: string, kind: string, dialect: ZkDialect = 'curator'): string {
-  if (dialect === 'kazoo') return `${dir}/${uuid.replaceAll('-', '')}${kind === 'read' ? '__rlock__' : '__lock__'}`;
+  if (dialect === 'kazoo') return `${dir}/${uuidKey(uuid)}${kind === 'read' ? '__rlock__' : '__lock__'}`;
   return `${dir}/${PROTECTED}${uuid}-${curatorMarker(kind, dialect)}`;
 }
 
@@ -151,7 +151,7 @@ export class UuidSequence {
   /** The random part, `xxxxxxxx-xxxx-4xxx-yxxx-`. */
   readonly base = randomUUID().slice(0, 24);
   readonly #protectedPrefix = PROTECTED + this.base;
-  readonly #hexPrefix = this.base.replaceAll('-', '');
+  readonly #hexPrefix = uuidKey(this.base);
   #next = 0;
 
   next(): string {

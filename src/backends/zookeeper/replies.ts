@@ -63,22 +63,26 @@ const { STATES } = require('node-zookeeper-client/lib/ConnectionManager.js') as 
 const { OP_CODES } = jute;
 
 type Make = (records: Records) => RecordLike | null;
+/** A compiled reply record `name`, made for a read. */
+const reply = (name: string): Make => (records) => blank(records.protocol[name]!) as unknown as RecordLike;
+const bare: Make = () => null;
+
 /** The reply record of each request type, made for a read: null for those whose reply is bare. */
 const PAYLOADS = new Map<number, Make>([
-  [OP_CODES['CREATE']!, (r) => blank(r.protocol['CreateResponse']!) as unknown as RecordLike],
-  [OP_CODES['DELETE']!, () => null],
-  [OP_CODES['GET_CHILDREN2']!, (r) => blank(r.protocol['GetChildren2Response']!) as unknown as RecordLike],
-  [OP_CODES['EXISTS']!, (r) => blank(r.protocol['ExistsResponse']!) as unknown as RecordLike],
-  [OP_CODES['SET_DATA']!, (r) => blank(r.protocol['SetDataResponse']!) as unknown as RecordLike],
-  [OP_CODES['GET_DATA']!, (r) => blank(r.protocol['GetDataResponse']!) as unknown as RecordLike],
-  [OP_CODES['SET_ACL']!, (r) => blank(r.protocol['SetACLResponse']!) as unknown as RecordLike],
-  [OP_CODES['GET_ACL']!, (r) => blank(r.protocol['GetACLResponse']!) as unknown as RecordLike],
-  [OP_CODES['SET_WATCHES']!, () => null],
-  [OP_CODES['CLOSE_SESSION']!, () => null],
+  [OP_CODES['CREATE']!, reply('CreateResponse')],
+  [OP_CODES['DELETE']!, bare],
+  [OP_CODES['GET_CHILDREN2']!, reply('GetChildren2Response')],
+  [OP_CODES['EXISTS']!, reply('ExistsResponse')],
+  [OP_CODES['SET_DATA']!, reply('SetDataResponse')],
+  [OP_CODES['GET_DATA']!, reply('GetDataResponse')],
+  [OP_CODES['SET_ACL']!, reply('SetACLResponse')],
+  [OP_CODES['GET_ACL']!, reply('GetACLResponse')],
+  [OP_CODES['SET_WATCHES']!, bare],
+  [OP_CODES['CLOSE_SESSION']!, bare],
   // The client's own reader of a transaction's results (it reads their records with the client's classes).
   [OP_CODES['MULTI']!, () => new jute.TransactionResponse() as unknown as RecordLike],
   // One path, as a CreateResponse: the layout of ZooKeeper's SyncResponse.
-  [OP_CODES['SYNC']!, (r) => blank(r.protocol['CreateResponse']!) as unknown as RecordLike],
+  [OP_CODES['SYNC']!, reply('CreateResponse')],
 ]);
 
 /** Reads `client`'s replies with baton's reader. False (nothing changed) for a manager of another shape. */
