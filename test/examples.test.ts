@@ -47,12 +47,12 @@ examples(memoryFixture);
 examples(() => zkFixture('zkStandalone'));
 examples(() => etcdFixture('etcdStandalone'));
 
-describe('the README', () => {
+describe('the recipes page (docs/recipes.md, linked from the README)', () => {
   it('shows the recipes exactly as they are in examples/', async () => {
-    const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8');
+    const readme = await readFile(new URL('../docs/recipes.md', import.meta.url), 'utf8');
     for (const file of ['scheduler.ts', 'leader-service.ts', 'config.ts']) {
       const source = await readFile(new URL(`../examples/${file}`, import.meta.url), 'utf8');
-      expect(readme, `examples/${file} in README.md`).toContain(`<!-- examples/${file} -->\n\`\`\`ts\n${source}\`\`\``);
+      expect(readme, `examples/${file} in docs/recipes.md`).toContain(`<!-- examples/${file} -->\n\`\`\`ts\n${source}\`\`\``);
     }
   });
 });
