@@ -3,6 +3,7 @@ import { FairMutex } from '../recipes/mutex.js';
 import type { LockHandle } from '../recipes/handle.js';
 import { connect } from '../src/connect.js';
 import { nowUs, sleep } from './clock.js';
+import { backendOf } from '../test/support/internals.js';
 
 /**
  * One side of baton's handoff measured as the raw handoff floor is: two processes and nothing else
@@ -35,7 +36,7 @@ async function main(): Promise<void> {
         say(`granted ${grantedUs}`);
       });
     } else if (command === 'until') {
-      while ((await session.backend.list(name)).length !== Number(argument)) await sleep(1);
+      while ((await backendOf(session).list(name)).length !== Number(argument)) await sleep(1);
       say('listed');
     } else if (command === 'queue') {
       queued = Array.from({ length: Number(argument) }, () => mutex.acquire().then((lock) => lock.release()));

@@ -3,7 +3,7 @@ import { etcdCounters, etcdWatches } from '../src/backends/etcd/driver.js';
 import { memoryCounters, memoryStore } from '../src/backends/memory/store.js';
 import { zkCounters } from '../src/backends/zookeeper/driver.js';
 import { connect } from '../src/connect.js';
-import type { BatonSession } from '../src/session.js';
+import type { Session } from '../recipes/contract.js';
 import type { Case, Context } from './case.js';
 import { sleep } from './clock.js';
 import { kazooHerd } from './kazoo-herd.js';
@@ -35,10 +35,10 @@ interface Probe {
  * first waiter holds and a moment longer. Then they all take the lock in turn and leave.
  */
 async function batonHerd(url: string, probe: Probe): Promise<Herd> {
-  const sessions: BatonSession[] = [];
+  const sessions: Session[] = [];
   try {
     for (let i = 0; i <= HERD; i += 1) sessions.push(await connect(url, { ttlSeconds: 10 }));
-    const [holderSession, ...waiterSessions] = sessions as [BatonSession, ...BatonSession[]];
+    const [holderSession, ...waiterSessions] = sessions as [Session, ...Session[]];
     const holder = await new FairMutex(holderSession, 'herd').acquire();
     const tokens: bigint[] = [];
     let drain!: () => void;

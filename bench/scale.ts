@@ -3,7 +3,7 @@ import zookeeper from 'node-zookeeper-client';
 import { FairMutex } from '../recipes/mutex.js';
 import { corked, create, getChildren, mkdirp, remove } from '../src/backends/zookeeper/client.js';
 import { connect } from '../src/connect.js';
-import type { BatonSession } from '../src/session.js';
+import type { Session } from '../recipes/contract.js';
 import type { Case, Context } from './case.js';
 import { cpuMs } from './cpu.js';
 import { times, timesRange } from './report.js';
@@ -67,7 +67,7 @@ async function alternateBlocks(kinds: Record<string, Cycle>, serverPid: number |
   return results;
 }
 
-function batonLoops(session: BatonSession): Cycle {
+function batonLoops(session: Session): Cycle {
   const locks = Array.from({ length: LOCKS }, (_, i) => new FairMutex(session, `scale-${i}`));
   return async (i) => (await locks[i]!.acquire()).release();
 }

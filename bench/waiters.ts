@@ -8,6 +8,7 @@ import { sleep } from './clock.js';
 import { fixed } from './report.js';
 import { heading, printFigures } from './table.js';
 import { untilWatches } from './zk-metrics.js';
+import { internalsOf } from '../test/support/internals.js';
 
 const WAITERS = 1_000;
 
@@ -42,7 +43,7 @@ async function measureWaiters(url: string, armed: () => Promise<void>): Promise<
     const mutex = new FairMutex(session, 'waiters');
     for (let i = 0; i < 50; i += 1) await (await mutex.acquire()).release(); // every path compiled and allocated once
     const holder = await mutex.acquire();
-    const listeners = (): number => getEventListeners(session.signal, 'abort').length + session.waitingCount;
+    const listeners = (): number => getEventListeners(session.signal, 'abort').length + internalsOf(session).waitingCount;
     const before = { heap: await heapUsed(), listeners: listeners() };
     const turns = Array.from({ length: WAITERS }, async () => (await mutex.acquire()).release());
     await armed();

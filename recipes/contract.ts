@@ -2,7 +2,7 @@
  * The port the recipes need from a backend, and the view of a session they work through.
  * Recipes import only this file and their siblings; they never know which backend runs them.
  */
-import type { LockEvent } from './events.js';
+import type { LockEvent, LockListener } from './events.js';
 
 export type SessionState = 'connected' | 'suspended' | 'lost' | 'closed';
 
@@ -102,37 +102,113 @@ export interface Waiting {
 /** What a waiter does when its entry vanished while its session lives: queue again at the tail, or fail. */
 export type WaiterLostPolicy = 'requeue' | 'fail';
 
+/** A listener of the session's `'state'` event: the new state and the one before it. */
 export type StateListener = (state: SessionState, previous: SessionState) => void;
 
+/**
+ * A znode or key in a queue that baton did not create (by an operator, another tool, a tenant without
+ * ACLs): ignored by the ordering, reported once per session and key.
+ */
+export interface ForeignKey {
+  /** The lock name whose queue holds the key. */
+  readonly queue: string;
+  /** The full znode path or etcd key. */
+  readonly key: string;
+}
+
+/**
+ * A connection to one backend (a ZooKeeper session, an etcd lease, a memory session), opened by
+ * `connect()`. Every lock, read/write lock and election is made on a session, and lives no longer:
+ * when the session is lost or closed, every holder's signal aborts and every waiter gives up.
+ */
 export interface Session {
+  /** The server's id of the session: ZooKeeper's session id in hex, etcd's lease id, a number on memory. */
   readonly id: string;
+  /**
+   * `connected`; `suspended` while the connection is down but the session may live (holders keep their
+   * locks until the deadline, unless `onSuspend: 'abort'`); `lost` (expired, or the deadline passed);
+   * `closed` by `close()`. `lost` and `closed` are final.
+   */
   readonly state: SessionState;
+  /**
+   * The session timeout the server granted, in ms: ZooKeeper's negotiated timeout (clamped by the
+   * server), etcd's lease TTL; `Infinity` on memory. The server keeps the session this long after it
+   * last heard from the client.
+   */
+  readonly timeoutMs: number;
   /** Aborts when the session is lost or closed; its reason is a `SessionLostError` or `ClosedError`. */
   readonly signal: AbortSignal;
+  /** Every change of `state`, with the previous state. */
   on(event: 'state', listener: StateListener): this;
+  /**
+   * With `reconnectAfterLoss`, after this session was lost: the new session that replaces it. Locks
+   * must be taken again on it; nothing moves by itself.
+   */
+  on(event: 'replaced', listener: (next: Session) => void): this;
+  /**
+   * What the locks, read/write locks and elections on this session do (a `LockEvent`: requested, then
+   * granted, busy, timedOut, aborted or failed; a grant then released or lost). Free while nobody listens.
+   */
+  on(event: 'lock', listener: LockListener): this;
+  /** A znode or key in a queue that baton did not create, once per key (see `ForeignKey`). */
+  on(event: 'foreign', listener: (found: ForeignKey) => void): this;
+  /** Removes a `'state'` listener added with `on()`. */
   off(event: 'state', listener: StateListener): this;
+  /** Removes a `'replaced'` listener added with `on()`. */
+  off(event: 'replaced', listener: (next: Session) => void): this;
+  /** Removes a `'lock'` listener added with `on()`; with none left, no event is built any more. */
+  off(event: 'lock', listener: LockListener): this;
+  /** Removes a `'foreign'` listener added with `on()`. */
+  off(event: 'foreign', listener: (found: ForeignKey) => void): this;
+  /**
+   * Closes the session in order: waiters give up (their acquires reject with `ClosedError`), held
+   * locks are released (their signals abort with `LockLostError`), then the server session ends.
+   * Idempotent: every call returns the same promise.
+   */
   close(): Promise<void>;
-  /** @internal The backend the recipes talk to. */
+}
+
+/**
+ * What the recipes reach of a session beyond its public face. Kept in a module-private map,
+ * not on the session object, so that it appears neither in the shipped types nor in autocomplete.
+ */
+export interface SessionCore {
+  /** The backend the recipes talk to. */
   readonly backend: Backend;
-  /** @internal Starts an operation that `close()` waits for; throws if the session cannot take work. */
+  /** What a waiter does when its entry vanished (the `onWaiterLost` option of connect). */
+  readonly onWaiterLost: WaiterLostPolicy;
+  /** Whether anyone listens for lock events: when not, recipes build none and read no clock for them. */
+  readonly reporting: boolean;
+  /** Starts an operation that `close()` waits for; throws if the session cannot take work. */
   enter(): () => void;
-  /** @internal Registers a granted entry; the returned function unregisters it. */
+  /** Registers a granted entry; the returned function unregisters it. */
   hold(hold: Hold): () => void;
   /**
-   * @internal Declares the session lost at once if its deadline has passed, without waiting for the
-   * deadline timer (late on a stalled event loop).
+   * Declares the session lost at once if its deadline has passed, without waiting for the deadline
+   * timer (late on a stalled event loop).
    */
   checkDeadline(): void;
-  /** @internal Registers a waiting entry; the returned function unregisters it. The session must not have ended. */
+  /** Registers a waiting entry; the returned function unregisters it. The session must not have ended. */
   waiting(waiting: Waiting): () => void;
-  /** @internal What a waiter does when its entry vanished (the `onWaiterLost` option of connect). */
-  readonly onWaiterLost: WaiterLostPolicy;
-  /** @internal Whether anyone listens for lock events: when not, recipes build none and read no clock for them. */
-  readonly reporting: boolean;
-  /** @internal Tells the `'lock'` listeners; never throws into the recipe. */
+  /** Tells the `'lock'` listeners; never throws into the recipe. */
   report(event: LockEvent): void;
 }
 
+const cores = new WeakMap<object, SessionCore>();
+
+/** Called once by the session's constructor: what `coreOf` returns for it. */
+export function bindCore(session: Session, core: SessionCore): void {
+  cores.set(session, core);
+}
+
+/** The recipes' view of a session; throws `TypeError` for anything `connect()` did not make. */
+export function coreOf(session: Session): SessionCore {
+  const core = cores.get(session);
+  if (core === undefined) throw new TypeError('not a session from connect()');
+  return core;
+}
+
+/** Whether `value` is a session made by `connect()`. */
 export function isSession(value: unknown): value is Session {
-  return typeof value === 'object' && value !== null && 'backend' in value && 'hold' in value && 'enter' in value;
+  return typeof value === 'object' && value !== null && cores.has(value);
 }

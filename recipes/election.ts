@@ -1,4 +1,4 @@
-import type { Entry, Session } from './contract.js';
+import { coreOf, type Entry, type Session, type SessionCore } from './contract.js';
 import { exclusive } from './decide.js';
 import { InvalidArgumentError } from './errors.js';
 import { LockHandle } from './handle.js';
@@ -10,8 +10,12 @@ import { checkOptionKeys, validateName, validateSignal, validateWaitOptions, typ
 
 export const MAX_ID_LENGTH = 1_024;
 
+/** Options of `LeaderElection`. */
 export interface ElectionOptions {
-  /** What `leader()` reports while this candidate leads: a host name, a worker id. */
+  /**
+   * Required: what `leader()` and `observe()` report while this candidate leads (a host name, a worker
+   * id): a non-empty string of at most 1 024 characters.
+   */
   readonly id: string;
   /**
    * Whose entry names to write on ZooKeeper (see `Interop`): `'curator'` (default, LeaderLatch's),
@@ -39,13 +43,19 @@ const CANDIDATE_OR_LOCK: ReadonlySet<string> = new Set(['candidate', 'exclusive'
  * is idempotent.
  */
 export class Leadership extends LockHandle {
+  /** This candidate's id (the election's `id` option), as other sessions' `leader()` reports it. */
   readonly id: string;
 
-  constructor(session: Session, entry: Entry, what: string, id: string) {
+  /** @internal Made by `campaign()` on election, never by users. */
+  constructor(session: SessionCore, entry: Entry, what: string, id: string) {
     super(session, entry, what);
     this.id = id;
   }
 
+  /**
+   * Gives up leadership at once (the next candidate is elected): `release()` under its election name.
+   * Idempotent; resolves once the server deleted the candidacy.
+   */
   resign(): Promise<void> {
     return this.release();
   }
@@ -57,28 +67,46 @@ export class Leadership extends LockHandle {
  * that is not campaigning, can ask who leads.
  */
 export class LeaderElection {
+  /** The election name, as validated (`scheduler/leader`). */
   readonly name: string;
+  /** This candidate's id (the `id` option). */
   readonly id: string;
   readonly #session: Session;
+  readonly #core: SessionCore;
   readonly #request: QueueRequest;
   readonly #leading: ReadonlySet<string>;
 
+  /**
+   * An election named `name` on `session`, for the candidate `options.id`; sends nothing to the server.
+   * Throws `InvalidNameError` for a bad name, `InvalidArgumentError` for a missing or bad `id`, bad
+   * options or a session that is not one from an awaited `connect()`, `ClosedError` or
+   * `SessionLostError` for an ended session.
+   */
   constructor(session: Session, name: string, options: ElectionOptions) {
     this.#session = checkSession(session);
+    this.#core = coreOf(this.#session);
     this.name = validateName(name);
     this.id = validateId(options);
     const dialect = validateRecipeOptions(options, this.#session, ELECTION_INTEROP, ['id', 'interop']);
     this.#leading = leadingKinds(dialect);
-    this.#request = { session, queue: this.name, kind: 'candidate', decide: exclusive, what: `leadership of "${this.name}"`, data: this.id, dialect };
+    this.#request = { session, core: this.#core, queue: this.name, kind: 'candidate', decide: exclusive, what: `leadership of "${this.name}"`, data: this.id, dialect };
   }
 
-  /** Resolves when elected; gives up (and withdraws the candidacy) on timeout, abort or session end. */
+  /**
+   * Queues as a candidate and resolves with the `Leadership` once elected (candidates are elected in
+   * the order they queued). Gives up, withdrawing the candidacy, as a lock's `acquire` does: rejects
+   * with `LockTimeoutError`, `signal.reason`, `SessionLostError` or `ClosedError`, and
+   * `InvalidArgumentError` for bad options. Waits without a limit by default.
+   */
   async campaign(options?: WaitOptions): Promise<Leadership> {
     const entry = await waitForTurn(this.#request, validateWaitOptions(options));
-    return new Leadership(this.#session, entry, this.#request.what, this.id);
+    return new Leadership(this.#core, entry, this.#request.what, this.id);
   }
 
-  /** The id of the current leader (the id a peer client stored, for a peer's candidate), or null when nobody campaigns. */
+  /**
+   * The id of the current leader (the id a peer client stored, for a peer's candidate), or null when
+   * nobody campaigns. Works from any session, campaigning or not. Rejects with the backend's error.
+   */
   async leader(): Promise<string | null> {
     return (await this.#current()).leader?.id ?? null;
   }
@@ -88,7 +116,8 @@ export class LeaderElection {
    * term of the same id (it resigned and was elected again) is a change. Works from any session,
    * campaigning or not, and costs one watch: on the leader's entry, or on the queue while it is empty.
    * Ends by throwing `signal.reason` on abort, or the session's error when the session ends; `break`
-   * out of the loop to stop quietly.
+   * out of the loop to stop quietly. Throws `InvalidArgumentError` for bad options, `ClosedError` or
+   * `SessionLostError` if the session already ended.
    *
    * Every leadership that lasts until the observer has listed the queue again is seen, in order; one
    * that begins and ends between two listings (shorter than a round trip) may be passed over.
@@ -101,7 +130,7 @@ export class LeaderElection {
   }
 
   async *#observe(signal: AbortSignal | undefined): AsyncGenerator<Leader | null, void, undefined> {
-    const { backend } = this.#session;
+    const { backend } = this.#core;
     let term: string | null | undefined;
     let queue: readonly Entry[] | undefined;
     for (;;) {
@@ -137,10 +166,10 @@ export class LeaderElection {
   /** The queue and its leader (the head, if it is a candidate), read consistently with each other. */
   async #current(): Promise<{ queue: readonly Entry[]; leader: { entry: Entry; id: string } | null }> {
     for (;;) {
-      const queue = await this.#session.backend.list(this.name);
+      const queue = await this.#core.backend.list(this.name);
       const head = queue[0];
       if (head === undefined || !this.#leading.has(head.kind)) return { queue, leader: null };
-      const id = await this.#session.backend.read(head);
+      const id = await this.#core.backend.read(head);
       if (id !== null) return { queue, leader: { entry: head, id } };
       // The leader left between the listing and the read: ask again.
     }
@@ -149,10 +178,13 @@ export class LeaderElection {
 
 /** What `observe()` reports: who leads, and the fencing token of its term. */
 export interface Leader {
+  /** The leader's id (its election's `id` option, or what a peer client stored). */
   readonly id: string;
+  /** The fencing token of this term: the leader's `Leadership.fencingToken`. */
   readonly fencingToken: bigint;
 }
 
+/** Options of `LeaderElection.observe`. */
 export interface ObserveOptions {
   /** Ends the observation: the loop throws `signal.reason`. */
   readonly signal?: AbortSignal | undefined;

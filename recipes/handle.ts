@@ -1,4 +1,4 @@
-import type { Entry, Hold, Session } from './contract.js';
+import type { Entry, Hold, SessionCore } from './contract.js';
 import { LockLostError } from './errors.js';
 import { reportHold, type ReportedHold } from './report.js';
 
@@ -28,16 +28,36 @@ class HandleHold implements Hold {
   }
 }
 
+/** Reads a handle's entry: assigned in LockHandle's static block, the one place that sees `#entry`. */
+let readEntry: (handle: LockHandle) => Entry;
+
+/**
+ * The server entry behind a handle, for the recipes (a downgrade takes its writer's place) and tests;
+ * a function rather than a member, so that it is no part of the public API.
+ */
+export function entryOf(handle: LockHandle): Entry {
+  return readEntry(handle);
+}
+
 /**
  * A granted lock (or leadership). Its `signal` aborts with `LockLostError` as soon as ownership can
  * no longer be guaranteed. `release()` is idempotent; local ownership ends only after the server has
- * confirmed the delete (or the session, and with it the entry, is gone).
+ * confirmed the delete (or the session, and with it the entry, is gone). `await using` releases it at
+ * the end of the block.
  */
 export class LockHandle implements AsyncDisposable {
+  /** The lock name, as validated (`payments/settlement`). */
   readonly name: string;
+  /**
+   * Strictly increases across successive holders of this lock name, even if its queue is re-created
+   * (ZooKeeper: the queue directory's creation zxid and the entry's sequence; etcd: the key's create
+   * revision; memory: a counter). Pass it with every write to the resource you protect and have
+   * the resource refuse a token smaller than the last it accepted: a holder that lost the lock without
+   * knowing (a long pause) is then refused.
+   */
   readonly fencingToken: bigint;
   readonly #entry: Entry;
-  readonly #session: Session;
+  readonly #session: SessionCore;
   /** Made when `signal` is first read: most holders never look, and it is the costliest part of a grant. */
   #controller: AbortController | undefined;
   #lost: LockLostError | undefined;
@@ -48,7 +68,12 @@ export class LockHandle implements AsyncDisposable {
   /** Told to the session's 'lock' listeners, if its grant was. */
   readonly #report: ReportedHold | undefined;
 
-  constructor(session: Session, entry: Entry, what: string) {
+  static {
+    readEntry = (handle) => handle.#entry;
+  }
+
+  /** @internal Made by the recipes on a grant, never by users. */
+  constructor(session: SessionCore, entry: Entry, what: string) {
     this.#session = session;
     this.#entry = entry;
     this.name = entry.queue;
@@ -72,7 +97,11 @@ export class LockHandle implements AsyncDisposable {
     return this.#released !== undefined;
   }
 
-  /** Aborted with `LockLostError` when ownership is in doubt (session lost, closed, entry gone). */
+  /**
+   * Aborts with `LockLostError` as soon as ownership can no longer be guaranteed: the session was lost
+   * or closed, or the entry was deleted by someone else (its `cause` says which). Pass it to the work
+   * done under the lock. A `release()` does not abort it.
+   */
   get signal(): AbortSignal {
     if (this.#controller === undefined) {
       this.#controller = new AbortController();
@@ -91,16 +120,11 @@ export class LockHandle implements AsyncDisposable {
     return this.#released === undefined && this.#lost === undefined;
   }
 
-  /** @internal the server entry behind this handle. */
-  get entry(): Entry {
-    return this.#entry;
-  }
-
-  /** @internal the session this handle belongs to. */
-  get session(): Session {
-    return this.#session;
-  }
-
+  /**
+   * Gives the lock back: resolves once the server has deleted the entry (or the session, and with it
+   * the entry, is gone). Idempotent: later calls return the same promise. Rejects with the backend's
+   * error (`BackendError`, `AccessDeniedError`) if the delete could not be made; a later call tries again.
+   */
   release(): Promise<void> {
     this.#released ??= this.#session.backend.withdraw(this.#entry).then(
       () => {
@@ -116,6 +140,7 @@ export class LockHandle implements AsyncDisposable {
     return this.#released;
   }
 
+  /** `release()`, for `await using lock = await mutex.acquire()`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.release();
   }

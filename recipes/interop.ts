@@ -1,4 +1,4 @@
-import type { Session } from './contract.js';
+import { coreOf, type Session } from './contract.js';
 import { InvalidArgumentError } from './errors.js';
 import { checkOptionKeys, quoted } from './validate.js';
 
@@ -46,7 +46,7 @@ export function validateRecipeOptions(
   if (typeof interop !== 'string' || !(choices as readonly string[]).includes(interop)) {
     throw new InvalidArgumentError('interop', interop, `one of ${quoted(choices)}`);
   }
-  const { dialects } = session.backend;
+  const { dialects } = coreOf(session).backend;
   if (!dialects.includes(interop)) {
     const allowed = dialects.length === 0 ? NO_DIALECTS : `one of this backend's ${quoted(dialects)}`;
     throw new InvalidArgumentError('interop', interop, allowed);

@@ -1,6 +1,6 @@
 import type { AsyncLocalStorage } from 'node:async_hooks';
 import type { Entry, Session } from './contract.js';
-import { isSession } from './contract.js';
+import { coreOf, isSession } from './contract.js';
 import { exclusive } from './decide.js';
 import { InvalidArgumentError } from './errors.js';
 import { LockHandle } from './handle.js';
@@ -8,11 +8,29 @@ import { LOCK_INTEROP, validateRecipeOptions, type LockOptions } from './interop
 import { assertUsable, tryTurn, waitForTurn, type QueueRequest } from './queue.js';
 import { validateName, validateWaitOptions, type WaitOptions } from './validate.js';
 
-/** What FairMutex, readLock and writeLock have in common. */
+/** What FairMutex, a ReadWriteLock's readLock and its writeLock have in common. */
 export interface Lock {
+  /** The lock name, as validated (`payments/settlement`). */
   readonly name: string;
+  /**
+   * Queues for the lock and resolves with its handle once granted (FIFO: in the order contenders
+   * queued, whichever client queued them). Rejects with `LockTimeoutError` after `timeoutMs`, with
+   * `signal.reason` when `signal` aborts, with `SessionLostError` or `ClosedError` when the session
+   * ends; the queue entry is withdrawn first on every give-up. `InvalidArgumentError` for bad options
+   * (an unknown key, a negative timeout). Waits without a limit by default.
+   */
   acquire(options?: WaitOptions): Promise<LockHandle>;
+  /**
+   * Takes the lock only if nobody holds it or waits ahead: resolves with the handle, or null at once
+   * (never waits; the entry is withdrawn). Rejects with `SessionLostError` or `ClosedError` if the
+   * session ended, or the backend's error.
+   */
   tryAcquire(): Promise<LockHandle | null>;
+  /**
+   * Acquires (as `acquire(options)`), runs `fn` with the handle, and releases whatever `fn` did; resolves
+   * with what `fn` returned, rejects with what it threw (or an `acquire` error). Pass `lock.signal` to
+   * the work and check `lock.held` before acting: the lock can be lost while `fn` runs.
+   */
   withLock<T>(fn: (lock: LockHandle) => Promise<T> | T, options?: WaitOptions): Promise<T>;
 }
 
@@ -27,15 +45,15 @@ export interface QueueLockHooks {
   granted?(lock: LockHandle, owner: unknown): void;
 }
 
-/** The queue-backed lock shared by FairMutex and both halves of ReadWriteLock. */
+/**
+ * The queue-backed lock behind FairMutex and both halves of ReadWriteLock (users see it as `Lock`).
+ * `ownerContext`: where a `Reentrant` around this lock finds the current owner, shared by the halves
+ * of one ReadWriteLock, so that code holding one half and taking the other inside is the same owner.
+ */
 export class QueueLock implements Lock {
   readonly name: string;
   readonly #request: QueueRequest;
   readonly #hooks: QueueLockHooks;
-  /**
-   * @internal Where a `Reentrant` around this lock finds the current owner: shared by the halves of one
-   * ReadWriteLock, so that code holding one half and taking the other inside is the same owner.
-   */
   readonly ownerContext: AsyncLocalStorage<unknown> | undefined;
 
   constructor(request: QueueRequest, hooks: QueueLockHooks = {}, ownerContext?: AsyncLocalStorage<unknown>) {
@@ -56,7 +74,7 @@ export class QueueLock implements Lock {
   }
 
   /**
-   * @internal An acquire on behalf of `owner` (a `Reentrant`'s): the hooks tell owners apart, so that
+   * An acquire on behalf of `owner` (a `Reentrant`'s): the hooks tell owners apart, so that
    * one owner's write lock does not let another owner's read lock in, for instance.
    */
   async acquireAs(owner: unknown, options: WaitOptions): Promise<LockHandle> {
@@ -87,7 +105,7 @@ export class QueueLock implements Lock {
   readonly #granting = (entry: Entry): LockHandle => this.#grant(entry);
 
   #grant(entry: Entry, owner?: unknown): LockHandle {
-    const lock = new LockHandle(this.#request.session, entry, this.#request.what);
+    const lock = new LockHandle(this.#request.core, entry, this.#request.what);
     this.#hooks.granted?.(lock, owner);
     return lock;
   }
@@ -102,14 +120,67 @@ export function checkSession(session: unknown): Session {
 }
 
 /**
+ * The queue lock behind a lock object the recipes made (FairMutex, a ReadWriteLock's halves), for a
+ * `Reentrant` around it; undefined for any other `Lock`.
+ */
+export function queueLockOf(lock: Lock): QueueLock | undefined {
+  return lock instanceof QueueLock ? lock : lock instanceof FairMutex ? innerOf(lock) : undefined;
+}
+
+let innerOf: (mutex: FairMutex) => QueueLock;
+
+/**
  * A fair (FIFO) mutual-exclusion lock: contenders are granted in the order they queued, whichever
  * client queued them (Curator's InterProcessMutex, kazoo's Lock, etcd's Go Mutex on the same path).
+ * Cheap to make; holds nothing on the server until `acquire`.
  */
-export class FairMutex extends QueueLock {
+export class FairMutex implements Lock {
+  /** The lock name, as validated (`payments/settlement`). */
+  readonly name: string;
+  readonly #lock: QueueLock;
+
+  static {
+    innerOf = (mutex) => mutex.#lock;
+  }
+
+  /**
+   * A lock named `name` on `session`; sends nothing to the server. Throws `InvalidNameError` for a bad
+   * name (segments of `A-Za-z0-9._-` separated by `/`), `InvalidArgumentError` for a session that is
+   * not one from an awaited `connect()` or for bad options, `ClosedError` or `SessionLostError` for a
+   * session that already ended.
+   */
   constructor(session: Session, name: string, options?: LockOptions) {
     const queue = validateName(name);
     const checked = checkSession(session);
     const dialect = validateRecipeOptions(options, checked, LOCK_INTEROP);
-    super({ session: checked, queue, kind: 'lock', decide: exclusive, what: `lock "${queue}"`, dialect });
+    this.name = queue;
+    this.#lock = new QueueLock({ session: checked, core: coreOf(checked), queue, kind: 'lock', decide: exclusive, what: `lock "${queue}"`, dialect });
+  }
+
+  /**
+   * Queues for the lock and resolves with its handle once granted, in FIFO order. Rejects with
+   * `LockTimeoutError` after `timeoutMs`, with `signal.reason` when `signal` aborts, with
+   * `SessionLostError` or `ClosedError` when the session ends (the entry is withdrawn first on every
+   * give-up), `InvalidArgumentError` for bad options. Waits without a limit by default.
+   */
+  acquire(options?: WaitOptions): Promise<LockHandle> {
+    return this.#lock.acquire(options);
+  }
+
+  /**
+   * Takes the lock only if nobody holds it or waits ahead: the handle, or null at once (never waits).
+   * Rejects with `SessionLostError` or `ClosedError` if the session ended, or the backend's error.
+   */
+  tryAcquire(): Promise<LockHandle | null> {
+    return this.#lock.tryAcquire();
+  }
+
+  /**
+   * Acquires (as `acquire(options)`), runs `fn` with the handle and releases afterwards, whatever `fn`
+   * did; resolves with what `fn` returned, rejects with what it threw or an `acquire` error. Pass
+   * `lock.signal` to the work and check `lock.held` before acting: the lock can be lost while `fn` runs.
+   */
+  withLock<T>(fn: (lock: LockHandle) => Promise<T> | T, options?: WaitOptions): Promise<T> {
+    return this.#lock.withLock(fn, options);
   }
 }

@@ -1,4 +1,4 @@
-import type { Backend, Enqueued, Entry, Session } from './contract.js';
+import type { Backend, Enqueued, Entry, Session, SessionCore } from './contract.js';
 import type { Decide } from './decide.js';
 import { deadline } from './deadline.js';
 import { ClosedError, LockLostError, LockTimeoutError, SessionLostError } from './errors.js';
@@ -8,6 +8,8 @@ import type { WaitOptions } from './validate.js';
 
 export interface QueueRequest {
   readonly session: Session;
+  /** The session's internals (`coreOf(session)`), looked up once per recipe rather than per wait. */
+  readonly core: SessionCore;
   readonly queue: string;
   readonly kind: LockKind;
   readonly decide: Decide;
@@ -30,16 +32,16 @@ export function assertUsable(session: Session): void {
 /**
  * The one waiting loop for every recipe: enqueue, decide, watch the blocker, decide again. On any
  * give-up (timeout, abort, session end, error) our own entry is withdrawn before the promise settles.
- * An entry that vanishes while the session lives is queued again or fails, per `session.onWaiterLost`.
+ * An entry that vanishes while the session lives is queued again or fails, per the session's `onWaiterLost`.
  * Resolves with the granted entry.
  */
 export async function waitForTurn(request: QueueRequest, options: WaitOptions): Promise<Entry> {
-  const { session } = request;
+  const { session, core } = request;
   assertUsable(session);
   options.signal?.throwIfAborted();
   const startedAt = performance.now();
-  const leave = session.enter();
-  const report = reportWait(session, request.queue, request.kind, startedAt);
+  const leave = core.enter();
+  const report = reportWait(core, request.queue, request.kind, startedAt);
   try {
     // A place in the queue, and another at the tail each time ours vanishes (per `onWaiterLost`).
     for (let turn = request; ; turn = { ...request, at: undefined }) {
@@ -48,7 +50,7 @@ export async function waitForTurn(request: QueueRequest, options: WaitOptions): 
       // alive for as long as the wait lasts (see `firstLook`).
       let look: FirstLook;
       try {
-        look = firstLook(turn, await session.backend.enqueue(turn.queue, turn.kind, turn.at, turn.data, turn.dialect));
+        look = firstLook(turn, await core.backend.enqueue(turn.queue, turn.kind, turn.at, turn.data, turn.dialect));
       } catch (error) {
         throw gaveUpFirst(request.what, options, startedAt, error);
       }
@@ -63,9 +65,9 @@ export async function waitForTurn(request: QueueRequest, options: WaitOptions): 
           await waitInLine(turn, options, startedAt, entry, first);
         }
       } catch (error) {
-        await session.backend.withdraw(entry);
+        await core.backend.withdraw(entry);
         if (!(error instanceof EntryVanished)) throw error;
-        if (session.onWaiterLost === 'fail') throw new LockLostError(request.what, { cause: error });
+        if (core.onWaiterLost === 'fail') throw new LockLostError(request.what, { cause: error });
         // Again at the tail: a place taken `at` an entry of ours is not ours to take twice.
         continue;
       }
@@ -99,13 +101,13 @@ function gaveUpFirst(what: string, options: WaitOptions, startedAt: number, erro
  * session's end, or `EntryVanished`. The caller withdraws the entry on any throw.
  */
 async function waitInLine(request: QueueRequest, options: WaitOptions, startedAt: number, self: Entry, first: Entry | typeof MISSING): Promise<void> {
-  const { session, what } = request;
+  const { session, core, what } = request;
   // One deadline for the whole wait, counted from the call, and across a requeue too.
   const remaining = options.timeoutMs === undefined ? undefined : Math.max(0, options.timeoutMs - (performance.now() - startedAt));
   const wait = deadline(what, remaining, [options.signal], options.timeoutMs);
   // The session's end reaches the wait through its registration (`ended`); an end before it, here.
   if (session.signal.aborted) wait.cancel(session.signal.reason);
-  const unregister = session.waiting({
+  const unregister = core.waiting({
     entry: self,
     vanished: () => wait.cancel(new EntryVanished('found gone after a reconnect')),
     ended: (reason) => wait.cancel(reason),
@@ -116,7 +118,7 @@ async function waitInLine(request: QueueRequest, options: WaitOptions, startedAt
     // writer's place, ahead of writers that queued later; and a session closed by the server deletes
     // the blocker and our own entry at once, the blocker's deletion reaching us first. Some request
     // is needed before a grant either way; a listing answers both.
-    const { backend } = session;
+    const { backend } = core;
     for (let turn: Turn = first; ; turn = turnIn(request, await backend.list(request.queue, self), self)) {
       wait.throwIfCancelled();
       if (turn === MISSING) return await entryVanished(backend, self);
@@ -136,19 +138,19 @@ async function waitInLine(request: QueueRequest, options: WaitOptions, startedAt
 
 /** Enqueue and take the lock only if nothing blocks it right away; otherwise withdraw. Never waits. */
 export async function tryTurn(request: QueueRequest): Promise<Entry | null> {
-  const { session } = request;
+  const { session, core } = request;
   assertUsable(session);
-  const leave = session.enter();
-  const report = reportWait(session, request.queue, request.kind);
+  const leave = core.enter();
+  const report = reportWait(core, request.queue, request.kind);
   try {
-    const { entry, queue } = await session.backend.enqueue(request.queue, request.kind, request.at, request.data, request.dialect);
+    const { entry, queue } = await core.backend.enqueue(request.queue, request.kind, request.at, request.data, request.dialect);
     const placeLost = lostPlace(request, queue);
     if (placeLost !== undefined) {
-      await session.backend.withdraw(entry);
+      await core.backend.withdraw(entry);
       throw placeLost;
     }
     if (!queue.some((e) => e.key === entry.key) || request.decide(queue, entry) !== null || session.signal.aborted) {
-      await session.backend.withdraw(entry);
+      await core.backend.withdraw(entry);
       // Null either way; only a taken lock is `busy`, a session that ended meanwhile is a failure.
       if (session.signal.aborted) report?.gaveUp(session.signal.reason, undefined);
       else report?.busy();

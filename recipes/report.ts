@@ -1,4 +1,4 @@
-import type { Entry, Session } from './contract.js';
+import type { Entry, SessionCore } from './contract.js';
 import { LockTimeoutError } from './errors.js';
 import type { LockKind } from './events.js';
 
@@ -19,7 +19,7 @@ export class ReportedWait {
   #ended = false;
 
   constructor(
-    private readonly session: Session,
+    private readonly session: SessionCore,
     private readonly name: string,
     private readonly kind: LockKind,
     private readonly startedAt: number,
@@ -58,7 +58,7 @@ export class ReportedWait {
 }
 
 /** The report of a wait, or undefined when nobody listens. `startedAt`: a clock reading the caller has. */
-export function reportWait(session: Session, name: string, kind: LockKind, startedAt?: number): ReportedWait | undefined {
+export function reportWait(session: SessionCore, name: string, kind: LockKind, startedAt?: number): ReportedWait | undefined {
   if (!session.reporting) return undefined;
   return new ReportedWait(session, name, kind, startedAt ?? performance.now());
 }
@@ -68,7 +68,7 @@ export class ReportedHold {
   #ended = false;
 
   constructor(
-    private readonly session: Session,
+    private readonly session: SessionCore,
     private readonly entry: Entry,
     private readonly kind: LockKind,
     private readonly grantedAt: number,
@@ -100,7 +100,7 @@ export class ReportedHold {
  * The report of the hold of a granted entry, or undefined when nobody listens or its grant was not
  * told (then its end is not told either).
  */
-export function reportHold(session: Session, entry: Entry): ReportedHold | undefined {
+export function reportHold(session: SessionCore, entry: Entry): ReportedHold | undefined {
   if (!session.reporting) return undefined;
   const grant = grants.get(entry);
   if (grant === undefined) return undefined;

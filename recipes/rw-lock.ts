@@ -1,8 +1,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { Entry, Session } from './contract.js';
+import { coreOf, type Entry, type Session } from './contract.js';
 import { exclusive, shared } from './decide.js';
 import { InvalidArgumentError, LockUpgradeError } from './errors.js';
-import type { LockHandle } from './handle.js';
+import { entryOf, type LockHandle } from './handle.js';
 import { LOCK_INTEROP, validateRecipeOptions, type LockOptions } from './interop.js';
 import { checkSession, QueueLock, type Lock } from './mutex.js';
 import { validateName, type WaitOptions } from './validate.js';
@@ -20,27 +20,39 @@ import { validateName, type WaitOptions } from './validate.js';
  * two of them queue like two objects.
  */
 export class ReadWriteLock {
+  /** The lock name, as validated (`config/pricing`). */
   readonly name: string;
+  /** Shared: granted while no writer holds or is queued ahead (acquire, tryAcquire, withLock). */
   readonly readLock: Lock;
+  /**
+   * Exclusive: granted alone, in FIFO order among writers. Rejects with `LockUpgradeError` while this
+   * object (or this `Reentrant` owner) holds the read lock: that would wait for itself.
+   */
   readonly writeLock: Lock;
   /** Held handles, with who holds them (undefined: this object's own calls; otherwise a Reentrant's owner). */
   readonly #reads = new Map<LockHandle, unknown>();
   readonly #writes = new Map<LockHandle, unknown>();
 
+  /**
+   * A read/write lock named `name` on `session`; sends nothing to the server. Throws
+   * `InvalidNameError` for a bad name, `InvalidArgumentError` for a session that is not one from an
+   * awaited `connect()` or for bad options, `ClosedError` or `SessionLostError` for an ended session.
+   */
   constructor(session: Session, name: string, options?: LockOptions) {
     const queue = validateName(name);
     const checked = checkSession(session);
     const dialect = validateRecipeOptions(options, checked, LOCK_INTEROP);
+    const core = coreOf(checked);
     this.name = queue;
     // One context for Reentrants around either half: a write's owner taking the read inside is one owner.
     const owners = new AsyncLocalStorage<unknown>();
     this.readLock = new QueueLock(
-      { session: checked, queue, kind: 'read', decide: shared, what: `read lock "${queue}"`, dialect },
-      { place: (owner) => this.#heldWrite(owner)?.entry, granted: (lock, owner) => prune(this.#reads).set(lock, owner) },
+      { session: checked, core, queue, kind: 'read', decide: shared, what: `read lock "${queue}"`, dialect },
+      { place: (owner) => this.#heldWrite(owner), granted: (lock, owner) => prune(this.#reads).set(lock, owner) },
       owners,
     );
     this.writeLock = new QueueLock(
-      { session: checked, queue, kind: 'write', decide: exclusive, what: `write lock "${queue}"`, dialect },
+      { session: checked, core, queue, kind: 'write', decide: exclusive, what: `write lock "${queue}"`, dialect },
       {
         place: (owner) => {
           for (const holder of prune(this.#reads).values()) if (holder === owner) throw new LockUpgradeError(`read/write lock "${queue}"`);
@@ -54,9 +66,10 @@ export class ReadWriteLock {
 
   /**
    * Turns a held write lock into a read lock without a gap: the read lock is taken at the writer's
-   * place (never waiting), then the write lock is released. Resolves with the read handle. Rejects with
+   * place (never waiting), then the write lock is released. Resolves with the read handle. Throws
+   * `InvalidArgumentError` for a handle that is not a held write lock of this object. Rejects with
    * `LockDowngradeError` on etcd when a Go waiter queued behind the writer (it would not wait for the
-   * read); the write lock is then still held.
+   * read), or with the release's error; the write lock is then still held.
    */
   async downgrade(write: LockHandle, options?: WaitOptions): Promise<LockHandle> {
     if (!this.#writes.has(write) || !write.held) {
@@ -74,8 +87,9 @@ export class ReadWriteLock {
     return read;
   }
 
-  #heldWrite(owner: unknown): { entry: Entry } | undefined {
-    for (const [lock, holder] of prune(this.#writes)) if (holder === owner) return lock;
+  /** The entry of the write lock `owner` holds, if any: its read lock takes that place (a downgrade). */
+  #heldWrite(owner: unknown): Entry | undefined {
+    for (const [lock, holder] of prune(this.#writes)) if (holder === owner) return entryOf(lock);
     return undefined;
   }
 }

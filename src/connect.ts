@@ -5,7 +5,8 @@ import type { EtcdDriverOptions } from './backends/etcd/driver.js';
 import { MemoryDriver } from './backends/memory/driver.js';
 import { memoryStore } from './backends/memory/store.js';
 import type { AclPolicy } from './backends/zookeeper/acl.js';
-import { BatonSession } from './session.js';
+import type { Session } from '../recipes/contract.js';
+import { BatonSession, internalsOf } from './session.js';
 import { parseUrl } from './url.js';
 import { backoff } from './backends/requests.js';
 
@@ -77,14 +78,14 @@ const DEFAULTS = { sessionTimeoutMs: 10_000, connectTimeoutMs: 15_000, ttlSecond
  * `memory://test`.
  * The URL's path is the namespace every lock lives under (default `baton`).
  */
-export async function connect(url: string, options: ConnectOptions = {}): Promise<BatonSession> {
+export async function connect(url: string, options: ConnectOptions = {}): Promise<Session> {
   const session = await open(url, options);
   if (validateConnectOptions(options).reconnectAfterLoss) replaceWhenLost(session, url, options);
   return session;
 }
 
 /** Opens a successor once `session` is lost; gives up only if the lost session is closed meanwhile. */
-function replaceWhenLost(session: BatonSession, url: string, options: ConnectOptions): void {
+function replaceWhenLost(session: Session, url: string, options: ConnectOptions): void {
   const onState = (state: string): void => {
     if (state !== 'lost') return;
     session.off('state', onState);
@@ -99,7 +100,7 @@ function replaceWhenLost(session: BatonSession, url: string, options: ConnectOpt
             await next.close();
             return;
           }
-          session.replacedBy(next);
+          internalsOf(session).replacedBy(next);
           return;
         } catch {
           await backoff(Math.min(attempt, 6)); // the servers may be down for a while

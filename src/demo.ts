@@ -5,7 +5,8 @@ import { CONFIG, JOB_MS, type Command, type Parent, type WorkerEvent } from './d
 import { RemoteWorker } from './demo/remote.js';
 import { Timeline } from './demo/timeline.js';
 import { DemoWorker } from './demo/worker.js';
-import type { BatonSession } from './session.js';
+import type { Session } from '../recipes/contract.js';
+import { internalsOf } from './session.js';
 import { parseUrl } from './url.js';
 
 export interface DemoOptions {
@@ -193,12 +194,12 @@ class Cutter {
 }
 
 /** Two readers hold the configuration, a writer queues, two more readers queue behind the writer. */
-async function configPhase(runners: Runner[], victim: string | undefined, observer: BatonSession, timeline: Timeline): Promise<DemoResult['config'] & { violations: string[] }> {
+async function configPhase(runners: Runner[], victim: string | undefined, observer: Session, timeline: Timeline): Promise<DemoResult['config'] & { violations: string[] }> {
   const [writer, ...readers] = [...runners.filter((r) => r.name !== victim), ...runners.filter((r) => r.name === victim)];
   const early = readers.slice(0, 2);
   const late = readers.slice(2, 4);
   const queued = async (count: number): Promise<void> => {
-    for (let i = 0; (await observer.backend.list(CONFIG)).length < count; i += 1) {
+    for (let i = 0; (await internalsOf(observer).backend.list(CONFIG)).length < count; i += 1) {
       if (i > 3_000) throw new Error(`the configuration queue never reached ${count} entries`);
       await new Promise((resolve) => setTimeout(resolve, 5));
     }

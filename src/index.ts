@@ -1,7 +1,6 @@
 export { connect, type ConnectOptions, type ZkAuth } from './connect.js';
 export type { AclPolicy } from './backends/zookeeper/acl.js';
-export { BatonSession as Session, type ForeignKey } from './session.js';
-export type { SessionState, Entry } from '../recipes/contract.js';
+export type { Session, SessionState, StateListener, ForeignKey } from '../recipes/contract.js';
 export type {
   LockEvent,
   LockListener,

@@ -4,7 +4,8 @@ import { exclusive, shared } from '../recipes/decide.js';
 import { validateName } from '../recipes/validate.js';
 import type { EntryInfo } from './backends/driver.js';
 import { connect, type ConnectOptions } from './connect.js';
-import type { BatonSession } from './session.js';
+import type { Session } from '../recipes/contract.js';
+import { internalsOf } from './session.js';
 
 /** One entry of a queue as `baton inspect` shows it. */
 export interface EntryView {
@@ -31,13 +32,13 @@ export interface QueueView {
 }
 
 /** Holders and waiters of one queue, in order, from what the server says. */
-export async function inspectQueue(session: BatonSession, name: string): Promise<QueueView> {
+export async function inspectQueue(session: Session, name: string): Promise<QueueView> {
   return (await look(session, validateName(name))).view;
 }
 
 /** The view, and the entries it was made from (what a watch for the next change compares against). */
-async function look(session: BatonSession, name: string): Promise<{ view: QueueView; entries: Entry[] }> {
-  const infos = await session.describe(name);
+async function look(session: Session, name: string): Promise<{ view: QueueView; entries: Entry[] }> {
+  const infos = await internalsOf(session).describe(name);
   const now = Date.now();
   return { view: { name, at: new Date(now).toISOString(), entries: viewEntries(infos, now) }, entries: infos.map((info) => info.entry) };
 }
@@ -115,7 +116,7 @@ export async function runInspect(options: InspectOptions): Promise<void> {
       if (!options.watch) return;
       const stop = deadline(`watch of "${name}"`, undefined, [options.signal, session.signal]);
       try {
-        await session.backend.waitChange(name, entries, stop.signal);
+        await internalsOf(session).backend.waitChange(name, entries, stop.signal);
       } catch (error) {
         if (options.signal?.aborted) return; // the operator stopped watching
         throw error;

@@ -10,7 +10,7 @@ import type { LockEvent } from '../recipes/events.js';
 import { InvalidArgumentError } from '../recipes/errors.js';
 import { HOLD_BUCKETS, Instruments, WAIT_BUCKETS, type PromClient } from './metrics/instruments.js';
 import { loadPeer } from './metrics/peer.js';
-import { BatonSession } from './session.js';
+import { isSession, type Session } from '../recipes/contract.js';
 
 const prom: PromClient = await loadPeer('prom-client', 'baton-locks/metrics', () => import('prom-client'));
 
@@ -43,7 +43,7 @@ export class BatonMetrics {
   readonly registry: Registry;
   readonly #instruments: Instruments;
   /** Sessions this instance listens to, directly or by following a replacement: each counted once. */
-  readonly #watched = new WeakSet<BatonSession>();
+  readonly #watched = new WeakSet<Session>();
 
   constructor(options: BatonMetricsOptions = {}) {
     const checked = checkOptions(options);
@@ -62,8 +62,8 @@ export class BatonMetrics {
    * that replace it, under the same `session` label. Returns the function that stops it and removes
    * the state series. Watching a session this instance already watches adds nothing.
    */
-  watch(session: BatonSession, options: WatchOptions = {}): () => void {
-    if (!(session instanceof BatonSession)) throw new InvalidArgumentError('session', session, 'a session from connect()');
+  watch(session: Session, options: WatchOptions = {}): () => void {
+    if (!isSession(session)) throw new InvalidArgumentError('session', session, 'a session from connect()');
     const label = checkWatchOptions(options).name ?? session.id;
     if (this.#watched.has(session)) return () => undefined;
     let detach = this.#follow(session, label, (next) => (detach = next));
@@ -75,11 +75,11 @@ export class BatonMetrics {
   }
 
   /** Listens to `session` until it is replaced, then to its successor; `moved` gets the new detach. */
-  #follow(session: BatonSession, label: string, moved: (detach: () => void) => void): () => void {
+  #follow(session: Session, label: string, moved: (detach: () => void) => void): () => void {
     this.#watched.add(session);
     const onLock = (event: LockEvent): void => this.#instruments.record(event);
-    const onState = (state: BatonSession['state']): void => this.#instruments.state(label, state);
-    const onReplaced = (next: BatonSession): void => {
+    const onState = (state: Session['state']): void => this.#instruments.state(label, state);
+    const onReplaced = (next: Session): void => {
       detach();
       // Watched already (the user watched it in their own 'replaced' listener): theirs stands.
       if (!this.#watched.has(next)) moved(this.#follow(next, label, moved));

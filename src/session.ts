@@ -1,13 +1,14 @@
 import { EventEmitter, setMaxListeners } from 'node:events';
-import type { Backend, Hold, Session, SessionState, StateListener, WaiterLostPolicy, Waiting } from '../recipes/contract.js';
+import { bindCore, type ForeignKey, type Hold, type Session, type SessionCore, type SessionState, type StateListener, type WaiterLostPolicy, type Waiting } from '../recipes/contract.js';
 import { ClosedError, SessionLostError } from '../recipes/errors.js';
-import type { LockEvent, LockListener } from '../recipes/events.js';
+import type { LockListener } from '../recipes/events.js';
 import type { Driver, DriverStatus, EntryInfo } from './backends/driver.js';
 
 /**
  * The session every recipe works through. It turns the driver's connection reports into states,
  * tells every holder when ownership can no longer be guaranteed, and closes in order: waiters are
- * withdrawn, holds released, then the server session ends.
+ * withdrawn, holds released, then the server session ends. Users see it as a `Session`; the recipes
+ * reach the rest through `coreOf` (a module-private map), this module's code through `internalsOf`.
  */
 export class BatonSession implements Session {
   readonly #driver: Driver;
@@ -24,7 +25,6 @@ export class BatonSession implements Session {
   #closing: Promise<void> | undefined;
   readonly #marginMs: number;
   readonly #onSuspend: 'wait' | 'abort';
-  readonly onWaiterLost: WaiterLostPolicy;
   #lastAck: number;
   #deadline: NodeJS.Timeout | undefined;
   readonly #holdCheck: NodeJS.Timeout;
@@ -39,7 +39,6 @@ export class BatonSession implements Session {
   constructor(driver: Driver, options: SessionOptions = {}) {
     this.#driver = driver;
     this.#onSuspend = options.onSuspend ?? 'wait';
-    this.onWaiterLost = options.onWaiterLost ?? 'requeue';
     this.#marginMs = options.marginMs ?? defaultMargin(driver.timeoutMs);
     this.#lastAck = driver.openedAt;
     // Observers (an election's observe(), inspect --watch) and users' own code listen on the session's
@@ -57,17 +56,46 @@ export class BatonSession implements Session {
     this.#holdCheck = setInterval(() => this.#checkHoldsNow(), checkEvery);
     this.#holdCheck.unref();
     this.#armDeadline();
+    const core = this.#core(options.onWaiterLost ?? 'requeue');
+    bindCore(this, core);
+    internals.set(this, core);
+  }
+
+  /** The recipes' view (`SessionCore`) and this module's (`SessionInternals`): one object per session. */
+  #core(onWaiterLost: WaiterLostPolicy): SessionInternals {
+    // Getters of the literal read this session's private state (`this` inside them is the literal).
+    const session = this;
+    return {
+      backend: this.#driver,
+      onWaiterLost,
+      get reporting() {
+        return session.#reporting;
+      },
+      get deadline() {
+        return session.#deadlineAt();
+      },
+      get waitingCount() {
+        return session.#waiting.size;
+      },
+      enter: () => this.#enter(),
+      hold: (hold) => this.#hold(hold),
+      checkDeadline: () => this.#checkDeadline(),
+      waiting: (waiting) => this.#addWaiting(waiting),
+      report: (event) => this.#tell('lock', event),
+      describe: (queue) => this.#driver.describe(queue),
+      replacedBy: (next) => this.#tell('replaced', next),
+    };
   }
 
   /** When the session stops being safe to rely on (a `performance.now()` reading). */
-  get deadline(): number {
+  #deadlineAt(): number {
     return this.#lastAck + this.#driver.timeoutMs - this.#marginMs;
   }
 
   /** One timer, moved forward lazily: it fires at the deadline and re-arms if an ack came meanwhile. */
   #armDeadline(): void {
     if (!Number.isFinite(this.#driver.timeoutMs) || this.#state === 'lost' || this.#state === 'closed') return;
-    const wait = this.deadline - performance.now();
+    const wait = this.#deadlineAt() - performance.now();
     if (wait <= 0) {
       const silent = Math.round(performance.now() - this.#lastAck);
       const reason = new SessionLostError(`no answer from the server for ${silent} ms (session timeout ${this.#driver.timeoutMs} ms)`);
@@ -79,10 +107,12 @@ export class BatonSession implements Session {
     this.#deadline.unref();
   }
 
+  /** The server's id of the session: ZooKeeper's session id in hex, etcd's lease id, a number on memory. */
   get id(): string {
     return this.#driver.id;
   }
 
+  /** `connected`, `suspended`, `lost` or `closed` (see `Session.state`). */
   get state(): SessionState {
     return this.#state;
   }
@@ -96,12 +126,9 @@ export class BatonSession implements Session {
     return this.#driver.timeoutMs;
   }
 
+  /** Aborts when the session is lost or closed; its reason is a `SessionLostError` or `ClosedError`. */
   get signal(): AbortSignal {
     return this.#controller.signal;
-  }
-
-  get backend(): Backend {
-    return this.#driver;
   }
 
   /**
@@ -113,7 +140,7 @@ export class BatonSession implements Session {
    * `foreign`: a znode or key in a queue that baton did not create, once per key (see `ForeignKey`).
    */
   on(event: 'state', listener: StateListener): this;
-  on(event: 'replaced', listener: (next: BatonSession) => void): this;
+  on(event: 'replaced', listener: (next: Session) => void): this;
   on(event: 'lock', listener: LockListener): this;
   on(event: 'foreign', listener: (found: ForeignKey) => void): this;
   on(event: SessionEvent, listener: SessionListener): this {
@@ -122,8 +149,9 @@ export class BatonSession implements Session {
     return this;
   }
 
+  /** Removes a listener added with `on()`. */
   off(event: 'state', listener: StateListener): this;
-  off(event: 'replaced', listener: (next: BatonSession) => void): this;
+  off(event: 'replaced', listener: (next: Session) => void): this;
   off(event: 'lock', listener: LockListener): this;
   off(event: 'foreign', listener: (found: ForeignKey) => void): this;
   off(event: SessionEvent, listener: SessionListener): this {
@@ -132,27 +160,11 @@ export class BatonSession implements Session {
     return this;
   }
 
-  /** @internal What the server says about each entry of a queue (`baton inspect`). */
-  describe(queue: string): Promise<EntryInfo[]> {
-    return this.#driver.describe(queue);
-  }
-
-  get reporting(): boolean {
-    return this.#reporting;
-  }
-
-  /**
-   * A listener that throws must not break the lock operation that reported (a release half done): its
-   * error is rethrown on its own tick as an uncaught exception, as Node's EventTarget does.
-   */
-  report(event: LockEvent): void {
-    this.#tell('lock', event);
-  }
-
   /**
    * Listeners called from inside a backend or recipe step must not be able to break that step (a
    * state listener that threw would have left holders standing on a suspension with onSuspend
-   * 'abort', or a request unsettled).
+   * 'abort', or a request unsettled, or a lock release half done): a listener's error is rethrown on
+   * its own tick as an uncaught exception, as Node's EventTarget does.
    */
   #tell(name: SessionEvent, ...args: unknown[]): void {
     for (const listener of this.#events.listeners(name) as ((...args: unknown[]) => void)[]) {
@@ -166,12 +178,7 @@ export class BatonSession implements Session {
     }
   }
 
-  /** @internal Announces the session that replaces this lost one. */
-  replacedBy(next: BatonSession): void {
-    this.#tell('replaced', next);
-  }
-
-  enter(): () => void {
+  #enter(): () => void {
     if (this.#closing !== undefined || this.#state === 'closed') throw new ClosedError();
     if (this.#state === 'lost') throw new SessionLostError();
     this.#active += 1;
@@ -184,10 +191,10 @@ export class BatonSession implements Session {
     };
   }
 
-  hold(hold: Hold): () => void {
+  #hold(hold: Hold): () => void {
     // A grant the event loop reaches only after the deadline (a stalled process, a late timer) must not
     // start a belief: the server may already have expired the session and granted the next holder.
-    this.checkDeadline();
+    this.#checkDeadline();
     if (this.#controller.signal.aborted) {
       hold.lose(this.#controller.signal.reason as Error);
       return () => undefined;
@@ -202,20 +209,20 @@ export class BatonSession implements Session {
     return () => this.#holds.delete(hold);
   }
 
-  checkDeadline(): void {
-    if (performance.now() >= this.deadline) this.#armDeadline();
+  #checkDeadline(): void {
+    if (performance.now() >= this.#deadlineAt()) this.#armDeadline();
   }
 
-  /** @internal For benchmarks: the waits registered with the session now (one per queued acquire). */
-  get waitingCount(): number {
-    return this.#waiting.size;
-  }
-
-  waiting(waiting: Waiting): () => void {
+  #addWaiting(waiting: Waiting): () => void {
     this.#waiting.add(waiting);
     return () => this.#waiting.delete(waiting);
   }
 
+  /**
+   * Closes the session in order: waiters give up (their acquires reject with `ClosedError`), held
+   * locks are released (their signals abort with `LockLostError`), then the server session ends.
+   * Idempotent: every call returns the same promise.
+   */
   close(): Promise<void> {
     this.#closing ??= this.#close();
     return this.#closing;
@@ -314,17 +321,31 @@ export class BatonSession implements Session {
   }
 }
 
-/**
- * A znode or key in a queue that baton did not create (by an operator, another tool, a tenant without
- * ACLs): ignored by the ordering, reported once per session and key.
- */
-export interface ForeignKey {
-  readonly queue: string;
-  readonly key: string;
+type SessionEvent = 'state' | 'replaced' | 'lock' | 'foreign';
+type SessionListener = StateListener | ((next: Session) => void) | LockListener | ((found: ForeignKey) => void);
+
+/** What this package's own code (connect, inspect) and its tests reach of a session, beyond `SessionCore`. */
+export interface SessionInternals extends SessionCore {
+  /** When the session stops being safe to rely on (a `performance.now()` reading). */
+  readonly deadline: number;
+  /** For benchmarks: the waits registered with the session now (one per queued acquire). */
+  readonly waitingCount: number;
+  /** What the server says about each entry of a queue (`baton inspect`). */
+  describe(queue: string): Promise<EntryInfo[]>;
+  /** Announces the session that replaces this lost one (`reconnectAfterLoss`). */
+  replacedBy(next: Session): void;
 }
 
-type SessionEvent = 'state' | 'replaced' | 'lock' | 'foreign';
-type SessionListener = StateListener | ((next: BatonSession) => void) | LockListener | ((found: ForeignKey) => void);
+const internals = new WeakMap<object, SessionInternals>();
+
+/** The internals of a session made by `connect()`; throws `TypeError` for anything else. */
+export function internalsOf(session: Session): SessionInternals {
+  const found = internals.get(session);
+  if (found === undefined) throw new TypeError('not a session from connect()');
+  return found;
+}
+
+export type { ForeignKey };
 
 export interface SessionOptions {
   /** See the constructor. Default: a tenth of the session timeout. */

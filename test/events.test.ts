@@ -6,17 +6,18 @@ import { Reentrant } from '../recipes/reentrant.js';
 import { ReadWriteLock } from '../recipes/rw-lock.js';
 import { expireMemorySession } from '../src/backends/memory/expire.js';
 import { connect } from '../src/connect.js';
-import type { BatonSession } from '../src/session.js';
+import type { Session } from '../recipes/contract.js';
+import { backendOf } from './support/internals.js';
 
 /**
  * What lock events cost when nobody listens, and what a listener that throws may break, on the memory
  * backend (the reporting is the recipes' own, the same on every backend).
  */
 
-let sessions: BatonSession[] = [];
+let sessions: Session[] = [];
 let store = 0;
 
-async function open(): Promise<BatonSession> {
+async function open(): Promise<Session> {
   const session = await connect(`memory://events-${store}/ns`);
   sessions.push(session);
   return session;
@@ -46,7 +47,7 @@ async function clockReads(run: () => Promise<void>): Promise<number> {
   return reads;
 }
 
-type Scenario = (a: BatonSession, b: BatonSession) => Promise<void>;
+type Scenario = (a: Session, b: Session) => Promise<void>;
 
 /**
  * Each scenario with the clock readings the recipes made before lock events existed (measured on the
@@ -133,7 +134,7 @@ describe('a lock listener that throws', () => {
       const lock = await new FairMutex(session, 'm').acquire();
       await lock.release();
       expect(lock.held).toBe(false);
-      expect(await session.backend.list('m')).toEqual([]);
+      expect(await backendOf(session).list('m')).toEqual([]);
       await new Promise((resolve) => setImmediate(resolve));
     } finally {
       process.removeAllListeners('uncaughtException');

@@ -10,6 +10,7 @@ import type { Fixture } from './support/fixture.js';
 import { useScope } from './support/scope.js';
 import { eventually, later } from './support/wait.js';
 import { zkFixture } from './support/zookeeper.js';
+import { backendOf } from './support/internals.js';
 
 /** Puts nodes or keys that baton did not create into a queue; returns their full keys. */
 type Plant = (namespace: string, queue: string) => Promise<string[]>;
@@ -53,9 +54,9 @@ function foreignSuite(getFixture: () => Fixture, plant: Plant): void {
       b.on('foreign', (found) => seen.push(found));
       const held = await new FairMutex(a, 'jobs').acquire();
       const waiting = later(new FairMutex(b, 'jobs').acquire({ timeoutMs: 10_000 }));
-      await eventually('b queued', async () => (await b.backend.list('jobs')).length === 2, 5_000);
+      await eventually('b queued', async () => (await backendOf(b).list('jobs')).length === 2, 5_000);
       // Several more listings of the queue: reports come once per key and session all the same.
-      for (let i = 0; i < 3; i += 1) expect(await b.backend.list('jobs')).toHaveLength(2);
+      for (let i = 0; i < 3; i += 1) expect(await backendOf(b).list('jobs')).toHaveLength(2);
       await held.release();
       const next = await waiting;
       expect(next.held).toBe(true);

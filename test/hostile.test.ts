@@ -5,7 +5,7 @@ import { FairMutex } from '../recipes/mutex.js';
 import { Reentrant } from '../recipes/reentrant.js';
 import { ReadWriteLock } from '../recipes/rw-lock.js';
 import { connect } from '../src/connect.js';
-import type { BatonSession } from '../src/session.js';
+import type { Session } from '../recipes/contract.js';
 import { zkTree } from './harness/clean.js';
 import { etcdFixture } from './support/etcd.js';
 import type { Fixture } from './support/fixture.js';
@@ -18,7 +18,7 @@ type ErrorClass = new (...args: never[]) => BatonError;
 /** One hostile input: what it calls, the error class it must get, and words the message must contain. */
 interface Case {
   readonly what: string;
-  readonly run: (session: BatonSession, other: BatonSession) => unknown;
+  readonly run: (session: Session, other: Session) => unknown;
   readonly error: ErrorClass;
   /** The bad value as the message shows it, and a word of what is allowed. */
   readonly mentions: readonly string[];

@@ -7,7 +7,7 @@ import { InvalidArgumentError, LockTimeoutError } from '../recipes/errors.js';
 import { FairMutex } from '../recipes/mutex.js';
 import { ReadWriteLock } from '../recipes/rw-lock.js';
 import { BatonMetrics } from '../src/metrics.js';
-import type { BatonSession } from '../src/session.js';
+import type { Session } from '../recipes/contract.js';
 import { etcdFixture } from './support/etcd.js';
 import type { Fixture } from './support/fixture.js';
 import { memoryFixture } from './support/memory.js';
@@ -15,6 +15,7 @@ import { sample, series } from './support/scrape.js';
 import { useScope } from './support/scope.js';
 import { eventually } from './support/wait.js';
 import { zkFixture } from './support/zookeeper.js';
+import { internalsOf } from './support/internals.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -28,7 +29,7 @@ function states(text: string, session: string): Record<string, number | undefine
   return { connected: of('connected'), suspended: of('suspended'), lost: of('lost'), closed: of('closed') };
 }
 
-async function cycle(session: BatonSession, name: string): Promise<void> {
+async function cycle(session: Session, name: string): Promise<void> {
   await (await new FairMutex(session, name).acquire()).release();
 }
 
@@ -100,7 +101,7 @@ function metricsOn(getFixture: () => Fixture): void {
       const registry = new Registry();
       const metrics = new BatonMetrics({ registry });
       const session = await scope.open({ reconnectAfterLoss: true });
-      let next: BatonSession | undefined;
+      let next: Session | undefined;
       session.on('replaced', (replacement) => (next = replacement));
       metrics.watch(session, { name: 'worker' });
       try {
@@ -142,14 +143,14 @@ describe('baton-locks/metrics watching and options', () => {
     const text = await registry.metrics();
     expect(sample(text, 'baton_lock_acquisitions_total', { lock: 'jobs', kind: 'lock' })).toBe(1);
     expect(series(text, 'baton_session_state')).toEqual([]);
-    expect(session.reporting).toBe(false);
+    expect(internalsOf(session).reporting).toBe(false);
   });
 
   it('a successor the user watches in their own replaced listener is counted once', async () => {
     const registry = new Registry();
     const metrics = new BatonMetrics({ registry });
     const session = await scope.open({ reconnectAfterLoss: true });
-    let next: BatonSession | undefined;
+    let next: Session | undefined;
     session.on('replaced', (replacement) => {
       next = replacement;
       metrics.watch(replacement, { name: 'successor' });
@@ -198,7 +199,7 @@ describe('baton-locks/metrics watching and options', () => {
     }
     expect(() => new BatonMetrics(null as never)).toThrow(InvalidArgumentError);
     const metrics = new BatonMetrics({ registry });
-    expect(() => metrics.watch({} as BatonSession)).toThrow(InvalidArgumentError);
+    expect(() => metrics.watch({} as Session)).toThrow(InvalidArgumentError);
     expect(() => metrics.watch(null as never)).toThrow(InvalidArgumentError);
     const session = await scope.open();
     expect(() => metrics.watch(session, { name: '' })).toThrow(InvalidArgumentError);

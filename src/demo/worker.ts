@@ -1,24 +1,24 @@
 import { FairMutex, type Lock } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import type { LockHandle } from '../../recipes/handle.js';
-import type { BatonSession } from '../session.js';
+import type { Session } from '../../recipes/contract.js';
 import { CONFIG, JOB_MS, SETTLEMENT, type Command, type Parent, type WorkerEvent } from './protocol.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** One worker of the demo: its own session, the settlement job every tick, a reader or writer of the configuration. */
 export class DemoWorker {
-  #session: BatonSession | undefined;
+  #session: Session | undefined;
 
   constructor(
     readonly name: string,
-    private readonly open: () => Promise<BatonSession>,
+    private readonly open: () => Promise<Session>,
     private readonly parent: Parent,
     private readonly waitMs: number,
   ) {}
 
   /** The session to work with: a lost one (cut off) is replaced, as a restarted worker would do. */
-  async session(): Promise<BatonSession> {
+  async session(): Promise<Session> {
     if (this.#session !== undefined && this.#session.state !== 'lost') return this.#session;
     const replacing = this.#session !== undefined;
     if (replacing) await this.#session!.close();

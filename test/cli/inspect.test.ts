@@ -11,6 +11,7 @@ import { useScope } from '../support/scope.js';
 import { runBaton } from '../support/cli.js';
 import { eventually, later } from '../support/wait.js';
 import { zkFixture } from '../support/zookeeper.js';
+import { backendOf } from '../support/internals.js';
 
 function inspectSuite(getFixture: () => Fixture): void {
   describe(`baton inspect on ${getFixture().name}`, () => {
@@ -21,9 +22,9 @@ function inspectSuite(getFixture: () => Fixture): void {
       const [r1, r2, w, r3] = [await scope.open(), await scope.open(), await scope.open(), await scope.open()];
       const readers = [await new ReadWriteLock(r1, 'config/pricing').readLock.acquire(), await new ReadWriteLock(r2, 'config/pricing').readLock.acquire()];
       const writer = later(new ReadWriteLock(w, 'config/pricing').writeLock.acquire());
-      await eventually('the writer queued', async () => (await w.backend.list('config/pricing')).length === 3, 2_000);
+      await eventually('the writer queued', async () => (await backendOf(w).list('config/pricing')).length === 3, 2_000);
       const lateReader = later(new ReadWriteLock(r3, 'config/pricing').readLock.acquire());
-      await eventually('the late reader queued', async () => (await w.backend.list('config/pricing')).length === 4, 2_000);
+      await eventually('the late reader queued', async () => (await backendOf(w).list('config/pricing')).length === 4, 2_000);
       const leader = await new LeaderElection(r1, 'scheduler', { id: 'worker-7' }).campaign();
 
       const views: QueueView[] = [];
@@ -90,7 +91,7 @@ function inspectSuite(getFixture: () => Fixture): void {
       stop.abort();
       await watching;
       // The watching session is closed; what it watched is gone with it (the scope checks the server).
-      expect((await operator.backend.list('jobs'))).toEqual([]);
+      expect((await backendOf(operator).list('jobs'))).toEqual([]);
     });
   });
 }

@@ -7,6 +7,7 @@ import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import type { Fixture } from '../support/fixture.js';
 import { useScope } from '../support/scope.js';
 import { eventually, later, track } from '../support/wait.js';
+import { backendOf, entryOf } from '../support/internals.js';
 
 /** The LeaderElection contract, written once and run against every backend. */
 export function electionContract(getFixture: () => Fixture): void {
@@ -24,9 +25,9 @@ export function electionContract(getFixture: () => Fixture): void {
       expect(first.id).toBe('a');
       await leaderBecomes(watching, 'a');
       const second = track(later(new LeaderElection(b, 'jobs', { id: 'b' }).campaign()));
-      await eventually('b queued', async () => (await observer.backend.list('jobs')).length === 2, 2_000);
+      await eventually('b queued', async () => (await backendOf(observer).list('jobs')).length === 2, 2_000);
       const third = track(later(new LeaderElection(c, 'jobs', { id: 'c' }).campaign()));
-      await eventually('c queued', async () => (await observer.backend.list('jobs')).length === 3, 2_000);
+      await eventually('c queued', async () => (await backendOf(observer).list('jobs')).length === 3, 2_000);
       expect(second.settled || third.settled, 'elected while another leads').toBe(false);
       await leaderBecomes(watching, 'a');
       await first.resign();
@@ -46,7 +47,7 @@ export function electionContract(getFixture: () => Fixture): void {
       const [a, b] = [await scope.open(), await scope.open()];
       const leading = await new LeaderElection(a, 'expiry', { id: 'a' }).campaign();
       const next = later(new LeaderElection(b, 'expiry', { id: 'b' }).campaign({ timeoutMs: scope.fixture.lossDeadlineMs * 2 }));
-      await eventually('b queued', async () => (await b.backend.list('expiry')).length === 2, 2_000);
+      await eventually('b queued', async () => (await backendOf(b).list('expiry')).length === 2, 2_000);
       await scope.fixture.expire(a);
       const leaderB = await next;
       await eventually('the lost leader told', () => leading.signal.aborted, scope.fixture.lossDeadlineMs);
@@ -60,7 +61,7 @@ export function electionContract(getFixture: () => Fixture): void {
       const [a, b] = [await scope.open(), await scope.open()];
       const leading = await new LeaderElection(a, 'timeout', { id: 'a' }).campaign();
       await expect(new LeaderElection(b, 'timeout', { id: 'b' }).campaign({ timeoutMs: 50 })).rejects.toBeInstanceOf(LockTimeoutError);
-      expect((await b.backend.list('timeout')).map((entry) => entry.key)).toEqual([leading.entry.key]);
+      expect((await backendOf(b).list('timeout')).map((entry) => entry.key)).toEqual([entryOf(leading).key]);
       await leading.resign();
     });
 
@@ -71,7 +72,7 @@ export function electionContract(getFixture: () => Fixture): void {
         const held = await take();
         expect(await election.leader()).toBeNull();
         const campaign = track(later(election.campaign()));
-        await eventually('b queued', async () => (await b.backend.list('shared-name')).length === 2, 2_000);
+        await eventually('b queued', async () => (await backendOf(b).list('shared-name')).length === 2, 2_000);
         expect(campaign.settled).toBe(false);
         await held.release();
         const leadership = await campaign.promise;
@@ -85,7 +86,7 @@ export function electionContract(getFixture: () => Fixture): void {
       for (const options of [{ id: '' }, { id: 7 }, {}, null, { id: 'x'.repeat(1_025) }]) {
         expect(() => new LeaderElection(session, 'bad', options as never)).toThrow(InvalidArgumentError);
       }
-      expect(await session.backend.list('bad')).toEqual([]);
+      expect(await backendOf(session).list('bad')).toEqual([]);
     });
 
     it('observe() reports every change of leader in order, from a session that does not campaign', async () => {
@@ -93,7 +94,7 @@ export function electionContract(getFixture: () => Fixture): void {
       const observer = new LeaderElection(bystander, 'observed', { id: 'bystander' }).observe();
       const next = async (): Promise<unknown> => (await observer.next()).value;
       const queued = (count: number): Promise<void> =>
-        eventually(`${count} queued`, async () => (await bystander.backend.list('observed')).length === count, 2_000);
+        eventually(`${count} queued`, async () => (await backendOf(bystander).list('observed')).length === count, 2_000);
       expect(await next()).toBeNull();
       // Each time the observer is already waiting (on the empty queue, on the leader) when the change happens.
       let change = later(next());

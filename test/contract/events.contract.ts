@@ -5,13 +5,14 @@ import type { LockEvent } from '../../recipes/events.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { Reentrant } from '../../recipes/reentrant.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
-import type { BatonSession } from '../../src/session.js';
+import type { Session } from '../../recipes/contract.js';
 import type { Fixture } from '../support/fixture.js';
 import { useScope } from '../support/scope.js';
 import { eventually, later } from '../support/wait.js';
+import { backendOf, entryOf, internalsOf } from '../support/internals.js';
 
 /** Every lock event the session tells from now on, in order. */
-function record(session: BatonSession): LockEvent[] {
+function record(session: Session): LockEvent[] {
   const events: LockEvent[] = [];
   session.on('lock', (event) => events.push(event));
   return events;
@@ -33,8 +34,8 @@ const SLACK_MS = 2;
 export function eventsContract(getFixture: () => Fixture): void {
   describe(`Lock events on ${getFixture().name}`, () => {
     const scope = useScope(getFixture);
-    const queued = (session: BatonSession, name: string, length: number): Promise<void> =>
-      eventually(`"${name}" holding ${length}`, async () => (await session.backend.list(name)).length === length, 2_000);
+    const queued = (session: Session, name: string, length: number): Promise<void> =>
+      eventually(`"${name}" holding ${length}`, async () => (await backendOf(session).list(name)).length === length, 2_000);
 
     it('an acquire tells requested, granted (wait, token) and released (hold), once each', async () => {
       const session = await scope.open();
@@ -74,12 +75,12 @@ export function eventsContract(getFixture: () => Fixture): void {
       // Listed by the waiter's own session the moment it is told: a session reads its own deletes.
       let listing: Promise<string[]> | undefined;
       b.on('lock', (event) => {
-        if (event.type === 'timedOut') listing = b.backend.list('timeout').then((entries) => entries.map((entry) => entry.key));
+        if (event.type === 'timedOut') listing = backendOf(b).list('timeout').then((entries) => entries.map((entry) => entry.key));
       });
       await expect(new FairMutex(b, 'timeout').acquire({ timeoutMs: 60 })).rejects.toBeInstanceOf(LockTimeoutError);
       expect(story(events)).toEqual(['requested lock timeout', 'timedOut lock timeout']);
       expect((events[1] as { waitMs: number }).waitMs).toBeGreaterThanOrEqual(60 - SLACK_MS);
-      expect(await listing).toEqual([held.entry.key]);
+      expect(await listing).toEqual([entryOf(held).key]);
       await held.release();
     });
 
@@ -148,16 +149,16 @@ export function eventsContract(getFixture: () => Fixture): void {
       const events = record(session);
       const held = await new FairMutex(session, 'deleted').acquire();
       const other = await new FairMutex(session, 'kept').acquire();
-      await fixture.removeEntry(held.entry.key);
+      await fixture.removeEntry(entryOf(held).key);
       await eventually('the holder told', () => held.signal.aborted, fixture.lossDeadlineMs);
       // The session keeps confirming its holds (a sixth of the timeout apart), but no longer the lost one:
       // nothing of it is left on the server.
-      const confirm = vi.spyOn(session.backend, 'confirm');
+      const confirm = vi.spyOn(backendOf(session), 'confirm');
       await sleep(Math.min(fixture.lossDeadlineMs, 1_000));
       const confirmed = confirm.mock.calls.map(([entry]) => entry.key);
       confirm.mockRestore();
-      expect(confirmed).toContain(other.entry.key);
-      expect(confirmed).not.toContain(held.entry.key);
+      expect(confirmed).toContain(entryOf(other).key);
+      expect(confirmed).not.toContain(entryOf(held).key);
       await held.release();
       await other.release();
       expect(story(events).filter((line) => line.endsWith(' deleted'))).toEqual(['requested lock deleted', 'granted lock deleted', 'lost lock deleted']);
@@ -231,7 +232,7 @@ export function eventsContract(getFixture: () => Fixture): void {
       const [a, b] = [await scope.open(), await scope.open()];
       let reports = 0;
       for (const session of [a, b]) {
-        session.report = () => {
+        internalsOf(session).report = () => {
           reports += 1;
           throw new Error('an event was built while nobody listened');
         };
@@ -250,7 +251,7 @@ export function eventsContract(getFixture: () => Fixture): void {
       await re.withLock(() => re.withLock(() => undefined));
       await (await new LeaderElection(a, 'quiet-election', { id: 'a' }).campaign()).resign();
       const deleted = await new FairMutex(b, 'quiet-deleted').acquire();
-      await fixture.removeEntry(deleted.entry.key);
+      await fixture.removeEntry(entryOf(deleted).key);
       await eventually('the holder of a deleted entry told', () => deleted.signal.aborted, fixture.lossDeadlineMs);
       await deleted.release();
       const lost = await new FairMutex(a, 'quiet').acquire();
@@ -272,7 +273,7 @@ export function eventsContract(getFixture: () => Fixture): void {
       session.off('lock', listener);
       await (await new FairMutex(session, 'off').acquire()).release();
       expect(events).toHaveLength(3);
-      expect(session.reporting).toBe(false);
+      expect(internalsOf(session).reporting).toBe(false);
     });
   });
 }

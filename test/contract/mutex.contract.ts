@@ -8,15 +8,16 @@ import {
   LockTimeoutError,
   SessionLostError,
 } from '../../recipes/errors.js';
-import type { BatonSession } from '../../src/session.js';
+import type { Session } from '../../recipes/contract.js';
 import { connect } from '../../src/connect.js';
 import type { Fixture } from '../support/fixture.js';
 import { runContention } from '../support/processes.js';
 import { useScope } from '../support/scope.js';
 import { eventually, later, track } from '../support/wait.js';
+import { backendOf, entryOf } from '../support/internals.js';
 
-async function queueLength(session: BatonSession, name: string): Promise<number> {
-  return (await session.backend.list(name)).length;
+async function queueLength(session: Session, name: string): Promise<number> {
+  return (await backendOf(session).list(name)).length;
 }
 
 /**
@@ -24,7 +25,7 @@ async function queueLength(session: BatonSession, name: string): Promise<number>
  * before it has applied another session's delete (reads are not linearizable across sessions), so the
  * count is given a moment to settle; it must never stay wrong.
  */
-async function expectQueueLength(session: BatonSession, name: string, length: number): Promise<void> {
+async function expectQueueLength(session: Session, name: string, length: number): Promise<void> {
   await eventually(`queue "${name}" holding ${length}`, async () => (await queueLength(session, name)) === length, 2_000);
 }
 
@@ -199,7 +200,7 @@ export function mutexContract(getFixture: () => Fixture): void {
       await eventually('B queued', async () => (await queueLength(a, 'shortcut')) === 2);
       const waitC = track(new FairMutex(c, 'shortcut').acquire());
       await eventually('C queued', async () => (await queueLength(a, 'shortcut')) === 3);
-      const [keyA, keyB] = (await a.backend.list('shortcut')).map((e) => e.key);
+      const [keyA, keyB] = (await backendOf(a).list('shortcut')).map((e) => e.key);
       await eventually('C watching B', async () => (await fixture.watched(scope.namespace)).includes(keyB!));
       controller.abort(new Error('B gives up'));
       await expect(waitB).rejects.toThrow('B gives up');
@@ -213,7 +214,7 @@ export function mutexContract(getFixture: () => Fixture): void {
     it('tells a holder whose entry another client deleted, while its session lives on', async () => {
       const holder = await scope.open();
       const held = await new FairMutex(holder, 'deleted').acquire();
-      await scope.fixture.removeEntry(held.entry.key);
+      await scope.fixture.removeEntry(entryOf(held).key);
       await eventually('holder told', () => held.signal.aborted, scope.fixture.lossDeadlineMs);
       expect(held.signal.reason).toBeInstanceOf(LockLostError);
       expect(held.held).toBe(false);
@@ -226,7 +227,7 @@ export function mutexContract(getFixture: () => Fixture): void {
       const held = await new FairMutex(holder, 'vanished').acquire();
       const waiting = later(new FairMutex(waiter, 'vanished').acquire({ timeoutMs: 20_000 }));
       await expectQueueLength(holder, 'vanished', 2);
-      const [, deleted] = await holder.backend.list('vanished');
+      const [, deleted] = await backendOf(holder).list('vanished');
       await scope.fixture.removeEntry(deleted!.key);
       await held.release();
       if (policy === 'fail') {
@@ -252,7 +253,7 @@ export function mutexContract(getFixture: () => Fixture): void {
         await expect(mutex.acquire(options as object), JSON.stringify(options)).rejects.toBeInstanceOf(InvalidArgumentError);
       }
       await expect(mutex.withLock('not a function' as never)).rejects.toBeInstanceOf(InvalidArgumentError);
-      expect(() => new FairMutex({} as BatonSession, 'x')).toThrow(InvalidArgumentError);
+      expect(() => new FairMutex({} as Session, 'x')).toThrow(InvalidArgumentError);
       expect(await scope.fixture.entries(scope.namespace)).toEqual([]);
       await expectQueueLength(a, 'options', 0);
     });
@@ -282,7 +283,7 @@ export function mutexContract(getFixture: () => Fixture): void {
     it('reconnectAfterLoss opens a new session after a loss; holds stay lost and are taken again on it', async () => {
       const fixture = scope.fixture;
       const session = await connect(fixture.url(scope.namespace), { ...fixture.options, reconnectAfterLoss: true });
-      let next: BatonSession | undefined;
+      let next: Session | undefined;
       session.on('replaced', (replacement) => (next = replacement));
       try {
         const held = await new FairMutex(session, 'replace').acquire();

@@ -6,6 +6,7 @@ import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import type { Fixture } from '../support/fixture.js';
 import { useScope } from '../support/scope.js';
 import { eventually, later } from '../support/wait.js';
+import { backendOf } from '../support/internals.js';
 
 /** The Reentrant contract, written once and run against every backend. */
 export function reentrantContract(getFixture: () => Fixture): void {
@@ -15,7 +16,7 @@ export function reentrantContract(getFixture: () => Fixture): void {
     it('re-enters in the same context without a server request, with the same fencing token', async () => {
       const session = await scope.open();
       const re = new Reentrant(new FairMutex(session, 'nested'));
-      const enqueue = vi.spyOn(session.backend, 'enqueue');
+      const enqueue = vi.spyOn(backendOf(session), 'enqueue');
       const tokens: bigint[] = [];
       await re.withLock(async (outer) => {
         tokens.push(outer.fencingToken);
@@ -33,7 +34,7 @@ export function reentrantContract(getFixture: () => Fixture): void {
       expect(enqueue).toHaveBeenCalledTimes(1);
       expect(new Set(tokens).size).toBe(1);
       expect(re.holdCount).toBe(0);
-      expect(await session.backend.list('nested')).toEqual([]);
+      expect(await backendOf(session).list('nested')).toEqual([]);
       enqueue.mockRestore();
     });
 
@@ -68,7 +69,7 @@ export function reentrantContract(getFixture: () => Fixture): void {
       await expect(re.release({ owner })).rejects.toBeInstanceOf(NotHeldError);
       // Two acquires, two releases already (one by handle, one by owner): a third is one too many.
       await expect(outer.release()).rejects.toBeInstanceOf(NotHeldError);
-      expect(await session.backend.list('levels')).toEqual([]);
+      expect(await backendOf(session).list('levels')).toEqual([]);
     });
 
     it('leaves the outer hold intact when an inner acquire is aborted or times out', async () => {
@@ -81,7 +82,7 @@ export function reentrantContract(getFixture: () => Fixture): void {
         await inner.release();
         expect(re.holdCount).toBe(1);
         expect(outer.signal.aborted).toBe(false);
-        expect(await session.backend.list('inner-abort')).toHaveLength(1);
+        expect(await backendOf(session).list('inner-abort')).toHaveLength(1);
       });
     });
 
@@ -150,7 +151,7 @@ export function reentrantContract(getFixture: () => Fixture): void {
       // Another owner's held read makes a write wait for it, not fail as an upgrade.
       const read = await reads.acquire({ owner: reader });
       const waiting = later(writes.acquire({ owner: writer, timeoutMs: 20_000 }));
-      await eventually('writer queued', async () => (await session.backend.list('halves')).length === 2);
+      await eventually('writer queued', async () => (await backendOf(session).list('halves')).length === 2);
       await read.release();
       await (await waiting).release();
       // The same owner asking for the write while holding a read is an upgrade, refused.
@@ -172,7 +173,7 @@ export function reentrantContract(getFixture: () => Fixture): void {
       await reads.withLock(async () => {
         await expect(writes.withLock(() => undefined, { timeoutMs: 5_000 })).rejects.toBeInstanceOf(LockUpgradeError);
       });
-      expect(await session.backend.list('nest-halves')).toEqual([]);
+      expect(await backendOf(session).list('nest-halves')).toEqual([]);
     });
 
     it('wraps a read and a write lock: nested reads re-enter, writers still exclude', async () => {

@@ -3,14 +3,15 @@ import { BackendError, InvalidArgumentError, LockLostError, LockUpgradeError } f
 import type { LockHandle } from '../../recipes/handle.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
-import type { BatonSession } from '../../src/session.js';
+import type { Session } from '../../recipes/contract.js';
 import type { Fixture } from '../support/fixture.js';
 import { runContention } from '../support/processes.js';
 import { useScope } from '../support/scope.js';
 import { eventually, later, rethrowFailure, track } from '../support/wait.js';
+import { backendOf, entryOf } from '../support/internals.js';
 
-async function queue(session: BatonSession, name: string): Promise<{ key: string; kind: string; order: bigint }[]> {
-  return [...(await session.backend.list(name))];
+async function queue(session: Session, name: string): Promise<{ key: string; kind: string; order: bigint }[]> {
+  return [...(await backendOf(session).list(name))];
 }
 
 /** The ReadWriteLock contract, written once and run against every backend. */
@@ -110,11 +111,11 @@ export function rwContract(getFixture: () => Fixture): void {
       const write = await owner.writeLock.acquire();
       const next = later(new ReadWriteLock(b, 'gone').writeLock.acquire({ timeoutMs: 20_000 }));
       await eventually('writer queued', async () => (await queue(a, 'gone')).length === 2);
-      await scope.fixture.removeEntry(write.entry.key); // deleted by another client or an operator
+      await scope.fixture.removeEntry(entryOf(write).key); // deleted by another client or an operator
       const granted = await next;
       const refused = await owner.downgrade(write).then(() => undefined, (error: unknown) => error);
       expect(refused instanceof LockLostError || refused instanceof InvalidArgumentError).toBe(true);
-      await eventually('only the granted writer is queued', async () => (await queue(b, 'gone')).map((e) => e.key).join() === granted.entry.key);
+      await eventually('only the granted writer is queued', async () => (await queue(b, 'gone')).map((e) => e.key).join() === entryOf(granted).key);
       await granted.release();
       await write.release();
     });
@@ -125,13 +126,13 @@ export function rwContract(getFixture: () => Fixture): void {
       const write = await owner.writeLock.acquire();
       const next = later(new ReadWriteLock(b, 'gone-try').writeLock.acquire({ timeoutMs: 20_000 }));
       await eventually('writer queued', async () => (await queue(a, 'gone-try')).length === 2);
-      await scope.fixture.removeEntry(write.entry.key); // deleted by another client or an operator
+      await scope.fixture.removeEntry(entryOf(write).key); // deleted by another client or an operator
       const granted = await next;
       // The owner has not yet noticed the loss: its read would be placed at the write's (gone) place.
       const refused = await owner.readLock.tryAcquire().then((read) => read, (error: unknown) => error);
       expect(refused).toBeInstanceOf(LockLostError);
       expect(granted.held).toBe(true);
-      await eventually('only the granted writer is queued', async () => (await queue(b, 'gone-try')).map((e) => e.key).join() === granted.entry.key);
+      await eventually('only the granted writer is queued', async () => (await queue(b, 'gone-try')).map((e) => e.key).join() === entryOf(granted).key);
       await granted.release();
       await write.release();
     });
@@ -170,14 +171,14 @@ export function rwContract(getFixture: () => Fixture): void {
       const rw = new ReadWriteLock(a, 'half-down');
       const write = await rw.writeLock.acquire();
       const refusal = new BackendError('refused by the test');
-      const withdraw = vi.spyOn(a.backend, 'withdraw').mockImplementationOnce(() => Promise.reject(refusal));
+      const withdraw = vi.spyOn(backendOf(a), 'withdraw').mockImplementationOnce(() => Promise.reject(refusal));
       try {
         await expect(rw.downgrade(write)).rejects.toBe(refusal);
       } finally {
         withdraw.mockRestore();
       }
       expect(write.held).toBe(true);
-      expect((await queue(a, 'half-down')).map((e) => e.key)).toEqual([write.entry.key]);
+      expect((await queue(a, 'half-down')).map((e) => e.key)).toEqual([entryOf(write).key]);
       // Nothing of the failed downgrade is held: the object may still write, and downgrade again.
       const read = await rw.downgrade(write);
       await read.release();
@@ -193,7 +194,7 @@ export function rwContract(getFixture: () => Fixture): void {
       const read = await owner.readLock.acquire({ timeoutMs: 0 });
       await write.release();
       // The writer's blocker left, but the read entry sits ahead of it now: it must wait for that one.
-      await eventually('the writer waits for the read entry', async () => (await scope.fixture.watched(scope.namespace)).includes(read.entry.key));
+      await eventually('the writer waits for the read entry', async () => (await scope.fixture.watched(scope.namespace)).includes(entryOf(read).key));
       expect(writer.settled).toBe(false);
       await read.release();
       await (await writer.promise).release();

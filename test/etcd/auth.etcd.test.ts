@@ -4,8 +4,9 @@ import { AccessDeniedError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { connect } from '../../src/connect.js';
 import { runInspect } from '../../src/inspect.js';
-import type { BatonSession } from '../../src/session.js';
+import type { Session } from '../../recipes/contract.js';
 import { startEtcd, type EtcdCluster } from '../harness/etcd.js';
+import { backendOf, entryOf } from '../support/internals.js';
 
 const ROOT = { username: 'root', password: 'root-secret-5e1a' };
 const ALICE = { username: 'alice', password: 'alice-secret-33b0' };
@@ -16,7 +17,7 @@ describe('etcd users and roles', () => {
   let etcd: EtcdCluster;
   const texts: string[] = [];
   const host = (): string => etcd.endpoints[0]!.replace('http://', '');
-  const open = (namespace: string, auth: { username: string; password: string }): Promise<BatonSession> =>
+  const open = (namespace: string, auth: { username: string; password: string }): Promise<Session> =>
     connect(`etcd://${host()}/${namespace}`, { ttlSeconds: 2, connectTimeoutMs: 5_000, etcd: { auth } });
   const refusal = async (promise: Promise<unknown>): Promise<void> => {
     const error = await promise.then(() => undefined, (e: unknown) => e);
@@ -57,10 +58,10 @@ describe('etcd users and roles', () => {
       expect((await new FairMutex(alice, 'jobs').acquire()).fencingToken).toBeGreaterThan(0n); // her own prefix works
       await refusal(new FairMutex(intruder, 'jobs').acquire({ timeoutMs: 10_000 }));
       await refusal(new FairMutex(intruder, 'jobs').tryAcquire());
-      await refusal(intruder.backend.list('jobs'));
+      await refusal(backendOf(intruder).list('jobs'));
       await refusal(runInspect({ url: `etcd://${host()}/tenant-b`, name: 'jobs', json: true, watch: false, connectTimeoutMs: 5_000, connect: { etcd: { auth: ALICE } }, write: () => undefined }));
       expect(held.held).toBe(true);
-      expect((await bob.backend.list('jobs')).map((entry) => entry.key)).toEqual([held.entry.key]);
+      expect((await backendOf(bob).list('jobs')).map((entry) => entry.key)).toEqual([entryOf(held).key]);
       await held.release();
     } finally {
       await Promise.all([bob.close(), alice.close(), intruder.close()]);

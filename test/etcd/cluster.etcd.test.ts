@@ -1,14 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FairMutex } from '../../recipes/mutex.js';
 import { connect } from '../../src/connect.js';
-import type { BatonSession } from '../../src/session.js';
+import type { Session } from '../../recipes/contract.js';
 import { startEtcd, type EtcdCluster } from '../harness/etcd.js';
 import { eventually, later } from '../support/wait.js';
+import { backendOf } from '../support/internals.js';
 
 /** Its own cluster: killing a member must not disturb the suites that share the global one. */
 describe('FairMutex on a 3-node etcd cluster when a member dies', () => {
   let cluster: EtcdCluster;
-  const sessions: BatonSession[] = [];
+  const sessions: Session[] = [];
   beforeAll(async () => {
     cluster = await startEtcd({ size: 3 });
   }, 60_000);
@@ -30,7 +31,7 @@ describe('FairMutex on a 3-node etcd cluster when a member dies', () => {
           await lock.release();
         }),
       ));
-      await eventually(`waiter ${i} queued`, async () => (await sessions[0]!.backend.list('ordered')).length === i + 1);
+      await eventually(`waiter ${i} queued`, async () => (await backendOf(sessions[0]!).list('ordered')).length === i + 1);
     }
     const leader = await cluster.leader();
     expect(leader).toBeDefined();
@@ -42,7 +43,7 @@ describe('FairMutex on a 3-node etcd cluster when a member dies', () => {
     const again = await new FairMutex(sessions[1]!, 'ordered').acquire({ timeoutMs: 10_000 });
     expect(again.fencingToken > holder.fencingToken).toBe(true);
     await again.release();
-    expect(await sessions[0]!.backend.list('ordered')).toEqual([]);
+    expect(await backendOf(sessions[0]!).list('ordered')).toEqual([]);
     expect(sessions.every((session) => session.state !== 'lost')).toBe(true);
   }, 60_000);
 });

@@ -3,6 +3,7 @@ import { FairMutex } from '../../recipes/mutex.js';
 import type { EtcdDriver } from '../../src/backends/etcd/driver.js';
 import { useOwnEtcd } from '../support/etcd.js';
 import { eventually } from '../support/wait.js';
+import { backendOf, entryOf } from '../support/internals.js';
 
 const TTL_SECONDS = 2;
 
@@ -21,11 +22,11 @@ describe('etcd: waits whose start revision was compacted away (a wait for an ent
   it('a wait for an entry read before the compaction is still woken when the entry goes', async () => {
     const [a, b] = [await scope.open(), await scope.open()];
     const held = await new FairMutex(a, 'q').acquire();
-    const { entry, queue } = await b.backend.enqueue('q', 'lock');
-    expect(queue.map((e) => e.key)).toEqual([held.entry.key, entry.key]);
+    const { entry, queue } = await backendOf(b).enqueue('q', 'lock');
+    expect(queue.map((e) => e.key)).toEqual([entryOf(held).key, entry.key]);
     await compactToHead();
     const outcome: string[] = [];
-    const gone = b.backend.waitGone(queue[0]!, new AbortController().signal).then(
+    const gone = backendOf(b).waitGone(queue[0]!, new AbortController().signal).then(
       () => outcome.push('woken'),
       (error: unknown) => outcome.push(`failed: ${String(error)}`),
     );
@@ -33,31 +34,31 @@ describe('etcd: waits whose start revision was compacted away (a wait for an ent
     await gone;
     expect(outcome).toEqual(['woken']);
     // The watch etcd cancelled is not cancelled again: etcd would never answer, and etcd3 would keep it.
-    const driver = b.backend as EtcdDriver;
+    const driver = backendOf(b) as EtcdDriver;
     await eventually('no watcher left waiting for its cancel', () => driver.watchersClosing === 0, TTL_SECONDS * 1_000);
-    await b.backend.withdraw(entry);
+    await backendOf(b).withdraw(entry);
   });
 
   it('a change wait (observe, inspect --watch) whose history is compacted before its watch starts wakes to look again, not fails', async () => {
     const [a, b] = [await scope.open(), await scope.open()];
     const held = await new FairMutex(a, 'q').acquire();
-    const seen = await b.backend.list('q');
-    const driver = b.backend as EtcdDriver;
+    const seen = await backendOf(b).list('q');
+    const driver = backendOf(b) as EtcdDriver;
     driver.beforePrefixWatch = async () => {
       driver.beforePrefixWatch = undefined;
       await compactToHead();
     };
-    const outcome = await b.backend.waitChange('q', seen, new AbortController().signal).then(
+    const outcome = await backendOf(b).waitChange('q', seen, new AbortController().signal).then(
       () => 'woken',
       (error: unknown) => `failed: ${String(error)}`,
     );
     expect(outcome).toBe('woken');
     expect(driver.beforePrefixWatch).toBeUndefined(); // the compaction did happen in between
     // Woken early, it looks again and finds nothing changed: waiting again works, and sees the release.
-    const again = b.backend.waitChange('q', await b.backend.list('q'), new AbortController().signal);
+    const again = backendOf(b).waitChange('q', await backendOf(b).list('q'), new AbortController().signal);
     await held.release();
     await again;
-    expect(await b.backend.list('q')).toEqual([]);
+    expect(await backendOf(b).list('q')).toEqual([]);
     await eventually('no watcher left waiting for its cancel', () => driver.watchersClosing === 0, TTL_SECONDS * 1_000);
   });
 });

@@ -2,11 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SessionState } from '../../recipes/contract.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { connect } from '../../src/connect.js';
-import type { BatonSession } from '../../src/session.js';
+import type { Session } from '../../recipes/contract.js';
 import { startEtcd, type EtcdCluster } from '../harness/etcd.js';
 import { etcdFixtureOf } from '../support/etcd.js';
 import { useScope } from '../support/scope.js';
 import { eventually, later } from '../support/wait.js';
+import { backendOf } from '../support/internals.js';
 
 const TTL_SECONDS = 2;
 
@@ -51,9 +52,9 @@ describe('etcd: a member cut off from its peers while clients still reach it', (
     const index = cluster.members.findIndex((member) => member !== leader);
     const hosts = (members: readonly number[]): string => members.map((i) => cluster.endpoints[i]!.replace('http://', '')).join(',');
     const elsewhere = [0, 1, 2].filter((i) => i !== index);
-    const sessions: BatonSession[] = [];
+    const sessions: Session[] = [];
     const states: SessionState[][] = [];
-    const open = async (members: readonly number[]): Promise<BatonSession> => {
+    const open = async (members: readonly number[]): Promise<Session> => {
       const session = await connect(`etcd://${hosts(members)}/${scope.namespace}`, { ttlSeconds: TTL_SECONDS });
       const seen: SessionState[] = [];
       session.on('state', (state) => seen.push(state));
@@ -63,7 +64,8 @@ describe('etcd: a member cut off from its peers while clients still reach it', (
     };
     let heal: (() => Promise<void>) | undefined;
     try {
-      const holder = await new FairMutex(await open(elsewhere), 'queue').acquire();
+      const holding = await open(elsewhere);
+      const holder = await new FairMutex(holding, 'queue').acquire();
       const order: number[] = [];
       const waits: Promise<void>[] = [];
       const waiters = 9;
@@ -74,7 +76,7 @@ describe('etcd: a member cut off from its peers while clients still reach it', (
           order.push(i);
           await lock.release();
         })));
-        await eventually(`waiter ${i} queued`, async () => (await holder.session.backend.list('queue')).length === i + 1, 2 * ttlMs);
+        await eventually(`waiter ${i} queued`, async () => (await backendOf(holding).list('queue')).length === i + 1, 2 * ttlMs);
       }
       heal = await cutOff(index);
       await holder.release();

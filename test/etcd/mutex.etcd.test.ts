@@ -8,6 +8,7 @@ import { TcpProxy } from '../harness/proxy.js';
 import { etcdFixture } from '../support/etcd.js';
 import { useScope } from '../support/scope.js';
 import { eventually } from '../support/wait.js';
+import { backendOf, entryOf } from '../support/internals.js';
 
 describe('FairMutex on etcd: backend specifics', () => {
   const scope = useScope(() => etcdFixture('etcdStandalone'));
@@ -50,13 +51,13 @@ describe('FairMutex on etcd: backend specifics', () => {
     const session = await scope.open();
     const mutex = new FairMutex(session, 'stale');
     const old = await mutex.acquire();
-    const oldEntry = old.entry;
+    const oldEntry = entryOf(old);
     await old.release();
     const current = await mutex.acquire();
-    expect(current.entry.key).toBe(oldEntry.key);
-    await session.backend.withdraw(oldEntry); // a late retry of the first release
-    expect(await keys('stale')).toEqual([current.entry.key]);
-    expect(await session.backend.confirm(current.entry)).toBe(true);
+    expect(entryOf(current).key).toBe(oldEntry.key);
+    await backendOf(session).withdraw(oldEntry); // a late retry of the first release
+    expect(await keys('stale')).toEqual([entryOf(current).key]);
+    expect(await backendOf(session).confirm(entryOf(current))).toBe(true);
     await current.release();
   });
 
@@ -66,7 +67,7 @@ describe('FairMutex on etcd: backend specifics', () => {
     try {
       const mutex = new FairMutex(session, 'retire');
       const held = await mutex.acquire();
-      expect(held.entry.key).toBe(`${scope.namespace}/retire/#/${session.id}-0-lock`);
+      expect(entryOf(held).key).toBe(`${scope.namespace}/retire/#/${session.id}-0-lock`);
       // The plain delete reaches the server, its reply does not: its fate is unknown to the client.
       const cut = proxy.dropAfterNextRequest((chunk) => chunk.includes(`${session.id}-0-lock`));
       const releasing = held.release();
@@ -76,7 +77,7 @@ describe('FairMutex on etcd: backend specifics', () => {
       // A copy of that delete could still be applied late, so slot 0 is never written again.
       for (let i = 0; i < 3; i += 1) {
         const next = await mutex.acquire();
-        expect(next.entry.key).toBe(`${scope.namespace}/retire/#/${session.id}-1-lock`);
+        expect(entryOf(next).key).toBe(`${scope.namespace}/retire/#/${session.id}-1-lock`);
         await next.release();
       }
     } finally {
@@ -100,7 +101,7 @@ describe('FairMutex on etcd: backend specifics', () => {
     await plantOrphan(session, 'orphan', 99);
     // Without the removal the session would queue behind its own orphan for as long as it lives.
     const lock = await new FairMutex(session, 'orphan').acquire({ timeoutMs: info.ttlSeconds * 3_000 });
-    expect(await keys('orphan')).toEqual([lock.entry.key]);
+    expect(await keys('orphan')).toEqual([entryOf(lock).key]);
     await lock.release();
   });
 
@@ -117,12 +118,12 @@ describe('FairMutex on etcd: backend specifics', () => {
       const orphan = await plantOrphan(session, 'late', 0);
       const other = await scope.open();
       const lock = await new FairMutex(other, 'late').acquire({ timeoutMs: info.ttlSeconds * 3_000 });
-      expect(await keys('late')).toEqual([lock.entry.key]);
-      expect(lock.entry.key).not.toBe(orphan);
+      expect(await keys('late')).toEqual([entryOf(lock).key]);
+      expect(entryOf(lock).key).not.toBe(orphan);
       await lock.release();
       // Slot 0 is retired: an enqueue there could adopt a late copy while its removal is on the way.
       const again = await new FairMutex(session, 'late').acquire();
-      expect(again.entry.key).toBe(`${scope.namespace}/late/#/${session.id}-1-lock`);
+      expect(entryOf(again).key).toBe(`${scope.namespace}/late/#/${session.id}-1-lock`);
       await again.release();
     } finally {
       await session.close();
@@ -132,22 +133,22 @@ describe('FairMutex on etcd: backend specifics', () => {
 
   it("a waiter for a key's earlier incarnation is woken even when a watch on its newer incarnation is already running", async () => {
     const [owner, waiter] = [await scope.open(), await scope.open()];
-    const first = await owner.backend.enqueue('incarnations', 'lock');
-    const x = await waiter.backend.enqueue('incarnations', 'lock');
+    const first = await backendOf(owner).enqueue('incarnations', 'lock');
+    const x = await backendOf(waiter).enqueue('incarnations', 'lock');
     const old = x.queue.find((e) => e.key === first.entry.key)!; // the blocker as waiter x saw it
-    await owner.backend.withdraw(first.entry);
-    const second = await owner.backend.enqueue('incarnations', 'lock'); // the same key again, at the tail
+    await backendOf(owner).withdraw(first.entry);
+    const second = await backendOf(owner).enqueue('incarnations', 'lock'); // the same key again, at the tail
     expect(second.entry.key).toBe(first.entry.key);
-    const y = await waiter.backend.enqueue('incarnations', 'lock');
+    const y = await backendOf(waiter).enqueue('incarnations', 'lock');
     const stopY = new AbortController();
-    const yWaits = waiter.backend.waitGone(y.queue.find((e) => e.key === second.entry.key)!, stopY.signal).catch(() => undefined);
+    const yWaits = backendOf(waiter).waitGone(y.queue.find((e) => e.key === second.entry.key)!, stopY.signal).catch(() => undefined);
     await eventually('the newer incarnation watched', async () => (await scope.fixture.watched(scope.namespace)).includes(second.entry.key));
     // x's wait for the incarnation that is already gone must end at once, not join y's watch.
-    await waiter.backend.waitGone(old, AbortSignal.timeout(info.ttlSeconds * 1_000));
+    await backendOf(waiter).waitGone(old, AbortSignal.timeout(info.ttlSeconds * 1_000));
     stopY.abort();
     await yWaits;
-    for (const entry of [x.entry, y.entry]) await waiter.backend.withdraw(entry);
-    await owner.backend.withdraw(second.entry);
+    for (const entry of [x.entry, y.entry]) await backendOf(waiter).withdraw(entry);
+    await backendOf(owner).withdraw(second.entry);
   });
 
   it('refuses a deadlineMarginMs as long as the lease TTL the server granted', async () => {
@@ -175,7 +176,7 @@ describe('FairMutex on etcd: backend specifics', () => {
     await admin.leaseClient.leaseRevoke({ ID: BigInt(`0x${a.id}`).toString() });
     await eventually('holder told', () => held.signal.aborted, info.ttlSeconds * 1_000);
     expect(a.state).toBe('lost');
-    expect(a.backend).toBeInstanceOf(EtcdDriver);
+    expect(backendOf(a)).toBeInstanceOf(EtcdDriver);
     await (await next).release();
   });
 });

@@ -4,6 +4,7 @@ import { BackendError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { connect } from '../../src/connect.js';
 import { useOwnEtcd } from '../support/etcd.js';
+import { backendOf, entryOf } from '../support/internals.js';
 
 const TTL_SECONDS = 2;
 
@@ -37,7 +38,7 @@ describe('etcd: out of space (the NOSPACE alarm raised)', () => {
       expect((opening as Error).message).toMatch(/out of space/);
       // Deletes are still accepted: the holder releases, and nothing is left in the queue.
       await held.release();
-      expect(await b.backend.list('job')).toEqual([]);
+      expect(await backendOf(b).list('job')).toEqual([]);
       expect(a.state).toBe('connected');
       expect(b.state).toBe('connected');
     } finally {
@@ -45,7 +46,7 @@ describe('etcd: out of space (the NOSPACE alarm raised)', () => {
     }
     // The refused attempts wrote nothing, and took no slot for good: b's next entry takes the first one.
     const lock = await new FairMutex(b, 'job').acquire({ timeoutMs: 10_000 });
-    expect(lock.entry.key.endsWith('-0-lock')).toBe(true);
+    expect(entryOf(lock).key.endsWith('-0-lock')).toBe(true);
     await lock.release();
   });
 });

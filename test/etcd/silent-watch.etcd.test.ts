@@ -2,14 +2,16 @@ import { describe, expect, inject, it } from 'vitest';
 import { LeaderElection } from '../../recipes/election.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { EtcdDriver } from '../../src/backends/etcd/driver.js';
-import type { BatonSession } from '../../src/session.js';
+import type { Session } from '../../recipes/contract.js';
 import { etcdFixture } from '../support/etcd.js';
 import { useScope } from '../support/scope.js';
 import { eventually } from '../support/wait.js';
+import { backendOf } from '../support/internals.js';
 
-function silenced(session: BatonSession): BatonSession {
-  if (!(session.backend instanceof EtcdDriver)) throw new Error('not an etcd session');
-  session.backend.muteWatchEvents = true;
+function silenced(session: Session): Session {
+  const backend = backendOf(session);
+  if (!(backend instanceof EtcdDriver)) throw new Error('not an etcd session');
+  backend.muteWatchEvents = true;
   return session;
 }
 
@@ -27,7 +29,7 @@ describe('etcd: waits whose watch stays silent', () => {
     const deaf = silenced(await scope.open());
     const held = await new FairMutex(holder, 'q').acquire();
     const waiting = new FairMutex(deaf, 'q').acquire({ timeoutMs: withinMs() * 3 });
-    await eventually('the waiter queued', async () => (await holder.backend.list('q')).length === 2, withinMs());
+    await eventually('the waiter queued', async () => (await backendOf(holder).list('q')).length === 2, withinMs());
     await held.release();
     // Without a look of its own, the deaf waiter would time out.
     const lock = await waiting;

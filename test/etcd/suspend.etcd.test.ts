@@ -4,12 +4,13 @@ import { LockLostError } from '../../recipes/errors.js';
 import { LeaderElection } from '../../recipes/election.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { connect, type ConnectOptions } from '../../src/connect.js';
-import type { BatonSession } from '../../src/session.js';
+import type { Session } from '../../recipes/contract.js';
 import { TcpProxy } from '../harness/proxy.js';
 import { etcdFixture } from '../support/etcd.js';
 import { useScope } from '../support/scope.js';
 import { waiterVanishesAcrossReconnect } from '../support/vanish.js';
 import { eventually, later } from '../support/wait.js';
+import { backendOf, entryOf } from '../support/internals.js';
 
 /** Short disconnects (well under the lease TTL) through the fault proxy. */
 describe('etcd: a short disconnect, and what holders see', () => {
@@ -18,13 +19,13 @@ describe('etcd: a short disconnect, and what holders see', () => {
   const ttlMs = info.ttlSeconds * 1_000;
   let admin: Etcd3;
   let proxy: TcpProxy;
-  let session: BatonSession | undefined;
+  let session: Session | undefined;
   beforeAll(() => {
     admin = new Etcd3({ hosts: info.endpoints });
   });
   afterAll(() => admin.close());
 
-  async function throughProxy(onSuspend: 'wait' | 'abort', more: ConnectOptions = {}): Promise<{ session: BatonSession; states: string[] }> {
+  async function throughProxy(onSuspend: 'wait' | 'abort', more: ConnectOptions = {}): Promise<{ session: Session; states: string[] }> {
     proxy = await TcpProxy.start({ port: Number(new URL(info.endpoints[0]!).port) });
     session = await connect(`etcd://${proxy.address}/${scope.namespace}`, { ttlSeconds: info.ttlSeconds, onSuspend, ...more });
     const states: string[] = [];
@@ -61,7 +62,7 @@ describe('etcd: a short disconnect, and what holders see', () => {
       const other = await scope.open();
       const held = await new FairMutex(session, 'abort').acquire();
       const next = later(new FairMutex(other, 'abort').acquire({ timeoutMs: ttlMs * 5 }));
-      await eventually('waiter queued', async () => (await other.backend.list('abort')).length === 2);
+      await eventually('waiter queued', async () => (await backendOf(other).list('abort')).length === 2);
       proxy.drop();
       await eventually('holder told', () => held.signal.aborted, ttlMs);
       expect(held.signal.reason).toBeInstanceOf(LockLostError);
@@ -77,7 +78,7 @@ describe('etcd: a short disconnect, and what holders see', () => {
       const { session, states } = await throughProxy('wait');
       const held = await new FairMutex(session, 'deleted').acquire();
       proxy.blackhole();
-      await admin.delete().key(held.entry.key);
+      await admin.delete().key(entryOf(held).key);
       proxy.drop();
       proxy.restore();
       await eventually('holder told', () => held.signal.aborted, ttlMs);

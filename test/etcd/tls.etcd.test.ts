@@ -5,6 +5,7 @@ import { FairMutex } from '../../recipes/mutex.js';
 import { connect } from '../../src/connect.js';
 import { startEtcd, type EtcdCluster } from '../harness/etcd.js';
 import { makeCertificates, type TestCertificates } from '../support/certs.js';
+import { backendOf } from '../support/internals.js';
 
 /** An etcd of its own that speaks only TLS and requires a client certificate. */
 describe('etcd over TLS with client certificates', () => {
@@ -32,7 +33,7 @@ describe('etcd over TLS with client certificates', () => {
       const lock = await new FairMutex(session, 'jobs').acquire({ timeoutMs: 5_000 });
       expect(lock.held).toBe(true);
       await lock.release();
-      expect(await session.backend.list('jobs')).toEqual([]);
+      expect(await backendOf(session).list('jobs')).toEqual([]);
     } finally {
       await session.close();
     }

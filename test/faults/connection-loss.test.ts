@@ -4,6 +4,7 @@ import { expectLateWriteRefused, useRegister, writeWhileHeld } from '../support/
 import { layouts, throughProxy } from '../support/layouts.js';
 import { useScope } from '../support/scope.js';
 import { eventually, later } from '../support/wait.js';
+import { backendOf, entryOf } from '../support/internals.js';
 
 /** A connection cut right after a request reached the server (or before), mid-create, mid-delete, mid-watch. */
 describe.each(layouts)('connection loss mid-request on $name', (layout) => {
@@ -42,11 +43,11 @@ describe.each(layouts)('connection loss mid-request on $name', (layout) => {
         const lock = await acquiring;
         // The request that reached the server is found again (adopted); the one that did not is sent again.
         expect(layout.adopted() - adoptedBefore).toBe(when === 'after' ? 1 : 0);
-        expect(await scope.fixture.entries(scope.namespace)).toEqual([lock.entry.key]);
-        expect(await session.backend.confirm(lock.entry)).toBe(true);
+        expect(await scope.fixture.entries(scope.namespace)).toEqual([entryOf(lock).key]);
+        expect(await backendOf(session).confirm(entryOf(lock))).toBe(true);
         await writeWhileHeld(register().url, lock);
         await lock.release();
-        expect(await session.backend.list('inflight')).toEqual([]);
+        expect(await backendOf(session).list('inflight')).toEqual([]);
       } finally {
         await close();
       }
@@ -60,8 +61,8 @@ describe.each(layouts)('connection loss mid-request on $name', (layout) => {
       const held = await new FairMutex(session, 'release').acquire();
       await writeWhileHeld(register().url, held);
       const next = later(new FairMutex(other, 'release').acquire({ timeoutMs: layout.timeoutMs() * 5 }));
-      await eventually('waiter queued', async () => (await other.backend.list('release')).length === 2, layout.timeoutMs());
-      const cut = proxy.dropAfterNextRequest((chunk) => chunk.includes(lastSegment(held.entry.key)));
+      await eventually('waiter queued', async () => (await backendOf(other).list('release')).length === 2, layout.timeoutMs());
+      const cut = proxy.dropAfterNextRequest((chunk) => chunk.includes(lastSegment(entryOf(held).key)));
       const releasing = held.release();
       await cut;
       await releasing;
@@ -69,7 +70,7 @@ describe.each(layouts)('connection loss mid-request on $name', (layout) => {
       const lock = await next;
       await writeWhileHeld(register().url, lock);
       await expectLateWriteRefused(register().url, held);
-      expect((await other.backend.list('release')).map((e) => e.key)).toEqual([lock.entry.key]);
+      expect((await backendOf(other).list('release')).map((e) => e.key)).toEqual([entryOf(lock).key]);
       await lock.release();
     } finally {
       await close();
@@ -83,7 +84,7 @@ describe.each(layouts)('connection loss mid-request on $name', (layout) => {
       const held = await new FairMutex(holder, 'watch').acquire();
       await writeWhileHeld(register().url, held);
       // The waiter's first request naming the holder's entry is its watch on it.
-      const cut = proxy.dropAfterNextRequest((chunk) => chunk.includes(lastSegment(held.entry.key)));
+      const cut = proxy.dropAfterNextRequest((chunk) => chunk.includes(lastSegment(entryOf(held).key)));
       const waiting = later(new FairMutex(session, 'watch').acquire({ timeoutMs: layout.timeoutMs() * 5 }));
       await cut;
       await held.release();

@@ -5,6 +5,7 @@ import { expectLateWriteRefused, useRegister, writeWhileHeld } from '../support/
 import { layouts } from '../support/layouts.js';
 import { useScope, type Scope } from '../support/scope.js';
 import { eventually } from '../support/wait.js';
+import { backendOf } from '../support/internals.js';
 
 const TRIALS = 5;
 
@@ -26,7 +27,7 @@ async function expiryTrial(scope: Scope, registerUrl: string, name: string): Pro
   held.signal.addEventListener('abort', () => (abortedAt = performance.now()), { once: true });
   await writeWhileHeld(registerUrl, held);
   const next = new FairMutex(other, name).acquire({ timeoutMs: fixture.lossDeadlineMs * 2 }).then((lock) => ({ lock, grantedAt: performance.now() }));
-  await eventually('waiter queued', async () => (await other.backend.list(name)).length === 2, fixture.lossDeadlineMs);
+  await eventually('waiter queued', async () => (await backendOf(other).list(name)).length === 2, fixture.lossDeadlineMs);
   await fixture.expire(expiring);
   const { lock, grantedAt } = await next;
   await writeWhileHeld(registerUrl, lock);
@@ -36,7 +37,7 @@ async function expiryTrial(scope: Scope, registerUrl: string, name: string): Pro
   expect(expiring.state).toBe('lost');
   await expectLateWriteRefused(registerUrl, held);
   await lock.release();
-  expect(await other.backend.list(name), 'entries left in the queue after the fault healed').toEqual([]);
+  expect(await backendOf(other).list(name), 'entries left in the queue after the fault healed').toEqual([]);
   return abortedAt - grantedAt;
 }
 

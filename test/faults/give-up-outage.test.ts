@@ -4,6 +4,7 @@ import { FairMutex } from '../../recipes/mutex.js';
 import { layouts, throughProxy } from '../support/layouts.js';
 import { useScope } from '../support/scope.js';
 import { eventually, later, track } from '../support/wait.js';
+import { backendOf, entryOf } from '../support/internals.js';
 
 /**
  * A waiter gives up (timeout or abort) while the server does not answer it. Its entry must be deleted
@@ -23,17 +24,17 @@ describe.each(layouts.filter((layout) => layout.name === 'zkStandalone' || layou
       const stop = new AbortController();
       const reason = new Error('caller gave up');
       const waiting = track(later(new FairMutex(proxied.session, 'brief').acquire({ signal: stop.signal })));
-      await eventually('the waiter queued', async () => (await other.backend.list('brief')).length === 2, timeoutMs);
+      await eventually('the waiter queued', async () => (await backendOf(other).list('brief')).length === 2, timeoutMs);
       proxied.proxy.blackhole();
       stop.abort(reason);
       // Well within the session's deadline (the last answer came at most a heartbeat or keepalive
       // period, a quarter of the timeout, before the cut; the deadline is nine tenths after it).
       await new Promise((resolve) => setTimeout(resolve, timeoutMs / 4));
       expect(waiting.settled, 'settled before its entry could be deleted').toBe(false);
-      expect((await other.backend.list('brief')).length, 'the waiter is still queued on the server').toBe(2);
+      expect((await backendOf(other).list('brief')).length, 'the waiter is still queued on the server').toBe(2);
       proxied.proxy.restore();
       await expect(waiting.promise).rejects.toBe(reason);
-      expect((await other.backend.list('brief')).map((entry) => entry.key), 'only the holder is left').toEqual([held.entry.key]);
+      expect((await backendOf(other).list('brief')).map((entry) => entry.key), 'only the holder is left').toEqual([entryOf(held).key]);
       expect(proxied.session.state).not.toBe('lost');
       await held.release();
     } finally {

@@ -4,12 +4,13 @@ import { FairMutex } from '../../recipes/mutex.js';
 import { EtcdDriver } from '../../src/backends/etcd/driver.js';
 import { connect } from '../../src/connect.js';
 import type { SessionState } from '../../recipes/contract.js';
-import type { BatonSession } from '../../src/session.js';
+import type { Session } from '../../recipes/contract.js';
 import { TcpProxy } from '../harness/proxy.js';
 import { etcdFixture } from '../support/etcd.js';
 import { useScope } from '../support/scope.js';
 import { eventually, later } from '../support/wait.js';
 import { zkFixture } from '../support/zookeeper.js';
+import { backendOf, entryOf } from '../support/internals.js';
 
 /**
  * A member that stops answering without closing the connection (a long GC pause, a stalled disk). The
@@ -34,7 +35,7 @@ describe('a hung member of a ZooKeeper ensemble', () => {
       await eventually('moved to another member', () => states.includes('suspended') && session.state === 'connected', info.sessionTimeoutMs * 2);
       expect(states).not.toContain('lost');
       expect(held.held).toBe(true);
-      expect(await session.backend.confirm(held.entry)).toBe(true);
+      expect(await backendOf(session).confirm(entryOf(held))).toBe(true);
       expect(proxies.filter((proxy) => proxy !== hung && proxy.connections > 0)).toHaveLength(1);
       await held.release();
     } finally {
@@ -57,11 +58,11 @@ describe('a hung member of an etcd cluster', () => {
    * that a loaded machine has room between a renewal sent elsewhere and the suspension these tests say
    * must not come.
    */
-  async function sessionsThroughProxies(count: number): Promise<{ sessions: BatonSession[]; proxies: TcpProxy[]; states: SessionState[][]; ttlMs: number; close(): Promise<void> }> {
+  async function sessionsThroughProxies(count: number): Promise<{ sessions: Session[]; proxies: TcpProxy[]; states: SessionState[][]; ttlMs: number; close(): Promise<void> }> {
     const info = inject('etcdCluster');
     const ttlSeconds = 2 * info.ttlSeconds;
     const proxies = await Promise.all(info.endpoints.map((endpoint) => TcpProxy.start({ port: Number(new URL(endpoint).port) })));
-    const sessions: BatonSession[] = [];
+    const sessions: Session[] = [];
     const states: SessionState[][] = [];
     const close = async (): Promise<void> => {
       await Promise.allSettled(sessions.map((session) => session.close()));
@@ -82,11 +83,11 @@ describe('a hung member of an etcd cluster', () => {
     return { sessions, proxies, states, ttlMs: ttlSeconds * 1000, close };
   }
 
-  const driver = (session: BatonSession): EtcdDriver => session.backend as EtcdDriver;
-  const keepAlivesOn = (proxy: TcpProxy, sessions: readonly BatonSession[]): number =>
+  const driver = (session: Session): EtcdDriver => backendOf(session) as EtcdDriver;
+  const keepAlivesOn = (proxy: TcpProxy, sessions: readonly Session[]): number =>
     sessions.filter((session) => driver(session).keepAliveMember === proxy.address).length;
   /** The proxy of the member that carries the most sessions' keepalive streams. */
-  const busiest = (proxies: readonly TcpProxy[], sessions: readonly BatonSession[]): TcpProxy =>
+  const busiest = (proxies: readonly TcpProxy[], sessions: readonly Session[]): TcpProxy =>
     proxies.reduce((most, proxy) => (keepAlivesOn(proxy, sessions) > keepAlivesOn(most, sessions) ? proxy : most));
 
   it('sessions renewing through the hung member move to another one and keep their leases and locks', async () => {
@@ -111,7 +112,7 @@ describe('a hung member of an etcd cluster', () => {
       expect(states.filter((seen) => seen.length > 0)).toEqual([]);
       expect(sessions.map((session) => session.state)).toEqual(sessions.map(() => 'connected'));
       expect(holds.every((hold) => hold.held)).toBe(true);
-      for (const hold of holds) expect(await hold.session.backend.confirm(hold.entry)).toBe(true);
+      for (const [i, hold] of holds.entries()) expect(await backendOf(sessions[i]!).confirm(entryOf(hold))).toBe(true);
       await Promise.all(holds.map((hold) => hold.release()));
       // A session opened while the member hangs: connecting tries the next member, not only the first.
       for (let i = 0; i < 3; i += 1) {
@@ -161,7 +162,7 @@ describe('a hung member of an etcd cluster', () => {
       // The servers turn slow (a stalled disk, a busy leader) once the sessions have a connection to
       // each member: a slow server, not a slow network, where dialling a member costs round trips too.
       await eventually('a connection to every member', async () => {
-        await Promise.all(sessions.map((session) => session.backend.list('warm-up')));
+        await Promise.all(sessions.map((session) => backendOf(session).list('warm-up')));
         return proxies.every((proxy) => proxy.connections > 0);
       }, ttlMs);
       for (const proxy of proxies) proxy.delayReplies(delayMs);

@@ -4,6 +4,7 @@ import { useRegister, writeWhileHeld } from '../support/fencing.js';
 import { layouts, throughProxy } from '../support/layouts.js';
 import { useScope } from '../support/scope.js';
 import { eventually, later } from '../support/wait.js';
+import { backendOf, entryOf } from '../support/internals.js';
 
 /** A connection dropped and back well within the session timeout / lease TTL, with onSuspend 'wait'. */
 describe.each(layouts)('short disconnect on $name', (layout) => {
@@ -19,13 +20,13 @@ describe.each(layouts)('short disconnect on $name', (layout) => {
       const held = await new FairMutex(session, 'short').acquire();
       await writeWhileHeld(register().url, held);
       const next = later(new FairMutex(other, 'short').acquire({ timeoutMs: layout.timeoutMs() * 5 }));
-      await eventually('waiter queued', async () => (await other.backend.list('short')).length === 2, layout.timeoutMs());
+      await eventually('waiter queued', async () => (await backendOf(other).list('short')).length === 2, layout.timeoutMs());
       proxy.drop();
       await eventually('suspended, then connected again', () => states.includes('suspended') && session.state === 'connected', layout.timeoutMs());
       expect(states[0]).toBe('suspended');
       expect(states).not.toContain('lost');
       expect(held.signal.aborted).toBe(false);
-      expect(await session.backend.confirm(held.entry)).toBe(true);
+      expect(await backendOf(session).confirm(entryOf(held))).toBe(true);
       await writeWhileHeld(register().url, held);
       await held.release();
       const lock = await next;

@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { LockLostError, SessionLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import type { BatonSession } from '../../src/session.js';
+import type { Session } from '../../recipes/contract.js';
 import { layouts } from '../support/layouts.js';
 import { useScope } from '../support/scope.js';
 import { eventually } from '../support/wait.js';
+import { backendOf, internalsOf } from '../support/internals.js';
 
 /** Blocks the event loop, as a long garbage collection or a synchronous task would, until `until` (performance.now()). */
 function stallUntil(until: number): void {
@@ -23,12 +24,12 @@ describe.each(layouts.filter((layout) => layout.name === 'zkStandalone' || layou
   const scope = useScope(() => layout.fixture());
 
   it('a grant reached after the deadline comes with an aborted signal and a lost session', async () => {
-    const session: BatonSession = await scope.open();
-    const backend = session.backend;
+    const session: Session = await scope.open();
+    const backend = backendOf(session);
     const enqueue = backend.enqueue.bind(backend);
     backend.enqueue = async (...args) => {
       const enqueued = await enqueue(...args);
-      stallUntil(session.deadline + 20);
+      stallUntil(internalsOf(session).deadline + 20);
       return enqueued;
     };
     const lock = await new FairMutex(session, 'stalled').acquire();
@@ -44,7 +45,7 @@ describe.each(layouts.filter((layout) => layout.name === 'zkStandalone' || layou
     const session = await scope.open();
     const lock = await new FairMutex(session, 'stalled-holder').acquire();
     expect(lock.held).toBe(true);
-    stallUntil(session.deadline + 20);
+    stallUntil(internalsOf(session).deadline + 20);
     // No timer has run since the stall: the signal still says held; `held` must not.
     expect(lock.signal.aborted, 'the deadline timer had no chance to run').toBe(false);
     expect(lock.held).toBe(false);

@@ -1,7 +1,7 @@
 import { connect, type ConnectOptions } from '../../src/connect.js';
 import { FairMutex, type Lock } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
-import type { BatonSession } from '../../src/session.js';
+import type { Session } from '../../recipes/contract.js';
 
 export type Mode = 'mutex' | 'rw';
 export type Access = 'exclusive' | 'shared';
@@ -44,7 +44,7 @@ function writeThenRead(rw: ReadWriteLock): Step {
 }
 
 /** What acquisition `i` of a worker does: a mutex is always exclusive; rw workers write every third time, downgrading every other write. */
-function plan(mode: Mode, session: BatonSession, name: string): (i: number) => Step {
+function plan(mode: Mode, session: Session, name: string): (i: number) => Step {
   if (mode === 'mutex') {
     const step = hold(new FairMutex(session, name), 'exclusive');
     return () => step;

@@ -1,10 +1,11 @@
 import { Etcd3 } from 'etcd3';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { EtcdDriver, etcdCounters, etcdWatches } from '../../src/backends/etcd/driver.js';
-import type { BatonSession } from '../../src/session.js';
+import type { Session } from '../../recipes/contract.js';
 import { startEtcd, type EtcdCluster } from '../harness/etcd.js';
 import type { Fixture } from './fixture.js';
 import { useScope, type Scope } from './scope.js';
+import { backendOf } from './internals.js';
 
 export interface EtcdInfo {
   readonly endpoints: string[];
@@ -50,9 +51,10 @@ export function etcdFixtureOf(info: EtcdInfo, name: string): Fixture {
 }
 
 /** Ends a session from the server side, as an operator or another client revoking its lease would. */
-export async function revokeLease(info: EtcdInfo, session: BatonSession): Promise<void> {
-  if (!(session.backend instanceof EtcdDriver)) throw new Error('not an etcd session');
-  const id = BigInt(`0x${session.backend.id}`).toString();
+export async function revokeLease(info: EtcdInfo, session: Session): Promise<void> {
+  const backend = backendOf(session);
+  if (!(backend instanceof EtcdDriver)) throw new Error('not an etcd session');
+  const id = BigInt(`0x${backend.id}`).toString();
   await withAdmin(info, async (client) => void (await client.leaseClient.leaseRevoke({ ID: id })));
 }
 

@@ -2,7 +2,7 @@ import { LockTimeoutError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import type { LockHandle } from '../../recipes/handle.js';
 import { connect, type ConnectOptions } from '../../src/connect.js';
-import type { BatonSession } from '../../src/session.js';
+import type { Session } from '../../recipes/contract.js';
 import { revokeLease, type EtcdInfo } from './etcd.js';
 import { writeAsHolder, type HolderWrite } from './fenced-register.js';
 import { expireZkSession, type ZkInfo } from './zookeeper.js';
@@ -82,7 +82,7 @@ export interface ContendControl {
   /** True once the contender should stop after its current hold. */
   stopped(): boolean;
   /** Told of every session the contender opens, so that the test can end it (see `expireSession`). */
-  opened?(session: BatonSession): void;
+  opened?(session: Session): void;
   /**
    * When (process.hrtime.bigint()) the test asked the server to end this session, if it did, and until
    * when the server may act on it: its answer, or three session timeouts after a failure (absent while
@@ -97,7 +97,7 @@ export interface ContendControl {
 }
 
 /** Ends `session` from the server side, as an operator (or the server, when it expires it) would. */
-export function expireSession(plan: ContendPlan, session: BatonSession): Promise<void> {
+export function expireSession(plan: ContendPlan, session: Session): Promise<void> {
   if (plan.expiry === undefined) throw new Error('this run has no servers to expire sessions on');
   return 'zk' in plan.expiry ? expireZkSession(plan.expiry.zk, session) : revokeLease(plan.expiry.etcd, session);
 }
@@ -131,7 +131,7 @@ function hold(lock: LockHandle, holdMs: number, lingering: () => boolean): Promi
  */
 export async function contendThroughFaults(plan: ContendPlan, report: (event: ContendEvent) => void, control: ContendControl): Promise<{ sessions: number }> {
   const giveUpAt = Date.now() + plan.limitMs;
-  let session: BatonSession | undefined;
+  let session: Session | undefined;
   let sessions = 0;
   try {
     for (let done = 0, attempts = 0; done < plan.count && !control.stopped(); attempts += 1) {

@@ -1,4 +1,4 @@
-import type { BatonSession } from '../../src/session.js';
+import type { Session } from '../../recipes/contract.js';
 import { contendThroughFaults, expireSession, type ContendPlan, type Forced } from './fault-contend.js';
 
 /**
@@ -16,7 +16,7 @@ let exiting = false;
 // Without the test process (it died, or was stopped) nobody reads the reports: end at once.
 process.on('disconnect', () => exiting || process.exit(1));
 let plan: ContendPlan | undefined;
-let current: BatonSession | undefined;
+let current: Session | undefined;
 /**
  * Sessions this process was told to end, when it asked (marked before the server can act, so no hold
  * of theirs is missed) and when the server answered.
@@ -57,7 +57,7 @@ process.on('message', (command: Command) => {
   } else {
     stop = false;
     plan = command.plan;
-    const control = { stopped: () => stop, opened: (session: BatonSession) => (current = session), forced: (id: string) => forced.get(id), lingering: () => lingering };
+    const control = { stopped: () => stop, opened: (session: Session) => (current = session), forced: (id: string) => forced.get(id), lingering: () => lingering };
     contendThroughFaults(command.plan, (event) => process.send?.(event), control).then(
       (summary) => process.send?.({ type: 'done', ...summary }),
       (error: unknown) => {

@@ -1,5 +1,5 @@
 import type { ConnectOptions } from '../../src/connect.js';
-import type { BatonSession } from '../../src/session.js';
+import type { Session } from '../../recipes/contract.js';
 
 /** What a contract suite needs to know about the backend it runs on. */
 export interface Fixture {
@@ -13,7 +13,7 @@ export interface Fixture {
   /** Deletion notifications received by this process so far (all sessions). */
   notifications(): number;
   /** Ends a session from the server side (ZooKeeper: close it from a second connection). */
-  expire(session: BatonSession): Promise<void>;
+  expire(session: Session): Promise<void>;
   /** Which of these sessions the server still keeps (after close(), none may remain). */
   liveSessions(ids: readonly string[]): Promise<string[]>;
   /** Deletes one queue entry as another client or an operator would. */

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, inject } from 'vitest';
 import { etcdCounters } from '../../src/backends/etcd/driver.js';
 import { zkCounters } from '../../src/backends/zookeeper/driver.js';
 import { connect, type ConnectOptions } from '../../src/connect.js';
-import type { BatonSession } from '../../src/session.js';
+import type { Session } from '../../recipes/contract.js';
 import { TcpProxy } from '../harness/proxy.js';
 import { etcdFixture } from './etcd.js';
 import { ContenderPool } from './fault-contenders.js';
@@ -26,7 +26,7 @@ export interface Layout {
   /** The ZooKeeper session timeout or the etcd lease TTL, in milliseconds. */
   timeoutMs(): number;
   /** Whether a client-to-server chunk carries `session`'s enqueue request (ZooKeeper create, etcd Txn). */
-  isEnqueue(chunk: Buffer, session: BatonSession): boolean;
+  isEnqueue(chunk: Buffer, session: Session): boolean;
   /** Entries adopted after a lost enqueue reply, in this process so far. */
   adopted(): number;
 }
@@ -62,7 +62,7 @@ export const layouts: readonly Layout[] = [zkLayout('zkStandalone'), zkLayout('z
 
 export interface Proxied {
   readonly proxy: TcpProxy;
-  readonly session: BatonSession;
+  readonly session: Session;
   /** Closes the session, then the proxy. */
   close(): Promise<void>;
 }

@@ -5,6 +5,7 @@ import { FencedRegister } from './fenced-register.js';
 import { expectLateWriteRefused, writeWhileHeld } from './fencing.js';
 import { throughProxy, type Layout } from './layouts.js';
 import type { Scope } from './scope.js';
+import { backendOf } from './internals.js';
 
 /**
  * Partitions a holder from its server (proxy blackhole) while another session waits, `trials` times,
@@ -47,7 +48,7 @@ async function partitionTrial(layout: Layout, scope: Scope, name: string): Promi
     await writeWhileHeld(register.url, lock);
     await expectLateWriteRefused(register.url, held);
     await lock.release();
-    expect(await other.backend.list(name), 'entries left in the queue after the fault healed').toEqual([]);
+    expect(await backendOf(other).list(name), 'entries left in the queue after the fault healed').toEqual([]);
     return grantedAt - abortedAt;
   } finally {
     await close();

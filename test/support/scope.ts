@@ -1,16 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, expect } from 'vitest';
 import { connect, type ConnectOptions } from '../../src/connect.js';
-import type { BatonSession } from '../../src/session.js';
+import type { Session } from '../../recipes/contract.js';
 import type { Fixture } from './fixture.js';
 import { eventually } from './wait.js';
+import { backendOf } from './internals.js';
 
 export interface Scope {
   readonly fixture: Fixture;
   /** This test's own namespace. */
   readonly namespace: string;
   /** Opens a session in this test's namespace (with `options` on top of the fixture's); closed after the test. */
-  open(options?: ConnectOptions): Promise<BatonSession>;
+  open(options?: ConnectOptions): Promise<Session>;
 }
 
 /**
@@ -19,7 +20,7 @@ export interface Scope {
  */
 export function useScope(getFixture: () => Fixture): Scope {
   let namespace = '';
-  let sessions: BatonSession[] = [];
+  let sessions: Session[] = [];
   const scope: Scope = {
     get fixture() {
       return getFixture();
@@ -59,7 +60,7 @@ export function useScope(getFixture: () => Fixture): Scope {
 }
 
 /** The directories a ZooKeeper session keeps a watch on by design (none on other backends). */
-function quietDirectoriesOf(session: BatonSession): string[] {
-  const backend = session.backend as { quietDirectories?: unknown };
+function quietDirectoriesOf(session: Session): string[] {
+  const backend = backendOf(session) as { quietDirectories?: unknown };
   return Array.isArray(backend.quietDirectories) ? (backend.quietDirectories as string[]) : [];
 }

@@ -1,15 +1,16 @@
 import { expect } from 'vitest';
 import { LockLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import type { BatonSession } from '../../src/session.js';
+import type { Session } from '../../recipes/contract.js';
 import type { TcpProxy } from '../harness/proxy.js';
 import { eventually, later } from './wait.js';
+import { backendOf } from './internals.js';
 
 export interface VanishSetup {
   /** The waiter's session, connected through `proxy`, with the `onWaiterLost` policy under test. */
-  readonly waiter: BatonSession;
+  readonly waiter: Session;
   readonly proxy: TcpProxy;
-  readonly holder: BatonSession;
+  readonly holder: Session;
   removeEntry(key: string): Promise<void>;
   /** How long a reconnect may take: a session timeout or a TTL. */
   readonly reconnectMs: number;
@@ -25,8 +26,8 @@ export async function waiterVanishesAcrossReconnect(setup: VanishSetup, policy: 
   const { waiter, proxy, holder } = setup;
   const held = await new FairMutex(holder, 'vanish').acquire();
   const waiting = later(new FairMutex(waiter, 'vanish').acquire({ timeoutMs: setup.reconnectMs * 5 }));
-  await eventually('waiter queued', async () => (await holder.backend.list('vanish')).length === 2);
-  const [, deleted] = await holder.backend.list('vanish');
+  await eventually('waiter queued', async () => (await backendOf(holder).list('vanish')).length === 2);
+  const [, deleted] = await backendOf(holder).list('vanish');
   await setup.removeEntry(deleted!.key);
   proxy.drop();
   if (policy === 'fail') {
@@ -36,7 +37,7 @@ export async function waiterVanishesAcrossReconnect(setup: VanishSetup, policy: 
     return;
   }
   await eventually('queued again behind the holder', async () => {
-    const queue = await holder.backend.list('vanish');
+    const queue = await backendOf(holder).list('vanish');
     return queue.length === 2 && queue[1]!.order > deleted!.order;
   }, setup.reconnectMs * 2);
   expect(held.held).toBe(true);

@@ -2,10 +2,11 @@ import net from 'node:net';
 import zookeeper from 'node-zookeeper-client';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { ZkDriver, zkCounters } from '../../src/backends/zookeeper/driver.js';
-import type { BatonSession } from '../../src/session.js';
+import type { Session } from '../../recipes/contract.js';
 import { zkTree, zkWatchesUnder, zkRemoveTree } from '../harness/clean.js';
 import { fourLetterWord, zkMode } from '../harness/four-letter.js';
 import type { Fixture } from './fixture.js';
+import { backendOf } from './internals.js';
 
 export interface ZkInfo {
   readonly connectString: string;
@@ -48,8 +49,8 @@ export function zkFixtureOf(info: ZkInfo, name: string): Fixture {
  * The original client may win the session back by reconnecting in between, so the close is repeated
  * until the server answers it, and the leader's session tracker no longer lists the session.
  */
-export async function expireZkSession(info: ZkInfo, session: BatonSession): Promise<void> {
-  const driver = session.backend;
+export async function expireZkSession(info: ZkInfo, session: Session): Promise<void> {
+  const driver = backendOf(session);
   if (!(driver instanceof ZkDriver)) throw new Error('not a ZooKeeper session');
   const id = `0x${BigInt(`0x${driver.id}`).toString(16)}`;
   // Long enough for an ensemble to elect a leader when a fault test has killed one.

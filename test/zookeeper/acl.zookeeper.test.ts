@@ -6,10 +6,11 @@ import { AccessDeniedError, InvalidArgumentError } from '../../recipes/errors.js
 import { aclFor } from '../../src/backends/zookeeper/client.js';
 import { connect } from '../../src/connect.js';
 import { runInspect, type QueueView } from '../../src/inspect.js';
-import type { BatonSession } from '../../src/session.js';
+import type { Session } from '../../recipes/contract.js';
 import { withZkClient, zkRemoveTree, zkTree } from '../harness/clean.js';
 import { TcpProxy } from '../harness/proxy.js';
 import { eventually } from '../support/wait.js';
+import { backendOf, entryOf } from '../support/internals.js';
 
 const TENANT_A = 'tenant-a:secret-of-a-7f3d';
 const TENANT_B = 'tenant-b:secret-of-b-91c2';
@@ -22,9 +23,9 @@ function code(run: (callback: (error: unknown) => void) => void): Promise<number
 describe('ZooKeeper ACLs and digest credentials', () => {
   const zk = () => inject('zkStandalone');
   let namespace = '';
-  const sessions: BatonSession[] = [];
+  const sessions: Session[] = [];
   const texts: string[] = []; // every message and output a user could see, searched for credentials
-  const open = async (options: Parameters<typeof connect>[1]): Promise<BatonSession> => {
+  const open = async (options: Parameters<typeof connect>[1]): Promise<Session> => {
     const session = await connect(`zk://${zk().connectString}/${namespace}`, options);
     sessions.push(session);
     return session;
@@ -68,8 +69,8 @@ describe('ZooKeeper ACLs and digest credentials', () => {
       zk().connectString,
       async (client) => {
         const NO_AUTH = zookeeper.Exception.NO_AUTH;
-        expect(await code((cb) => client.remove(held.entry.key, -1, cb)), 'delete the holder').toBe(NO_AUTH);
-        expect(await code((cb) => client.setData(held.entry.key, Buffer.from('mine'), -1, cb)), 'change the holder').toBe(NO_AUTH);
+        expect(await code((cb) => client.remove(entryOf(held).key, -1, cb)), 'delete the holder').toBe(NO_AUTH);
+        expect(await code((cb) => client.setData(entryOf(held).key, Buffer.from('mine'), -1, cb)), 'change the holder').toBe(NO_AUTH);
         // An entry named to sort ahead of every sequence number.
         const ahead = `${dir}/_c_00000000-0000-0000-0000-000000000000-lock-0000000000`;
         expect(await code((cb) => client.create(ahead, Buffer.alloc(0), zookeeper.CreateMode.EPHEMERAL, cb)), 'queue ahead').toBe(NO_AUTH);
@@ -90,7 +91,7 @@ describe('ZooKeeper ACLs and digest credentials', () => {
     const held = await new FairMutex(a, 'jobs').acquire();
     await refusal(inspect('jobs'));
     const b = await open({});
-    await refusal(b.backend.list('jobs'));
+    await refusal(backendOf(b).list('jobs'));
     await refusal(new FairMutex(b, 'jobs').acquire({ timeoutMs: 5_000 }));
     // The same credentials in another session are the same creator: a second process of tenant A queues.
     const a2 = await open({ auth: { scheme: 'digest', credentials: TENANT_A }, acl: 'creator-only' });
@@ -168,7 +169,7 @@ describe('ZooKeeper ACLs and digest credentials', () => {
         const held = await new FairMutex(session, 'blip').acquire();
         const next = new FairMutex(other, 'blip').acquire({ timeoutMs: 20_000 });
         next.catch(() => undefined);
-        await eventually('queued', async () => (await other.backend.list('blip')).length === 2);
+        await eventually('queued', async () => (await backendOf(other).list('blip')).length === 2);
         // The connection drops and the server cannot be reached for a moment: the release is queued.
         const suspended = new Promise<void>((resolve) => session.on('state', (state) => state === 'suspended' && resolve()));
         proxy.refuse();
@@ -181,7 +182,7 @@ describe('ZooKeeper ACLs and digest credentials', () => {
         await released; // NoAuth here before: the delete went out ahead of the credentials
         const granted = await next;
         expect(granted.held).toBe(true);
-        expect((await other.backend.list('blip')).map((entry) => entry.key)).toEqual([granted.entry.key]);
+        expect((await backendOf(other).list('blip')).map((entry) => entry.key)).toEqual([entryOf(granted).key]);
         await granted.release();
       } finally {
         await Promise.allSettled(sessions.splice(0).map((s) => s.close()));

@@ -7,6 +7,7 @@ import { TcpProxy } from '../harness/proxy.js';
 import { useScope } from '../support/scope.js';
 import { zkFixture } from '../support/zookeeper.js';
 import { eventually } from '../support/wait.js';
+import { backendOf, entryOf } from '../support/internals.js';
 
 describe('the client-side session deadline on ZooKeeper', () => {
   const scope = useScope(() => zkFixture('zkStandalone'));
@@ -50,7 +51,7 @@ describe('the client-side session deadline on ZooKeeper', () => {
       proxy.delayReplies(0);
       expect(states).toEqual([]);
       expect(held.held).toBe(true);
-      expect(await slow.backend.confirm(held.entry)).toBe(true);
+      expect(await backendOf(slow).confirm(entryOf(held))).toBe(true);
       await held.release();
     } finally {
       await slow.close();
@@ -62,7 +63,7 @@ describe('the client-side session deadline on ZooKeeper', () => {
     const proxy = await TcpProxy.start({ port: info.ports[0]! });
     const session = await connect(`zk://${proxy.address}/${scope.namespace}`, { sessionTimeoutMs: info.sessionTimeoutMs });
     try {
-      const driver = session.backend as ZkDriver;
+      const driver = backendOf(session) as ZkDriver;
       const opened = driver.connectingAt;
       let reconnectedAt = Number.NaN;
       session.on('state', (state) => {

@@ -8,6 +8,7 @@ import { zkMode } from '../harness/four-letter.js';
 import { startZooKeeper, type ZkCluster } from '../harness/zookeeper.js';
 import { useScope } from '../support/scope.js';
 import { zkFixtureOf } from '../support/zookeeper.js';
+import { backendOf } from '../support/internals.js';
 
 const TICK_MS = 200;
 /** A follower that stops hearing from the leader notices after SYNC_LIMIT ticks: 4 s, twice the session. */
@@ -57,7 +58,7 @@ describe('ZooKeeper: a holder on a follower cut off from the leader', () => {
     const follower = members[modes.indexOf('follower')]!;
     const atFollower = await connect(`zk://127.0.0.1:${follower.clientPort}/${scope.namespace}`, { sessionTimeoutMs: SESSION_MS, deadlineMarginMs: MARGIN_MS });
     try {
-      expect((atFollower.backend as ZkDriver).heartbeatReachesLeader).toBe(true);
+      expect((backendOf(atFollower) as ZkDriver).heartbeatReachesLeader).toBe(true);
       // The next holder reaches the leader directly (through the whole ensemble it could land on the follower cut off).
       const atLeader = await connect(`zk://127.0.0.1:${leader.clientPort}/${scope.namespace}`, { sessionTimeoutMs: SESSION_MS });
       const held = await new FairMutex(atFollower, 'cut').acquire();

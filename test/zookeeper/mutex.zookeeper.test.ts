@@ -9,6 +9,7 @@ import { create, getChildren, mkdirp, remove } from '../../src/backends/zookeepe
 import { useZkAdmin, zkFixture } from '../support/zookeeper.js';
 import { useScope } from '../support/scope.js';
 import { fourLetterWord } from '../harness/four-letter.js';
+import { backendOf } from '../support/internals.js';
 
 const ConnectionManager = createRequire(import.meta.url)('node-zookeeper-client/lib/ConnectionManager.js') as { prototype: object };
 
@@ -75,7 +76,7 @@ describe('FairMutex on ZooKeeper: backend specifics', () => {
 
   it('waits that time out leave nothing behind in the session (no path kept for a reconnect to watch again)', async () => {
     const [a, b] = [await scope.open(), await scope.open()];
-    const driver = b.backend as ZkDriver;
+    const driver = backendOf(b) as ZkDriver;
     const before = driver.waitedPaths;
     const held = await Promise.all(Array.from({ length: 20 }, (_, i) => new FairMutex(a, `given-up/${i}`).acquire()));
     for (let i = 0; i < 20; i += 1) await expect(new FairMutex(b, `given-up/${i}`).acquire({ timeoutMs: 20 })).rejects.toBeInstanceOf(LockTimeoutError);

@@ -5,10 +5,11 @@ import zookeeper from 'node-zookeeper-client';
 import { BackendError } from '../../recipes/errors.js';
 import { create, getChildren, mkdirp } from '../../src/backends/zookeeper/client.js';
 import { ZkDriver, zkCounters } from '../../src/backends/zookeeper/driver.js';
-import type { BatonSession } from '../../src/session.js';
+import type { Session } from '../../recipes/contract.js';
 import { useScope } from '../support/scope.js';
 import { useZkAdmin, zkFixture } from '../support/zookeeper.js';
 import { eventually } from '../support/wait.js';
+import { backendOf, entryOf } from '../support/internals.js';
 
 const require = createRequire(import.meta.url);
 const ConnectionManager = require('node-zookeeper-client/lib/ConnectionManager.js') as { prototype: object };
@@ -20,8 +21,8 @@ interface QueuedRequest {
   payload?: { path?: string } | null;
 }
 
-function driverOf(session: BatonSession): ZkDriver {
-  const driver = session.backend;
+function driverOf(session: Session): ZkDriver {
+  const driver = backendOf(session);
   if (!(driver instanceof ZkDriver)) throw new Error('not a ZooKeeper session');
   return driver;
 }
@@ -44,8 +45,8 @@ describe('ZooKeeper: a session deletes its own orphaned queue children', () => {
     const lock = await new FairMutex(session, 'behind-own').acquire({ timeoutMs: withinMs() });
     expect(zkCounters.orphansRemoved - removedBefore).toBe(1);
     const { children } = await getChildren(zkAdmin(), `/${scope.namespace}/behind-own`);
-    expect(children.map((child) => `/${scope.namespace}/behind-own/${child}`)).toEqual([lock.entry.key]);
-    expect(orphan).not.toBe(lock.entry.key);
+    expect(children.map((child) => `/${scope.namespace}/behind-own/${child}`)).toEqual([entryOf(lock).key]);
+    expect(orphan).not.toBe(entryOf(lock).key);
     await lock.release();
   });
 
@@ -88,7 +89,7 @@ describe('ZooKeeper: a session deletes its own orphaned queue children', () => {
       expect(stage).toBe('done');
       expect(zkCounters.orphansRemoved - removedBefore).toBe(1);
       const { children } = await getChildren(zkAdmin(), `/${scope.namespace}/copy`);
-      expect(children.map((child) => `/${scope.namespace}/copy/${child}`)).toEqual([lock.entry.key]);
+      expect(children.map((child) => `/${scope.namespace}/copy/${child}`)).toEqual([entryOf(lock).key]);
       await lock.release();
     } finally {
       manager.queue = queue;
@@ -120,15 +121,15 @@ describe('ZooKeeper: a session deletes its own orphaned queue children', () => {
     const held = await new FairMutex(owner, 'held').acquire(); // an entry of the owner's that must survive the sweep
     await driverOf(owner).createOrphan('shared');
     const waiting = new FairMutex(other, 'shared').acquire({ timeoutMs: withinMs() });
-    await eventually('the other session queued', async () => (await other.backend.list('shared')).length === 2, withinMs());
+    await eventually('the other session queued', async () => (await backendOf(other).list('shared')).length === 2, withinMs());
     // Any listing by the owner finds the orphan: here a tryAcquire on the queue, which is busy meanwhile or not.
     const attempt = await new FairMutex(owner, 'shared').tryAcquire();
     const granted = await waiting;
-    expect(await owner.backend.confirm(held.entry)).toBe(true);
-    expect(await owner.backend.list('held')).toEqual([held.entry]);
+    expect(await backendOf(owner).confirm(entryOf(held))).toBe(true);
+    expect(await backendOf(owner).list('held')).toEqual([entryOf(held)]);
     await granted.release();
     await attempt?.release();
     await held.release();
-    await eventually('queue empty', async () => (await other.backend.list('shared')).length === 0, withinMs());
+    await eventually('queue empty', async () => (await backendOf(other).list('shared')).length === 0, withinMs());
   });
 });

@@ -9,6 +9,7 @@ import { TcpProxy } from '../harness/proxy.js';
 import { useScope } from '../support/scope.js';
 import { eventually, later } from '../support/wait.js';
 import { useZkAdmin, zkFixture } from '../support/zookeeper.js';
+import { backendOf, entryOf } from '../support/internals.js';
 
 /**
  * A lock used again and again by one session alone: its enqueue sends the create without the listing,
@@ -29,14 +30,14 @@ describe('ZooKeeper: enqueues into a quiet directory', () => {
     for (let i = 0; i < 10; i += 1) {
       const lock = await mutex.acquire({ timeoutMs: withinMs() });
       tokens.push(lock.fencingToken);
-      expect(await session.backend.list('alone')).toEqual([lock.entry]);
+      expect(await backendOf(session).list('alone')).toEqual([entryOf(lock)]);
       await lock.release();
     }
     // The first cycle finds the directory quiet, the second sets its watch, the rest need no listing.
     expect(zkCounters.unlisted - before).toBe(8);
     expect([...tokens].sort((a, b) => (a < b ? -1 : 1))).toEqual(tokens);
     expect(new Set(tokens).size).toBe(10);
-    expect((session.backend as ZkDriver).quietDirectories).toEqual([`/${scope.namespace}/alone`]);
+    expect((backendOf(session) as ZkDriver).quietDirectories).toEqual([`/${scope.namespace}/alone`]);
     expect(await scope.fixture.watched(scope.namespace)).toEqual([`/${scope.namespace}/alone`]);
   });
 
@@ -48,7 +49,7 @@ describe('ZooKeeper: enqueues into a quiet directory', () => {
     const before = zkCounters.unlisted;
     await expect(mutex.acquire({ timeoutMs: 100 })).rejects.toBeInstanceOf(LockTimeoutError);
     const waiting = later(mutex.acquire({ timeoutMs: withinMs() }));
-    await eventually('a queued behind b', async () => (await b.backend.list('joined')).length === 2, withinMs());
+    await eventually('a queued behind b', async () => (await backendOf(b).list('joined')).length === 2, withinMs());
     expect(zkCounters.unlisted - before).toBe(0);
     await held.release();
     await (await waiting).release();
@@ -87,15 +88,15 @@ describe('ZooKeeper: enqueues into a quiet directory', () => {
     await mkdirp(zkAdmin(), dir);
     for (let i = 0; i < 3; i += 1) await remove(zkAdmin(), await create(zkAdmin(), `${dir}/x`, zookeeper.CreateMode.PERSISTENT_SEQUENTIAL));
     const held = await new FairMutex(b, 'again').acquire();
-    expect(held.entry.key.endsWith('0000000003')).toBe(true);
+    expect(entryOf(held).key.endsWith('0000000003')).toBe(true);
     const unlisted = zkCounters.unlisted;
-    const { entry, queue } = await a.backend.enqueue('again', 'lock');
+    const { entry, queue } = await backendOf(a).enqueue('again', 'lock');
     expect(entry.key.endsWith('0000000004')).toBe(true);
     // The watch on the directory told a of the removal before the reply to its create: it listed, and
     // found b's entry ahead (without the watch, the sequence alone would have said "alone").
-    expect(queue.map((e) => e.key)).toEqual([held.entry.key, entry.key]);
+    expect(queue.map((e) => e.key)).toEqual([entryOf(held).key, entry.key]);
     expect(zkCounters.unlisted).toBe(unlisted);
-    await a.backend.withdraw(entry);
+    await backendOf(a).withdraw(entry);
     await expect(mutex.acquire({ timeoutMs: 100 })).rejects.toBeInstanceOf(LockTimeoutError);
     await held.release();
     await (await mutex.acquire({ timeoutMs: withinMs() })).release();

@@ -8,6 +8,7 @@ import { parseEntryName } from '../../src/backends/zookeeper/names.js';
 import { useScope } from '../support/scope.js';
 import { eventually, later } from '../support/wait.js';
 import { useZkAdmin, zkFixture } from '../support/zookeeper.js';
+import { backendOf, entryOf } from '../support/internals.js';
 
 /**
  * ZooKeeper can count a directory's creates only to 2^31 - 1; past that its sequential names turn
@@ -73,7 +74,7 @@ describe.each(['zkStandalone', 'zkEnsemble'] as const)('ZooKeeper: a directory d
     };
     const lock = await new FairMutex(session, 'renewed/inner').acquire({ timeoutMs: withinMs() });
     expect(looks.slice(0, 2)).toEqual([parent, `/${scope.namespace}`]);
-    expect(lock.entry.key.startsWith(`${parent}/inner/`)).toBe(true);
+    expect(entryOf(lock).key.startsWith(`${parent}/inner/`)).toBe(true);
     await lock.release();
     expect((await getChildren(client, `${parent}/inner`)).children).toEqual([]);
   });
@@ -88,7 +89,7 @@ describe.each(['zkStandalone', 'zkEnsemble'] as const)('ZooKeeper: a directory d
     for (let i = 0; i < 10; i += 1) {
       const lock = await mutex.acquire({ timeoutMs: withinMs() });
       tokens.push(lock.fencingToken);
-      sequences.push(parseEntryName(lock.entry.key.slice(dir.length + 1))!.sequence);
+      sequences.push(parseEntryName(entryOf(lock).key.slice(dir.length + 1))!.sequence);
       await lock.release();
       if (sequences.at(-1)! >= 3n) await eventually('the directory deleted', async () => (await exists(zkAdmin(), dir)) === null, withinMs());
     }
@@ -104,14 +105,14 @@ describe.each(['zkStandalone', 'zkEnsemble'] as const)('ZooKeeper: a directory d
     for (let i = 0; i < 3; i += 1) await (await new FairMutex(a, 'busy').acquire()).release();
     const held = await new FairMutex(b, 'busy').acquire(); // sequence 3, past the limit
     const waiting = later(new FairMutex(a, 'busy').acquire({ timeoutMs: withinMs() }));
-    await eventually('a queued', async () => (await b.backend.list('busy')).length === 2, withinMs());
+    await eventually('a queued', async () => (await backendOf(b).list('busy')).length === 2, withinMs());
     // A release of a's, past the limit, while b holds: the directory must stay.
     const tried = await new FairMutex(a, 'busy').tryAcquire();
     expect(tried).toBeNull();
     // a's requests are answered in order: once this listing is, so is the attempt to delete the directory.
-    expect(await a.backend.list('busy')).toHaveLength(2);
+    expect(await backendOf(a).list('busy')).toHaveLength(2);
     expect(await exists(zkAdmin(), dir)).not.toBeNull();
-    expect(await b.backend.confirm(held.entry)).toBe(true);
+    expect(await backendOf(b).confirm(entryOf(held))).toBe(true);
     const firstToken = held.fencingToken;
     await held.release();
     const next = await waiting;
@@ -154,7 +155,7 @@ describe.each(['zkStandalone', 'zkEnsemble'] as const)('ZooKeeper: a directory d
       const read = await new ReadWriteLock(a, 'config').readLock.acquire({ timeoutMs: withinMs() });
       const otherRead = await new ReadWriteLock(b, 'config').readLock.acquire({ timeoutMs: withinMs() });
       const write = later(new ReadWriteLock(b, 'config').writeLock.acquire({ timeoutMs: withinMs() }));
-      await eventually('the writer queued', async () => (await a.backend.list('config')).length === 3, withinMs());
+      await eventually('the writer queued', async () => (await backendOf(a).list('config')).length === 3, withinMs());
       await read.release();
       await otherRead.release();
       await (await write).release();

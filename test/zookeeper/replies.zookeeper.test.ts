@@ -3,11 +3,12 @@ import { BackendError, LockLostError, SessionLostError } from '../../recipes/err
 import { FairMutex } from '../../recipes/mutex.js';
 import { zkCode, ZkServerCode } from '../../src/backends/zookeeper/client.js';
 import { connect } from '../../src/connect.js';
-import type { BatonSession } from '../../src/session.js';
+import type { Session } from '../../recipes/contract.js';
 import { useScope } from '../support/scope.js';
 import { eventually } from '../support/wait.js';
 import { ZkOp, ZkReplyRewriter } from '../support/zk-rewrite.js';
 import { zkFixture } from '../support/zookeeper.js';
+import { backendOf, entryOf } from '../support/internals.js';
 
 // Answers a real server gives only in narrow races, made certain by changing one reply's error code on
 // the way (the server handled the request as usual). node-zookeeper-client 1.1 throws, uncaught, on
@@ -16,7 +17,7 @@ describe('ZooKeeper: replies the client library does not expect', () => {
   const scope = useScope(() => zkFixture('zkStandalone'));
   const info = inject('zkStandalone');
 
-  async function throughRewriter(run: (session: BatonSession, rewriter: ZkReplyRewriter) => Promise<void>): Promise<void> {
+  async function throughRewriter(run: (session: Session, rewriter: ZkReplyRewriter) => Promise<void>): Promise<void> {
     const rewriter = await ZkReplyRewriter.start(info.ports[0]!);
     const session = await connect(scope.fixture.url(scope.namespace).replace(info.connectString, rewriter.address), scope.fixture.options);
     try {
@@ -42,7 +43,7 @@ describe('ZooKeeper: replies the client library does not expect', () => {
         const answered = rewriter.answerNext(ZkOp.getChildren2, `/${scope.namespace}/gone`, code);
         let stateWhenTold: string | undefined;
         let holdAbortedWhenTold: boolean | undefined;
-        const listing = session.backend.list('gone').catch((error: unknown) => {
+        const listing = backendOf(session).list('gone').catch((error: unknown) => {
           stateWhenTold = session.state;
           holdAbortedWhenTold = held.signal.aborted;
           throw error;
@@ -63,7 +64,7 @@ describe('ZooKeeper: replies the client library does not expect', () => {
     await throughRewriter(async (session, rewriter) => {
       const held = await new FairMutex(session, 'silent').acquire();
       const answered = rewriter.answerNext(ZkOp.getChildren2, `/${scope.namespace}/silent`, -112, { thenSilence: true });
-      await expect(session.backend.list('silent')).rejects.toBeInstanceOf(SessionLostError);
+      await expect(backendOf(session).list('silent')).rejects.toBeInstanceOf(SessionLostError);
       await answered;
       expect(held.signal.aborted).toBe(true);
       // The close the client sends is never answered: the driver destroys the socket itself, before
@@ -81,7 +82,7 @@ describe('ZooKeeper: replies the client library does not expect', () => {
       await throughRewriter(async (session, rewriter) => {
         const held = await new FairMutex(session, 'odd').acquire();
         const answered = rewriter.answerNext(ZkOp.getChildren2, `/${scope.namespace}/odd`, code);
-        const failed = await session.backend.list('odd').then(
+        const failed = await backendOf(session).list('odd').then(
           () => undefined,
           (error: unknown) => error,
         );
@@ -89,7 +90,7 @@ describe('ZooKeeper: replies the client library does not expect', () => {
         expect(failed).toBeInstanceOf(BackendError);
         expect(zkCode(failed)).toBe(code);
         expect(session.state).toBe('connected');
-        expect((await session.backend.list('odd')).map((entry) => entry.key)).toEqual([held.entry.key]);
+        expect((await backendOf(session).list('odd')).map((entry) => entry.key)).toEqual([entryOf(held).key]);
         expect(held.signal.aborted).toBe(false);
         await held.release();
       });

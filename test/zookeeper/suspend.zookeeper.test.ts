@@ -3,12 +3,13 @@ import { LockLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { remove } from '../../src/backends/zookeeper/client.js';
 import { connect, type ConnectOptions } from '../../src/connect.js';
-import type { BatonSession } from '../../src/session.js';
+import type { Session } from '../../recipes/contract.js';
 import { TcpProxy } from '../harness/proxy.js';
 import { useScope } from '../support/scope.js';
 import { waiterVanishesAcrossReconnect } from '../support/vanish.js';
 import { eventually, later } from '../support/wait.js';
 import { useZkAdmin, zkFixture } from '../support/zookeeper.js';
+import { backendOf, entryOf } from '../support/internals.js';
 
 /** Short disconnects (well under the session timeout) through the fault proxy. */
 describe('ZooKeeper: a short disconnect, and what holders and waiters see', () => {
@@ -16,9 +17,9 @@ describe('ZooKeeper: a short disconnect, and what holders and waiters see', () =
   const info = inject('zkStandalone');
   const zkAdmin = useZkAdmin(() => info.connectString);
   let proxy: TcpProxy;
-  const proxied: BatonSession[] = [];
+  const proxied: Session[] = [];
 
-  async function throughProxy(onSuspend: 'wait' | 'abort', more: ConnectOptions = {}): Promise<{ session: BatonSession; states: string[] }> {
+  async function throughProxy(onSuspend: 'wait' | 'abort', more: ConnectOptions = {}): Promise<{ session: Session; states: string[] }> {
     proxy = await TcpProxy.start({ port: info.ports[0]! });
     const session = await connect(`zk://${proxy.address}/${scope.namespace}`, { sessionTimeoutMs: info.sessionTimeoutMs, onSuspend, ...more });
     proxied.push(session);
@@ -38,7 +39,7 @@ describe('ZooKeeper: a short disconnect, and what holders and waiters see', () =
       const other = await scope.open();
       const held = await new FairMutex(session, 'abort').acquire();
       const next = later(new FairMutex(other, 'abort').acquire({ timeoutMs: info.sessionTimeoutMs * 5 }));
-      await eventually('waiter queued', async () => (await other.backend.list('abort')).length === 2);
+      await eventually('waiter queued', async () => (await backendOf(other).list('abort')).length === 2);
       proxy.drop();
       await eventually('holder told', () => held.signal.aborted, info.sessionTimeoutMs);
       expect(held.signal.reason).toBeInstanceOf(LockLostError);
@@ -56,7 +57,7 @@ describe('ZooKeeper: a short disconnect, and what holders and waiters see', () =
       const { session } = await throughProxy('wait');
       const held = await new FairMutex(session, 'deleted').acquire();
       proxy.blackhole();
-      await remove(zkAdmin(), held.entry.key);
+      await remove(zkAdmin(), entryOf(held).key);
       proxy.drop();
       proxy.restore();
       await eventually('holder told', () => held.signal.aborted, info.sessionTimeoutMs);
@@ -74,7 +75,7 @@ describe('ZooKeeper: a short disconnect, and what holders and waiters see', () =
       const holder = await scope.open();
       const held = await new FairMutex(holder, 'rewatch').acquire();
       const waiting = later(new FairMutex(session, 'rewatch').acquire({ timeoutMs: info.sessionTimeoutMs * 5 }));
-      await eventually('waiter watching', async () => (await scope.fixture.watched(scope.namespace)).includes(held.entry.key));
+      await eventually('waiter watching', async () => (await scope.fixture.watched(scope.namespace)).includes(entryOf(held).key));
       proxy.blackhole();
       await held.release();
       proxy.drop();

@@ -6,6 +6,7 @@ import { TcpProxy } from '../harness/proxy.js';
 import { useScope } from '../support/scope.js';
 import { eventually, later } from '../support/wait.js';
 import { zkFixture } from '../support/zookeeper.js';
+import { backendOf, entryOf } from '../support/internals.js';
 
 /**
  * A connection that dies in the middle of a reply (a member that hangs mid-write, a network fault),
@@ -26,13 +27,13 @@ describe('a ZooKeeper connection that dies in the middle of a reply', () => {
       const held = await new FairMutex(session, 'torn').acquire();
       proxy.truncateNextReply();
       // Its reply is the one torn (or a heartbeat's is); it is sent again on the next connection.
-      const listing = later(session.backend.list('torn'));
+      const listing = later(backendOf(session).list('torn'));
       await eventually('back on a new connection', () => states.includes('suspended') && session.state === 'connected', info.sessionTimeoutMs * 2);
       expect(await listing).toHaveLength(1);
       expect(states).not.toContain('lost');
       expect(session.id).toBe(id);
       expect(held.held).toBe(true);
-      expect(await session.backend.confirm(held.entry)).toBe(true);
+      expect(await backendOf(session).confirm(entryOf(held))).toBe(true);
       await held.release();
     } finally {
       await session.close();
