@@ -4,6 +4,10 @@
  */
 import type { LockEvent, LockListener } from './events.js';
 
+/**
+ * A session's state: `connected`; `suspended` while the connection is down but the session may live;
+ * `lost` (expired, or its deadline passed) and `closed` (by `close()`), both final.
+ */
 export type SessionState = 'connected' | 'suspended' | 'lost' | 'closed';
 
 /** One contender in a queue. Lives exactly as long as the session that created it. */

@@ -1,108 +1,159 @@
 /**
- * The error classes are the recipes' language: backends map their client failures onto them, by
+ * The base of every error baton throws (`error instanceof BatonError`); `code` tells them apart. The
+ * error classes are the recipes' language: backends map their client failures onto them, by
  * code or class, never by message text. Every error has a stable `code` for programs and a message
  * for people; `cause` carries the underlying failure where there is one.
  */
 export class BatonError extends Error {
+  /**
+   * Stable for programs to test (the message is for people): `LOCK_TIMEOUT`, `LOCK_LOST`,
+   * `SESSION_LOST`, `INVALID_NAME`, `INVALID_ARGUMENT`, `NOT_HELD`, `LOCK_UPGRADE`, `LOCK_DOWNGRADE`,
+   * `CLOSED`, `ACCESS_DENIED`, `BACKEND_ERROR`.
+   */
   readonly code: string;
 
+  /** `code` defaults to `BATON_ERROR`; `options.cause` becomes the error's `cause`. */
   constructor(message: string, code = 'BATON_ERROR', options?: { cause?: unknown }) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
   }
 
+  /** The class name (`LockTimeoutError`), as stack traces and `util.inspect` show it. */
   override get name(): string {
     return this.constructor.name;
   }
 }
 
-/** The wait for a lock or leadership ran out of time; the waiter's entry was withdrawn. */
+/**
+ * Code `LOCK_TIMEOUT`: the wait for a lock or leadership ran out of its `timeoutMs`; the waiter's entry
+ * was withdrawn. Thrown by `acquire`, `withLock`, `campaign` and `downgrade`.
+ */
 export class LockTimeoutError extends BatonError {
+  /** The `timeoutMs` the wait was given. */
   readonly timeoutMs: number;
 
+  /** `what`: the thing waited for, for the message (`lock "a/b"`). */
   constructor(what: string, timeoutMs: number, options?: { cause?: unknown }) {
     super(`timed out after ${timeoutMs} ms waiting for ${what}`, 'LOCK_TIMEOUT', options);
     this.timeoutMs = timeoutMs;
   }
 }
 
-/** Ownership can no longer be guaranteed: the session was lost or closed, or the entry vanished. */
+/**
+ * Code `LOCK_LOST`: ownership can no longer be guaranteed: the session was lost or closed, or the
+ * entry was deleted by someone else (`cause` says which). The reason a handle's `signal` aborts with;
+ * also thrown by an acquire whose entry vanished with `onWaiterLost: 'fail'`.
+ */
 export class LockLostError extends BatonError {
+  /** `what`: the thing that was held, for the message (`lock "a/b"`). */
   constructor(what: string, options?: { cause?: unknown }) {
     super(`${what} is no longer held: ownership cannot be guaranteed`, 'LOCK_LOST', options);
   }
 }
 
-/** The session expired, or the client-side deadline passed before the server was heard again. */
+/**
+ * Code `SESSION_LOST`: the session expired on the server, or its deadline (session timeout minus the
+ * margin) passed before the server was heard again. Final: open a new session. The reason the
+ * session's `signal` aborts with; thrown by anything started on a lost session.
+ */
 export class SessionLostError extends BatonError {
+  /** `message` defaults to `the session was lost`; `options.cause`: why. */
   constructor(message = 'the session was lost', options?: { cause?: unknown }) {
     super(message, 'SESSION_LOST', options);
   }
 }
 
-/** A lock name that the rules reject; thrown before anything reaches the server. */
+/**
+ * Code `INVALID_NAME`: a lock name the rules reject (segments of `A-Za-z0-9._-` separated by `/`, at
+ * most 256 characters); thrown by the recipe constructors before anything reaches the server.
+ */
 export class InvalidNameError extends BatonError {
+  /** The name that was given. */
   readonly value: unknown;
 
+  /** `reason`: which rule the name breaks, for the message. */
   constructor(value: unknown, reason: string) {
     super(`invalid name ${describe(value)}: ${reason}`, 'INVALID_NAME');
     this.value = value;
   }
 }
 
-/** An option or argument of the wrong type or range; thrown before anything reaches the server. */
+/**
+ * Code `INVALID_ARGUMENT`: an option or argument of the wrong type or range, or an unknown option key
+ * (the message names the nearest valid one); thrown before anything reaches the server.
+ */
 export class InvalidArgumentError extends BatonError {
+  /** The value that was given (secrets are replaced by a description). */
   readonly value: unknown;
 
+  /** `what`: the argument; `allowed`: what it may be, for the message. */
   constructor(what: string, value: unknown, allowed: string) {
     super(`invalid ${what} ${describe(value)}: expected ${allowed}`, 'INVALID_ARGUMENT');
     this.value = value;
   }
 }
 
-/** A release or resign of something this caller does not hold (wrong session, too many releases). */
+/**
+ * Code `NOT_HELD`: a release of something this caller does not hold (a `Reentrant` owner releasing more
+ * levels than it acquired).
+ */
 export class NotHeldError extends BatonError {
+  /** The whole message. */
   constructor(message: string) {
     super(message, 'NOT_HELD');
   }
 }
 
-/** A read lock holder asked for the write lock of the same ReadWriteLock: that would wait for itself. */
+/**
+ * Code `LOCK_UPGRADE`: a read lock holder asked for the write lock of the same ReadWriteLock (or
+ * `Reentrant` owner): that would wait for itself. Release the read lock first.
+ */
 export class LockUpgradeError extends BatonError {
+  /** `what`: the read/write lock, for the message. */
   constructor(what: string) {
     super(`cannot upgrade ${what}: this owner holds its read lock; release it first (upgrading would deadlock)`, 'LOCK_UPGRADE');
   }
 }
 
 /**
- * A downgrade of a write lock that could not be made safely; the write lock is still held. Refused
+ * Code `LOCK_DOWNGRADE`: a downgrade of a write lock that could not be made safely; the write lock is still held. Refused
  * on etcd when a client that does not see baton's read entries (etcd's Go recipes) queued behind it.
  */
 export class LockDowngradeError extends BatonError {
+  /** `what`: the read/write lock; `why`: what prevents the downgrade. */
   constructor(what: string, why: string) {
     super(`cannot downgrade ${what}: ${why}; the write lock is still held`, 'LOCK_DOWNGRADE');
   }
 }
 
-/** The session was closed by its owner; nothing more can be started on it. */
+/**
+ * Code `CLOSED`: the session was closed by its owner (`session.close()`); nothing more can be started
+ * on it, and waits on it give up with this error.
+ */
 export class ClosedError extends BatonError {
+  /** `message` defaults to `the session is closed`. */
   constructor(message = 'the session is closed') {
     super(message, 'CLOSED');
   }
 }
 
 /**
- * The server refused the request: the session's credentials do not allow it (ZooKeeper NoAuth, etcd
+ * Code `ACCESS_DENIED`: the server refused the request: the session's credentials do not allow it (ZooKeeper NoAuth, etcd
  * permission denied). Retrying does not help; the message never includes the credentials.
  */
 export class AccessDeniedError extends BatonError {
+  /** `options.cause`: the client's own error. */
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, 'ACCESS_DENIED', options);
   }
 }
 
-/** The backend failed in a way the recipes cannot repair (a server error, an unexpected reply). */
+/**
+ * Code `BACKEND_ERROR`: the backend failed in a way the recipes cannot repair (a server error, an
+ * unexpected reply); `cause` holds the client's error.
+ */
 export class BackendError extends BatonError {
+  /** `options.cause`: the client's own error. */
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, 'BACKEND_ERROR', options);
   }

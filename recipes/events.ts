@@ -10,40 +10,53 @@
 /** The entry kind: `lock` (FairMutex), `read` and `write` (ReadWriteLock), `candidate` (LeaderElection). */
 export type LockKind = 'lock' | 'read' | 'write' | 'candidate';
 
-interface About {
+/** What every lock event says: which lock, and what kind of entry. */
+export interface LockEventBase {
   /** The lock name, as validated (`payments/settlement`). */
   readonly name: string;
+  /** `lock`, `read`, `write` or `candidate`. */
   readonly kind: LockKind;
 }
 
 /** An acquire, tryAcquire or campaign is about to queue (its arguments were fine, the session usable). */
-export interface LockRequested extends About {
+export interface LockRequested extends LockEventBase {
+  /** `'requested'`. */
   readonly type: 'requested';
 }
 
 /** The wait ended with the lock held; `waitMs` counts from the call (a tryAcquire's round trip). */
-export interface LockGranted extends About {
+export interface LockGranted extends LockEventBase {
+  /** `'granted'`. */
   readonly type: 'granted';
+  /** Milliseconds from the call to the grant. */
   readonly waitMs: number;
+  /** The granted handle's `fencingToken`. */
   readonly fencingToken: bigint;
 }
 
 /** A tryAcquire found the lock taken and withdrew at once. */
-export interface LockBusy extends About {
+export interface LockBusy extends LockEventBase {
+  /** `'busy'`. */
   readonly type: 'busy';
+  /** Milliseconds from the call to the answer. */
   readonly waitMs: number;
 }
 
 /** The wait ran out of time (`LockTimeoutError`); the waiter's entry was withdrawn. */
-export interface LockTimedOut extends About {
+export interface LockTimedOut extends LockEventBase {
+  /** `'timedOut'`. */
   readonly type: 'timedOut';
+  /** Milliseconds from the call to the give-up. */
   readonly waitMs: number;
 }
 
 /** The caller's signal aborted the wait; `reason` is the signal's reason; the entry was withdrawn. */
-export interface LockAborted extends About {
+export interface LockAborted extends LockEventBase {
+  /** `'aborted'`. */
   readonly type: 'aborted';
+  /** Milliseconds from the call to the give-up. */
   readonly waitMs: number;
+  /** The caller's signal's `reason` (what the acquire rejected with). */
   readonly reason: unknown;
 }
 
@@ -51,16 +64,22 @@ export interface LockAborted extends About {
  * The wait ended with any other error: the session was lost or closed, the entry vanished with
  * `onWaiterLost: 'fail'`, or the backend failed. `error` is what the acquire rejected with.
  */
-export interface LockFailed extends About {
+export interface LockFailed extends LockEventBase {
+  /** `'failed'`. */
   readonly type: 'failed';
+  /** Milliseconds from the call to the failure. */
   readonly waitMs: number;
+  /** What the acquire rejected with. */
   readonly error: unknown;
 }
 
 /** The holder gave the lock back and the server confirmed it (a release or resign). */
-export interface LockReleased extends About {
+export interface LockReleased extends LockEventBase {
+  /** `'released'`. */
   readonly type: 'released';
+  /** Milliseconds from the grant to the confirmed release. */
   readonly holdMs: number;
+  /** The released handle's `fencingToken`. */
   readonly fencingToken: bigint;
 }
 
@@ -69,13 +88,23 @@ export interface LockReleased extends About {
  * deleted by someone else. `reason` is the `LockLostError` the handle's signal aborts with (its
  * `cause` says why). A hold that was already being released when this happened reports `released`.
  */
-export interface LockLost extends About {
+export interface LockLost extends LockEventBase {
+  /** `'lost'`. */
   readonly type: 'lost';
+  /** Milliseconds from the grant to the loss. */
   readonly holdMs: number;
+  /** The lost handle's `fencingToken`. */
   readonly fencingToken: bigint;
+  /** The `LockLostError` the handle's signal aborted with. */
   readonly reason: Error;
 }
 
+/**
+ * What a session's `'lock'` listeners receive, told apart by `type`: every wait starts with
+ * `requested` and ends with one of `granted`, `busy`, `timedOut`, `aborted`, `failed`; every grant ends
+ * with `released` or `lost`.
+ */
 export type LockEvent = LockRequested | LockGranted | LockBusy | LockTimedOut | LockAborted | LockFailed | LockReleased | LockLost;
 
+/** A listener of the session's `'lock'` event (`session.on('lock', listener)`). */
 export type LockListener = (event: LockEvent) => void;

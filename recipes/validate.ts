@@ -32,10 +32,14 @@ export function validateName(name: unknown): string {
   return name;
 }
 
+/** How long a blocking call (acquire, withLock, campaign, downgrade) may wait. Unknown keys are refused. */
 export interface WaitOptions {
-  /** Give up after this many milliseconds (0 = do not wait at all). Omit to wait without a limit. */
+  /**
+   * Give up after this many milliseconds with `LockTimeoutError` (0: only if granted without waiting).
+   * Default: no limit. A finite number from 0 to 2 147 483 647.
+   */
   readonly timeoutMs?: number | undefined;
-  /** Give up when this signal aborts; the promise rejects with `signal.reason`. */
+  /** Give up when this signal aborts; the promise rejects with `signal.reason`. Default: none. */
   readonly signal?: AbortSignal | undefined;
 }
 

@@ -1,7 +1,7 @@
 import { InvalidArgumentError } from '../recipes/errors.js';
 import { checkOptionKeys, MAX_TIMEOUT_MS, validateSignal } from '../recipes/validate.js';
 import type { Driver } from './backends/driver.js';
-import type { EtcdDriverOptions } from './backends/etcd/driver.js';
+import type { IOptions } from 'etcd3';
 import { MemoryDriver } from './backends/memory/driver.js';
 import { memoryStore } from './backends/memory/store.js';
 import type { AclPolicy } from './backends/zookeeper/acl.js';
@@ -10,6 +10,13 @@ import { BatonSession, internalsOf } from './session.js';
 import { parseUrl } from './url.js';
 import { backoff } from './backends/requests.js';
 
+/** etcd client settings passed through to etcd3 (the `etcd` option of `connect`). */
+export type EtcdClientOptions = Pick<IOptions, 'auth' | 'credentials' | 'grpcOptions'>;
+
+/**
+ * Options of `connect()`. Every key is optional; an unknown key is refused with `InvalidArgumentError`
+ * naming the nearest valid one.
+ */
 export interface ConnectOptions {
   /**
    * How long the server keeps the session after it last heard from the client, in ms: ZooKeeper's
@@ -17,7 +24,10 @@ export interface ConnectOptions {
    * seconds (unless `ttlSeconds` is given). `session.timeoutMs` is what the server granted. Default 10 000.
    */
   readonly sessionTimeoutMs?: number;
-  /** How long to wait for the first connection before giving up. Default 15 000. */
+  /**
+   * How long to wait for the first connection before `connect()` rejects with `BackendError`, in ms.
+   * Default 15 000.
+   */
   readonly connectTimeoutMs?: number;
   /**
    * Gives up connecting when it aborts: `connect()` rejects with its reason, and the client opened for
@@ -61,13 +71,18 @@ export interface ConnectOptions {
    * seconds when that is given, else 10.
    */
   readonly ttlSeconds?: number;
-  /** etcd: passed through to etcd3 (`auth: { username, password }`, `credentials` for TLS, `grpcOptions`). */
-  readonly etcd?: EtcdDriverOptions['client'];
+  /**
+   * etcd: passed through to etcd3 (`auth: { username, password }`, `credentials` for TLS,
+   * `grpcOptions`). Default: none (plain text, no auth).
+   */
+  readonly etcd?: EtcdClientOptions;
 }
 
+/** ZooKeeper credentials (the `auth` option of `connect`): sent before any request. */
 export interface ZkAuth {
+  /** `'digest'`, the only scheme baton sends. */
   readonly scheme: 'digest';
-  /** `user:password` */
+  /** `user:password`; never shown in an error message. */
   readonly credentials: string;
 }
 
@@ -75,8 +90,13 @@ const DEFAULTS = { sessionTimeoutMs: 10_000, connectTimeoutMs: 15_000, ttlSecond
 
 /**
  * Opens a session on the backend the URL names: `zk://h1:2181,h2:2181/myapp`, `etcd://h1:2379/myapp`,
- * `memory://test`.
- * The URL's path is the namespace every lock lives under (default `baton`).
+ * `memory://test` (one store per name, in this process). The URL's path is the namespace every lock
+ * lives under (default `baton`). Close the session with `session.close()` when done.
+ *
+ * Rejects with `InvalidArgumentError` for a bad URL or option (before anything is sent), with
+ * `BackendError` when no server answers within `connectTimeoutMs` (the cause says why: refused,
+ * unresolvable), with `AccessDeniedError` when etcd refuses the user name or password, and with `signal.reason`
+ * when `signal` aborts.
  */
 export async function connect(url: string, options: ConnectOptions = {}): Promise<Session> {
   const session = await open(url, options);
@@ -171,7 +191,7 @@ interface Settings {
   onWaiterLost: 'requeue' | 'fail';
   reconnectAfterLoss: boolean;
   ttlSeconds: number;
-  etcd: EtcdDriverOptions['client'] | undefined;
+  etcd: EtcdClientOptions | undefined;
   auth: ZkAuth[];
   acl: AclPolicy;
   signal: AbortSignal | undefined;
@@ -259,13 +279,13 @@ function ttl(value: unknown): number {
   return value;
 }
 
-function etcdClientOptions(value: unknown): EtcdDriverOptions['client'] | undefined {
+function etcdClientOptions(value: unknown): EtcdClientOptions | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new InvalidArgumentError('etcd options', value, 'an object with auth, credentials or grpcOptions');
   }
   const { auth, credentials, grpcOptions } = value as Record<string, unknown>;
-  return { ...(auth === undefined ? {} : { auth }), ...(credentials === undefined ? {} : { credentials }), ...(grpcOptions === undefined ? {} : { grpcOptions }) } as EtcdDriverOptions['client'];
+  return { ...(auth === undefined ? {} : { auth }), ...(credentials === undefined ? {} : { credentials }), ...(grpcOptions === undefined ? {} : { grpcOptions }) } as EtcdClientOptions;
 }
 
 function positiveMs(value: unknown, what: string, fallback: number): number {

@@ -14,6 +14,7 @@ import { isSession, type Session } from '../recipes/contract.js';
 
 const prom: PromClient = await loadPeer('prom-client', 'baton-locks/metrics', () => import('prom-client'));
 
+/** Options of `new BatonMetrics()`. */
 export interface BatonMetricsOptions {
   /** Where the metrics are registered. Default: prom-client's default registry (`register`). */
   readonly registry?: Registry;
@@ -30,6 +31,7 @@ export interface BatonMetricsOptions {
   readonly lockLabel?: (name: string) => string;
 }
 
+/** Options of `BatonMetrics.watch`. */
 export interface WatchOptions {
   /** The `session` label of the state gauge. Default: the session's id. */
   readonly name?: string;
@@ -40,11 +42,17 @@ export interface WatchOptions {
  * `kind`), and a gauge of each watched session's state (labels `session` and `state`).
  */
 export class BatonMetrics {
+  /** Where the metrics are registered (the `registry` option, or prom-client's default registry). */
   readonly registry: Registry;
   readonly #instruments: Instruments;
   /** Sessions this instance listens to, directly or by following a replacement: each counted once. */
   readonly #watched = new WeakSet<Session>();
 
+  /**
+   * Registers the metrics in the registry. Throws `InvalidArgumentError` for bad options, and
+   * prom-client's error if metrics of these names are registered there already (give another
+   * `prefix` or `registry`).
+   */
   constructor(options: BatonMetricsOptions = {}) {
     const checked = checkOptions(options);
     this.registry = checked.registry ?? prom.register;
@@ -60,7 +68,8 @@ export class BatonMetrics {
   /**
    * Counts the session's locks and follows its state; with `reconnectAfterLoss`, also the sessions
    * that replace it, under the same `session` label. Returns the function that stops it and removes
-   * the state series. Watching a session this instance already watches adds nothing.
+   * the state series. Watching a session this instance already watches adds nothing. Throws
+   * `InvalidArgumentError` for anything but a session from `connect()`, or bad options.
    */
   watch(session: Session, options: WatchOptions = {}): () => void {
     if (!isSession(session)) throw new InvalidArgumentError('session', session, 'a session from connect()');

@@ -1,25 +1,33 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import ts from 'typescript';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { reachedDeclarations, surfaceProblems, TEST_HOOKS, type EntryPoint } from './support/surface.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
   name: string;
   dependencies: Record<string, string>;
   peerDependencies?: Record<string, string>;
+  exports: Record<string, { types: string; default: string }>;
 };
 
 /** A user's TypeScript file: the public API, its types and errors, the metrics subpath. */
 const CONSUMER = `
-import { connect, FairMutex, ReadWriteLock, LeaderElection, Reentrant, LockTimeoutError, type AclPolicy, type LockHandle } from '${manifest.name}';
+import { connect, FairMutex, ReadWriteLock, LeaderElection, Reentrant, LockTimeoutError, type AclPolicy, type LockHandle, type Session } from '${manifest.name}';
 import { BatonMetrics } from '${manifest.name}/metrics';
 const acl: AclPolicy = 'open';
 const session = await connect('memory://consumer', { sessionTimeoutMs: 5_000 });
 const lock: LockHandle = await new FairMutex(session, 'a', { interop: 'curator' }).acquire({ timeoutMs: 10 });
 const token: bigint = lock.fencingToken;
+const typed: Session = session;
+// @ts-expect-error the recipes' plumbing is no part of a session's type
+typed.backend;
+// @ts-expect-error nor is the server entry behind a handle
+lock.entry;
 await new ReadWriteLock(session, 'b').readLock.withLock(async () => token);
 await new Reentrant(new FairMutex(session, 'c')).withLock(async () => undefined);
 const leader: string | null = await new LeaderElection(session, 'd', { id: 'x' }).leader();
@@ -33,28 +41,49 @@ afterAll(() => {
   for (const dir of made) rmSync(dir, { recursive: true, force: true });
 });
 
+const COMPILER_OPTIONS = { strict: true, skipLibCheck: false, noEmit: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', lib: ['ES2023', 'ESNext.Disposable'], types: ['node'] };
+
+/** A user's project with the packed tarball installed (its dependencies from this checkout). */
+function installPacked(): { dir: string; packageDir: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'baton-consumer-'));
+  made.push(dir);
+  // What `npm install` of the packed tarball puts in place; its dependencies from this checkout.
+  const tarball = execFileSync('npm', ['pack', '--silent', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim().split('\n').pop()!;
+  const modules = join(dir, 'node_modules');
+  mkdirSync(modules);
+  execFileSync('tar', ['-xzf', join(dir, tarball), '-C', dir]);
+  renameSync(join(dir, 'package'), join(modules, manifest.name));
+  for (const dependency of [...Object.keys(manifest.dependencies), ...Object.keys(manifest.peerDependencies ?? {}), '@types/node']) {
+    mkdirSync(dirname(join(modules, dependency)), { recursive: true });
+    symlinkSync(join(ROOT, 'node_modules', dependency), join(modules, dependency));
+  }
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', type: 'module', private: true }));
+  return { dir, packageDir: join(modules, manifest.name) };
+}
+
+/** Every `.d.ts` under `dir`. */
+function declarationFiles(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .filter((name) => name.endsWith('.d.ts'))
+    .map((name) => join(dir, name));
+}
+
 describe('the package as a user installs it', () => {
+  let installed: { dir: string; packageDir: string };
+  /** The package's entry points: production ones, and the test powers of a `testing` subpath if any. */
+  let production: EntryPoint[];
+  let testing: EntryPoint[];
+  const options = ts.convertCompilerOptionsFromJson(COMPILER_OPTIONS, ROOT).options;
+  beforeAll(() => {
+    installed = installPacked();
+    const entries = Object.entries(manifest.exports).map(([subpath, target]) => ({ subpath, types: join(installed.packageDir, target.types) }));
+    production = entries.filter((entry) => !/testing/.test(entry.subpath));
+    testing = entries.filter((entry) => /testing/.test(entry.subpath));
+  }, 180_000);
+
   it('compiles in a strict TypeScript project that checks libraries too (skipLibCheck false)', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'baton-consumer-'));
-    made.push(dir);
-    // What `npm install` of the packed tarball puts in place; its dependencies from this checkout.
-    const tarball = execFileSync('npm', ['pack', '--silent', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim().split('\n').pop()!;
-    const modules = join(dir, 'node_modules');
-    mkdirSync(modules);
-    execFileSync('tar', ['-xzf', join(dir, tarball), '-C', dir]);
-    renameSync(join(dir, 'package'), join(modules, manifest.name));
-    for (const dependency of [...Object.keys(manifest.dependencies), ...Object.keys(manifest.peerDependencies ?? {}), '@types/node']) {
-      mkdirSync(dirname(join(modules, dependency)), { recursive: true });
-      symlinkSync(join(ROOT, 'node_modules', dependency), join(modules, dependency));
-    }
-    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', type: 'module', private: true }));
-    writeFileSync(
-      join(dir, 'tsconfig.json'),
-      JSON.stringify({
-        compilerOptions: { strict: true, skipLibCheck: false, noEmit: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', lib: ['ES2023', 'ESNext.Disposable'], types: ['node'] },
-        files: ['index.ts'],
-      }),
-    );
+    const { dir } = installed;
+    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: COMPILER_OPTIONS, files: ['index.ts'] }));
     writeFileSync(join(dir, 'index.ts'), CONSUMER);
     let output = '';
     try {
@@ -63,5 +92,24 @@ describe('the package as a user installs it', () => {
       output = String((error as { stdout?: string }).stdout ?? error);
     }
     expect(output).toBe('');
-  }, 180_000);
+  }, 60_000);
+
+  it('documents every export and each of its members, and shows no internal member nor an unexported class', () => {
+    expect(surfaceProblems(installed.packageDir, [...production, ...testing], options)).toEqual([]);
+  }, 60_000);
+
+  it('ships no @internal declaration, and no test hook in a .d.ts that a production entry point reaches', () => {
+    // Files reached only through a `testing` subpath may hold test powers: that is where they belong.
+    const reached = new Set(reachedDeclarations(installed.packageDir, production, options));
+    const testingOnly = new Set(reachedDeclarations(installed.packageDir, testing, options).filter((file) => !reached.has(file)));
+    const found: string[] = [];
+    for (const file of declarationFiles(installed.packageDir)) {
+      const text = readFileSync(file, 'utf8');
+      const where = file.slice(installed.packageDir.length + 1);
+      if (text.includes('@internal')) found.push(`${where}: @internal (stripInternal is off?)`);
+      if (testingOnly.has(file)) continue;
+      for (const hook of TEST_HOOKS) if (new RegExp(`\\b${hook}\\b`).test(text)) found.push(`${where}: ${hook}`);
+    }
+    expect(found).toEqual([]);
+  }, 60_000);
 });
