@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { reachedDeclarations, surfaceProblems, TEST_HOOKS, type EntryPoint } from './support/surface.js';
+import { hoverProblems, reachedDeclarations, surfaceProblems, TEST_HOOKS, type EntryPoint } from './support/surface.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
@@ -32,6 +32,17 @@ await new ReadWriteLock(session, 'b').readLock.withLock(async () => token);
 await new Reentrant(new FairMutex(session, 'c')).withLock(async () => undefined);
 const leader: string | null = await new LeaderElection(session, 'd', { id: 'x' }).leader();
 try { await lock.release(); } catch (error) { if (error instanceof LockTimeoutError) console.log(error.code); }
+const maybe = await new FairMutex(session, 'e').tryAcquire();
+if (maybe !== null && maybe.held) maybe.signal.throwIfAborted();
+await maybe?.release();
+const leadership = await new LeaderElection(session, 'f', { id: 'y' }).campaign({ timeoutMs: 1_000 });
+await leadership.resign();
+const rw = new ReadWriteLock(session, 'g');
+await (await rw.downgrade(await rw.writeLock.acquire())).release();
+const level = await new Reentrant(new FairMutex(session, 'h')).acquire({ owner: 'job' });
+console.log(level.held, level.name, level.fencingToken, session.id, session.state, session.timeoutMs);
+await level.release();
+session.on('state', () => undefined).on('lock', (event) => console.log(event.type));
 console.log(acl, leader, typeof BatonMetrics);
 await session.close();
 `;
@@ -92,6 +103,12 @@ describe('the package as a user installs it', () => {
       output = String((error as { stdout?: string }).stdout ?? error);
     }
     expect(output).toBe('');
+  }, 60_000);
+
+  it("shows documentation on hover over every name a user's file takes from the package, and no internal class", () => {
+    const file = join(installed.dir, 'hover.ts');
+    writeFileSync(file, CONSUMER);
+    expect(hoverProblems(file, installed.packageDir, options, ['QueueLock', 'BatonSession', 'SessionCore', 'Entry'])).toEqual([]);
   }, 60_000);
 
   it('documents every export and each of its members, and shows no internal member nor an unexported class', () => {

@@ -125,3 +125,49 @@ export function reachedDeclarations(packageDir: string, entries: readonly EntryP
 function resolved(checker: ts.TypeChecker, symbol: ts.Symbol): ts.Symbol {
   return symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
 }
+
+/**
+ * What an editor's hover shows over every name the user's file `file` takes from the package (under
+ * `packageDir`): one line per name whose hover has no documentation or names an internal class.
+ */
+export function hoverProblems(file: string, packageDir: string, options: ts.CompilerOptions, hidden: readonly string[]): string[] {
+  const host: ts.LanguageServiceHost = {
+    getCompilationSettings: () => options,
+    getScriptFileNames: () => [file],
+    getScriptVersion: () => '1',
+    getScriptSnapshot: (name) => {
+      const content = ts.sys.readFile(name);
+      return content === undefined ? undefined : ts.ScriptSnapshot.fromString(content);
+    },
+    getCurrentDirectory: () => ts.sys.getCurrentDirectory(),
+    getDefaultLibFileName: (settings) => ts.getDefaultLibFilePath(settings),
+    fileExists: (name) => ts.sys.fileExists(name),
+    readFile: (name) => ts.sys.readFile(name),
+    readDirectory: (...args) => ts.sys.readDirectory(...args),
+    directoryExists: (name) => ts.sys.directoryExists(name),
+    getDirectories: (name) => ts.sys.getDirectories(name),
+  };
+  const service = ts.createLanguageService(host);
+  const program = service.getProgram()!;
+  const source = program.getSourceFile(file)!;
+  const checker = program.getTypeChecker();
+  const problems: string[] = [];
+  const visit = (node: ts.Node): void => {
+    if (ts.isIdentifier(node)) {
+      const symbol = checker.getSymbolAtLocation(node);
+      const target = symbol !== undefined && symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
+      const fromPackage = target?.declarations?.some((declaration) => declaration.getSourceFile().fileName.startsWith(packageDir)) ?? false;
+      if (fromPackage) {
+        const info = service.getQuickInfoAtPosition(file, node.getStart(source));
+        const shown = ts.displayPartsToString(info?.displayParts);
+        const docs = ts.displayPartsToString(info?.documentation).trim();
+        const line = source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1;
+        if (docs === '') problems.push(`line ${line} ${node.text}: hover without documentation (${shown})`);
+        for (const name of hidden) if (new RegExp(`\\b${name}\\b`).test(shown)) problems.push(`line ${line} ${node.text}: hover names ${name} (${shown})`);
+      }
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return [...new Set(problems)];
+}
