@@ -84,6 +84,25 @@ export class LockDowngradeError extends BatonError {
   }
 }
 
+/**
+ * A semaphore found an entry ahead of its own made with other permits (`found` is that number), or an
+ * entry of another recipe on its name (`found` is that entry's kind): every participant of one
+ * semaphore must give the same `permits`, and a semaphore's name is its own. The waiter's entry was
+ * withdrawn.
+ */
+export class PermitsMismatchError extends BatonError {
+  readonly permits: number;
+  readonly found: number | string;
+
+  constructor(what: string, permits: number, found: number | string) {
+    const other = typeof found === 'number' ? `an entry made with permits ${found}` : `an entry of another recipe (kind "${found}")`;
+    const rule = typeof found === 'number' ? 'every participant must give the same permits' : "a semaphore's name must not be shared with other recipes";
+    super(`${what} was asked for with permits ${permits}, but its queue holds ${other}: ${rule}`, 'PERMITS_MISMATCH');
+    this.permits = permits;
+    this.found = found;
+  }
+}
+
 /** The session was closed by its owner; nothing more can be started on it. */
 export class ClosedError extends BatonError {
   constructor(message = 'the session is closed') {

@@ -45,6 +45,6 @@ describe('decide: who must go first', () => {
   it.each(CASES)('%s', (_what, decide, spec, self, blocker) => {
     const queue = queueOf(spec);
     const found = decide(queue, queue[self]!);
-    expect(found === null ? null : queue.indexOf(found)).toBe(blocker);
+    expect(found === null ? null : queue.indexOf(found as Entry)).toBe(blocker);
   });
 });
