@@ -50,6 +50,8 @@ export function askOf(kind: string): Ask | null {
  */
 export function semaphoreDecide(permits: number, what: string): Decide {
   return (queue, self) => {
+    // Nothing ahead (the common case): its own count, checked when it asked, always fits.
+    if (queue[0] === undefined || queue[0].order >= self.order) return null;
     const own = askOf(self.kind)!.count;
     let used = 0;
     let place: bigint | undefined;

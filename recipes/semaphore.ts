@@ -62,6 +62,11 @@ export class Semaphore {
   readonly #session: Session;
   readonly #what: string;
   readonly #decide: QueueRequest['decide'];
+  /** The request for each count asked for so far: most callers ask for one count, again and again. */
+  readonly #requests = new Map<number, QueueRequest>();
+  readonly #granting = new Map<number, (entry: Entry) => PermitHandle>();
+  #one: QueueRequest | undefined;
+  readonly #grantOne = (entry: Entry): PermitHandle => this.#grant(entry, 1);
 
   constructor(session: Session, name: string, options: SemaphoreOptions) {
     this.name = validateName(name);
@@ -80,7 +85,7 @@ export class Semaphore {
   acquire(options?: PermitOptions): Promise<PermitHandle> {
     try {
       const { count, wait } = this.#checkAcquire(options);
-      return waitForTurn(this.#request(count), wait).then((entry) => this.#grant(entry, count));
+      return waitForTurn(this.#request(count), wait).then(this.#granter(count));
     } catch (error) {
       return Promise.reject(error);
     }
@@ -105,15 +110,22 @@ export class Semaphore {
   }
 
   #request(count: number): QueueRequest {
-    return {
-      session: this.#session,
-      queue: this.name,
-      kind: 'semaphore',
-      entryKind: semaphoreKind(count, this.permits),
-      decide: this.#decide,
-      what: this.#what,
-      announceGrant: true,
-    };
+    if (count === 1 && this.#one !== undefined) return this.#one;
+    let request = this.#requests.get(count);
+    if (request === undefined) {
+      const entryKind = semaphoreKind(count, this.permits);
+      request = { session: this.#session, queue: this.name, kind: 'semaphore', entryKind, decide: this.#decide, what: this.#what, announceGrant: true };
+      this.#requests.set(count, request);
+      if (count === 1) this.#one = request;
+    }
+    return request;
+  }
+
+  #granter(count: number): (entry: Entry) => PermitHandle {
+    if (count === 1) return this.#grantOne;
+    let grant = this.#granting.get(count);
+    if (grant === undefined) this.#granting.set(count, (grant = (entry) => this.#grant(entry, count)));
+    return grant;
   }
 
   #grant(entry: Entry, count: number): PermitHandle {
@@ -121,6 +133,7 @@ export class Semaphore {
   }
 
   #checkAcquire(options: unknown): { count: number; wait: WaitOptions } {
+    if (options === undefined) return DEFAULT_ACQUIRE;
     const { count, timeoutMs, signal } = checkedObject(options, ACQUIRE_OPTIONS);
     return { count: this.#checkCount(count), wait: { timeoutMs: validateTimeout(timeoutMs), signal: validateSignal(signal) } };
   }
@@ -135,6 +148,7 @@ export class Semaphore {
 }
 
 const ACQUIRE_OPTIONS = ['count', 'timeoutMs', 'signal'];
+const DEFAULT_ACQUIRE = { count: 1, wait: {} };
 const TRY_OPTIONS = ['count'];
 
 /** The options object (or none) with only `known` keys. */
