@@ -67,6 +67,7 @@ export async function waitForTurn(request: QueueRequest, options: WaitOptions): 
           // The common case, nobody ahead: granted without setting up a wait at all.
           options.signal?.throwIfAborted();
           session.signal.throwIfAborted();
+          if (look.queuedBehind) entry = await announceGrant(turn, entry);
         } else {
           await waitInLine(turn, options, startedAt, entry, look.first);
           if (request.announceGrant === true) entry = await announceGrant(turn, entry);
@@ -167,8 +168,17 @@ export async function tryTurn(request: QueueRequest): Promise<Entry | null> {
       else report?.busy();
       return null;
     }
-    report?.granted(entry);
-    return entry;
+    let granted = entry;
+    if (request.announceGrant === true && queuedBehind(queue, entry)) {
+      try {
+        granted = await announceGrant(request, entry);
+      } catch (error) {
+        await session.backend.withdraw(entry);
+        throw error instanceof EntryVanished ? new LockLostError(request.what, { cause: error }) : error;
+      }
+    }
+    report?.granted(granted);
+    return granted;
   } catch (error) {
     report?.gaveUp(error, undefined);
     throw error;
@@ -195,14 +205,28 @@ interface FirstLook {
   readonly first: Turn;
   /** Why the entry may not wait at all (a lost place, a decision that refused the queue), if so. */
   readonly refused: unknown;
+  /** With `announceGrant`: whether an entry queued behind ours before the listing was read (see `queuedBehind`). */
+  readonly queuedBehind: boolean;
 }
 
 function firstLook(request: QueueRequest, { entry, queue }: Enqueued): FirstLook {
+  const behind = request.announceGrant === true && queuedBehind(queue, entry);
   try {
-    return { entry, first: turnIn(request, queue, entry), refused: lostPlace(request, queue) };
+    return { entry, first: turnIn(request, queue, entry), refused: lostPlace(request, queue), queuedBehind: behind };
   } catch (error) {
-    return { entry, first: null, refused: error };
+    return { entry, first: null, refused: error, queuedBehind: behind };
   }
+}
+
+/**
+ * Whether the listing that came with our new entry shows one queued after it. Where the create and the
+ * listing are two requests (ZooKeeper), that entry's own listing may be older than ours and have shown
+ * ours still waiting: it may then be watching ours for its grant, and a grant at first look must be
+ * announced too. Where they are one (etcd, memory) nothing is ever behind, and nothing is announced.
+ */
+function queuedBehind(queue: readonly Entry[], self: Entry): boolean {
+  const last = queue[queue.length - 1];
+  return last !== undefined && last.order > self.order;
 }
 
 function entryKindOf(request: QueueRequest): string {
