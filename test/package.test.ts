@@ -14,7 +14,7 @@ const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as
 
 /** A user's TypeScript file: the public API, its types and errors, the metrics subpath. */
 const CONSUMER = `
-import { connect, FairMutex, ReadWriteLock, LeaderElection, Reentrant, LockTimeoutError, type AclPolicy, type LockHandle } from '${manifest.name}';
+import { connect, FairMutex, ReadWriteLock, LeaderElection, Reentrant, Semaphore, MultiLock, LockTimeoutError, PermitsMismatchError, type AclPolicy, type LockHandle, type PermitHandle } from '${manifest.name}';
 import { BatonMetrics } from '${manifest.name}/metrics';
 const acl: AclPolicy = 'open';
 const session = await connect('memory://consumer', { sessionTimeoutMs: 5_000 });
@@ -23,6 +23,12 @@ const token: bigint = lock.fencingToken;
 await new ReadWriteLock(session, 'b').readLock.withLock(async () => token);
 await new Reentrant(new FairMutex(session, 'c')).withLock(async () => undefined);
 const leader: string | null = await new LeaderElection(session, 'd', { id: 'x' }).leader();
+const permit: PermitHandle = await new Semaphore(session, 'e', { permits: 2 }).acquire({ count: 2, timeoutMs: 10 });
+const held: number = permit.count;
+await permit.release();
+await using both = await new MultiLock(session, ['f', 'g']).acquire({ timeoutMs: 10 });
+const tokens: ReadonlyMap<string, bigint> = both.fencingTokens;
+console.log(held, tokens.size, both.signal.aborted, PermitsMismatchError.name);
 try { await lock.release(); } catch (error) { if (error instanceof LockTimeoutError) console.log(error.code); }
 console.log(acl, leader, typeof BatonMetrics);
 await session.close();
