@@ -2,7 +2,7 @@ import type { Entry, Session } from './contract.js';
 import { InvalidArgumentError } from './errors.js';
 import { LockHandle } from './handle.js';
 import { checkSession } from './mutex.js';
-import { semaphoreDecide, semaphoreKind } from './permits.js';
+import { askOf, semaphoreDecide, semaphoreKind } from './permits.js';
 import { tryTurn, waitForTurn, type QueueRequest } from './queue.js';
 import { checkOptionKeys, quoted, validateName, validateSignal, validateTimeout, type WaitOptions } from './validate.js';
 
@@ -37,12 +37,9 @@ export interface TryPermitOptions {
  */
 export class PermitHandle extends LockHandle {
   /** How many permits this handle holds. */
-  readonly count: number;
-
-  /** @internal Made by `Semaphore`. */
-  constructor(session: Session, entry: Entry, what: string, count: number) {
-    super(session, entry, what);
-    this.count = count;
+  get count(): number {
+    // Read from the entry's kind rather than kept: a field of the subclass's own costs every grant.
+    return askOf(this.entry.kind)!.count;
   }
 }
 
@@ -64,9 +61,7 @@ export class Semaphore {
   readonly #decide: QueueRequest['decide'];
   /** The request for each count asked for so far: most callers ask for one count, again and again. */
   readonly #requests = new Map<number, QueueRequest>();
-  readonly #granting = new Map<number, (entry: Entry) => PermitHandle>();
   #one: QueueRequest | undefined;
-  readonly #grantOne = (entry: Entry): PermitHandle => this.#grant(entry, 1);
 
   constructor(session: Session, name: string, options: SemaphoreOptions) {
     this.name = validateName(name);
@@ -85,7 +80,7 @@ export class Semaphore {
   acquire(options?: PermitOptions): Promise<PermitHandle> {
     try {
       const { count, wait } = this.#checkAcquire(options);
-      return waitForTurn(this.#request(count), wait).then(this.#granter(count));
+      return waitForTurn(this.#request(count), wait).then(this.#grant);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -95,7 +90,7 @@ export class Semaphore {
   async tryAcquire(options?: TryPermitOptions): Promise<PermitHandle | null> {
     const count = this.#checkCount(checkedObject(options, TRY_OPTIONS).count);
     const entry = await tryTurn(this.#request(count));
-    return entry === null ? null : this.#grant(entry, count);
+    return entry === null ? null : this.#grant(entry);
   }
 
   /** Runs `fn` holding `count` permits (default 1) and releases them afterwards, also when `fn` throws. Rejects as `acquire` does. */
@@ -121,16 +116,8 @@ export class Semaphore {
     return request;
   }
 
-  #granter(count: number): (entry: Entry) => PermitHandle {
-    if (count === 1) return this.#grantOne;
-    let grant = this.#granting.get(count);
-    if (grant === undefined) this.#granting.set(count, (grant = (entry) => this.#grant(entry, count)));
-    return grant;
-  }
-
-  #grant(entry: Entry, count: number): PermitHandle {
-    return new PermitHandle(this.#session, entry, this.#what, count);
-  }
+  /** The count of a grant is in its entry's kind (see `PermitHandle.count`). */
+  readonly #grant = (entry: Entry): PermitHandle => new PermitHandle(this.#session, entry, this.#what);
 
   #checkAcquire(options: unknown): { count: number; wait: WaitOptions } {
     if (options === undefined) return DEFAULT_ACQUIRE;
