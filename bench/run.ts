@@ -6,6 +6,7 @@ import { etcdCycle } from './etcd.js';
 import { etcdReuse } from './etcd-reuse.js';
 import { etcdHerd, memoryHerd, zkHerd } from './herd.js';
 import { memoryCycle } from './memory.js';
+import { etcdPermits, memoryPermits, zkPermits } from './permits.js';
 import { Report } from './report.js';
 import { etcdScale, zkScale } from './scale.js';
 import { Servers } from './servers.js';
@@ -26,7 +27,7 @@ import { zkCycle } from './zookeeper.js';
 const WARMUP_CYCLES = 1_500;
 
 /** Every case, in the order a full run takes them. */
-const CASES: readonly Case[] = [zkCycle, zkContended, zkHerd, zkScale, zkWaiters, etcdCycle, etcdReuse, etcdHerd, etcdScale, etcdWaiters, memoryCycle, memoryHerd, memoryWaiters];
+const CASES: readonly Case[] = [zkCycle, zkContended, zkHerd, zkScale, zkWaiters, zkPermits, etcdCycle, etcdReuse, etcdHerd, etcdScale, etcdWaiters, etcdPermits, memoryCycle, memoryHerd, memoryWaiters, memoryPermits];
 
 const USAGE = `npm run bench [-- --quick] [-- --only <selector>[,<selector>...]] [-- --json results.json]
   selectors: a backend (zk, etcd, memory), a kind of case (${[...new Set(CASES.map((c) => c.name.split('.')[1]))].join(', ')}),

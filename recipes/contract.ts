@@ -16,7 +16,12 @@ export interface Entry {
   readonly queue: string;
   /** Backend-specific full key: a znode path, an etcd key, a memory key. Unique for all time. */
   readonly key: string;
-  /** What the entry asks for: `lock`, `read`, `write`, `candidate`, ... */
+  /**
+   * What the entry asks for: `lock`, `read`, `write`, `candidate`, `exclusive` (a peer's), or a kind
+   * with parameters, lowercase letters then `_<digits>` groups (`semaphore_2_5`: 2 of 5 permits). A
+   * backend stores a kind with its entry's name and gives it back as it was written, so that a
+   * decision reads it from a listing without a read per entry.
+   */
   readonly kind: string;
   /** Server order within the queue (ZooKeeper sequence, etcd create revision). */
   readonly order: bigint;

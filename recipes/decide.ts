@@ -1,12 +1,14 @@
 import type { Entry } from './contract.js';
 
 /**
- * Who must go before `self`, given a queue sorted by order: the entry to watch, or null when `self`
- * may proceed. Pure functions, one per recipe; the waiting loop is shared. A decision reads only the
- * entries ordered before `self`: the waiting loop lists with `through` (see `Backend.list`), and a
- * backend may leave out of such a listing what is behind `self`.
+ * Who must go before `self`, given a queue sorted by order: the entry to watch, several entries (the
+ * wait ends when any one of them goes), or null when `self` may proceed. Pure functions, one per
+ * recipe; the waiting loop is shared. A decision reads only the entries ordered before `self`: the
+ * waiting loop lists with `through` (see `Backend.list`), and a backend may leave out of such a listing
+ * what is behind `self`. A decision may throw (a typed error: entries `self` cannot queue with); the
+ * waiting loop then withdraws `self` and rejects with it.
  */
-export type Decide = (queue: readonly Entry[], self: Entry) => Entry | null;
+export type Decide = (queue: readonly Entry[], self: Entry) => Entry | readonly Entry[] | null;
 
 /** Mutex, write lock, election: blocked by the entry immediately before mine, of any kind. */
 export const exclusive: Decide = (queue, self) => {

@@ -127,6 +127,28 @@ export class LockDowngradeError extends BatonError {
 }
 
 /**
+ * Code `PERMITS_MISMATCH`: a semaphore found an entry ahead of its own made with other permits (`found` is that number), or an
+ * entry of another recipe on its name (`found` is that entry's kind): every participant of one
+ * semaphore must give the same `permits`, and a semaphore's name is its own. The waiter's entry was
+ * withdrawn.
+ */
+export class PermitsMismatchError extends BatonError {
+  /** The permits this semaphore was asked for with. */
+  readonly permits: number;
+  /** The permits of the entry found, or the kind of another recipe's entry. */
+  readonly found: number | string;
+
+  /** `what` names the semaphore (`semaphore "jobs"`). */
+  constructor(what: string, permits: number, found: number | string) {
+    const other = typeof found === 'number' ? `an entry made with permits ${found}` : `an entry of another recipe (kind "${found}")`;
+    const rule = typeof found === 'number' ? 'every participant must give the same permits' : "a semaphore's name must not be shared with other recipes";
+    super(`${what} was asked for with permits ${permits}, but its queue holds ${other}: ${rule}`, 'PERMITS_MISMATCH');
+    this.permits = permits;
+    this.found = found;
+  }
+}
+
+/**
  * Code `CLOSED`: the session was closed by its owner (`session.close()`); nothing more can be started
  * on it, and waits on it give up with this error.
  */

@@ -7,8 +7,11 @@
  * an end without its beginning. Times are milliseconds measured with `performance.now()`.
  */
 
-/** The entry kind: `lock` (FairMutex), `read` and `write` (ReadWriteLock), `candidate` (LeaderElection). */
-export type LockKind = 'lock' | 'read' | 'write' | 'candidate';
+/**
+ * The entry kind: `lock` (FairMutex, and each lock of a MultiLock), `read` and `write`
+ * (ReadWriteLock), `candidate` (LeaderElection), `semaphore` (Semaphore).
+ */
+export type LockKind = 'lock' | 'read' | 'write' | 'candidate' | 'semaphore';
 
 /** What every lock event says: which lock, and what kind of entry. */
 export interface LockEventBase {

@@ -1,4 +1,4 @@
-import type { Backend, Enqueued, Entry, Session, SessionCore } from './contract.js';
+import type { Abortable, Backend, Enqueued, Entry, Session, SessionCore } from './contract.js';
 import type { Decide } from './decide.js';
 import { deadline } from './deadline.js';
 import { ClosedError, LockLostError, LockTimeoutError, SessionLostError } from './errors.js';
@@ -11,7 +11,15 @@ export interface QueueRequest {
   /** The session's internals (`coreOf(session)`), looked up once per recipe rather than per wait. */
   readonly core: SessionCore;
   readonly queue: string;
+  /** What the wait is reported as (events, metrics). */
   readonly kind: LockKind;
+  /** The kind the entry is stored with, when it is not `kind` (a semaphore's carries its counts). */
+  readonly entryKind?: string;
+  /**
+   * A grant after a wait is announced to the waiter behind (see `announceGrant`): set where that waiter
+   * may be watching for this entry to be granted rather than to go (a semaphore's next in line).
+   */
+  readonly announceGrant?: boolean;
   readonly decide: Decide;
   /** For messages: `lock "payments/settlement"`. */
   readonly what: string;
@@ -50,19 +58,21 @@ export async function waitForTurn(request: QueueRequest, options: WaitOptions): 
       // alive for as long as the wait lasts (see `firstLook`).
       let look: FirstLook;
       try {
-        look = firstLook(turn, await core.backend.enqueue(turn.queue, turn.kind, turn.at, turn.data, turn.dialect));
+        look = firstLook(turn, await core.backend.enqueue(turn.queue, entryKindOf(turn), turn.at, turn.data, turn.dialect));
       } catch (error) {
         throw gaveUpFirst(request.what, options, startedAt, error);
       }
-      const { entry, first, placeLost } = look;
+      let { entry } = look;
       try {
-        if (placeLost !== undefined) throw placeLost;
-        if (first === null) {
+        if (look.refused !== undefined) throw look.refused;
+        if (look.first === null) {
           // The common case, nobody ahead: granted without setting up a wait at all.
           options.signal?.throwIfAborted();
           session.signal.throwIfAborted();
+          if (look.queuedBehind) entry = await announceGrant(turn, entry);
         } else {
-          await waitInLine(turn, options, startedAt, entry, first);
+          await waitInLine(turn, options, startedAt, entry, look.first);
+          if (request.announceGrant === true) entry = await announceGrant(turn, entry);
         }
       } catch (error) {
         await core.backend.withdraw(entry);
@@ -100,7 +110,7 @@ function gaveUpFirst(what: string, options: WaitOptions, startedAt: number, erro
  * Waits until `self` (queued, with `first` ahead of it) may proceed, or throws: timeout, abort, the
  * session's end, or `EntryVanished`. The caller withdraws the entry on any throw.
  */
-async function waitInLine(request: QueueRequest, options: WaitOptions, startedAt: number, self: Entry, first: Entry | typeof MISSING): Promise<void> {
+async function waitInLine(request: QueueRequest, options: WaitOptions, startedAt: number, self: Entry, first: Entry | readonly Entry[] | typeof MISSING): Promise<void> {
   const { session, core, what } = request;
   // One deadline for the whole wait, counted from the call, and across a requeue too.
   const remaining = options.timeoutMs === undefined ? undefined : Math.max(0, options.timeoutMs - (performance.now() - startedAt));
@@ -124,7 +134,7 @@ async function waitInLine(request: QueueRequest, options: WaitOptions, startedAt
       if (turn === MISSING) return await entryVanished(backend, self);
       if (turn === null) break;
       wait.signal.throwIfAborted(); // from here on we would have to wait, so the timeout counts
-      await backend.waitGone(turn, wait.signal);
+      await waitAnyGone(backend, turn, wait.signal);
     }
     wait.throwIfCancelled();
     // After a timeout the deadline no longer listens: an abort since then must still count.
@@ -143,21 +153,34 @@ export async function tryTurn(request: QueueRequest): Promise<Entry | null> {
   const leave = core.enter();
   const report = reportWait(core, request.queue, request.kind);
   try {
-    const { entry, queue } = await core.backend.enqueue(request.queue, request.kind, request.at, request.data, request.dialect);
-    const placeLost = lostPlace(request, queue);
-    if (placeLost !== undefined) {
+    const { entry, queue } = await core.backend.enqueue(request.queue, entryKindOf(request), request.at, request.data, request.dialect);
+    let blocker: ReturnType<Decide>;
+    try {
+      const placeLost = lostPlace(request, queue);
+      if (placeLost !== undefined) throw placeLost;
+      blocker = queue.some((e) => e.key === entry.key) ? request.decide(queue, entry) : entry;
+    } catch (error) {
       await core.backend.withdraw(entry);
-      throw placeLost;
+      throw error;
     }
-    if (!queue.some((e) => e.key === entry.key) || request.decide(queue, entry) !== null || session.signal.aborted) {
+    if (blocker !== null || session.signal.aborted) {
       await core.backend.withdraw(entry);
       // Null either way; only a taken lock is `busy`, a session that ended meanwhile is a failure.
       if (session.signal.aborted) report?.gaveUp(session.signal.reason, undefined);
       else report?.busy();
       return null;
     }
-    report?.granted(entry);
-    return entry;
+    let granted = entry;
+    if (request.announceGrant === true && queuedBehind(queue, entry)) {
+      try {
+        granted = await announceGrant(request, entry);
+      } catch (error) {
+        await core.backend.withdraw(entry);
+        throw error instanceof EntryVanished ? new LockLostError(request.what, { cause: error }) : error;
+      }
+    }
+    report?.granted(granted);
+    return granted;
   } catch (error) {
     report?.gaveUp(error, undefined);
     throw error;
@@ -166,8 +189,8 @@ export async function tryTurn(request: QueueRequest): Promise<Entry | null> {
   }
 }
 
-/** What one listing says of our entry: the entry that must go first, none (null), or ours is missing. */
-type Turn = Entry | null | typeof MISSING;
+/** What one listing says of our entry: the entries that must go first, none (null), or ours is missing. */
+type Turn = Entry | readonly Entry[] | null | typeof MISSING;
 const MISSING = Symbol('our entry is missing from the listing');
 
 function turnIn(request: QueueRequest, queue: readonly Entry[], self: Entry): Turn {
@@ -182,11 +205,34 @@ function turnIn(request: QueueRequest, queue: readonly Entry[], self: Entry): Tu
 interface FirstLook {
   readonly entry: Entry;
   readonly first: Turn;
-  readonly placeLost: LockLostError | undefined;
+  /** Why the entry may not wait at all (a lost place, a decision that refused the queue), if so. */
+  readonly refused: unknown;
+  /** With `announceGrant`: whether an entry queued behind ours before the listing was read (see `queuedBehind`). */
+  readonly queuedBehind: boolean;
 }
 
 function firstLook(request: QueueRequest, { entry, queue }: Enqueued): FirstLook {
-  return { entry, first: turnIn(request, queue, entry), placeLost: lostPlace(request, queue) };
+  const behind = request.announceGrant === true && queuedBehind(queue, entry);
+  try {
+    return { entry, first: turnIn(request, queue, entry), refused: lostPlace(request, queue), queuedBehind: behind };
+  } catch (error) {
+    return { entry, first: null, refused: error, queuedBehind: behind };
+  }
+}
+
+/**
+ * Whether the listing that came with our new entry shows one queued after it. Where the create and the
+ * listing are two requests (ZooKeeper), that entry's own listing may be older than ours and have shown
+ * ours still waiting: it may then be watching ours for its grant, and a grant at first look must be
+ * announced too. Where they are one (etcd, memory) nothing is ever behind, and nothing is announced.
+ */
+function queuedBehind(queue: readonly Entry[], self: Entry): boolean {
+  const last = queue[queue.length - 1];
+  return last !== undefined && last.order > self.order;
+}
+
+function entryKindOf(request: QueueRequest): string {
+  return request.entryKind ?? request.kind;
 }
 
 /**
@@ -210,4 +256,48 @@ class EntryVanished extends Error {}
 async function entryVanished(backend: Backend, self: Entry): Promise<never> {
   if (await backend.confirm(self)) throw new EntryVanished('our entry was missing from a listing');
   throw new EntryVanished('our queue entry vanished while waiting');
+}
+
+/**
+ * Waits until any one of `entries` is gone. Several are watched only where one departure of several
+ * may let `self` in (a semaphore's first waiter, behind the holders); the rest of the watches end then.
+ */
+async function waitAnyGone(backend: Backend, entries: Entry | readonly Entry[], signal: Abortable): Promise<void> {
+  if (!isMany(entries)) return backend.waitGone(entries, signal);
+  if (entries.length === 1) return backend.waitGone(entries[0]!, signal);
+  const done = new AbortController();
+  const onAbort = (): void => done.abort(signal.reason);
+  signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    await Promise.race(entries.map((entry) => backend.waitGone(entry, done.signal)));
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+    done.abort(ANY_GONE);
+  }
+}
+
+/** The reason the other watches of `waitAnyGone` end with once one entry went; never seen by a caller. */
+const ANY_GONE = new Error('another watched entry went first');
+
+function isMany(entries: Entry | readonly Entry[]): entries is readonly Entry[] {
+  return Array.isArray(entries);
+}
+
+/**
+ * Tells the waiter behind a grant that came after a wait: our entry is put again at its own place and
+ * the old one withdrawn, so that a waiter watching the old one (waiting for it to be granted, which a
+ * deletion watch cannot see) looks again. The new entry holds what the old one did: same place, same
+ * kind, and an entry ordered at a place already taken counts once (see the semaphore's decision).
+ */
+async function announceGrant(request: QueueRequest, entry: Entry): Promise<Entry> {
+  const { backend } = request.core;
+  const { entry: moved, queue } = await backend.enqueue(request.queue, entryKindOf(request), entry, request.data, request.dialect);
+  try {
+    if (!queue.some((e) => e.key === entry.key)) throw new EntryVanished('our entry was gone when it was put again at its place');
+    await backend.withdraw(entry);
+  } catch (error) {
+    await backend.withdraw(moved);
+    throw error;
+  }
+  return moved;
 }

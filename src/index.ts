@@ -19,6 +19,8 @@ export { FairMutex, type Lock } from '../recipes/mutex.js';
 export { ReadWriteLock } from '../recipes/rw-lock.js';
 export { Reentrant, ReentrantHandle, type ReentrantOptions } from '../recipes/reentrant.js';
 export { LockHandle } from '../recipes/handle.js';
+export { Semaphore, PermitHandle, type SemaphoreOptions, type PermitOptions, type TryPermitOptions } from '../recipes/semaphore.js';
+export { MultiLock, MultiLockHandle } from '../recipes/multilock.js';
 export { LeaderElection, Leadership, type ElectionOptions, type Leader, type ObserveOptions } from '../recipes/election.js';
 export type { WaitOptions } from '../recipes/validate.js';
 export type { Interop, LockInterop, LockOptions } from '../recipes/interop.js';
@@ -34,6 +36,7 @@ export {
   LockTimeoutError,
   LockUpgradeError,
   NotHeldError,
+  PermitsMismatchError,
   SessionLostError,
 } from '../recipes/errors.js';
 export { expireMemorySession } from './backends/memory/expire.js';

@@ -1,6 +1,7 @@
 import type { Entry } from '../recipes/contract.js';
 import { deadline } from '../recipes/deadline.js';
 import { exclusive, shared } from '../recipes/decide.js';
+import { askOf, semaphoreHolders } from '../recipes/permits.js';
 import { validateName } from '../recipes/validate.js';
 import type { EntryInfo } from './backends/driver.js';
 import { connect, type ConnectOptions } from './connect.js';
@@ -12,7 +13,12 @@ export interface EntryView {
   readonly position: number;
   /** `holder`: nothing ahead of it blocks it (it holds, or is being told it does); `waiter` otherwise. */
   readonly role: 'holder' | 'waiter';
+  /** The entry's kind; `semaphore` for a semaphore's entry (its counts in `count` and `permits`). */
   readonly kind: string;
+  /** A semaphore entry's permits held or asked for. */
+  readonly count?: number;
+  /** The permits of the semaphore a semaphore entry was made for. */
+  readonly permits?: number;
   /** Whose naming the entry has: `baton`, `curator` (also baton's own default on ZooKeeper), `kazoo`, `etcd-go`, `baton-0.1`. */
   readonly client: string;
   readonly session: string;
@@ -45,12 +51,16 @@ async function look(session: Session, name: string): Promise<{ view: QueueView; 
 
 function viewEntries(infos: readonly EntryInfo[], now: number): EntryView[] {
   const queue = infos.map((info) => info.entry);
+  // A semaphore's holders are the entries ahead whose counts fit in its permits.
+  const permitted = semaphoreHolders(queue);
   return infos.map((info, index) => {
+    const ask = askOf(info.entry.kind);
     const decide = info.entry.kind === 'read' ? shared : exclusive;
+    const holds = ask === null ? decide(queue, info.entry) === null : permitted.has(info.entry);
     return {
       position: index + 1,
-      role: decide(queue, info.entry) === null ? 'holder' : 'waiter',
-      kind: info.entry.kind,
+      role: holds ? 'holder' : 'waiter',
+      ...(ask === null ? { kind: info.entry.kind } : { kind: 'semaphore', count: ask.count, permits: ask.permits }),
       client: info.client,
       session: info.owner,
       ageMs: info.createdAt === undefined ? null : Math.max(0, now - info.createdAt),
@@ -66,11 +76,13 @@ function viewEntries(infos: readonly EntryInfo[], now: number): EntryView[] {
 export function formatQueue(view: QueueView): string {
   if (view.entries.length === 0) return `${view.name}: free (no holder, no waiter) at ${view.at}\n`;
   const holders = view.entries.filter((entry) => entry.role === 'holder').length;
+  const permits = view.entries.find((entry) => entry.permits !== undefined)?.permits;
+  const held = view.entries.reduce((sum, entry) => sum + (entry.role === 'holder' ? (entry.count ?? 0) : 0), 0);
   const header = ['#', 'role', 'kind', 'client', 'session', 'age', 'lease left', 'fencing token', 'id'];
   const rows = view.entries.map((entry) => [
     String(entry.position),
     entry.role,
-    entry.kind,
+    entry.count === undefined ? entry.kind : `${entry.kind} ${entry.count}/${entry.permits}`,
     entry.client,
     entry.session,
     duration(entry.ageMs),
@@ -80,7 +92,8 @@ export function formatQueue(view: QueueView): string {
   ]);
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
   const line = (cells: readonly string[]): string => `${cells.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()}\n`;
-  const summary = `${view.name}: ${holders} holder${holders === 1 ? '' : 's'}, ${view.entries.length - holders} waiting, at ${view.at}\n`;
+  const taken = permits === undefined ? '' : ` (${held} of ${permits} permits)`;
+  const summary = `${view.name}: ${holders} holder${holders === 1 ? '' : 's'}${taken}, ${view.entries.length - holders} waiting, at ${view.at}\n`;
   return summary + line(header) + rows.map(line).join('');
 }
 

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { main as config } from '../examples/config.js';
 import { main as leaderService } from '../examples/leader-service.js';
 import { main as scheduler } from '../examples/scheduler.js';
+import { main as transfers } from '../examples/transfers.js';
 import { etcdFixture } from './support/etcd.js';
 import type { Fixture } from './support/fixture.js';
 import { memoryFixture } from './support/memory.js';
@@ -34,6 +35,15 @@ function examples(getFixture: () => Fixture): void {
       expect(followed.every((id, i) => i === 0 || id !== followed[i - 1])).toBe(true);
     });
 
+    it('transfers and settlement: money is conserved, every transfer done, at most two bank calls at once', async () => {
+      const lines: string[] = [];
+      const { ledger, bank } = await transfers(scope.fixture.url(scope.namespace), (line: string) => lines.push(line));
+      expect([...ledger.balances.values()].reduce((sum, balance) => sum + balance, 0)).toBe(300);
+      expect(lines.filter((line) => line.endsWith(': done'))).toHaveLength(18);
+      expect(bank.calls).toBe(12);
+      expect(bank.peak).toBeLessThanOrEqual(2);
+    });
+
     it('configuration: every read is whole while a writer updates', async () => {
       const seen = await config(scope.fixture.url(scope.namespace), quiet);
       expect(seen.length).toBeGreaterThan(3);
@@ -50,7 +60,7 @@ examples(() => etcdFixture('etcdStandalone'));
 describe('the recipes page (docs/recipes.md, linked from the README)', () => {
   it('shows the recipes exactly as they are in examples/', async () => {
     const readme = await readFile(new URL('../docs/recipes.md', import.meta.url), 'utf8');
-    for (const file of ['scheduler.ts', 'leader-service.ts', 'config.ts']) {
+    for (const file of ['scheduler.ts', 'leader-service.ts', 'config.ts', 'transfers.ts']) {
       const source = await readFile(new URL(`../examples/${file}`, import.meta.url), 'utf8');
       expect(readme, `examples/${file} in docs/recipes.md`).toContain(`<!-- examples/${file} -->\n\`\`\`ts\n${source}\`\`\``);
     }

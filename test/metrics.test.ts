@@ -5,6 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { LeaderElection } from '../recipes/election.js';
 import { InvalidArgumentError, LockTimeoutError } from '../recipes/errors.js';
 import { FairMutex } from '../recipes/mutex.js';
+import { MultiLock } from '../recipes/multilock.js';
+import { Semaphore } from '../recipes/semaphore.js';
 import { ReadWriteLock } from '../recipes/rw-lock.js';
 import { BatonMetrics } from '../src/metrics.js';
 import type { Session } from '../recipes/contract.js';
@@ -94,6 +96,30 @@ function metricsOn(getFixture: () => Fixture): void {
 
       await b.close();
       expect(states(await registry.metrics(), 'b')).toEqual({ connected: 0, suspended: 0, lost: 0, closed: 1 });
+    });
+
+    it("counts a semaphore's grants, waits and holds under kind semaphore, and each lock of a MultiLock under kind lock", async () => {
+      const registry = new Registry();
+      const metrics = new BatonMetrics({ registry });
+      const [a, b] = [await scope.open(), await scope.open()];
+      metrics.watch(a, { name: 'a' });
+      metrics.watch(b, { name: 'b' });
+      const all = await new Semaphore(a, 'bank-api', { permits: 2 }).acquire({ count: 2 });
+      const waiting = new Semaphore(b, 'bank-api', { permits: 2 }).acquire();
+      await expect(new Semaphore(b, 'bank-api', { permits: 2 }).acquire({ timeoutMs: 30 })).rejects.toBeInstanceOf(LockTimeoutError);
+      await all.release();
+      await (await waiting).release();
+      await (await new MultiLock(a, ['accounts/1', 'accounts/2']).acquire()).release();
+      const text = await registry.metrics();
+      const semaphore = { lock: 'bank-api', kind: 'semaphore' };
+      expect(sample(text, 'baton_lock_acquisitions_total', semaphore)).toBe(2);
+      expect(sample(text, 'baton_lock_timeouts_total', semaphore)).toBe(1);
+      expect(sample(text, 'baton_lock_wait_seconds_count', semaphore)).toBe(2);
+      expect(sample(text, 'baton_lock_hold_seconds_count', semaphore)).toBe(2);
+      for (const lock of ['accounts/1', 'accounts/2']) {
+        expect(sample(text, 'baton_lock_acquisitions_total', { lock, kind: 'lock' })).toBe(1);
+        expect(sample(text, 'baton_lock_hold_seconds_count', { lock, kind: 'lock' })).toBe(1);
+      }
     });
 
     it('follows a session replaced after its loss, under the same label', async () => {

@@ -17,7 +17,7 @@ const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as
 
 /** A user's TypeScript file: the public API, its types and errors, the metrics subpath. */
 const CONSUMER = `
-import { connect, FairMutex, ReadWriteLock, LeaderElection, Reentrant, LockTimeoutError, type AclPolicy, type LockHandle, type Session } from '${manifest.name}';
+import { connect, FairMutex, ReadWriteLock, LeaderElection, Reentrant, Semaphore, MultiLock, LockTimeoutError, PermitsMismatchError, type AclPolicy, type LockHandle, type PermitHandle, type Session } from '${manifest.name}';
 import { BatonMetrics } from '${manifest.name}/metrics';
 const acl: AclPolicy = 'open';
 const session = await connect('memory://consumer', { sessionTimeoutMs: 5_000 });
@@ -31,6 +31,12 @@ lock.entry;
 await new ReadWriteLock(session, 'b').readLock.withLock(async () => token);
 await new Reentrant(new FairMutex(session, 'c')).withLock(async () => undefined);
 const leader: string | null = await new LeaderElection(session, 'd', { id: 'x' }).leader();
+const permit: PermitHandle = await new Semaphore(session, 'permits', { permits: 2 }).acquire({ count: 2, timeoutMs: 10 });
+const held: number = permit.count;
+await permit.release();
+await using both = await new MultiLock(session, ['account-1', 'account-2']).acquire({ timeoutMs: 10 });
+const tokens: ReadonlyMap<string, bigint> = both.fencingTokens;
+console.log(held, tokens.size, both.signal.aborted, PermitsMismatchError.name);
 try { await lock.release(); } catch (error) { if (error instanceof LockTimeoutError) console.log(error.code); }
 const maybe = await new FairMutex(session, 'e').tryAcquire();
 if (maybe !== null && maybe.held) maybe.signal.throwIfAborted();

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { LeaderElection } from '../../recipes/election.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
+import { Semaphore } from '../../recipes/semaphore.js';
 import { runInspect, type QueueView } from '../../src/inspect.js';
 import { freePort } from '../harness/ports.js';
 import { etcdFixture } from '../support/etcd.js';
@@ -68,6 +69,30 @@ function inspectSuite(getFixture: () => Fixture): void {
       for (const lock of readers) await lock.release();
       await (await writer).release();
       await (await lateReader).release();
+    });
+
+    it("shows a semaphore's holders and waiters with the permits each holds or asks for", async () => {
+      const [a, b, c] = [await scope.open(), await scope.open(), await scope.open()];
+      const two = await new Semaphore(a, 'bank-api', { permits: 3 }).acquire({ count: 2 });
+      const one = await new Semaphore(b, 'bank-api', { permits: 3 }).acquire();
+      const waiting = later(new Semaphore(c, 'bank-api', { permits: 3 }).acquire({ count: 2 }));
+      await eventually('the waiter queued', async () => (await backendOf(c).list('bank-api')).length === 3, 2_000);
+      let json = '';
+      await runInspect({ url: url(), name: 'bank-api', json: true, watch: false, connectTimeoutMs: 5_000, write: (text) => (json += text) });
+      const view = JSON.parse(json) as QueueView;
+      expect(view.entries.map((e) => [e.role, e.kind, e.count, e.permits, e.session])).toEqual([
+        ['holder', 'semaphore', 2, 3, a.id],
+        ['holder', 'semaphore', 1, 3, b.id],
+        ['waiter', 'semaphore', 2, 3, c.id],
+      ]);
+      expect(view.entries.map((e) => e.client)).toEqual(['baton', 'baton', 'baton']);
+      let table = '';
+      await runInspect({ url: url(), name: 'bank-api', json: false, watch: false, connectTimeoutMs: 5_000, write: (text) => (table += text) });
+      expect(table).toMatch(/bank-api: 2 holders \(3 of 3 permits\), 1 waiting/);
+      expect(table.split('\n').filter((line) => line.includes(c.id))[0]).toMatch(/^3\s+waiter\s+semaphore 2\/3/);
+      await one.release();
+      await two.release();
+      await (await waiting).release();
     });
 
     it('--watch prints again at every change until stopped, and leaves no watch behind', async () => {

@@ -3,6 +3,8 @@ import { LeaderElection } from '../../recipes/election.js';
 import { ClosedError, LockLostError, LockTimeoutError, SessionLostError } from '../../recipes/errors.js';
 import type { LockEvent } from '../../recipes/events.js';
 import { FairMutex } from '../../recipes/mutex.js';
+import { MultiLock } from '../../recipes/multilock.js';
+import { Semaphore } from '../../recipes/semaphore.js';
 import { Reentrant } from '../../recipes/reentrant.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import type { Session } from '../../recipes/contract.js';
@@ -274,6 +276,31 @@ export function eventsContract(getFixture: () => Fixture): void {
       await (await new FairMutex(session, 'off').acquire()).release();
       expect(events).toHaveLength(3);
       expect(internalsOf(session).reporting).toBe(false);
+    });
+
+    it('a semaphore tells its stories with kind semaphore, a grant after a wait once, with the handle\'s token', async () => {
+      const [a, b] = [await scope.open(), await scope.open()];
+      const [eventsA, eventsB] = [record(a), record(b)];
+      const held = await new Semaphore(a, 'pool', { permits: 1 }).acquire();
+      const waiting = later(new Semaphore(b, 'pool', { permits: 1 }).acquire());
+      await queued(a, 'pool', 2);
+      expect(await new Semaphore(a, 'pool', { permits: 1 }).tryAcquire()).toBeNull();
+      await held.release();
+      const next = await waiting;
+      await next.release();
+      expect(story(eventsA)).toEqual(['requested semaphore pool', 'granted semaphore pool', 'requested semaphore pool', 'busy semaphore pool', 'released semaphore pool']);
+      expect(story(eventsB)).toEqual(['requested semaphore pool', 'granted semaphore pool', 'released semaphore pool']);
+      expect(eventsB[1]).toMatchObject({ fencingToken: next.fencingToken });
+      expect(eventsB[2]).toMatchObject({ fencingToken: next.fencingToken });
+    });
+
+    it('a MultiLock tells the story of each of its locks, in the order they are taken', async () => {
+      const a = await scope.open();
+      const events = record(a);
+      const locks = await new MultiLock(a, ['m/2', 'm/1']).acquire();
+      await locks.release();
+      expect(story(events).slice(0, 4)).toEqual(['requested lock m/1', 'granted lock m/1', 'requested lock m/2', 'granted lock m/2']);
+      expect(story(events).slice(4).sort()).toEqual(['released lock m/1', 'released lock m/2']);
     });
   });
 }

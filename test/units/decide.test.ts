@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { Entry } from '../../recipes/contract.js';
 import { exclusive, shared, type Decide } from '../../recipes/decide.js';
+import { PermitsMismatchError } from '../../recipes/errors.js';
+import { semaphoreDecide } from '../../recipes/permits.js';
 
 // Who blocks whom, for every recipe, as a table: a queue written as `kind@order` entries (sorted, as a
 // backend lists it), the entry deciding, and the entry it must wait for (or none). Peers' entries take
@@ -45,6 +47,35 @@ describe('decide: who must go first', () => {
   it.each(CASES)('%s', (_what, decide, spec, self, blocker) => {
     const queue = queueOf(spec);
     const found = decide(queue, queue[self]!);
-    expect(found === null ? null : queue.indexOf(found)).toBe(blocker);
+    expect(found === null ? null : queue.indexOf(found as Entry)).toBe(blocker);
+  });
+});
+
+/** [what, permits, queue of `semaphore_<count>_<permits>@order`, the deciding entry, the blockers' indexes or null] */
+const s = (count: number, order: number, permits = 4): string => `semaphore_${count}_${permits}@${order}`;
+const SEMAPHORE_CASES: [string, number, string, number, number | number[] | null][] = [
+  ['alone, asking for all permits', 4, s(4, 1), 0, null],
+  ['fits beside the holders', 4, [s(1, 1), s(2, 2), s(1, 3)].join(' '), 2, null],
+  ['the first waiter watches every holder ahead', 4, [s(1, 1), s(2, 2), s(2, 3)].join(' '), 2, [0, 1]],
+  ['a later waiter watches the waiter before it', 4, [s(3, 1), s(2, 2), s(1, 3)].join(' '), 2, 1],
+  ['strict FIFO: a small ask behind a large one waits although it would fit', 4, [s(2, 1), s(3, 2), s(1, 3)].join(' '), 2, 1],
+  ['a waiter granted and put again at its place counts once', 4, [s(2, 1), s(2, 2), s(2, 2), s(1, 3)].join(' '), 3, [0, 1, 2]],
+  ['entries behind it do not matter', 2, [s(1, 1, 2), s(2, 2, 2)].join(' '), 0, null],
+];
+
+describe('decide: semaphore', () => {
+  it.each(SEMAPHORE_CASES)('%s', (_what, permits, spec, self, blockers) => {
+    const queue = queueOf(spec);
+    const found = semaphoreDecide(permits, 'semaphore "q"')(queue, queue[self]!);
+    const indexes = found === null ? null : Array.isArray(found) ? found.map((e) => queue.indexOf(e)) : queue.indexOf(found as Entry);
+    expect(indexes).toEqual(blockers);
+  });
+
+  it('throws PermitsMismatchError for other permits or another kind ahead, naming both', () => {
+    const other = queueOf(`${s(1, 1, 3)} ${s(1, 2, 4)}`);
+    expect(() => semaphoreDecide(4, 'semaphore "q"')(other, other[1]!)).toThrow(PermitsMismatchError);
+    expect(() => semaphoreDecide(4, 'semaphore "q"')(other, other[1]!)).toThrow(/permits 4.*permits 3/);
+    const mixed = queueOf(`lock@1 ${s(1, 2, 4)}`);
+    expect(() => semaphoreDecide(4, 'semaphore "q"')(mixed, mixed[1]!)).toThrow(/kind "lock"/);
   });
 });

@@ -129,6 +129,9 @@ describe('ListingParser', () => {
       'nested-lock',
       'member-0000000001',
       '4f1c9a__lease__0000000001',
+      'semaphore_1_4-0000000001', // a kind with parameters is written protected only
+      `_c_${uuid(1)}-semaphore-0000000001`, // a kind without parameters that no client writes
+      `_c_${uuid(1)}-semaphore_1_x-0000000001`,
     ];
     const { entries, foreign } = parser.parse('q', '/baton/q', strays, 1n);
     expect(entries).toEqual([]);
@@ -158,5 +161,19 @@ describe('ListingParser', () => {
       expect(uuids.owns(child)).toBe(true);
     }
     expect(new UuidSequence().owns(`${entryPrefix('/d', uuids.next(), 'lock', 'kazoo').slice(3)}0000000001`)).toBe(false);
+  });
+
+  it('writes a kind with parameters in the protected form and reads it back as it was written', () => {
+    const uuids = new UuidSequence();
+    const uuid = uuids.next();
+    for (const dialect of [undefined, 'kazoo'] as const) {
+      const name = `${entryPrefix('/d', uuid, 'semaphore_2_5', dialect).slice(3)}0000000042`;
+      expect(name).toBe(`_c_${uuid}-semaphore_2_5-0000000042`);
+      expect(parseEntryName(name)).toEqual({ uuid: uuid.replaceAll('-', ''), kind: 'semaphore_2_5', form: 'baton', sequence: 42n });
+    }
+    const parser = new ListingParser();
+    const { entries, foreign } = parser.parse('q', '/d', [child(2, 'semaphore_1_5', 8), child(1, 'semaphore_2_5', 7)], 1n);
+    expect(entries.map((e) => `${e.kind}@${e.order}`)).toEqual(['semaphore_2_5@7', 'semaphore_1_5@8']);
+    expect(foreign).toBe(false);
   });
 });

@@ -1,12 +1,13 @@
 import type { Entry } from '../../../recipes/contract.js';
 
 /**
- * Key layout: `<namespace>/<queue>/#/<lease>-<slot>-<kind>`. The `#` is outside the lock-name alphabet,
+ * Key layout: `<namespace>/<queue>/#/<lease>-<slot>-<kind>` (a kind may carry parameters,
+ * `semaphore_2_5`). The `#` is outside the lock-name alphabet,
  * so the range of one queue never takes in the entries of a lock nested below it (`a` vs `a/b`). The key
  * is derived from the session's lease and a slot that is reused once free, so that keys are not
  * created afresh for every acquisition (deleted keys slow every prefix read until compaction).
  */
-const ENTRY = /^([0-9a-f]{16})-(\d+)-([a-z]+)(?:@(\d+))?$/;
+const ENTRY = /^([0-9a-f]{16})-(\d+)-([a-z]+(?:_\d+)*)(?:@(\d+))?$/;
 
 /**
  * etcd's Go recipes (`concurrency.Mutex`, `concurrency.Election`, so also `etcdctl lock` and `elect`)

@@ -15,8 +15,11 @@ import type { Entry } from '../../../recipes/contract.js';
 export type ZkDialect = 'curator' | 'curator-selector' | 'kazoo';
 export const ZK_DIALECTS: readonly ZkDialect[] = ['curator', 'curator-selector', 'kazoo'];
 
-/** Who writes names of a form: what `baton inspect` shows (baton's own default names are Curator's). */
-export type NameForm = 'curator' | 'kazoo' | 'baton-0.1';
+/**
+ * Who writes names of a form: what `baton inspect` shows (baton's own default names are Curator's;
+ * `baton` is baton's own form for a kind with parameters, which no peer writes).
+ */
+export type NameForm = 'curator' | 'kazoo' | 'baton-0.1' | 'baton';
 
 interface Marker {
   /** What stands right before the sequence. */
@@ -37,6 +40,13 @@ const MARKERS: readonly Marker[] = [
   { text: 'write-', kind: 'write', form: 'baton-0.1' },
   { text: 'candidate-', kind: 'candidate', form: 'baton-0.1' },
 ];
+
+/**
+ * A kind with parameters (`semaphore_2_5`, see `Entry.kind`), which no peer has a name for: written and
+ * read in the protected form as `_c_<uuid>-<kind>-<seq>`, its kind taken from the name.
+ */
+const PARAMETERIZED = MARKERS.length;
+const PARAMETERIZED_KIND = /^[a-z]+(?:_\d+)+$/;
 
 const SEQUENCE_DIGITS = 10;
 const MARKER_CODES = 16;
@@ -65,7 +75,22 @@ function markerBefore(child: string, end: number): number {
     if (at === 0) return form === 'curator' ? m : -1;
     return at > PROTECTED.length + 1 && child.startsWith(PROTECTED) && child.charCodeAt(at - 1) === DASH ? m : -1;
   }
-  return -1;
+  return parameterizedKindBefore(child, end) === undefined ? -1 : PARAMETERIZED;
+}
+
+/** The kind with parameters that a protected name carries right before `end` (its sequence), if any. */
+function parameterizedKindBefore(child: string, end: number): string | undefined {
+  if (child.charCodeAt(end - 1) !== DASH || !child.startsWith(PROTECTED)) return undefined;
+  const start = child.lastIndexOf('-', end - 2) + 1;
+  if (start <= PROTECTED.length + 1) return undefined;
+  const kind = child.slice(start, end - 1);
+  return PARAMETERIZED_KIND.test(kind) ? kind : undefined;
+}
+
+/** The kind of a child whose `entryCode` is `code`. */
+function kindOf(child: string, code: number): string {
+  const marker = code % MARKER_CODES;
+  return marker === PARAMETERIZED ? parameterizedKindBefore(child, child.length - SEQUENCE_DIGITS)! : MARKERS[marker]!.kind;
 }
 
 /**
@@ -113,8 +138,11 @@ export interface ParsedName {
 export function parseEntryName(child: string): ParsedName | undefined {
   const code = entryCode(child);
   if (code < 0) return undefined;
-  const { text, kind, form } = MARKERS[code % MARKER_CODES]!;
-  return { uuid: creatorId(child, child.length - SEQUENCE_DIGITS - text.length, form), kind, form, sequence: BigInt(Math.floor(code / MARKER_CODES)) };
+  const sequence = BigInt(Math.floor(code / MARKER_CODES));
+  const kind = kindOf(child, code);
+  if (code % MARKER_CODES === PARAMETERIZED) return { uuid: creatorId(child, child.length - SEQUENCE_DIGITS - kind.length - 1, 'baton'), kind, form: 'baton', sequence };
+  const { text, form } = MARKERS[code % MARKER_CODES]!;
+  return { uuid: creatorId(child, child.length - SEQUENCE_DIGITS - text.length, form), kind, form, sequence };
 }
 
 /** The id a name carries before its marker (at `at`), as kazoo or protected names carry it; else undefined. */
@@ -125,11 +153,12 @@ function creatorId(child: string, at: number, form: NameForm): string | undefine
 
 /** The path prefix (sequence to follow) of an entry of `kind` written as `dialect` names it. */
 export function entryPrefix(dir: string, uuid: string, kind: string, dialect: ZkDialect = 'curator'): string {
-  if (dialect === 'kazoo') return `${dir}/${uuidKey(uuid)}${kind === 'read' ? '__rlock__' : '__lock__'}`;
+  if (dialect === 'kazoo' && !PARAMETERIZED_KIND.test(kind)) return `${dir}/${uuidKey(uuid)}${kind === 'read' ? '__rlock__' : '__lock__'}`;
   return `${dir}/${PROTECTED}${uuid}-${curatorMarker(kind, dialect)}`;
 }
 
 function curatorMarker(kind: string, dialect: ZkDialect): string {
+  if (PARAMETERIZED_KIND.test(kind)) return `${kind}-`;
   switch (kind) {
     case 'read':
       return '__READ__';
@@ -247,7 +276,7 @@ export class ListingParser {
           if (found === undefined) known.byChild.set(child, code);
           continue;
         }
-        found = code < 0 ? null : new ZkEntry(queue, `${dir}/${child}`, MARKERS[code % MARKER_CODES]!.kind, sequence, czxid);
+        found = code < 0 ? null : new ZkEntry(queue, `${dir}/${child}`, kindOf(child, code), sequence, czxid);
         known.byChild.set(child, found);
       }
       if (found === null) foreign = true;
