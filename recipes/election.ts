@@ -66,8 +66,9 @@ export class LeaderElection {
   constructor(session: Session, name: string, options: ElectionOptions) {
     this.#session = checkSession(session);
     this.name = validateName(name);
-    this.id = validateId(options);
+    // Unknown keys first: a misspelled id is named as such, not reported as a missing id.
     const dialect = validateRecipeOptions(options, this.#session, ELECTION_INTEROP, ['id', 'interop']);
+    this.id = validateId(options);
     this.#leading = leadingKinds(dialect);
     this.#request = { session, queue: this.name, kind: 'candidate', decide: exclusive, what: `leadership of "${this.name}"`, data: this.id, dialect };
   }
