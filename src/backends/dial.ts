@@ -28,6 +28,8 @@ export function describeDialFailure(error: unknown, waitedMs: number): string {
   const code = dialErrorCode(error);
   const message = error instanceof Error ? error.message : undefined;
   if (code !== undefined) return `${WHAT_HAPPENED[code]!} (${message ?? code})`;
+  // gRPC's resolver reports a failed lookup without the resolver's code.
+  if (message !== undefined && /name resolution failed/i.test(message)) return `name lookup failed (${message})`;
   return `timed out: no answer within ${waitedMs} ms${message === undefined ? '' : ` (${message})`}`;
 }
 
