@@ -86,8 +86,9 @@ export class LeaderElection {
     this.#session = checkSession(session);
     this.#core = coreOf(this.#session);
     this.name = validateName(name);
-    this.id = validateId(options);
+    // Unknown keys first: a misspelled id is named as such, not reported as a missing id.
     const dialect = validateRecipeOptions(options, this.#session, ELECTION_INTEROP, ['id', 'interop']);
+    this.id = validateId(options);
     this.#leading = leadingKinds(dialect);
     this.#request = { session, core: this.#core, queue: this.name, kind: 'candidate', decide: exclusive, what: `leadership of "${this.name}"`, data: this.id, dialect };
   }

@@ -9,6 +9,7 @@ import type { Session } from '../recipes/contract.js';
 import { BatonSession, internalsOf } from './session.js';
 import { parseUrl } from './url.js';
 import { backoff } from './backends/requests.js';
+import { refuseUnknownNames } from './backends/dial.js';
 
 /** etcd client settings passed through to etcd3 (the `etcd` option of `connect`). */
 export type EtcdClientOptions = Pick<IOptions, 'auth' | 'credentials' | 'grpcOptions'>;
@@ -139,6 +140,12 @@ async function open(url: string, options: ConnectOptions): Promise<BatonSession>
   }
   const sessionOptions = { onSuspend, onWaiterLost, ...(deadlineMarginMs === undefined ? {} : { marginMs: deadlineMarginMs }) };
   settings.signal?.throwIfAborted();
+  if (parsed.scheme !== 'memory') {
+    // A name that does not exist fails at once; the dial gets what is left of the connect timeout.
+    const deadline = performance.now() + settings.connectTimeoutMs;
+    await refuseUnknownNames(parsed.scheme === 'zk' ? 'ZooKeeper' : 'etcd', parsed.hosts, { deadline, signal: settings.signal });
+    settings.connectTimeoutMs = Math.max(1, Math.ceil(deadline - performance.now()));
+  }
   switch (parsed.scheme) {
     case 'memory':
       return new BatonSession(new MemoryDriver(memoryStore(parsed.hosts[0] ?? ''), parsed.namespace), sessionOptions);

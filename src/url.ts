@@ -34,6 +34,10 @@ export function parseUrl(url: unknown): ParsedUrl {
     }
   } else {
     for (const host of hosts) validateHost(host, url);
+    // node-zookeeper-client splits host and port at the first colon: an IPv6 address would crash the process.
+    if (scheme === 'zk' && hosts.some((host) => host.startsWith('['))) {
+      throw new InvalidArgumentError('url', url, 'host names or IPv4 addresses: the ZooKeeper client cannot dial an IPv6 address (use a name that resolves to it)');
+    }
   }
   const namespace = parseNamespace(path);
   if (scheme === 'zk' && namespace.split('/')[0] === 'zookeeper') {

@@ -87,6 +87,7 @@ function cases(): Case[] {
   list.push({ what: 'interop: an unknown peer', run: (s) => new FairMutex(s, 'jobs', { interop: 'redisson' as never }), error: InvalidArgumentError, mentions: ['"redisson"', '"kazoo"'], sync: true });
   list.push({ what: 'interop: LeaderSelector names for a lock', run: (s) => new ReadWriteLock(s, 'cfg', { interop: 'curator-selector' as never }), error: InvalidArgumentError, mentions: ['"curator-selector"', '"curator"'], sync: true });
   list.push({ what: 'recipe options: an unknown key', run: (s) => new FairMutex(s, 'jobs', { interrop: 'kazoo' } as never), error: InvalidArgumentError, mentions: ['"interrop"', 'known options'], sync: true });
+  list.push({ what: 'election options: a misspelled id', run: (s) => new LeaderElection(s, 'jobs', { idd: 'x' } as never), error: InvalidArgumentError, mentions: ['"idd"', 'did you mean "id"?'], sync: true });
   list.push({ what: 'election options: an unknown key', run: (s) => new LeaderElection(s, 'jobs', { id: 'x', timeoutMs: 5 } as never), error: InvalidArgumentError, mentions: ['"timeoutMs"', '"id"'], sync: true });
   list.push({ what: 'recipe options: a string', run: (s) => new FairMutex(s, 'jobs', 'kazoo' as never), error: InvalidArgumentError, mentions: ['"kazoo"', 'object'], sync: true });
   list.push({ what: 'Reentrant of something that is not a lock', run: () => new Reentrant({} as never), error: InvalidArgumentError, mentions: ['object', 'FairMutex'], sync: true });

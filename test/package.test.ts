@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -97,6 +97,24 @@ describe('the package as a user installs it', () => {
     production = entries.filter((entry) => !/testing/.test(entry.subpath));
     testing = entries.filter((entry) => /testing/.test(entry.subpath));
   }, 180_000);
+
+  it('ships a LICENSE, no source maps, and the pages its README links to (every relative link of a shipped page resolves)', () => {
+    const root = installed.packageDir;
+    const files = readdirSync(root, { recursive: true, encoding: 'utf8' });
+    expect(files).toContain('LICENSE');
+    expect(files.filter((file) => file.endsWith('.map'))).toEqual([]);
+    const pages = files.filter((file) => file.endsWith('.md'));
+    expect(pages).toContain('README.md');
+    const dangling: string[] = [];
+    for (const page of pages) {
+      for (const [, target = ''] of readFileSync(join(root, page), 'utf8').matchAll(/\]\(([^)\s]+)\)/g)) {
+        const path = target.split('#')[0]!;
+        if (/^[a-z]+:/.test(target) || path === '') continue;
+        if (!existsSync(join(root, dirname(page), path))) dangling.push(`${page} -> ${target}`);
+      }
+    }
+    expect(dangling).toEqual([]);
+  });
 
   it('compiles in a strict TypeScript project that checks libraries too (skipLibCheck false)', () => {
     const { dir } = installed;

@@ -64,7 +64,7 @@ class Member extends ServerProcess implements EtcdMember {
   async start(): Promise<void> {
     if (this.isAlive()) return;
     const binary = etcdBinary();
-    if (binary === undefined) throw new Error('etcd is not installed (apt-get install -y etcd-server)');
+    if (binary === undefined) throw new Error('etcd is not installed (apt-get install -y etcd-server): this suite starts servers of its own, which containers do not stand in for');
     // The same flags serve a restart: with a data dir in place, etcd ignores the initial-cluster ones.
     const args = [
       '--name', this.name,

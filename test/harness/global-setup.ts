@@ -2,7 +2,8 @@ import type { TestProject } from 'vitest/node';
 import type { EtcdInfo } from '../support/etcd.js';
 import type { ZkInfo } from '../support/zookeeper.js';
 import { startEtcd, type EtcdCluster } from './etcd.js';
-import { ensureServersInstalled } from './install.js';
+import type { ContainerServers } from './containers.js';
+import { chooseServerSource, ensureServersInstalled, serverSituation } from './install.js';
 import { removePortClaims } from './ports.js';
 import { startZooKeeper, type ZkCluster } from './zookeeper.js';
 
@@ -25,14 +26,24 @@ const SESSION_TIMEOUT_MS = 10 * TICK_MS;
 /**
  * Starts the servers the suites share, once per run, on free loopback ports: a standalone ZooKeeper,
  * a 3-node ensemble, a standalone etcd and a 3-node etcd cluster. BATON_TEST_ZK=host:port[,...] and
- * BATON_TEST_ETCD=http://host:port[,...] point the suites at running servers instead. Everything
+ * BATON_TEST_ETCD=http://host:port[,...] point the suites at running servers instead. Without local
+ * servers (and unless they can be installed) one ZooKeeper and one etcd container stand in for all four
+ * when a container engine answers (containers.ts; never the case in CI). Everything
  * started here is stopped by PID in the teardown (and on exit or Ctrl-C by the harness's registry).
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const started: (ZkCluster | EtcdCluster)[] = [];
-  const externalZk = process.env['BATON_TEST_ZK'] || undefined;
-  const externalEtcd = process.env['BATON_TEST_ETCD'] || undefined;
-  if (externalZk === undefined || externalEtcd === undefined) await ensureServersInstalled();
+  let externalZk = process.env['BATON_TEST_ZK'] || undefined;
+  let externalEtcd = process.env['BATON_TEST_ETCD'] || undefined;
+  const source = await chooseServerSource(serverSituation(async () => (await import('./containers.js')).containerEngineAnswers()));
+  if (source === 'local' || source === 'install') await ensureServersInstalled();
+  let containers: ContainerServers | undefined;
+  if (source === 'containers') {
+    process.stderr.write('baton tests: no local ZooKeeper or etcd; starting them in containers (testcontainers)\n');
+    containers = await (await import('./containers.js')).startContainers(TICK_MS);
+    externalZk ??= containers.zkConnectString;
+    externalEtcd ??= containers.etcdEndpoint;
+  }
   try {
     const [zkStandalone, zkEnsemble, etcdStandalone, etcdCluster] = await Promise.all([
       externalZk ? undefined : track(started, startZooKeeper({ size: 1, tickTimeMs: TICK_MS })),
@@ -40,16 +51,18 @@ export default async function setup(project: TestProject): Promise<() => Promise
       externalEtcd ? undefined : track(started, startEtcd({ size: 1 })),
       externalEtcd ? undefined : track(started, startEtcd({ size: 3 })),
     ]);
-    project.provide('zkStandalone', zkStandalone ? zkInfo(zkStandalone) : zkExternal(externalZk!));
-    project.provide('zkEnsemble', zkEnsemble ? zkInfo(zkEnsemble) : zkExternal(externalZk!));
+    // A container runs with the harness's tickTime; a server of the user's may not.
+    const externalSessionMs = containers !== undefined && externalZk === containers.zkConnectString ? SESSION_TIMEOUT_MS : 4_000;
+    project.provide('zkStandalone', zkStandalone ? zkInfo(zkStandalone) : zkExternal(externalZk!, externalSessionMs));
+    project.provide('zkEnsemble', zkEnsemble ? zkInfo(zkEnsemble) : zkExternal(externalZk!, externalSessionMs));
     project.provide('etcdStandalone', { endpoints: etcdStandalone?.endpoints ?? externalEtcd!.split(','), ttlSeconds: ETCD_TTL_SECONDS });
     project.provide('etcdCluster', { endpoints: etcdCluster?.endpoints ?? externalEtcd!.split(','), ttlSeconds: ETCD_TTL_SECONDS });
   } catch (error) {
-    await Promise.allSettled(started.map((cluster) => cluster.stop()));
+    await Promise.allSettled([...started.map((cluster) => cluster.stop()), containers?.stop()]);
     throw error;
   }
   return async () => {
-    await Promise.allSettled(started.map((cluster) => cluster.stop()));
+    await Promise.allSettled([...started.map((cluster) => cluster.stop()), containers?.stop()]);
     removePortClaims();
   };
 }
@@ -68,7 +81,7 @@ function zkInfo(cluster: ZkCluster): ZkInfo {
   };
 }
 
-function zkExternal(connectString: string): ZkInfo {
+function zkExternal(connectString: string, sessionTimeoutMs: number): ZkInfo {
   const ports = connectString.split(',').map((host) => Number(host.split(':').pop()));
-  return { connectString, ports, sessionTimeoutMs: 4_000 };
+  return { connectString, ports, sessionTimeoutMs };
 }

@@ -85,7 +85,45 @@ const HOW = [
   'or point the tests at running servers with',
   '  BATON_TEST_ZK=host:port BATON_TEST_ETCD=http://host:port npm test',
   '(for instance started with: docker compose -f docker-compose.zk.yml up -d; the peers are still needed)',
+  'or start a container engine (Docker Desktop, colima, Podman with DOCKER_HOST): the tests then run',
+  'ZooKeeper and etcd in containers themselves (the suites that start servers of their own still need them installed)',
 ].join('\n');
+
+/** Where the shared servers of a test run come from. */
+export type ServerSource = 'external' | 'local' | 'install' | 'containers';
+
+export interface ServerSituation {
+  /** BATON_TEST_ZK and BATON_TEST_ETCD name running servers. */
+  readonly external: boolean;
+  /** ZooKeeper's jar and etcd are installed here. */
+  readonly binaries: boolean;
+  /** Root with apt-get (CI): the packages can be installed. */
+  readonly canInstall: boolean;
+  /** Asked only when nothing before it applies: it loads testcontainers and asks the engine. */
+  readonly engineAnswers: () => Promise<boolean>;
+}
+
+/**
+ * Running servers named by the environment, else local binaries, else installing them (as root on
+ * Debian: the full suite needs them), else containers when an engine answers; else an error saying how.
+ */
+export async function chooseServerSource(here: ServerSituation): Promise<ServerSource> {
+  if (here.external) return 'external';
+  if (here.binaries) return 'local';
+  if (here.canInstall) return 'install';
+  if (await here.engineAnswers()) return 'containers';
+  throw new Error(`missing: zookeeper etcd-server, and no container engine answered\n${HOW}`);
+}
+
+/** This machine's situation. */
+export function serverSituation(engineAnswers: () => Promise<boolean>): ServerSituation {
+  return {
+    external: Boolean(process.env['BATON_TEST_ZK'] && process.env['BATON_TEST_ETCD']),
+    binaries: existsSync(ZOOKEEPER_JAR) && etcdBinary() !== undefined,
+    canInstall: process.getuid?.() === 0 && binary('apt-get') !== undefined,
+    engineAnswers,
+  };
+}
 
 /**
  * Makes sure the servers the tests start, and the interop tests' peers, are installed: as root (CI) it

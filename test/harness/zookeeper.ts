@@ -1,8 +1,8 @@
-import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fourLetterWord, zkMode } from './four-letter.js';
-import { zkClasspath } from './install.js';
+import { zkClasspath, ZOOKEEPER_JAR } from './install.js';
 import { freePort } from './ports.js';
 import { ServerProcess, sleep, startMembers, startServer, stopMembers, tail } from './process.js';
 
@@ -43,6 +43,7 @@ class Member extends ServerProcess implements ZkMember {
 
   async start(): Promise<void> {
     if (this.isAlive()) return;
+    if (!existsSync(ZOOKEEPER_JAR)) throw new Error('ZooKeeper is not installed (apt-get install -y zookeeper): this suite starts servers of its own, which containers do not stand in for');
     const main = this.standalone ? 'org.apache.zookeeper.server.ZooKeeperServerMain' : 'org.apache.zookeeper.server.quorum.QuorumPeerMain';
     this.pid = startServer('java', [...JVM, '-cp', zkClasspath(), main, path.join(this.dir, 'zoo.cfg')], this.log);
     await this.ready();

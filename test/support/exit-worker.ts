@@ -17,9 +17,12 @@ const scenario = process.argv[3] ?? 'cycles';
 // exit.test.ts bounds how long the process may live on after close() by this timeout.
 const options = { ttlSeconds: 2, sessionTimeoutMs: 2_000 };
 
-if (scenario === 'failed-connect') {
-  // `url` names a server that refuses or does not exist: the connect fails, and nothing may linger.
-  const failure = await connect(url, { ...options, connectTimeoutMs: 1_000 }).then(
+if (scenario === 'failed-connect' || scenario === 'unknown-name') {
+  // `url` names a server that refuses or cannot be reached, or a name that does not exist: the connect
+  // fails, and nothing may linger. A name's connect ends with the resolver's answer; its timeout is set
+  // beyond the resolver's own (a lookup in flight at the timeout would outlive it: see docs/connecting.md).
+  const connectTimeoutMs = scenario === 'unknown-name' ? 60_000 : 1_000;
+  const failure = await connect(url, { ...options, connectTimeoutMs }).then(
     async (session) => {
       await session.close();
       throw new Error('connected to a server that should not be there');

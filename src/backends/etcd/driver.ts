@@ -1,10 +1,12 @@
 import { noop, type IBackoff } from 'cockatiel';
-import { Etcd3, EtcdAuthenticationFailedError, EtcdLeaseInvalidError, EtcdPermissionDeniedError, isRecoverableError, type IKeyValue, type IOptions, type IRangeResponse, type ITxnRequest, type Watcher } from 'etcd3';
+import { Etcd3, EtcdAuthenticationFailedError, GRPCDeadlineExceededError, EtcdLeaseInvalidError, EtcdPermissionDeniedError, isRecoverableError, type IKeyValue, type IOptions, type IRangeResponse, type ITxnRequest, type Watcher } from 'etcd3';
 import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
 import { AccessDeniedError, BackendError, BatonError, ClosedError, LockDowngradeError, SessionLostError } from '../../../recipes/errors.js';
 import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
 import { untilAborted } from '../../../recipes/deadline.js';
 import { addWaiter, backoff, InFlight, sameEntries, type Recover, type Waiter } from '../requests.js';
+import { describeDialFailure, dialErrorCode } from '../dial.js';
+import { closeServicesPromptly } from './close.js';
 import { KeepAlive } from './keepalive.js';
 import { Members } from './members.js';
 import { clientOf, entriesFromRange, EtcdEntry, entryKey, foreignKeys, leaseHex, prefixEnd, queuePrefix, slotOf, type StoredKey } from './keys.js';
@@ -153,7 +155,9 @@ export class EtcdDriver implements Driver {
       },
     });
     const members = new Members(client);
+    const connecting = closeServicesPromptly(client);
     const deadline = Date.now() + options.connectTimeoutMs;
+    let dialError: unknown; // the last attempt may end on its deadline, saying less than one before it
     for (let attempt = 0; ; attempt += 1) {
       const openedAt = performance.now();
       try {
@@ -164,6 +168,7 @@ export class EtcdDriver implements Driver {
         const attemptDeadline = Math.min(deadline, Date.now() + attemptMs(options.ttlSeconds * 1000) * 2 ** Math.min(attempt, 6));
         const granting = members.attempt(() => client.leaseClient.leaseGrant({ TTL: options.ttlSeconds, ID: 0 }, { deadline: attemptDeadline }), options.ttlSeconds * 1000);
         const grant = await (options.signal === undefined ? granting : untilAborted(granting, options.signal));
+        connecting.restore();
         return new EtcdDriver(client, members, options, grant.ID, Number(grant.TTL) * 1000, openedAt);
       } catch (error) {
         // First: the reason may be any value, which etcd3's error checks below cannot take.
@@ -171,6 +176,7 @@ export class EtcdDriver implements Driver {
           client.close();
           throw options.signal.reason;
         }
+        if (dialErrorCode(error) !== undefined) dialError = error;
         // Each attempt goes to a member chosen at random: one that is down must not fail the connect.
         if (isRecoverableError(error as Error) && !outOfSpace(error) && Date.now() < deadline) {
           await backoff(attempt);
@@ -180,7 +186,8 @@ export class EtcdDriver implements Driver {
         if (error instanceof EtcdAuthenticationFailedError) throw new AccessDeniedError('etcd refused the user name or password (authentication failed)');
         if (error instanceof EtcdPermissionDeniedError) throw new AccessDeniedError('etcd refused to grant a lease to this user (permission denied)');
         if (outOfSpace(error)) throw new BackendError(OUT_OF_SPACE, { cause: error });
-        throw new BackendError(`could not open an etcd session at ${options.hosts.join(',')} within ${options.connectTimeoutMs} ms`, { cause: error });
+        const why = dialError ?? (error instanceof GRPCDeadlineExceededError ? undefined : error);
+        throw new BackendError(`could not open an etcd session at ${options.hosts.join(',')} within ${options.connectTimeoutMs} ms: ${describeDialFailure(why, options.connectTimeoutMs)}`, { cause: why ?? error });
       }
     }
   }

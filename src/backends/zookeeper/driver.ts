@@ -4,6 +4,7 @@ import { AccessDeniedError, BackendError, BatonError, ClosedError, InvalidArgume
 import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
 import { addWaiter, backoff, fromPromise, InFlight, sameEntries, settleWaiters, type Recover, type Start, type Waiter } from '../requests.js';
 import { aclFor, rememberSocketErrors, canDropDataWatchers, corked, corkForTick, createStart, dropDataWatcher, dropTornFrames, existsStart, getChildrenStart, getData, getDataStat, isCode, mkdirp, onConnecting, reachLeaderStart, removeStart, sendAuthFirst, watchChildren, watchDataStart, watchStatStart, requestIdWrap, ZkCode, zkLong, ZkServerCode, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
+import { describeDialFailure } from '../dial.js';
 import { sendDirectly } from './direct.js';
 import { compiledRecords } from './jute.js';
 import { readRepliesWith } from './replies.js';
@@ -898,8 +899,8 @@ function connected(client: ZkClient, options: ZkDriverOptions): Promise<void> {
       client.removeListener('connected', onConnected);
       client.close();
       destroySocket(client); // close() only queues a request, which a server that never answered never reads
-      const why = lastError() === undefined ? '' : ` (${lastError()!.message})`;
-      if (!abandoned) reject(new BackendError(`could not connect to ZooKeeper at ${options.hosts} within ${options.connectTimeoutMs} ms${why}`, { cause: lastError() }));
+      const why = describeDialFailure(lastError(), options.connectTimeoutMs);
+      if (!abandoned) reject(new BackendError(`could not connect to ZooKeeper at ${options.hosts} within ${options.connectTimeoutMs} ms: ${why}`, { cause: lastError() }));
     }, options.connectTimeoutMs);
     const onAbort = (): void => {
       abandoned = true;
