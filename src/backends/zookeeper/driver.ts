@@ -3,11 +3,11 @@ import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
 import { AccessDeniedError, BackendError, BatonError, ClosedError, InvalidArgumentError, SessionLostError } from '../../../recipes/errors.js';
 import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
 import { addWaiter, backoff, fromPromise, InFlight, sameEntries, settleWaiters, type Recover, type Start, type Waiter } from '../requests.js';
-import { aclFor, rememberSocketErrors, canDropDataWatchers, corked, corkForTick, createStart, dropDataWatcher, dropTornFrames, existsStart, getChildrenStart, getData, getDataStat, isCode, mkdirp, onConnecting, reachLeaderStart, removeStart, sendAuthFirst, watchChildren, watchDataStart, watchStatStart, requestIdWrap, ZkCode, zkLong, ZkServerCode, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
+import { aclFor, rememberSocketErrors, canDropDataWatchers, corked, corkForTick, createEntryStart, createStart, dropDataWatcher, dropTornFrames, existsStart, getChildrenStart, getDataStat, isCode, mkdirp, onConnecting, reachLeaderStart, removeStart, sendAuthFirst, watchChildren, watchDataStart, watchStatStart, requestIdWrap, ZkCode, zkLong, ZkServerCode, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
 import { sendDirectly } from './direct.js';
 import { compiledRecords } from './jute.js';
 import { readRepliesWith } from './replies.js';
-import { entryPrefix, foreignChildren, ListingParser, parseEntryName, sequenceOf as childSequence, trailingSequence, UuidSequence, uuidKey, ZK_DIALECTS, type ZkDialect } from './names.js';
+import { entryPrefix, foreignChildren, learnToken, ListingParser, parseEntryName, sequenceOf as childSequence, trailingSequence, UuidSequence, uuidKey, ZK_DIALECTS, type ZkDialect } from './names.js';
 
 export interface ZkDriverOptions {
   /** `host:port,host:port` */
@@ -271,6 +271,8 @@ export class ZkDriver implements Driver {
     const prefix = entryPrefix(dir, uuid, kind, dialect as ZkDialect | undefined);
     const path = at === undefined ? prefix : `${prefix}${sequenceOf(at)}`;
     const mode = at === undefined ? zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL : zookeeper.CreateMode.EPHEMERAL;
+    // A downgraded read keeps the token of the write whose place it takes: it goes on with that hold.
+    const inherited = at?.fencingToken;
     this.#creating.set(id, undefined);
     try {
       for (let attempt = 0; ; attempt += 1) {
@@ -280,21 +282,23 @@ export class ZkDriver implements Driver {
         // In a directory found quiet the create goes alone, and the listing only if its reply cannot
         // show our entry alone (`#aloneAfter`).
         this.#beforeSend();
-        let creating: Promise<string>;
+        let creating: Promise<{ path: string; czxid: bigint }>;
         let listing: Promise<{ children: string[]; stat: ZkStat }> | undefined;
         if (at === undefined && attempt === 0 && this.#mayGoUnlisted(dir)) {
-          creating = this.#requests.call(createStart(this.#client, path, mode, payload, this.#acl));
+          creating = this.#requests.call(createEntryStart(this.#client, path, mode, payload, this.#acl));
         } else {
           [creating, listing] = corked(this.#client, () => [
-            this.#requests.call(createStart(this.#client, path, mode, payload, this.#acl)),
+            this.#requests.call(createEntryStart(this.#client, path, mode, payload, this.#acl)),
             this.#requests.call(getChildrenStart(this.#client, dir)),
           ] as const);
           // Read only once the create succeeded; until then its failure must not go unhandled.
           listing.catch(() => undefined);
         }
         let created: string;
+        let token: bigint;
         try {
-          created = await creating;
+          ({ path: created, czxid: token } = await creating);
+          token = inherited ?? token;
         } catch (error) {
           if (!isCode(error, ZkCode.NO_NODE)) this.#orphansPossible = true; // a lost reply may hide a create
           if (isCode(error, ZkCode.NO_NODE) && attempt < MAX_PARENT_RETRIES) {
@@ -302,7 +306,7 @@ export class ZkDriver implements Driver {
             continue;
           }
           if (!retriable(error)) throw this.#map(error);
-          const adopted = await this.#findOwn(queue, dir, id);
+          const adopted = await this.#findOwn(queue, dir, id, inherited);
           if (adopted !== undefined) return adopted;
           await backoff(attempt);
           continue;
@@ -311,7 +315,7 @@ export class ZkDriver implements Driver {
         if (listing === undefined) {
           let alone: Enqueued | undefined;
           try {
-            alone = this.#aloneAfter(queue, dir, id, created);
+            alone = this.#aloneAfter(queue, dir, id, created, token);
           } catch (error) {
             return this.#dropCreated(created, error);
           }
@@ -322,7 +326,7 @@ export class ZkDriver implements Driver {
         listed ??= await this.#retry(getChildrenStart(this.#client, dir)).catch((error: unknown) => this.#dropCreated(created, error));
         let enqueued: Enqueued;
         try {
-          enqueued = this.#enqueued(queue, dir, id, created, listed.children, zkLong(listed.stat.czxid));
+          enqueued = this.#enqueued(queue, dir, id, created, listed.children, zkLong(listed.stat.czxid), token);
         } catch (error) {
           return this.#dropCreated(created, error);
         }
@@ -459,13 +463,12 @@ export class ZkDriver implements Driver {
     }
   }
 
+  /** The entry's data; its fencing token is learned on the way (a listed entry's is not known until read). */
   async read(entry: Entry): Promise<string | null> {
-    try {
-      return (await this.#retry(fromPromise(() => getData(this.#client, entry.key)))).toString();
-    } catch (error) {
-      if (isCode(error, ZkCode.NO_NODE)) return null;
-      throw error;
-    }
+    const node = await this.#retry(fromPromise(() => getDataStat(this.#client, entry.key)));
+    if (node === null) return null;
+    learnToken(entry, zkLong(node.stat.czxid));
+    return node.data.toString();
   }
 
   async describe(queue: string): Promise<EntryInfo[]> {
@@ -475,6 +478,7 @@ export class ZkDriver implements Driver {
     return entries.flatMap((entry, index) => {
       const node = found[index];
       if (node === null || node === undefined) return [];
+      learnToken(entry, zkLong(node.stat.czxid));
       const owner = zkLong(node.stat.ephemeralOwner).toString(16).padStart(16, '0');
       const client = parseEntryName(entry.key.slice(entry.key.lastIndexOf('/') + 1))?.form ?? 'unknown';
       return [{ entry, owner, client, createdAt: Number(zkLong(node.stat.ctime)), data: node.data.toString() }];
@@ -504,7 +508,7 @@ export class ZkDriver implements Driver {
   }
 
   /** After a lost create reply: our node, if the create reached the server, carries our uuid. */
-  async #findOwn(queue: string, dir: string, uuid: string): Promise<Enqueued | undefined> {
+  async #findOwn(queue: string, dir: string, uuid: string, inherited: bigint | undefined): Promise<Enqueued | undefined> {
     let listing: { children: string[]; stat: ZkStat };
     try {
       listing = await this.#retry(getChildrenStart(this.#client, dir));
@@ -521,7 +525,7 @@ export class ZkDriver implements Driver {
       throw new BackendError(`znode ${dir}/${mine} carries our uuid but belongs to another session`);
     }
     zkCounters.adopted += 1;
-    return this.#enqueued(queue, dir, uuid, `${dir}/${mine}`, listing.children, zkLong(listing.stat.czxid));
+    return this.#enqueued(queue, dir, uuid, `${dir}/${mine}`, listing.children, zkLong(listing.stat.czxid), inherited ?? zkLong(stat.czxid));
   }
 
   /** The entries of a listing; children baton did not create are left out, and reported. */
@@ -585,7 +589,7 @@ export class ZkDriver implements Driver {
   }
 
   /** Ours from here on (before the listing is read, so that the orphan search passes over it). */
-  #enqueued(queue: string, dir: string, uuid: string, path: string, children: readonly string[], czxid: bigint): Enqueued {
+  #enqueued(queue: string, dir: string, uuid: string, path: string, children: readonly string[], czxid: bigint, token: bigint): Enqueued {
     this.#mine.add(path);
     this.#creating.set(uuid, path); // any other child with this uuid is a copy, to be swept
     const entries = this.#entriesFromListing(queue, dir, children, czxid);
@@ -594,6 +598,7 @@ export class ZkDriver implements Driver {
       this.#mine.delete(path);
       throw new BackendError(`created ${path} but the listing of ${dir} does not show it`);
     }
+    learnToken(entry, token);
     return { entry, queue: entries };
   }
 
@@ -641,7 +646,7 @@ export class ZkDriver implements Driver {
    * proves nothing (requests queued while disconnected are sent before the watches are set again).
    * Undefined when any of it does not hold: the caller then lists.
    */
-  #aloneAfter(queue: string, dir: string, uuid: string, path: string): Enqueued | undefined {
+  #aloneAfter(queue: string, dir: string, uuid: string, path: string, token: bigint): Enqueued | undefined {
     const quiet = this.#quiet.get(dir);
     const child = path.slice(dir.length + 1);
     if (quiet === undefined || quiet.creates < 0 || quiet.watched !== this.#connection || quiet.mine.size > 0 || this.#orphansPossible) return undefined;
@@ -658,7 +663,7 @@ export class ZkDriver implements Driver {
     this.#quiet.delete(dir);
     this.#quiet.set(dir, quiet); // most recent last
     zkCounters.unlisted += 1;
-    return this.#enqueued(queue, dir, uuid, path, [child], quiet.czxid);
+    return this.#enqueued(queue, dir, uuid, path, [child], quiet.czxid, token);
   }
 
   /**
