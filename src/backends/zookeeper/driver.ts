@@ -5,6 +5,7 @@ import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from 
 import { addWaiter, backoff, fromPromise, InFlight, sameEntries, settleWaiters, type Recover, type Start, type Waiter } from '../requests.js';
 import { aclFor, rememberSocketErrors, canDropDataWatchers, corked, corkForTick, createEntryStart, createStart, dropDataWatcher, dropTornFrames, existsStart, getChildrenStart, getDataStat, isCode, mkdirp, onConnecting, reachLeaderStart, removeStart, sendAuthFirst, watchChildren, watchDataStart, watchStatStart, requestIdWrap, ZkCode, zkLong, ZkServerCode, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
 import { sendDirectly } from './direct.js';
+import { HeartbeatPace } from './heartbeat-pace.js';
 import { compiledRecords } from './jute.js';
 import { readRepliesWith } from './replies.js';
 import { entryPrefix, foreignChildren, learnToken, ListingParser, parseEntryName, sequenceOf as childSequence, trailingSequence, UuidSequence, uuidKey, ZK_DIALECTS, type ZkDialect } from './names.js';
@@ -112,7 +113,7 @@ export class ZkDriver implements Driver {
   #connection = 0;
   /** Every request still in flight settles with the reason the session ended. */
   readonly #requests = new InFlight((error) => this.#onRequestFailed(error));
-  readonly #heartbeat: NodeJS.Timeout;
+  readonly #pace: HeartbeatPace;
   /** When the heartbeats still waiting for their answers were sent, oldest first. */
   readonly #unanswered: number[] = [];
   /**
@@ -122,7 +123,6 @@ export class ZkDriver implements Driver {
   #touchedAt: number;
   /** When the client last began a connection (wrote a connect request). */
   #connectingAt: number;
-  readonly #heartbeatEveryMs: number;
   /** Numbers requests from 1 again before the client's ids overflow (see `requestIdWrap`). */
   readonly #wrapIds: () => void;
 
@@ -153,15 +153,12 @@ export class ZkDriver implements Driver {
     this.timeoutMs = client.getSessionTimeout();
     client.on('state', (state) => this.#onState(state));
     // node-zookeeper-client never reports a server that stops answering, and hides its pings; this
-    // request is our own ping, whose replies move the session's loss deadline forward. Every sixth of
-    // the timeout: a silent connection is then dropped between a third and a half of the timeout
-    // after its last unanswered heartbeat, leaving time to reconnect elsewhere before the deadline.
+    // request is our own ping, whose replies move the session's loss deadline forward, at the pace
+    // and with the credit of heartbeat-pace.ts.
     this.#touchedAt = openedAt;
     this.#connectingAt = openedAt;
     onConnecting(client, () => (this.#connectingAt = performance.now()));
-    this.#heartbeatEveryMs = Math.max(Math.floor(this.timeoutMs / 6), 10);
-    this.#heartbeat = setInterval(() => this.#ping(), this.#heartbeatEveryMs);
-    this.#heartbeat.unref();
+    this.#pace = new HeartbeatPace(this.timeoutMs, () => this.#ping());
   }
 
   #ping(): void {
@@ -179,12 +176,10 @@ export class ZkDriver implements Driver {
     // reaches a follower tells the leader, with the follower's next ping answer, that the session lives.
     if (this.#unanswered.length >= 2) return;
     const sentAt = performance.now();
-    // On an ensemble the leader hears that a session on a follower was active only with the follower's
-    // next answer to its ping (every half tick): an answer to this heartbeat proves the leader heard of
-    // the one before it (or of the reconnect, which the leader itself re-validates), not of this one.
-    // Credited no later than one interval after that, so that the lag the margin must cover stays one
-    // interval and half a tick even when this one was sent late (a stalled event loop).
-    const credit = Math.min(sentAt, this.#touchedAt + this.#heartbeatEveryMs);
+    if (!this.#pace.due(sentAt, this.#touchedAt, this.#events?.busy?.() ?? false)) return;
+    // Credited no later than one busy interval after the previous heartbeat (or the reconnect, which the
+    // leader itself re-validates): see heartbeat-pace.ts.
+    const credit = this.#pace.credit(sentAt, this.#touchedAt);
     this.#touchedAt = sentAt;
     this.#unanswered.push(sentAt);
     const settled = (): void => {
@@ -219,6 +214,7 @@ export class ZkDriver implements Driver {
 
   attach(events: DriverEvents): void {
     this.#events = events;
+    if (events.marginMs !== undefined) this.#pace.setMargin(events.marginMs);
     this.#foreign.attach(events);
   }
 
@@ -233,7 +229,7 @@ export class ZkDriver implements Driver {
   /** Stops using the session: no more heartbeats, every waiter and request in flight fails with `reason`. */
   #end(status: 'lost' | 'closed', reason: Error): void {
     this.#status = status;
-    clearInterval(this.#heartbeat);
+    this.#pace.stop();
     this.#failWaiters(reason);
     this.#requests.end(reason);
   }
