@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import zookeeper from 'node-zookeeper-client';
+import { BackendError } from '../../../recipes/errors.js';
 import { CREATE2 } from './direct.js';
 import { blank, type Records } from './jute.js';
 
@@ -14,6 +15,8 @@ import { blank, type Records } from './jute.js';
  * - replies to a SYNC (its payload is a path) and to a CREATE2 (a path and the new node's stat)
  *   are read: the client has neither request and drops the connection on a reply to a request
  *   type it does not know;
+ * - a reply shorter than its record fails its request, where the client's reader throws out of the
+ *   socket's data handler;
  * - a reply out of step (another id than the oldest request's, or none in flight) drops the connection
  *   as the client does, but leaves that request in flight, so that it fails with the connection instead
  *   of waiting for ever; so does a reply to a request type it cannot read;
@@ -188,10 +191,21 @@ function answer(manager: Manager, header: Reply & RecordLike, buffer: Buffer, of
   const payload = make(records);
   if (payload !== null) {
     if (manager.chrootPath) payload.setChrootPath(manager.chrootPath);
-    payload.deserialize(buffer, offset);
+    try {
+      payload.deserialize(buffer, offset);
+    } catch (error) {
+      // Shorter than its record: the frame is whole, so the stream is still in step; that request fails, not the process.
+      pending.callback?.(unreadable(pending.request.header.type, error));
+      return true;
+    }
   }
   pending.callback?.(null, new jute.Response(header, payload));
   return true;
+}
+
+function unreadable(type: number, cause: unknown): Error {
+  if (type === CREATE2) return new BackendError("ZooKeeper answered a create without the new node's stat: baton needs ZooKeeper 3.5 or later", { cause });
+  return new BackendError(`ZooKeeper's reply to a request of type ${type} is shorter than its record`, { cause });
 }
 
 /** The answer to the connect request: the session's id, password and timeout, or its expiry. */
