@@ -25,7 +25,11 @@ export interface Entry {
   readonly kind: string;
   /** Server order within the queue (ZooKeeper sequence, etcd create revision). */
   readonly order: bigint;
-  /** Strictly increases across successive holders of one queue, even if the queue is re-created. */
+  /**
+   * Strictly increases across successive holders of one queue, even if the queue is re-created; fits a
+   * signed 64-bit integer. Known for the entries this session enqueued; for another session's entry a
+   * backend may know it only once `read` (ZooKeeper: a listing carries no entry's own stat).
+   */
   readonly fencingToken: bigint;
 }
 

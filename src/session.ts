@@ -50,6 +50,8 @@ export class BatonSession implements Session {
         if (sentAt > this.#lastAck) this.#lastAck = sentAt;
       },
       foreign: (queue, key) => this.#tell('foreign', { queue, key }),
+      marginMs: this.#marginMs,
+      busy: () => this.#holds.size > 0 || this.#waiting.size > 0,
     });
     // A memory session never times out; its check is a map lookup, so it runs often.
     const checkEvery = Number.isFinite(driver.timeoutMs) ? Math.max(Math.floor(driver.timeoutMs / 6), 10) : 100;

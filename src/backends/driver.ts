@@ -12,6 +12,10 @@ export interface DriverEvents {
   ack(sentAt: number): void;
   /** A key or znode in a queue that baton did not create: ignored by the ordering, reported once per session. */
   foreign(queue: string, key: string): void;
+  /** How long before the server could expire the session the session gives up (its deadline margin). */
+  readonly marginMs?: number;
+  /** Whether the session holds or waits for something now (a driver may heartbeat faster meanwhile). */
+  busy?(): boolean;
 }
 
 /** A backend plus the lifecycle the session needs. One driver per session. */

@@ -228,6 +228,8 @@ export function mutexContract(getFixture: () => Fixture): void {
       const waiting = later(new FairMutex(waiter, 'vanished').acquire({ timeoutMs: 20_000 }));
       await expectQueueLength(holder, 'vanished', 2);
       const [, deleted] = await backendOf(holder).list('vanished');
+      // Read first: a ZooKeeper listing has no entry's own stat, so another session's token is known once read.
+      await backendOf(holder).read(deleted!);
       await scope.fixture.removeEntry(deleted!.key);
       await held.release();
       if (policy === 'fail') {

@@ -67,21 +67,34 @@ describe('etcd: a member cut off from its peers while clients still reach it', (
       const holding = await open(elsewhere);
       const holder = await new FairMutex(holding, 'queue').acquire();
       const order: number[] = [];
+      /** When each lock was let go of (the holder's first), and when each waiter was granted. */
+      const released: number[] = [];
+      const granted: number[] = [];
       const waits: Promise<void>[] = [];
       const waiters = 9;
       for (let i = 1; i <= waiters; i += 1) {
         // Every member, the cut-off one too: a waiter's watch stream is on it one time in three.
         const session = await open([0, 1, 2]);
         waits.push(later(new FairMutex(session, 'queue').acquire({ timeoutMs: 10 * ttlMs }).then(async (lock) => {
+          granted.push(performance.now());
           order.push(i);
           await lock.release();
+          released.push(performance.now());
         })));
         await eventually(`waiter ${i} queued`, async () => (await backendOf(holding).list('queue')).length === i + 1, 2 * ttlMs);
       }
       heal = await cutOff(index);
+      released.push(performance.now());
       await holder.release();
       await Promise.all(waits);
       expect(order).toEqual(Array.from({ length: waiters }, (_, i) => i + 1));
+      // Each waiter is granted within a bound after the lock is let go of: its watch may sit on the
+      // member cut off, and the periodic look (every keepalive interval, a quarter of the TTL) reads
+      // the queue, at worst first from the member cut off (an attempt runs out after a third of the TTL,
+      // and that member is tried last from then on) and then from one that has a leader: well within a TTL.
+      const handoffs = granted.map((at, i) => at - released[i]!);
+      console.info(`etcd member cut off: handoffs ${handoffs.map((ms) => ms.toFixed(0)).join(', ')} ms (TTL ${ttlMs} ms)`);
+      expect(handoffs.filter((ms) => ms > ttlMs), 'handoffs slower than one TTL').toEqual([]);
       expect(states.filter((seen) => seen.includes('lost'))).toEqual([]);
     } finally {
       await heal?.();

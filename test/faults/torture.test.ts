@@ -16,7 +16,8 @@ const pool = useContenderPool(WORKERS);
 
 /**
  * A short run of `npm run torture` (see test/support/torture.ts): half a minute of random member
- * kills, partitions, short disconnects and server-side expiries on a 3-node layout, while 8 processes
+ * kills, members cut off from the leader, partitions, short disconnects and server-side expiries on a
+ * 3-node layout, while 8 processes
  * contend on one lock. The run checks every hold the processes report.
  */
 describe.each<TortureBackend>(['zk', 'etcd'])('torture: %s', (backend) => {

@@ -47,16 +47,22 @@ export class TcpProxy {
   #isolate: ((first: Buffer) => boolean) | undefined;
   /** The next reply is cut short by its last byte and its connection hangs from there on. */
   #truncateNext = false;
+  #rewriteFirst: ((chunk: Buffer) => Buffer) | undefined;
 
   private constructor(server: net.Server, port: number) {
     this.#server = server;
     this.port = port;
   }
 
-  static async start(target: { host?: string; port: number }): Promise<TcpProxy> {
+  /**
+   * `rewriteFirst`, if given, makes each connection's first chunk from the client what it returns (a
+   * handshake that names an address to dial back, say, pointed at another proxy).
+   */
+  static async start(target: { host?: string; port: number }, rewriteFirst?: (chunk: Buffer) => Buffer): Promise<TcpProxy> {
     let proxy: TcpProxy | undefined;
     const { server, port } = await listenOnLoopback((client) => proxy?.accept(client, target));
     proxy = new TcpProxy(server, port);
+    proxy.#rewriteFirst = rewriteFirst;
     return proxy;
   }
 
@@ -189,6 +195,7 @@ export class TcpProxy {
   #up(pair: Pair, chunk: Buffer, fresh: boolean): void {
     if (fresh) this.bytesUp += chunk.length;
     if (pair.first === undefined) {
+      if (this.#rewriteFirst !== undefined) chunk = this.#rewriteFirst(chunk);
       pair.first = chunk;
       if (this.#isolate?.(chunk) === true) pair.cut = true;
     }

@@ -67,6 +67,9 @@ class Member extends ServerProcess implements ZkMember {
 }
 
 /** Starts a standalone ZooKeeper or a 3-node ensemble on free 127.0.0.1 ports, each in its own temp dir. */
+/** The two ports by which ensemble members reach each other: the leader's quorum port, and every member's election port. */
+export type PeerLink = 'quorum' | 'election';
+
 export interface ZkStartOptions {
   size?: 1 | 3;
   tickTimeMs?: number;
@@ -74,10 +77,11 @@ export interface ZkStartOptions {
   /** How many ticks a follower may go without hearing from the leader (ZooKeeper's syncLimit; 5). */
   syncLimit?: number;
   /**
-   * The port member `from` dials to reach member `to`'s quorum port `port` (a fault proxy, say); `port`
-   * itself if not given. Followers dial the leader there; the leader dials nobody.
+   * The port member `from` dials to reach member `to`'s `link` port `port` (a fault proxy, say); `port`
+   * itself if not given. Followers dial the leader's quorum port; every member dials the others'
+   * election ports (see peer-links.ts for what a proxy there must do).
    */
-  peerRoute?: (from: number, to: number, port: number) => Promise<number>;
+  peerRoute?: (from: number, to: number, port: number, link: PeerLink) => Promise<number>;
 }
 
 export async function startZooKeeper(opts: ZkStartOptions = {}): Promise<ZkCluster> {
@@ -89,7 +93,13 @@ export async function startZooKeeper(opts: ZkStartOptions = {}): Promise<ZkClust
   // Each member's own view of the ensemble: its own line as it listens, the others as it reaches them.
   const views = await Promise.all(
     ports.map((_, from) =>
-      Promise.all(ports.map(async (p, to) => `server.${to + 1}=127.0.0.1:${from === to ? p.peer : await route(from + 1, to + 1, p.peer)}:${p.election}`)),
+      Promise.all(
+        ports.map(async (p, to) =>
+          from === to
+            ? `server.${to + 1}=127.0.0.1:${p.peer}:${p.election}`
+            : `server.${to + 1}=127.0.0.1:${await route(from + 1, to + 1, p.peer, 'quorum')}:${await route(from + 1, to + 1, p.election, 'election')}`,
+        ),
+      ),
     ),
   );
   const members = ports.map((p, i) => {

@@ -1,5 +1,6 @@
 import type { ConnectOptions } from '../../src/connect.js';
 import { startEtcd } from '../harness/etcd.js';
+import { PeerLinks } from '../harness/peer-links.js';
 import { TcpProxy } from '../harness/proxy.js';
 import { startZooKeeper } from '../harness/zookeeper.js';
 import { etcdFixtureOf } from './etcd.js';
@@ -7,11 +8,12 @@ import { checkIntervals, type ContendPlan, type Interval } from './fault-contend
 import { ContenderPool } from './fault-contenders.js';
 import { FencedRegister } from './fenced-register.js';
 import type { Fixture } from './fixture.js';
+import { zkMode } from '../harness/four-letter.js';
 import { eventually } from './wait.js';
 import { zkFixtureOf } from './zookeeper.js';
 
 export type TortureBackend = 'zk' | 'etcd';
-export const FAULT_KINDS = ['leader-kill', 'member-kill', 'partition', 'short-disconnect', 'expiry'] as const;
+export const FAULT_KINDS = ['leader-kill', 'member-kill', 'server-partition', 'partition', 'short-disconnect', 'expiry'] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 export interface TortureOptions {
@@ -75,6 +77,12 @@ interface Deployment {
   readonly fixture: Fixture;
   readonly members: readonly Member[];
   leader(): Promise<Member | undefined>;
+  /**
+   * Cuts `member` off from the leader (ZooKeeper: both ways, quorum and election ports) or from its
+   * peers (etcd), while its clients still reach it. Resolves with the heal, which resolves once the
+   * member follows a leader again.
+   */
+  cut(member: Member, leader: Member): Promise<() => Promise<void>>;
   /** The URL of a contender whose way to the members is `proxies` (one per member). */
   url(proxies: readonly TcpProxy[], namespace: string): string;
   readonly options: ConnectOptions;
@@ -84,26 +92,51 @@ interface Deployment {
 
 async function deploy(backend: TortureBackend, timeoutMs: number): Promise<Deployment> {
   if (backend === 'zk') {
-    const zk = await startZooKeeper({ size: 3 });
+    const links = new PeerLinks();
+    const zk = await startZooKeeper({ size: 3, peerRoute: links.route });
     const info = { connectString: zk.connectString, ports: zk.members.map((m) => m.clientPort), sessionTimeoutMs: timeoutMs };
     const members = zk.members.map((m) => ({ port: m.clientPort, isAlive: () => m.isAlive(), kill: () => m.kill(), start: () => m.start() }));
+    const idOf = (member: Member): number => zk.members[members.indexOf(member as (typeof members)[number])]!.id;
     return {
       fixture: zkFixtureOf(info, 'ZooKeeper (3-node ensemble)'),
       members,
       leader: async () => members[zk.members.indexOf((await zk.leader())!)],
+      cut: async (member, leader) => {
+        links.cut(idOf(member), idOf(leader));
+        return async () => {
+          links.heal(idOf(member), idOf(leader));
+          const modes = async (): Promise<(string | undefined)[]> => Promise.all(zk.members.map((m) => zkMode(m.clientPort)));
+          await eventually('the member cut off follows again', async () => (await modes()).filter((mode) => mode === 'follower').length === 2, timeoutMs * 10);
+        };
+      },
       url: (proxies, namespace) => `zk://${proxies.map((p) => p.address).join(',')}/${namespace}`,
       options: { sessionTimeoutMs: timeoutMs },
       expiry: { zk: info },
-      stop: () => zk.stop(),
+      stop: () => zk.stop().finally(() => links.close()),
     };
   }
-  const etcd = await startEtcd({ size: 3 });
+  const etcd = await startEtcd({ size: 3, peerProxies: true });
   const info = { endpoints: etcd.endpoints, ttlSeconds: Math.round(timeoutMs / 1_000) };
   const members = etcd.members.map((m) => ({ port: Number(new URL(m.clientUrl).port), isAlive: () => m.isAlive(), kill: () => m.kill(), start: () => m.start() }));
   return {
     fixture: etcdFixtureOf(info, 'etcd (3-node cluster)'),
     members,
     leader: async () => members[etcd.members.indexOf((await etcd.leader())!)],
+    cut: async (member) => {
+      // Its peers reach it through its own proxy, and it reaches them through theirs, naming itself.
+      const index = members.indexOf(member as (typeof members)[number]);
+      const from = Buffer.from(`X-Server-From: ${await etcd.memberId(etcd.members[index]!)}\r\n`);
+      const own = etcd.peerProxies[index]!;
+      const others = etcd.peerProxies.filter((proxy) => proxy !== own);
+      own.blackhole();
+      for (const proxy of others) proxy.isolate((first) => first.includes(from));
+      return async () => {
+        own.drop();
+        own.restore();
+        for (const proxy of others) proxy.heal();
+        await eventually('the member cut off follows a leader again', async () => (await etcd.leaderSeenBy(etcd.members[index]!)) !== '0', timeoutMs * 10);
+      };
+    },
     url: (proxies, namespace) => `etcd://${proxies.map((p) => p.address).join(',')}/${namespace}`,
     options: { ttlSeconds: info.ttlSeconds },
     expiry: { etcd: info },
@@ -150,7 +183,8 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
  * The contended workload under random faults, against a 3-node layout of its own: `workers`
  * processes contend on one FairMutex, each through proxies of its own (one per member), writing
  * every hold's token to a fenced register. Two fault loops run for `durationMs`: one kills the
- * leader or another member and restarts it, the other partitions a contender for longer than the
+ * leader or another member and restarts it, or cuts a member off from the leader (server to server)
+ * and heals it, the other partitions a contender for longer than the
  * session timeout, disconnects it briefly, or has its session expired by the server. Then every
  * fault is healed, the contenders stop, and the run reports what the checks found.
  */
@@ -198,19 +232,31 @@ export async function torture(options: TortureOptions): Promise<TortureSummary> 
     const running = (): boolean => performance.now() < ending;
 
     // Kinds are drawn in rounds, each kind once per round in a random order: a short run injects every kind.
-    const kills = rounds<FaultKind>(['leader-kill', 'member-kill'], next);
+    const kills = rounds<FaultKind>(['leader-kill', 'member-kill', 'server-partition'], next);
     const clientFaults = rounds<FaultKind>(['partition', 'short-disconnect', 'expiry'], next);
 
     // Members: one down at a time, so that the layout keeps its quorum and the workload progresses.
     const killLoop = async (): Promise<void> => {
-      while (running()) {
-        await sleep(between(timeoutMs, timeoutMs * 2.5));
+      // The first fault comes soon: a short run then has room for each of the three kinds.
+      for (let first = true; running(); first = false) {
+        await sleep(first ? between(timeoutMs * 0.25, timeoutMs * 0.5) : between(timeoutMs * 0.5, timeoutMs * 1.5));
         if (!running()) return;
         const leader = await deployment.leader();
-        const kind: FaultKind = kills.take() === 'member-kill' || leader === undefined ? 'member-kill' : 'leader-kill';
+        const drawn = kills.take();
+        const kind: FaultKind = leader === undefined ? 'member-kill' : drawn;
         const victims = kind === 'leader-kill' ? [leader!] : deployment.members.filter((m) => m !== leader && m.isAlive());
         const victim = victims[Math.floor(next() * victims.length)];
         if (victim === undefined) continue;
+        if (kind === 'server-partition') {
+          // A follower cut off from the leader while its clients still reach it, longer than a session.
+          const forMs = between(timeoutMs * 1.3, timeoutMs * 2);
+          log(`${elapsed()} server-partition: member on port ${victim.port} cut off from the leader for ${(forMs / 1_000).toFixed(1)}s`);
+          const heal = await deployment.cut(victim, leader!);
+          faults['server-partition'] += 1;
+          await sleep(forMs);
+          await heal();
+          continue;
+        }
         const downMs = between(timeoutMs * 0.25, timeoutMs * 1.5);
         log(`${elapsed()} ${kind}: member on port ${victim.port}, down for ${(downMs / 1_000).toFixed(1)}s`);
         await victim.kill();

@@ -2,7 +2,7 @@ import net from 'node:net';
 import { listenOnLoopback } from '../harness/proxy.js';
 
 /** ZooKeeper request types (jute OpCode) the tests pick requests by. */
-export const ZkOp = { create: 1, delete: 2, exists: 3, getData: 4, getChildren2: 12 } as const;
+export const ZkOp = { create: 1, delete: 2, exists: 3, getData: 4, getChildren2: 12, create2: 15 } as const;
 
 interface Rule {
   readonly op: number;
@@ -10,6 +10,8 @@ interface Rule {
   readonly err: number;
   /** After the changed reply, nothing more passes on that connection either way (a server gone silent). */
   readonly thenSilence: boolean;
+  /** The reply keeps its header only, without its payload (as from a server that does not know the request). */
+  readonly bare: boolean;
   readonly matched: () => void;
 }
 
@@ -53,12 +55,12 @@ export class ZkReplyRewriter {
   }
 
   /**
-   * The reply to the next request of type `op` on `path` (the server's path, chroot included) carries
-   * error code `err`. Resolves when that reply has been passed on changed.
+   * The reply to the next request of type `op` on `path` (the server's path, chroot included; a path
+   * ending with a slash: any path under it) carries error code `err`. Resolves when that reply has been passed on changed.
    */
-  answerNext(op: number, path: string, err: number, options: { thenSilence?: boolean } = {}): Promise<void> {
+  answerNext(op: number, path: string, err: number, options: { thenSilence?: boolean; bare?: boolean } = {}): Promise<void> {
     return new Promise((resolve) => {
-      this.#rule = { op, path, err, thenSilence: options.thenSilence ?? false, matched: resolve };
+      this.#rule = { op, path, err, thenSilence: options.thenSilence ?? false, bare: options.bare ?? false, matched: resolve };
     });
   }
 
@@ -75,7 +77,7 @@ export class ZkReplyRewriter {
     let silent = false;
     const up = frames((frame, index) => {
       const rule = this.#rule;
-      if (index > 0 && rule !== undefined && pending === undefined && frame.length >= 8 && frame.readInt32BE(4) === rule.op && pathOf(frame) === rule.path) {
+      if (index > 0 && rule !== undefined && pending === undefined && frame.length >= 8 && frame.readInt32BE(4) === rule.op && matches(pathOf(frame), rule.path)) {
         this.#rule = undefined;
         pending = { xid: frame.readInt32BE(0), rule };
       }
@@ -87,6 +89,7 @@ export class ZkReplyRewriter {
       pending = undefined;
       setImmediate(rule.matched);
       if (rule.thenSilence) silent = true;
+      return rule.bare ? frame.subarray(0, 16) : undefined;
     });
     client.on('data', (chunk: Buffer) => silent || server.write(up(chunk)));
     server.on('data', (chunk: Buffer) => {
@@ -109,26 +112,34 @@ export class ZkReplyRewriter {
 
 /**
  * Reassembles length-prefixed frames from a byte stream. `inspect` sees each whole frame (without its
- * length) and may change it in place; the returned function gives back the bytes to forward, which are
- * whole frames only (a partial frame waits for the rest).
+ * length) and may change it in place, or return another frame to send instead; the returned function
+ * gives back the bytes to forward, which are whole frames only (a partial frame waits for the rest).
  */
-function frames(inspect: (frame: Buffer, index: number) => void): (chunk: Buffer) => Buffer {
+function frames(inspect: (frame: Buffer, index: number) => Buffer | void): (chunk: Buffer) => Buffer {
   let buffered = Buffer.alloc(0);
   let index = 0;
   return (chunk) => {
     buffered = Buffer.concat([buffered, chunk]);
     let at = 0;
+    const out: Buffer[] = [];
     while (buffered.length - at >= 4) {
       const length = buffered.readInt32BE(at);
       if (buffered.length - at - 4 < length) break;
-      inspect(buffered.subarray(at + 4, at + 4 + length), index);
+      const frame = inspect(buffered.subarray(at + 4, at + 4 + length), index) ?? buffered.subarray(at + 4, at + 4 + length);
+      const prefix = Buffer.alloc(4);
+      prefix.writeInt32BE(frame.length, 0);
+      out.push(prefix, frame);
       index += 1;
       at += 4 + length;
     }
-    const whole = buffered.subarray(0, at);
     buffered = buffered.subarray(at);
-    return Buffer.from(whole);
+    return Buffer.concat(out);
   };
+}
+
+/** `path` is `wanted`, or under it when `wanted` ends with a slash (a queue's entries, whose names are not known ahead). */
+function matches(path: string | undefined, wanted: string): boolean {
+  return path === wanted || (wanted.endsWith('/') && path !== undefined && path.startsWith(wanted));
 }
 
 /** The path of a request whose body starts with one (every request the tests pick does). */

@@ -1,6 +1,6 @@
 import zookeeper from 'node-zookeeper-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { aclFor, createStart, getChildrenStart, reachLeaderStart, removeStart, watchDataStart } from '../../src/backends/zookeeper/client.js';
+import { aclFor, createEntryStart, createStart, getChildrenStart, reachLeaderStart, removeStart, watchDataStart } from '../../src/backends/zookeeper/client.js';
 import { directQueue, sendDirectly } from '../../src/backends/zookeeper/direct.js';
 import { compiledRecords } from '../../src/backends/zookeeper/jute.js';
 import type { Start } from '../../src/backends/requests.js';
@@ -112,6 +112,35 @@ describe('requests handed to the connection manager directly', () => {
       expect(told).toEqual([[null, true]]);
       expect(watchedPaths(client)).toEqual(['/here']);
     }
+  });
+});
+
+describe('the create of an entry, a CREATE2 the client has no method for', () => {
+  it('goes on the wire as the client\'s create would, with the type CREATE2 (15), and gives back the path and the czxid', () => {
+    const direct = recordingClient();
+    const through = recordingClient({ retries: 1 });
+    const path = '/baton/q/_c_x-lock-';
+    const told: unknown[][] = [];
+    createEntryStart(direct.client, path, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, Buffer.from('d'), aclFor('creator-only'))((...args) => told.push(args));
+    createStart(through.client, path, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, Buffer.from('d'), aclFor('creator-only'))(() => undefined);
+    const [ours, theirs] = [direct.queued.at(-1)!.request.toBuffer(), through.queued.at(-1)!.request.toBuffer()];
+    expect(ours.readInt32BE(8)).toBe(15);
+    expect(theirs.readInt32BE(8)).toBe(1); // the client's CREATE
+    // Everything else (length, xid, path, data, ACL, flags) is the very same bytes.
+    expect(Buffer.concat([ours.subarray(0, 8), ours.subarray(12)])).toEqual(Buffer.concat([theirs.subarray(0, 8), theirs.subarray(12)]));
+    direct.queued.at(-1)!.callback(null, { payload: { path: `${path}0000000003`, stat } });
+    expect(told).toEqual([[null, { path: `${path}0000000003`, czxid: 9n }]]);
+  });
+
+  it('is a create and an exists through a client baton cannot hand requests to', () => {
+    const { client, queued } = recordingClient({ retries: 1 });
+    const told: unknown[][] = [];
+    createEntryStart(client, '/baton/q/_c_x-lock-', zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL)((...args) => told.push(args));
+    expect(queued.at(-1)!.request.toBuffer().readInt32BE(8)).toBe(1); // CREATE
+    queued.at(-1)!.callback(null, { payload: { path: '/baton/q/_c_x-lock-0000000003' } });
+    expect(queued.at(-1)!.request.toBuffer().readInt32BE(8)).toBe(3); // EXISTS
+    queued.at(-1)!.callback(null, { header: { err: 0 }, payload: { stat } } as never);
+    expect(told).toEqual([[null, { path: '/baton/q/_c_x-lock-0000000003', czxid: 9n }]]);
   });
 });
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { entryPrefix, foreignChildren, ListingParser, parseEntryName, UuidSequence } from '../../src/backends/zookeeper/names.js';
+import { BackendError } from '../../recipes/errors.js';
+import { entryPrefix, foreignChildren, learnToken, ListingParser, parseEntryName, UuidSequence } from '../../src/backends/zookeeper/names.js';
 
 const uuid = (n: number): string => `${String(n).padStart(8, '0')}-0000-4000-8000-000000000000`;
 const child = (n: number, kind: string, sequence: number): string => `_c_${uuid(n)}-${kind}-${String(sequence).padStart(10, '0')}`;
@@ -7,26 +8,39 @@ const child = (n: number, kind: string, sequence: number): string => `_c_${uuid(
 // The ZooKeeper backend parses every listing of a queue with one ListingParser per session, which
 // keeps the entries of recent listings: what it returns must be what parsing afresh would return.
 describe('ListingParser', () => {
-  it('gives the queue in order with fencing tokens from the directory zxid, the same entries on a second listing', () => {
+  it('gives the queue in order, the same entries on a second listing', () => {
     const parser = new ListingParser();
     const children = [child(3, 'lock', 12), child(1, 'lock', 10), child(2, 'lock', 11)];
     const first = parser.parse('q', '/baton/q', children, 5n);
     expect(first.foreign).toBe(false);
-    expect(first.entries.map((e) => [e.key, e.order, e.fencingToken])).toEqual([
-      ['/baton/q/' + child(1, 'lock', 10), 10n, (5n << 32n) | 10n],
-      ['/baton/q/' + child(2, 'lock', 11), 11n, (5n << 32n) | 11n],
-      ['/baton/q/' + child(3, 'lock', 12), 12n, (5n << 32n) | 12n],
+    expect(first.entries.map((e) => [e.key, e.order])).toEqual([
+      ['/baton/q/' + child(1, 'lock', 10), 10n],
+      ['/baton/q/' + child(2, 'lock', 11), 11n],
+      ['/baton/q/' + child(3, 'lock', 12), 12n],
     ]);
     const second = parser.parse('q', '/baton/q', [child(2, 'lock', 11), child(4, 'lock', 13)], 5n);
     expect(second.entries.map((e) => e.order)).toEqual([11n, 13n]);
     expect(second.entries[0]).toBe(first.entries[1]); // parsed once
   });
 
-  it('a directory created again (another czxid) gets tokens from its own zxid', () => {
+  // A listing has the directory's stat only: an entry's token (its own czxid) comes from its create or a read of it.
+  it('gives a listed entry no fencing token until one is learned, and keeps the first one learned', () => {
     const parser = new ListingParser();
-    parser.parse('q', '/baton/q', [child(1, 'lock', 0)], 5n);
-    const again = parser.parse('q', '/baton/q', [child(1, 'lock', 0)], 9n);
-    expect(again.entries[0]!.fencingToken).toBe(9n << 32n);
+    const [entry] = parser.parse('q', '/baton/q', [child(1, 'lock', 0)], 5n).entries;
+    expect(() => entry!.fencingToken).toThrow(BackendError);
+    learnToken(entry!, 7n);
+    learnToken(entry!, 9n);
+    expect(entry!.fencingToken).toBe(7n);
+    expect(parser.parse('q', '/baton/q', [child(1, 'lock', 0)], 5n).entries[0]!.fencingToken).toBe(7n); // the same entry
+  });
+
+  it('a directory created again (another czxid) starts afresh: its entries are new, without a token', () => {
+    const parser = new ListingParser();
+    const [before] = parser.parse('q', '/baton/q', [child(1, 'lock', 0)], 5n).entries;
+    learnToken(before!, 6n);
+    const [again] = parser.parse('q', '/baton/q', [child(1, 'lock', 0)], 9n).entries;
+    expect(again).not.toBe(before);
+    expect(() => again!.fencingToken).toThrow(BackendError);
   });
 
   it('sorts a downgraded read right after the write at its sequence, and flags foreign children', () => {

@@ -3,7 +3,7 @@ import { LockLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import type { ZkDriver } from '../../src/backends/zookeeper/driver.js';
 import { connect } from '../../src/connect.js';
-import { TcpProxy } from '../harness/proxy.js';
+import { PeerLinks } from '../harness/peer-links.js';
 import { zkMode } from '../harness/four-letter.js';
 import { startZooKeeper, type ZkCluster } from '../harness/zookeeper.js';
 import { useScope } from '../support/scope.js';
@@ -29,23 +29,13 @@ const MARGIN_MS = Math.ceil(SESSION_MS / 6 + TICK_MS / 2) + 50;
  */
 describe('ZooKeeper: a holder on a follower cut off from the leader', () => {
   let cluster: ZkCluster | undefined;
-  /** The proxy through which member `from` reaches member `to`'s quorum port, by `${from}>${to}`. */
-  const routes = new Map<string, TcpProxy>();
+  const links = new PeerLinks();
   beforeAll(async () => {
-    cluster = await startZooKeeper({
-      size: 3,
-      tickTimeMs: TICK_MS,
-      syncLimit: SYNC_LIMIT,
-      peerRoute: async (from, to, port) => {
-        const proxy = await TcpProxy.start({ port });
-        routes.set(`${from}>${to}`, proxy);
-        return proxy.port;
-      },
-    });
+    cluster = await startZooKeeper({ size: 3, tickTimeMs: TICK_MS, syncLimit: SYNC_LIMIT, peerRoute: links.route });
   }, 120_000);
   afterAll(async () => {
     await cluster?.stop();
-    await Promise.all([...routes.values()].map((proxy) => proxy.close()));
+    await links.close();
   });
   const scope = useScope(() =>
     zkFixtureOf({ connectString: cluster!.connectString, ports: cluster!.members.map((m) => m.clientPort), sessionTimeoutMs: SESSION_MS }, 'ZooKeeper (own ensemble)'),
@@ -65,8 +55,8 @@ describe('ZooKeeper: a holder on a follower cut off from the leader', () => {
       let toldAt = Number.NaN;
       held.signal.addEventListener('abort', () => (toldAt = performance.now()), { once: true });
       const next = new FairMutex(atLeader, 'cut').acquire({ timeoutMs: SESSION_MS * 10 }).then((lock) => ({ lock, grantedAt: performance.now() }));
-      // The follower's link to the leader goes silent both ways; its clients still reach it.
-      routes.get(`${follower.id}>${leader.id}`)!.blackhole();
+      // The follower's links to the leader go silent both ways; its clients still reach it.
+      links.cut(follower.id, leader.id);
       const cutAt = performance.now();
       const { lock, grantedAt } = await next;
       expect(held.signal.aborted, 'the holder was not told before the next holder was granted').toBe(true);
@@ -78,7 +68,7 @@ describe('ZooKeeper: a holder on a follower cut off from the leader', () => {
       await lock.release();
       await atLeader.close();
     } finally {
-      routes.get(`${follower.id}>${leader.id}`)!.restore();
+      links.heal(follower.id, leader.id);
       await atFollower.close();
     }
   });

@@ -14,7 +14,8 @@ import { backendOf, entryOf } from '../support/internals.js';
 const require = createRequire(import.meta.url);
 const ConnectionManager = require('node-zookeeper-client/lib/ConnectionManager.js') as { prototype: object };
 /** Request types of the ZooKeeper protocol. */
-const CREATE = 1;
+/** An entry's create: CREATE2 (15), answered with the node's stat; the client's own create (1) where baton cannot send that. */
+const CREATES = new Set([1, 15]);
 const GET_CHILDREN2 = 12;
 interface QueuedRequest {
   header?: { type?: number } | null;
@@ -64,7 +65,7 @@ describe('ZooKeeper: a session deletes its own orphaned queue children', () => {
     manager.queue = function (this: unknown, request, callback) {
       const { type } = request.header ?? {};
       const path = request.payload?.path ?? '';
-      if (stage === 'first create' && type === CREATE && path.startsWith(`/${scope.namespace}/copy/`)) {
+      if (stage === 'first create' && CREATES.has(type as number) && path.startsWith(`/${scope.namespace}/copy/`)) {
         stage = 'its listing';
         heldBack = request;
         setImmediate(() => callback((zookeeper.Exception as unknown as { create(code: number): Error }).create(zookeeper.Exception.CONNECTION_LOSS)));

@@ -75,6 +75,25 @@ describe('ZooKeeper: replies the client library does not expect', () => {
     });
   });
 
+  // What a server that does not know CREATE2 (ZooKeeper 3.4) might answer: the header alone. The server
+  // here did create the entry; the session's next listing of the queue sweeps it as its own orphan.
+  it("a create answered without the entry's stat fails that acquire with BackendError (ZooKeeper 3.5 or later needed) and nothing else", async () => {
+    await throughRewriter(async (session, rewriter) => {
+      const answered = rewriter.answerNext(ZkOp.create2, `/${scope.namespace}/bare/`, 0, { bare: true });
+      const failed = await new FairMutex(session, 'bare').acquire({ timeoutMs: 5_000 }).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      await answered;
+      expect(failed).toBeInstanceOf(BackendError);
+      expect(String(failed)).toMatch(/ZooKeeper 3\.5 or later/);
+      expect(session.state).toBe('connected');
+      const lock = await new FairMutex(session, 'bare').acquire({ timeoutMs: 5_000 });
+      expect((await backendOf(session).list('bare')).map((entry) => entry.key)).toEqual([entryOf(lock).key]);
+      await lock.release();
+    });
+  });
+
   // SESSION_MOVED, which ZooKeeper 3.8 does not send (it closes the connection instead), and a code that
   // does not exist at all.
   for (const code of [ZkServerCode.SESSION_MOVED, -999]) {

@@ -1,7 +1,7 @@
 import zookeeper from 'node-zookeeper-client';
 import { BackendError } from '../../../recipes/errors.js';
 import { started, type Start } from '../requests.js';
-import { createDirect, createsDirectly, directQueue, getChildrenDirect, removeDirect, syncDirect, watchDataDirect } from './direct.js';
+import { create2Direct, createDirect, createsDirectly, directQueue, getChildrenDirect, removeDirect, syncDirect, watchDataDirect } from './direct.js';
 import { nameServerCodes } from './replies.js';
 import type { AclPolicy } from './acl.js';
 
@@ -188,6 +188,30 @@ export function createStart(client: ZkClient, path: string, mode: number, data: 
     const queue = directQueue(client);
     if (queue !== undefined && createsDirectly(data, acl)) createDirect(queue, path, data, acl, mode, done);
     else client.create(path, data, acl, mode, done);
+  };
+}
+
+/**
+ * Creates a queue entry and gives back its path and creation zxid (its fencing token): one CREATE2 when
+ * baton hands the client's requests over itself (see direct.ts); otherwise the client's create, then
+ * an `exists` for the zxid (a request more, for clients baton cannot hand requests to).
+ */
+export function createEntryStart(client: ZkClient, path: string, mode: number, data: Buffer = Buffer.alloc(0), acl = OPEN): Start<{ path: string; czxid: bigint }> {
+  return (done) => {
+    const queue = directQueue(client);
+    if (queue !== undefined && createsDirectly(data, acl)) {
+      create2Direct(queue, path, data, acl, mode, (error, created) => (error ? done(error) : done(null, { path: created!.path, czxid: zkLong(created!.stat.czxid) })));
+      return;
+    }
+    client.create(path, data, acl, mode, (error, name) => {
+      if (error) return done(error);
+      client.exists(name, (failure, stat) => {
+        if (failure) return done(failure);
+        // Deleted by someone else before its stat could be read: gone, so the enqueue creates it again.
+        if (!stat) return done((ZkCode as unknown as { create(code: number, path: string): Error }).create(ZkCode.NO_NODE, name));
+        done(null, { path: name, czxid: zkLong(stat.czxid) });
+      });
+    });
   };
 }
 

@@ -4,7 +4,7 @@ import type { Done } from '../requests.js';
 import { encodeRequest, type Records } from './jute.js';
 
 /**
- * The hot requests (create, delete, a listing without a watch, the read that watches a blocker, and
+ * The hot requests (create, a create answered with its stat, delete, a listing without a watch, the read that watches a blocker, and
  * sync) handed to the client's connection manager as the client's own methods hand them, without what
  * those methods wrap around every call: argument shuffling, an `async.whilst` loop with a results table
  * for retries that a client made with `retries: 0` never takes. Their records are baton's compiled ones
@@ -99,6 +99,26 @@ export function createDirect(to: Direct, path: string, data: Buffer, acl: readon
   payload['flags'] = mode;
   payload['data'] = data; // written as it is when the request is sent; nobody changes it meanwhile
   to.queue.queue(request(to, jute.OP_CODES.CREATE, payload), (error, response) => (error ? done(error) : done(null, response.payload['path'] as string)));
+}
+
+/** ZooKeeper 3.5's create that answers with the new node's stat as well as its path (node-zookeeper-client 1.1 has no code for it). */
+export const CREATE2 = 15;
+
+/**
+ * A create answered with the node's path and stat (CREATE2): the stat's czxid is the entry's fencing
+ * token, at no request more. The request is a CreateRequest, as for a create; baton's reader reads the
+ * reply (replies.ts).
+ */
+export function create2Direct(to: Direct, path: string, data: Buffer, acl: readonly zookeeper.ACL[], mode: number, done: Done<{ path: string; stat: zookeeper.Stat }>): void {
+  validate(path);
+  const payload = payloadOf(to, 'CreateRequest');
+  payload['path'] = path;
+  payload['acl'] = recordsOf(to, acl);
+  payload['flags'] = mode;
+  payload['data'] = data;
+  to.queue.queue(request(to, CREATE2, payload), (error, response) =>
+    error ? done(error) : done(null, { path: response.payload['path'] as string, stat: response.payload['stat'] as zookeeper.Stat }),
+  );
 }
 
 export function removeDirect(to: Direct, path: string, done: Done<void>): void {

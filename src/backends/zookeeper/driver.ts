@@ -3,12 +3,13 @@ import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
 import { AccessDeniedError, BackendError, BatonError, ClosedError, InvalidArgumentError, SessionLostError } from '../../../recipes/errors.js';
 import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
 import { addWaiter, backoff, fromPromise, InFlight, sameEntries, settleWaiters, type Recover, type Start, type Waiter } from '../requests.js';
-import { aclFor, rememberSocketErrors, canDropDataWatchers, corked, corkForTick, createStart, dropDataWatcher, dropTornFrames, existsStart, getChildrenStart, getData, getDataStat, isCode, mkdirp, onConnecting, reachLeaderStart, removeStart, sendAuthFirst, watchChildren, watchDataStart, watchStatStart, requestIdWrap, ZkCode, zkLong, ZkServerCode, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
+import { aclFor, rememberSocketErrors, canDropDataWatchers, corked, corkForTick, createEntryStart, createStart, dropDataWatcher, dropTornFrames, existsStart, getChildrenStart, getData, getDataStat, isCode, mkdirp, onConnecting, reachLeaderStart, removeStart, sendAuthFirst, watchChildren, watchDataStart, watchStatStart, requestIdWrap, ZkCode, zkLong, ZkServerCode, type AclPolicy, type ZkClient, type ZkStat } from './client.js';
 import { describeDialFailure } from '../dial.js';
 import { sendDirectly } from './direct.js';
+import { HeartbeatPace } from './heartbeat-pace.js';
 import { compiledRecords } from './jute.js';
 import { readRepliesWith } from './replies.js';
-import { entryPrefix, foreignChildren, ListingParser, parseEntryName, sequenceOf as childSequence, trailingSequence, UuidSequence, uuidKey, ZK_DIALECTS, type ZkDialect } from './names.js';
+import { entryPrefix, foreignChildren, learnToken, ListingParser, parseEntryName, sequenceOf as childSequence, trailingSequence, UuidSequence, uuidKey, ZK_DIALECTS, type ZkDialect } from './names.js';
 
 export interface ZkDriverOptions {
   /** `host:port,host:port` */
@@ -113,7 +114,7 @@ export class ZkDriver implements Driver {
   #connection = 0;
   /** Every request still in flight settles with the reason the session ended. */
   readonly #requests = new InFlight((error) => this.#onRequestFailed(error));
-  readonly #heartbeat: NodeJS.Timeout;
+  readonly #pace: HeartbeatPace;
   /** When the heartbeats still waiting for their answers were sent, oldest first. */
   readonly #unanswered: number[] = [];
   /**
@@ -123,7 +124,6 @@ export class ZkDriver implements Driver {
   #touchedAt: number;
   /** When the client last began a connection (wrote a connect request). */
   #connectingAt: number;
-  readonly #heartbeatEveryMs: number;
   /** Numbers requests from 1 again before the client's ids overflow (see `requestIdWrap`). */
   readonly #wrapIds: () => void;
 
@@ -154,15 +154,12 @@ export class ZkDriver implements Driver {
     this.timeoutMs = client.getSessionTimeout();
     client.on('state', (state) => this.#onState(state));
     // node-zookeeper-client never reports a server that stops answering, and hides its pings; this
-    // request is our own ping, whose replies move the session's loss deadline forward. Every sixth of
-    // the timeout: a silent connection is then dropped between a third and a half of the timeout
-    // after its last unanswered heartbeat, leaving time to reconnect elsewhere before the deadline.
+    // request is our own ping, whose replies move the session's loss deadline forward, at the pace
+    // and with the credit of heartbeat-pace.ts.
     this.#touchedAt = openedAt;
     this.#connectingAt = openedAt;
     onConnecting(client, () => (this.#connectingAt = performance.now()));
-    this.#heartbeatEveryMs = Math.max(Math.floor(this.timeoutMs / 6), 10);
-    this.#heartbeat = setInterval(() => this.#ping(), this.#heartbeatEveryMs);
-    this.#heartbeat.unref();
+    this.#pace = new HeartbeatPace(this.timeoutMs, () => this.#ping());
   }
 
   #ping(): void {
@@ -180,12 +177,10 @@ export class ZkDriver implements Driver {
     // reaches a follower tells the leader, with the follower's next ping answer, that the session lives.
     if (this.#unanswered.length >= 2) return;
     const sentAt = performance.now();
-    // On an ensemble the leader hears that a session on a follower was active only with the follower's
-    // next answer to its ping (every half tick): an answer to this heartbeat proves the leader heard of
-    // the one before it (or of the reconnect, which the leader itself re-validates), not of this one.
-    // Credited no later than one interval after that, so that the lag the margin must cover stays one
-    // interval and half a tick even when this one was sent late (a stalled event loop).
-    const credit = Math.min(sentAt, this.#touchedAt + this.#heartbeatEveryMs);
+    if (!this.#pace.due(sentAt, this.#touchedAt, this.#events?.busy?.() ?? false)) return;
+    // Credited no later than one busy interval after the previous heartbeat (or the reconnect, which the
+    // leader itself re-validates): see heartbeat-pace.ts.
+    const credit = this.#pace.credit(sentAt, this.#touchedAt);
     this.#touchedAt = sentAt;
     this.#unanswered.push(sentAt);
     const settled = (): void => {
@@ -220,6 +215,7 @@ export class ZkDriver implements Driver {
 
   attach(events: DriverEvents): void {
     this.#events = events;
+    if (events.marginMs !== undefined) this.#pace.setMargin(events.marginMs);
     this.#foreign.attach(events);
   }
 
@@ -234,7 +230,7 @@ export class ZkDriver implements Driver {
   /** Stops using the session: no more heartbeats, every waiter and request in flight fails with `reason`. */
   #end(status: 'lost' | 'closed', reason: Error): void {
     this.#status = status;
-    clearInterval(this.#heartbeat);
+    this.#pace.stop();
     this.#failWaiters(reason);
     this.#requests.end(reason);
   }
@@ -272,6 +268,8 @@ export class ZkDriver implements Driver {
     const prefix = entryPrefix(dir, uuid, kind, dialect as ZkDialect | undefined);
     const path = at === undefined ? prefix : `${prefix}${sequenceOf(at)}`;
     const mode = at === undefined ? zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL : zookeeper.CreateMode.EPHEMERAL;
+    // A downgraded read keeps the token of the write whose place it takes: it goes on with that hold.
+    const inherited = at?.fencingToken;
     this.#creating.set(id, undefined);
     try {
       for (let attempt = 0; ; attempt += 1) {
@@ -281,21 +279,23 @@ export class ZkDriver implements Driver {
         // In a directory found quiet the create goes alone, and the listing only if its reply cannot
         // show our entry alone (`#aloneAfter`).
         this.#beforeSend();
-        let creating: Promise<string>;
+        let creating: Promise<{ path: string; czxid: bigint }>;
         let listing: Promise<{ children: string[]; stat: ZkStat }> | undefined;
         if (at === undefined && attempt === 0 && this.#mayGoUnlisted(dir)) {
-          creating = this.#requests.call(createStart(this.#client, path, mode, payload, this.#acl));
+          creating = this.#requests.call(createEntryStart(this.#client, path, mode, payload, this.#acl));
         } else {
           [creating, listing] = corked(this.#client, () => [
-            this.#requests.call(createStart(this.#client, path, mode, payload, this.#acl)),
+            this.#requests.call(createEntryStart(this.#client, path, mode, payload, this.#acl)),
             this.#requests.call(getChildrenStart(this.#client, dir)),
           ] as const);
           // Read only once the create succeeded; until then its failure must not go unhandled.
           listing.catch(() => undefined);
         }
         let created: string;
+        let token: bigint;
         try {
-          created = await creating;
+          ({ path: created, czxid: token } = await creating);
+          token = inherited ?? token;
         } catch (error) {
           if (!isCode(error, ZkCode.NO_NODE)) this.#orphansPossible = true; // a lost reply may hide a create
           if (isCode(error, ZkCode.NO_NODE) && attempt < MAX_PARENT_RETRIES) {
@@ -303,7 +303,7 @@ export class ZkDriver implements Driver {
             continue;
           }
           if (!retriable(error)) throw this.#map(error);
-          const adopted = await this.#findOwn(queue, dir, id);
+          const adopted = await this.#findOwn(queue, dir, id, inherited);
           if (adopted !== undefined) return adopted;
           await backoff(attempt);
           continue;
@@ -312,7 +312,7 @@ export class ZkDriver implements Driver {
         if (listing === undefined) {
           let alone: Enqueued | undefined;
           try {
-            alone = this.#aloneAfter(queue, dir, id, created);
+            alone = this.#aloneAfter(queue, dir, id, created, token);
           } catch (error) {
             return this.#dropCreated(created, error);
           }
@@ -323,7 +323,7 @@ export class ZkDriver implements Driver {
         listed ??= await this.#retry(getChildrenStart(this.#client, dir)).catch((error: unknown) => this.#dropCreated(created, error));
         let enqueued: Enqueued;
         try {
-          enqueued = this.#enqueued(queue, dir, id, created, listed.children, zkLong(listed.stat.czxid));
+          enqueued = this.#enqueued(queue, dir, id, created, listed.children, zkLong(listed.stat.czxid), token);
         } catch (error) {
           return this.#dropCreated(created, error);
         }
@@ -460,13 +460,12 @@ export class ZkDriver implements Driver {
     }
   }
 
+  /** The entry's data; its fencing token is learned on the way (a listed entry's is not known until read). */
   async read(entry: Entry): Promise<string | null> {
-    try {
-      return (await this.#retry(fromPromise(() => getData(this.#client, entry.key)))).toString();
-    } catch (error) {
-      if (isCode(error, ZkCode.NO_NODE)) return null;
-      throw error;
-    }
+    const node = await this.#retry(fromPromise(() => getDataStat(this.#client, entry.key)));
+    if (node === null) return null;
+    learnToken(entry, zkLong(node.stat.czxid));
+    return node.data.toString();
   }
 
   async describe(queue: string): Promise<EntryInfo[]> {
@@ -476,6 +475,7 @@ export class ZkDriver implements Driver {
     return entries.flatMap((entry, index) => {
       const node = found[index];
       if (node === null || node === undefined) return [];
+      learnToken(entry, zkLong(node.stat.czxid));
       const owner = zkLong(node.stat.ephemeralOwner).toString(16).padStart(16, '0');
       const client = parseEntryName(entry.key.slice(entry.key.lastIndexOf('/') + 1))?.form ?? 'unknown';
       return [{ entry, owner, client, createdAt: Number(zkLong(node.stat.ctime)), data: node.data.toString() }];
@@ -505,7 +505,7 @@ export class ZkDriver implements Driver {
   }
 
   /** After a lost create reply: our node, if the create reached the server, carries our uuid. */
-  async #findOwn(queue: string, dir: string, uuid: string): Promise<Enqueued | undefined> {
+  async #findOwn(queue: string, dir: string, uuid: string, inherited: bigint | undefined): Promise<Enqueued | undefined> {
     let listing: { children: string[]; stat: ZkStat };
     try {
       listing = await this.#retry(getChildrenStart(this.#client, dir));
@@ -522,7 +522,7 @@ export class ZkDriver implements Driver {
       throw new BackendError(`znode ${dir}/${mine} carries our uuid but belongs to another session`);
     }
     zkCounters.adopted += 1;
-    return this.#enqueued(queue, dir, uuid, `${dir}/${mine}`, listing.children, zkLong(listing.stat.czxid));
+    return this.#enqueued(queue, dir, uuid, `${dir}/${mine}`, listing.children, zkLong(listing.stat.czxid), inherited ?? zkLong(stat.czxid));
   }
 
   /** The entries of a listing; children baton did not create are left out, and reported. */
@@ -586,7 +586,7 @@ export class ZkDriver implements Driver {
   }
 
   /** Ours from here on (before the listing is read, so that the orphan search passes over it). */
-  #enqueued(queue: string, dir: string, uuid: string, path: string, children: readonly string[], czxid: bigint): Enqueued {
+  #enqueued(queue: string, dir: string, uuid: string, path: string, children: readonly string[], czxid: bigint, token: bigint): Enqueued {
     this.#mine.add(path);
     this.#creating.set(uuid, path); // any other child with this uuid is a copy, to be swept
     const entries = this.#entriesFromListing(queue, dir, children, czxid);
@@ -595,6 +595,7 @@ export class ZkDriver implements Driver {
       this.#mine.delete(path);
       throw new BackendError(`created ${path} but the listing of ${dir} does not show it`);
     }
+    learnToken(entry, token);
     return { entry, queue: entries };
   }
 
@@ -642,7 +643,7 @@ export class ZkDriver implements Driver {
    * proves nothing (requests queued while disconnected are sent before the watches are set again).
    * Undefined when any of it does not hold: the caller then lists.
    */
-  #aloneAfter(queue: string, dir: string, uuid: string, path: string): Enqueued | undefined {
+  #aloneAfter(queue: string, dir: string, uuid: string, path: string, token: bigint): Enqueued | undefined {
     const quiet = this.#quiet.get(dir);
     const child = path.slice(dir.length + 1);
     if (quiet === undefined || quiet.creates < 0 || quiet.watched !== this.#connection || quiet.mine.size > 0 || this.#orphansPossible) return undefined;
@@ -659,7 +660,7 @@ export class ZkDriver implements Driver {
     this.#quiet.delete(dir);
     this.#quiet.set(dir, quiet); // most recent last
     zkCounters.unlisted += 1;
-    return this.#enqueued(queue, dir, uuid, path, [child], quiet.czxid);
+    return this.#enqueued(queue, dir, uuid, path, [child], quiet.czxid, token);
   }
 
   /**

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Entry } from '../../../recipes/contract.js';
+import { BackendError } from '../../../recipes/errors.js';
 
 /**
  * Child names of a queue directory. baton reads the names every well-known ZooKeeper lock client
@@ -199,15 +200,17 @@ export function uuidKey(uuid: string): string {
 }
 
 /**
- * A queue entry read from a child's name. Its fencing token is worked out when asked for: a listing's
- * entries are many, the holders that read a token few.
+ * A queue entry read from a child's name. Its fencing token is its own creation zxid, which a listing
+ * does not give (getChildren2 has one stat, the directory's): the driver learns it from the create
+ * that made the entry (CREATE2 answers with the stat), or from a read of the entry (an election's
+ * leader, `inspect`). A token asked for before it was learned is an error, never a guess.
  */
 class ZkEntry implements Entry {
   readonly queue: string;
   readonly key: string;
   readonly kind: string;
   readonly order: bigint;
-  readonly #dirCzxid: bigint;
+  #token: bigint | undefined;
   /**
    * Its place in the queue as a number (sorting by it is cheaper than by the bigint order). A ZooKeeper
    * sequence is below 2^31, so the rank is exact. An entry placed at another's sequence (a downgrade)
@@ -215,22 +218,35 @@ class ZkEntry implements Entry {
    */
   readonly #rank: number;
 
-  constructor(queue: string, key: string, kind: string, sequence: number, dirCzxid: bigint) {
+  constructor(queue: string, key: string, kind: string, sequence: number) {
     this.queue = queue;
     this.key = key;
     this.kind = kind;
     this.order = BigInt(sequence);
-    this.#dirCzxid = dirCzxid;
     this.#rank = sequence * 2 + (kind === 'read' ? 1 : 0);
   }
 
   get fencingToken(): bigint {
-    return (this.#dirCzxid << 32n) | this.order;
+    if (this.#token === undefined) throw new BackendError(`the fencing token of ${this.key} is not known: it was only listed, never created or read by this session`);
+    return this.#token;
+  }
+
+  /** Sets the token once; the first one learned stays (a downgraded read keeps its writer's). */
+  learnToken(token: bigint): void {
+    this.#token ??= token;
   }
 
   static byRank(a: ZkEntry, b: ZkEntry): number {
     return a.#rank - b.#rank;
   }
+}
+
+/**
+ * Gives a listed entry its fencing token: the creation zxid of its znode (a stat's czxid), or for a
+ * downgraded read the token of the write whose place it took. Entries of other backends are left alone.
+ */
+export function learnToken(entry: Entry, token: bigint): void {
+  if (entry instanceof ZkEntry) entry.learnToken(token);
 }
 
 /** How many directories' last listings a session keeps parsed. */
@@ -241,10 +257,6 @@ const PARSED_DIRECTORIES = 64;
  * handoff and mostly holds the same children, so the entries of the last listing of recent
  * directories are kept (one incarnation of a directory: a directory created again has another czxid
  * and starts afresh).
- *
- * The fencing token combines the directory's creation zxid with the sequence: within one directory
- * the sequence grows, and a directory created again after being removed has a larger zxid, so tokens
- * keep increasing across successive holders either way.
  */
 export class ListingParser {
   /**
@@ -276,7 +288,7 @@ export class ListingParser {
           if (found === undefined) known.byChild.set(child, code);
           continue;
         }
-        found = code < 0 ? null : new ZkEntry(queue, `${dir}/${child}`, kindOf(child, code), sequence, czxid);
+        found = code < 0 ? null : new ZkEntry(queue, `${dir}/${child}`, kindOf(child, code), sequence);
         known.byChild.set(child, found);
       }
       if (found === null) foreign = true;

@@ -1,5 +1,7 @@
 import { createRequire } from 'node:module';
 import zookeeper from 'node-zookeeper-client';
+import { BackendError } from '../../../recipes/errors.js';
+import { CREATE2 } from './direct.js';
 import { blank, type Records } from './jute.js';
 
 /**
@@ -10,8 +12,11 @@ import { blank, type Records } from './jute.js';
  * - a reply with an error code the client does not know fails its request with an error of the
  *   client's class carrying that code, where the client's reader throws out of the socket's data
  *   handler and ends the process (a server newer than the client answers with such codes in races);
- * - a reply to a SYNC is read (its payload is a path): the client has no sync and drops the connection
- *   on a reply to a request type it does not know;
+ * - replies to a SYNC (its payload is a path) and to a CREATE2 (a path and the new node's stat)
+ *   are read: the client has neither request and drops the connection on a reply to a request
+ *   type it does not know;
+ * - a reply shorter than its record fails its request, where the client's reader throws out of the
+ *   socket's data handler;
  * - a reply out of step (another id than the oldest request's, or none in flight) drops the connection
  *   as the client does, but leaves that request in flight, so that it fails with the connection instead
  *   of waiting for ever; so does a reply to a request type it cannot read;
@@ -67,6 +72,30 @@ type Make = (records: Records) => RecordLike | null;
 const reply = (name: string): Make => (records) => blank(records.protocol[name]!) as unknown as RecordLike;
 const bare: Make = () => null;
 
+/**
+ * The reply to a CREATE2 (ZooKeeper 3.5+, a code the client does not know): a path, then the new node's
+ * stat. Read as the client's CreateResponse (the chroot comes off the path) followed by its Stat.
+ */
+const created2: Make = (records) => {
+  const path = blank(records.protocol['CreateResponse']!) as unknown as RecordLike;
+  const reply = {
+    path: undefined as unknown,
+    stat: undefined as unknown,
+    setChrootPath(chroot: string): void {
+      path.setChrootPath(chroot);
+    },
+    deserialize(buffer: Buffer, offset: number): number {
+      const read = path.deserialize(buffer, offset);
+      const stat = blank(records.data['Stat']!) as unknown as RecordLike;
+      const total = read + stat.deserialize(buffer, offset + read);
+      reply.path = path['path'];
+      reply.stat = stat;
+      return total;
+    },
+  };
+  return reply as unknown as RecordLike;
+};
+
 /** The reply record of each request type, made for a read: null for those whose reply is bare. */
 const PAYLOADS = new Map<number, Make>([
   [OP_CODES['CREATE']!, reply('CreateResponse')],
@@ -81,6 +110,7 @@ const PAYLOADS = new Map<number, Make>([
   [OP_CODES['CLOSE_SESSION']!, bare],
   // The client's own reader of a transaction's results (it reads their records with the client's classes).
   [OP_CODES['MULTI']!, () => new jute.TransactionResponse() as unknown as RecordLike],
+  [CREATE2, created2],
   // One path, as a CreateResponse: the layout of ZooKeeper's SyncResponse.
   [OP_CODES['SYNC']!, reply('CreateResponse')],
 ]);
@@ -161,10 +191,21 @@ function answer(manager: Manager, header: Reply & RecordLike, buffer: Buffer, of
   const payload = make(records);
   if (payload !== null) {
     if (manager.chrootPath) payload.setChrootPath(manager.chrootPath);
-    payload.deserialize(buffer, offset);
+    try {
+      payload.deserialize(buffer, offset);
+    } catch (error) {
+      // Shorter than its record: the frame is whole, so the stream is still in step; that request fails, not the process.
+      pending.callback?.(unreadable(pending.request.header.type, error));
+      return true;
+    }
   }
   pending.callback?.(null, new jute.Response(header, payload));
   return true;
+}
+
+function unreadable(type: number, cause: unknown): Error {
+  if (type === CREATE2) return new BackendError("ZooKeeper answered a create without the new node's stat: baton needs ZooKeeper 3.5 or later", { cause });
+  return new BackendError(`ZooKeeper's reply to a request of type ${type} is shorter than its record`, { cause });
 }
 
 /** The answer to the connect request: the session's id, password and timeout, or its expiry. */
