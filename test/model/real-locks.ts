@@ -7,6 +7,7 @@ import { connect } from '../../src/connect.js';
 import { inspectQueue } from '../../src/inspect.js';
 import type { BatonSession } from '../../src/session.js';
 import type { Fixture } from '../support/fixture.js';
+import { quietDirectoriesOf } from '../support/scope.js';
 import { eventually } from '../support/wait.js';
 import { GrantChecks } from './checks.js';
 import type { LockModel, ModelEntry } from './lock-model.js';
@@ -204,7 +205,7 @@ export class RealLocks {
 
   /**
    * The end of a run: every session the test ended told its holders and waiters (lost handles, waits
-   * rejected with the session's error), every session closed, nothing left on the server.
+   * rejected with the session's error), no watch left behind, every session closed, no entry left.
    */
   async finish(): Promise<void> {
     for (const { session, how, acquisitions } of this.#ended) {
@@ -220,6 +221,10 @@ export class RealLocks {
       if (how === 'expired') await eventually('the expired session to be lost', () => session.state === 'lost', this.patienceMs);
     }
     if (this.#acquisitions.size > 0) throw new Error(`acquisitions left at the end of the run: ${[...this.#acquisitions.keys()].join(', ')}`);
+    // Before the sessions close, which would take their watches with them.
+    const quiet = new Set(this.#sessions.flatMap((session) => quietDirectoriesOf(session)));
+    const watched = (await this.fixture.watched(this.namespace)).filter((path) => !quiet.has(path));
+    if (watched.length > 0) throw new Error(`watches left on the server: ${watched.join(', ')}`);
     const ids = this.#everySession.map((session) => session.id);
     await this.#closeAll();
     const left = await this.fixture.entries(this.namespace);

@@ -59,7 +59,7 @@ export function useScope(getFixture: () => Fixture): Scope {
 }
 
 /** The directories a ZooKeeper session keeps a watch on by design (none on other backends). */
-function quietDirectoriesOf(session: BatonSession): string[] {
+export function quietDirectoriesOf(session: BatonSession): string[] {
   const backend = session.backend as { quietDirectories?: unknown };
   return Array.isArray(backend.quietDirectories) ? (backend.quietDirectories as string[]) : [];
 }
