@@ -60,7 +60,7 @@ export function useScope(getFixture: () => Fixture): Scope {
 }
 
 /** The directories a ZooKeeper session keeps a watch on by design (none on other backends). */
-function quietDirectoriesOf(session: Session): string[] {
+export function quietDirectoriesOf(session: Session): string[] {
   const backend = backendOf(session) as { quietDirectories?: unknown };
   return Array.isArray(backend.quietDirectories) ? (backend.quietDirectories as string[]) : [];
 }

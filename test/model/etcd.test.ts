@@ -1,0 +1,12 @@
+import { etcdFixture } from '../support/etcd.js';
+import { lockModelTest } from './property.js';
+
+lockModelTest(() => etcdFixture('etcdStandalone'), {
+  runs: 200,
+  maxCommands: 16,
+  slots: 3,
+  locks: ['a', 'b'],
+  timeoutsMs: [0, 20],
+  endEvery: 40,
+  timeoutMs: 120_000,
+});
