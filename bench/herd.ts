@@ -1,8 +1,6 @@
 import { FairMutex } from '../recipes/mutex.js';
-import { etcdCounters, etcdWatches } from '../src/backends/etcd/driver.js';
 import { memoryCounters, memoryStore } from '../src/backends/memory/store.js';
-import { zkCounters } from '../src/backends/zookeeper/driver.js';
-import { connect } from '../src/connect.js';
+import { connect, etcdCounters, etcdWatches, zkCounters } from '../src/testing.js';
 import type { BatonSession } from '../src/session.js';
 import type { Case, Context } from './case.js';
 import { sleep } from './clock.js';

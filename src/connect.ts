@@ -1,13 +1,14 @@
 import { InvalidArgumentError } from '../recipes/errors.js';
 import { checkOptionKeys, MAX_TIMEOUT_MS, validateSignal } from '../recipes/validate.js';
-import type { Driver } from './backends/driver.js';
-import type { EtcdDriverOptions } from './backends/etcd/driver.js';
+import { backoff } from './backoff.js';
+import type { Probes } from './backends/probe.js';
+import type { Driver } from './driver-port.js';
+import type { EtcdDriverOptions } from './backends/etcd/open.js';
 import { MemoryDriver } from './backends/memory/driver.js';
 import { memoryStore } from './backends/memory/store.js';
 import type { AclPolicy } from './backends/zookeeper/acl.js';
 import { BatonSession } from './session.js';
 import { parseUrl } from './url.js';
-import { backoff } from './backends/requests.js';
 
 export interface ConnectOptions {
   /**
@@ -78,13 +79,21 @@ const DEFAULTS = { sessionTimeoutMs: 10_000, connectTimeoutMs: 15_000, ttlSecond
  * The URL's path is the namespace every lock lives under (default `baton`).
  */
 export async function connect(url: string, options: ConnectOptions = {}): Promise<BatonSession> {
-  const session = await open(url, options);
-  if (validateConnectOptions(options).reconnectAfterLoss) replaceWhenLost(session, url, options);
+  return connectWith(url, options, undefined);
+}
+
+/**
+ * `connect`, with a probe handed to each driver it opens (a successor's too): `baton-locks/testing`
+ * opens its sessions so. The package's `connect` hands none.
+ */
+export async function connectWith(url: string, options: ConnectOptions, probes: Probes | undefined): Promise<BatonSession> {
+  const session = await open(url, options, probes);
+  if (validateConnectOptions(options).reconnectAfterLoss) replaceWhenLost(session, url, options, probes);
   return session;
 }
 
 /** Opens a successor once `session` is lost; gives up only if the lost session is closed meanwhile. */
-function replaceWhenLost(session: BatonSession, url: string, options: ConnectOptions): void {
+function replaceWhenLost(session: BatonSession, url: string, options: ConnectOptions, probes: Probes | undefined): void {
   const onState = (state: string): void => {
     if (state !== 'lost') return;
     session.off('state', onState);
@@ -94,7 +103,7 @@ function replaceWhenLost(session: BatonSession, url: string, options: ConnectOpt
         try {
           // The first connect's signal was for that connect only.
           const { signal: _first, ...rest } = options;
-          const next = await connect(url, rest);
+          const next = await connectWith(url, rest, probes);
           if ((session.state as string) === 'closed') {
             await next.close();
             return;
@@ -110,7 +119,7 @@ function replaceWhenLost(session: BatonSession, url: string, options: ConnectOpt
   session.on('state', onState);
 }
 
-async function open(url: string, options: ConnectOptions): Promise<BatonSession> {
+async function open(url: string, options: ConnectOptions, probes: Probes | undefined): Promise<BatonSession> {
   const parsed = parseUrl(url);
   const { deadlineMarginMs, onSuspend, onWaiterLost, reconnectAfterLoss: _reconnect, ...settings } = validateConnectOptions(options);
   if (parsed.scheme !== 'zk' && (settings.auth.length > 0 || settings.acl !== 'open')) {
@@ -125,14 +134,18 @@ async function open(url: string, options: ConnectOptions): Promise<BatonSession>
       const { auth, acl, etcd: _etcd, ttlSeconds: _ttl, ...timeouts } = settings;
       // Each server's client is loaded only when used: etcd3 brings gRPC, which a ZooKeeper user never needs.
       const { ZkDriver } = await import('./backends/zookeeper/driver.js');
-      const driver = await ZkDriver.open({ hosts: parsed.hosts.join(','), namespace: `/${parsed.namespace}`, ...timeouts, auth, acl });
+      const probe = probes?.zk();
+      const driver = await ZkDriver.open({ hosts: parsed.hosts.join(','), namespace: `/${parsed.namespace}`, ...timeouts, auth, acl }, probe);
       await closeIfAborted(driver, settings.signal);
       await refuseMargin(deadlineMarginMs, driver);
-      return new BatonSession(driver, sessionOptions);
+      const session = new BatonSession(driver, sessionOptions);
+      if (probes !== undefined && probe !== undefined) probes.opened(session, probe);
+      return session;
     }
     case 'etcd': {
       const tls = settings.etcd?.credentials !== undefined;
       const { EtcdDriver } = await import('./backends/etcd/driver.js');
+      const probe = probes?.etcd();
       const driver = await EtcdDriver.open({
         hosts: parsed.hosts.map((host) => `${tls ? 'https' : 'http'}://${host}`),
         namespace: parsed.namespace,
@@ -140,10 +153,12 @@ async function open(url: string, options: ConnectOptions): Promise<BatonSession>
         connectTimeoutMs: settings.connectTimeoutMs,
         ...(settings.signal === undefined ? {} : { signal: settings.signal }),
         ...(settings.etcd === undefined ? {} : { client: settings.etcd }),
-      });
+      }, probe);
       await closeIfAborted(driver, settings.signal);
       await refuseMargin(deadlineMarginMs, driver);
-      return new BatonSession(driver, sessionOptions);
+      const session = new BatonSession(driver, sessionOptions);
+      if (probes !== undefined && probe !== undefined) probes.opened(session, probe);
+      return session;
     }
   }
 }

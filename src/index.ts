@@ -36,4 +36,3 @@ export {
   NotHeldError,
   SessionLostError,
 } from '../recipes/errors.js';
-export { expireMemorySession } from './backends/memory/expire.js';

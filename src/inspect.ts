@@ -2,7 +2,7 @@ import type { Entry } from '../recipes/contract.js';
 import { deadline } from '../recipes/deadline.js';
 import { exclusive, shared } from '../recipes/decide.js';
 import { validateName } from '../recipes/validate.js';
-import type { EntryInfo } from './backends/driver.js';
+import type { EntryInfo } from './driver-port.js';
 import { connect, type ConnectOptions } from './connect.js';
 import type { BatonSession } from './session.js';
 

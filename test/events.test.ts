@@ -4,7 +4,7 @@ import type { LockEvent } from '../recipes/events.js';
 import { FairMutex } from '../recipes/mutex.js';
 import { Reentrant } from '../recipes/reentrant.js';
 import { ReadWriteLock } from '../recipes/rw-lock.js';
-import { expireMemorySession } from '../src/backends/memory/expire.js';
+import { expireMemorySession } from 'baton-locks/testing';
 import { connect } from '../src/connect.js';
 import type { BatonSession } from '../src/session.js';
 

@@ -12,10 +12,11 @@ const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as
   peerDependencies?: Record<string, string>;
 };
 
-/** A user's TypeScript file: the public API, its types and errors, the metrics subpath. */
+/** A user's TypeScript file: the public API, its types and errors, the metrics and testing subpaths. */
 const CONSUMER = `
 import { connect, FairMutex, ReadWriteLock, LeaderElection, Reentrant, LockTimeoutError, type AclPolicy, type LockHandle } from '${manifest.name}';
 import { BatonMetrics } from '${manifest.name}/metrics';
+import { expireMemorySession } from '${manifest.name}/testing';
 const acl: AclPolicy = 'open';
 const session = await connect('memory://consumer', { sessionTimeoutMs: 5_000 });
 const lock: LockHandle = await new FairMutex(session, 'a', { interop: 'curator' }).acquire({ timeoutMs: 10 });
@@ -25,6 +26,7 @@ await new Reentrant(new FairMutex(session, 'c')).withLock(async () => undefined)
 const leader: string | null = await new LeaderElection(session, 'd', { id: 'x' }).leader();
 try { await lock.release(); } catch (error) { if (error instanceof LockTimeoutError) console.log(error.code); }
 console.log(acl, leader, typeof BatonMetrics);
+expireMemorySession(session);
 await session.close();
 `;
 

@@ -1,15 +1,14 @@
 import { describe, expect, inject, it } from 'vitest';
 import { LeaderElection } from '../../recipes/election.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { EtcdDriver } from '../../src/backends/etcd/driver.js';
+import { etcdProbeOf } from 'baton-locks/testing';
 import type { BatonSession } from '../../src/session.js';
 import { etcdFixture } from '../support/etcd.js';
 import { useScope } from '../support/scope.js';
 import { eventually } from '../support/wait.js';
 
 function silenced(session: BatonSession): BatonSession {
-  if (!(session.backend instanceof EtcdDriver)) throw new Error('not an etcd session');
-  session.backend.muteWatchEvents = true;
+  etcdProbeOf(session).muteWatchEvents = true;
   return session;
 }
 

@@ -1,5 +1,5 @@
 import { memoryCounters, memoryStore } from '../../src/backends/memory/store.js';
-import { expireMemorySession } from '../../src/backends/memory/expire.js';
+import { expireMemorySession } from 'baton-locks/testing';
 import type { Fixture } from './fixture.js';
 
 const STORE = 'contract';

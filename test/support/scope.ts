@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, expect } from 'vitest';
-import { connect, type ConnectOptions } from '../../src/connect.js';
+import { connect, zkProbeOf } from 'baton-locks/testing';
+import type { ConnectOptions } from '../../src/connect.js';
 import type { BatonSession } from '../../src/session.js';
 import type { Fixture } from './fixture.js';
 import { eventually } from './wait.js';
@@ -45,9 +46,10 @@ export function useScope(getFixture: () => Fixture): Scope {
         await eventually('entries gone', async () => (await fixture.entries(namespace)).length === 0, 1_000).catch(() => undefined);
       }
       expect(await fixture.entries(namespace), 'entries left behind').toEqual([]);
-      // On ZooKeeper a session keeps a watch on each queue directory it found quiet (see the driver's
-      // `#aloneAfter`), one per directory, for as long as it lives: by design, not left behind.
-      const quiet = new Set(sessions.flatMap((session) => quietDirectoriesOf(session)));
+      // On ZooKeeper a session keeps a watch on each queue directory it found quiet (see
+      // `QuietDirectories.aloneAfter`), one per directory, for as long as it lives: by design, not left behind.
+      const onZk = fixture.url(namespace).startsWith('zk://');
+      const quiet = new Set(onZk ? sessions.flatMap((session) => zkProbeOf(session).view.quietDirectories) : []);
       expect((await fixture.watched(namespace)).filter((path) => !quiet.has(path)), 'watches left behind').toEqual([]);
     } finally {
       await Promise.allSettled(sessions.map((session) => session.close()));
@@ -58,8 +60,3 @@ export function useScope(getFixture: () => Fixture): Scope {
   return scope;
 }
 
-/** The directories a ZooKeeper session keeps a watch on by design (none on other backends). */
-function quietDirectoriesOf(session: BatonSession): string[] {
-  const backend = session.backend as { quietDirectories?: unknown };
-  return Array.isArray(backend.quietDirectories) ? (backend.quietDirectories as string[]) : [];
-}

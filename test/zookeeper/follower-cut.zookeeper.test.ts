@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LockLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import type { ZkDriver } from '../../src/backends/zookeeper/driver.js';
-import { connect } from '../../src/connect.js';
+import { connect, zkProbeOf } from 'baton-locks/testing';
 import { TcpProxy } from '../harness/proxy.js';
 import { zkMode } from '../harness/four-letter.js';
 import { startZooKeeper, type ZkCluster } from '../harness/zookeeper.js';
@@ -57,7 +56,7 @@ describe('ZooKeeper: a holder on a follower cut off from the leader', () => {
     const follower = members[modes.indexOf('follower')]!;
     const atFollower = await connect(`zk://127.0.0.1:${follower.clientPort}/${scope.namespace}`, { sessionTimeoutMs: SESSION_MS, deadlineMarginMs: MARGIN_MS });
     try {
-      expect((atFollower.backend as ZkDriver).heartbeatReachesLeader).toBe(true);
+      expect(zkProbeOf(atFollower).view.heartbeatReachesLeader).toBe(true);
       // The next holder reaches the leader directly (through the whole ensemble it could land on the follower cut off).
       const atLeader = await connect(`zk://127.0.0.1:${leader.clientPort}/${scope.namespace}`, { sessionTimeoutMs: SESSION_MS });
       const held = await new FairMutex(atFollower, 'cut').acquire();
