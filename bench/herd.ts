@@ -1,5 +1,5 @@
 import { FairMutex } from '../recipes/mutex.js';
-import { memoryCounters, memoryStore } from '../src/backends/memory/store.js';
+import { memoryStore } from '../src/backends/memory/store.js';
 import { connect, etcdCounters, etcdWatches, zkCounters } from '../src/testing.js';
 import type { BatonSession } from '../src/session.js';
 import type { Case, Context } from './case.js';
@@ -113,7 +113,7 @@ export const memoryHerd: Case = {
     const store = memoryStore('bench-herd');
     const herd = await batonHerd('memory://bench-herd/bench', {
       armed: () => until(() => store.watchedUnder('bench/herd').length >= HERD, `${HERD} watches`),
-      notifications: () => memoryCounters.notifications,
+      notifications: () => store.notificationsSent,
     });
     reportHerd(context, 'memory', herd);
     return herd;

@@ -5,7 +5,7 @@ import { FairMutex } from '../recipes/mutex.js';
 import { Reentrant } from '../recipes/reentrant.js';
 import { ReadWriteLock } from '../recipes/rw-lock.js';
 import { expireMemorySession } from 'baton-locks/testing';
-import { connect } from '../src/connect.js';
+import { connect } from 'baton-locks/testing';
 import type { BatonSession } from '../src/session.js';
 
 /**

@@ -299,8 +299,9 @@ export class ZkDriver implements Driver {
   /** An entry of ours the server has answered is gone (our delete, or a delete that found it gone). */
   #entryGone(key: string): void {
     const dir = key.slice(0, key.lastIndexOf('/'));
+    this.#own.forget(key);
     this.#quiet.entryGone(dir, key);
-    this.#own.gone(dir, key);
+    this.#own.recycleIfPastLimit(dir, key);
   }
 
   async read(entry: Entry): Promise<string | null> {

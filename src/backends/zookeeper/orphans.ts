@@ -8,7 +8,7 @@ import { entryPrefix, parseEntryName, trailingSequence, UuidSequence } from './n
 
 /**
  * The sequence from which a queue directory is deleted once a delete of ours may have left it empty
- * (see `OwnEntries.recycle`): half of the 2^31 that ZooKeeper can count to.
+ * (see `OwnEntries.#recycle`): half of the 2^31 that ZooKeeper can count to.
  */
 export const RECYCLE_FROM = 2 ** 30;
 
@@ -92,13 +92,14 @@ export class OwnEntries {
     this.#mine.delete(path);
   }
 
-  /**
-   * An entry of ours the server has answered is gone (our delete, or a delete that found it gone); its
-   * directory is recycled if its sequence passed the limit.
-   */
-  gone(dir: string, key: string): void {
+  /** An entry of ours the server has answered is gone (our delete, or a delete that found it gone). */
+  forget(key: string): void {
     this.#mine.delete(key);
-    if (trailingSequence(key) >= this.#host.recycleFrom) this.#recycle(dir);
+  }
+
+  /** After a delete of ours in `dir`: the directory is recycled if the deleted entry's sequence passed the limit. */
+  recycleIfPastLimit(dir: string, deleted: string): void {
+    if (trailingSequence(deleted) >= this.#host.recycleFrom) this.#recycle(dir);
   }
 
   /** After a lost create reply: our child, if the create reached the server, carries our uuid. */
