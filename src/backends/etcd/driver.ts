@@ -1,4 +1,4 @@
-import type { Etcd3, IKeyValue, IRangeResponse, ITxnRequest } from 'etcd3';
+import type { Etcd3, IKeyValue, IRangeResponse } from 'etcd3';
 import { isRecoverableError } from 'etcd3';
 import { untilAborted, type Abortable, type Entry, type Enqueued } from '../../../recipes/contract.js';
 import { BackendError, ClosedError, LockDowngradeError } from '../../../recipes/errors.js';

@@ -9,7 +9,7 @@ import { fromPromise, type Start } from '../requests.js';
 import { aclFor, createStart, existsStart, getChildrenStart, getData, getDataStat, isCode, removeStart, ZkCode, zkLong, type ZkClient, type ZkStat } from './client.js';
 import { retriable, sessionGone, zkFailures } from './failures.js';
 import { Heartbeat } from './heartbeat.js';
-import { destroySocket } from './instance.js';
+import { destroySocket, hangUp } from './instance.js';
 import { mkdirp } from './mkdirp.js';
 import { entryPrefix, foreignChildren, ListingParser, parseEntryName, uuidKey, ZK_DIALECTS, type ZkDialect } from './names.js';
 import { openClient, type ZkDriverOptions } from './open.js';
@@ -70,7 +70,7 @@ export class ZkDriver implements Driver {
         this.#heartbeat.stop();
         this.#watches.failAll(reason);
       },
-      onLost: () => this.#hangUp(),
+      onLost: () => hangUp(client, this.timeoutMs),
     });
     const send = <T>(request: Start<T>): Promise<T> => this.#core.send(request);
     const retry = <T>(request: Start<T>): Promise<T> => this.#core.retry(request);
@@ -362,20 +362,6 @@ export class ZkDriver implements Driver {
     } else if (state === zookeeper.State.EXPIRED || state === zookeeper.State.AUTH_FAILED) {
       this.#core.lose(new SessionLostError(`ZooKeeper session 0x${this.id} ${state === zookeeper.State.EXPIRED ? 'expired' : 'failed authentication'}`));
     }
-  }
-
-  /**
-   * Closes the client of a lost session. The connection may still stand (the loss came in a reply), so
-   * the server is asked to close it; if it has not hung up within a third of the session timeout (2 s
-   * at most: a generous round trip), the socket is destroyed, so that no open socket keeps the process
-   * alive. Closing may send a closeSession the server answers UNKNOWN_SESSION, a code the client's
-   * own reader would throw on (baton's reader, replies.ts, does not).
-   */
-  #hangUp(): void {
-    const timer = setTimeout(() => destroySocket(this.#client), Math.min(this.timeoutMs / 3, 2_000));
-    timer.unref();
-    this.#client.once('disconnected', () => clearTimeout(timer));
-    this.#client.close();
   }
 
   /** What `baton-locks/testing` may see and do (see `ZkView`). */

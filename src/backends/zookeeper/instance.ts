@@ -1,6 +1,6 @@
 /**
  * What baton does on its own node-zookeeper-client instances beyond the client's public API: each
- * function changes one client's connection manager (never the module, its classes or prototypes),
+ * function reaches into one client's connection manager (never the module, its classes or prototypes),
  * checks the manager's shape first, and does nothing on a client of another make.
  */
 import type zookeeper from 'node-zookeeper-client';
@@ -122,6 +122,20 @@ export function destroySocket(client: ZkClient): void {
   manager?.socket?.destroy();
   // The timer of a dial that never connected: pending, it would keep the process alive a session timeout.
   clearTimeout(manager?.connectTimeoutHandler);
+}
+
+/**
+ * Closes the client of a lost session. The connection may still stand (the loss came in a reply), so
+ * the server is asked to close it; if it has not hung up within a third of the session timeout (2 s
+ * at most: a generous round trip), the socket is destroyed, so that no open socket keeps the process
+ * alive. Closing may send a closeSession the server answers UNKNOWN_SESSION, a code the client's
+ * own reader would throw on (baton's reader, replies.ts, does not).
+ */
+export function hangUp(client: ZkClient, timeoutMs: number): void {
+  const timer = setTimeout(() => destroySocket(client), Math.min(timeoutMs / 3, 2_000));
+  timer.unref();
+  client.once('disconnected', () => clearTimeout(timer));
+  client.close();
 }
 
 /**
