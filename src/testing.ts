@@ -6,13 +6,12 @@
  */
 import { InvalidArgumentError } from '../recipes/errors.js';
 import { MemoryDriver } from './backends/memory/driver.js';
-import type { AfterLook } from './backends/zookeeper/mkdirp.js';
-import { etcdCounters as zeroEtcd, zkCounters as zeroZk, type EtcdProbe, type EtcdView, type Probes, type ZkProbe, type ZkView } from './backends/probe.js';
+import { etcdCounters as zeroEtcd, zkCounters as zeroZk, type AfterLook, type EtcdProbe, type EtcdView, type Probes, type ZkProbe, type ZkView } from './backends/probe.js';
 import { connectWith, type ConnectOptions } from './connect.js';
 import type { BatonSession } from './session.js';
 
 export type { EtcdCounters, EtcdView, ZkCounters, ZkView } from './backends/probe.js';
-export type { AfterLook } from './backends/zookeeper/mkdirp.js';
+export type { AfterLook } from './backends/probe.js';
 
 /** What the ZooKeeper sessions of this process opened here counted (see `ZkCounters`). */
 export const zkCounters = zeroZk();

@@ -4,7 +4,12 @@
  * connect.ts); the package's own `connect` hands none, so a production session has no test power and
  * shares no state with any other.
  */
-import type { AfterLook } from './zookeeper/mkdirp.js';
+
+/**
+ * Runs inside mkdirp after its look for the deepest existing ancestor, before its creates (tests race
+ * it). Declared here, free of any client's types: the testing subpath's declarations reach it.
+ */
+export type AfterLook = (deepest: string) => Promise<void>;
 
 /** A probe for one driver: what it counts into, what it obeys, and where it shows its view. */
 export interface Probe<Counters, View> {

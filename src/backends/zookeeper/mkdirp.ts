@@ -1,8 +1,6 @@
 import zookeeper from 'node-zookeeper-client';
+import type { AfterLook } from '../probe.js';
 import { create, exists, isCode, OPEN, type ZkClient } from './client.js';
-
-/** Runs after each look for the deepest existing ancestor, before the creates below it (tests race it). */
-export type AfterLook = (deepest: string) => Promise<void>;
 
 /** How many times `mkdirp` looks for the deepest existing ancestor before it gives up on NO_NODE. */
 export const MKDIRP_LOOKS = 5;
