@@ -9,7 +9,7 @@ export interface WatchHost {
   readonly client: ZkClient;
   /** Sends a request through the driver's pipeline, retried while only the connection failed. */
   retry<T>(request: Start<T>): Promise<T>;
-  /** The entries of a directory's listing (see the driver's `#entriesFromListing`). */
+  /** The entries of a directory's listing (see the driver's `#parseAndSweep`: it also reports foreign children and sweeps orphans). */
   entriesOf(queue: string, dir: string, children: readonly string[], czxid: bigint): Entry[];
   /** Counts a watch notification received. */
   notified(): void;
