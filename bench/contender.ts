@@ -1,7 +1,7 @@
 import { createInterface } from 'node:readline';
 import { FairMutex } from '../recipes/mutex.js';
 import { connect } from '../src/connect.js';
-import { mkdirp } from '../src/backends/zookeeper/client.js';
+import { mkdirp } from '../src/backends/zookeeper/mkdirp.js';
 import { nowUs } from './clock.js';
 import { RawQueueLock } from './raw-lock.js';
 import { openClient } from './zk-client.js';

@@ -1,7 +1,6 @@
 import { Etcd3 } from 'etcd3';
 import { FairMutex } from '../recipes/mutex.js';
-import { connect } from '../src/connect.js';
-import { etcdCounters } from '../src/backends/etcd/driver.js';
+import { connect, etcdCounters } from '../src/testing.js';
 import type { Case } from './case.js';
 import { etcdRequestsDuring } from './etcd-metrics.js';
 import { fixed, times, timesRange } from './report.js';

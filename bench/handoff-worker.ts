@@ -1,6 +1,7 @@
 import { createInterface } from 'node:readline';
 import zookeeper from 'node-zookeeper-client';
-import { create, getChildren, mkdirp, remove, watchData, type ZkClient } from '../src/backends/zookeeper/client.js';
+import { create, getChildren, remove, watchData, type ZkClient } from '../src/backends/zookeeper/client.js';
+import { mkdirp } from '../src/backends/zookeeper/mkdirp.js';
 import { nowUs } from './clock.js';
 import { FLOOR_NODE } from './floor-name.js';
 import { openClient } from './zk-client.js';

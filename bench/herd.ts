@@ -1,8 +1,6 @@
 import { FairMutex } from '../recipes/mutex.js';
-import { etcdCounters, etcdWatches } from '../src/backends/etcd/driver.js';
-import { memoryCounters, memoryStore } from '../src/backends/memory/store.js';
-import { zkCounters } from '../src/backends/zookeeper/driver.js';
-import { connect } from '../src/connect.js';
+import { memoryStore } from '../src/backends/memory/store.js';
+import { connect, etcdCounters, etcdWatches, zkCounters } from '../src/testing.js';
 import type { Session } from '../recipes/contract.js';
 import type { Case, Context } from './case.js';
 import { sleep } from './clock.js';
@@ -115,7 +113,7 @@ export const memoryHerd: Case = {
     const store = memoryStore('bench-herd');
     const herd = await batonHerd('memory://bench-herd/bench', {
       armed: () => until(() => store.watchedUnder('bench/herd').length >= HERD, `${HERD} watches`),
-      notifications: () => memoryCounters.notifications,
+      notifications: () => store.notificationsSent,
     });
     reportHerd(context, 'memory', herd);
     return herd;

@@ -1,5 +1,6 @@
 import zookeeper from 'node-zookeeper-client';
-import { corked, create, getChildren, remove, watchData, type ZkClient } from '../src/backends/zookeeper/client.js';
+import { create, getChildren, remove, watchData, type ZkClient } from '../src/backends/zookeeper/client.js';
+import { corked } from '../src/backends/zookeeper/pipeline.js';
 import { FLOOR_NODE } from './floor-name.js';
 
 /**

@@ -1,7 +1,9 @@
 import { Etcd3 } from 'etcd3';
 import zookeeper from 'node-zookeeper-client';
 import { FairMutex } from '../recipes/mutex.js';
-import { corked, create, getChildren, mkdirp, remove } from '../src/backends/zookeeper/client.js';
+import { create, getChildren, remove } from '../src/backends/zookeeper/client.js';
+import { corked } from '../src/backends/zookeeper/pipeline.js';
+import { mkdirp } from '../src/backends/zookeeper/mkdirp.js';
 import { connect } from '../src/connect.js';
 import type { Session } from '../recipes/contract.js';
 import type { Case, Context } from './case.js';

@@ -1,8 +1,7 @@
 import { getEventListeners } from 'node:events';
 import { FairMutex } from '../recipes/mutex.js';
-import { etcdWatches } from '../src/backends/etcd/driver.js';
 import { memoryStore } from '../src/backends/memory/store.js';
-import { connect } from '../src/connect.js';
+import { connect, etcdWatches } from '../src/testing.js';
 import type { Case, Context } from './case.js';
 import { sleep } from './clock.js';
 import { fixed } from './report.js';

@@ -1,6 +1,8 @@
 import zookeeper from 'node-zookeeper-client';
 import { FairMutex } from '../recipes/mutex.js';
-import { corked, create, getChildren, mkdirp, remove, type ZkClient } from '../src/backends/zookeeper/client.js';
+import { create, getChildren, remove, type ZkClient } from '../src/backends/zookeeper/client.js';
+import { corked } from '../src/backends/zookeeper/pipeline.js';
+import { mkdirp } from '../src/backends/zookeeper/mkdirp.js';
 import { connect } from '../src/connect.js';
 import { ReadWriteLock } from '../recipes/rw-lock.js';
 import type { Lock } from '../recipes/mutex.js';

@@ -121,29 +121,3 @@ class CombinedDeadline implements Deadline, Abortable {
     }
   }
 }
-
-/**
- * `promise`, or a rejection with `signal.reason` as soon as the signal aborts: a wait that begins with
- * a request (retried while the server is unreachable) can still be given up at once. The request
- * itself goes on and settles unobserved.
- */
-export function untilAborted<T>(promise: Promise<T>, signal: Abortable): Promise<T> {
-  if (signal.aborted) {
-    promise.catch(() => undefined);
-    return Promise.reject(signal.reason);
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
-}

@@ -1,10 +1,10 @@
-import { coreOf, type Entry, type Session, type SessionCore } from './contract.js';
+import { coreOf, untilAborted, type Entry, type Session, type SessionCore } from './contract.js';
 import { exclusive } from './decide.js';
 import { InvalidArgumentError } from './errors.js';
 import { LockHandle } from './handle.js';
 import { ELECTION_INTEROP, validateRecipeOptions, type Interop } from './interop.js';
 import { checkSession } from './mutex.js';
-import { deadline, untilAborted } from './deadline.js';
+import { deadline } from './deadline.js';
 import { assertUsable, waitForTurn, type QueueRequest } from './queue.js';
 import { checkOptionKeys, validateName, validateSignal, validateWaitOptions, type WaitOptions } from './validate.js';
 

@@ -1,6 +1,8 @@
 import { InvalidArgumentError } from '../recipes/errors.js';
 import { checkOptionKeys, MAX_TIMEOUT_MS, validateSignal } from '../recipes/validate.js';
-import type { Driver } from './backends/driver.js';
+import { backoff } from './backoff.js';
+import type { Probes } from './backends/probe.js';
+import type { Driver } from './driver-port.js';
 import type { IOptions } from 'etcd3';
 import { MemoryDriver } from './backends/memory/driver.js';
 import { memoryStore } from './backends/memory/store.js';
@@ -8,7 +10,6 @@ import type { AclPolicy } from './backends/zookeeper/acl.js';
 import type { Session } from '../recipes/contract.js';
 import { BatonSession, internalsOf } from './session.js';
 import { parseUrl } from './url.js';
-import { backoff } from './backends/requests.js';
 import { refuseUnknownNames } from './backends/dial.js';
 
 /** etcd client settings passed through to etcd3 (the `etcd` option of `connect`). */
@@ -100,13 +101,21 @@ const DEFAULTS = { sessionTimeoutMs: 10_000, connectTimeoutMs: 15_000, ttlSecond
  * when `signal` aborts.
  */
 export async function connect(url: string, options: ConnectOptions = {}): Promise<Session> {
-  const session = await open(url, options);
-  if (validateConnectOptions(options).reconnectAfterLoss) replaceWhenLost(session, url, options);
+  return connectWith(url, options, undefined);
+}
+
+/**
+ * `connect`, with a probe handed to each driver it opens (a successor's too): `baton-locks/testing`
+ * opens its sessions so. The package's `connect` hands none.
+ */
+export async function connectWith(url: string, options: ConnectOptions, probes: Probes | undefined): Promise<Session> {
+  const session = await open(url, options, probes);
+  if (validateConnectOptions(options).reconnectAfterLoss) replaceWhenLost(session, url, options, probes);
   return session;
 }
 
 /** Opens a successor once `session` is lost; gives up only if the lost session is closed meanwhile. */
-function replaceWhenLost(session: Session, url: string, options: ConnectOptions): void {
+function replaceWhenLost(session: Session, url: string, options: ConnectOptions, probes: Probes | undefined): void {
   const onState = (state: string): void => {
     if (state !== 'lost') return;
     session.off('state', onState);
@@ -116,7 +125,7 @@ function replaceWhenLost(session: Session, url: string, options: ConnectOptions)
         try {
           // The first connect's signal was for that connect only.
           const { signal: _first, ...rest } = options;
-          const next = await connect(url, rest);
+          const next = await connectWith(url, rest, probes);
           if ((session.state as string) === 'closed') {
             await next.close();
             return;
@@ -132,7 +141,7 @@ function replaceWhenLost(session: Session, url: string, options: ConnectOptions)
   session.on('state', onState);
 }
 
-async function open(url: string, options: ConnectOptions): Promise<BatonSession> {
+async function open(url: string, options: ConnectOptions, probes: Probes | undefined): Promise<BatonSession> {
   const parsed = parseUrl(url);
   const { deadlineMarginMs, onSuspend, onWaiterLost, reconnectAfterLoss: _reconnect, ...settings } = validateConnectOptions(options);
   if (parsed.scheme !== 'zk' && (settings.auth.length > 0 || settings.acl !== 'open')) {
@@ -153,14 +162,18 @@ async function open(url: string, options: ConnectOptions): Promise<BatonSession>
       const { auth, acl, etcd: _etcd, ttlSeconds: _ttl, ...timeouts } = settings;
       // Each server's client is loaded only when used: etcd3 brings gRPC, which a ZooKeeper user never needs.
       const { ZkDriver } = await import('./backends/zookeeper/driver.js');
-      const driver = await ZkDriver.open({ hosts: parsed.hosts.join(','), namespace: `/${parsed.namespace}`, ...timeouts, auth, acl });
+      const probe = probes?.zk();
+      const driver = await ZkDriver.open({ hosts: parsed.hosts.join(','), namespace: `/${parsed.namespace}`, ...timeouts, auth, acl }, probe);
       await closeIfAborted(driver, settings.signal);
       await refuseMargin(deadlineMarginMs, driver);
-      return new BatonSession(driver, sessionOptions);
+      const session = new BatonSession(driver, sessionOptions);
+      if (probes !== undefined && probe !== undefined) probes.opened(session, probe);
+      return session;
     }
     case 'etcd': {
       const tls = settings.etcd?.credentials !== undefined;
       const { EtcdDriver } = await import('./backends/etcd/driver.js');
+      const probe = probes?.etcd();
       const driver = await EtcdDriver.open({
         hosts: parsed.hosts.map((host) => `${tls ? 'https' : 'http'}://${host}`),
         namespace: parsed.namespace,
@@ -168,10 +181,12 @@ async function open(url: string, options: ConnectOptions): Promise<BatonSession>
         connectTimeoutMs: settings.connectTimeoutMs,
         ...(settings.signal === undefined ? {} : { signal: settings.signal }),
         ...(settings.etcd === undefined ? {} : { client: settings.etcd }),
-      });
+      }, probe);
       await closeIfAborted(driver, settings.signal);
       await refuseMargin(deadlineMarginMs, driver);
-      return new BatonSession(driver, sessionOptions);
+      const session = new BatonSession(driver, sessionOptions);
+      if (probes !== undefined && probe !== undefined) probes.opened(session, probe);
+      return session;
     }
   }
 }

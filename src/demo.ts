@@ -1,4 +1,4 @@
-import { expireMemorySession } from './backends/memory/expire.js';
+import { expireMemorySession } from './testing.js';
 import { connect, type ConnectOptions } from './connect.js';
 import { ConfigStore, Ledger } from './demo/ledger.js';
 import { CONFIG, JOB_MS, type Command, type Parent, type WorkerEvent } from './demo/protocol.js';

@@ -39,4 +39,3 @@ export {
   PermitsMismatchError,
   SessionLostError,
 } from '../recipes/errors.js';
-export { expireMemorySession } from './backends/memory/expire.js';

@@ -3,7 +3,7 @@ import { deadline } from '../recipes/deadline.js';
 import { exclusive, shared } from '../recipes/decide.js';
 import { askOf, semaphoreHolders } from '../recipes/permits.js';
 import { validateName } from '../recipes/validate.js';
-import type { EntryInfo } from './backends/driver.js';
+import type { EntryInfo } from './driver-port.js';
 import { connect, type ConnectOptions } from './connect.js';
 import type { Session } from '../recipes/contract.js';
 import { internalsOf } from './session.js';

@@ -2,7 +2,7 @@ import { EventEmitter, setMaxListeners } from 'node:events';
 import { bindCore, type ForeignKey, type Hold, type Session, type SessionCore, type SessionState, type StateListener, type WaiterLostPolicy, type Waiting } from '../recipes/contract.js';
 import { ClosedError, SessionLostError } from '../recipes/errors.js';
 import type { LockListener } from '../recipes/events.js';
-import type { Driver, DriverStatus, EntryInfo } from './backends/driver.js';
+import type { Driver, DriverStatus, EntryInfo } from './driver-port.js';
 
 /**
  * The session every recipe works through. It turns the driver's connection reports into states,

@@ -4,8 +4,8 @@ import type { LockEvent } from '../recipes/events.js';
 import { FairMutex } from '../recipes/mutex.js';
 import { Reentrant } from '../recipes/reentrant.js';
 import { ReadWriteLock } from '../recipes/rw-lock.js';
-import { expireMemorySession } from '../src/backends/memory/expire.js';
-import { connect } from '../src/connect.js';
+import { expireMemorySession } from 'baton-locks/testing';
+import { connect } from 'baton-locks/testing';
 import type { Session } from '../recipes/contract.js';
 import { backendOf } from './support/internals.js';
 

@@ -15,10 +15,11 @@ const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as
   exports: Record<string, { types: string; default: string }>;
 };
 
-/** A user's TypeScript file: the public API, its types and errors, the metrics subpath. */
+/** A user's TypeScript file: the public API, its types and errors, the metrics and testing subpaths. */
 const CONSUMER = `
 import { connect, FairMutex, ReadWriteLock, LeaderElection, Reentrant, Semaphore, MultiLock, LockTimeoutError, PermitsMismatchError, type AclPolicy, type LockHandle, type PermitHandle, type Session } from '${manifest.name}';
 import { BatonMetrics } from '${manifest.name}/metrics';
+import { expireMemorySession } from '${manifest.name}/testing';
 const acl: AclPolicy = 'open';
 const session = await connect('memory://consumer', { sessionTimeoutMs: 5_000 });
 const lock: LockHandle = await new FairMutex(session, 'a', { interop: 'curator' }).acquire({ timeoutMs: 10 });
@@ -50,6 +51,7 @@ console.log(level.held, level.name, level.fencingToken, session.id, session.stat
 await level.release();
 session.on('state', () => undefined).on('lock', (event) => console.log(event.type));
 console.log(acl, leader, typeof BatonMetrics);
+expireMemorySession(session);
 await session.close();
 `;
 

@@ -1,5 +1,3 @@
-import type { Abortable, Entry } from '../../recipes/contract.js';
-
 /** A request's outcome, as callback-style clients report it: an error, or a falsy error and the value. */
 export type Done<T> = (error: unknown, value?: T) => void;
 /**
@@ -102,58 +100,5 @@ export class InFlight {
     const rejects = this.#slots.splice(0);
     this.#free.length = 0;
     for (const reject of rejects) reject?.(reason);
-  }
-}
-
-/** A short, growing pause between retries, so that a connection flapping fast cannot spin the CPU. */
-export function backoff(attempt: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, Math.min(10 * 2 ** attempt, 250)));
-}
-
-/** One local waiter for a deletion; a backend settles every waiter of a key at once. */
-export interface Waiter {
-  resolve(): void;
-  reject(error: unknown): void;
-}
-
-/**
- * Adds a waiter to `waiters` whose promise settles when the backend settles the set, or rejects with
- * `signal.reason` when the signal aborts; `onLeave` then runs after it left the set.
- */
-export function addWaiter(waiters: Set<Waiter>, signal: Abortable, onLeave: () => void): Promise<void> {
-  signal.throwIfAborted();
-  return new Promise<void>((resolve, reject) => {
-    const onAbort = (): void => {
-      waiters.delete(waiter);
-      onLeave();
-      reject(signal.reason);
-    };
-    const waiter: Waiter = {
-      resolve: () => {
-        signal.removeEventListener('abort', onAbort);
-        resolve();
-      },
-      reject: (error) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    };
-    waiters.add(waiter);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
-/** Whether two listings of a queue hold the same entries (by key; listings are sorted by order). */
-export function sameEntries(a: readonly Entry[], b: readonly Entry[]): boolean {
-  return a.length === b.length && a.every((entry, index) => entry.key === b[index]!.key);
-}
-
-/** Takes the waiters of `key` out of `registry` and resolves them, or rejects them with `failure.error`. */
-export function settleWaiters(registry: Map<string, Set<Waiter>>, key: string, failure?: { error: unknown }): void {
-  const waiters = registry.get(key);
-  registry.delete(key);
-  for (const waiter of waiters ?? []) {
-    if (failure === undefined) waiter.resolve();
-    else waiter.reject(failure.error);
   }
 }

@@ -9,7 +9,7 @@ import {
   SessionLostError,
 } from '../../recipes/errors.js';
 import type { Session } from '../../recipes/contract.js';
-import { connect } from '../../src/connect.js';
+import { connect } from 'baton-locks/testing';
 import type { Fixture } from '../support/fixture.js';
 import { runContention } from '../support/processes.js';
 import { useScope } from '../support/scope.js';

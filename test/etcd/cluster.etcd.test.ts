@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FairMutex } from '../../recipes/mutex.js';
-import { connect } from '../../src/connect.js';
+import { connect } from 'baton-locks/testing';
 import type { Session } from '../../recipes/contract.js';
 import { startEtcd, type EtcdCluster } from '../harness/etcd.js';
 import { eventually, later } from '../support/wait.js';

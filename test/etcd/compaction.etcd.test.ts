@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FairMutex } from '../../recipes/mutex.js';
-import type { EtcdDriver } from '../../src/backends/etcd/driver.js';
+import { etcdProbeOf } from 'baton-locks/testing';
 import { useOwnEtcd } from '../support/etcd.js';
 import { eventually } from '../support/wait.js';
 import { backendOf, entryOf } from '../support/internals.js';
@@ -34,8 +34,8 @@ describe('etcd: waits whose start revision was compacted away (a wait for an ent
     await gone;
     expect(outcome).toEqual(['woken']);
     // The watch etcd cancelled is not cancelled again: etcd would never answer, and etcd3 would keep it.
-    const driver = backendOf(b) as EtcdDriver;
-    await eventually('no watcher left waiting for its cancel', () => driver.watchersClosing === 0, TTL_SECONDS * 1_000);
+    const probe = etcdProbeOf(b);
+    await eventually('no watcher left waiting for its cancel', () => probe.view.watchersClosing === 0, TTL_SECONDS * 1_000);
     await backendOf(b).withdraw(entry);
   });
 
@@ -43,9 +43,9 @@ describe('etcd: waits whose start revision was compacted away (a wait for an ent
     const [a, b] = [await scope.open(), await scope.open()];
     const held = await new FairMutex(a, 'q').acquire();
     const seen = await backendOf(b).list('q');
-    const driver = backendOf(b) as EtcdDriver;
-    driver.beforePrefixWatch = async () => {
-      driver.beforePrefixWatch = undefined;
+    const probe = etcdProbeOf(b);
+    probe.beforePrefixWatch = async () => {
+      probe.beforePrefixWatch = undefined;
       await compactToHead();
     };
     const outcome = await backendOf(b).waitChange('q', seen, new AbortController().signal).then(
@@ -53,12 +53,12 @@ describe('etcd: waits whose start revision was compacted away (a wait for an ent
       (error: unknown) => `failed: ${String(error)}`,
     );
     expect(outcome).toBe('woken');
-    expect(driver.beforePrefixWatch).toBeUndefined(); // the compaction did happen in between
+    expect(probe.beforePrefixWatch).toBeUndefined(); // the compaction did happen in between
     // Woken early, it looks again and finds nothing changed: waiting again works, and sees the release.
     const again = backendOf(b).waitChange('q', await backendOf(b).list('q'), new AbortController().signal);
     await held.release();
     await again;
     expect(await backendOf(b).list('q')).toEqual([]);
-    await eventually('no watcher left waiting for its cancel', () => driver.watchersClosing === 0, TTL_SECONDS * 1_000);
+    await eventually('no watcher left waiting for its cancel', () => probe.view.watchersClosing === 0, TTL_SECONDS * 1_000);
   });
 });

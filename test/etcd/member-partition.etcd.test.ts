@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SessionState } from '../../recipes/contract.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { connect } from '../../src/connect.js';
+import { connect } from 'baton-locks/testing';
 import type { Session } from '../../recipes/contract.js';
 import { startEtcd, type EtcdCluster } from '../harness/etcd.js';
 import { etcdFixtureOf } from '../support/etcd.js';

@@ -1,7 +1,7 @@
 import { describe, expect, inject, it } from 'vitest';
 import { LeaderElection } from '../../recipes/election.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { EtcdDriver } from '../../src/backends/etcd/driver.js';
+import { etcdProbeOf } from 'baton-locks/testing';
 import type { Session } from '../../recipes/contract.js';
 import { etcdFixture } from '../support/etcd.js';
 import { useScope } from '../support/scope.js';
@@ -9,9 +9,7 @@ import { eventually } from '../support/wait.js';
 import { backendOf } from '../support/internals.js';
 
 function silenced(session: Session): Session {
-  const backend = backendOf(session);
-  if (!(backend instanceof EtcdDriver)) throw new Error('not an etcd session');
-  backend.muteWatchEvents = true;
+  etcdProbeOf(session).muteWatchEvents = true;
   return session;
 }
 

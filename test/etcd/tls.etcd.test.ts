@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BackendError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { connect } from '../../src/connect.js';
+import { connect } from 'baton-locks/testing';
 import { startEtcd, type EtcdCluster } from '../harness/etcd.js';
 import { makeCertificates, type TestCertificates } from '../support/certs.js';
 import { backendOf } from '../support/internals.js';

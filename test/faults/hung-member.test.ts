@@ -1,8 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, inject, it } from 'vitest';
 import { FairMutex } from '../../recipes/mutex.js';
-import { EtcdDriver } from '../../src/backends/etcd/driver.js';
-import { connect } from '../../src/connect.js';
+import { connect, etcdProbeOf, type EtcdView } from 'baton-locks/testing';
 import type { SessionState } from '../../recipes/contract.js';
 import type { Session } from '../../recipes/contract.js';
 import { TcpProxy } from '../harness/proxy.js';
@@ -83,7 +82,7 @@ describe('a hung member of an etcd cluster', () => {
     return { sessions, proxies, states, ttlMs: ttlSeconds * 1000, close };
   }
 
-  const driver = (session: Session): EtcdDriver => backendOf(session) as EtcdDriver;
+  const driver = (session: Session): EtcdView => etcdProbeOf(session).view;
   const keepAlivesOn = (proxy: TcpProxy, sessions: readonly Session[]): number =>
     sessions.filter((session) => driver(session).keepAliveMember === proxy.address).length;
   /** The proxy of the member that carries the most sessions' keepalive streams. */

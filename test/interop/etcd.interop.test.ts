@@ -4,7 +4,7 @@ import { LeaderElection } from '../../recipes/election.js';
 import { InvalidArgumentError, LockDowngradeError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
-import { connect } from '../../src/connect.js';
+import { connect } from 'baton-locks/testing';
 import { inspectQueue } from '../../src/inspect.js';
 import { etcdFixture } from '../support/etcd.js';
 import { etcdctlPeer, requirePeers, stopAllPeers, type Peer } from '../support/peers.js';

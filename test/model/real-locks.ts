@@ -3,7 +3,7 @@ import { ClosedError, LockTimeoutError, SessionLostError } from '../../recipes/e
 import type { LockHandle } from '../../recipes/handle.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
-import { connect } from '../../src/connect.js';
+import { connect } from 'baton-locks/testing';
 import { inspectQueue } from '../../src/inspect.js';
 import type { Session } from '../../recipes/contract.js';
 import type { Fixture } from '../support/fixture.js';
@@ -222,7 +222,7 @@ export class RealLocks {
     }
     if (this.#acquisitions.size > 0) throw new Error(`acquisitions left at the end of the run: ${[...this.#acquisitions.keys()].join(', ')}`);
     // Before the sessions close, which would take their watches with them.
-    const quiet = new Set(this.#sessions.flatMap((session) => quietDirectoriesOf(session)));
+    const quiet = new Set(this.#sessions.flatMap((session) => quietDirectoriesOf(this.fixture, session)));
     const watched = (await this.fixture.watched(this.namespace)).filter((path) => !quiet.has(path));
     if (watched.length > 0) throw new Error(`watches left on the server: ${watched.join(', ')}`);
     const ids = this.#everySession.map((session) => session.id);

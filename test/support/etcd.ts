@@ -1,6 +1,7 @@
 import { Etcd3 } from 'etcd3';
 import { afterAll, beforeAll, inject } from 'vitest';
-import { EtcdDriver, etcdCounters, etcdWatches } from '../../src/backends/etcd/driver.js';
+import { etcdCounters, etcdWatches } from 'baton-locks/testing';
+import { EtcdDriver } from '../../src/backends/etcd/driver.js';
 import type { Session } from '../../recipes/contract.js';
 import { startEtcd, type EtcdCluster } from '../harness/etcd.js';
 import type { Fixture } from './fixture.js';

@@ -1,7 +1,9 @@
 import { LockTimeoutError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import type { LockHandle } from '../../recipes/handle.js';
-import { connect, type ConnectOptions } from '../../src/connect.js';
+import type { ConnectOptions } from '../../src/connect.js';
+// The testing connect: a session expired from a second connection needs its credentials (see expireSession).
+import { connect } from '../../src/testing.js';
 import type { Session } from '../../recipes/contract.js';
 import { revokeLease, type EtcdInfo } from './etcd.js';
 import { writeAsHolder, type HolderWrite } from './fenced-register.js';

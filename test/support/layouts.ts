@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, inject } from 'vitest';
-import { etcdCounters } from '../../src/backends/etcd/driver.js';
-import { zkCounters } from '../../src/backends/zookeeper/driver.js';
-import { connect, type ConnectOptions } from '../../src/connect.js';
+import { connect, etcdCounters, zkCounters } from 'baton-locks/testing';
+import type { ConnectOptions } from '../../src/connect.js';
 import type { Session } from '../../recipes/contract.js';
 import { TcpProxy } from '../harness/proxy.js';
 import { etcdFixture } from './etcd.js';

@@ -1,5 +1,5 @@
-import { memoryCounters, memoryStore } from '../../src/backends/memory/store.js';
-import { expireMemorySession } from '../../src/backends/memory/expire.js';
+import { memoryStore } from '../../src/backends/memory/store.js';
+import { expireMemorySession } from 'baton-locks/testing';
 import type { Fixture } from './fixture.js';
 
 const STORE = 'contract';
@@ -12,7 +12,7 @@ export function memoryFixture(): Fixture {
     options: {},
     entries: async (namespace) => store.keysUnder(namespace),
     watched: async (namespace) => store.watchedUnder(namespace),
-    notifications: () => memoryCounters.notifications,
+    notifications: () => store.notificationsSent,
     expire: async (session) => expireMemorySession(session),
     removeEntry: async (key) => store.remove(key),
     cleanup: async () => undefined,

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, expect } from 'vitest';
-import { connect, type ConnectOptions } from '../../src/connect.js';
+import { connect, zkProbeOf } from 'baton-locks/testing';
+import type { ConnectOptions } from '../../src/connect.js';
 import type { Session } from '../../recipes/contract.js';
 import type { Fixture } from './fixture.js';
 import { eventually } from './wait.js';
@@ -46,9 +47,9 @@ export function useScope(getFixture: () => Fixture): Scope {
         await eventually('entries gone', async () => (await fixture.entries(namespace)).length === 0, 1_000).catch(() => undefined);
       }
       expect(await fixture.entries(namespace), 'entries left behind').toEqual([]);
-      // On ZooKeeper a session keeps a watch on each queue directory it found quiet (see the driver's
-      // `#aloneAfter`), one per directory, for as long as it lives: by design, not left behind.
-      const quiet = new Set(sessions.flatMap((session) => quietDirectoriesOf(session)));
+      // On ZooKeeper a session keeps a watch on each queue directory it found quiet (see
+      // `QuietDirectories.aloneAfter`), one per directory, for as long as it lives: by design, not left behind.
+      const quiet = new Set(sessions.flatMap((session) => quietDirectoriesOf(fixture, session)));
       expect((await fixture.watched(namespace)).filter((path) => !quiet.has(path)), 'watches left behind').toEqual([]);
     } finally {
       await Promise.allSettled(sessions.map((session) => session.close()));
@@ -59,8 +60,10 @@ export function useScope(getFixture: () => Fixture): Scope {
   return scope;
 }
 
-/** The directories a ZooKeeper session keeps a watch on by design (none on other backends). */
-export function quietDirectoriesOf(session: Session): string[] {
-  const backend = backendOf(session) as { quietDirectories?: unknown };
-  return Array.isArray(backend.quietDirectories) ? (backend.quietDirectories as string[]) : [];
+/**
+ * The directories a ZooKeeper session keeps a watch on by design (see `QuietDirectories.aloneAfter`),
+ * none on other backends. The session must come from the testing `connect`.
+ */
+export function quietDirectoriesOf(fixture: Fixture, session: Session): readonly string[] {
+  return fixture.url('x').startsWith('zk://') ? zkProbeOf(session).view.quietDirectories : [];
 }

@@ -1,7 +1,7 @@
 import net from 'node:net';
 import zookeeper from 'node-zookeeper-client';
 import { afterAll, beforeAll, inject } from 'vitest';
-import { ZkDriver, zkCounters } from '../../src/backends/zookeeper/driver.js';
+import { zkCounters, zkProbeOf, type ZkView } from 'baton-locks/testing';
 import type { Session } from '../../recipes/contract.js';
 import { zkTree, zkWatchesUnder, zkRemoveTree } from '../harness/clean.js';
 import { fourLetterWord, zkMode } from '../harness/four-letter.js';
@@ -50,13 +50,12 @@ export function zkFixtureOf(info: ZkInfo, name: string): Fixture {
  * until the server answers it, and the leader's session tracker no longer lists the session.
  */
 export async function expireZkSession(info: ZkInfo, session: Session): Promise<void> {
-  const driver = backendOf(session);
-  if (!(driver instanceof ZkDriver)) throw new Error('not a ZooKeeper session');
-  const id = `0x${BigInt(`0x${driver.id}`).toString(16)}`;
+  const id = `0x${BigInt(`0x${session.id}`).toString(16)}`;
+  const credentials = zkProbeOf(session).view;
   // Long enough for an ensemble to elect a leader when a fault test has killed one.
   const giveUpAt = Date.now() + info.sessionTimeoutMs * 10;
   for (let attempt = 0; Date.now() < giveUpAt; attempt += 1) {
-    const outcome = await attachAndClose(info.connectString, driver, attempt);
+    const outcome = await attachAndClose(info.connectString, credentials, session.timeoutMs, attempt);
     if (outcome === 'taken back') continue;
     if (outcome === 'unanswered') {
       // That member is down, or cannot serve (no quorum): the next one, after a pause.
@@ -81,15 +80,15 @@ export async function expireZkSession(info: ZkInfo, session: Session): Promise<v
  * the close, 'gone' when the session no longer existed, 'unanswered' when the member refused the
  * connection or hung up without a connect response.
  */
-async function attachAndClose(connectString: string, driver: ZkDriver, attempt: number): Promise<'closed' | 'gone' | 'taken back' | 'unanswered'> {
+async function attachAndClose(connectString: string, credentials: ZkView, timeoutMs: number, attempt: number): Promise<'closed' | 'gone' | 'taken back' | 'unanswered'> {
   const hosts = connectString.split(',');
   const [host, port] = hosts[attempt % hosts.length]!.split(':') as [string, string];
-  const { sessionId, sessionPassword } = driver.sessionCredentials();
+  const { sessionId, sessionPassword } = credentials.sessionCredentials();
   const connect = Buffer.alloc(4 + 4 + 8 + 4 + 8 + 4 + sessionPassword.length + 1);
   let at = connect.writeInt32BE(connect.length - 4, 0);
   at = connect.writeInt32BE(0, at); // protocol version
   at = connect.writeBigInt64BE(0n, at); // last zxid seen
-  at = connect.writeInt32BE(driver.timeoutMs, at);
+  at = connect.writeInt32BE(timeoutMs, at);
   at += sessionId.copy(connect, at);
   at = connect.writeInt32BE(sessionPassword.length, at);
   at += sessionPassword.copy(connect, at);

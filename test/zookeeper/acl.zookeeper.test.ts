@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import { FairMutex } from '../../recipes/mutex.js';
 import { AccessDeniedError, InvalidArgumentError } from '../../recipes/errors.js';
 import { aclFor } from '../../src/backends/zookeeper/client.js';
-import { connect } from '../../src/connect.js';
+import { connect } from 'baton-locks/testing';
 import { runInspect, type QueueView } from '../../src/inspect.js';
 import type { Session } from '../../recipes/contract.js';
 import { withZkClient, zkRemoveTree, zkTree } from '../harness/clean.js';

@@ -1,8 +1,7 @@
 import { describe, expect, inject, it } from 'vitest';
 import { FairMutex } from '../../recipes/mutex.js';
 import { SessionLostError } from '../../recipes/errors.js';
-import type { ZkDriver } from '../../src/backends/zookeeper/driver.js';
-import { connect } from '../../src/connect.js';
+import { connect, zkProbeOf } from 'baton-locks/testing';
 import { TcpProxy } from '../harness/proxy.js';
 import { useScope } from '../support/scope.js';
 import { zkFixture } from '../support/zookeeper.js';
@@ -63,7 +62,7 @@ describe('the client-side session deadline on ZooKeeper', () => {
     const proxy = await TcpProxy.start({ port: info.ports[0]! });
     const session = await connect(`zk://${proxy.address}/${scope.namespace}`, { sessionTimeoutMs: info.sessionTimeoutMs });
     try {
-      const driver = backendOf(session) as ZkDriver;
+      const driver = zkProbeOf(session).view;
       const opened = driver.connectingAt;
       let reconnectedAt = Number.NaN;
       session.on('state', (state) => {

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LockLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import type { ZkDriver } from '../../src/backends/zookeeper/driver.js';
-import { connect } from '../../src/connect.js';
+import { connect, zkProbeOf } from 'baton-locks/testing';
 import { PeerLinks } from '../harness/peer-links.js';
+import { TcpProxy } from '../harness/proxy.js';
 import { zkMode } from '../harness/four-letter.js';
 import { startZooKeeper, type ZkCluster } from '../harness/zookeeper.js';
 import { useScope } from '../support/scope.js';
@@ -48,7 +48,7 @@ describe('ZooKeeper: a holder on a follower cut off from the leader', () => {
     const follower = members[modes.indexOf('follower')]!;
     const atFollower = await connect(`zk://127.0.0.1:${follower.clientPort}/${scope.namespace}`, { sessionTimeoutMs: SESSION_MS, deadlineMarginMs: MARGIN_MS });
     try {
-      expect((backendOf(atFollower) as ZkDriver).heartbeatReachesLeader).toBe(true);
+      expect(zkProbeOf(atFollower).view.heartbeatReachesLeader).toBe(true);
       // The next holder reaches the leader directly (through the whole ensemble it could land on the follower cut off).
       const atLeader = await connect(`zk://127.0.0.1:${leader.clientPort}/${scope.namespace}`, { sessionTimeoutMs: SESSION_MS });
       const held = await new FairMutex(atFollower, 'cut').acquire();

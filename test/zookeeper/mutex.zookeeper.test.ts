@@ -4,8 +4,9 @@ import zookeeper from 'node-zookeeper-client';
 import { describe, expect, inject, it } from 'vitest';
 import { LockTimeoutError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import type { ZkDriver } from '../../src/backends/zookeeper/driver.js';
-import { create, getChildren, mkdirp, remove } from '../../src/backends/zookeeper/client.js';
+import { zkProbeOf } from 'baton-locks/testing';
+import { create, getChildren, remove } from '../../src/backends/zookeeper/client.js';
+import { mkdirp } from '../../src/backends/zookeeper/mkdirp.js';
 import { useZkAdmin, zkFixture } from '../support/zookeeper.js';
 import { useScope } from '../support/scope.js';
 import { fourLetterWord } from '../harness/four-letter.js';
@@ -76,7 +77,7 @@ describe('FairMutex on ZooKeeper: backend specifics', () => {
 
   it('waits that time out leave nothing behind in the session (no path kept for a reconnect to watch again)', async () => {
     const [a, b] = [await scope.open(), await scope.open()];
-    const driver = backendOf(b) as ZkDriver;
+    const driver = zkProbeOf(b).view;
     const before = driver.waitedPaths;
     const held = await Promise.all(Array.from({ length: 20 }, (_, i) => new FairMutex(a, `given-up/${i}`).acquire()));
     for (let i = 0; i < 20; i += 1) await expect(new FairMutex(b, `given-up/${i}`).acquire({ timeoutMs: 20 })).rejects.toBeInstanceOf(LockTimeoutError);

@@ -3,8 +3,9 @@ import { describe, expect, inject, it } from 'vitest';
 import { FairMutex } from '../../recipes/mutex.js';
 import zookeeper from 'node-zookeeper-client';
 import { BackendError } from '../../recipes/errors.js';
-import { create, getChildren, mkdirp } from '../../src/backends/zookeeper/client.js';
-import { ZkDriver, zkCounters } from '../../src/backends/zookeeper/driver.js';
+import { zkCounters, zkProbeOf, type ZkView } from 'baton-locks/testing';
+import { create, getChildren } from '../../src/backends/zookeeper/client.js';
+import { mkdirp } from '../../src/backends/zookeeper/mkdirp.js';
 import type { Session } from '../../recipes/contract.js';
 import { useScope } from '../support/scope.js';
 import { useZkAdmin, zkFixture } from '../support/zookeeper.js';
@@ -22,10 +23,8 @@ interface QueuedRequest {
   payload?: { path?: string } | null;
 }
 
-function driverOf(session: Session): ZkDriver {
-  const driver = backendOf(session);
-  if (!(driver instanceof ZkDriver)) throw new Error('not a ZooKeeper session');
-  return driver;
+function driverOf(session: Session): ZkView {
+  return zkProbeOf(session).view;
 }
 
 // A create whose reply was lost can be applied after the enqueue searched for it and created its entry

@@ -2,9 +2,9 @@ import zookeeper from 'node-zookeeper-client';
 import { describe, expect, inject, it } from 'vitest';
 import { LockTimeoutError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { create, mkdirp, remove } from '../../src/backends/zookeeper/client.js';
-import { zkCounters, type ZkDriver } from '../../src/backends/zookeeper/driver.js';
-import { connect } from '../../src/connect.js';
+import { connect, zkCounters, zkProbeOf } from 'baton-locks/testing';
+import { create, remove } from '../../src/backends/zookeeper/client.js';
+import { mkdirp } from '../../src/backends/zookeeper/mkdirp.js';
 import { TcpProxy } from '../harness/proxy.js';
 import { useScope } from '../support/scope.js';
 import { eventually, later } from '../support/wait.js';
@@ -13,7 +13,7 @@ import { backendOf, entryOf } from '../support/internals.js';
 
 /**
  * A lock used again and again by one session alone: its enqueue sends the create without the listing,
- * when the create's sequence proves the entry alone (see the driver's `#aloneAfter`), and lists in
+ * when the create's sequence proves the entry alone (see `QuietDirectories.aloneAfter`), and lists in
  * every case where it cannot.
  */
 describe('ZooKeeper: enqueues into a quiet directory', () => {
@@ -37,7 +37,7 @@ describe('ZooKeeper: enqueues into a quiet directory', () => {
     expect(zkCounters.unlisted - before).toBe(8);
     expect([...tokens].sort((a, b) => (a < b ? -1 : 1))).toEqual(tokens);
     expect(new Set(tokens).size).toBe(10);
-    expect((backendOf(session) as ZkDriver).quietDirectories).toEqual([`/${scope.namespace}/alone`]);
+    expect(zkProbeOf(session).view.quietDirectories).toEqual([`/${scope.namespace}/alone`]);
     expect(await scope.fixture.watched(scope.namespace)).toEqual([`/${scope.namespace}/alone`]);
   });
 

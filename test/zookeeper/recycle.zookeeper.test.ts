@@ -2,8 +2,9 @@ import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import { LeaderElection } from '../../recipes/election.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
-import { exists, getChildren, isCode, mkdirp, mkdirpHooks, MKDIRP_LOOKS, remove, ZkCode } from '../../src/backends/zookeeper/client.js';
-import { zkCounters, zkLimits } from '../../src/backends/zookeeper/driver.js';
+import { mkdirpHooks, zkCounters, zkLimits, type AfterLook } from 'baton-locks/testing';
+import { exists, getChildren, isCode, remove, ZkCode } from '../../src/backends/zookeeper/client.js';
+import { mkdirp, MKDIRP_LOOKS } from '../../src/backends/zookeeper/mkdirp.js';
 import { parseEntryName } from '../../src/backends/zookeeper/names.js';
 import { useScope } from '../support/scope.js';
 import { eventually, later } from '../support/wait.js';
@@ -37,11 +38,11 @@ describe.each(['zkStandalone', 'zkEnsemble'] as const)('ZooKeeper: a directory d
     const outer = `/${scope.namespace}/race-outer`;
     await mkdirp(client, outer);
     const looks: string[] = [];
-    mkdirpHooks.afterLook = async (deepest) => {
+    const afterLook: AfterLook = async (deepest) => {
       looks.push(deepest);
       if (looks.length === 1) await remove(client, deepest);
     };
-    await mkdirp(client, `${outer}/inner/leaf`);
+    await mkdirp(client, `${outer}/inner/leaf`, undefined, afterLook);
     expect(looks).toEqual([outer, `/${scope.namespace}`]);
     expect(await exists(client, `${outer}/inner/leaf`)).not.toBeNull();
   });
@@ -52,11 +53,11 @@ describe.each(['zkStandalone', 'zkEnsemble'] as const)('ZooKeeper: a directory d
     const levels = Array.from({ length: MKDIRP_LOOKS }, (_, i) => `${base}/${'abcdefgh'.slice(0, i + 1).split('').join('/')}`);
     await mkdirp(client, levels.at(-1)!); // base/a/b/c/d/e
     const looks: string[] = [];
-    mkdirpHooks.afterLook = async (deepest) => {
+    const afterLook: AfterLook = async (deepest) => {
       looks.push(deepest);
       await remove(client, deepest); // each look finds one level less, and loses it before its create
     };
-    const error = await mkdirp(client, `${levels.at(-1)!}/f/g`).then(() => undefined, (e: unknown) => e);
+    const error = await mkdirp(client, `${levels.at(-1)!}/f/g`, undefined, afterLook).then(() => undefined, (e: unknown) => e);
     expect(isCode(error, ZkCode.NO_NODE), String(error)).toBe(true);
     expect(looks).toEqual([...levels].reverse());
     expect((await getChildren(client, base)).children).toEqual([]);

@@ -2,7 +2,7 @@ import { describe, expect, inject, it } from 'vitest';
 import { BackendError, LockLostError, SessionLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { zkCode, ZkServerCode } from '../../src/backends/zookeeper/client.js';
-import { connect } from '../../src/connect.js';
+import { connect } from 'baton-locks/testing';
 import type { Session } from '../../recipes/contract.js';
 import { useScope } from '../support/scope.js';
 import { eventually } from '../support/wait.js';

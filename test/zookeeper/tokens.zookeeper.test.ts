@@ -3,7 +3,7 @@ import { LeaderElection } from '../../recipes/election.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import { remove } from '../../src/backends/zookeeper/client.js';
-import { zkCounters } from '../../src/backends/zookeeper/driver.js';
+import { zkCounters } from 'baton-locks/testing';
 import type { Session } from '../../recipes/contract.js';
 import { startZooKeeper, type ZkCluster } from '../harness/zookeeper.js';
 import { useScope } from '../support/scope.js';

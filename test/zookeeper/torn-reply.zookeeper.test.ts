@@ -1,7 +1,7 @@
 import { describe, expect, inject, it } from 'vitest';
 import { FairMutex } from '../../recipes/mutex.js';
 import type { SessionState } from '../../recipes/contract.js';
-import { connect } from '../../src/connect.js';
+import { connect } from 'baton-locks/testing';
 import { TcpProxy } from '../harness/proxy.js';
 import { useScope } from '../support/scope.js';
 import { eventually, later } from '../support/wait.js';

@@ -46,6 +46,8 @@ describe('node-zookeeper-client is left as it is for everyone else in the proces
     expect(before.size).toBeGreaterThan(1_000);
     const { connectString, sessionTimeoutMs } = inject('zkStandalone');
     const { connect, FairMutex, ReadWriteLock, LeaderElection } = await import('../../src/index.js');
+    // The session expired from a second connection needs its credentials: the testing connect shows them.
+    const { connect: connectForTests } = await import('baton-locks/testing');
     const { expireZkSession } = await import('../support/zookeeper.js');
     const { eventually } = await import('../support/wait.js');
     const namespace = `untouched-${process.pid}`;
@@ -60,7 +62,7 @@ describe('node-zookeeper-client is left as it is for everyone else in the proces
       new Promise((resolve, reject) => run((error, value) => (error ? reject(error) : resolve(value as T))));
     try {
       const session = await connect(`zk://${connectString}/${namespace}`, { sessionTimeoutMs });
-      const other = await connect(`zk://${connectString}/${namespace}`, { sessionTimeoutMs });
+      const other = await connectForTests(`zk://${connectString}/${namespace}`, { sessionTimeoutMs });
       await (await new FairMutex(session, 'jobs').acquire()).release();
       const rw = new ReadWriteLock(session, 'config');
       const read = await rw.downgrade(await rw.writeLock.acquire());

@@ -1,80 +1,30 @@
-import { noop, type IBackoff } from 'cockatiel';
-import { Etcd3, EtcdAuthenticationFailedError, GRPCDeadlineExceededError, EtcdLeaseInvalidError, EtcdPermissionDeniedError, isRecoverableError, type IKeyValue, type IOptions, type IRangeResponse, type ITxnRequest, type Watcher } from 'etcd3';
-import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
-import { AccessDeniedError, BackendError, BatonError, ClosedError, LockDowngradeError, SessionLostError } from '../../../recipes/errors.js';
-import { ForeignReporter, type Driver, type DriverEvents, type EntryInfo } from '../driver.js';
-import { untilAborted } from '../../../recipes/deadline.js';
-import { addWaiter, backoff, InFlight, sameEntries, type Recover, type Waiter } from '../requests.js';
-import { describeDialFailure, dialErrorCode } from '../dial.js';
-import { closeServicesPromptly } from './close.js';
-import { KeepAlive } from './keepalive.js';
-import { Members } from './members.js';
+import type { Etcd3, IKeyValue, IRangeResponse } from 'etcd3';
+import { isRecoverableError } from 'etcd3';
+import { untilAborted, type Abortable, type Entry, type Enqueued } from '../../../recipes/contract.js';
+import { BackendError, ClosedError, LockDowngradeError } from '../../../recipes/errors.js';
+import { backoff } from '../../backoff.js';
+import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
+import { DriverCore } from '../core.js';
+import { etcdCounters, type EtcdCounters, type EtcdProbe, type EtcdView } from '../probe.js';
+import type { Start } from '../requests.js';
+import { sameEntries } from '../waiters.js';
+import { WatchBackstop } from './backstop.js';
+import { attemptMs, etcdFailures, outOfSpace } from './failures.js';
 import { clientOf, entriesFromRange, EtcdEntry, entryKey, foreignKeys, leaseHex, prefixEnd, queuePrefix, slotOf, type StoredKey } from './keys.js';
-import { Slots } from './slots.js';
+import { Lease } from './lease.js';
+import type { Members } from './members.js';
+import { openLease, type EtcdDriverOptions, type OpenedLease } from './open.js';
+import { guardedDelete, OwnKeys } from './orphans.js';
+import { PrefixWatches } from './prefix-watches.js';
+import { EtcdWatchers, KeyWatches } from './watches.js';
 
-export interface EtcdDriverOptions {
-  /** `http://host:port` each. */
-  readonly hosts: readonly string[];
-  /** Key prefix every queue lives under, without a trailing `/`. */
-  readonly namespace: string;
-  readonly ttlSeconds: number;
-  readonly connectTimeoutMs: number;
-  /** Passed through to etcd3: `auth`, `credentials` (TLS), `grpcOptions`. */
-  readonly client?: Pick<IOptions, 'auth' | 'credentials' | 'grpcOptions'>;
-  /** Gives up connecting when it aborts (the client is closed). */
-  readonly signal?: AbortSignal;
-}
+export type { EtcdDriverOptions } from './open.js';
 
 /**
- * Counters for tests and benchmarks, like the ZooKeeper backend's; `confirmRequests`: requests sent to
- * confirm entries (holds are confirmed on a timer).
+ * The etcd backend on etcd3: one lease per session, shared by every recipe on it. This file holds the
+ * contract's requests; the rest is in the files beside it (open, lease, watches, prefix watches, the
+ * watch backstop, own keys and orphans).
  */
-export const etcdCounters = { notifications: 0, adopted: 0, orphansRemoved: 0, confirmRequests: 0 };
-/** Keys this process watches right now, with how many sessions watch each (for clean-state checks). */
-export const etcdWatches = new Map<string, number>();
-
-function countWatch(key: string, delta: 1 | -1): void {
-  const count = (etcdWatches.get(key) ?? 0) + delta;
-  if (count > 0) etcdWatches.set(key, count);
-  else etcdWatches.delete(key);
-}
-
-/** A wait for a change of a queue, as the backstop sees it. */
-interface PrefixWait {
-  readonly queue: string;
-  readonly prefix: string;
-  readonly seen: readonly Entry[];
-  /** Ends the wait: the caller lists the queue again. */
-  readonly wake: () => void;
-}
-
-interface Watched {
-  /** The etcd key watched (the map holding this is keyed by incarnation). */
-  readonly key: string;
-  /** Its create revision: the incarnation waited for. */
-  readonly createdAt: bigint;
-  readonly waiters: Set<Waiter>;
-  watcher?: Watcher | undefined;
-}
-
-/**
- * How long etcd3's watch manager waits before it opens a broken watch stream again: 50 ms, doubling
- * up to `capMs` (a quarter of the TTL, at most a second). etcd3's default grows to 30 s: waiters
- * would sleep that long after a member restart, and the pending timer would keep a closed client's
- * process alive as long.
- */
-class WatchBackoff implements IBackoff<unknown> {
-  constructor(
-    readonly duration: number,
-    private readonly capMs: number,
-  ) {}
-
-  next(): WatchBackoff {
-    return new WatchBackoff(Math.min(Math.max(this.duration * 2, 50), this.capMs), this.capMs);
-  }
-}
-
-/** The etcd backend on etcd3: one lease per session, shared by every recipe on it. */
 export class EtcdDriver implements Driver {
   /** None: etcd's Go recipes wait for every key created before theirs, baton's too. */
   readonly dialects: readonly string[] = [];
@@ -84,115 +34,25 @@ export class EtcdDriver implements Driver {
   readonly #client: Etcd3;
   readonly #lease: string;
   readonly #namespace: string;
-  readonly #slots = new Slots();
-  /**
-   * One watch per incarnation of a key (key and create revision), shared by its local waiters. Keys
-   * are reused, so a waiter for an earlier incarnation must not join a watch that started after it.
-   */
-  readonly #watched = new Map<string, Watched>();
-  /** Every etcd3 watcher of ours not cancelled yet, created or still being created. */
-  readonly #watchers = new Set<Watcher>();
-  /** Every queue-change wait in progress, by the function that ends it when the session ends. */
-  readonly #prefixWaits = new Map<(reason: Error) => void, PrefixWait>();
-  /** The backstop for silent watches (`#checkWatched`), running while anything is watched. */
-  #watchCheck: NodeJS.Timeout | undefined;
-  /** @internal For tests: watch events are ignored, as if every watch stream had gone silent. */
-  muteWatchEvents = false;
-  /** @internal For tests: runs between a change wait's listing and its watch (to compact in between). */
-  beforePrefixWatch: (() => Promise<void>) | undefined;
-  /** Our keys that exist on the server, with the create revision of their incarnation. */
-  readonly #live = new Map<string, bigint>();
-  /** Keys a delete of unknown fate was sent for: their slots are retired for good. */
-  readonly #doubtful = new Set<string>();
+  readonly #members: Members;
+  readonly #core: DriverCore;
+  readonly #counters: EtcdCounters;
+  readonly #probe: EtcdProbe | undefined;
+  readonly #own: OwnKeys;
+  readonly #watchers: EtcdWatchers;
+  readonly #keyWatches: KeyWatches;
+  readonly #prefixWatches: PrefixWatches;
+  readonly #backstop: WatchBackstop;
+  readonly #leaseKeeper: Lease;
   /** The delete in flight for a key: a second withdraw joins it rather than sending another. */
   readonly #deleting = new Map<string, Promise<void>>();
-  /** Keys whose enqueue is in flight: a listing may show them before the enqueue has returned. */
-  readonly #enqueuing = new Set<string>();
-  /** Orphans of ours whose guarded delete is in flight. */
-  readonly #removing = new Set<string>();
-  /**
-   * Queues where an enqueue of ours had an attempt of unknown fate, until when to keep looking at them:
-   * such an attempt can still be applied after the entry it was for has been released, and it would
-   * leave an entry with our lease that nobody waits on, ahead of everyone who queues after it.
-   */
-  readonly #unsettled = new Map<string, number>();
-  #sweeper: NodeJS.Timeout | undefined;
-  readonly #requests = new InFlight();
   readonly #ranges = new Map<string, { key: Buffer; range_end: Buffer; keys_only: true }>();
-  readonly #keepAlive: KeepAlive;
-  readonly #members: Members;
-  #status: 'open' | 'lost' | 'closed' = 'open';
-  /** The keepalive stream is down: the lease may live, but we cannot renew it now. */
-  #suspended = false;
-  #events: DriverEvents | undefined;
-  readonly #foreign = new ForeignReporter();
 
-  static async open(options: EtcdDriverOptions): Promise<EtcdDriver> {
-    const client = new Etcd3({
-      hosts: [...options.hosts],
-      dialTimeout: options.connectTimeoutMs,
-      // No circuit breaker and no retries inside etcd3: its breaker fails every call to a member for
-      // 5 s after three errors, longer than a short lease. The driver retries until the session's
-      // deadline instead, each attempt on a randomly chosen member.
-      faultHandling: { host: () => noop, global: noop, watchBackoff: new WatchBackoff(0, Math.min(1_000, options.ttlSeconds * 250)) },
-      ...options.client,
-      // etcd3 fetches the auth token from the members in a fixed order, with no deadline of its own:
-      // a member that hangs would hold every call (connect and close included). Each try gets a third
-      // of the TTL, then the next member is asked.
-      ...(options.client?.auth === undefined
-        ? {}
-        : { auth: { callOptions: () => ({ deadline: Date.now() + attemptMs(options.ttlSeconds * 1000) }), ...options.client.auth } }),
-      // gRPC waits 1 s (growing to 2 min) before dialling a member again, longer than a short lease
-      // leaves; a coordination client wants to be back within a fraction of its TTL. Keepalive pings
-      // find a connection whose member stopped answering (a watch stream on it would stay silent);
-      // etcd refuses pings more often than every 5 s by default.
-      grpcOptions: {
-        'grpc.initial_reconnect_backoff_ms': 100,
-        'grpc.max_reconnect_backoff_ms': 1_000,
-        'grpc.keepalive_time_ms': 10_000,
-        'grpc.keepalive_timeout_ms': 5_000,
-        ...options.client?.grpcOptions,
-      },
-    });
-    const members = new Members(client);
-    const connecting = closeServicesPromptly(client);
-    const deadline = Date.now() + options.connectTimeoutMs;
-    let dialError: unknown; // the last attempt may end on its deadline, saying less than one before it
-    for (let attempt = 0; ; attempt += 1) {
-      const openedAt = performance.now();
-      try {
-        options.signal?.throwIfAborted(); // before each attempt: a grant sent after the abort would be left behind
-        // Each attempt gets a part of the budget, so that a member that hangs does not take all of it;
-        // the part doubles with each attempt, so that a slow link (whose first attempt also dials the
-        // connection, and a timed-out attempt closes it) still gets through.
-        const attemptDeadline = Math.min(deadline, Date.now() + attemptMs(options.ttlSeconds * 1000) * 2 ** Math.min(attempt, 6));
-        const granting = members.attempt(() => client.leaseClient.leaseGrant({ TTL: options.ttlSeconds, ID: 0 }, { deadline: attemptDeadline }), options.ttlSeconds * 1000);
-        const grant = await (options.signal === undefined ? granting : untilAborted(granting, options.signal));
-        connecting.restore();
-        return new EtcdDriver(client, members, options, grant.ID, Number(grant.TTL) * 1000, openedAt);
-      } catch (error) {
-        // First: the reason may be any value, which etcd3's error checks below cannot take.
-        if (options.signal?.aborted === true) {
-          client.close();
-          throw options.signal.reason;
-        }
-        if (dialErrorCode(error) !== undefined) dialError = error;
-        // Each attempt goes to a member chosen at random: one that is down must not fail the connect.
-        if (isRecoverableError(error as Error) && !outOfSpace(error) && Date.now() < deadline) {
-          await backoff(attempt);
-          continue;
-        }
-        client.close();
-        if (error instanceof EtcdAuthenticationFailedError) throw new AccessDeniedError('etcd refused the user name or password (authentication failed)');
-        if (error instanceof EtcdPermissionDeniedError) throw new AccessDeniedError('etcd refused to grant a lease to this user (permission denied)');
-        if (outOfSpace(error)) throw new BackendError(OUT_OF_SPACE, { cause: error });
-        const why = dialError ?? (error instanceof GRPCDeadlineExceededError ? undefined : error);
-        throw new BackendError(`could not open an etcd session at ${options.hosts.join(',')} within ${options.connectTimeoutMs} ms: ${describeDialFailure(why, options.connectTimeoutMs)}`, { cause: why ?? error });
-      }
-    }
+  static async open(options: EtcdDriverOptions, probe?: EtcdProbe): Promise<EtcdDriver> {
+    return new EtcdDriver(await openLease(options), options, probe);
   }
 
-  private constructor(client: Etcd3, members: Members, options: EtcdDriverOptions, lease: string, timeoutMs: number, openedAt: number) {
+  private constructor({ client, members, lease, timeoutMs, openedAt }: OpenedLease, options: EtcdDriverOptions, probe: EtcdProbe | undefined) {
     this.#client = client;
     this.#lease = lease;
     this.#namespace = options.namespace;
@@ -200,26 +60,34 @@ export class EtcdDriver implements Driver {
     this.timeoutMs = timeoutMs;
     this.openedAt = openedAt;
     this.#members = members;
-    this.#keepAlive = new KeepAlive(members.leaseClient(client), members, lease, Math.max(Math.floor(timeoutMs / 4), 50), {
-      ack: (sentAt) => {
-        if (this.#suspended) {
-          this.#suspended = false;
-          this.#events?.status('connected');
-        }
-        this.#events?.ack(sentAt);
-      },
-      down: () => {
-        if (this.#suspended || this.#status !== 'open') return;
-        this.#suspended = true;
-        this.#events?.status('suspended');
-      },
-      gone: () => this.#lose(new SessionLostError(`etcd lease ${this.id} expired or was revoked`)),
+    this.#probe = probe;
+    this.#counters = probe?.counters ?? etcdCounters();
+    this.#core = new DriverCore(etcdFailures(this.id, this.#namespace), {
+      beforeSend: () => undefined,
+      onEnd: (reason) => this.#onEnd(reason),
+      onLost: () => this.#client.close(),
     });
+    const isOpen = (): boolean => this.#core.isOpen;
+    const endError = (): Error | undefined => this.#core.endError();
+    const mapFailure = (error: unknown): Error => this.#core.mapFailure(error);
+    this.#own = new OwnKeys({
+      id: this.id,
+      counters: this.#counters,
+      sweepEveryMs: Math.max(Math.floor(timeoutMs / 3), 50),
+      isOpen,
+      sendTxn: (request) => this.#core.send(this.#rpc(() => this.#client.kv.txn(request, this.#attempt()))),
+      list: (queue) => this.list(queue),
+    });
+    this.#watchers = new EtcdWatchers(client, probe, this.#counters);
+    this.#keyWatches = new KeyWatches(this.#watchers, { endError, isOpen, mapFailure, lookUp: (entry) => this.#lookUp(entry) });
+    this.#prefixWatches = new PrefixWatches(this.#watchers, { endError, mapFailure });
+    this.#backstop = new WatchBackstop(this.#keyWatches, this.#prefixWatches, { isOpen, listing: (prefix) => this.#listing(prefix) }, Math.max(Math.floor(timeoutMs / 4), 50));
+    this.#leaseKeeper = new Lease({ client, members, lease, id: this.id, timeoutMs, rpc: (request) => this.#rpc(request), attempt: () => this.#attempt() }, this.#core);
+    probe?.expose(this.#view());
   }
 
-  /** @internal The member the lease keepalive stream is dialled to (tests). */
-  get keepAliveMember(): string | undefined {
-    return this.#keepAlive.member;
+  attach(events: DriverEvents): void {
+    this.#core.attach(events);
   }
 
   /**
@@ -238,21 +106,6 @@ export class EtcdDriver implements Driver {
     return range;
   }
 
-  /** @internal How many keepalive streams were opened (tests). */
-  get keepAliveOpens(): number {
-    return this.#keepAlive.opens;
-  }
-
-  /** @internal Whether members that stopped answering are tried last (false if etcd3's internals changed). */
-  get prefersLiveMembers(): boolean {
-    return this.#members.installed;
-  }
-
-  attach(events: DriverEvents): void {
-    this.#events = events;
-    this.#foreign.attach(events);
-  }
-
   enqueue(queue: string, kind: string, at?: Entry, data?: string, _dialect?: string): Promise<Enqueued> {
     // Without an async frame of its own on the common path (no `at`): an acquire's first request.
     if (at === undefined) return this.#put(queue, kind, undefined, data);
@@ -265,46 +118,54 @@ export class EtcdDriver implements Driver {
   /** Puts an entry of ours into the queue, safe against a lost reply (see `enqueue`). */
   async #put(queue: string, kind: string, at: Entry | undefined, data: string | undefined): Promise<Enqueued> {
     const prefix = queuePrefix(this.#namespace, queue);
-    const slot = this.#slots.take(queue);
+    const own = this.#own;
+    const slot = own.slots.take(queue);
     const keyText = entryKey(prefix, this.id, slot, kind, at?.order);
     const key = Buffer.from(keyText);
     const range = this.#queueRange(prefix);
     let attempts = 0;
-    this.#enqueuing.add(keyText);
+    own.enqueuing.add(keyText);
     try {
       // One request: put our key with the lease if it is absent, and read the queue as it then stands.
       // A retry after a lost reply finds the key it wrote (the failure branch) instead of adding another.
-      const response = await this.#retry(() => {
+      const response = await this.#core.retry(this.#rpc(() => {
         attempts += 1;
         return this.#client.kv.txn({
           compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }],
           success: [{ request_put: { key, value: data === undefined ? EMPTY : Buffer.from(data), lease: this.#lease } }, { request_range: range }],
           failure: [{ request_range: { key } }, { request_range: range }],
         }, this.#attempt());
-      });
+      }));
       if (!response.succeeded) this.#adopt(key, response.responses[0]?.response_range);
-      const entries = this.#seen(queue, prefix, response.responses[1]?.response_range.kvs ?? [], response.header.revision);
+      const entries = this.#parseAndSweep(queue, prefix, response.responses[1]?.response_range.kvs ?? [], response.header.revision);
       const entry = entries.find((e) => e.key === keyText);
       if (entry === undefined) throw new BackendError(`wrote ${keyText} but the queue read does not show it`);
-      this.#live.set(entry.key, this.#created(entry));
+      own.live.set(entry.key, EtcdEntry.createdAt(entry));
       if (attempts > 1) {
         // A copy of an earlier attempt may still be applied after this entry is released: the key is
         // treated like one with a delete of unknown fate, so its slot is never used again (a later
         // enqueue would otherwise adopt that copy while an orphan removal of it is on its way).
-        this.#doubtful.add(entry.key);
-        this.#unsettle(queue);
+        own.doubtful.add(entry.key);
+        own.unsettle(queue);
       }
       return { entry, queue: entries };
     } catch (error) {
       // The key may exist or appear later: its slot is retired (never adopted by a later enqueue), and
       // the queue is looked at until any late attempt must have been applied. Not after a single
       // attempt refused for lack of space: etcd refuses that before applying anything.
-      if (attempts > 1 || (attempts === 1 && !outOfSpace(error instanceof BackendError ? error.cause : error))) this.#unsettle(queue);
-      else this.#slots.free(queue, slot);
+      if (attempts > 1 || (attempts === 1 && !outOfSpace(error instanceof BackendError ? error.cause : error))) own.unsettle(queue);
+      else own.slots.free(queue, slot);
       throw error;
     } finally {
-      this.#enqueuing.delete(keyText);
+      own.enqueuing.delete(keyText);
     }
+  }
+
+  /** The failure branch of an enqueue's Txn: our key exists already, written by an attempt whose reply was lost. */
+  #adopt(key: Buffer, found: IRangeResponse | undefined): void {
+    const kv = found?.kvs[0];
+    if (kv === undefined || kv.lease !== this.#lease) throw new BackendError(`${key.toString()} exists but does not belong to lease ${this.id}`);
+    this.#counters.adopted += 1;
   }
 
   /**
@@ -326,36 +187,29 @@ export class EtcdDriver implements Driver {
   async list(queue: string): Promise<readonly Entry[]> {
     const prefix = queuePrefix(this.#namespace, queue);
     const response = await this.#listing(prefix);
-    return this.#seen(queue, prefix, response.kvs, response.header.revision);
+    return this.#parseAndSweep(queue, prefix, response.kvs, response.header.revision);
   }
 
   /** The keys of a queue's range, retried like every read. */
   #listing(prefix: string): Promise<IRangeResponse> {
     const range = this.#queueRange(prefix);
-    return this.#retry(() => this.#client.kv.range(range, this.#attempt()));
+    return this.#core.retry(this.#rpc(() => this.#client.kv.range(range, this.#attempt())));
   }
 
-  #seen(queue: string, prefix: string, kvs: readonly StoredKey[], revision: string): Entry[] {
-    this.#removeOrphans(prefix, kvs);
+  /**
+   * The entries of a queue's keys, and two things done on the way: this session's orphans among them
+   * are deleted (see `OwnKeys.removeOrphans`), and keys baton did not write are reported (once each).
+   */
+  #parseAndSweep(queue: string, prefix: string, kvs: readonly StoredKey[], revision: string): Entry[] {
+    this.#own.removeOrphans(prefix, kvs);
     const entries = entriesFromRange(queue, prefix, kvs, revision);
-    if (entries.length < kvs.length) this.#foreign.report(queue, foreignKeys(prefix, kvs));
+    if (entries.length < kvs.length) this.#core.foreign.report(queue, foreignKeys(prefix, kvs));
     return entries;
   }
 
   waitGone(entry: Entry, signal: Abortable): Promise<void> {
-    signal.throwIfAborted();
-    const id = this.#incarnation(entry);
-    const watched = this.#watched.get(id) ?? { key: entry.key, createdAt: this.#created(entry), waiters: new Set<Waiter>() };
-    const first = !this.#watched.has(id);
-    this.#watched.set(id, watched);
-    const waiting = addWaiter(watched.waiters, signal, () => {
-      if (watched.waiters.size === 0) this.#unwatch(id, watched);
-    });
-    // From the revision after the read that showed the entry: a delete in between is still seen, and
-    // a watch that starts at the head revision is served at once (an older start revision makes etcd
-    // catch the watcher up in a background loop that runs only every 100 ms).
-    if (first) this.#arm(entry, watched, (EtcdEntry.seenAt(entry) ?? entry.order) + 1n);
-    this.#ensureWatchCheck();
+    const waiting = this.#keyWatches.waitGone(entry, signal);
+    this.#backstop.ensure();
     return waiting;
   }
 
@@ -363,60 +217,17 @@ export class EtcdDriver implements Driver {
     signal.throwIfAborted();
     const prefix = queuePrefix(this.#namespace, queue);
     const response = await untilAborted(this.#listing(prefix), signal);
-    if (!sameEntries(this.#seen(queue, prefix, response.kvs, response.header.revision), seen)) return;
-    if (this.beforePrefixWatch !== undefined) await this.beforePrefixWatch();
+    if (!sameEntries(this.#parseAndSweep(queue, prefix, response.kvs, response.header.revision), seen)) return;
+    if (this.#probe?.beforePrefixWatch !== undefined) await this.#probe.beforePrefixWatch();
     // From the revision after that listing: nothing that changes the queue from then on is missed.
-    await this.#watchPrefix(queue, prefix, seen, BigInt(response.header.revision) + 1n, signal);
-  }
-
-  /**
-   * Resolves at the first put or delete under `prefix` from revision `from` on, or when the watch
-   * stream breaks (the caller lists again: etcd3 watchers can go quiet after a reconnect).
-   */
-  #watchPrefix(queue: string, prefix: string, seen: readonly Entry[], from: bigint, signal: Abortable): Promise<void> {
-    signal.throwIfAborted();
-    if (this.#status !== 'open') return Promise.reject(this.#status === 'lost' ? new SessionLostError(`etcd lease ${this.id} is gone`) : new ClosedError());
-    return new Promise<void>((resolve, reject) => {
-      const watcher = this.#client.watch().prefix(prefix).startRevision(from.toString()).watcher();
-      this.#watchers.add(watcher);
-      countWatch(prefix, 1);
-      const finish = (settle: () => void): void => {
-        if (!this.#prefixWaits.delete(end)) return;
-        signal.removeEventListener('abort', onAbort);
-        countWatch(prefix, -1);
-        this.#drop(watcher);
-        settle();
-      };
-      const end = (reason: Error): void => finish(() => reject(reason));
-      const onAbort = (): void => finish(() => reject(signal.reason));
-      this.#prefixWaits.set(end, { queue, prefix, seen, wake: () => finish(resolve) });
-      signal.addEventListener('abort', onAbort, { once: true });
-      this.#ensureWatchCheck();
-      const changed = (): void => {
-        if (this.muteWatchEvents) return;
-        etcdCounters.notifications += 1;
-        finish(resolve);
-      };
-      let created = false;
-      watcher.on('connected', () => (created = true));
-      watcher.on('put', changed);
-      watcher.on('delete', changed);
-      watcher.on('disconnected', () => finish(resolve));
-      watcher.on('error', (error: unknown) => {
-        if (created) {
-          // etcd ended the watch itself (its start revision compacted away), and etcd3 has let go of it
-          // already: forgotten, not cancelled. The caller looks again, as after any wake.
-          this.#watchers.delete(watcher);
-          return finish(resolve);
-        }
-        finish(() => reject(this.#map(error)));
-      });
-    });
+    const waiting = this.#prefixWatches.watch(queue, prefix, seen, BigInt(response.header.revision) + 1n, signal);
+    this.#backstop.ensure();
+    await waiting;
   }
 
   withdraw(entry: Entry): Promise<void> {
     // Only the live incarnation is deleted: a handle's late second release finds it gone already.
-    if (this.#live.get(entry.key) !== this.#created(entry)) return Promise.resolve();
+    if (this.#own.live.get(entry.key) !== EtcdEntry.createdAt(entry)) return Promise.resolve();
     let deleting = this.#deleting.get(entry.key);
     if (deleting === undefined) {
       deleting = this.#delete(entry);
@@ -432,32 +243,30 @@ export class EtcdDriver implements Driver {
 
   async #delete(entry: Entry): Promise<void> {
     const key = Buffer.from(entry.key);
+    const own = this.#own;
     // A plain delete first: the key is ours while its slot is taken, and an answered request was
     // applied once and is not in flight anywhere else. Only an attempt whose fate is unknown can be
     // applied later, after the slot was reused; so after one the slot is retired for good, and the
     // retries compare the create revision so that they too can only delete this incarnation.
-    for (let attempt = 0; this.#status === 'open'; attempt += 1) {
+    for (let attempt = 0; this.#core.isOpen; attempt += 1) {
       // The doubt outlives this call: a release retried after a failure must not free the slot either.
-      const doubtful = this.#doubtful.has(entry.key);
+      const doubtful = own.doubtful.has(entry.key);
       try {
-        if (doubtful) await this.#send(() => this.#client.kv.txn(this.#guardedDelete(key, this.#created(entry)), this.#attempt()));
-        else await this.#send(() => this.#client.kv.deleteRange({ key }, this.#attempt()));
-        this.#live.delete(entry.key);
+        const request: () => Promise<unknown> = doubtful
+          ? () => this.#client.kv.txn(guardedDelete(key, EtcdEntry.createdAt(entry)), this.#attempt())
+          : () => this.#client.kv.deleteRange({ key }, this.#attempt());
+        await this.#core.send(this.#rpc(request));
+        own.live.delete(entry.key);
         const slot = slotOf(entry.key);
-        if (slot !== undefined && !doubtful) this.#slots.free(entry.queue, slot);
+        if (slot !== undefined && !doubtful) own.slots.free(entry.queue, slot);
         return;
       } catch (error) {
-        if (this.#requests.ended) return;
-        if (!doubtful) this.#doubtful.add(entry.key); // sent, fate unknown (or refused: doubt costs only the slot)
-        if (!isRecoverableError(error as Error)) throw this.#map(error);
+        if (this.#core.ended) return;
+        if (!doubtful) own.doubtful.add(entry.key); // sent, fate unknown (or refused: doubt costs only the slot)
+        if (!isRecoverableError(error as Error)) throw this.#core.mapFailure(error);
         await backoff(attempt);
       }
     }
-  }
-
-  /** A delete of exactly the incarnation of the key we created (etcd#22082). */
-  #guardedDelete(key: Buffer, createdAt: bigint): ITxnRequest {
-    return { compare: [{ key, target: 'Create', result: 'Equal', create_revision: createdAt.toString() }], success: [{ request_delete_range: { key } }], failure: [] };
   }
 
   /**
@@ -465,9 +274,9 @@ export class EtcdDriver implements Driver {
    * reused), and the revision of that read.
    */
   async #lookUp(entry: Entry): Promise<{ kv: IKeyValue | undefined; revision: bigint }> {
-    const response = await this.#retry(() => this.#client.kv.range({ key: Buffer.from(entry.key) }, this.#attempt()));
+    const response = await this.#core.retry(this.#rpc(() => this.#client.kv.range({ key: Buffer.from(entry.key) }, this.#attempt())));
     const kv = response.kvs[0];
-    return { kv: kv !== undefined && BigInt(kv.create_revision) === this.#created(entry) ? kv : undefined, revision: BigInt(response.header.revision) };
+    return { kv: kv !== undefined && BigInt(kv.create_revision) === EtcdEntry.createdAt(entry) ? kv : undefined, revision: BigInt(response.header.revision) };
   }
 
   async read(entry: Entry): Promise<string | null> {
@@ -476,14 +285,14 @@ export class EtcdDriver implements Driver {
 
   async describe(queue: string): Promise<EntryInfo[]> {
     const prefix = queuePrefix(this.#namespace, queue);
-    const response = await this.#retry(() => this.#client.kv.range({ key: Buffer.from(prefix), range_end: prefixEnd(prefix) }, this.#attempt()));
+    const response = await this.#core.retry(this.#rpc(() => this.#client.kv.range({ key: Buffer.from(prefix), range_end: prefixEnd(prefix) }, this.#attempt())));
     const values = new Map(response.kvs.map((kv) => [kv.key.toString(), kv]));
     const entries = entriesFromRange(queue, prefix, response.kvs, response.header.revision);
     const leases = [...new Set(entries.map((entry) => values.get(entry.key)!.lease))];
     const ttls = new Map(
       await Promise.all(
         leases.map(async (lease) => {
-          const { TTL } = await this.#retry(() => this.#client.leaseClient.leaseTimeToLive({ ID: lease, keys: false }, this.#attempt()));
+          const { TTL } = await this.#core.retry(this.#rpc(() => this.#client.leaseClient.leaseTimeToLive({ ID: lease, keys: false }, this.#attempt())));
           return [lease, Number(TTL)] as const;
         }),
       ),
@@ -496,273 +305,39 @@ export class EtcdDriver implements Driver {
   }
 
   async confirm(entry: Entry): Promise<boolean> {
-    etcdCounters.confirmRequests += 1;
+    this.#counters.confirmRequests += 1;
     const { kv } = await this.#lookUp(entry);
     if (kv !== undefined && kv.lease === this.#lease) return true;
-    await this.#assertLeaseAlive();
+    this.#counters.confirmRequests += 1;
+    await this.#leaseKeeper.assertAlive();
     return false;
   }
 
-  /** Our entry is gone: if the lease went with it, say so now rather than at the next keepalive. */
-  async #assertLeaseAlive(): Promise<void> {
-    etcdCounters.confirmRequests += 1;
-    const live = await this.#retry(() => this.#client.leaseClient.leaseTimeToLive({ ID: this.#lease, keys: false }, this.#attempt()));
-    if (Number(live.TTL) > 0) return;
-    const reason = new SessionLostError(`etcd lease ${this.id} expired or was revoked`);
-    this.#lose(reason);
-    throw reason;
-  }
-
   abandon(reason: Error): void {
-    if (this.#status !== 'open') return;
-    this.#end('lost', reason);
+    if (!this.#core.isOpen) return;
+    this.#core.end('lost', reason);
     this.#client.close();
   }
 
   async close(): Promise<void> {
-    if (this.#status === 'closed') return;
-    const wasOpen = this.#status === 'open';
-    this.#end('closed', new ClosedError());
+    if (this.#core.status === 'closed') return;
+    const wasOpen = this.#core.isOpen;
+    this.#core.end('closed', new ClosedError());
     try {
-      if (wasOpen) await this.#revoke(Date.now() + Math.min(this.timeoutMs, 2_000));
+      if (wasOpen) await this.#leaseKeeper.revoke(Date.now() + Math.min(this.timeoutMs, 2_000));
     } finally {
       this.#client.close();
     }
   }
 
-  /**
-   * Entries go with the lease at once instead of at its expiry. Each attempt gets its own deadline, so
-   * that a member that stopped answering costs one attempt, not the whole budget; past the budget the
-   * lease is left to expire on its own.
-   */
-  async #revoke(until: number): Promise<void> {
-    for (let attempt = 0; Date.now() < until; attempt += 1) {
-      try {
-        await this.#members.attempt(() => this.#client.leaseClient.leaseRevoke({ ID: this.#lease }, { deadline: Math.min(until, this.#attempt().deadline) }), this.timeoutMs);
-        return;
-      } catch (error) {
-        if (error instanceof EtcdLeaseInvalidError || !isRecoverableError(error as Error)) return;
-        await backoff(attempt);
-      }
-    }
-  }
-
-  /**
-   * Keys of ours (they carry our lease id) that no enqueue is in flight for and no handle or waiter
-   * stands for: an attempt of an enqueue applied after the entry was released, or an enqueue that
-   * failed after its request reached the server. Deleted here, guarded by their create revision, so
-   * that they never block a queue for the rest of the session. Costs nothing when there are none.
-   */
-  #removeOrphans(prefix: string, kvs: readonly StoredKey[]): void {
-    const ours = `${prefix}${this.id}-`;
-    for (const kv of kvs) {
-      const key = kv.key.toString();
-      if (!key.startsWith(ours) || this.#live.has(key) || this.#enqueuing.has(key) || this.#removing.has(key) || this.#status !== 'open') continue;
-      this.#removing.add(key);
-      const guarded = this.#guardedDelete(Buffer.from(key), BigInt(kv.create_revision));
-      this.#send(() => this.#client.kv.txn(guarded, this.#attempt())).then(
-        (response) => {
-          if (response.succeeded) etcdCounters.orphansRemoved += 1;
-        },
-        () => undefined, // seen again at the next listing
-      ).finally(() => this.#removing.delete(key));
-    }
-  }
-
-  /** Keeps listing `queue` every third of the TTL for a minute: a late attempt shows up there. */
-  #unsettle(queue: string): void {
-    this.#unsettled.set(queue, performance.now() + 60_000);
-    if (this.#sweeper !== undefined) return;
-    let listing = false;
-    this.#sweeper = setInterval(() => {
-      if (listing) return; // the last tick's listings are still retrying (a member down)
-      listing = true;
-      const lists: Promise<unknown>[] = [];
-      for (const [unsettled, until] of this.#unsettled) {
-        if (performance.now() > until) this.#unsettled.delete(unsettled);
-        else lists.push(this.list(unsettled).catch(() => undefined));
-      }
-      void Promise.all(lists).finally(() => (listing = false));
-      if (this.#unsettled.size === 0 || this.#status !== 'open') {
-        clearInterval(this.#sweeper);
-        this.#sweeper = undefined;
-      }
-    }, Math.max(Math.floor(this.timeoutMs / 3), 50));
-    this.#sweeper.unref();
-  }
-
-  /**
-   * The backstop for a watch that stays silent. A member cut off from its peers keeps its watch streams
-   * open and never sends the delete (etcd3 does not ask for etcd's require-leader, as Go's client does),
-   * and etcd3 watchers are known to go quiet. So while anything is watched, every keepalive interval,
-   * the session reads each queue it watches in (one keys-only read per queue, whoever waits in it) and
-   * wakes the waiters of every watched key that is gone, and every queue-change wait whose queue has
-   * changed. A read made after a wait began shows whatever its watch should have: nothing is woken
-   * that a watch would not have woken.
-   */
-  #ensureWatchCheck(): void {
-    if (this.#watchCheck !== undefined || this.#status !== 'open') return;
-    let checking = false;
-    this.#watchCheck = setInterval(() => {
-      if (this.#status !== 'open' || (this.#watched.size === 0 && this.#prefixWaits.size === 0)) {
-        clearInterval(this.#watchCheck);
-        this.#watchCheck = undefined;
-        return;
-      }
-      if (checking) return; // the last check is still retrying (a member down)
-      checking = true;
-      this.#checkWatched().then(
-        () => (checking = false),
-        () => (checking = false),
-      );
-    }, Math.max(Math.floor(this.timeoutMs / 4), 50));
-    this.#watchCheck.unref();
-  }
-
-  async #checkWatched(): Promise<void> {
-    // Taken now: only waits that began before the reads below are judged by them.
-    const byQueue = new Map<string, { keys: [string, Watched][]; changes: PrefixWait[] }>();
-    const of = (prefix: string): { keys: [string, Watched][]; changes: PrefixWait[] } => {
-      let waits = byQueue.get(prefix);
-      if (waits === undefined) byQueue.set(prefix, (waits = { keys: [], changes: [] }));
-      return waits;
-    };
-    for (const [id, watched] of this.#watched) of(watched.key.slice(0, watched.key.lastIndexOf('/') + 1)).keys.push([id, watched]);
-    for (const wait of this.#prefixWaits.values()) of(wait.prefix).changes.push(wait);
-    await Promise.all(
-      [...byQueue].map(async ([prefix, { keys, changes }]) => {
-        const response = await this.#listing(prefix);
-        const live = new Map(response.kvs.map((kv) => [kv.key.toString(), BigInt(kv.create_revision)]));
-        for (const [id, watched] of keys) if (live.get(watched.key) !== watched.createdAt) this.#wake(id);
-        if (changes.length === 0) return;
-        // Every change wait on one prefix waits in the same queue: its entries are read once.
-        const now = entriesFromRange(changes[0]!.queue, prefix, response.kvs, response.header.revision);
-        for (const wait of changes) if (!sameEntries(now, wait.seen)) wait.wake();
-      }),
-    );
-  }
-
-  #adopt(key: Buffer, found: IRangeResponse | undefined): void {
-    const kv = found?.kvs[0];
-    if (kv === undefined || kv.lease !== this.#lease) throw new BackendError(`${key.toString()} exists but does not belong to lease ${this.id}`);
-    etcdCounters.adopted += 1;
-  }
-
-  /** The create revision of the incarnation of the key the entry stands for. */
-  #created(entry: Entry): bigint {
-    // A downgraded entry's order is not its key's create revision: the delete guard needs the latter.
-    return EtcdEntry.createdAt(entry);
-  }
-
-  /**
-   * One etcd watch per watched key, shared by every local waiter on it. The watcher is made and its
-   * listeners attached in one go (not after `create()` resolves, a tick later): etcd may send the
-   * creation and a delete together. Every watcher is tracked until it is cancelled: one left in
-   * etcd3's watch manager when the client closes (its creation still pending) makes the manager
-   * reconnect for ever, and keeps the process alive.
-   */
-  #arm(entry: Entry, watched: Watched, fromRevision: bigint): void {
-    const id = this.#incarnation(entry);
-    if (this.#status !== 'open') return this.#fail(id, this.#status === 'lost' ? new SessionLostError(`etcd lease ${this.id} is gone`) : new ClosedError());
-    const watcher = this.#client.watch().key(entry.key).startRevision(fromRevision.toString()).watcher();
-    this.#watchers.add(watcher);
-    let created = false;
-    watcher.on('connected', () => {
-      if (created) return; // created again by etcd3 after a reconnect: the recheck below replaced it
-      created = true;
-      if (this.#watched.get(id) !== watched) return this.#drop(watcher);
-      watched.watcher = watcher;
-      countWatch(entry.key, 1);
-    });
-    watcher.on('delete', () => {
-      if (this.muteWatchEvents) return;
-      etcdCounters.notifications += 1;
-      this.#wake(id);
-    });
-    // etcd3 watchers can go quiet after a reconnect: look again, and watch again from what we read.
-    watcher.on('disconnected', () => created && this.#recheck(entry, watched, watcher));
-    watcher.on('error', (error: unknown) => {
-      if (created) {
-        // etcd ended the watch itself (its start revision compacted away, a permission withdrawn), and
-        // etcd3 has let go of it already: forgotten, not cancelled, since a cancel would wait for an
-        // answer etcd never sends (the watcher would stay in etcd3's closing set until a reconnect).
-        this.#watchers.delete(watcher);
-        return this.#recheck(entry, watched, watcher);
-      }
-      this.#drop(watcher);
-      // Only if the wait it was made for is still the current one for this incarnation.
-      if (this.#watched.get(id) === watched) this.#fail(id, this.#map(error));
-    });
-  }
-
-  /** @internal For tests: watchers etcd3 has sent a cancel for and still waits to hear the end of. */
-  get watchersClosing(): number {
-    return (this.#client as unknown as { watchManager: { expectedClosers: Set<unknown> } }).watchManager.expectedClosers.size;
-  }
-
-  /** Cancels a watcher of ours, once. */
-  #drop(watcher: Watcher): void {
-    if (this.#watchers.delete(watcher)) void watcher.cancel().catch(() => undefined);
-  }
-
-  #recheck(entry: Entry, watched: Watched, watcher: Watcher): void {
-    const id = this.#incarnation(entry);
-    if (watched.watcher !== watcher || this.#status !== 'open') return;
-    watched.watcher = undefined;
-    countWatch(entry.key, -1);
-    this.#drop(watcher);
-    this.#lookUp(entry).then(
-      ({ kv, revision }) => {
-        if (kv === undefined) this.#wake(id);
-        else if (this.#watched.get(id) === watched) this.#arm(entry, watched, revision + 1n);
-      },
-      (error: unknown) => this.#fail(id, error),
-    );
-  }
-
-  #wake(id: string): void {
-    const watched = this.#watched.get(id);
-    if (watched === undefined) return;
-    this.#unwatch(id, watched);
-    for (const waiter of watched.waiters) waiter.resolve();
-  }
-
-  #fail(id: string, error: unknown): void {
-    const watched = this.#watched.get(id);
-    if (watched === undefined) return;
-    this.#unwatch(id, watched);
-    for (const waiter of watched.waiters) waiter.reject(error);
-  }
-
-  #unwatch(id: string, watched: Watched): void {
-    if (this.#watched.get(id) === watched) this.#watched.delete(id);
-    if (watched.watcher === undefined) return;
-    countWatch(watched.key, -1);
-    this.#drop(watched.watcher);
-    watched.watcher = undefined;
-  }
-
-  /** The watch id of an entry: its key and the create revision of the incarnation it stands for. */
-  #incarnation(entry: Entry): string {
-    return `${entry.key}@${this.#created(entry)}`;
-  }
-
-  #lose(reason: SessionLostError): void {
-    if (this.#status !== 'open') return;
-    this.#end('lost', reason);
-    this.#client.close();
-    this.#events?.status('lost', reason);
-  }
-
-  #end(status: 'lost' | 'closed', reason: Error): void {
-    this.#status = status;
-    this.#keepAlive.stop();
-    clearInterval(this.#sweeper);
-    for (const id of [...this.#watched.keys()]) this.#fail(id, reason);
-    clearInterval(this.#watchCheck);
-    for (const end of [...this.#prefixWaits.keys()]) end(reason);
-    for (const watcher of [...this.#watchers]) this.#drop(watcher);
-    this.#requests.end(reason);
+  /** The session ends: the keepalive, the sweeper and the backstop stop; every watch and wait fails with `reason`. */
+  #onEnd(reason: Error): void {
+    this.#leaseKeeper.stop();
+    this.#own.stop();
+    this.#keyWatches.failAll(reason);
+    this.#backstop.stop();
+    this.#prefixWatches.endAll(reason);
+    this.#watchers.dropAll();
   }
 
   /**
@@ -774,75 +349,29 @@ export class EtcdDriver implements Driver {
     return { deadline: Date.now() + attemptMs(this.timeoutMs) };
   }
 
-  /**
-   * A request that settles when the session ends, whatever the client does with it. A member that let
-   * it run out its deadline is tried last by the calls that follow.
-   */
-  #send<T>(request: () => Promise<T>, recover?: Recover<T>): Promise<T> {
-    return this.#requests.call((done) => this.#members.send(request, this.timeoutMs, done), recover);
+  /** A unary request as the core sends it: a member that let it run out its deadline is tried last by the calls that follow. */
+  #rpc<T>(request: () => Promise<T>): Start<T> {
+    return (done) => this.#members.send(request, this.timeoutMs, done);
   }
 
-
-  /** Retries requests that failed on the way (a lost reply, an unavailable member); maps the rest. */
-  #retry<T>(request: () => Promise<T>): Promise<T> {
-    if (this.#status !== 'open') return this.#retryAfter(request, 0); // throws the session's end
-    // The first attempt without an async frame or a `.then` of its own: most requests need no other.
-    return this.#send(request, (error) => {
-      if (!retriable(error)) throw this.#map(error);
-      return backoff(0).then(() => this.#retryAfter(request, 1));
-    });
+  /** What `baton-locks/testing` may see (see `EtcdView`). */
+  #view(): EtcdView {
+    const driver = this;
+    return {
+      get keepAliveMember() {
+        return driver.#leaseKeeper.member;
+      },
+      get keepAliveOpens() {
+        return driver.#leaseKeeper.opens;
+      },
+      get prefersLiveMembers() {
+        return driver.#members.installed;
+      },
+      get watchersClosing() {
+        return driver.#watchers.closing;
+      },
+    };
   }
-
-  async #retryAfter<T>(request: () => Promise<T>, from: number): Promise<T> {
-    for (let attempt = from; ; attempt += 1) {
-      if (this.#status === 'lost') throw new SessionLostError(`etcd lease ${this.id} is gone`);
-      if (this.#status === 'closed') throw new ClosedError();
-      try {
-        return await this.#send(request);
-      } catch (error) {
-        if (!retriable(error)) throw this.#map(error);
-        await backoff(attempt);
-      }
-    }
-  }
-
-  #map(error: unknown): Error {
-    if (error instanceof BatonError) return error;
-    if (outOfSpace(error)) {
-      return new BackendError(OUT_OF_SPACE, { cause: error });
-    }
-    if (error instanceof EtcdPermissionDeniedError) {
-      return new AccessDeniedError(`etcd refused the request (permission denied): this user may not use ${this.#namespace}/`, { cause: error });
-    }
-    if (error instanceof EtcdLeaseInvalidError) {
-      const reason = new SessionLostError(`etcd lease ${this.id} is gone`, { cause: error });
-      this.#lose(reason);
-      return reason;
-    }
-    return new BackendError('etcd request failed', { cause: error });
-  }
-}
-
-/**
- * A request to send again: one that failed on the way (etcd3's recoverable errors), but not a write
- * refused for lack of space, which etcd counts among them (RESOURCE_EXHAUSTED) though it lasts until an
- * operator steps in: retried, every acquire would hang, past its timeout, for as long as the alarm.
- */
-function retriable(error: unknown): boolean {
-  return !(error instanceof BatonError) && isRecoverableError(error as Error) && !outOfSpace(error);
-}
-
-const OUT_OF_SPACE =
-  'etcd is out of space (its NOSPACE alarm is raised): it refuses new entries and leases until an operator compacts and defragments it and disarms the alarm';
-
-/** etcd's answer to a write while its NOSPACE alarm is raised. */
-function outOfSpace(error: unknown): boolean {
-  return error instanceof Error && error.message.includes('database space exceeded');
-}
-
-/** How long one attempt of a request may take: a third of the TTL, so a hung member costs one of three. */
-function attemptMs(ttlMs: number): number {
-  return Math.max(Math.floor(ttlMs / 3), 500);
 }
 
 /** How many queues' range reads are kept. */

@@ -1,7 +1,7 @@
 import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
 import { ClosedError, SessionLostError } from '../../../recipes/errors.js';
-import type { Driver, DriverEvents, EntryInfo } from '../driver.js';
-import { sameEntries } from '../requests.js';
+import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
+import { sameEntries } from '../waiters.js';
 import type { MemoryStore } from './store.js';
 
 /** A session on an in-process store. Same contract as the server backends, for demos and unit tests. */
@@ -78,7 +78,7 @@ export class MemoryDriver implements Driver {
     return this.#store.get(entry.key)?.owner === this.id;
   }
 
-  /** Test helper: the server side ends the session, as a ZooKeeper expiry or an etcd lease revoke would. */
+  /** The server side ends the session (`abandon`, and `expireMemorySession` of `baton-locks/testing`), as a ZooKeeper expiry or an etcd lease revoke would. */
   expire(): void {
     if (this.#status !== 'open') return;
     this.#status = 'lost';

@@ -13,6 +13,13 @@ export interface StoredEntry extends Entry {
  * when a queue empties and starts again, like etcd's revisions.
  */
 export class MemoryStore {
+  #notificationsSent = 0;
+
+  /** How many watch notifications the store has sent, as a server's metrics would count them. */
+  get notificationsSent(): number {
+    return this.#notificationsSent;
+  }
+
   #revision = 0n;
   #nextSession = 1;
   readonly #queues = new Map<string, Map<string, StoredEntry>>();
@@ -62,7 +69,7 @@ export class MemoryStore {
     registry.delete(path);
     queueMicrotask(() => {
       for (const notify of watchers) {
-        memoryCounters.notifications += 1;
+        this.#notificationsSent += 1;
         notify();
       }
     });
@@ -98,9 +105,6 @@ export class MemoryStore {
     return keys;
   }
 }
-
-/** Counters for tests and benchmarks, like the ZooKeeper backend's. */
-export const memoryCounters = { notifications: 0 };
 
 function register(registry: Map<string, Set<() => void>>, path: string, notify: () => void): () => void {
   let watchers = registry.get(path);

@@ -1,4 +1,9 @@
-import type { Backend, Entry } from '../../recipes/contract.js';
+/**
+ * The port the session needs from a backend's driver: the recipes' `Backend` plus the lifecycle the
+ * session drives (attach, abandon, close) and the reports it listens to. Declared beside its consumer,
+ * `session.ts`; every driver under `backends/` implements it.
+ */
+import type { Backend, Entry } from '../recipes/contract.js';
 
 /** What a backend reports about its connection; the session turns it into user-visible states. */
 export type DriverStatus = 'connected' | 'suspended' | 'lost';
@@ -52,22 +57,4 @@ export interface EntryInfo {
   readonly expiresInMs?: number;
   /** What the entry was created with (an election candidate's id); `''` if nothing. */
   readonly data: string;
-}
-
-/** Reports each foreign key of a queue once per driver: the reports are for operators, not a stream. */
-export class ForeignReporter {
-  readonly #reported = new Set<string>();
-  #events: DriverEvents | undefined;
-
-  attach(events: DriverEvents): void {
-    this.#events = events;
-  }
-
-  report(queue: string, keys: readonly string[]): void {
-    for (const key of keys) {
-      if (this.#reported.has(key)) continue;
-      this.#reported.add(key);
-      this.#events?.foreign(queue, key);
-    }
-  }
 }

@@ -1,0 +1,160 @@
+import { ClosedError, type SessionLostError } from '../../recipes/errors.js';
+import { backoff } from '../backoff.js';
+import type { DriverEvents } from '../driver-port.js';
+import { ForeignReporter } from './foreign.js';
+import { InFlight, type Recover, type Start } from './requests.js';
+
+/** Where a driver's session stands: in use, lost (expired, revoked, abandoned) or closed by its user. */
+export type CoreStatus = 'open' | 'lost' | 'closed';
+
+/** How a backend's failures read: what one backend knows of its client's errors. */
+export interface FailurePolicy {
+  /** The request failed on the way (a lost connection or reply) and may be sent again. */
+  retriable(error: unknown): boolean;
+  /** The failure in the recipes' terms (keeping the client's error as `cause`). No side effect. */
+  map(error: unknown): Error;
+  /** The server says the session is gone: the session is lost before the request's caller hears of it. */
+  sessionGone(error: unknown): boolean;
+  /** The error a request meets once the session was lost (the loss itself may have had another reason). */
+  lostError(cause?: unknown): SessionLostError;
+}
+
+/** What a driver does at the two ends of its session's life, on top of what the core does. */
+export interface EndHooks {
+  /** Before each request is handed to the client (a request pipeline's preparation). */
+  beforeSend(): void;
+  /** The session ends: the driver stops its timers and fails its waiters with `reason`. */
+  onEnd(reason: Error): void;
+  /** The session was lost (not closed by its user): the driver lets go of its client. */
+  onLost(): void;
+}
+
+/**
+ * The skeleton every driver shares: its status, its reports to the session, the requests it has in
+ * flight, and the retry and failure mapping around each request. A backend brings its failure policy
+ * and its end hooks; everything it sends goes through `send` or `retry`, so that the session's end
+ * settles every request, and a reply saying the session is gone loses it at once.
+ */
+export class DriverCore {
+  #status: CoreStatus = 'open';
+  #events: DriverEvents | undefined;
+  readonly foreign = new ForeignReporter();
+  readonly #failures: FailurePolicy;
+  readonly #hooks: EndHooks;
+  readonly #requests: InFlight;
+
+  constructor(failures: FailurePolicy, hooks: EndHooks) {
+    this.#failures = failures;
+    this.#hooks = hooks;
+    this.#requests = new InFlight((error) => this.#onRequestFailed(error));
+  }
+
+  get status(): CoreStatus {
+    return this.#status;
+  }
+
+  get isOpen(): boolean {
+    return this.#status === 'open';
+  }
+
+  /** Whether the session has ended (every request in flight then settled with its end). */
+  get ended(): boolean {
+    return this.#requests.ended;
+  }
+
+  /** How many requests are in flight. */
+  get inFlight(): number {
+    return this.#requests.size;
+  }
+
+  /** The session's listener, once attached (see `Driver.attach`). */
+  get events(): DriverEvents | undefined {
+    return this.#events;
+  }
+
+  attach(events: DriverEvents): void {
+    this.#events = events;
+    this.foreign.attach(events);
+  }
+
+  /**
+   * A request that settles when the session ends, whatever the client does with it; a failure goes to
+   * `recover` if given (see `InFlight.call`).
+   */
+  send<T>(request: Start<T>, recover?: Recover<T>): Promise<T> {
+    this.#hooks.beforeSend();
+    return this.#requests.call(request, recover);
+  }
+
+  /** `send` without the pipeline's preparation, for requests the caller prepared itself (sent together). */
+  sendPrepared<T>(request: Start<T>, recover?: Recover<T>): Promise<T> {
+    return this.#requests.call(request, recover);
+  }
+
+  /**
+   * Sends a request again while it fails only on the way (the client queues it until it has
+   * reconnected); any other failure is mapped onto the recipes' errors.
+   */
+  retry<T>(request: Start<T>): Promise<T> {
+    if (this.#status !== 'open') return this.#retryAfter(request, 0); // throws the session's end
+    // The first attempt without an async frame or a `.then` of its own: most requests need no other.
+    return this.send(request, (error) => {
+      if (!this.#failures.retriable(error)) throw this.#failures.map(error);
+      return backoff(0).then(() => this.#retryAfter(request, 1));
+    });
+  }
+
+  async #retryAfter<T>(request: Start<T>, from: number): Promise<T> {
+    for (let attempt = from; ; attempt += 1) {
+      this.assertOpen();
+      try {
+        return await this.send(request);
+      } catch (error) {
+        if (!this.#failures.retriable(error)) throw this.#failures.map(error);
+        await backoff(attempt);
+      }
+    }
+  }
+
+  /** A failure in the recipes' terms (the backend's `FailurePolicy.map`). */
+  mapFailure(error: unknown): Error {
+    return this.#failures.map(error);
+  }
+
+  /** Throws what a request made now would meet: the session's loss, or its close. */
+  assertOpen(): void {
+    if (this.#status === 'lost') throw this.#failures.lostError();
+    if (this.#status === 'closed') throw new ClosedError();
+  }
+
+  /** The error a wait begun now would meet, if the session has ended. */
+  endError(): Error | undefined {
+    if (this.#status === 'lost') return this.#failures.lostError();
+    if (this.#status === 'closed') return new ClosedError();
+    return undefined;
+  }
+
+  /** Stops using the session: the driver's end hook runs, and every request in flight fails with `reason`. */
+  end(status: 'lost' | 'closed', reason: Error): void {
+    this.#status = status;
+    this.#hooks.onEnd(reason);
+    this.#requests.end(reason);
+  }
+
+  /** The session is gone (expired, revoked, or a reply said so): ended, the client let go of, the session told. */
+  lose(reason: SessionLostError): void {
+    if (this.#status !== 'open') return;
+    this.end('lost', reason);
+    this.#hooks.onLost();
+    this.#events?.status('lost', reason);
+  }
+
+  /**
+   * Every failed request passes here before its caller sees the error. A reply saying the session is
+   * gone can arrive while the connection still stands, before the client reports it: the session is
+   * lost from that moment, so that no caller is told of the loss while the session still looks alive.
+   */
+  #onRequestFailed(error: unknown): void {
+    if (this.#status === 'open' && this.#failures.sessionGone(error)) this.lose(this.#failures.lostError(error));
+  }
+}

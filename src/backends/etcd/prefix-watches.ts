@@ -1,0 +1,89 @@
+import type { Abortable, Entry } from '../../../recipes/contract.js';
+import type { EtcdWatchers } from './watches.js';
+
+/** A wait for a change of a queue, as the backstop sees it. */
+export interface PrefixWait {
+  readonly queue: string;
+  readonly prefix: string;
+  readonly seen: readonly Entry[];
+  /** Ends the wait: the caller lists the queue again. */
+  readonly wake: () => void;
+}
+
+/** What the prefix watches need of their driver. */
+export interface PrefixWatchHost {
+  /** The error a new watch meets once the session has ended, or undefined while it is open. */
+  endError(): Error | undefined;
+  /** A watch failure in the recipes' terms. */
+  mapFailure(error: unknown): Error;
+}
+
+/** The session's waits for a change of a queue (election observers), one etcd prefix watch each. */
+export class PrefixWatches {
+  readonly #watchers: EtcdWatchers;
+  readonly #host: PrefixWatchHost;
+  /** Every queue-change wait in progress, by the function that ends it when the session ends. */
+  readonly #waits = new Map<(reason: Error) => void, PrefixWait>();
+
+  constructor(watchers: EtcdWatchers, host: PrefixWatchHost) {
+    this.#watchers = watchers;
+    this.#host = host;
+  }
+
+  get size(): number {
+    return this.#waits.size;
+  }
+
+  /** The waits in progress (for the backstop). */
+  values(): IterableIterator<PrefixWait> {
+    return this.#waits.values();
+  }
+
+  /**
+   * Resolves at the first put or delete under `prefix` from revision `from` on, or when the watch
+   * stream breaks (the caller lists again: etcd3 watchers can go quiet after a reconnect).
+   */
+  watch(queue: string, prefix: string, seen: readonly Entry[], from: bigint, signal: Abortable): Promise<void> {
+    signal.throwIfAborted();
+    const ended = this.#host.endError();
+    if (ended !== undefined) return Promise.reject(ended);
+    return new Promise<void>((resolve, reject) => {
+      const watcher = this.#watchers.client.watch().prefix(prefix).startRevision(from.toString()).watcher();
+      this.#watchers.track(watcher);
+      this.#watchers.count(prefix, 1);
+      const finish = (settle: () => void): void => {
+        if (!this.#waits.delete(end)) return;
+        signal.removeEventListener('abort', onAbort);
+        this.#watchers.count(prefix, -1);
+        this.#watchers.drop(watcher);
+        settle();
+      };
+      const end = (reason: Error): void => finish(() => reject(reason));
+      const onAbort = (): void => finish(() => reject(signal.reason));
+      this.#waits.set(end, { queue, prefix, seen, wake: () => finish(resolve) });
+      signal.addEventListener('abort', onAbort, { once: true });
+      const changed = (): void => {
+        if (this.#watchers.heard()) finish(resolve);
+      };
+      let created = false;
+      watcher.on('connected', () => (created = true));
+      watcher.on('put', changed);
+      watcher.on('delete', changed);
+      watcher.on('disconnected', () => finish(resolve));
+      watcher.on('error', (error: unknown) => {
+        if (created) {
+          // etcd ended the watch itself (its start revision compacted away), and etcd3 has let go of it
+          // already: forgotten, not cancelled. The caller looks again, as after any wake.
+          this.#watchers.forget(watcher);
+          return finish(resolve);
+        }
+        finish(() => reject(this.#host.mapFailure(error)));
+      });
+    });
+  }
+
+  /** The session ended: every wait fails with `reason`. */
+  endAll(reason: Error): void {
+    for (const end of [...this.#waits.keys()]) end(reason);
+  }
+}

@@ -1,0 +1,209 @@
+import type { Etcd3, IKeyValue, Watcher } from 'etcd3';
+import type { Abortable, Entry } from '../../../recipes/contract.js';
+import type { EtcdCounters, EtcdProbe } from '../probe.js';
+import { addWaiter, type Waiter } from '../waiters.js';
+import { EtcdEntry } from './keys.js';
+
+/**
+ * Every etcd3 watcher of a session not cancelled yet, created or still being created: one left in
+ * etcd3's watch manager when the client closes (its creation still pending) makes the manager reconnect
+ * for ever, and keeps the process alive. Also what a test probe sees of them.
+ */
+export class EtcdWatchers {
+  readonly client: Etcd3;
+  readonly #live = new Set<Watcher>();
+  readonly #probe: EtcdProbe | undefined;
+  readonly #counters: EtcdCounters;
+
+  constructor(client: Etcd3, probe: EtcdProbe | undefined, counters: EtcdCounters) {
+    this.client = client;
+    this.#probe = probe;
+    this.#counters = counters;
+  }
+
+  track(watcher: Watcher): void {
+    this.#live.add(watcher);
+  }
+
+  /** etcd ended the watch itself, and etcd3 has let go of it: forgotten, not cancelled (see `KeyWatches.#arm`). */
+  forget(watcher: Watcher): void {
+    this.#live.delete(watcher);
+  }
+
+  /** Cancels a watcher of ours, once. */
+  drop(watcher: Watcher): void {
+    if (this.#live.delete(watcher)) void watcher.cancel().catch(() => undefined);
+  }
+
+  dropAll(): void {
+    for (const watcher of [...this.#live]) this.drop(watcher);
+  }
+
+  /** A watch event arrived: whether to act on it (a test may mute every watch, as if its stream went silent). */
+  heard(): boolean {
+    if (this.#probe?.muteWatchEvents === true) return false;
+    this.#counters.notifications += 1;
+    return true;
+  }
+
+  /** A key or prefix watched (+1) or no longer (-1), for a test's clean-state check. */
+  count(key: string, delta: 1 | -1): void {
+    const watches = this.#probe?.watches;
+    if (watches === undefined) return;
+    const count = (watches.get(key) ?? 0) + delta;
+    if (count > 0) watches.set(key, count);
+    else watches.delete(key);
+  }
+
+  /** Watchers etcd3 has sent a cancel for and still waits to hear the end of. */
+  get closing(): number {
+    return (this.client as unknown as { watchManager: { expectedClosers: Set<unknown> } }).watchManager.expectedClosers.size;
+  }
+}
+
+/** The watch of one incarnation of a key, shared by its local waiters. */
+export interface Watched {
+  /** The etcd key watched (the map holding this is keyed by incarnation). */
+  readonly key: string;
+  /** Its create revision: the incarnation waited for. */
+  readonly createdAt: bigint;
+  readonly waiters: Set<Waiter>;
+  watcher?: Watcher | undefined;
+}
+
+/** What the key watches need of their driver. */
+export interface KeyWatchHost {
+  /** The error a new watch meets once the session has ended, or undefined while it is open. */
+  endError(): Error | undefined;
+  isOpen(): boolean;
+  /** A watch failure in the recipes' terms. */
+  mapFailure(error: unknown): Error;
+  /** The entry's key as it stands now, if still the incarnation the entry stands for, and the revision read. */
+  lookUp(entry: Entry): Promise<{ kv: IKeyValue | undefined; revision: bigint }>;
+}
+
+/**
+ * One etcd watch per incarnation of a key (key and create revision), shared by its local waiters. Keys
+ * are reused, so a waiter for an earlier incarnation must not join a watch that started after it.
+ */
+export class KeyWatches {
+  readonly #watchers: EtcdWatchers;
+  readonly #host: KeyWatchHost;
+  readonly #watched = new Map<string, Watched>();
+
+  constructor(watchers: EtcdWatchers, host: KeyWatchHost) {
+    this.#watchers = watchers;
+    this.#host = host;
+  }
+
+  get size(): number {
+    return this.#watched.size;
+  }
+
+  /** The watches in progress, by incarnation (for the backstop). */
+  entries(): IterableIterator<[string, Watched]> {
+    return this.#watched.entries();
+  }
+
+  /** Resolves when `entry`'s incarnation is deleted; see `Backend.waitGone`. */
+  waitGone(entry: Entry, signal: Abortable): Promise<void> {
+    signal.throwIfAborted();
+    const id = incarnation(entry);
+    const watched = this.#watched.get(id) ?? { key: entry.key, createdAt: EtcdEntry.createdAt(entry), waiters: new Set<Waiter>() };
+    const first = !this.#watched.has(id);
+    this.#watched.set(id, watched);
+    const waiting = addWaiter(watched.waiters, signal, () => {
+      if (watched.waiters.size === 0) this.#unwatch(id, watched);
+    });
+    // From the revision after the read that showed the entry: a delete in between is still seen, and
+    // a watch that starts at the head revision is served at once (an older start revision makes etcd
+    // catch the watcher up in a background loop that runs only every 100 ms).
+    if (first) this.#arm(entry, watched, (EtcdEntry.seenAt(entry) ?? entry.order) + 1n);
+    return waiting;
+  }
+
+  /** Wakes the waiters of an incarnation (it is gone). */
+  wake(id: string): void {
+    const watched = this.#watched.get(id);
+    if (watched === undefined) return;
+    this.#unwatch(id, watched);
+    for (const waiter of watched.waiters) waiter.resolve();
+  }
+
+  /** The session ended: every waiter fails with `reason`. */
+  failAll(reason: Error): void {
+    for (const id of [...this.#watched.keys()]) this.#fail(id, reason);
+  }
+
+  /**
+   * The watcher is made and its listeners attached in one go (not after `create()` resolves, a tick
+   * later): etcd may send the creation and a delete together.
+   */
+  #arm(entry: Entry, watched: Watched, fromRevision: bigint): void {
+    const id = incarnation(entry);
+    const ended = this.#host.endError();
+    if (ended !== undefined) return this.#fail(id, ended);
+    const watcher = this.#watchers.client.watch().key(entry.key).startRevision(fromRevision.toString()).watcher();
+    this.#watchers.track(watcher);
+    let created = false;
+    watcher.on('connected', () => {
+      if (created) return; // created again by etcd3 after a reconnect: the recheck below replaced it
+      created = true;
+      if (this.#watched.get(id) !== watched) return this.#watchers.drop(watcher);
+      watched.watcher = watcher;
+      this.#watchers.count(entry.key, 1);
+    });
+    watcher.on('delete', () => {
+      if (this.#watchers.heard()) this.wake(id);
+    });
+    // etcd3 watchers can go quiet after a reconnect: look again, and watch again from what we read.
+    watcher.on('disconnected', () => created && this.#recheck(entry, watched, watcher));
+    watcher.on('error', (error: unknown) => {
+      if (created) {
+        // etcd ended the watch itself (its start revision compacted away, a permission withdrawn), and
+        // etcd3 has let go of it already: forgotten, not cancelled, since a cancel would wait for an
+        // answer etcd never sends (the watcher would stay in etcd3's closing set until a reconnect).
+        this.#watchers.forget(watcher);
+        return this.#recheck(entry, watched, watcher);
+      }
+      this.#watchers.drop(watcher);
+      // Only if the wait it was made for is still the current one for this incarnation.
+      if (this.#watched.get(id) === watched) this.#fail(id, this.#host.mapFailure(error));
+    });
+  }
+
+  #recheck(entry: Entry, watched: Watched, watcher: Watcher): void {
+    const id = incarnation(entry);
+    if (watched.watcher !== watcher || !this.#host.isOpen()) return;
+    watched.watcher = undefined;
+    this.#watchers.count(entry.key, -1);
+    this.#watchers.drop(watcher);
+    this.#host.lookUp(entry).then(
+      ({ kv, revision }) => {
+        if (kv === undefined) this.wake(id);
+        else if (this.#watched.get(id) === watched) this.#arm(entry, watched, revision + 1n);
+      },
+      (error: unknown) => this.#fail(id, error),
+    );
+  }
+
+  #fail(id: string, error: unknown): void {
+    const watched = this.#watched.get(id);
+    if (watched === undefined) return;
+    this.#unwatch(id, watched);
+    for (const waiter of watched.waiters) waiter.reject(error);
+  }
+
+  #unwatch(id: string, watched: Watched): void {
+    if (this.#watched.get(id) === watched) this.#watched.delete(id);
+    if (watched.watcher === undefined) return;
+    this.#watchers.count(watched.key, -1);
+    this.#watchers.drop(watched.watcher);
+    watched.watcher = undefined;
+  }
+}
+
+/** The watch id of an entry: its key and the create revision of the incarnation it stands for. */
+function incarnation(entry: Entry): string {
+  return `${entry.key}@${EtcdEntry.createdAt(entry)}`;
+}

@@ -1,0 +1,105 @@
+/**
+ * The port through which `baton-locks/testing` reaches into a driver: counters, fault hooks, and a view
+ * of the driver's state. The test build hands a probe to each driver it opens (see `connectWith` in
+ * connect.ts); the package's own `connect` hands none, so a production session has no test power and
+ * shares no state with any other.
+ */
+
+/**
+ * Runs inside mkdirp after its look for the deepest existing ancestor, before its creates (tests race
+ * it). Declared here, free of any client's types: the testing subpath's declarations reach it.
+ */
+export type AfterLook = (deepest: string) => Promise<void>;
+
+/** A probe for one driver: what it counts into, what it obeys, and where it shows its view. */
+export interface Probe<Counters, View> {
+  /** Counted into by the driver; the test build shares one object among all its sessions. */
+  readonly counters: Counters;
+  /** Receives the driver's view once it is open. */
+  expose(view: View): void;
+}
+
+/**
+ * ZooKeeper's counts: watch notifications received (for waiters), entries adopted after a lost reply,
+ * orphans removed, enqueues that found their entry alone without a listing (and that tried to, but had
+ * to list after all), directories recycled.
+ */
+export interface ZkCounters {
+  notifications: number;
+  adopted: number;
+  orphansRemoved: number;
+  unlisted: number;
+  unlistedMissed: number;
+  recycled: number;
+}
+
+export interface ZkProbe extends Probe<ZkCounters, ZkView> {
+  /** The sequence from which a queue directory is recycled (see orphans.ts); the production limit is 2^30. */
+  readonly recycleFrom: number;
+  /** Runs inside the driver's mkdirp, between its look for the deepest ancestor and its creates. */
+  readonly afterMkdirpLook: AfterLook | undefined;
+}
+
+/** What tests may see of a ZooKeeper driver, and the orphan they may make. */
+export interface ZkView {
+  /** When the client last wrote a connect request. */
+  readonly connectingAt: number;
+  /** Whether the heartbeat is a `sync`, which only a member in touch with the leader answers. */
+  readonly heartbeatReachesLeader: boolean;
+  /** The directories found quiet, each with a watch of this session's on it. */
+  readonly quietDirectories: string[];
+  /** How many paths have local waiters for their deletion. */
+  readonly waitedPaths: number;
+  /** Whether listings are searched for this session's orphans. */
+  readonly searchesForOrphans: boolean;
+  /** To end the session from a second connection, as ZooKeeper allows. */
+  sessionCredentials(): { sessionId: Buffer; sessionPassword: Buffer };
+  /** Creates a child named like an entry of this session that it does not know of (a late create's leftover). */
+  createOrphan(queue: string, kind?: string): Promise<string>;
+}
+
+/** etcd's counts, like ZooKeeper's; `confirmRequests`: requests sent to confirm entries. */
+export interface EtcdCounters {
+  notifications: number;
+  adopted: number;
+  orphansRemoved: number;
+  confirmRequests: number;
+}
+
+export interface EtcdProbe extends Probe<EtcdCounters, EtcdView> {
+  /** Keys and prefixes watched right now, with how many sessions watch each (clean-state checks). */
+  readonly watches: Map<string, number>;
+  /** Watch events are ignored, as if every watch stream had gone silent. */
+  readonly muteWatchEvents: boolean;
+  /** Runs between a change wait's listing and its watch (to compact in between). */
+  readonly beforePrefixWatch: (() => Promise<void>) | undefined;
+}
+
+/** What tests may see of an etcd driver. */
+export interface EtcdView {
+  /** The member the lease keepalive stream is dialled to. */
+  readonly keepAliveMember: string | undefined;
+  /** How many keepalive streams were opened. */
+  readonly keepAliveOpens: number;
+  /** Whether members that stopped answering are tried last (false if etcd3's internals changed). */
+  readonly prefersLiveMembers: boolean;
+  /** Watchers etcd3 has sent a cancel for and still waits to hear the end of. */
+  readonly watchersClosing: number;
+}
+
+/** The probes of the sessions `connectWith` opens: one per driver, and word of each session opened. */
+export interface Probes {
+  zk(): ZkProbe;
+  etcd(): EtcdProbe;
+  /** Hears of each ZooKeeper or etcd session opened (a successor's too), with the probe its driver was given. */
+  opened(session: object, probe: ZkProbe | EtcdProbe): void;
+}
+
+/** Counters nobody reads: a production driver counts into its own. */
+export function zkCounters(): ZkCounters {
+  return { notifications: 0, adopted: 0, orphansRemoved: 0, unlisted: 0, unlistedMissed: 0, recycled: 0 };
+}
+
+export function etcdCounters(): EtcdCounters {
+  return { notifications: 0, adopted: 0, orphansRemoved: 0, confirmRequests: 0 };
+}

@@ -1,0 +1,112 @@
+/**
+ * `baton-locks/testing`: powers for tests, never needed in production. Sessions opened with this
+ * module's `connect` count into the counters below, obey the fault hooks, and show their driver's state
+ * through `zkProbeOf` / `etcdProbeOf`; sessions opened with the package's own `connect` have none of it.
+ * `expireMemorySession` works on any memory session.
+ */
+import { InvalidArgumentError } from '../recipes/errors.js';
+import { MemoryDriver } from './backends/memory/driver.js';
+import { etcdCounters as zeroEtcd, zkCounters as zeroZk, type AfterLook, type EtcdProbe, type EtcdView, type Probes, type ZkProbe, type ZkView } from './backends/probe.js';
+import { connectWith, type ConnectOptions } from './connect.js';
+import type { Session } from '../recipes/contract.js';
+import { internalsOf } from './session.js';
+
+export type { EtcdCounters, EtcdView, ZkCounters, ZkView } from './backends/probe.js';
+export type { AfterLook } from './backends/probe.js';
+
+/** What the ZooKeeper sessions of this process opened here counted (see `ZkCounters`). */
+export const zkCounters = zeroZk();
+/** What the etcd sessions of this process opened here counted (see `EtcdCounters`). */
+export const etcdCounters = zeroEtcd();
+/** Keys and prefixes the etcd sessions opened here watch right now, with how many sessions watch each. */
+export const etcdWatches = new Map<string, number>();
+
+/** ZooKeeper limits, lowered by tests: the sequence from which a queue directory is recycled (2^30 in production). */
+export const zkLimits = { recycleFrom: 2 ** 30 };
+/** Runs inside the driver's mkdirp, after its look for the deepest existing ancestor and before its creates. */
+export const mkdirpHooks: { afterLook?: AfterLook | undefined } = {};
+
+/** A ZooKeeper session's probe: its driver's view. */
+export interface ZkSessionProbe {
+  readonly view: ZkView;
+}
+
+/** An etcd session's probe: its driver's view, and two fault hooks for this session alone. */
+export interface EtcdSessionProbe {
+  readonly view: EtcdView;
+  /** Watch events are ignored, as if every watch stream of the session had gone silent. */
+  muteWatchEvents: boolean;
+  /** Runs between a change wait's listing and its watch (to compact in between); cleared by the caller. */
+  beforePrefixWatch: (() => Promise<void>) | undefined;
+}
+
+const zkProbes = new WeakMap<object, ZkProbe & ZkSessionProbe>();
+const etcdProbes = new WeakMap<object, EtcdProbe & EtcdSessionProbe>();
+
+function newZkProbe(): ZkProbe & ZkSessionProbe {
+  let view: ZkView | undefined;
+  return {
+    counters: zkCounters,
+    get recycleFrom() {
+      return zkLimits.recycleFrom;
+    },
+    get afterMkdirpLook() {
+      return mkdirpHooks.afterLook;
+    },
+    expose: (shown) => (view = shown),
+    get view() {
+      if (view === undefined) throw new Error('the driver has not shown its view yet');
+      return view;
+    },
+  };
+}
+
+function newEtcdProbe(): EtcdProbe & EtcdSessionProbe {
+  let view: EtcdView | undefined;
+  return {
+    counters: etcdCounters,
+    watches: etcdWatches,
+    muteWatchEvents: false,
+    beforePrefixWatch: undefined,
+    expose: (shown) => (view = shown),
+    get view() {
+      if (view === undefined) throw new Error('the driver has not shown its view yet');
+      return view;
+    },
+  };
+}
+
+const probes: Probes = {
+  zk: newZkProbe,
+  etcd: newEtcdProbe,
+  opened(session, probe) {
+    if ('recycleFrom' in probe) zkProbes.set(session, probe as ZkProbe & ZkSessionProbe);
+    else etcdProbes.set(session, probe as EtcdProbe & EtcdSessionProbe);
+  },
+};
+
+/** The package's `connect`, with this module's counters, hooks and probes wired into the session. */
+export function connect(url: string, options: ConnectOptions = {}): Promise<Session> {
+  return connectWith(url, options, probes);
+}
+
+/** The probe of a ZooKeeper session opened with this module's `connect`. */
+export function zkProbeOf(session: Session): ZkSessionProbe {
+  const probe = zkProbes.get(session);
+  if (probe === undefined) throw new InvalidArgumentError('session', session.id, "a ZooKeeper session opened with baton-locks/testing's connect");
+  return probe;
+}
+
+/** The probe of an etcd session opened with this module's `connect`. */
+export function etcdProbeOf(session: Session): EtcdSessionProbe {
+  const probe = etcdProbes.get(session);
+  if (probe === undefined) throw new InvalidArgumentError('session', session.id, "an etcd session opened with baton-locks/testing's connect");
+  return probe;
+}
+
+/** Ends a memory:// session from the "server" side, as an expiry or lease revoke would. */
+export function expireMemorySession(session: Session): void {
+  const driver = internalsOf(session).backend;
+  if (!(driver instanceof MemoryDriver)) throw new InvalidArgumentError('session', session, 'a memory:// session');
+  driver.expire();
+}

@@ -1,0 +1,109 @@
+import { describe, expect, it } from 'vitest';
+import { BackendError, BatonError, ClosedError, SessionLostError } from '../../recipes/errors.js';
+import { DriverCore, type FailurePolicy } from '../../src/backends/core.js';
+import type { DriverEvents, DriverStatus } from '../../src/driver-port.js';
+import type { Start } from '../../src/backends/requests.js';
+
+// The skeleton both server drivers stand on: a failure on the way is sent again, any other is mapped,
+// a reply saying the session is gone loses the session before its caller hears of it, and the end
+// settles every request. The backends' own suites show it with real servers; these show each rule alone.
+
+const onTheWay = new Error('connection loss');
+const gone = new Error('session expired');
+const refused = new Error('refused');
+
+const failures: FailurePolicy = {
+  retriable: (error) => error === onTheWay,
+  sessionGone: (error) => error === gone,
+  lostError: (cause) => new SessionLostError('the test session is gone', cause === undefined ? undefined : { cause }),
+  map: (error) => {
+    if (error instanceof BatonError) return error;
+    return error === gone ? new SessionLostError('mapped gone') : new BackendError('mapped', { cause: error });
+  },
+};
+
+function core(): { core: DriverCore; ended: Error[]; lost: number; statuses: DriverStatus[]; sent: () => number } {
+  const ended: Error[] = [];
+  const statuses: DriverStatus[] = [];
+  let lost = 0;
+  let sent = 0;
+  const made = new DriverCore(failures, {
+    beforeSend: () => (sent += 1),
+    onEnd: (reason) => ended.push(reason),
+    onLost: () => (lost += 1),
+  });
+  const events: DriverEvents = { status: (status) => statuses.push(status), ack: () => undefined, foreign: () => undefined };
+  made.attach(events);
+  return { core: made, ended, get lost() { return lost; }, statuses, sent: () => sent };
+}
+
+/** A request that fails with each of `errors` in turn, then answers `value`. */
+function failing<T>(errors: unknown[], value: T): { start: Start<T>; attempts: () => number } {
+  let attempts = 0;
+  return {
+    start: (done) => {
+      const error = errors[attempts];
+      attempts += 1;
+      setImmediate(() => (error === undefined ? done(null, value) : done(error)));
+    },
+    attempts: () => attempts,
+  };
+}
+
+describe('DriverCore', () => {
+  it('sends a request again while it fails on the way, each attempt through the pipeline', async () => {
+    const { core: driver, sent } = core();
+    const request = failing([onTheWay, onTheWay], 'answer');
+    await expect(driver.retry(request.start)).resolves.toBe('answer');
+    expect(request.attempts()).toBe(3);
+    expect(sent()).toBe(3);
+  });
+
+  it('maps any other failure, without sending it again', async () => {
+    const { core: driver } = core();
+    const request = failing([refused], 'never');
+    const error = await driver.retry(request.start).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(BackendError);
+    expect((error as BackendError).cause).toBe(refused);
+    expect(request.attempts()).toBe(1);
+    expect(driver.isOpen).toBe(true);
+  });
+
+  it('a reply saying the session is gone loses the session before the caller hears of it; mapping alone never does', async () => {
+    const tracked = core();
+    expect(tracked.core.mapFailure(gone)).toBeInstanceOf(SessionLostError);
+    expect(tracked.core.isOpen).toBe(true);
+    const failure = tracked.core.send(failing([gone], 'never').start).catch((error: unknown) => {
+      // Lost already, as the caller sees the error.
+      expect(tracked.core.status).toBe('lost');
+      return error;
+    });
+    expect(await failure).toBe(gone);
+    expect(tracked.statuses).toEqual(['lost']);
+    expect(tracked.lost).toBe(1);
+    expect(tracked.ended).toHaveLength(1);
+    expect(tracked.ended[0]).toBeInstanceOf(SessionLostError);
+  });
+
+  it('the end settles every request in flight, and later requests meet it', async () => {
+    const { core: driver, ended } = core();
+    const pending = driver.retry<never>(() => undefined);
+    driver.end('closed', new ClosedError());
+    await expect(pending).rejects.toBeInstanceOf(ClosedError);
+    await expect(driver.retry(failing([], 'late').start)).rejects.toBeInstanceOf(ClosedError);
+    expect(driver.endError()).toBeInstanceOf(ClosedError);
+    expect(ended).toHaveLength(1);
+    // A close is not a loss: the session is not told 'lost'.
+    driver.lose(new SessionLostError('after the close'));
+    expect(driver.status).toBe('closed');
+  });
+
+  it('after a loss, a request meets the loss, and a retry in progress stops at it', async () => {
+    const { core: driver } = core();
+    const retrying = driver.retry(failing([onTheWay, onTheWay, onTheWay, onTheWay], 'never').start);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    driver.lose(new SessionLostError('expired'));
+    await expect(retrying).rejects.toBeInstanceOf(SessionLostError);
+    expect(() => driver.assertOpen()).toThrow(SessionLostError);
+  });
+});
