@@ -105,8 +105,8 @@ export async function connect(url: string, options: ConnectOptions = {}): Promis
 }
 
 /**
- * `connect`, with a probe handed to each driver it opens (a successor's too): `baton-locks/testing`
- * opens its sessions so. The package's `connect` hands none.
+ * @internal `connect`, with a probe handed to each driver it opens (a successor's too):
+ * `baton-locks/testing` opens its sessions so. The package's `connect` hands none.
  */
 export async function connectWith(url: string, options: ConnectOptions, probes: Probes | undefined): Promise<Session> {
   const session = await open(url, options, probes);

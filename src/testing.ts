@@ -28,11 +28,13 @@ export const mkdirpHooks: { afterLook?: AfterLook | undefined } = {};
 
 /** A ZooKeeper session's probe: its driver's view. */
 export interface ZkSessionProbe {
+  /** What the session's driver shows a test (quiet directories, connect time, orphan creation...). */
   readonly view: ZkView;
 }
 
 /** An etcd session's probe: its driver's view, and two fault hooks for this session alone. */
 export interface EtcdSessionProbe {
+  /** What the session's driver shows a test (watchers closing, the keepalive member...). */
   readonly view: EtcdView;
   /** Watch events are ignored, as if every watch stream of the session had gone silent. */
   muteWatchEvents: boolean;

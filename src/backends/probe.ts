@@ -25,11 +25,17 @@ export interface Probe<Counters, View> {
  * to list after all), directories recycled.
  */
 export interface ZkCounters {
+  /** Watch notifications that reached waiters. */
   notifications: number;
+  /** Entries found and kept after a create whose reply was lost. */
   adopted: number;
+  /** The session's own orphans deleted by the sweep. */
   orphansRemoved: number;
+  /** Enqueues whose create went without a listing (a quiet directory). */
   unlisted: number;
+  /** Creates sent unlisted that had to list after all (someone else queued). */
   unlistedMissed: number;
+  /** Queue directories recycled near the end of their sequence. */
   recycled: number;
 }
 
@@ -60,9 +66,13 @@ export interface ZkView {
 
 /** etcd's counts, like ZooKeeper's; `confirmRequests`: requests sent to confirm entries. */
 export interface EtcdCounters {
+  /** Watch events that reached waiters. */
   notifications: number;
+  /** Keys found and kept after a put whose reply was lost. */
   adopted: number;
+  /** The session's own orphaned keys deleted. */
   orphansRemoved: number;
+  /** Requests sent to confirm entries (holds are confirmed on a timer). */
   confirmRequests: number;
 }
 

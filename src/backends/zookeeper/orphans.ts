@@ -151,7 +151,7 @@ export class OwnEntries {
     }
   }
 
-  /** For tests: a child named like an entry of this session that it does not know of, as a create applied after its lost reply was searched for would leave. */
+  /** @internal For tests (through the probe): a child named like an entry of this session that it does not know of, as a create applied after its lost reply was searched for would leave. */
   async createOrphan(dir: string, kind: string): Promise<string> {
     this.#orphansPossible = true; // as the lost reply of the create that left it would have
     await this.#host.retry(fromPromise(() => mkdirp(this.#host.client, dir, this.#host.acl, this.#host.afterMkdirpLook)));
