@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { runDemo } from '../src/demo.js';
-import { runBaton } from './support/cli.js';
-import { etcdFixture } from './support/etcd.js';
-import type { Fixture } from './support/fixture.js';
-import { memoryFixture } from './support/memory.js';
-import { zkFixture } from './support/zookeeper.js';
+import { runBaton } from './support/run-cli.js';
+import { etcdFixture } from './support/backends/etcd.js';
+import type { Fixture } from './support/backends/fixture.js';
+import { memoryFixture } from './support/backends/memory.js';
+import { zkFixture } from './support/backends/zookeeper.js';
 
 function demoSuite(getFixture: () => Fixture): void {
   describe(`the demo on ${getFixture().name}`, () => {

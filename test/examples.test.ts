@@ -4,11 +4,11 @@ import { main as config } from '../examples/config.js';
 import { main as leaderService } from '../examples/leader-service.js';
 import { main as scheduler } from '../examples/scheduler.js';
 import { main as transfers } from '../examples/transfers.js';
-import { etcdFixture } from './support/etcd.js';
-import type { Fixture } from './support/fixture.js';
-import { memoryFixture } from './support/memory.js';
-import { useScope } from './support/scope.js';
-import { zkFixture } from './support/zookeeper.js';
+import { etcdFixture } from './support/backends/etcd.js';
+import type { Fixture } from './support/backends/fixture.js';
+import { memoryFixture } from './support/backends/memory.js';
+import { useScope } from './support/backends/scope.js';
+import { zkFixture } from './support/backends/zookeeper.js';
 
 const quiet = (): void => undefined;
 

@@ -10,13 +10,13 @@ import { Semaphore } from '../recipes/semaphore.js';
 import { ReadWriteLock } from '../recipes/rw-lock.js';
 import { BatonMetrics } from '../src/metrics.js';
 import type { Session } from '../recipes/contract.js';
-import { etcdFixture } from './support/etcd.js';
-import type { Fixture } from './support/fixture.js';
-import { memoryFixture } from './support/memory.js';
-import { sample, series } from './support/scrape.js';
-import { useScope } from './support/scope.js';
+import { etcdFixture } from './support/backends/etcd.js';
+import type { Fixture } from './support/backends/fixture.js';
+import { memoryFixture } from './support/backends/memory.js';
+import { sample, series } from './support/checkers/prometheus-sample.js';
+import { useScope } from './support/backends/scope.js';
 import { eventually } from './support/wait.js';
-import { zkFixture } from './support/zookeeper.js';
+import { zkFixture } from './support/backends/zookeeper.js';
 import { internalsOf } from './support/internals.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -236,7 +236,7 @@ describe('baton-locks/metrics without prom-client', () => {
   it('fails to import with a message saying to install prom-client', () => {
     // A separate Node in which prom-client cannot be resolved, as in a project that never installed it.
     const script = "import('./src/metrics.ts').then(() => console.log('loaded'), (e) => console.log(JSON.stringify({ code: e.code, message: e.message, cause: e.cause?.code })))";
-    const run = spawnSync(process.execPath, ['--import', 'tsx', '--import', './test/support/hide-prom-client.mjs', '--input-type=module', '-e', script], {
+    const run = spawnSync(process.execPath, ['--import', 'tsx', '--import', './test/support/workers/hide-prom-client.mjs', '--input-type=module', '-e', script], {
       cwd: ROOT,
       encoding: 'utf8',
       timeout: 60_000,

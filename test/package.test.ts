@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hoverProblems, reachedDeclarations, surfaceProblems, TEST_HOOKS, type EntryPoint } from './support/surface.js';
+import { hoverProblems, reachedDeclarations, surfaceProblems, TEST_HOOKS, type EntryPoint } from './support/checkers/package-surface.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {

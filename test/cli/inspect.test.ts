@@ -5,13 +5,13 @@ import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import { Semaphore } from '../../recipes/semaphore.js';
 import { runInspect, type QueueView } from '../../src/inspect.js';
 import { freePort } from '../harness/ports.js';
-import { etcdFixture } from '../support/etcd.js';
-import type { Fixture } from '../support/fixture.js';
-import { memoryFixture } from '../support/memory.js';
-import { useScope } from '../support/scope.js';
-import { runBaton } from '../support/cli.js';
+import { etcdFixture } from '../support/backends/etcd.js';
+import type { Fixture } from '../support/backends/fixture.js';
+import { memoryFixture } from '../support/backends/memory.js';
+import { useScope } from '../support/backends/scope.js';
+import { runBaton } from '../support/run-cli.js';
 import { eventually, later } from '../support/wait.js';
-import { zkFixture } from '../support/zookeeper.js';
+import { zkFixture } from '../support/backends/zookeeper.js';
 import { backendOf } from '../support/internals.js';
 
 function inspectSuite(getFixture: () => Fixture): void {

@@ -4,8 +4,8 @@ import { LeaderElection } from '../../recipes/election.js';
 import { InvalidArgumentError, LockLostError, LockTimeoutError, SessionLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
-import type { Fixture } from '../support/fixture.js';
-import { useScope } from '../support/scope.js';
+import type { Fixture } from '../support/backends/fixture.js';
+import { useScope } from '../support/backends/scope.js';
 import { eventually, later, track } from '../support/wait.js';
 import { backendOf, entryOf } from '../support/internals.js';
 

@@ -8,8 +8,8 @@ import { Semaphore } from '../../recipes/semaphore.js';
 import { Reentrant } from '../../recipes/reentrant.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import type { Session } from '../../recipes/contract.js';
-import type { Fixture } from '../support/fixture.js';
-import { useScope } from '../support/scope.js';
+import type { Fixture } from '../support/backends/fixture.js';
+import { useScope } from '../support/backends/scope.js';
 import { eventually, later } from '../support/wait.js';
 import { backendOf, entryOf, internalsOf } from '../support/internals.js';
 

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, inject, it } from 'vitest';
 
-const WORKER = fileURLToPath(new URL('../support/exit-worker.ts', import.meta.url));
+const WORKER = fileURLToPath(new URL('../support/workers/exit-worker.ts', import.meta.url));
 
 /** The worker's sessions use this TTL / session timeout (see exit-worker.ts). */
 const TIMEOUT_MS = 2_000;

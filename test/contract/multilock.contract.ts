@@ -4,9 +4,9 @@ import { MultiLock } from '../../recipes/multilock.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import type { Session } from '../../recipes/contract.js';
 import { backendOf } from '../support/internals.js';
-import { runCounting } from '../support/counting.js';
-import type { Fixture } from '../support/fixture.js';
-import { useScope } from '../support/scope.js';
+import { runCounting } from '../support/contention/counting-contender.js';
+import type { Fixture } from '../support/backends/fixture.js';
+import { useScope } from '../support/backends/scope.js';
 import { eventually, later, track } from '../support/wait.js';
 
 async function queueLength(session: Session, name: string): Promise<number> {

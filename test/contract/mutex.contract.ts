@@ -10,9 +10,9 @@ import {
 } from '../../recipes/errors.js';
 import type { Session } from '../../recipes/contract.js';
 import { connect } from 'baton-locks/testing';
-import type { Fixture } from '../support/fixture.js';
-import { runContention } from '../support/processes.js';
-import { useScope } from '../support/scope.js';
+import type { Fixture } from '../support/backends/fixture.js';
+import { runContention } from '../support/contention/run-contention.js';
+import { useScope } from '../support/backends/scope.js';
 import { eventually, later, track } from '../support/wait.js';
 import { backendOf, entryOf } from '../support/internals.js';
 

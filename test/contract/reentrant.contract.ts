@@ -3,8 +3,8 @@ import { LockLostError, LockTimeoutError, LockUpgradeError, NotHeldError } from 
 import { FairMutex } from '../../recipes/mutex.js';
 import { Reentrant } from '../../recipes/reentrant.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
-import type { Fixture } from '../support/fixture.js';
-import { useScope } from '../support/scope.js';
+import type { Fixture } from '../support/backends/fixture.js';
+import { useScope } from '../support/backends/scope.js';
 import { eventually, later } from '../support/wait.js';
 import { backendOf } from '../support/internals.js';
 

@@ -4,9 +4,9 @@ import type { LockHandle } from '../../recipes/handle.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import type { Session } from '../../recipes/contract.js';
-import type { Fixture } from '../support/fixture.js';
-import { runContention } from '../support/processes.js';
-import { useScope } from '../support/scope.js';
+import type { Fixture } from '../support/backends/fixture.js';
+import { runContention } from '../support/contention/run-contention.js';
+import { useScope } from '../support/backends/scope.js';
 import { eventually, later, rethrowFailure, track } from '../support/wait.js';
 import { backendOf, entryOf } from '../support/internals.js';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { FairMutex } from '../../recipes/mutex.js';
 import { etcdProbeOf } from 'baton-locks/testing';
-import { useOwnEtcd } from '../support/etcd.js';
+import { useOwnEtcd } from '../support/backends/etcd.js';
 import { eventually } from '../support/wait.js';
 import { backendOf, entryOf } from '../support/internals.js';
 

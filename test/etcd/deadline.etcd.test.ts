@@ -3,8 +3,8 @@ import { FairMutex } from '../../recipes/mutex.js';
 import { SessionLostError } from '../../recipes/errors.js';
 import { connect } from 'baton-locks/testing';
 import { TcpProxy } from '../harness/proxy.js';
-import { etcdFixture } from '../support/etcd.js';
-import { useScope } from '../support/scope.js';
+import { etcdFixture } from '../support/backends/etcd.js';
+import { useScope } from '../support/backends/scope.js';
 import { eventually } from '../support/wait.js';
 
 describe('the client-side lease deadline on etcd', () => {

@@ -4,8 +4,8 @@ import { FairMutex } from '../../recipes/mutex.js';
 import { connect } from 'baton-locks/testing';
 import type { Session } from '../../recipes/contract.js';
 import { startEtcd, type EtcdCluster } from '../harness/etcd.js';
-import { etcdFixtureOf } from '../support/etcd.js';
-import { useScope } from '../support/scope.js';
+import { etcdFixtureOf } from '../support/backends/etcd.js';
+import { useScope } from '../support/backends/scope.js';
 import { eventually, later } from '../support/wait.js';
 import { backendOf } from '../support/internals.js';
 

@@ -3,8 +3,8 @@ import { LeaderElection } from '../../recipes/election.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { etcdProbeOf } from 'baton-locks/testing';
 import type { Session } from '../../recipes/contract.js';
-import { etcdFixture } from '../support/etcd.js';
-import { useScope } from '../support/scope.js';
+import { etcdFixture } from '../support/backends/etcd.js';
+import { useScope } from '../support/backends/scope.js';
 import { eventually } from '../support/wait.js';
 import { backendOf } from '../support/internals.js';
 

@@ -4,7 +4,7 @@ import { BackendError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { connect } from 'baton-locks/testing';
 import { startEtcd, type EtcdCluster } from '../harness/etcd.js';
-import { makeCertificates, type TestCertificates } from '../support/certs.js';
+import { makeCertificates, type TestCertificates } from '../support/tls-certificates.js';
 import { backendOf } from '../support/internals.js';
 
 /** An etcd of its own that speaks only TLS and requires a client certificate. */

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { LockTimeoutError, SessionLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { layouts, throughProxy } from '../support/layouts.js';
-import { useScope } from '../support/scope.js';
+import { layouts, throughProxy } from '../support/faults/layouts.js';
+import { useScope } from '../support/backends/scope.js';
 import { eventually, later, track } from '../support/wait.js';
 import { backendOf, entryOf } from '../support/internals.js';
 

@@ -5,10 +5,10 @@ import { connect, etcdProbeOf, type EtcdView } from 'baton-locks/testing';
 import type { SessionState } from '../../recipes/contract.js';
 import type { Session } from '../../recipes/contract.js';
 import { TcpProxy } from '../harness/proxy.js';
-import { etcdFixture } from '../support/etcd.js';
-import { useScope } from '../support/scope.js';
+import { etcdFixture } from '../support/backends/etcd.js';
+import { useScope } from '../support/backends/scope.js';
 import { eventually, later } from '../support/wait.js';
-import { zkFixture } from '../support/zookeeper.js';
+import { zkFixture } from '../support/backends/zookeeper.js';
 import { backendOf, entryOf } from '../support/internals.js';
 
 /**

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { FairMutex } from '../../recipes/mutex.js';
-import { useRegister, writeWhileHeld } from '../support/fencing.js';
-import { layouts, throughProxy } from '../support/layouts.js';
-import { useScope } from '../support/scope.js';
+import { useRegister, writeWhileHeld } from '../support/checkers/fenced-writes.js';
+import { layouts, throughProxy } from '../support/faults/layouts.js';
+import { useScope } from '../support/backends/scope.js';
 import { eventually, later } from '../support/wait.js';
 import { backendOf, entryOf } from '../support/internals.js';
 

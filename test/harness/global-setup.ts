@@ -1,6 +1,6 @@
 import type { TestProject } from 'vitest/node';
-import type { EtcdInfo } from '../support/etcd.js';
-import type { ZkInfo } from '../support/zookeeper.js';
+import type { EtcdInfo } from '../support/backends/etcd.js';
+import type { ZkInfo } from '../support/backends/zookeeper.js';
 import { startEtcd, type EtcdCluster } from './etcd.js';
 import type { ContainerServers } from './containers.js';
 import { chooseServerSource, ensureServersInstalled, serverSituation } from './install.js';

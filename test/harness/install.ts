@@ -21,7 +21,7 @@ function binary(name: string): string | undefined {
 }
 
 /**
- * The interop tests' peers lock with the real client libraries (test/support/peers.ts): Curator's
+ * The interop tests' peers lock with the real client libraries (test/support/interop-peers.ts): Curator's
  * recipes in a small Java program compiled by the tests, kazoo's under Debian's Python, and etcdctl.
  * This is the least classpath Curator 5.4's recipes run on with ZooKeeper 3.8's client (the jars'
  * manifests name more: Jackson, Jetty, Netty and the like, none of which the recipes load), plus

@@ -6,9 +6,9 @@ import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import { connect } from 'baton-locks/testing';
 import { inspectQueue } from '../../src/inspect.js';
-import { etcdFixture } from '../support/etcd.js';
-import { etcdctlPeer, requirePeers, stopAllPeers, type Peer } from '../support/peers.js';
-import { useScope } from '../support/scope.js';
+import { etcdFixture } from '../support/backends/etcd.js';
+import { etcdctlPeer, requirePeers, stopAllPeers, type Peer } from '../support/interop-peers.js';
+import { useScope } from '../support/backends/scope.js';
 import { campaignContender, enqueue, exclusionAndFifo, lockContender, oneLeader, staysWaiting } from './scenarios.js';
 
 /**

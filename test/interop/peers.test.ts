@@ -12,7 +12,7 @@ import {
   requirePeers,
   stopAllPeers,
   type Peer,
-} from '../support/peers.js';
+} from '../support/interop-peers.js';
 
 /**
  * The interop peers against each other only (no baton): each library's lock excludes a second holder

@@ -2,7 +2,7 @@ import { expect } from 'vitest';
 import type { LeaderElection, Leader } from '../../recipes/election.js';
 import type { LockHandle } from '../../recipes/handle.js';
 import type { Lock } from '../../recipes/mutex.js';
-import type { Peer } from '../support/peers.js';
+import type { Peer } from '../support/interop-peers.js';
 import { eventually, later, track } from '../support/wait.js';
 
 /**

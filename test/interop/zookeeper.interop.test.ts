@@ -6,9 +6,9 @@ import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import { inspectQueue } from '../../src/inspect.js';
 import { withZkClient } from '../harness/clean.js';
-import { compileCuratorPeer, curatorPeer, kazooPeer, requirePeers, stopAllPeers, type CuratorRecipe, type KazooRecipe, type Peer } from '../support/peers.js';
-import { useScope } from '../support/scope.js';
-import { zkFixture } from '../support/zookeeper.js';
+import { compileCuratorPeer, curatorPeer, kazooPeer, requirePeers, stopAllPeers, type CuratorRecipe, type KazooRecipe, type Peer } from '../support/interop-peers.js';
+import { useScope } from '../support/backends/scope.js';
+import { zkFixture } from '../support/backends/zookeeper.js';
 import { campaignContender, enqueue, exclusionAndFifo, lockContender, oneLeader, sharedReadsExclusiveWrites, staysWaiting, type Contender } from './scenarios.js';
 
 /**

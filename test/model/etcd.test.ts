@@ -1,4 +1,4 @@
-import { etcdFixture } from '../support/etcd.js';
+import { etcdFixture } from '../support/backends/etcd.js';
 import { lockModelTest } from './property.js';
 
 lockModelTest(() => etcdFixture('etcdStandalone'), {

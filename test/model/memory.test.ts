@@ -1,4 +1,4 @@
-import { memoryFixture } from '../support/memory.js';
+import { memoryFixture } from '../support/backends/memory.js';
 import { lockModelTest } from './property.js';
 
 lockModelTest(memoryFixture, {

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { ensureServersInstalled } from '../harness/install.js';
-import { describeSummary, torture, type TortureBackend } from '../support/torture.js';
+import { describeSummary, torture, type TortureBackend } from '../support/faults/torture-run.js';
 
 /**
  * `npm run torture -- --backend zk|etcd --minutes N`: the contended workload under random faults

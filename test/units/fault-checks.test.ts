@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkIntervals, excusedFrom, type Interval } from '../support/fault-contend.js';
+import { checkIntervals, excusedFrom, type Interval } from '../support/faults/fault-contender.js';
 
 // The fault tests' verdicts rest on these checks: one that excuses too much hides a second holder,
 // one that excuses too little fails a run that fencing covered.

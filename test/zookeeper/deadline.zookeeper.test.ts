@@ -3,8 +3,8 @@ import { FairMutex } from '../../recipes/mutex.js';
 import { SessionLostError } from '../../recipes/errors.js';
 import { connect, zkProbeOf } from 'baton-locks/testing';
 import { TcpProxy } from '../harness/proxy.js';
-import { useScope } from '../support/scope.js';
-import { zkFixture } from '../support/zookeeper.js';
+import { useScope } from '../support/backends/scope.js';
+import { zkFixture } from '../support/backends/zookeeper.js';
 import { eventually } from '../support/wait.js';
 import { backendOf, entryOf } from '../support/internals.js';
 

@@ -6,8 +6,8 @@ import { PeerLinks } from '../harness/peer-links.js';
 import { TcpProxy } from '../harness/proxy.js';
 import { zkMode } from '../harness/four-letter.js';
 import { startZooKeeper, type ZkCluster } from '../harness/zookeeper.js';
-import { useScope } from '../support/scope.js';
-import { zkFixtureOf } from '../support/zookeeper.js';
+import { useScope } from '../support/backends/scope.js';
+import { zkFixtureOf } from '../support/backends/zookeeper.js';
 import { backendOf } from '../support/internals.js';
 
 const TICK_MS = 200;

@@ -8,9 +8,9 @@ import { zkMode } from '../harness/four-letter.js';
 import { PeerLinks } from '../harness/peer-links.js';
 import { listenOnLoopback } from '../harness/proxy.js';
 import { startZooKeeper, type ZkCluster, type ZkMember } from '../harness/zookeeper.js';
-import { useScope } from '../support/scope.js';
+import { useScope } from '../support/backends/scope.js';
 import { eventually } from '../support/wait.js';
-import { zkFixtureOf } from '../support/zookeeper.js';
+import { zkFixtureOf } from '../support/backends/zookeeper.js';
 
 const TICK_MS = 200;
 /** ZooKeeper's sample configuration's syncLimit: a follower cut off notices after 5 ticks. */

@@ -6,9 +6,9 @@ import { remove } from '../../src/backends/zookeeper/client.js';
 import { zkCounters } from 'baton-locks/testing';
 import type { Session } from '../../recipes/contract.js';
 import { startZooKeeper, type ZkCluster } from '../harness/zookeeper.js';
-import { useScope } from '../support/scope.js';
+import { useScope } from '../support/backends/scope.js';
 import { eventually } from '../support/wait.js';
-import { useZkAdmin, zkFixture, zkFixtureOf } from '../support/zookeeper.js';
+import { useZkAdmin, zkFixture, zkFixtureOf } from '../support/backends/zookeeper.js';
 
 /** A signed 64-bit integer column (a ledger's BIGINT) holds every token below this. */
 const INT64_LIMIT = 2n ** 63n;

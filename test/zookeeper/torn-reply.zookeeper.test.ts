@@ -3,9 +3,9 @@ import { FairMutex } from '../../recipes/mutex.js';
 import type { SessionState } from '../../recipes/contract.js';
 import { connect } from 'baton-locks/testing';
 import { TcpProxy } from '../harness/proxy.js';
-import { useScope } from '../support/scope.js';
+import { useScope } from '../support/backends/scope.js';
 import { eventually, later } from '../support/wait.js';
-import { zkFixture } from '../support/zookeeper.js';
+import { zkFixture } from '../support/backends/zookeeper.js';
 import { backendOf, entryOf } from '../support/internals.js';
 
 /**

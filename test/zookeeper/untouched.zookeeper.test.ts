@@ -48,7 +48,7 @@ describe('node-zookeeper-client is left as it is for everyone else in the proces
     const { connect, FairMutex, ReadWriteLock, LeaderElection } = await import('../../src/index.js');
     // The session expired from a second connection needs its credentials: the testing connect shows them.
     const { connect: connectForTests } = await import('baton-locks/testing');
-    const { expireZkSession } = await import('../support/zookeeper.js');
+    const { expireZkSession } = await import('../support/backends/zookeeper.js');
     const { eventually } = await import('../support/wait.js');
     const namespace = `untouched-${process.pid}`;
 
