@@ -18,7 +18,8 @@ import { RealLocks } from './real-locks.js';
  *   BATON_MODEL_SEED=<seed> BATON_MODEL_PATH=<path> BATON_MODEL_REPLAY=<replayPath> npx vitest run test/model/<backend>.test.ts
  *
  * BATON_MODEL_RUNS and BATON_MODEL_COMMANDS raise the number of runs and the steps per run for a long
- * manual search (e.g. BATON_MODEL_RUNS=20000 on memory).
+ * manual search (e.g. BATON_MODEL_RUNS=20000 on memory); BATON_MODEL_STATS=1 prints how many steps of
+ * each kind ran.
  */
 export interface ModelTestSize extends CommandShape {
   readonly runs: number;

@@ -15,7 +15,6 @@ import type { LockModel, ModelEntry } from './lock-model.js';
 /** One real acquire (or tryAcquire, or a downgrade's read), for one model entry. */
 interface Acquisition {
   readonly entry: ModelEntry;
-  readonly slot: number;
   readonly session: Session;
   readonly controller: AbortController;
   /** The object that took a write, for a downgrade of it. */
@@ -174,7 +173,7 @@ export class RealLocks {
    * given the moment to settle that a grant needs: an enqueue or a withdrawal may still be on its way.
    */
   async compareQueues(model: LockModel): Promise<void> {
-    for (const lock of model.locks) await this.#queueReaches(model, lock);
+    for (const lock of model.locks) await this.awaitQueued(model, lock);
   }
 
   /**
@@ -183,10 +182,6 @@ export class RealLocks {
    * before it starts the next one, whose place is behind it.
    */
   async awaitQueued(model: LockModel, lock: string, maybeGone?: ModelEntry): Promise<void> {
-    await this.#queueReaches(model, lock, maybeGone);
-  }
-
-  async #queueReaches(model: LockModel, lock: string, maybeGone?: ModelEntry): Promise<void> {
     const describeQueue = (entries: readonly ModelEntry[]): string => entries.map((entry) => `${entry.kind} of ${this.session(entry.slot).id}`).join(', ');
     const expected = describeQueue(model.queue(lock));
     const withoutGone = maybeGone === undefined ? undefined : describeQueue(model.queue(lock).filter((entry) => entry !== maybeGone));
@@ -252,7 +247,6 @@ export class RealLocks {
   #track(entry: ModelEntry, session: Session, controller: AbortController, rw: ReadWriteLock | undefined, call: Promise<LockHandle>): Acquisition {
     const acquisition: Acquisition = {
       entry,
-      slot: entry.slot,
       session,
       controller,
       rw,
