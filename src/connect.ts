@@ -38,7 +38,7 @@ export interface ConnectOptions {
   readonly signal?: AbortSignal;
   /**
    * How long before the server could expire the session the client declares it lost on its own when
-   * the server stops answering. Default: a tenth of the negotiated session timeout.
+   * the server stops answering. Default: an eighth of the negotiated session timeout.
    */
   readonly deadlineMarginMs?: number;
   /**

@@ -350,7 +350,7 @@ export function internalsOf(session: Session): SessionInternals {
 export type { ForeignKey };
 
 export interface SessionOptions {
-  /** See the constructor. Default: a tenth of the session timeout. */
+  /** See the constructor. Default: an eighth of the session timeout. */
   readonly marginMs?: number;
   /**
    * What holders do while the connection is down but the session may live: 'wait' keeps their locks
@@ -361,7 +361,11 @@ export interface SessionOptions {
   readonly onWaiterLost?: WaiterLostPolicy;
 }
 
-/** A tenth of the session timeout: room for a late timer on a busy event loop. */
+/**
+ * An eighth of the session timeout: room for a late timer on a busy event loop, and more than half a
+ * ZooKeeper tick whenever the session spans more than four ticks (docs/failure-model.md): with the
+ * sample `tickTime=2000` and the default 10 s session, a tenth would leave no room at all.
+ */
 function defaultMargin(timeoutMs: number): number {
-  return Number.isFinite(timeoutMs) ? Math.round(timeoutMs / 10) : 0;
+  return Number.isFinite(timeoutMs) ? Math.round(timeoutMs / 8) : 0;
 }
