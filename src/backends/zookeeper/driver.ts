@@ -3,7 +3,7 @@ import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
 import { BackendError, ClosedError, InvalidArgumentError, SessionLostError } from '../../../recipes/errors.js';
 import { backoff } from '../../backoff.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
-import { DriverCore } from '../core.js';
+import { DriverCore, withdrawRefused } from '../core.js';
 import { zkCounters, type ZkCounters, type ZkProbe, type ZkView } from '../probe.js';
 import { fromPromise, type Start } from '../requests.js';
 import { aclFor, createEntryStart, existsStart, getChildrenStart, getDataStat, isCode, removeStart, ZkCode, zkLong, type ZkClient, type ZkStat } from './client.js';
@@ -283,12 +283,15 @@ export class ZkDriver implements Driver {
     );
   }
 
-  /** A delete that failed: done if the entry or the session is gone, otherwise sent again after a pause. */
+  /**
+   * A delete that failed: done if the entry or the session is gone, sent again after a pause if it
+   * failed on the way; any other failure (NoAuth: an ACL changed) is thrown, the entry left to the session's end.
+   */
   async #removeFailed(key: string, failure: unknown): Promise<void> {
     for (let attempt = 0, error = failure; ; attempt += 1) {
       if (isCode(error, ZkCode.NO_NODE)) this.#entryGone(key);
       if (isCode(error, ZkCode.NO_NODE) || sessionGone(error) || this.#core.ended) return;
-      if (!retriable(error)) throw this.#core.mapFailure(error);
+      if (!retriable(error)) throw withdrawRefused(key, this.#core.mapFailure(error));
       await backoff(attempt);
       if (!this.#core.isOpen) return;
       try {
