@@ -165,10 +165,11 @@ export class OwnEntries {
   /**
    * ZooKeeper names a sequential child after its directory's count of creates, a signed 32-bit number:
    * past 2^31 - 1 the names turn negative, no order agrees with the peers' (they sort them as text,
-   * first), and baton refuses the lock (`hasNegativeSequence`) until the directory is renewed. So a directory whose count passed the
-   * limit is deleted whenever a delete of ours may have left it empty. The server refuses to delete a
-   * directory that has children, so this takes nothing from anyone; an enqueue that finds the directory
-   * gone creates it again (counting from 0), and its later creation zxid keeps fencing tokens increasing.
+   * first), and baton refuses the lock (`hasNegativeSequence`) until the directory is renewed. So a
+   * directory whose count passed the limit is deleted whenever a delete of ours may have left it empty.
+   * The server refuses to delete a directory that has children, so this takes nothing from anyone; an
+   * enqueue that finds the directory gone creates it again (counting from 0), and its later creation
+   * zxid keeps fencing tokens increasing.
    */
   #recycle(dir: string): void {
     if (!this.#host.isOpen()) return;
