@@ -1,4 +1,4 @@
-import { ClosedError, type SessionLostError } from '../../recipes/errors.js';
+import { AccessDeniedError, ClosedError, type SessionLostError } from '../../recipes/errors.js';
 import { backoff } from '../backoff.js';
 import type { DriverEvents } from '../driver-port.js';
 import { ForeignReporter } from './foreign.js';
@@ -157,4 +157,15 @@ export class DriverCore {
   #onRequestFailed(error: unknown): void {
     if (this.#status === 'open' && this.#failures.sessionGone(error)) this.lose(this.#failures.lostError(error));
   }
+}
+
+/**
+ * The error of a withdraw (a release, a give-up) whose delete the server refused for good: the
+ * credentials no longer allow it (an ACL or a role changed). Retrying would not help, so the withdraw
+ * gives up at once and the entry is left to the session's end, when the server removes it with the
+ * session's other entries; the message says so. Any other failure is returned as it is.
+ */
+export function withdrawRefused(key: string, failure: Error): Error {
+  if (!(failure instanceof AccessDeniedError)) return failure;
+  return new AccessDeniedError(`${failure.message}; the entry ${key} stays in its queue until this session ends (close the session to free the queue)`, { cause: failure.cause });
 }

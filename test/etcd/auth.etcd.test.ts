@@ -7,10 +7,12 @@ import { runInspect } from '../../src/inspect.js';
 import type { Session } from '../../recipes/contract.js';
 import { startEtcd, type EtcdCluster } from '../harness/etcd.js';
 import { backendOf, entryOf } from '../support/internals.js';
+import { eventually } from '../support/wait.js';
 
 const ROOT = { username: 'root', password: 'root-secret-5e1a' };
 const ALICE = { username: 'alice', password: 'alice-secret-33b0' };
 const BOB = { username: 'bob', password: 'bob-secret-c7d4' };
+const CAROL = { username: 'carol', password: 'carol-secret-0a9e' };
 
 /** An etcd of its own (auth cannot be switched off for the shared one's other tests), with one prefix per user. */
 describe('etcd users and roles', () => {
@@ -32,7 +34,7 @@ describe('etcd users and roles', () => {
       await admin.role('root').create();
       await admin.user(ROOT.username).create(ROOT.password);
       await admin.user(ROOT.username).addRole('root');
-      for (const [user, prefix] of [[ALICE, 'tenant-a/'], [BOB, 'tenant-b/']] as const) {
+      for (const [user, prefix] of [[ALICE, 'tenant-a/'], [BOB, 'tenant-b/'], [CAROL, 'tenant-c/']] as const) {
         const role = await admin.role(`${user.username}-role`).create();
         await role.grant({ permission: 'Readwrite', range: admin.range({ prefix }) });
         await admin.user(user.username).create(user.password);
@@ -46,7 +48,7 @@ describe('etcd users and roles', () => {
 
   afterAll(async () => {
     await etcd?.stop();
-    for (const text of texts) for (const user of [ROOT, ALICE, BOB]) expect(text).not.toContain(user.password);
+    for (const text of texts) for (const user of [ROOT, ALICE, BOB, CAROL]) expect(text).not.toContain(user.password);
   });
 
   it('a user limited to one prefix gets AccessDeniedError, not a hang, on another tenant\'s queue', async () => {
@@ -72,6 +74,27 @@ describe('etcd users and roles', () => {
       expect(await root.getAll().prefix('tenant-').keys()).toEqual([]);
       expect((await root.leaseClient.leaseLeases({})).leases).toEqual([]);
     } finally {
+      root.close();
+    }
+  });
+
+  it('a release whose delete a role change refuses fails at once with AccessDeniedError naming the entry; the entry goes with the lease', async () => {
+    const carol = await open('tenant-c', CAROL);
+    const root = new Etcd3({ hosts: etcd.endpoints, auth: ROOT });
+    const prefix = { range: root.range({ prefix: 'tenant-c/' }) };
+    try {
+      const held = await new FairMutex(carol, 'frozen').acquire();
+      await root.role('carol-role').grant({ permission: 'Read', ...prefix }); // write taken away
+      const error = await held.release().then(() => undefined, (e: unknown) => e);
+      expect(error).toBeInstanceOf(AccessDeniedError);
+      expect((error as Error).message).toContain(`${entryOf(held).key} stays in its queue until this session ends`);
+      texts.push(String(error), (error as Error).stack ?? '');
+      expect(held.held).toBe(true);
+      await carol.close();
+      // Its lease is not kept alive any more (its revoke may be refused as well): the entry goes with it.
+      await eventually('the entry gone with the lease', async () => (await root.getAll().prefix('tenant-c/').keys()).length === 0, 4 * 2_000);
+    } finally {
+      await root.role('carol-role').grant({ permission: 'Readwrite', ...prefix });
       root.close();
     }
   });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BackendError } from '../../recipes/errors.js';
-import { entryPrefix, foreignChildren, learnToken, ListingParser, parseEntryName, UuidSequence } from '../../src/backends/zookeeper/names.js';
+import { entryPrefix, foreignChildren, hasNegativeSequence, learnToken, ListingParser, parseEntryName, UuidSequence } from '../../src/backends/zookeeper/names.js';
 
 const uuid = (n: number): string => `${String(n).padStart(8, '0')}-0000-4000-8000-000000000000`;
 const child = (n: number, kind: string, sequence: number): string => `_c_${uuid(n)}-${kind}-${String(sequence).padStart(10, '0')}`;
@@ -152,6 +152,54 @@ describe('ListingParser', () => {
     expect(foreign).toBe(true);
     // Valid lock names without a sequence could be nested locks' directories: not reported.
     expect(foreignChildren(strays).sort()).toEqual(strays.filter((s) => s !== 'nested-lock' && s !== 'lock-000000001').sort());
+  });
+
+  // ZooKeeper writes a sequence with %010d of a signed 32-bit count: past 2^31 - 1 it reads -2147483648,
+  // then counts up to -000000001. Curator and kazoo sort those names as text (first, and the later of
+  // two first), so no order baton picks agrees with theirs: the listing is refused instead.
+  it('refuses a queue whose sequence wrapped negative, in every form a peer or baton writes, naming the directory', () => {
+    const goId = '0f8fad5bd9cb469fa16570867728950e';
+    const wrapped = [
+      'lock--2147483648', // Curator, unprotected, the first name past the wrap
+      `_c_${uuid(1)}-lock--2147483647`,
+      `_c_${uuid(1)}-__WRIT__-1000000000`,
+      `${goId}__lock__-000000001`, // kazoo, the last name before the count reaches 0 again
+      `${goId}__rlock__-999999999`,
+      `_c_${uuid(2)}-semaphore_1_4--2147483648`,
+      `_c_${uuid(3)}-latch--000000042`,
+    ];
+    for (const name of wrapped) {
+      expect(hasNegativeSequence(name), name).toBe(true);
+      const parser = new ListingParser();
+      const listing = [child(1, 'lock', 2147483646), child(2, 'lock', 2147483647), name];
+      const refusal = (() => {
+        try {
+          parser.parse('q', '/baton/q', listing, 1n);
+        } catch (error) {
+          return error;
+        }
+        return undefined;
+      })();
+      expect(refusal, name).toBeInstanceOf(BackendError);
+      expect((refusal as Error).message).toContain(`/baton/q`);
+      expect((refusal as Error).message).toContain(name);
+      expect((refusal as Error).message).toContain('delete the directory');
+      // Also when only the head up to an entry is parsed (a woken waiter), and again on the next listing.
+      expect(() => parser.parse('q', '/baton/q', listing, 1n, 2147483646)).toThrow(BackendError);
+      expect(() => parser.parse('q', '/baton/q', listing, 1n)).toThrow(BackendError);
+      // Once the directory is renewed (another czxid, counting from 0) the queue reads again.
+      expect(parser.parse('q', '/baton/q', [child(1, 'lock', 0)], 2n).entries.map((e) => e.order)).toEqual([0n]);
+    }
+  });
+
+  it('reads no negative sequence into a positive name or a stray', () => {
+    const positives = [child(1, 'lock', 0), child(1, 'lock', 2147483647), 'lock-0000000005', '__READ__0000000001', `${'a'.repeat(32)}__lock__1000000000`];
+    const strays = ['lock-000000001', 'member--2147483648', 'x-lock--2147483648', 'lock--21474836480', 'lock---000000001', 'lock--00000001', '-2147483648'];
+    for (const name of [...positives, ...strays]) expect(hasNegativeSequence(name), name).toBe(false);
+    const parser = new ListingParser();
+    const { entries, foreign } = parser.parse('q', '/baton/q', [...positives, ...strays], 1n);
+    expect(entries.length).toBe(positives.length);
+    expect(foreign).toBe(true);
   });
 
   it('writes each dialect as its peer names it, and finds the writer of each name again', () => {

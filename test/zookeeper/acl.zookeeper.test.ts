@@ -158,6 +158,45 @@ describe('ZooKeeper ACLs and digest credentials', () => {
     expect(children).toEqual([]);
   });
 
+  it('a release or a give-up whose delete an ACL change refuses fails at once with AccessDeniedError; the entry stays until its session ends', async () => {
+    const { ACL, Id, Permission } = zookeeper as unknown as {
+      ACL: new (permission: number, id: unknown) => zookeeper.ACL;
+      Id: new (scheme: string, id: string) => unknown;
+      Permission: { READ: number; WRITE: number; CREATE: number; DELETE: number; ADMIN: number };
+    };
+    const credentials = { auth: { scheme: 'digest' as const, credentials: TENANT_A } };
+    const [a, waiterSession, quitter] = [await open(credentials), await open(credentials), await open(credentials)];
+    const held = await new FairMutex(a, 'frozen').acquire();
+    const waiting = new FairMutex(waiterSession, 'frozen').acquire({ timeoutMs: 30_000 });
+    waiting.catch(() => undefined);
+    await eventually('queued', async () => (await backendOf(a).list('frozen')).length === 2);
+    const dir = `/${namespace}/frozen`;
+    // An operator takes DELETE on the lock's directory away from the tenant (ZooKeeper checks a delete against the parent's ACL).
+    const setAcl = (acl: zookeeper.ACL[]): Promise<number> =>
+      withZkClient(zk().connectString, (client) => code((cb) => client.setACL(dir, acl, -1, cb)), TENANT_A);
+    const noDelete = [new ACL(Permission.READ | Permission.WRITE | Permission.CREATE | Permission.ADMIN, new Id('auth', '')), new ACL(Permission.READ, new Id('world', 'anyone'))];
+    expect(await setAcl(noDelete)).toBe(0);
+    try {
+      const refused = await refusal(held.release());
+      expect(refused.message).toContain(`${entryOf(held).key} stays in its queue until this session ends`);
+      expect(held.held).toBe(true); // its entry is still the head of the queue
+      // A waiter that gives up cannot withdraw either: told so at once, its entry left behind.
+      const gaveUp = await refusal(new FairMutex(quitter, 'frozen').acquire({ timeoutMs: 200 }));
+      expect(gaveUp.message).toContain('stays in its queue until this session ends');
+      expect(await backendOf(a).list('frozen')).toHaveLength(3);
+      // The end of the session removes its entries whatever the ACL: the next waiter is granted.
+      await a.close();
+      const granted = await waiting;
+      expect(granted.held).toBe(true);
+      await quitter.close();
+      expect((await backendOf(waiterSession).list('frozen')).map((entry) => entry.key)).toEqual([entryOf(granted).key]);
+      expect(await setAcl(aclFor('creator-all-world-read'))).toBe(0);
+      await granted.release();
+    } finally {
+      await setAcl(aclFor('creator-all-world-read'));
+    }
+  });
+
   for (const acl of ['creator-only', 'creator-all-world-read'] as const) {
     it(`a release made while disconnected is sent with the credentials once reconnected (${acl})`, async () => {
       const proxy = await TcpProxy.start({ port: zk().ports[0]! });

@@ -3,7 +3,9 @@ import { LeaderElection } from '../../recipes/election.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import { mkdirpHooks, zkCounters, zkLimits, type AfterLook } from 'baton-locks/testing';
-import { exists, getChildren, isCode, remove, ZkCode } from '../../src/backends/zookeeper/client.js';
+import zookeeper from 'node-zookeeper-client';
+import { BackendError } from '../../recipes/errors.js';
+import { create, exists, getChildren, isCode, remove, ZkCode } from '../../src/backends/zookeeper/client.js';
 import { mkdirp, MKDIRP_LOOKS } from '../../src/backends/zookeeper/mkdirp.js';
 import { parseEntryName } from '../../src/backends/zookeeper/names.js';
 import { useScope } from '../support/backends/scope.js';
@@ -78,6 +80,33 @@ describe.each(['zkStandalone', 'zkEnsemble'] as const)('ZooKeeper: a directory d
     expect(entryOf(lock).key.startsWith(`${parent}/inner/`)).toBe(true);
     await lock.release();
     expect((await getChildren(client, `${parent}/inner`)).children).toEqual([]);
+  });
+
+  // Past 2^31 - 1 creates ZooKeeper names a child `lock--2147483648`. A Curator peer sorts that name
+  // first (as text) and believes it holds; no order of baton's agrees with that, so baton refuses.
+  it('a queue holding a peer\'s entry whose sequence wrapped negative: acquires and waiters are refused with the directory named, leaving nothing behind', async () => {
+    const [a, b] = [await scope.open(), await scope.open()];
+    const client = zkAdmin();
+    const dir = `/${scope.namespace}/wrapped`;
+    const held = await new FairMutex(a, 'wrapped').acquire();
+    const waiting = later(new FairMutex(b, 'wrapped').acquire({ timeoutMs: withinMs() }));
+    await eventually('b queued', async () => (await backendOf(a).list('wrapped')).length === 2, withinMs());
+    const peer = `${dir}/lock--2147483648`;
+    await create(client, peer, zookeeper.CreateMode.EPHEMERAL);
+    const refused = async (promise: Promise<unknown>): Promise<void> => {
+      const error = await promise.then(() => undefined, (e: unknown) => e);
+      expect(error).toBeInstanceOf(BackendError);
+      expect((error as Error).message).toContain(dir);
+      expect((error as Error).message).toContain('delete the directory');
+    };
+    await refused(new FairMutex(a, 'wrapped').acquire({ timeoutMs: withinMs() }));
+    await refused(new FairMutex(b, 'wrapped').tryAcquire());
+    // The waiter lists again once the holder goes: refused too, never granted beside the peer.
+    await held.release();
+    await refused(waiting);
+    await eventually('only the peer\'s child left', async () => (await getChildren(client, dir)).children.join() === 'lock--2147483648', withinMs());
+    await remove(client, peer);
+    await (await new FairMutex(b, 'wrapped').acquire({ timeoutMs: withinMs() })).release();
   });
 
   it('one session alone: the directory goes once it is empty past the limit, sequences start again, tokens keep growing', async () => {

@@ -4,7 +4,7 @@ import { untilAborted, type Abortable, type Entry, type Enqueued } from '../../.
 import { BackendError, ClosedError, LockDowngradeError } from '../../../recipes/errors.js';
 import { backoff } from '../../backoff.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
-import { DriverCore } from '../core.js';
+import { DriverCore, withdrawRefused } from '../core.js';
 import { etcdCounters, type EtcdCounters, type EtcdProbe, type EtcdView } from '../probe.js';
 import type { Start } from '../requests.js';
 import { sameEntries } from '../waiters.js';
@@ -263,7 +263,7 @@ export class EtcdDriver implements Driver {
       } catch (error) {
         if (this.#core.ended) return;
         if (!doubtful) own.doubtful.add(entry.key); // sent, fate unknown (or refused: doubt costs only the slot)
-        if (!isRecoverableError(error as Error)) throw this.#core.mapFailure(error);
+        if (!isRecoverableError(error as Error)) throw withdrawRefused(entry.key, this.#core.mapFailure(error));
         await backoff(attempt);
       }
     }

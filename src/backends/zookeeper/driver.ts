@@ -3,7 +3,7 @@ import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
 import { BackendError, ClosedError, InvalidArgumentError, SessionLostError } from '../../../recipes/errors.js';
 import { backoff } from '../../backoff.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
-import { DriverCore } from '../core.js';
+import { DriverCore, withdrawRefused } from '../core.js';
 import { zkCounters, type ZkCounters, type ZkProbe, type ZkView } from '../probe.js';
 import { fromPromise, type Start } from '../requests.js';
 import { aclFor, createEntryStart, existsStart, getChildrenStart, getDataStat, isCode, removeStart, ZkCode, zkLong, type ZkClient, type ZkStat } from './client.js';
@@ -181,24 +181,13 @@ export class ZkDriver implements Driver {
         }
         let listed: { children: string[]; stat: ZkStat } | undefined;
         if (listing === undefined) {
-          let alone: Enqueued | undefined;
-          try {
-            const shown = this.#quiet.aloneAfter(dir, created, this.#own.orphansPossible);
-            if (shown !== undefined) alone = this.#enqueued(queue, dir, id, created, shown.children, shown.czxid, token);
-          } catch (error) {
-            return this.#dropCreated(created, error);
-          }
-          if (alone !== undefined) return alone;
+          const shown = this.#quiet.aloneAfter(dir, created, this.#own.orphansPossible);
+          if (shown !== undefined) return this.#enqueued(queue, dir, id, created, shown.children, shown.czxid, token);
         } else {
           listed = await listing.catch(() => undefined);
         }
         listed ??= await this.#core.retry(getChildrenStart(this.#client, dir)).catch((error: unknown) => this.#dropCreated(created, error));
-        let enqueued: Enqueued;
-        try {
-          enqueued = this.#enqueued(queue, dir, id, created, listed.children, zkLong(listed.stat.czxid), token);
-        } catch (error) {
-          return this.#dropCreated(created, error);
-        }
+        const enqueued = this.#enqueued(queue, dir, id, created, listed.children, zkLong(listed.stat.czxid), token);
         if (at === undefined) this.#quiet.noteListing(dir, created, listed, enqueued.queue);
         return enqueued;
       }
@@ -221,14 +210,22 @@ export class ZkDriver implements Driver {
     throw error;
   }
 
-  /** Ours from here on (claimed before the listing is read, so that the orphan sweep passes over it). */
+  /**
+   * Ours from here on (claimed before the listing is read, so that the orphan sweep passes over it);
+   * deleted again if its listing fails it (refused, or not showing it).
+   */
   #enqueued(queue: string, dir: string, uuid: string, path: string, children: readonly string[], czxid: bigint, token: bigint): Enqueued {
     this.#own.claim(uuid, path);
-    const entries = this.#parseAndSweep(queue, dir, children, czxid);
+    let entries: Entry[];
+    try {
+      entries = this.#parseAndSweep(queue, dir, children, czxid);
+    } catch (error) {
+      return this.#dropCreated(path, error);
+    }
     const entry = entries.find((e) => e.key === path);
     if (entry === undefined) {
       this.#own.disown(path);
-      throw new BackendError(`created ${path} but the listing of ${dir} does not show it`);
+      return this.#dropCreated(path, new BackendError(`created ${path} but the listing of ${dir} does not show it`));
     }
     learnToken(entry, token);
     return { entry, queue: entries };
@@ -286,12 +283,15 @@ export class ZkDriver implements Driver {
     );
   }
 
-  /** A delete that failed: done if the entry or the session is gone, otherwise sent again after a pause. */
+  /**
+   * A delete that failed: done if the entry or the session is gone, sent again after a pause if it
+   * failed on the way; any other failure (NoAuth: an ACL changed) is thrown, the entry left to the session's end.
+   */
   async #removeFailed(key: string, failure: unknown): Promise<void> {
     for (let attempt = 0, error = failure; ; attempt += 1) {
       if (isCode(error, ZkCode.NO_NODE)) this.#entryGone(key);
       if (isCode(error, ZkCode.NO_NODE) || sessionGone(error) || this.#core.ended) return;
-      if (!retriable(error)) throw this.#core.mapFailure(error);
+      if (!retriable(error)) throw withdrawRefused(key, this.#core.mapFailure(error));
       await backoff(attempt);
       if (!this.#core.isOpen) return;
       try {

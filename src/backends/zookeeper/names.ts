@@ -121,6 +121,39 @@ export function trailingSequence(name: string): number {
   return sequence;
 }
 
+/**
+ * Whether a child is named as some client's entry but with a negative sequence. ZooKeeper's sequence is
+ * the directory's signed 32-bit count of creates written with `%010d`: past 2^31 - 1 it wraps to
+ * `-2147483648` and counts up to `-000000001`. Peers order such names as text, which puts them ahead of
+ * every positive one and the later of two before the earlier (`-2147483647` < `-2147483648`), so no
+ * order of baton's could agree with theirs: a queue that holds one is refused (see `ListingParser.parse`).
+ */
+export function hasNegativeSequence(child: string): boolean {
+  for (const digits of [SEQUENCE_DIGITS, SEQUENCE_DIGITS - 1]) {
+    const sign = child.length - digits - 1;
+    if (sign < 1 || child.charCodeAt(sign) !== DASH || !allDigits(child, sign + 1)) continue;
+    if (markerBefore(child, sign) >= 0) return true;
+  }
+  return false;
+}
+
+function allDigits(text: string, from: number): boolean {
+  for (let i = from; i < text.length; i += 1) {
+    const digit = text.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) return false;
+  }
+  return true;
+}
+
+/** The refusal of a queue whose directory's sequence wrapped (see `hasNegativeSequence`). */
+export function sequenceWrappedError(dir: string, child: string): BackendError {
+  return new BackendError(
+    `ZooKeeper's sequence counter of ${dir} has passed 2^31 - 1 and wrapped (child ${child}): baton, Curator and kazoo ` +
+      'cannot order its entries alike, so baton refuses this lock. Stop every client of it and delete the directory; ' +
+      'created again, it counts from 0 (docs/failure-model.md, "Known limits")',
+  );
+}
+
 /** The sequence of a child named as some client's queue entry, or -1 for any other name. */
 export function sequenceOf(child: string): number {
   const code = entryCode(child);
@@ -269,7 +302,8 @@ export class ListingParser {
 
   /**
    * The entries (of every client), sorted, and whether some child is no client's entry. Children with a sequence
-   * above `through` not parsed before are left out, and parsed once a listing needs them.
+   * above `through` not parsed before are left out, and parsed once a listing needs them. Throws
+   * `BackendError` if some entry's sequence is negative (the directory's counter wrapped).
    */
   parse(queue: string, dir: string, children: readonly string[], czxid: bigint, through = Infinity): { entries: Entry[]; foreign: boolean } {
     let known = this.#dirs.get(dir);
@@ -283,6 +317,7 @@ export class ListingParser {
       if (typeof found !== 'object') {
         // Not seen before, or seen behind an earlier limit: its code is all that was kept.
         const code = found ?? entryCode(child);
+        if (code < 0 && hasNegativeSequence(child)) throw sequenceWrappedError(dir, child);
         const sequence = code < 0 ? -1 : Math.floor(code / MARKER_CODES);
         if (sequence > through) {
           if (found === undefined) known.byChild.set(child, code);

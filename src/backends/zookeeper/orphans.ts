@@ -4,7 +4,7 @@ import type { AfterLook, ZkCounters } from '../probe.js';
 import { fromPromise, type Start } from '../requests.js';
 import { createStart, existsStart, getChildrenStart, isCode, removeStart, ZkCode, zkLong, type ZkClient, type ZkStat } from './client.js';
 import { mkdirp } from './mkdirp.js';
-import { entryPrefix, parseEntryName, trailingSequence, UuidSequence } from './names.js';
+import { entryPrefix, hasNegativeSequence, parseEntryName, trailingSequence, UuidSequence } from './names.js';
 
 /**
  * The sequence from which a queue directory is deleted once a delete of ours may have left it empty
@@ -97,9 +97,13 @@ export class OwnEntries {
     this.#mine.delete(key);
   }
 
-  /** After a delete of ours in `dir`: the directory is recycled if the deleted entry's sequence passed the limit. */
+  /**
+   * After a delete of ours in `dir`: the directory is recycled if the deleted entry's sequence passed the
+   * limit, or wrapped (a negative sequence, whose last ten characters read -1 or at least 10^9).
+   */
   recycleIfPastLimit(dir: string, deleted: string): void {
-    if (trailingSequence(deleted) >= this.#host.recycleFrom) this.#recycle(dir);
+    const sequence = trailingSequence(deleted);
+    if (sequence >= this.#host.recycleFrom || ((sequence < 0 || sequence >= 1e9) && hasNegativeSequence(deleted.slice(dir.length + 1)))) this.#recycle(dir);
   }
 
   /** After a lost create reply: our child, if the create reached the server, carries our uuid. */
@@ -160,11 +164,12 @@ export class OwnEntries {
 
   /**
    * ZooKeeper names a sequential child after its directory's count of creates, a signed 32-bit number:
-   * after 2^31 - 1 creates the names turn negative, baton and Curator no longer order them as entries
-   * (kazoo sorts them first), and the lock is unusable for good. So a directory whose count passed the
-   * limit is deleted whenever a delete of ours may have left it empty. The server refuses to delete a
-   * directory that has children, so this takes nothing from anyone; an enqueue that finds the directory
-   * gone creates it again (counting from 0), and its later creation zxid keeps fencing tokens increasing.
+   * past 2^31 - 1 the names turn negative, no order agrees with the peers' (they sort them as text,
+   * first), and baton refuses the lock (`hasNegativeSequence`) until the directory is renewed. So a
+   * directory whose count passed the limit is deleted whenever a delete of ours may have left it empty.
+   * The server refuses to delete a directory that has children, so this takes nothing from anyone; an
+   * enqueue that finds the directory gone creates it again (counting from 0), and its later creation
+   * zxid keeps fencing tokens increasing.
    */
   #recycle(dir: string): void {
     if (!this.#host.isOpen()) return;

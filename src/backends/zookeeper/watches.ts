@@ -123,7 +123,12 @@ export class ZkWatches {
     const registered = watcher;
     this.#host.retry(fromPromise(() => watchChildren(this.#host.client, dir, registered))).then(
       (listed) => {
-        const now = listed === null ? [] : this.#host.entriesOf(queue, dir, listed.children, zkLong(listed.stat.czxid));
+        let now: Entry[];
+        try {
+          now = listed === null ? [] : this.#host.entriesOf(queue, dir, listed.children, zkLong(listed.stat.czxid));
+        } catch (error) {
+          return settleWaiters(this.#dirWaiters, dir, { error }); // a queue refused (its sequence wrapped)
+        }
         if (!sameEntries(now, seen)) settleWaiters(this.#dirWaiters, dir);
       },
       (error: unknown) => settleWaiters(this.#dirWaiters, dir, { error }),
