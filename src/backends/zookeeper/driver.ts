@@ -6,7 +6,7 @@ import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { DriverCore, withdrawRefused } from '../core.js';
 import { zkCounters, type ZkCounters, type ZkProbe, type ZkView } from '../probe.js';
 import { fromPromise, type Start } from '../requests.js';
-import { aclFor, createEntryStart, existsStart, getChildrenStart, getDataStat, isCode, removeStart, ZkCode, zkLong, type ZkClient, type ZkStat } from './client.js';
+import { aclFor, createEntryStart, existsStart, getChildrenStart, getDataStat, isCode, removeStart, ZkCode, zkCode, zkLong, type ZkClient, type ZkStat } from './client.js';
 import { retriable, sessionGone, zkFailures } from './failures.js';
 import { Heartbeat } from './heartbeat.js';
 import { destroySocket, hangUp } from './instance.js';
@@ -173,7 +173,11 @@ export class ZkDriver implements Driver {
             await this.#core.retry(fromPromise(() => mkdirp(this.#client, dir, this.#acl, this.#probe?.afterMkdirpLook)));
             continue;
           }
-          if (!retriable(error)) throw this.#core.mapFailure(error);
+          if (!retriable(error)) {
+            // No server code (an unreadable reply): the create may have been applied, so ours goes if it was.
+            if (zkCode(error) === undefined) await this.#dropIfCreated(dir, id);
+            throw this.#core.mapFailure(error);
+          }
           const adopted = await this.#own.findOwn(dir, id);
           if (adopted !== undefined) return this.#enqueued(queue, dir, id, adopted.path, adopted.listing.children, zkLong(adopted.listing.stat.czxid), inherited ?? adopted.czxid);
           await backoff(attempt);
@@ -205,6 +209,12 @@ export class ZkDriver implements Driver {
    * An enqueue that fails after its create succeeded: the entry is deleted (as a withdraw would, in the
    * background) rather than left to hold up the queue until a listing of this session's finds it.
    */
+  /** After a create of unknown outcome that will not be retried: the entry it may have made is deleted. */
+  async #dropIfCreated(dir: string, uuid: string): Promise<void> {
+    const found = await this.#own.findOwn(dir, uuid).catch(() => undefined);
+    if (found !== undefined) await this.#remove(found.path).catch(() => undefined);
+  }
+
   #dropCreated(created: string, error: unknown): never {
     this.#remove(created).catch(() => undefined);
     throw error;
