@@ -14,20 +14,7 @@ import type { Fixture } from '../support/backends/fixture.js';
 import { runContention } from '../support/contention/run-contention.js';
 import { useScope } from '../support/backends/scope.js';
 import { eventually, later, track } from '../support/wait.js';
-import { backendOf, entryOf } from '../support/internals.js';
-
-async function queueLength(session: Session, name: string): Promise<number> {
-  return (await backendOf(session).list(name)).length;
-}
-
-/**
- * The queue as `session` sees it reaches `length`. A ZooKeeper follower may answer one session's read
- * before it has applied another session's delete (reads are not linearizable across sessions), so the
- * count is given a moment to settle; it must never stay wrong.
- */
-async function expectQueueLength(session: Session, name: string, length: number): Promise<void> {
-  await eventually(`queue "${name}" holding ${length}`, async () => (await queueLength(session, name)) === length, 2_000);
-}
+import { backendOf, entryOf, expectQueueLength, queueLength } from '../support/internals.js';
 
 /** The FairMutex contract, written once and run against every backend. */
 export function mutexContract(getFixture: () => Fixture): void {

@@ -3,20 +3,11 @@ import { ClosedError, InvalidArgumentError, InvalidNameError, LockLostError, Loc
 import { FairMutex } from '../../recipes/mutex.js';
 import { Semaphore, type PermitHandle } from '../../recipes/semaphore.js';
 import type { Session } from '../../recipes/contract.js';
-import { backendOf } from '../support/internals.js';
+import { expectQueueLength, queueLength } from '../support/internals.js';
 import { runCounting } from '../support/contention/counting-contender.js';
 import type { Fixture } from '../support/backends/fixture.js';
 import { useScope } from '../support/backends/scope.js';
 import { eventually, later, track } from '../support/wait.js';
-
-async function queueLength(session: Session, name: string): Promise<number> {
-  return (await backendOf(session).list(name)).length;
-}
-
-/** As in the mutex contract: a ZooKeeper follower may answer a moment behind another session's write. */
-async function expectQueueLength(session: Session, name: string, length: number): Promise<void> {
-  await eventually(`queue "${name}" holding ${length}`, async () => (await queueLength(session, name)) === length, 2_000);
-}
 
 /** The Semaphore contract, written once and run against every backend. */
 export function semaphoreContract(getFixture: () => Fixture): void {

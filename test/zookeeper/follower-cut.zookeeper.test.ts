@@ -1,13 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { LockLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { connect, zkProbeOf } from 'baton-locks/testing';
-import { PeerLinks } from '../harness/peer-links.js';
 import { TcpProxy } from '../harness/proxy.js';
 import { zkMode } from '../harness/four-letter.js';
-import { startZooKeeper, type ZkCluster } from '../harness/zookeeper.js';
-import { useScope } from '../support/backends/scope.js';
-import { zkFixtureOf } from '../support/backends/zookeeper.js';
+import { useCuttableEnsemble } from '../support/faults/cuttable-ensemble.js';
 import { backendOf } from '../support/internals.js';
 
 const TICK_MS = 200;
@@ -28,21 +25,10 @@ const MARGIN_MS = Math.ceil(SESSION_MS / 6 + TICK_MS / 2) + 50;
  * connected to it is told of its loss before the leader expires its session and grants the lock on.
  */
 describe('ZooKeeper: a holder on a follower cut off from the leader', () => {
-  let cluster: ZkCluster | undefined;
-  const links = new PeerLinks();
-  beforeAll(async () => {
-    cluster = await startZooKeeper({ size: 3, tickTimeMs: TICK_MS, syncLimit: SYNC_LIMIT, peerRoute: links.route });
-  }, 120_000);
-  afterAll(async () => {
-    await cluster?.stop();
-    await links.close();
-  });
-  const scope = useScope(() =>
-    zkFixtureOf({ connectString: cluster!.connectString, ports: cluster!.members.map((m) => m.clientPort), sessionTimeoutMs: SESSION_MS }, 'ZooKeeper (own ensemble)'),
-  );
+  const { links, cluster, scope } = useCuttableEnsemble({ tickTimeMs: TICK_MS, syncLimit: SYNC_LIMIT, sessionTimeoutMs: SESSION_MS });
 
   it('is told it lost the lock before the lock is granted to the next holder', async () => {
-    const members = cluster!.members;
+    const members = cluster().members;
     const modes = await Promise.all(members.map((member) => zkMode(member.clientPort)));
     const leader = members[modes.indexOf('leader')]!;
     const follower = members[modes.indexOf('follower')]!;

@@ -1,16 +1,14 @@
 import net from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { LockLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { connect } from '../../src/connect.js';
 import type { Session } from '../../recipes/contract.js';
 import { zkMode } from '../harness/four-letter.js';
-import { PeerLinks } from '../harness/peer-links.js';
 import { listenOnLoopback } from '../harness/proxy.js';
-import { startZooKeeper, type ZkCluster, type ZkMember } from '../harness/zookeeper.js';
-import { useScope } from '../support/backends/scope.js';
+import type { ZkMember } from '../harness/zookeeper.js';
 import { eventually } from '../support/wait.js';
-import { zkFixtureOf } from '../support/backends/zookeeper.js';
+import { useCuttableEnsemble } from '../support/faults/cuttable-ensemble.js';
 
 const TICK_MS = 200;
 /** ZooKeeper's sample configuration's syncLimit: a follower cut off notices after 5 ticks. */
@@ -54,21 +52,10 @@ async function heartbeatRelay(port: number, onSync: () => void): Promise<{ port:
  * lost its lock before the leader expires its session and grants the lock to a client of its own.
  */
 describe('ZooKeeper: holders on a follower cut off from the leader, default options', () => {
-  let cluster: ZkCluster | undefined;
-  const links = new PeerLinks();
-  beforeAll(async () => {
-    cluster = await startZooKeeper({ size: 3, tickTimeMs: TICK_MS, syncLimit: SYNC_LIMIT, peerRoute: links.route });
-  }, 120_000);
-  afterAll(async () => {
-    await cluster?.stop();
-    await links.close();
-  });
-  const scope = useScope(() =>
-    zkFixtureOf({ connectString: cluster!.connectString, ports: cluster!.members.map((m) => m.clientPort), sessionTimeoutMs: SESSION_MS }, 'ZooKeeper (own ensemble)'),
-  );
+  const { links, cluster, scope } = useCuttableEnsemble({ tickTimeMs: TICK_MS, syncLimit: SYNC_LIMIT, sessionTimeoutMs: SESSION_MS });
 
   async function roles(): Promise<{ leader: ZkMember; follower: ZkMember }> {
-    const members = cluster!.members;
+    const members = cluster().members;
     let modes: (string | undefined)[] = [];
     await eventually('a leader and two followers', async () => {
       modes = await Promise.all(members.map((member) => zkMode(member.clientPort)));
