@@ -9,7 +9,8 @@ import { validateName, validateWaitOptions, type WaitOptions } from './validate.
  * Several locks held as one, all or nothing: a `FairMutex` per name, always entered in one canonical
  * order (the names sorted by their UTF-16 code units, as JavaScript's default sort orders them), so that
  * two MultiLocks, or a MultiLock and single FairMutexes on the same names, can never wait for each other
- * in a cycle. Each lock of the set is a plain FairMutex entry: a FairMutex (or a Curator or kazoo lock)
+ * in a cycle. A peer's multi-lock (Curator's `InterProcessMultiLock`) takes its locks in the order it is
+ * given, so it can deadlock with a MultiLock unless it is given the names in this order. Each lock of the set is a plain FairMutex entry: a FairMutex (or a Curator or kazoo lock)
  * on one of the names queues with it, and the session's `'lock'` events tell each lock's wait and
  * hold (kind `lock`). Throws `InvalidArgumentError` for a list that is empty, not an array, or names one
  * lock twice, `InvalidNameError` for a bad name, and the session's `ClosedError` / `SessionLostError`.

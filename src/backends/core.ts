@@ -121,6 +121,16 @@ export class DriverCore {
     return this.#failures.map(error);
   }
 
+  /**
+   * A failure met outside `send` (a watch stream the client keeps open): a reply saying the session is
+   * gone loses the session at once, as it does for a request, and the failure comes back in the
+   * recipes' terms.
+   */
+  streamFailed(error: unknown): Error {
+    this.#onRequestFailed(error);
+    return this.#failures.map(error);
+  }
+
   /** Throws what a request made now would meet: the session's loss, or its close. */
   assertOpen(): void {
     if (this.#status === 'lost') throw this.#failures.lostError();

@@ -1,7 +1,8 @@
 import { Etcd3 } from 'etcd3';
 import { afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { LeaderElection } from '../../recipes/election.js';
-import { InvalidArgumentError, LockDowngradeError } from '../../recipes/errors.js';
+import { InvalidArgumentError, LockDowngradeError, PermitsMismatchError } from '../../recipes/errors.js';
+import { Semaphore } from '../../recipes/semaphore.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import { connect } from 'baton-locks/testing';
@@ -10,6 +11,7 @@ import { etcdFixture } from '../support/backends/etcd.js';
 import { etcdctlPeer, requirePeers, stopAllPeers, type Peer } from '../support/interop-peers.js';
 import { useScope } from '../support/backends/scope.js';
 import { campaignContender, enqueue, exclusionAndFifo, lockContender, oneLeader, staysWaiting } from './scenarios.js';
+import { eventually } from '../support/wait.js';
 
 /**
  * baton next to etcd's Go recipes (`concurrency.Mutex` and `Election`, run by etcdctl 3.4's `lock` and
@@ -81,6 +83,21 @@ describe("etcd: baton next to etcd's Go recipes on the same prefix", { timeout: 
     await staysWaiting(go, 'the baton writer still holds');
     await write.release();
     await go.granted();
+    await go.release();
+  });
+
+  it('a Semaphore granted with a Go waiter queued behind it refuses (another recipe on its name); nothing of it is left', async () => {
+    const holder = await new Semaphore(await scope.open(), 'slots', { permits: 1 }).acquire();
+    const waiting = new Semaphore(await scope.open(), 'slots', { permits: 1 }).acquire();
+    await eventually('the second semaphore queued', async () => (await queued('slots')()) === 2, 10_000);
+    const go = await goLock('slots')('s');
+    await enqueue(go, queued('slots'), 3);
+    await holder.release();
+    const refused = await waiting.catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(PermitsMismatchError);
+    expect((refused as PermitsMismatchError).found).toBe('exclusive');
+    await go.granted();
+    expect(await queued('slots')()).toBe(1); // only Go's key: the semaphore's entries were withdrawn
     await go.release();
   });
 

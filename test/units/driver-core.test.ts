@@ -85,6 +85,16 @@ describe('DriverCore', () => {
     expect(tracked.ended[0]).toBeInstanceOf(SessionLostError);
   });
 
+  it('a watch stream failing with "session gone" loses the session too, before the waiter hears of it', () => {
+    const tracked = core();
+    expect(tracked.core.streamFailed(refused)).toBeInstanceOf(BackendError);
+    expect(tracked.core.isOpen).toBe(true);
+    expect(tracked.core.streamFailed(gone)).toBeInstanceOf(SessionLostError);
+    expect(tracked.core.status).toBe('lost');
+    expect(tracked.statuses).toEqual(['lost']);
+    expect(tracked.lost).toBe(1);
+  });
+
   it('the end settles every request in flight, and later requests meet it', async () => {
     const { core: driver, ended } = core();
     const pending = driver.retry<never>(() => undefined);

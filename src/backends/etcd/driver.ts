@@ -1,7 +1,8 @@
 import type { Etcd3, IKeyValue, IRangeResponse } from 'etcd3';
 import { isRecoverableError } from 'etcd3';
 import { untilAborted, type Abortable, type Entry, type Enqueued } from '../../../recipes/contract.js';
-import { BackendError, ClosedError, LockDowngradeError } from '../../../recipes/errors.js';
+import { BackendError, ClosedError, LockDowngradeError, PermitsMismatchError } from '../../../recipes/errors.js';
+import { askOf } from '../../../recipes/permits.js';
 import { backoff } from '../../backoff.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { DriverCore, withdrawRefused } from '../core.js';
@@ -69,7 +70,7 @@ export class EtcdDriver implements Driver {
     });
     const isOpen = (): boolean => this.#core.isOpen;
     const endError = (): Error | undefined => this.#core.endError();
-    const mapFailure = (error: unknown): Error => this.#core.mapFailure(error);
+    const streamFailed = (error: unknown): Error => this.#core.streamFailed(error);
     this.#own = new OwnKeys({
       id: this.id,
       counters: this.#counters,
@@ -79,8 +80,8 @@ export class EtcdDriver implements Driver {
       list: (queue) => this.list(queue),
     });
     this.#watchers = new EtcdWatchers(client, probe, this.#counters);
-    this.#keyWatches = new KeyWatches(this.#watchers, { endError, isOpen, mapFailure, lookUp: (entry) => this.#lookUp(entry) });
-    this.#prefixWatches = new PrefixWatches(this.#watchers, { endError, mapFailure });
+    this.#keyWatches = new KeyWatches(this.#watchers, { endError, isOpen, streamFailed, lookUp: (entry) => this.#lookUp(entry) });
+    this.#prefixWatches = new PrefixWatches(this.#watchers, { endError, streamFailed });
     this.#backstop = new WatchBackstop(this.#keyWatches, this.#prefixWatches, { isOpen, listing: (prefix) => this.#listing(prefix) }, Math.max(Math.floor(timeoutMs / 4), 50));
     this.#leaseKeeper = new Lease({ client, members, lease, id: this.id, timeoutMs, rpc: (request) => this.#rpc(request), attempt: () => this.#attempt() }, this.#core);
     probe?.expose(this.#view());
@@ -180,6 +181,9 @@ export class EtcdDriver implements Driver {
     const peer = entries.find((e) => e.order > at.order && e.order < createdAt && clientOf(prefix, e.key) === 'etcd-go');
     if (peer === undefined) return;
     await this.withdraw(read);
+    // A semaphore moves its entry so too (announcing its grant): a Go lock's key on its name is another recipe's.
+    const ask = askOf(read.kind);
+    if (ask !== null) throw new PermitsMismatchError(`semaphore "${queue}"`, ask.permits, peer.kind);
     const why = `a client that does not see baton's read entries (etcd's Go recipes, key ${peer.key}) queued behind the write lock`;
     throw new LockDowngradeError(`read/write lock "${queue}"`, why);
   }

@@ -14,8 +14,8 @@ export interface PrefixWait {
 export interface PrefixWatchHost {
   /** The error a new watch meets once the session has ended, or undefined while it is open. */
   endError(): Error | undefined;
-  /** A watch failure in the recipes' terms. */
-  mapFailure(error: unknown): Error;
+  /** A watch failure in the recipes' terms; one saying the lease is gone loses the session first. */
+  streamFailed(error: unknown): Error;
 }
 
 /** The session's waits for a change of a queue (election observers), one etcd prefix watch each. */
@@ -77,7 +77,7 @@ export class PrefixWatches {
           this.#watchers.forget(watcher);
           return finish(resolve);
         }
-        finish(() => reject(this.#host.mapFailure(error)));
+        finish(() => reject(this.#host.streamFailed(error)));
       });
     });
   }

@@ -76,8 +76,8 @@ export interface KeyWatchHost {
   /** The error a new watch meets once the session has ended, or undefined while it is open. */
   endError(): Error | undefined;
   isOpen(): boolean;
-  /** A watch failure in the recipes' terms. */
-  mapFailure(error: unknown): Error;
+  /** A watch failure in the recipes' terms; one saying the lease is gone loses the session first. */
+  streamFailed(error: unknown): Error;
   /** The entry's key as it stands now, if still the incarnation the entry stands for, and the revision read. */
   lookUp(entry: Entry): Promise<{ kv: IKeyValue | undefined; revision: bigint }>;
 }
@@ -168,7 +168,7 @@ export class KeyWatches {
       }
       this.#watchers.drop(watcher);
       // Only if the wait it was made for is still the current one for this incarnation.
-      if (this.#watched.get(id) === watched) this.#fail(id, this.#host.mapFailure(error));
+      if (this.#watched.get(id) === watched) this.#fail(id, this.#host.streamFailed(error));
     });
   }
 
