@@ -97,12 +97,30 @@ export interface EtcdView {
   readonly watchersClosing: number;
 }
 
+/** PostgreSQL's counts: notifications that reached waiters. */
+export interface PostgresCounters {
+  /** NOTIFY messages that reached waiters. */
+  notifications: number;
+}
+
+export interface PostgresProbe extends Probe<PostgresCounters, PostgresView> {
+  /** Entries and queues waited on right now (`<namespace>/<queue>#<key>`, `<namespace>/<queue>`), with how many sessions wait on each. */
+  readonly watches: Map<string, number>;
+}
+
+/** What tests may see of a PostgreSQL driver. */
+export interface PostgresView {
+  /** The server process ids of the session's two connections (main, listening), for pg_terminate_backend; undefined while one is down. */
+  backendPids(): Promise<{ main: number | undefined; listen: number | undefined }>;
+}
+
 /** The probes of the sessions `connectWith` opens: one per driver, and word of each session opened. */
 export interface Probes {
   zk(): ZkProbe;
   etcd(): EtcdProbe;
-  /** Hears of each ZooKeeper or etcd session opened (a successor's too), with the probe its driver was given. */
-  opened(session: object, probe: ZkProbe | EtcdProbe): void;
+  postgres(): PostgresProbe;
+  /** Hears of each ZooKeeper, etcd or PostgreSQL session opened (a successor's too), with the probe its driver was given. */
+  opened(session: object, probe: ZkProbe | EtcdProbe | PostgresProbe): void;
 }
 
 /** Counters nobody reads: a production driver counts into its own. */
@@ -112,4 +130,8 @@ export function zkCounters(): ZkCounters {
 
 export function etcdCounters(): EtcdCounters {
   return { notifications: 0, adopted: 0, orphansRemoved: 0, confirmRequests: 0 };
+}
+
+export function postgresCounters(): PostgresCounters {
+  return { notifications: 0 };
 }

@@ -8,8 +8,9 @@
  * - `entries`: one row per queue entry. `token` comes from one sequence for the whole schema: it is
  *   the entry's order (unless the entry took another's place, `position`) and its fencing token,
  *   strictly increasing across holders, queues emptied and re-created, sessions and restarts.
- * - `observers`: the queues an empty-queue observer (an election's `observe()`) waits on, so that an
- *   enqueue notifies only when someone listens.
+ * - `observers`: the queues whose changes someone waits for (an election's `observe()` of an empty
+ *   queue): an enqueue or a delete in them also notifies the queue's channel (`<schema>.q<md5 prefix>`),
+ *   and only in them.
  * - The AFTER DELETE trigger notifies the channel named after the deleted entry (`<schema>.e<token>`):
  *   one release wakes only the waiters of that entry. NOTIFY is transactional: nobody is woken by an
  *   entry whose delete is rolled back.
@@ -70,9 +71,16 @@ CREATE TABLE ${s}.observers (
 );
 CREATE INDEX observers_session ON ${s}.observers (session);
 
+CREATE FUNCTION ${s}.queue_channel(p_namespace text, p_queue text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+  SELECT '${s}.q' || left(md5(p_namespace || '/' || p_queue), 16)
+$$;
+
 CREATE FUNCTION ${s}.entry_gone() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM pg_notify(TG_TABLE_SCHEMA || '.e' || OLD.token, '');
+  IF EXISTS (SELECT 1 FROM ${s}.observers b WHERE b.namespace = OLD.namespace AND b.queue = OLD.queue) THEN
+    PERFORM pg_notify(${s}.queue_channel(OLD.namespace, OLD.queue), '');
+  END IF;
   RETURN NULL;
 END
 $$;
@@ -122,7 +130,7 @@ BEGIN
     INSERT INTO ${s}.entries (token, key, namespace, queue, position, kind, session, data)
       VALUES (v_token, p_key, p_namespace, p_queue, coalesce(p_at, v_token), p_kind, p_session, p_data);
     IF EXISTS (SELECT 1 FROM ${s}.observers b WHERE b.namespace = p_namespace AND b.queue = p_queue) THEN
-      PERFORM pg_notify('${s}.q' || hashtext(p_namespace || '/' || p_queue), '');
+      PERFORM pg_notify(${s}.queue_channel(p_namespace, p_queue), '');
     END IF;
   END IF;
   -- A statement of its own: its snapshot shows every enqueue that held the lock before this one.
