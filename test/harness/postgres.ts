@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chownSync, mkdtempSync, rmSync } from 'node:fs';
+import { chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -23,6 +23,9 @@ export interface PgServer {
 }
 
 const READY_TIMEOUT_MS = 30_000;
+
+/** The one role that must give its password on the harness's server (the others are trusted on loopback). */
+export const PASSWORD_ROLE = 'baton_password';
 
 /**
  * The OS user the server runs as: PostgreSQL refuses to run as root, so as root the harness runs
@@ -126,6 +129,10 @@ export async function startPostgres(): Promise<PgServer> {
     rmSync(dir, { recursive: true, force: true });
     throw new Error(`initdb failed (status ${init.status}):\n${init.stderr}`);
   }
+  // Trust on loopback, except for the role the tests log in with a password (PASSWORD_ROLE).
+  const hba = path.join(dir, 'data', 'pg_hba.conf');
+  writeFileSync(hba, `local all all trust\nhost all ${PASSWORD_ROLE} 127.0.0.1/32 scram-sha-256\nhost all all 127.0.0.1/32 trust\n`);
+  if (user !== undefined) chownSync(hba, user.uid, user.gid);
   const server = new Server(await freePort(), dir, user);
   try {
     await server.start();

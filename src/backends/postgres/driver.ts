@@ -72,7 +72,8 @@ export class PostgresDriver implements Driver {
 
   private constructor(opened: Awaited<ReturnType<typeof openSession>>, options: PostgresDriverOptions, probe: PostgresProbe | undefined) {
     this.#session = opened.session;
-    this.id = opened.session;
+    // Distinct from the tokens and counts beside it in `baton inspect`: `pg-<sessions.id>`.
+    this.id = sessionIdOf(opened.session);
     this.timeoutMs = options.sessionTimeoutMs;
     this.openedAt = opened.openedAt;
     this.#main = opened.main;
@@ -233,7 +234,7 @@ export class PostgresDriver implements Driver {
     const entries = this.#entries(queue, rows);
     return rows.map((row, index) => ({
       entry: entries[index]!,
-      owner: row.session,
+      owner: sessionIdOf(row.session),
       client: 'baton',
       data: row.data,
       createdAt: Math.round(row.created_ms),
@@ -355,4 +356,14 @@ export class PostgresDriver implements Driver {
     this.#watchedTokens.clear();
     this.#observed.clear();
   }
+}
+
+/** A session's id as users see it (`session.id`, `baton inspect`), from its row's id. */
+export function sessionIdOf(row: string): string {
+  return `pg-${row}`;
+}
+
+/** The row id of a session id (`pg-<n>`). */
+export function sessionRowOf(id: string): string {
+  return id.replace(/^pg-/, '');
 }

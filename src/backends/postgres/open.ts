@@ -97,7 +97,7 @@ async function connectFirst(main: Link, options: PostgresDriverOptions): Promise
  * The schema's version, or undefined when baton's tables are not there. Creation runs in one
  * transaction under an advisory lock, so that many processes connecting at once create it once.
  */
-async function ensureSchema(main: Link, schema: string, create: boolean): Promise<void> {
+export async function ensureSchema(main: Link, schema: string, create: boolean): Promise<void> {
   const found = await schemaVersion(main, schema);
   if (found === SCHEMA_VERSION) return;
   if (found !== undefined) throw new BackendError(`baton's schema "${schema}" has version ${found}; this baton needs version ${SCHEMA_VERSION} (see docs/postgres.md)`);
@@ -117,8 +117,34 @@ async function ensureSchema(main: Link, schema: string, create: boolean): Promis
 }
 
 async function schemaVersion(main: Link, schema: string): Promise<number | undefined> {
-  const exists = await main.query<{ found: string | null }>('SELECT to_regclass($1)::text AS found', [`${schema}.version`]);
-  if (exists.rows[0]?.found == null) return undefined;
+  // pg_class read with the statement's snapshot: to_regclass would ask the catalog cache, which may not
+  // yet know of a table another session created while this one waited for the advisory lock.
+  const exists = await main.query('SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2', [schema, 'version']);
+  if (exists.rows.length === 0) return undefined;
   const rows = (await main.query<{ version: number }>(`SELECT version FROM ${schema}.version`)).rows;
   return rows[0]?.version;
+}
+
+/**
+ * `baton schema <url>`: creates baton's schema (as `connect()` would on its first connect), for a DBA
+ * whose application role may not run DDL. Says whether it was there already.
+ */
+export async function applySchema(url: { connectionString: string; shown: string; schema: string }, connectTimeoutMs: number): Promise<'created' | 'present'> {
+  const Client = await loadPg();
+  const link = new Link(Client, { connectionString: url.connectionString, connectionTimeoutMillis: connectTimeoutMs, application_name: 'baton schema' }, connectTimeoutMs);
+  try {
+    try {
+      await link.open();
+    } catch (error) {
+      throw new BackendError(`could not connect to PostgreSQL at ${url.shown}: ${describeDialFailure(error, connectTimeoutMs)}`, { cause: error });
+    }
+    const before = await schemaVersion(link, url.schema);
+    await ensureSchema(link, url.schema, true);
+    return before === undefined ? 'created' : 'present';
+  } catch (error) {
+    if (error instanceof BatonError || sqlState(error) === undefined) throw error;
+    throw postgresFailures('(schema)', url.schema).map(error);
+  } finally {
+    await link.close();
+  }
 }

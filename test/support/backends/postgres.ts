@@ -3,6 +3,7 @@ import { inject } from 'vitest';
 import { postgresCounters, postgresWatches } from 'baton-locks/testing';
 import type { Session } from '../../../recipes/contract.js';
 import type { Fixture } from './fixture.js';
+import { sessionIdOf, sessionRowOf } from '../../../src/backends/postgres/driver.js';
 
 /** The lease of the contract suites' sessions: expiry tests then take seconds. */
 export const POSTGRES_SESSION_MS = 2_000;
@@ -65,8 +66,10 @@ export function postgresFixtureOf(url: string, name: string, schema = 'baton', s
     cleanup: (namespace) => withPostgres(url, async (client) => void (await rowsOf(client, `DELETE FROM ${s}.entries WHERE namespace = $1`, [namespace]))),
     liveSessions: (ids) =>
       withPostgres(url, async (client) => {
-        const rows = await rowsOf<{ id: string }>(client, `SELECT id::text AS id FROM ${s}.sessions WHERE id = ANY($1::bigint[]) AND expires_at > clock_timestamp()`, [ids.filter((id) => /^\d+$/.test(id))]);
-        return rows.map((row) => row.id);
+        const rows = await rowsOf<{ id: string }>(client, `SELECT id::text AS id FROM ${s}.sessions WHERE id = ANY($1::bigint[]) AND expires_at > clock_timestamp()`, [
+          ids.map(sessionRowOf).filter((id) => /^\d+$/.test(id)),
+        ]);
+        return rows.map((row) => sessionIdOf(row.id));
       }),
     crossProcess: true,
     // The heartbeat (every quarter of the lease) finds a removed session; a lost connection by the deadline.
@@ -76,5 +79,5 @@ export function postgresFixtureOf(url: string, name: string, schema = 'baton', s
 
 /** Ends a session from the server side, as an operator deleting its row would: its entries go with it. */
 export async function expirePostgresSession(url: string, session: Session, schema = 'baton'): Promise<void> {
-  await withPostgres(url, async (client) => void (await client.query(`DELETE FROM ${schema}.sessions WHERE id = $1`, [session.id])));
+  await withPostgres(url, async (client) => void (await client.query(`DELETE FROM ${schema}.sessions WHERE id = $1`, [sessionRowOf(session.id)])));
 }
