@@ -97,10 +97,12 @@ export interface EtcdView {
   readonly watchersClosing: number;
 }
 
-/** PostgreSQL's counts: notifications that reached waiters. */
+/** PostgreSQL's counts: notifications that reached waiters, entries adopted after a lost enqueue reply. */
 export interface PostgresCounters {
   /** NOTIFY messages that reached waiters. */
   notifications: number;
+  /** Enqueues that found their entry made by an earlier attempt whose reply was lost. */
+  adopted: number;
 }
 
 export interface PostgresProbe extends Probe<PostgresCounters, PostgresView> {
@@ -133,5 +135,5 @@ export function etcdCounters(): EtcdCounters {
 }
 
 export function postgresCounters(): PostgresCounters {
-  return { notifications: 0 };
+  return { notifications: 0, adopted: 0 };
 }

@@ -130,7 +130,9 @@ export class PostgresDriver implements Driver {
   async enqueue(queue: string, kind: string, at?: Entry, data?: string, _dialect?: string): Promise<Enqueued> {
     this.#core.assertOpen();
     const key = `s${this.#session}.${++this.#entryCount}`;
-    const rows = await this.#request<QueueRow>(this.#sql.enqueue, [this.#session, key, this.#namespace, queue, kind, at === undefined ? null : at.order.toString(), data ?? '']);
+    const rows = await this.#request<QueueRow & { created: boolean }>(this.#sql.enqueue, [this.#session, key, this.#namespace, queue, kind, at === undefined ? null : at.order.toString(), data ?? '']);
+    // Found rather than created: an earlier attempt, whose reply was lost, was applied.
+    if (rows[0]?.created === false) this.#counters.adopted += 1;
     const entries = this.#entries(queue, rows);
     const entry = entries.find((e) => e.key === key);
     if (entry === undefined) throw new BackendError(`wrote ${key} but the queue read does not show it`);

@@ -114,10 +114,11 @@ END
 $$;
 
 CREATE FUNCTION ${s}.enqueue(p_session bigint, p_key text, p_namespace text, p_queue text, p_kind text, p_at bigint, p_data text)
-  RETURNS TABLE (token bigint, key text, queue_position bigint, kind text)
+  RETURNS TABLE (token bigint, key text, queue_position bigint, kind text, created boolean)
   LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
   v_token bigint;
+  v_created boolean := false;
 BEGIN
   PERFORM 1 FROM ${s}.sessions WHERE id = p_session AND expires_at > clock_timestamp();
   IF NOT FOUND THEN
@@ -129,12 +130,13 @@ BEGIN
     v_token := nextval('${s}.tokens');
     INSERT INTO ${s}.entries (token, key, namespace, queue, position, kind, session, data)
       VALUES (v_token, p_key, p_namespace, p_queue, coalesce(p_at, v_token), p_kind, p_session, p_data);
+    v_created := true;
     IF EXISTS (SELECT 1 FROM ${s}.observers b WHERE b.namespace = p_namespace AND b.queue = p_queue) THEN
       PERFORM pg_notify(${s}.queue_channel(p_namespace, p_queue), '');
     END IF;
   END IF;
   -- A statement of its own: its snapshot shows every enqueue that held the lock before this one.
-  RETURN QUERY SELECT * FROM ${s}.list(p_namespace, p_queue);
+  RETURN QUERY SELECT l.token, l.key, l.queue_position, l.kind, v_created FROM ${s}.list(p_namespace, p_queue) l;
 END
 $$;
 `;

@@ -53,7 +53,11 @@ export function postgresFixtureOf(url: string, name: string, schema = 'baton', s
     name,
     url: (namespace) => withParams(url, { namespace, ...(schema === 'baton' ? {} : { schema }) }),
     options: { sessionTimeoutMs },
-    entries: (namespace) => withPostgres(url, async (client) => (await rowsOf<{ key: string }>(client, `SELECT key FROM ${s}.entries WHERE namespace = $1 ORDER BY token`, [namespace])).map((row) => row.key)),
+    // Live entries: those of an expired session are no one's any more (the next look at their queue removes them).
+    entries: (namespace) =>
+      withPostgres(url, async (client) =>
+        (await rowsOf<{ key: string }>(client, `SELECT e.key FROM ${s}.entries e JOIN ${s}.sessions o ON o.id = e.session AND o.expires_at > clock_timestamp() WHERE e.namespace = $1 ORDER BY e.token`, [namespace])).map((row) => row.key),
+      ),
     // Entry waits are kept as `<namespace>/<queue>#<key>`, queue waits as `<namespace>/<queue>`.
     watched: async (namespace) =>
       [...postgresWatches.keys()]
