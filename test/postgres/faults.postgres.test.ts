@@ -94,7 +94,7 @@ describe('PostgreSQL restarted under its sessions', () => {
   });
 });
 
-describe('PostgreSQL: a statement failing part-way, a terminated backend', () => {
+describe('PostgreSQL: statements held up or failing part-way, a terminated backend', () => {
   const schema = `f_${randomUUID().slice(0, 8)}`;
   const scope = useScope(() => postgresFixtureOf(postgresUrl(), 'postgres', schema));
   const register = useRegister();
@@ -138,6 +138,31 @@ describe('PostgreSQL: a statement failing part-way, a terminated backend', () =>
     expect(await rowsLeft(postgresUrl(), schema, scope.namespace)).toBe(1); // the waiter's, now holder's
     await lock.release();
     await Promise.all([late.close(), other.close()]);
+    expect(await rowsLeft(postgresUrl(), schema, scope.namespace)).toBe(0);
+  });
+
+  it('two enqueues into one queue, the first held up between its token and its commit: the second waits for it, never both granted', async () => {
+    const [first, second] = [await scope.open(), await scope.open()];
+    // Under READ COMMITTED the second enqueue could take a larger token, commit, and see itself alone
+    // while the first, with the smaller token, is not yet committed: both would be granted. A trigger
+    // of the test's own holds the first one up right after its insert, to open that window wide.
+    await withPostgres(postgresUrl(), async (client) => {
+      await client.query(`CREATE FUNCTION ${schema}.hold_up() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NULL; END $$`);
+      await client.query(`CREATE TRIGGER hold_up AFTER INSERT ON ${schema}.entries FOR EACH ROW WHEN (NEW.queue = 'race' AND NEW.session = ${first.id.replace(/^pg-/, '')}) EXECUTE FUNCTION ${schema}.hold_up()`);
+    });
+    try {
+      const firstAcquire = track(new FairMutex(first, 'race').acquire({ timeoutMs: 5_000 }));
+      await eventually('the first enqueue held up after its insert', () =>
+        withPostgres(postgresUrl(), async (client) => (await client.query("SELECT 1 FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query LIKE '%.enqueue(%'")).rows.length === 1),
+      );
+      const second_ = await new FairMutex(second, 'race').tryAcquire();
+      const held = await firstAcquire.promise;
+      expect(second_, 'granted while the first enqueue, ahead of it, was granted too').toBeNull();
+      await held.release();
+    } finally {
+      await withPostgres(postgresUrl(), (client) => client.query(`DROP TRIGGER hold_up ON ${schema}.entries`));
+    }
+    await Promise.all([first.close(), second.close()]);
     expect(await rowsLeft(postgresUrl(), schema, scope.namespace)).toBe(0);
   });
 
