@@ -153,7 +153,7 @@ describe('postgres:// URLs, credentials and the schema', () => {
   });
 
   it('passes TLS parameters through to node-postgres: sslmode=require on a server without TLS fails to connect', async () => {
-    const error = await connect(withParams(postgresUrl(), { sslmode: 'require', namespace: 'tls' }), { connectTimeoutMs: 5_000 }).then(() => undefined, (e: unknown) => e as Error);
+    const error = await connect(withParams(postgresUrl(), { sslmode: 'require', namespace: 'tls' }), { connectTimeoutMs: 1_000 }).then(() => undefined, (e: unknown) => e as Error);
     expect(error).toBeInstanceOf(BackendError);
     expect(String((error?.cause as Error | undefined)?.message)).toMatch(/SSL/i);
   });

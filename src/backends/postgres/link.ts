@@ -41,6 +41,11 @@ export class Link {
     this.#events = events;
   }
 
+  /** Whether the link was closed or destroyed for good. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
   /** Whether a connection stands now. */
   get connected(): boolean {
     return this.#client !== undefined && this.#connecting === undefined;

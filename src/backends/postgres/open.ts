@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type { ClientConfig } from 'pg';
 import { AccessDeniedError, BackendError, BatonError } from '../../../recipes/errors.js';
 import { loadPeer } from '../../metrics/peer.js';
-import { describeDialFailure } from '../dial.js';
+import { describeDialFailure, dialErrorCode } from '../dial.js';
 import { postgresFailures, sqlState } from './failures.js';
 import { Link, type ClientClass, type LinkEvents } from './link.js';
 import { LOCK_CLASS, SCHEMA_VERSION, schemaSql } from './schema.js';
@@ -74,23 +74,46 @@ export async function openSession(options: PostgresDriverOptions, listenEvents: 
     options.signal?.throwIfAborted();
     if (error instanceof BatonError) throw error;
     if (sqlState(error) !== undefined) throw postgresFailures('(opening)', options.schema).map(error);
-    throw new BackendError(`could not connect to PostgreSQL at ${options.shown}: ${describeDialFailure(error, options.connectTimeoutMs)}`, { cause: error });
+    throw new BackendError(`PostgreSQL at ${options.shown} failed while the session was opened: ${dialFailure(error, options.connectTimeoutMs)}`, { cause: error });
   } finally {
     options.signal?.removeEventListener('abort', onAbort);
   }
 }
 
+/**
+ * The first connection, tried again (a server restarting, or refusing while it starts up) until the
+ * connect timeout; a refused login or another answer of the server's ends it at once.
+ */
 async function connectFirst(main: Link, options: PostgresDriverOptions): Promise<void> {
-  try {
-    await main.open();
-  } catch (error) {
-    const state = sqlState(error);
-    // Refused credentials (28P01 wrong password, 28000 no such role or not allowed by pg_hba).
-    if (state === '28P01' || state === '28000') {
-      throw new AccessDeniedError(`PostgreSQL refused the login at ${options.shown} (${state === '28P01' ? 'wrong password' : 'role not allowed'})`, { cause: error });
+  const giveUpAt = performance.now() + options.connectTimeoutMs;
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      await main.open();
+      return;
+    } catch (error) {
+      const state = sqlState(error);
+      // Refused credentials (28P01 wrong password, 28000 no such role or not allowed by pg_hba).
+      if (state === '28P01' || state === '28000') {
+        throw new AccessDeniedError(`PostgreSQL refused the login at ${options.shown} (${state === '28P01' ? 'wrong password' : 'role not allowed'})`, { cause: error });
+      }
+      const again = state === undefined || state === '57P03' || state.startsWith('08');
+      if (!again || options.signal?.aborted === true || main.closed || performance.now() + backoffMs(attempt) >= giveUpAt) {
+        if (state !== undefined && !again) throw error;
+        throw new BackendError(`could not connect to PostgreSQL at ${options.shown} within ${options.connectTimeoutMs} ms: ${dialFailure(error, options.connectTimeoutMs)}`, { cause: error });
+      }
+      await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt)));
     }
-    throw error;
   }
+}
+
+function backoffMs(attempt: number): number {
+  return Math.min(50 * 2 ** attempt, 1_000);
+}
+
+/** A failed dial in words: a socket's error by its code, anything else by its message. */
+function dialFailure(error: unknown, waitedMs: number): string {
+  if (dialErrorCode(error) !== undefined || !(error instanceof Error)) return describeDialFailure(error, waitedMs);
+  return error.message;
 }
 
 /**
@@ -136,7 +159,7 @@ export async function applySchema(url: { connectionString: string; shown: string
     try {
       await link.open();
     } catch (error) {
-      throw new BackendError(`could not connect to PostgreSQL at ${url.shown}: ${describeDialFailure(error, connectTimeoutMs)}`, { cause: error });
+      throw new BackendError(`could not connect to PostgreSQL at ${url.shown}: ${dialFailure(error, connectTimeoutMs)}`, { cause: error });
     }
     const before = await schemaVersion(link, url.schema);
     await ensureSchema(link, url.schema, true);
