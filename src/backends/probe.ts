@@ -103,6 +103,8 @@ export interface PostgresCounters {
   notifications: number;
   /** Enqueues that found their entry made by an earlier attempt whose reply was lost. */
   adopted: number;
+  /** Statements sent on the sessions' request connections (heartbeats and LISTENs go on the other). */
+  statements: number;
 }
 
 export interface PostgresProbe extends Probe<PostgresCounters, PostgresView> {
@@ -135,5 +137,5 @@ export function etcdCounters(): EtcdCounters {
 }
 
 export function postgresCounters(): PostgresCounters {
-  return { notifications: 0, adopted: 0 };
+  return { notifications: 0, adopted: 0, statements: 0 };
 }

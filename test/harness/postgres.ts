@@ -46,6 +46,7 @@ class Server extends ServerProcess implements PgServer {
     readonly port: number,
     readonly dir: string,
     private readonly user: { uid: number; gid: number } | undefined,
+    private readonly durable: boolean,
   ) {
     super();
   }
@@ -61,8 +62,8 @@ class Server extends ServerProcess implements PgServer {
       '-p', String(this.port),
       '-h', '127.0.0.1',
       '-k', this.dir, // the Unix socket in the temp dir, not /var/run/postgresql
-      '-c', 'fsync=off',
-      '-c', 'full_page_writes=off',
+      // The tests need no durability across an OS crash; a benchmark runs with PostgreSQL's defaults.
+      ...(this.durable ? [] : ['-c', 'fsync=off', '-c', 'full_page_writes=off']),
       '-c', 'max_connections=400',
       '-c', 'shared_buffers=32MB',
       '-c', 'log_min_messages=warning',
@@ -113,10 +114,10 @@ async function accepts(port: number): Promise<boolean> {
 
 /**
  * Starts a PostgreSQL 15 on a free 127.0.0.1 port in a temp dir of its own: `initdb` (trust
- * authentication, no fsync), then `postgres` itself as a child whose PID the harness keeps, stopped by
+ * authentication; fsync off unless `durable`), then `postgres` itself as a child whose PID the harness keeps, stopped by
  * that PID. As root both run as the `postgres` user, which owns the temp dir.
  */
-export async function startPostgres(): Promise<PgServer> {
+export async function startPostgres(options: { durable?: boolean } = {}): Promise<PgServer> {
   const user = serverUser();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-pg-'));
   if (user !== undefined) chownSync(dir, user.uid, user.gid);
@@ -133,7 +134,7 @@ export async function startPostgres(): Promise<PgServer> {
   const hba = path.join(dir, 'data', 'pg_hba.conf');
   writeFileSync(hba, `local all all trust\nhost all ${PASSWORD_ROLE} 127.0.0.1/32 scram-sha-256\nhost all all 127.0.0.1/32 trust\n`);
   if (user !== undefined) chownSync(hba, user.uid, user.gid);
-  const server = new Server(await freePort(), dir, user);
+  const server = new Server(await freePort(), dir, user, options.durable === true);
   try {
     await server.start();
   } catch (error) {

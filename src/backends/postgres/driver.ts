@@ -120,7 +120,12 @@ export class PostgresDriver implements Driver {
 
   /** A request on the main connection, sent again while it fails only on the way. */
   #request<R extends Record<string, unknown>>(text: string, values: readonly unknown[]): Promise<R[]> {
-    return this.#core.retry(fromPromise(async () => (await this.#main.query<R>(text, values)).rows));
+    return this.#core.retry(
+      fromPromise(async () => {
+        this.#counters.statements += 1;
+        return (await this.#main.query<R>(text, values)).rows;
+      }),
+    );
   }
 
   #entries(queue: string, rows: readonly QueueRow[]): Entry[] {
@@ -210,7 +215,12 @@ export class PostgresDriver implements Driver {
   async withdraw(entry: Entry): Promise<void> {
     for (let attempt = 0; this.#core.isOpen; attempt += 1) {
       try {
-        await this.#core.send(fromPromise(() => this.#main.query(this.#sql.withdraw, [entry.key, this.#session])));
+        await this.#core.send(
+          fromPromise(() => {
+            this.#counters.statements += 1;
+            return this.#main.query(this.#sql.withdraw, [entry.key, this.#session]);
+          }),
+        );
         return;
       } catch (error) {
         if (this.#core.ended) return; // the entries went with the session
