@@ -35,6 +35,8 @@ export class Channels {
   readonly #host: ChannelHost;
   readonly #waiters = new Map<string, Set<Waiter>>();
   readonly #tags = new Map<string, string>();
+  /** Per channel, the LISTEN that made the server listen on it (a later waiter of the channel waits for it too). */
+  readonly #listening = new Map<string, Promise<void>>();
   /** Notifications that reached waiters. */
   notifications = 0;
 
@@ -59,14 +61,16 @@ export class Channels {
    */
   wait(channel: string, tag: string, signal: Abortable): { done: Promise<void>; listening: Promise<void> } {
     let set = this.#waiters.get(channel);
-    let listening: Promise<void> = Promise.resolve();
     if (set === undefined) {
       set = new Set();
       this.#waiters.set(channel, set);
       this.#tags.set(channel, tag);
       this.#host.watched?.(tag, 1);
-      listening = this.#host.send(`LISTEN ${quoted(channel)}`);
+      const listening = this.#host.send(`LISTEN ${quoted(channel)}`);
+      listening.catch(() => undefined);
+      this.#listening.set(channel, listening);
     }
+    const listening = this.#listening.get(channel) ?? Promise.resolve();
     const waiters = set;
     const done = addWaiter(waiters, signal, () => {
       if (waiters.size === 0 && this.#waiters.get(channel) === waiters) this.#forget(channel);
@@ -90,6 +94,7 @@ export class Channels {
   #forget(channel: string, remove = true): void {
     const tag = this.#tags.get(channel);
     this.#tags.delete(channel);
+    this.#listening.delete(channel);
     if (remove) this.#waiters.delete(channel);
     if (tag !== undefined) this.#host.watched?.(tag, -1);
     this.#host.send(`UNLISTEN ${quoted(channel)}`).catch(() => undefined);
@@ -105,6 +110,7 @@ export class Channels {
     for (const channel of [...this.#waiters.keys()]) {
       const tag = this.#tags.get(channel);
       this.#tags.delete(channel);
+      this.#listening.delete(channel);
       if (tag !== undefined) this.#host.watched?.(tag, -1);
       settleWaiters(this.#waiters, channel, { error: reason });
     }

@@ -48,8 +48,9 @@ export class PostgresDriver implements Driver {
   #heartbeat: NodeJS.Timeout | undefined;
   #backstop: NodeJS.Timeout | undefined;
   #suspended = false;
-  /** Observed queues (waitChange): how many local waits each. */
+  /** Observed queues (waitChange): how many local waits each, and the listing the latest one compares with. */
   readonly #observed = new Map<string, number>();
+  readonly #observedSeen = new Map<string, readonly Entry[]>();
   /** Entries waited on: channel -> token, for the backstop's and a reconnect's check. */
   readonly #watchedTokens = new Map<string, { token: bigint; queue: string }>();
 
@@ -188,6 +189,7 @@ export class PostgresDriver implements Driver {
     const channel = queueChannel(this.#schema, this.#namespace, queue);
     const { done, listening } = this.#channels.wait(channel, `${this.#namespace}/${queue}`, signal);
     this.#observe(queue, 1);
+    this.#observedSeen.set(queue, seen);
     const forget = (): void => this.#observe(queue, -1);
     done.then(forget, forget);
     this.#ensureBackstop();
@@ -209,6 +211,7 @@ export class PostgresDriver implements Driver {
       return;
     }
     this.#observed.delete(queue);
+    this.#observedSeen.delete(queue);
     if (this.#core.isOpen) this.#request(this.#sql.unobserve, [this.#namespace, queue, this.#session]).catch(() => undefined);
   }
 
@@ -336,8 +339,10 @@ export class PostgresDriver implements Driver {
       const live = await this.#live(watched.map(([, { token }]) => token));
       for (const [channel, { token }] of watched) if (!live.has(token)) this.#channels.wake(channel);
     }
-    // A queue-change wait is woken to list again: its caller compares and waits again if nothing changed.
-    for (const queue of this.#observed.keys()) this.#channels.wake(queueChannel(this.#schema, this.#namespace, queue));
+    // A queue-change wait is woken when the queue differs from what it last saw.
+    for (const [queue, seen] of [...this.#observedSeen]) {
+      if (!sameEntries(await this.list(queue), seen)) this.#channels.wake(queueChannel(this.#schema, this.#namespace, queue));
+    }
   }
 
   abandon(reason: Error): void {
@@ -367,6 +372,7 @@ export class PostgresDriver implements Driver {
     this.#channels.failAll(reason);
     this.#watchedTokens.clear();
     this.#observed.clear();
+    this.#observedSeen.clear();
   }
 }
 
