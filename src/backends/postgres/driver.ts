@@ -130,7 +130,7 @@ export class PostgresDriver implements Driver {
   }
 
   #entries(queue: string, rows: readonly QueueRow[]): Entry[] {
-    return rows.map((row) => ({ queue, key: row.key, kind: row.kind, order: BigInt(row.queue_position), fencingToken: BigInt(row.queue_position) }));
+    return rows.map((row) => new PostgresEntry(queue, row.key, row.kind, BigInt(row.queue_position), BigInt(row.token)));
   }
 
   async enqueue(queue: string, kind: string, at?: Entry, data?: string, _dialect?: string): Promise<Enqueued> {
@@ -153,8 +153,9 @@ export class PostgresDriver implements Driver {
     signal.throwIfAborted();
     const end = this.#core.endError();
     if (end !== undefined) throw end;
-    const channel = entryChannel(this.#schema, entry.fencingToken);
-    this.#watchedTokens.set(channel, { token: entry.fencingToken, queue: entry.queue });
+    const token = PostgresEntry.rowTokenOf(entry);
+    const channel = entryChannel(this.#schema, token);
+    this.#watchedTokens.set(channel, { token, queue: entry.queue });
     const { done, listening } = this.#channels.wait(channel, `${this.#namespace}/${entry.queue}#${entry.key}`, signal);
     const forget = (): void => {
       if (!this.#channelWaited(channel)) this.#watchedTokens.delete(channel);
@@ -163,9 +164,9 @@ export class PostgresDriver implements Driver {
     this.#ensureBackstop();
     // Listening first, then looking: a delete after the look is notified, one before it is seen.
     void untilAborted(listening, signal)
-      .then(() => this.#live([entry.fencingToken]))
+      .then(() => this.#live([token]))
       .then((live) => {
-        if (!live.has(entry.fencingToken)) this.#channels.wake(channel);
+        if (!live.has(token)) this.#channels.wake(channel);
       })
       .catch(() => undefined); // the session's end or the signal settles `done`
     return done;
@@ -234,7 +235,7 @@ export class PostgresDriver implements Driver {
   }
 
   async read(entry: Entry): Promise<string | null> {
-    const rows = await this.#request<{ data: string }>(this.#sql.read, [entry.key, entry.fencingToken.toString()]);
+    const rows = await this.#request<{ data: string }>(this.#sql.read, [entry.key, PostgresEntry.rowTokenOf(entry).toString()]);
     return rows[0]?.data ?? null;
   }
 
@@ -384,4 +385,32 @@ export function sessionIdOf(row: string): string {
 /** The row id of a session id (`pg-<n>`). */
 export function sessionRowOf(id: string): string {
   return id.replace(/^pg-/, '');
+}
+
+/**
+ * An entry as read from the database. Its order and fencing token are its position (its own token, or
+ * that of the entry it took the place of); the row's own token, which names the channel its delete
+ * notifies, is kept apart.
+ */
+export class PostgresEntry implements Entry {
+  readonly queue: string;
+  readonly key: string;
+  readonly kind: string;
+  readonly order: bigint;
+  readonly fencingToken: bigint;
+  readonly #token: bigint;
+
+  constructor(queue: string, key: string, kind: string, position: bigint, token: bigint) {
+    this.queue = queue;
+    this.key = key;
+    this.kind = kind;
+    this.order = position;
+    this.fencingToken = position;
+    this.#token = token;
+  }
+
+  /** The row's own token (an entry not read here: its fencing token, which is its own unless placed). */
+  static rowTokenOf(entry: Entry): bigint {
+    return #token in entry ? entry.#token : entry.fencingToken;
+  }
 }

@@ -8,6 +8,7 @@ import { ContenderPool } from './contender-pool.js';
 import type { Fixture } from '../backends/fixture.js';
 import { zkFixture } from '../backends/zookeeper.js';
 import { POSTGRES_SESSION_MS, postgresFixture, withParams } from '../backends/postgres.js';
+import { PostgresEntry } from '../../../src/backends/postgres/driver.js';
 
 export type LayoutName = 'zkStandalone' | 'zkEnsemble' | 'etcdStandalone' | 'etcdCluster' | 'postgres';
 
@@ -81,7 +82,7 @@ function postgresLayout(): Layout {
     isEnqueue: (chunk, session) => chunk.includes('.enqueue(') && chunk.includes(`s${session.id.replace(/^pg-/, '')}.`),
     adopted: () => postgresCounters.adopted,
     // LISTEN "<schema>.e<token>" on the session's listening connection.
-    watchMark: (entry) => `.e${entry.fencingToken}"`,
+    watchMark: (entry) => `.e${PostgresEntry.rowTokenOf(entry)}"`,
   };
 }
 
