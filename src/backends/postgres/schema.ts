@@ -90,8 +90,11 @@ CREATE FUNCTION ${s}.open_session(p_ttl_ms bigint, p_client text) RETURNS bigint
 DECLARE
   v_id bigint;
 BEGIN
-  -- Sessions whose lease ran out go, with their entries (whose waiters the trigger tells).
-  DELETE FROM ${s}.sessions WHERE expires_at <= clock_timestamp();
+  -- Sessions whose lease ran out go, with their entries (whose waiters the trigger tells). Rows another
+  -- transaction is deleting are left to it: housekeeping never waits, nor deadlocks with another.
+  DELETE FROM ${s}.sessions WHERE id IN (
+    SELECT o.id FROM ${s}.sessions o WHERE o.expires_at <= clock_timestamp() FOR UPDATE SKIP LOCKED
+  );
   INSERT INTO ${s}.sessions (ttl, expires_at, client)
     VALUES (p_ttl_ms * interval '1 millisecond', clock_timestamp() + p_ttl_ms * interval '1 millisecond', p_client)
     RETURNING id INTO v_id;
@@ -106,8 +109,10 @@ BEGIN
   -- Entries of expired sessions are ignored, and removed by whoever finds them.
   DELETE FROM ${s}.entries e USING ${s}.sessions o
     WHERE e.namespace = p_namespace AND e.queue = p_queue AND o.id = e.session AND o.expires_at <= clock_timestamp();
+  -- And ignored if their lease runs out between the two statements.
   RETURN QUERY
     SELECT e.token, e.key, e.position, e.kind FROM ${s}.entries e
+    JOIN ${s}.sessions o ON o.id = e.session AND o.expires_at > clock_timestamp()
     WHERE e.namespace = p_namespace AND e.queue = p_queue
     ORDER BY e.position, e.token;
 END
