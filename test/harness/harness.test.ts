@@ -29,12 +29,12 @@ describe('test harness', () => {
           await client.end();
         }
       };
-      expect(await query()).toMatch(/^15\./);
+      expect(await query()).toMatch(/^\d+\./);
       await server.kill('SIGQUIT');
       expect(server.isAlive()).toBe(false);
       await server.start();
       expect(server.port).toBe(Number(new URL(server.url).port));
-      expect(await query()).toMatch(/^15\./);
+      expect(await query()).toMatch(/^\d+\./);
     } finally {
       await server.stop();
     }

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 
 export const ZOOKEEPER_JAR = '/usr/share/java/zookeeper.jar';
 const SLF4J_SIMPLE = '/usr/share/java/slf4j-simple.jar';
@@ -9,12 +9,23 @@ export function zkClasspath(): string {
   return [ZOOKEEPER_JAR, SLF4J_SIMPLE].join(':');
 }
 
-/** Debian's PostgreSQL 15 server binaries (initdb, postgres), which are not on the PATH. */
+/**
+ * Debian's PostgreSQL server binaries (initdb, postgres), which are not on the PATH: version 15 (what
+ * the suites are run with), else the newest version installed.
+ */
 export function postgresBinDir(): string {
-  return '/usr/lib/postgresql/15/bin';
+  const root = '/usr/lib/postgresql';
+  if (existsSync(`${root}/15/bin/postgres`)) return `${root}/15/bin`;
+  let versions: number[] = [];
+  try {
+    versions = readdirSync(root).map(Number).filter((v) => Number.isInteger(v) && existsSync(`${root}/${v}/bin/postgres`));
+  } catch {
+    // none installed
+  }
+  return `${root}/${versions.length > 0 ? Math.max(...versions) : 15}/bin`;
 }
 
-/** Whether the PostgreSQL the harness starts is installed (Debian's `postgresql` package, version 15). */
+/** Whether the PostgreSQL the harness starts is installed (Debian's `postgresql` package; version 15 on bookworm). */
 export function postgresInstalled(): boolean {
   return existsSync(`${postgresBinDir()}/postgres`) && existsSync(`${postgresBinDir()}/initdb`);
 }
