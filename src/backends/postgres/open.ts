@@ -96,10 +96,13 @@ async function connectFirst(main: Link, options: PostgresDriverOptions): Promise
       if (state === '28P01' || state === '28000') {
         throw new AccessDeniedError(`PostgreSQL refused the login at ${options.shown} (${state === '28P01' ? 'wrong password' : 'role not allowed'})`, { cause: error });
       }
-      const again = state === undefined || state === '57P03' || state.startsWith('08');
+      // A name that does not exist will not come to exist within the timeout: no point in waiting.
+      const final = dialErrorCode(error) === 'ENOTFOUND' || dialErrorCode(error) === 'EAI_FAIL';
+      const again = !final && (state === undefined || state === '57P03' || state.startsWith('08'));
       if (!again || options.signal?.aborted === true || main.closed || performance.now() + backoffMs(attempt) >= giveUpAt) {
-        if (state !== undefined && !again) throw error;
-        throw new BackendError(`could not connect to PostgreSQL at ${options.shown} within ${options.connectTimeoutMs} ms: ${dialFailure(error, options.connectTimeoutMs)}`, { cause: error });
+        if (state !== undefined && !final && !again) throw error;
+        const within = final ? '' : ` within ${options.connectTimeoutMs} ms`;
+        throw new BackendError(`could not connect to PostgreSQL at ${options.shown}${within}: ${dialFailure(error, options.connectTimeoutMs)}`, { cause: error });
       }
       await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt)));
     }
