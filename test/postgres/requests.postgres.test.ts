@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { postgresCounters } from 'baton-locks/testing';
+import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import { Semaphore } from '../../recipes/semaphore.js';
 import { postgresFixture } from '../support/backends/postgres.js';
@@ -13,8 +14,17 @@ import { eventually, track } from '../support/wait.js';
  * channel its delete notifies. A waiter behind such an entry must be woken by that notification, not
  * by the backstop's re-read a quarter of the lease later.
  */
-describe('PostgreSQL: waiters behind entries placed at another\'s place', () => {
+describe('PostgreSQL: the requests of a cycle, and waiters behind entries placed at another\'s place', () => {
   const scope = useScope(postgresFixture);
+
+  it('an uncontended acquire and release is two statements (the enqueue function, the delete)', async () => {
+    const session = await scope.open();
+    const mutex = new FairMutex(session, 'two');
+    await (await mutex.acquire()).release(); // the first cycle as every later one: nothing to set up
+    const before = postgresCounters.statements;
+    for (let i = 0; i < 10; i += 1) await (await mutex.acquire()).release();
+    expect((postgresCounters.statements - before) / 10).toBe(2);
+  });
 
   it('a writer queued behind a downgraded read is woken by the read\'s release notification', async () => {
     const [owner, other] = [await scope.open(), await scope.open()];
