@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -47,6 +47,7 @@ class Server extends ServerProcess implements PgServer {
     readonly dir: string,
     private readonly user: { uid: number; gid: number } | undefined,
     private readonly durable: boolean,
+    private readonly tls: boolean,
   ) {
     super();
   }
@@ -64,6 +65,7 @@ class Server extends ServerProcess implements PgServer {
       '-k', this.dir, // the Unix socket in the temp dir, not /var/run/postgresql
       // The tests need no durability across an OS crash; a benchmark runs with PostgreSQL's defaults.
       ...(this.durable ? [] : ['-c', 'fsync=off', '-c', 'full_page_writes=off']),
+      ...(this.tls ? ['-c', 'ssl=on', '-c', `ssl_cert_file=${path.join(this.dir, 'server.pem')}`, '-c', `ssl_key_file=${path.join(this.dir, 'server.key')}`] : []),
       '-c', 'max_connections=400',
       '-c', 'shared_buffers=32MB',
       '-c', 'log_min_messages=warning',
@@ -114,10 +116,10 @@ async function accepts(port: number): Promise<boolean> {
 
 /**
  * Starts a PostgreSQL 15 on a free 127.0.0.1 port in a temp dir of its own: `initdb` (trust
- * authentication; fsync off unless `durable`), then `postgres` itself as a child whose PID the harness keeps, stopped by
+ * authentication; fsync off unless `durable`; TLS with `tls`'s certificate and key), then `postgres` itself as a child whose PID the harness keeps, stopped by
  * that PID. As root both run as the `postgres` user, which owns the temp dir.
  */
-export async function startPostgres(options: { durable?: boolean } = {}): Promise<PgServer> {
+export async function startPostgres(options: { durable?: boolean; tls?: { certFile: string; keyFile: string } } = {}): Promise<PgServer> {
   const user = serverUser();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-pg-'));
   if (user !== undefined) chownSync(dir, user.uid, user.gid);
@@ -134,7 +136,15 @@ export async function startPostgres(options: { durable?: boolean } = {}): Promis
   const hba = path.join(dir, 'data', 'pg_hba.conf');
   writeFileSync(hba, `local all all trust\nhost all ${PASSWORD_ROLE} 127.0.0.1/32 scram-sha-256\nhost all all 127.0.0.1/32 trust\n`);
   if (user !== undefined) chownSync(hba, user.uid, user.gid);
-  const server = new Server(await freePort(), dir, user, options.durable === true);
+  if (options.tls !== undefined) {
+    // The server reads its key only if the key is its own and nobody else may read it.
+    for (const [from, to] of [[options.tls.certFile, 'server.pem'], [options.tls.keyFile, 'server.key']] as const) {
+      copyFileSync(from, path.join(dir, to));
+      chmodSync(path.join(dir, to), 0o600);
+      if (user !== undefined) chownSync(path.join(dir, to), user.uid, user.gid);
+    }
+  }
+  const server = new Server(await freePort(), dir, user, options.durable === true, options.tls !== undefined);
   try {
     await server.start();
   } catch (error) {

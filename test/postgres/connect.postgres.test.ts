@@ -3,12 +3,13 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { inspect } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect } from 'baton-locks/testing';
+import { connect, postgresProbeOf } from 'baton-locks/testing';
 import { AccessDeniedError, BackendError, InvalidArgumentError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { parsePostgresUrl } from '../../src/backends/postgres/url.js';
 import { runInspect } from '../../src/inspect.js';
-import { PASSWORD_ROLE } from '../harness/postgres.js';
+import { PASSWORD_ROLE, startPostgres, type PgServer } from '../harness/postgres.js';
+import { makeCertificates, type TestCertificates } from '../support/tls-certificates.js';
 import { postgresUrl, withParams, withPostgres } from '../support/backends/postgres.js';
 import { runBaton } from '../support/run-cli.js';
 
@@ -160,6 +161,38 @@ describe('postgres:// URLs, credentials and the schema', () => {
 
   it('refuses createSchema on other URLs', async () => {
     await expect(connect('memory://x', { createSchema: false })).rejects.toBeInstanceOf(InvalidArgumentError);
+  });
+});
+
+describe('postgres:// over TLS, as node-postgres reads the URL\'s parameters', () => {
+  let server: PgServer | undefined;
+  let certificates: TestCertificates | undefined;
+  beforeAll(async () => {
+    certificates = makeCertificates();
+    server = await startPostgres({ tls: { certFile: certificates.certFile, keyFile: certificates.keyFile } });
+  });
+  afterAll(async () => {
+    await server?.stop();
+    certificates?.remove();
+  });
+
+  it('sslmode=verify-full with the CA in sslrootcert: both connections of the session use TLS; another CA is refused', async () => {
+    const url = withParams(server!.url, { namespace: 'tls', sslmode: 'verify-full', sslrootcert: certificates!.caFile });
+    const session = await connect(url, { sessionTimeoutMs: 2_000 });
+    try {
+      const held = await new FairMutex(session, 'tls').acquire();
+      const pids = Object.values(await postgresProbeOf(session).view.backendPids());
+      const ssl = await withPostgres(server!.url, async (client) => (await client.query('SELECT pid, ssl FROM pg_stat_ssl WHERE pid = ANY($1::int[])', [pids])).rows);
+      expect(ssl).toHaveLength(2);
+      expect(ssl.every((row: { ssl: boolean }) => row.ssl)).toBe(true);
+      await held.release();
+    } finally {
+      await session.close();
+    }
+    const untrusted = withParams(server!.url, { namespace: 'tls', sslmode: 'verify-full', sslrootcert: certificates!.otherCaFile });
+    const refused = await connect(untrusted, { connectTimeoutMs: 1_000 }).then(() => undefined, (e: unknown) => e as Error);
+    expect(refused).toBeInstanceOf(BackendError);
+    expect(refused?.message).toMatch(/certificate/i);
   });
 });
 
