@@ -77,18 +77,18 @@ export const postgresCycle: Case = {
       const statements = (postgresCounters.statements - before) / COUNTED;
       await raw.query('DELETE FROM baton.sessions WHERE id = $1', [row]);
 
-      heading('6. PostgreSQL uncontended cycle (standalone, fsync on)');
+      heading('9. PostgreSQL uncontended cycle (standalone, fsync on)');
       printCases(results, { floor: find(POSTGRES_CASES.floor), advisory: find(POSTGRES_CASES.advisory) });
       printFigures('', { 'statements per FairMutex cycle (request connection)': statements.toFixed(2) });
       const mutexMs = find(POSTGRES_CASES.mutex).medianMs;
       const floorMs = find(POSTGRES_CASES.floor).medianMs;
       const interval = ratioInterval(byBlock[POSTGRES_CASES.mutex]!, byBlock[POSTGRES_CASES.floor]!);
       const copy = find(POSTGRES_CASES.floorCopy).medianMs / floorMs;
-      report.info(6, 'PostgreSQL FairMutex cycle, median / p99', mutexMs, `${mutexMs.toFixed(3)} / ${find(POSTGRES_CASES.mutex).p99Ms.toFixed(3)} ms`);
-      report.exactly(6, 'PostgreSQL statements per FairMutex cycle', statements, 2, fixed(2));
-      report.atMost(6, 'PostgreSQL FairMutex / raw floor (same two statements)', mutexMs / floorMs, 1.1, times, `(95% ${timesRange(interval)})`);
-      report.info(6, "PostgreSQL the floor's identical copy / the floor", copy, `${times(copy)} (this run's noise)`);
-      report.info(6, 'PostgreSQL FairMutex / pg_advisory_lock+unlock', mutexMs / find(POSTGRES_CASES.advisory).medianMs, times(mutexMs / find(POSTGRES_CASES.advisory).medianMs));
+      report.info(9, 'PostgreSQL FairMutex cycle, median / p99', mutexMs, `${mutexMs.toFixed(3)} / ${find(POSTGRES_CASES.mutex).p99Ms.toFixed(3)} ms`);
+      report.exactly(9, 'PostgreSQL statements per FairMutex cycle', statements, 2, fixed(2));
+      report.atMost(9, 'PostgreSQL FairMutex / raw floor (same two statements)', mutexMs / floorMs, 1.1, times, `(95% ${timesRange(interval)})`);
+      report.info(9, "PostgreSQL the floor's identical copy / the floor", copy, `${times(copy)} (this run's noise)`);
+      report.info(9, 'PostgreSQL FairMutex / pg_advisory_lock+unlock', mutexMs / find(POSTGRES_CASES.advisory).medianMs, times(mutexMs / find(POSTGRES_CASES.advisory).medianMs));
       return { results, statements, interval };
     } finally {
       await session.close();
@@ -130,16 +130,16 @@ export const postgresContended: Case = {
       }
       const batonAll = combine(measured.baton);
       const rates = { baton: medianRate(measured.baton), advisory: medianRate(measured.advisory) };
-      heading(`7. PostgreSQL contended: ${PROCESSES} processes on one lock`);
+      heading(`10. PostgreSQL contended: ${PROCESSES} processes on one lock`);
       printFigures(`${blocks} blocks of ${blockMs} ms each, alternating:`, {
         'baton FairMutex acquisitions/s (median of blocks)': rates.baton.toFixed(0),
         'pg_advisory_lock acquisitions/s (median of blocks)': rates.advisory.toFixed(0),
         'baton grants out of queue order': String(batonAll.outOfOrder),
         'baton grants overlapping the previous hold': String(batonAll.overlaps),
       });
-      report.info(7, `PostgreSQL FairMutex acquisitions/s, ${PROCESSES} processes`, rates.baton, rates.baton.toFixed(0));
-      report.info(7, `pg_advisory_lock acquisitions/s, ${PROCESSES} processes`, rates.advisory, rates.advisory.toFixed(0));
-      report.holds(7, 'PostgreSQL FairMutex strict FIFO, no overlap', batonAll.outOfOrder === 0 && batonAll.overlaps === 0, `${batonAll.outOfOrder} out of order, ${batonAll.overlaps} overlaps`, '0, 0');
+      report.info(10, `PostgreSQL FairMutex acquisitions/s, ${PROCESSES} processes`, rates.baton, rates.baton.toFixed(0));
+      report.info(10, `pg_advisory_lock acquisitions/s, ${PROCESSES} processes`, rates.advisory, rates.advisory.toFixed(0));
+      report.holds(10, 'PostgreSQL FairMutex strict FIFO, no overlap', batonAll.outOfOrder === 0 && batonAll.overlaps === 0, `${batonAll.outOfOrder} out of order, ${batonAll.overlaps} overlaps`, '0, 0');
       return { rates, outOfOrder: batonAll.outOfOrder, overlaps: batonAll.overlaps };
     } finally {
       await stopAll(started.flat());
