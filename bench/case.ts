@@ -14,8 +14,10 @@ export interface Context {
   zk(): Promise<string>;
   /** The etcd endpoint `http://host:port`, started on first use (or BATON_BENCH_ETCD). */
   etcd(): Promise<string>;
+  /** A PostgreSQL superuser's URL, the server (fsync on) started on first use (or BATON_BENCH_POSTGRES). */
+  postgres(): Promise<string>;
   /** The PID of a server this run started (for its CPU time); undefined for an external one. */
-  serverPid(server: 'zk' | 'etcd'): number | undefined;
+  serverPid(server: 'zk' | 'etcd' | 'postgres'): number | undefined;
   readonly report: Report;
   /** Figures one case leaves for a later one to compare with (the memory cycle beside ZooKeeper's). */
   readonly figures: Map<string, Summary>;

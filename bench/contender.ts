@@ -8,7 +8,8 @@ import { openClient } from './zk-client.js';
 
 /**
  * One of the contending processes of the contended benchmark: `node contender.js <url> <lock>` (a
- * baton URL, or `raw://host:port` for the raw queue lock on the same client), then
+ * baton URL, `raw://host:port` for the raw queue lock on the same client, or `advisory+postgres://...`
+ * for PostgreSQL's advisory lock), then
  * `contend <ms>` on stdin acquires and releases the lock for that long, holding it for no time at all,
  * and answers one JSON line with every grant and release time and the holder's fencing token (which
  * grows in queue order, so the grant order can be checked against the queue order). `quit` or the end
@@ -16,7 +17,11 @@ import { openClient } from './zk-client.js';
  */
 async function main(): Promise<void> {
   const [url, name] = process.argv.slice(2) as [string, string];
-  const { cycle, close } = url.startsWith('raw://') ? await raw(url.slice('raw://'.length), name) : await baton(url, name);
+  const { cycle, close } = url.startsWith('raw://')
+    ? await raw(url.slice('raw://'.length), name)
+    : url.startsWith('advisory+')
+      ? await advisory(url.slice('advisory+'.length))
+      : await baton(url, name);
   process.stdout.write('ready\n');
   for await (const line of createInterface({ input: process.stdin })) {
     const [command, argument] = line.split(' ');
@@ -30,7 +35,7 @@ async function main(): Promise<void> {
 type Cycle = () => Promise<{ order: string; release(): Promise<void> }>;
 
 async function baton(url: string, name: string): Promise<{ cycle: Cycle; close(): Promise<void> }> {
-  const session = await connect(url, { sessionTimeoutMs: 10_000, ttlSeconds: 10 });
+  const session = await connect(url, url.startsWith('postgres') ? { sessionTimeoutMs: 10_000 } : { sessionTimeoutMs: 10_000, ttlSeconds: 10 });
   const mutex = new FairMutex(session, name);
   const cycle: Cycle = async () => {
     const lock = await mutex.acquire();
@@ -50,6 +55,22 @@ async function raw(hosts: string, name: string): Promise<{ cycle: Cycle; close()
     return { order: String(sequence), release: () => lock.release(path) };
   };
   return { cycle, close: async () => client.close() };
+}
+
+/**
+ * `advisory+postgres://...`: PostgreSQL's own advisory lock, one connection per process blocked in
+ * pg_advisory_lock. It has no queue order to report: the order is the grant's count in this process.
+ */
+async function advisory(url: string): Promise<{ cycle: Cycle; close(): Promise<void> }> {
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  let grants = 0;
+  const cycle: Cycle = async () => {
+    await client.query('SELECT pg_advisory_lock(7)');
+    return { order: String((grants += 1)), release: async () => void (await client.query('SELECT pg_advisory_unlock(7)')) };
+  };
+  return { cycle, close: () => client.end() };
 }
 
 async function contend(cycle: Cycle, ms: number): Promise<unknown> {

@@ -32,10 +32,10 @@ interface Probe {
  * holder; the holder releases once, and the notifications that reach the waiters are counted until the
  * first waiter holds and a moment longer. Then they all take the lock in turn and leave.
  */
-async function batonHerd(url: string, probe: Probe): Promise<Herd> {
+export async function batonHerd(url: string, probe: Probe): Promise<Herd> {
   const sessions: Session[] = [];
   try {
-    for (let i = 0; i <= HERD; i += 1) sessions.push(await connect(url, { ttlSeconds: 10 }));
+    for (let i = 0; i <= HERD; i += 1) sessions.push(await connect(url, url.startsWith('etcd:') ? { ttlSeconds: 10 } : { sessionTimeoutMs: 10_000 }));
     const [holderSession, ...waiterSessions] = sessions as [Session, ...Session[]];
     const holder = await new FairMutex(holderSession, 'herd').acquire();
     const tokens: bigint[] = [];
@@ -61,7 +61,7 @@ async function batonHerd(url: string, probe: Probe): Promise<Herd> {
   }
 }
 
-function reportHerd(context: Context, backend: string, herd: Herd, extra: Record<string, string> = {}): void {
+export function reportHerd(context: Context, backend: string, herd: Herd, extra: Record<string, string> = {}): void {
   heading(`3. Herd on ${backend}: ${HERD} queued waiters, one release`);
   printFigures(`${HERD} waiters, each on a session of its own, in one process:`, { 'notifications to the waiters (client side)': String(herd.notifications), 'grants out of queue order': String(herd.outOfOrder), ...extra });
   context.report.exactly(3, `${backend} watch notifications per release (${HERD} waiting)`, herd.notifications, 1, fixed(0), herd.outOfOrder === 0 ? '' : `(${herd.outOfOrder} grants out of order)`);

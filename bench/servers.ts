@@ -1,18 +1,20 @@
 import { ensureServersInstalled } from '../test/harness/install.js';
 import { startEtcd } from '../test/harness/etcd.js';
 import { startZooKeeper } from '../test/harness/zookeeper.js';
+import { startPostgres } from '../test/harness/postgres.js';
 
 /**
  * The servers of one run, each started by the test harness on first use (standalone ZooKeeper with
- * forceSync on, standalone etcd) unless BATON_BENCH_ZK=host:port or BATON_BENCH_ETCD=http://host:port
- * name running ones. `stop()` stops only what was started here.
+ * forceSync on, standalone etcd, PostgreSQL with fsync on) unless BATON_BENCH_ZK=host:port,
+ * BATON_BENCH_ETCD=http://host:port or BATON_BENCH_POSTGRES=postgres://... name running ones. `stop()` stops only what was started here.
  */
 export class Servers {
   #zk: Promise<string> | undefined;
   #etcd: Promise<string> | undefined;
+  #postgres: Promise<string> | undefined;
   readonly #stops: (() => Promise<void>)[] = [];
   /** PIDs of the servers started here, for their CPU time (none for external servers). */
-  readonly pids: { zk?: number | undefined; etcd?: number | undefined } = {};
+  readonly pids: { zk?: number | undefined; etcd?: number | undefined; postgres?: number | undefined } = {};
 
   zk(): Promise<string> {
     this.#zk ??= this.#startZk();
@@ -22,6 +24,11 @@ export class Servers {
   etcd(): Promise<string> {
     this.#etcd ??= this.#startEtcd();
     return this.#etcd;
+  }
+
+  postgres(): Promise<string> {
+    this.#postgres ??= this.#startPostgres();
+    return this.#postgres;
   }
 
   async stop(): Promise<void> {
@@ -36,6 +43,17 @@ export class Servers {
     this.#stops.push(() => server.stop());
     this.pids.zk = server.members[0]?.pid;
     return server.connectString;
+  }
+
+  async #startPostgres(): Promise<string> {
+    const external = process.env['BATON_BENCH_POSTGRES'];
+    if (external !== undefined) return external;
+    await ensureServersInstalled();
+    // With PostgreSQL's durability defaults (fsync on), as ZooKeeper runs with forceSync.
+    const server = await startPostgres({ durable: true });
+    this.#stops.push(() => server.stop());
+    this.pids.postgres = server.pid;
+    return server.url;
   }
 
   async #startEtcd(): Promise<string> {

@@ -5,6 +5,8 @@ import { InvalidArgumentError, InvalidNameError } from '../recipes/errors.js';
 import { runDemo } from './demo.js';
 import type { ConnectOptions } from './connect.js';
 import { runInspect } from './inspect.js';
+import { schemaSql } from './backends/postgres/schema.js';
+import { parseUrl } from './url.js';
 
 function milliseconds(value: string): number {
   const parsed = Number(value);
@@ -31,7 +33,7 @@ function packageVersion(): string {
   return 'unknown';
 }
 
-const program = new Command('baton').description('Coordination recipes on ZooKeeper, etcd and memory').version(packageVersion(), '-V, --version', 'print the version');
+const program = new Command('baton').description('Coordination recipes on ZooKeeper, etcd, PostgreSQL and memory').version(packageVersion(), '-V, --version', 'print the version');
 
 program
   .command('demo')
@@ -65,7 +67,7 @@ program
   .argument('<name>', 'the lock name, e.g. payments/settlement')
   .option('--json', 'print JSON (one object per line with --watch)', false)
   .option('--watch', 'print again at every change of the queue, until interrupted', false)
-  .addHelpText('after', '\nCredentials are read from the environment: BATON_ZK_DIGEST=user:password, BATON_ETCD_USER and BATON_ETCD_PASSWORD.')
+  .addHelpText('after', '\nCredentials are read from the environment: BATON_ZK_DIGEST=user:password, BATON_ETCD_USER and BATON_ETCD_PASSWORD; PostgreSQL\'s PGPASSWORD (or ~/.pgpass).')
   .option('--connect-timeout <ms>', 'give up connecting after this many milliseconds', milliseconds, 5_000)
   .action(async (url: string, name: string, options: { json: boolean; watch: boolean; connectTimeout: number }) => {
     const stop = new AbortController();
@@ -85,6 +87,24 @@ program
     } finally {
       process.off('SIGINT', interrupt).off('SIGTERM', interrupt);
     }
+  });
+
+program
+  .command('schema')
+  .description("create baton's PostgreSQL schema (tables and functions) now, as connect() would on first use; --print only prints its SQL")
+  .argument('<url>', 'postgres://user@host:5432/database[?schema=baton] (the password from PGPASSWORD or ~/.pgpass, or in the URL)')
+  .option('--print', 'print the SQL (one transaction) instead of running it, for a DBA to review and apply', false)
+  .option('--connect-timeout <ms>', 'give up connecting after this many milliseconds', milliseconds, 5_000)
+  .action(async (url: string, options: { print: boolean; connectTimeout: number }) => {
+    const parsed = parseUrl(url);
+    if (parsed.postgres === undefined) throw new InvalidArgumentError('url', `${parsed.scheme}:`, 'a postgres:// or postgresql:// URL: only PostgreSQL has a schema to create');
+    if (options.print) {
+      process.stdout.write(`BEGIN;\n${schemaSql(parsed.postgres.schema)}COMMIT;\n`);
+      return;
+    }
+    const { applySchema } = await import('./backends/postgres/open.js');
+    const outcome = await applySchema(parsed.postgres, options.connectTimeout);
+    process.stdout.write(outcome === 'created' ? `created baton's schema "${parsed.postgres.schema}" at ${parsed.postgres.shown}\n` : `baton's schema "${parsed.postgres.schema}" is there already at ${parsed.postgres.shown}\n`);
   });
 
 /**

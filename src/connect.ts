@@ -78,6 +78,12 @@ export interface ConnectOptions {
    * `grpcOptions`). Default: none (plain text, no auth).
    */
   readonly etcd?: EtcdClientOptions;
+  /**
+   * PostgreSQL: create baton's schema (tables and functions, see docs/postgres.md) when it is missing,
+   * on the first connect, under an advisory lock (default true). false for a role that may not run
+   * DDL: `connect()` then rejects while the schema is missing (`baton schema <url>` creates it).
+   */
+  readonly createSchema?: boolean;
 }
 
 /** ZooKeeper credentials (the `auth` option of `connect`): sent before any request. */
@@ -144,12 +150,15 @@ function replaceWhenLost(session: Session, url: string, options: ConnectOptions,
 async function open(url: string, options: ConnectOptions, probes: Probes | undefined): Promise<BatonSession> {
   const parsed = parseUrl(url);
   const { deadlineMarginMs, onSuspend, onWaiterLost, reconnectAfterLoss: _reconnect, ...settings } = validateConnectOptions(options);
+  if (parsed.scheme !== 'postgres' && settings.createSchema !== undefined) {
+    throw new InvalidArgumentError('createSchema', settings.createSchema, 'postgres: URLs only');
+  }
   if (parsed.scheme !== 'zk' && (settings.auth.length > 0 || settings.acl !== 'open')) {
     throw new InvalidArgumentError('auth/acl', `${parsed.scheme}:`, `zk: URLs only; on etcd pass etcd: { auth: { username, password }, credentials } instead`);
   }
   const sessionOptions = { onSuspend, onWaiterLost, ...(deadlineMarginMs === undefined ? {} : { marginMs: deadlineMarginMs }) };
   settings.signal?.throwIfAborted();
-  if (parsed.scheme !== 'memory') {
+  if (parsed.scheme === 'zk' || parsed.scheme === 'etcd') {
     // A name that does not exist fails at once; the dial gets what is left of the connect timeout.
     const deadline = performance.now() + settings.connectTimeoutMs;
     await refuseUnknownNames(parsed.scheme === 'zk' ? 'ZooKeeper' : 'etcd', parsed.hosts, { deadline, signal: settings.signal });
@@ -159,11 +168,31 @@ async function open(url: string, options: ConnectOptions, probes: Probes | undef
     case 'memory':
       return new BatonSession(new MemoryDriver(memoryStore(parsed.hosts[0] ?? ''), parsed.namespace), sessionOptions);
     case 'zk': {
-      const { auth, acl, etcd: _etcd, ttlSeconds: _ttl, ...timeouts } = settings;
+      const { auth, acl, etcd: _etcd, ttlSeconds: _ttl, createSchema: _create, ...timeouts } = settings;
       // Each server's client is loaded only when used: etcd3 brings gRPC, which a ZooKeeper user never needs.
       const { ZkDriver } = await import('./backends/zookeeper/driver.js');
       const probe = probes?.zk();
       const driver = await ZkDriver.open({ hosts: parsed.hosts.join(','), namespace: `/${parsed.namespace}`, ...timeouts, auth, acl }, probe);
+      await closeIfAborted(driver, settings.signal);
+      await refuseMargin(deadlineMarginMs, driver);
+      const session = new BatonSession(driver, sessionOptions);
+      if (probes !== undefined && probe !== undefined) probes.opened(session, probe);
+      return session;
+    }
+    case 'postgres': {
+      const { PostgresDriver } = await import('./backends/postgres/driver.js');
+      const { connectionString, shown, schema } = parsed.postgres!;
+      const probe = probes?.postgres();
+      const driver = await PostgresDriver.open({
+        connectionString,
+        shown,
+        namespace: parsed.namespace,
+        schema,
+        sessionTimeoutMs: settings.sessionTimeoutMs,
+        connectTimeoutMs: settings.connectTimeoutMs,
+        createSchema: settings.createSchema ?? true,
+        signal: settings.signal,
+      }, probe);
       await closeIfAborted(driver, settings.signal);
       await refuseMargin(deadlineMarginMs, driver);
       const session = new BatonSession(driver, sessionOptions);
@@ -217,6 +246,7 @@ interface Settings {
   auth: ZkAuth[];
   acl: AclPolicy;
   signal: AbortSignal | undefined;
+  createSchema: boolean | undefined;
 }
 
 const CONNECT_OPTIONS = [
@@ -231,6 +261,7 @@ const CONNECT_OPTIONS = [
   'auth',
   'acl',
   'signal',
+  'createSchema',
 ];
 
 function validateConnectOptions(options: unknown): Settings {
@@ -252,6 +283,7 @@ function validateConnectOptions(options: unknown): Settings {
     etcd: etcdClientOptions(given['etcd']),
     ...zkAccess(given['auth'], given['acl']),
     signal: validateSignal(given['signal']),
+    createSchema: given['createSchema'] === undefined ? undefined : flag(given['createSchema'], 'createSchema'),
   };
 }
 

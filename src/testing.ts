@@ -6,12 +6,24 @@
  */
 import { InvalidArgumentError } from '../recipes/errors.js';
 import { MemoryDriver } from './backends/memory/driver.js';
-import { etcdCounters as zeroEtcd, zkCounters as zeroZk, type AfterLook, type EtcdProbe, type EtcdView, type Probes, type ZkProbe, type ZkView } from './backends/probe.js';
+import {
+  etcdCounters as zeroEtcd,
+  postgresCounters as zeroPostgres,
+  zkCounters as zeroZk,
+  type AfterLook,
+  type EtcdProbe,
+  type EtcdView,
+  type PostgresProbe,
+  type PostgresView,
+  type Probes,
+  type ZkProbe,
+  type ZkView,
+} from './backends/probe.js';
 import { connectWith, type ConnectOptions } from './connect.js';
 import type { Session } from '../recipes/contract.js';
 import { internalsOf } from './session.js';
 
-export type { EtcdCounters, EtcdView, ZkCounters, ZkView } from './backends/probe.js';
+export type { EtcdCounters, EtcdView, PostgresCounters, PostgresView, ZkCounters, ZkView } from './backends/probe.js';
 export type { AfterLook } from './backends/probe.js';
 
 /** What the ZooKeeper sessions of this process opened here counted (see `ZkCounters`). */
@@ -20,6 +32,11 @@ export const zkCounters = zeroZk();
 export const etcdCounters = zeroEtcd();
 /** Keys and prefixes the etcd sessions opened here watch right now, with how many sessions watch each. */
 export const etcdWatches = new Map<string, number>();
+
+/** What the PostgreSQL sessions of this process opened here counted (see `PostgresCounters`). */
+export const postgresCounters = zeroPostgres();
+/** Entries and queues the PostgreSQL sessions opened here wait on right now (`<namespace>/<queue>#<key>` or `<namespace>/<queue>`), with how many sessions wait on each. */
+export const postgresWatches = new Map<string, number>();
 
 /** ZooKeeper limits, lowered by tests: the sequence from which a queue directory is recycled (2^30 in production). */
 export const zkLimits = { recycleFrom: 2 ** 30 };
@@ -40,6 +57,27 @@ export interface EtcdSessionProbe {
   muteWatchEvents: boolean;
   /** Runs between a change wait's listing and its watch (to compact in between); cleared by the caller. */
   beforePrefixWatch: (() => Promise<void>) | undefined;
+}
+
+/** A PostgreSQL session's probe: its driver's view. */
+export interface PostgresSessionProbe {
+  /** What the session's driver shows a test (its connections' server process ids). */
+  readonly view: PostgresView;
+}
+
+const postgresProbes = new WeakMap<object, PostgresProbe & PostgresSessionProbe>();
+
+function newPostgresProbe(): PostgresProbe & PostgresSessionProbe {
+  let view: PostgresView | undefined;
+  return {
+    counters: postgresCounters,
+    watches: postgresWatches,
+    expose: (shown) => (view = shown),
+    get view() {
+      if (view === undefined) throw new Error('the driver has not shown its view yet');
+      return view;
+    },
+  };
 }
 
 const zkProbes = new WeakMap<object, ZkProbe & ZkSessionProbe>();
@@ -81,9 +119,11 @@ function newEtcdProbe(): EtcdProbe & EtcdSessionProbe {
 const probes: Probes = {
   zk: newZkProbe,
   etcd: newEtcdProbe,
+  postgres: newPostgresProbe,
   opened(session, probe) {
     if ('recycleFrom' in probe) zkProbes.set(session, probe as ZkProbe & ZkSessionProbe);
-    else etcdProbes.set(session, probe as EtcdProbe & EtcdSessionProbe);
+    else if ('muteWatchEvents' in probe) etcdProbes.set(session, probe as EtcdProbe & EtcdSessionProbe);
+    else postgresProbes.set(session, probe as PostgresProbe & PostgresSessionProbe);
   },
 };
 
@@ -103,6 +143,13 @@ export function zkProbeOf(session: Session): ZkSessionProbe {
 export function etcdProbeOf(session: Session): EtcdSessionProbe {
   const probe = etcdProbes.get(session);
   if (probe === undefined) throw new InvalidArgumentError('session', session.id, "an etcd session opened with baton-locks/testing's connect");
+  return probe;
+}
+
+/** The probe of a PostgreSQL session opened with this module's `connect`. */
+export function postgresProbeOf(session: Session): PostgresSessionProbe {
+  const probe = postgresProbes.get(session);
+  if (probe === undefined) throw new InvalidArgumentError('session', session.id, "a PostgreSQL session opened with baton-locks/testing's connect");
   return probe;
 }
 

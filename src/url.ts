@@ -1,7 +1,8 @@
 import { InvalidArgumentError } from '../recipes/errors.js';
 import { validateName } from '../recipes/validate.js';
+import { hidePassword, parsePostgresUrl, type PostgresUrl } from './backends/postgres/url.js';
 
-export type Scheme = 'zk' | 'etcd' | 'memory';
+export type Scheme = 'zk' | 'etcd' | 'memory' | 'postgres';
 
 export interface ParsedUrl {
   readonly scheme: Scheme;
@@ -9,21 +10,31 @@ export interface ParsedUrl {
   readonly hosts: readonly string[];
   /** Path segments under which every queue lives, without leading or trailing `/`. */
   readonly namespace: string;
+  /** postgres: the URL taken apart (connection string for node-postgres, schema, the URL as shown). */
+  readonly postgres?: PostgresUrl;
 }
 
 const FORM = /^([a-z][a-z0-9+.-]*):\/\/([^/?#]*)(\/[^?#]*)?$/i;
 const SCHEMES: Record<string, Scheme> = { zk: 'zk', zookeeper: 'zk', etcd: 'etcd', memory: 'memory' };
 const DEFAULT_NAMESPACE = 'baton';
-const EXPECTED = 'zk://host:port[,host:port...][/namespace], etcd://host:port[,...][/namespace] or memory://name[/namespace]';
+const EXPECTED = 'zk://host:port[,host:port...][/namespace], etcd://host:port[,...][/namespace], postgres://[user[:password]@]host[:port]/database[?namespace=NS] or memory://name[/namespace]';
+const POSTGRES = /^postgres(?:ql)?:\/\//i;
 
-/** Parses a connection URL. Credentials in the URL are refused: they would end up in logs. */
+/**
+ * Parses a connection URL. Credentials in the URL are refused (they would end up in logs), except in
+ * a postgres URL, where they are usual: its password is never shown.
+ */
 export function parseUrl(url: unknown): ParsedUrl {
   if (typeof url !== 'string') throw new InvalidArgumentError('url', url, EXPECTED);
+  if (POSTGRES.test(url.trim())) {
+    const postgres = parsePostgresUrl(url.trim());
+    return { scheme: 'postgres', hosts: [], namespace: postgres.namespace, postgres };
+  }
   const match = FORM.exec(url.trim());
-  if (match === null) throw new InvalidArgumentError('url', url, EXPECTED);
+  if (match === null) throw new InvalidArgumentError('url', hidePassword(url), EXPECTED);
   const [, rawScheme = '', authority = '', path = ''] = match;
   const scheme = SCHEMES[rawScheme.toLowerCase()];
-  if (scheme === undefined) throw new InvalidArgumentError('url scheme', `${rawScheme}:`, 'zk:, etcd: or memory:');
+  if (scheme === undefined) throw new InvalidArgumentError('url scheme', `${rawScheme}:`, 'zk:, etcd:, postgres: or memory:');
   if (authority.includes('@')) {
     throw new InvalidArgumentError('url', `${rawScheme}://…@…`, 'no credentials in the URL; pass them as connect() options');
   }

@@ -97,12 +97,34 @@ export interface EtcdView {
   readonly watchersClosing: number;
 }
 
+/** PostgreSQL's counts: notifications that reached waiters, entries adopted after a lost enqueue reply. */
+export interface PostgresCounters {
+  /** NOTIFY messages that reached waiters. */
+  notifications: number;
+  /** Enqueues that found their entry made by an earlier attempt whose reply was lost. */
+  adopted: number;
+  /** Statements sent on the sessions' request connections (heartbeats and LISTENs go on the other). */
+  statements: number;
+}
+
+export interface PostgresProbe extends Probe<PostgresCounters, PostgresView> {
+  /** Entries and queues waited on right now (`<namespace>/<queue>#<key>`, `<namespace>/<queue>`), with how many sessions wait on each. */
+  readonly watches: Map<string, number>;
+}
+
+/** What tests may see of a PostgreSQL driver. */
+export interface PostgresView {
+  /** The server process ids of the session's two connections (main, listening), for pg_terminate_backend; undefined while one is down. */
+  backendPids(): Promise<{ main: number | undefined; listen: number | undefined }>;
+}
+
 /** The probes of the sessions `connectWith` opens: one per driver, and word of each session opened. */
 export interface Probes {
   zk(): ZkProbe;
   etcd(): EtcdProbe;
-  /** Hears of each ZooKeeper or etcd session opened (a successor's too), with the probe its driver was given. */
-  opened(session: object, probe: ZkProbe | EtcdProbe): void;
+  postgres(): PostgresProbe;
+  /** Hears of each ZooKeeper, etcd or PostgreSQL session opened (a successor's too), with the probe its driver was given. */
+  opened(session: object, probe: ZkProbe | EtcdProbe | PostgresProbe): void;
 }
 
 /** Counters nobody reads: a production driver counts into its own. */
@@ -112,4 +134,8 @@ export function zkCounters(): ZkCounters {
 
 export function etcdCounters(): EtcdCounters {
   return { notifications: 0, adopted: 0, orphansRemoved: 0, confirmRequests: 0 };
+}
+
+export function postgresCounters(): PostgresCounters {
+  return { notifications: 0, adopted: 0, statements: 0 };
 }

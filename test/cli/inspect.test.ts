@@ -6,6 +6,7 @@ import { Semaphore } from '../../recipes/semaphore.js';
 import { runInspect, type QueueView } from '../../src/inspect.js';
 import { freePort } from '../harness/ports.js';
 import { etcdFixture } from '../support/backends/etcd.js';
+import { postgresFixture } from '../support/backends/postgres.js';
 import type { Fixture } from '../support/backends/fixture.js';
 import { memoryFixture } from '../support/backends/memory.js';
 import { useScope } from '../support/backends/scope.js';
@@ -48,7 +49,10 @@ function inspectSuite(getFixture: () => Fixture): void {
       expect(view.entries.map((e) => e.client)).toEqual([client, client, client, client]);
       expect(view.entries.slice(0, 2).map((e) => e.fencingToken)).toEqual(readers.map((lock) => lock.fencingToken.toString()));
       for (const entry of view.entries) {
-        if (scope.fixture.name.startsWith('etcd')) {
+        if (scope.fixture.name.startsWith('postgres')) {
+          expect(entry.ageMs).toBeGreaterThanOrEqual(0);
+          expect(entry.expiresInMs, 'the owner\'s lease left, by the server\'s clock').toBeGreaterThan(0);
+        } else if (scope.fixture.name.startsWith('etcd')) {
           expect(entry.ageMs, 'etcd keeps no time with a key').toBeNull();
           expect(entry.expiresInMs).toBeGreaterThan(0);
         } else {
@@ -124,6 +128,7 @@ function inspectSuite(getFixture: () => Fixture): void {
 inspectSuite(memoryFixture);
 inspectSuite(() => zkFixture('zkStandalone'));
 inspectSuite(() => etcdFixture('etcdStandalone'));
+inspectSuite(postgresFixture);
 
 describe('baton inspect, the command', () => {
   it('exits 2 naming the problem for an invalid name or URL, before connecting', async () => {
@@ -132,7 +137,7 @@ describe('baton inspect, the command', () => {
     expect(badName.stderr).toMatch(/invalid name "a\/\/b"/);
     const badUrl = await runBaton(['inspect', 'ftp://127.0.0.1/x', 'a']);
     expect(badUrl.code).toBe(2);
-    expect(badUrl.stderr).toMatch(/url scheme "ftp:".*zk:, etcd: or memory:/);
+    expect(badUrl.stderr).toMatch(/url scheme "ftp:".*zk:, etcd:, postgres: or memory:/);
   });
 
   it('exits 1 with a clear message when the server is unreachable', async () => {

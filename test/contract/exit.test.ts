@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, inject, it } from 'vitest';
+import { withParams } from '../support/backends/postgres.js';
 
 const WORKER = fileURLToPath(new URL('../support/workers/exit-worker.ts', import.meta.url));
 
@@ -44,6 +45,7 @@ describe('a program that closes its session ends on its own (no socket, stream o
   it.each([
     ['ZooKeeper', () => `zk://${inject('zkStandalone').connectString}/exit-test`],
     ['etcd', () => `etcd://${inject('etcdStandalone').endpoints[0]!.replace('http://', '')}/exit-test`],
+    ['PostgreSQL', () => withParams(inject('postgres'), { namespace: 'exit-test' })],
     ['memory', () => 'memory://exit-test'],
   ])('%s', async (_name, url) => {
     await expectPromptExit(url());
@@ -52,6 +54,7 @@ describe('a program that closes its session ends on its own (no socket, stream o
   it.each([
     ['memory', () => 'memory://exit-test'],
     ['ZooKeeper', () => `zk://${inject('zkStandalone').connectString}/exit-test`],
+    ['PostgreSQL', () => withParams(inject('postgres'), { namespace: 'exit-test' })],
   ])('%s: a waiter keeps the process alive until its AbortSignal.timeout() gives it up', async (_name, url) => {
     await expectPromptExit(url(), 'waiting');
   }, 40_000);
@@ -67,6 +70,9 @@ describe('a program that closes its session ends on its own (no socket, stream o
     ['etcd, an unreachable address', 'etcd://224.0.0.1:2379/exit-test', 'failed-connect'],
     ['ZooKeeper, a name that does not exist', 'zk://no-such-host.invalid:2181/exit-test', 'unknown-name'],
     ['etcd, a name that does not exist', 'etcd://no-such-host.invalid:2379/exit-test', 'unknown-name'],
+    ['PostgreSQL, a refused port', 'postgres://baton@127.0.0.1:1/postgres?namespace=exit-test', 'failed-connect'],
+    ['PostgreSQL, an unreachable address', 'postgres://baton@224.0.0.1:5432/postgres?namespace=exit-test', 'failed-connect'],
+    ['PostgreSQL, a name that does not exist', 'postgres://baton@no-such-host.invalid:5432/postgres?namespace=exit-test', 'unknown-name'],
   ])('%s: a program whose connect failed ends on its own within a second', async (_name, url, scenario) => {
     await expectPromptExit(url, scenario, 1_000);
   }, 40_000);

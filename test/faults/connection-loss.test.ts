@@ -84,7 +84,7 @@ describe.each(layouts)('connection loss mid-request on $name', (layout) => {
       const held = await new FairMutex(holder, 'watch').acquire();
       await writeWhileHeld(register().url, held);
       // The waiter's first request naming the holder's entry is its watch on it.
-      const cut = proxy.dropAfterNextRequest((chunk) => chunk.includes(lastSegment(entryOf(held).key)));
+      const cut = proxy.dropAfterNextRequest((chunk) => chunk.includes(layout.watchMark(entryOf(held))));
       const waiting = later(new FairMutex(session, 'watch').acquire({ timeoutMs: layout.timeoutMs() * 5 }));
       await cut;
       await held.release();

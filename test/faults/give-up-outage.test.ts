@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { LockTimeoutError, SessionLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { layouts, throughProxy } from '../support/faults/layouts.js';
+import { standaloneLayouts, throughProxy } from '../support/faults/layouts.js';
 import { useScope } from '../support/backends/scope.js';
 import { eventually, later, track } from '../support/wait.js';
 import { backendOf, entryOf } from '../support/internals.js';
@@ -12,7 +12,7 @@ import { backendOf, entryOf } from '../support/internals.js';
  * end, which takes the entry with it. Either way the acquire rejects with the give-up's error, and no
  * waiter is left behind in the queue.
  */
-describe.each(layouts.filter((layout) => layout.name === 'zkStandalone' || layout.name === 'etcdStandalone'))('giving up while the server does not answer, on $name', (layout) => {
+describe.each(standaloneLayouts())('giving up while the server does not answer, on $name', (layout) => {
   const scope = useScope(() => layout.fixture());
 
   it('a waiter that gives up while cut off for less than the session rejects once its entry is deleted, and only then', async () => {

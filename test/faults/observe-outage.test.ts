@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { LeaderElection } from '../../recipes/election.js';
-import { layouts, throughProxy } from '../support/faults/layouts.js';
+import { standaloneLayouts, throughProxy } from '../support/faults/layouts.js';
 import { useScope } from '../support/backends/scope.js';
 import { eventually } from '../support/wait.js';
 
 // An observer whose listing of the queue is stuck in an outage still gives up at once on abort, with
 // the caller's reason, instead of at the session's deadline with the session's error.
-describe.each(layouts.filter((layout) => layout.name.endsWith('Standalone')))('observe() cut off from $name', (layout) => {
+describe.each(standaloneLayouts())('observe() cut off from $name', (layout) => {
   const scope = useScope(() => layout.fixture());
 
   it('gives up at once on abort while its listing is stuck', async () => {

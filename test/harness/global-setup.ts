@@ -3,7 +3,8 @@ import type { EtcdInfo } from '../support/backends/etcd.js';
 import type { ZkInfo } from '../support/backends/zookeeper.js';
 import { startEtcd, type EtcdCluster } from './etcd.js';
 import type { ContainerServers } from './containers.js';
-import { chooseServerSource, ensureServersInstalled, serverSituation } from './install.js';
+import { chooseServerSource, ensureServersInstalled, postgresInstalled, serverSituation } from './install.js';
+import { startPostgres, type PgServer } from './postgres.js';
 import { removePortClaims } from './ports.js';
 import { startZooKeeper, type ZkCluster } from './zookeeper.js';
 
@@ -13,6 +14,8 @@ declare module 'vitest' {
     zkEnsemble: ZkInfo;
     etcdStandalone: EtcdInfo;
     etcdCluster: EtcdInfo;
+    /** A PostgreSQL 15 server's URL (a superuser's, trust authentication on loopback). */
+    postgres: string;
   }
 }
 
@@ -25,18 +28,22 @@ const SESSION_TIMEOUT_MS = 10 * TICK_MS;
 
 /**
  * Starts the servers the suites share, once per run, on free loopback ports: a standalone ZooKeeper,
- * a 3-node ensemble, a standalone etcd and a 3-node etcd cluster. BATON_TEST_ZK=host:port[,...] and
- * BATON_TEST_ETCD=http://host:port[,...] point the suites at running servers instead. Without local
+ * a 3-node ensemble, a standalone etcd, a 3-node etcd cluster and a PostgreSQL. BATON_TEST_ZK=host:port[,...] and
+ * BATON_TEST_ETCD=http://host:port[,...] point the suites at running servers instead; so does
+ * BATON_TEST_POSTGRES=postgres://user[:password]@host:port/database for the PostgreSQL server (a
+ * standalone PostgreSQL 15 otherwise, run as the `postgres` user when the tests run as root). Without local
  * servers (and unless they can be installed) one ZooKeeper and one etcd container stand in for all four
  * when a container engine answers (containers.ts; never the case in CI). Everything
  * started here is stopped by PID in the teardown (and on exit or Ctrl-C by the harness's registry).
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const started: (ZkCluster | EtcdCluster)[] = [];
+  const started: (ZkCluster | EtcdCluster | PgServer)[] = [];
   let externalZk = process.env['BATON_TEST_ZK'] || undefined;
   let externalEtcd = process.env['BATON_TEST_ETCD'] || undefined;
   const source = await chooseServerSource(serverSituation(async () => (await import('./containers.js')).containerEngineAnswers()));
   if (source === 'local' || source === 'install') await ensureServersInstalled();
+  const externalPostgres = process.env['BATON_TEST_POSTGRES'] || undefined;
+  if (externalPostgres === undefined && !postgresInstalled() && source !== 'local' && source !== 'install') await ensureServersInstalled();
   let containers: ContainerServers | undefined;
   if (source === 'containers') {
     process.stderr.write('baton tests: no local ZooKeeper or etcd; starting them in containers (testcontainers)\n');
@@ -45,17 +52,19 @@ export default async function setup(project: TestProject): Promise<() => Promise
     externalEtcd ??= containers.etcdEndpoint;
   }
   try {
-    const [zkStandalone, zkEnsemble, etcdStandalone, etcdCluster] = await Promise.all([
+    const [zkStandalone, zkEnsemble, etcdStandalone, etcdCluster, postgres] = await Promise.all([
       externalZk ? undefined : track(started, startZooKeeper({ size: 1, tickTimeMs: TICK_MS })),
       externalZk ? undefined : track(started, startZooKeeper({ size: 3, tickTimeMs: TICK_MS })),
       externalEtcd ? undefined : track(started, startEtcd({ size: 1 })),
       externalEtcd ? undefined : track(started, startEtcd({ size: 3 })),
+      externalPostgres ? undefined : track(started, startPostgres()),
     ]);
     // A container runs with the harness's tickTime; a server of the user's may not.
     const externalSessionMs = containers !== undefined && externalZk === containers.zkConnectString ? SESSION_TIMEOUT_MS : 4_000;
     project.provide('zkStandalone', zkStandalone ? zkInfo(zkStandalone) : zkExternal(externalZk!, externalSessionMs));
     project.provide('zkEnsemble', zkEnsemble ? zkInfo(zkEnsemble) : zkExternal(externalZk!, externalSessionMs));
     project.provide('etcdStandalone', { endpoints: etcdStandalone?.endpoints ?? externalEtcd!.split(','), ttlSeconds: ETCD_TTL_SECONDS });
+    project.provide('postgres', postgres?.url ?? externalPostgres!);
     project.provide('etcdCluster', { endpoints: etcdCluster?.endpoints ?? externalEtcd!.split(','), ttlSeconds: ETCD_TTL_SECONDS });
   } catch (error) {
     await Promise.allSettled([...started.map((cluster) => cluster.stop()), containers?.stop()]);
@@ -67,7 +76,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   };
 }
 
-async function track<T extends ZkCluster | EtcdCluster>(started: (ZkCluster | EtcdCluster)[], starting: Promise<T>): Promise<T> {
+async function track<T extends ZkCluster | EtcdCluster | PgServer>(started: (ZkCluster | EtcdCluster | PgServer)[], starting: Promise<T>): Promise<T> {
   const cluster = await starting;
   started.push(cluster);
   return cluster;

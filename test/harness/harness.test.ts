@@ -6,10 +6,42 @@ import { fourLetterWord } from './four-letter.js';
 import { zkTree } from './clean.js';
 import { TcpProxy } from './proxy.js';
 import { startZooKeeper, type ZkCluster } from './zookeeper.js';
+import { existsSync, readFileSync } from 'node:fs';
+import pg from 'pg';
+import { startPostgres } from './postgres.js';
 import { eventually } from '../support/wait.js';
 
 /** The harness itself: real servers start, fail over, restart and stop; the proxy cuts as told. */
 describe('test harness', () => {
+  it('starts a PostgreSQL 15 in a temp dir as an unprivileged user, restarts it on its port, and stops it by PID', async () => {
+    const server = await startPostgres();
+    try {
+      const pid = server.pid!;
+      // The server refuses to run as root: as root the harness runs it as the postgres user.
+      const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+      expect(uid).not.toBe(0);
+      const query = async (): Promise<string> => {
+        const client = new pg.Client({ connectionString: server.url });
+        await client.connect();
+        try {
+          return String((await client.query('SHOW server_version')).rows[0].server_version);
+        } finally {
+          await client.end();
+        }
+      };
+      expect(await query()).toMatch(/^\d+\./);
+      await server.kill('SIGQUIT');
+      expect(server.isAlive()).toBe(false);
+      await server.start();
+      expect(server.port).toBe(Number(new URL(server.url).port));
+      expect(await query()).toMatch(/^\d+\./);
+    } finally {
+      await server.stop();
+    }
+    expect(server.isAlive()).toBe(false);
+    expect(existsSync(server.dir)).toBe(false);
+  }, 60_000);
+
   describe('ZooKeeper 3-node ensemble', () => {
     let zk: ZkCluster;
     beforeAll(async () => {

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 
 export const ZOOKEEPER_JAR = '/usr/share/java/zookeeper.jar';
 const SLF4J_SIMPLE = '/usr/share/java/slf4j-simple.jar';
@@ -7,6 +7,27 @@ const SLF4J_SIMPLE = '/usr/share/java/slf4j-simple.jar';
 /** The jar's manifest names the rest of ZooKeeper's runtime classpath; slf4j-simple gives it a logger. */
 export function zkClasspath(): string {
   return [ZOOKEEPER_JAR, SLF4J_SIMPLE].join(':');
+}
+
+/**
+ * Debian's PostgreSQL server binaries (initdb, postgres), which are not on the PATH: version 15 (what
+ * the suites are run with), else the newest version installed.
+ */
+export function postgresBinDir(): string {
+  const root = '/usr/lib/postgresql';
+  if (existsSync(`${root}/15/bin/postgres`)) return `${root}/15/bin`;
+  let versions: number[] = [];
+  try {
+    versions = readdirSync(root).map(Number).filter((v) => Number.isInteger(v) && existsSync(`${root}/${v}/bin/postgres`));
+  } catch {
+    // none installed
+  }
+  return `${root}/${versions.length > 0 ? Math.max(...versions) : 15}/bin`;
+}
+
+/** Whether the PostgreSQL the harness starts is installed (Debian's `postgresql` package; version 15 on bookworm). */
+export function postgresInstalled(): boolean {
+  return existsSync(`${postgresBinDir()}/postgres`) && existsSync(`${postgresBinDir()}/initdb`);
 }
 
 export function etcdBinary(): string | undefined {
@@ -79,11 +100,11 @@ function missingPeerPackages(): string[] {
 const PEER_PACKAGES = ['libcurator-recipes-java', 'libcurator-framework-java', 'libcurator-client-java', 'python3-kazoo', 'etcd-client'];
 
 const HOW = [
-  'ZooKeeper 3.8 and etcd 3.4 are needed for the tests, and so are the interop tests\' peers: Apache',
+  'ZooKeeper 3.8, etcd 3.4 and PostgreSQL 15 are needed for the tests, and so are the interop tests\' peers: Apache',
   'Curator 5.4 (with a JDK\'s javac), kazoo for Debian\'s /usr/bin/python3, and etcdctl. Install them with',
-  `  sudo apt-get install -y zookeeper etcd-server ${PEER_PACKAGES.join(' ')}`,
+  `  sudo apt-get install -y zookeeper etcd-server postgresql ${PEER_PACKAGES.join(' ')}`,
   'or point the tests at running servers with',
-  '  BATON_TEST_ZK=host:port BATON_TEST_ETCD=http://host:port npm test',
+  '  BATON_TEST_ZK=host:port BATON_TEST_ETCD=http://host:port BATON_TEST_POSTGRES=postgres://user@host:port/db npm test',
   '(for instance started with: docker compose -f docker-compose.zk.yml up -d; the peers are still needed)',
   'or start a container engine (Docker Desktop, colima, Podman with DOCKER_HOST): the tests then run',
   'ZooKeeper and etcd in containers themselves (the suites that start servers of their own still need them installed)',
@@ -112,7 +133,7 @@ export async function chooseServerSource(here: ServerSituation): Promise<ServerS
   if (here.binaries) return 'local';
   if (here.canInstall) return 'install';
   if (await here.engineAnswers()) return 'containers';
-  throw new Error(`missing: zookeeper etcd-server, and no container engine answered\n${HOW}`);
+  throw new Error(`missing: zookeeper etcd-server postgresql, and no container engine answered\n${HOW}`);
 }
 
 /** This machine's situation. */
@@ -135,9 +156,10 @@ export function serverSituation(engineAnswers: () => Promise<boolean>): ServerSi
 export async function ensureServersInstalled(): Promise<void> {
   const external = process.env['BATON_TEST_ZK'] && process.env['BATON_TEST_ETCD'];
   const serversMissing = !external && (!existsSync(ZOOKEEPER_JAR) || etcdBinary() === undefined);
+  const postgresMissing = !process.env['BATON_TEST_POSTGRES'] && !postgresInstalled();
   const root = process.getuid?.() === 0;
-  if (serversMissing && !root) throw new Error(`missing: zookeeper etcd-server\n${HOW}`);
-  const packages = [...(serversMissing ? ['zookeeper', 'etcd-server'] : []), ...(root ? missingPeerPackages() : [])];
+  if ((serversMissing || postgresMissing) && !root) throw new Error(`missing: ${[...(serversMissing ? ['zookeeper etcd-server'] : []), ...(postgresMissing ? ['postgresql'] : [])].join(' ')}\n${HOW}`);
+  const packages = [...(serversMissing ? ['zookeeper', 'etcd-server'] : []), ...(postgresMissing ? ['postgresql'] : []), ...(root ? missingPeerPackages() : [])];
   if (packages.length === 0) return;
   process.stderr.write(`baton tests: installing ${packages.join(' ')} from Debian packages\n`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
@@ -146,6 +168,7 @@ export async function ensureServersInstalled(): Promise<void> {
     if (run.status !== 0) throw new Error(`apt-get ${args.join(' ')} failed (status ${run.status})\n${HOW}`);
   }
   if (!external && (!existsSync(ZOOKEEPER_JAR) || etcdBinary() === undefined)) throw new Error(`installation did not provide the servers\n${HOW}`);
+  if (postgresMissing && !postgresInstalled()) throw new Error(`installation did not provide PostgreSQL 15 (${postgresBinDir()})\n${HOW}`);
   const still = missingPeerPackages();
   if (still.length > 0) throw new Error(`installation did not provide the interop peers (${still.join(' ')})\n${HOW}`);
 }

@@ -33,12 +33,15 @@ function hookExit(): void {
   }
 }
 
-/** Starts a server with its output in `logFile`; the child never keeps Node's event loop alive. */
-export function startServer(command: string, args: readonly string[], logFile: string): number {
+/**
+ * Starts a server with its output in `logFile`; the child never keeps Node's event loop alive. `as`
+ * runs it as another OS user (PostgreSQL refuses to run as root): the PID is still the server's own.
+ */
+export function startServer(command: string, args: readonly string[], logFile: string, as?: { uid: number; gid: number }): number {
   hookExit();
   const log = openSync(logFile, 'a');
   try {
-    const child = spawn(command, args, { stdio: ['ignore', log, log], detached: false });
+    const child = spawn(command, args, { stdio: ['ignore', log, log], detached: false, ...(as ?? {}) });
     child.unref();
     if (child.pid === undefined) throw new Error(`could not start ${command}`);
     started.add(child.pid);

@@ -1,14 +1,16 @@
 import { afterAll, beforeAll, inject } from 'vitest';
-import { connect, etcdCounters, zkCounters } from 'baton-locks/testing';
+import { connect, etcdCounters, postgresCounters, zkCounters } from 'baton-locks/testing';
 import type { ConnectOptions } from '../../../src/connect.js';
-import type { Session } from '../../../recipes/contract.js';
+import type { Entry, Session } from '../../../recipes/contract.js';
 import { TcpProxy } from '../../harness/proxy.js';
 import { etcdFixture } from '../backends/etcd.js';
 import { ContenderPool } from './contender-pool.js';
 import type { Fixture } from '../backends/fixture.js';
 import { zkFixture } from '../backends/zookeeper.js';
+import { POSTGRES_SESSION_MS, postgresFixture, withParams } from '../backends/postgres.js';
+import { PostgresEntry } from '../../../src/backends/postgres/driver.js';
 
-export type LayoutName = 'zkStandalone' | 'zkEnsemble' | 'etcdStandalone' | 'etcdCluster';
+export type LayoutName = 'zkStandalone' | 'zkEnsemble' | 'etcdStandalone' | 'etcdCluster' | 'postgres';
 
 /**
  * One of the four deployments the global setup starts, as the fault tests need it: the contract
@@ -22,13 +24,17 @@ export interface Layout {
   port(): number;
   /** A session URL through the proxy listening at `address`. */
   url(address: string, namespace: string): string;
-  /** The ZooKeeper session timeout or the etcd lease TTL, in milliseconds. */
+  /** The ZooKeeper session timeout, the etcd lease TTL or the PostgreSQL lease, in milliseconds. */
   timeoutMs(): number;
-  /** Whether a client-to-server chunk carries `session`'s enqueue request (ZooKeeper create, etcd Txn). */
+  /** Whether a client-to-server chunk carries `session`'s enqueue request (ZooKeeper create, etcd Txn, PostgreSQL enqueue statement). */
   isEnqueue(chunk: Buffer, session: Session): boolean;
   /** Entries adopted after a lost enqueue reply, in this process so far. */
   adopted(): number;
+  /** What a waiter's watch request on `entry` carries (its key's last segment; on PostgreSQL the LISTEN's channel). */
+  watchMark(entry: Entry): string;
 }
+
+const lastSegment = (key: string): string => key.slice(key.lastIndexOf('/') + 1);
 
 function zkLayout(name: 'zkStandalone' | 'zkEnsemble'): Layout {
   return {
@@ -41,6 +47,7 @@ function zkLayout(name: 'zkStandalone' | 'zkEnsemble'): Layout {
     // A create of an entry named as Curator names it (baton's default) or as kazoo does.
     isEnqueue: (chunk) => chunk.includes('_c_') || chunk.includes('__lock__'),
     adopted: () => zkCounters.adopted,
+    watchMark: (entry) => lastSegment(entry.key),
   };
 }
 
@@ -54,10 +61,37 @@ function etcdLayout(name: 'etcdStandalone' | 'etcdCluster'): Layout {
     // The first slot's key (`<lease>-0-lock`) appears in the enqueue Txn; queue reads name only the prefix.
     isEnqueue: (chunk, session) => chunk.includes(`${session.id}-0-lock`),
     adopted: () => etcdCounters.adopted,
+    watchMark: (entry) => lastSegment(entry.key),
   };
 }
 
-export const layouts: readonly Layout[] = [zkLayout('zkStandalone'), zkLayout('zkEnsemble'), etcdLayout('etcdStandalone'), etcdLayout('etcdCluster')];
+/** The PostgreSQL server: the proxy forwards the session's two connections (requests and LISTEN/heartbeat). */
+function postgresLayout(): Layout {
+  const server = (): URL => new URL(inject('postgres'));
+  return {
+    name: 'postgres',
+    fixture: () => postgresFixture(),
+    port: () => Number(server().port || 5432),
+    url: (address, namespace) => {
+      const url = server();
+      url.host = address;
+      return withParams(url.toString(), { namespace });
+    },
+    timeoutMs: () => POSTGRES_SESSION_MS,
+    // The enqueue function's name and the session's entry key prefix are in the statement's Parse and Bind.
+    isEnqueue: (chunk, session) => chunk.includes('.enqueue(') && chunk.includes(`s${session.id.replace(/^pg-/, '')}.`),
+    adopted: () => postgresCounters.adopted,
+    // LISTEN "<schema>.e<token>" on the session's listening connection.
+    watchMark: (entry) => `.e${PostgresEntry.rowTokenOf(entry)}"`,
+  };
+}
+
+export const layouts: readonly Layout[] = [zkLayout('zkStandalone'), zkLayout('zkEnsemble'), etcdLayout('etcdStandalone'), etcdLayout('etcdCluster'), postgresLayout()];
+
+/** The layouts of one standalone server each (ZooKeeper, etcd, PostgreSQL). */
+export function standaloneLayouts(): readonly Layout[] {
+  return layouts.filter((layout) => layout.name === 'zkStandalone' || layout.name === 'etcdStandalone' || layout.name === 'postgres');
+}
 
 export interface Proxied {
   readonly proxy: TcpProxy;

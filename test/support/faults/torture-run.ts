@@ -11,10 +11,20 @@ import type { Fixture } from '../backends/fixture.js';
 import { zkMode } from '../../harness/four-letter.js';
 import { eventually } from '../wait.js';
 import { zkFixtureOf } from '../backends/zookeeper.js';
+import { startPostgres } from '../../harness/postgres.js';
+import { postgresFixtureOf, withParams, withPostgres } from '../backends/postgres.js';
 
-export type TortureBackend = 'zk' | 'etcd';
-export const FAULT_KINDS = ['leader-kill', 'member-kill', 'server-partition', 'partition', 'short-disconnect', 'expiry'] as const;
+export type TortureBackend = 'zk' | 'etcd' | 'postgres';
+export const FAULT_KINDS = ['leader-kill', 'member-kill', 'server-partition', 'server-restart', 'backend-terminate', 'partition', 'short-disconnect', 'expiry'] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
+
+/** The faults a run on `backend` injects: on the servers, then on the contenders. */
+export function faultKindsOf(backend: TortureBackend): { server: FaultKind[]; client: FaultKind[] } {
+  const client: FaultKind[] = ['partition', 'short-disconnect', 'expiry'];
+  // One PostgreSQL server: restarted (fast or immediate shutdown), or some of its sessions' backends terminated.
+  if (backend === 'postgres') return { server: ['server-restart', 'backend-terminate'], client };
+  return { server: ['leader-kill', 'member-kill', 'server-partition'], client };
+}
 
 export interface TortureOptions {
   readonly backend: TortureBackend;
@@ -75,6 +85,10 @@ interface Member {
 
 interface Deployment {
   readonly fixture: Fixture;
+  /** PostgreSQL: terminates the backends of some sessions (each with probability one half); how many. */
+  terminate?(chance: () => number): Promise<number>;
+  /** PostgreSQL: rows left once expired sessions are swept (entries of sessions lost on the client side). */
+  rowsAfterSweep?(namespace: string): Promise<string[]>;
   readonly members: readonly Member[];
   leader(): Promise<Member | undefined>;
   /**
@@ -91,6 +105,7 @@ interface Deployment {
 }
 
 async function deploy(backend: TortureBackend, timeoutMs: number): Promise<Deployment> {
+  if (backend === 'postgres') return deployPostgres(timeoutMs);
   if (backend === 'zk') {
     const links = new PeerLinks();
     const zk = await startZooKeeper({ size: 3, peerRoute: links.route });
@@ -141,6 +156,48 @@ async function deploy(backend: TortureBackend, timeoutMs: number): Promise<Deplo
     options: { ttlSeconds: info.ttlSeconds },
     expiry: { etcd: info },
     stop: () => etcd.stop(),
+  };
+}
+
+/** One PostgreSQL server of the run's own: its one "member" is restarted, never cut off from peers it has not. */
+async function deployPostgres(timeoutMs: number): Promise<Deployment> {
+  const server = await startPostgres();
+  let signal: NodeJS.Signals = 'SIGINT';
+  const member: Member = {
+    port: server.port,
+    isAlive: () => server.isAlive(),
+    // Alternately a fast shutdown and an immediate one (crash recovery at the restart).
+    kill: async () => {
+      await server.kill(signal);
+      signal = signal === 'SIGINT' ? 'SIGQUIT' : 'SIGINT';
+    },
+    start: () => server.start(),
+  };
+  return {
+    fixture: postgresFixtureOf(server.url, 'PostgreSQL', 'baton', timeoutMs),
+    members: [member],
+    leader: async () => (server.isAlive() ? member : undefined),
+    cut: () => Promise.reject(new Error('a single PostgreSQL server has no peers to be cut off from')),
+    url: (proxies, namespace) => {
+      const url = new URL(server.url);
+      url.host = proxies[0]!.address;
+      return withParams(url.toString(), { namespace });
+    },
+    options: { sessionTimeoutMs: timeoutMs },
+    expiry: { postgres: { url: server.url, schema: 'baton' } },
+    terminate: (chance) =>
+      withPostgres(server.url, async (client) => {
+        const pids = (await client.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE application_name = 'baton' AND pid <> pg_backend_pid()")).rows.map((row) => row.pid);
+        const chosen = pids.filter(() => chance() < 0.5);
+        await client.query('SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid', [chosen]);
+        return chosen.length;
+      }),
+    rowsAfterSweep: (namespace) =>
+      withPostgres(server.url, async (client) => {
+        await client.query('DELETE FROM baton.sessions WHERE expires_at <= clock_timestamp()');
+        return (await client.query<{ key: string }>('SELECT key FROM baton.entries WHERE namespace = $1', [namespace])).rows.map((row) => `row ${row.key}`);
+      }),
+    stop: () => server.stop(),
   };
 }
 
@@ -232,8 +289,9 @@ export async function torture(options: TortureOptions): Promise<TortureSummary> 
     const running = (): boolean => performance.now() < ending;
 
     // Kinds are drawn in rounds, each kind once per round in a random order: a short run injects every kind.
-    const kills = rounds<FaultKind>(['leader-kill', 'member-kill', 'server-partition'], next);
-    const clientFaults = rounds<FaultKind>(['partition', 'short-disconnect', 'expiry'], next);
+    const kinds = faultKindsOf(options.backend);
+    const kills = rounds<FaultKind>(kinds.server, next);
+    const clientFaults = rounds<FaultKind>(kinds.client, next);
 
     // Members: one down at a time, so that the layout keeps its quorum and the workload progresses.
     const killLoop = async (): Promise<void> => {
@@ -243,8 +301,14 @@ export async function torture(options: TortureOptions): Promise<TortureSummary> 
         if (!running()) return;
         const leader = await deployment.leader();
         const drawn = kills.take();
-        const kind: FaultKind = leader === undefined ? 'member-kill' : drawn;
-        const victims = kind === 'leader-kill' ? [leader!] : deployment.members.filter((m) => m !== leader && m.isAlive());
+        if (drawn === 'backend-terminate') {
+          const terminated = await deployment.terminate!(next);
+          log(`${elapsed()} backend-terminate: ${terminated} of the sessions' connections terminated (pg_terminate_backend)`);
+          faults['backend-terminate'] += 1;
+          continue;
+        }
+        const kind: FaultKind = drawn === 'server-restart' ? drawn : leader === undefined ? 'member-kill' : drawn;
+        const victims = kind === 'leader-kill' || kind === 'server-restart' ? deployment.members.filter((m) => m.isAlive()) : deployment.members.filter((m) => m !== leader && m.isAlive());
         const victim = victims[Math.floor(next() * victims.length)];
         if (victim === undefined) continue;
         if (kind === 'server-partition') {
@@ -348,6 +412,11 @@ export async function torture(options: TortureOptions): Promise<TortureSummary> 
     await eventually('no entry left', async () => (await deployment.fixture.entries(namespace)).length === 0, timeoutMs * 3).catch(() => undefined);
     orphans.push(...(await deployment.fixture.entries(namespace)));
     if (options.backend === 'zk') orphans.push(...(await deployment.fixture.watched(namespace)).map((path) => `watch on ${path}`));
+    if (deployment.rowsAfterSweep !== undefined) {
+      // Rows of sessions lost on the client side outlive their lease until swept: after the sweep, none.
+      await eventually('the lost sessions expired', async () => (await deployment.fixture.entries(namespace)).length === 0, timeoutMs * 3).catch(() => undefined);
+      orphans.push(...(await deployment.rowsAfterSweep(namespace)).filter((row) => !orphans.includes(row)));
+    }
     return summarize(run.intervals, run.stalls.length, { backend: options.backend, seed, workers, timeoutMs, durationMs: options.durationMs, sessions, faults, orphans });
   } finally {
     for (const own of proxies) for (const proxy of own) await proxy.close();
@@ -396,9 +465,10 @@ export function summarize(intervals: readonly Interval[], stalls: number, known:
 
 /** The summary as a few readable lines. */
 export function describeSummary(s: TortureSummary): string {
-  const faults = FAULT_KINDS.map((kind) => `${kind} ${s.faults[kind]}`).join(', ');
+  const { server, client } = faultKindsOf(s.backend);
+  const faults = [...server, ...client].map((kind) => `${kind} ${s.faults[kind]}`).join(', ');
   return [
-    `torture on ${s.backend === 'zk' ? 'ZooKeeper (3-node ensemble)' : 'etcd (3-node cluster)'}: ${s.workers} processes, ${(s.durationMs / 1_000).toFixed(0)} s, timeout ${s.timeoutMs} ms, seed ${s.seed}`,
+    `torture on ${s.backend === 'zk' ? 'ZooKeeper (3-node ensemble)' : s.backend === 'etcd' ? 'etcd (3-node cluster)' : 'PostgreSQL (one server)'}: ${s.workers} processes, ${(s.durationMs / 1_000).toFixed(0)} s, timeout ${s.timeoutMs} ms, seed ${s.seed}`,
     `  acquisitions        ${s.acquisitions} (${s.lostHolds} lost while held, ${s.abortedAtGrant} lost before the holder saw the grant), ${s.sessions} sessions`,
     `  faults injected     ${faults}`,
     `  violations          ${s.violations.length}${s.violations

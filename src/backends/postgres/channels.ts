@@ -1,0 +1,118 @@
+import { createHash } from 'node:crypto';
+import type { Abortable } from '../../../recipes/contract.js';
+import { addWaiter, settleWaiters, type Waiter } from '../waiters.js';
+
+/** The channel the delete of entry `token` notifies (the schema's trigger names it so). */
+export function entryChannel(schema: string, token: bigint): string {
+  return `${schema}.e${token}`;
+}
+
+/** The channel of a queue with observers (the schema's `queue_channel`). */
+export function queueChannel(schema: string, namespace: string, queue: string): string {
+  return `${schema}.q${createHash('md5').update(`${namespace}/${queue}`).digest('hex').slice(0, 16)}`;
+}
+
+/** A quoted identifier for LISTEN/UNLISTEN (channel names are ours: no quote inside). */
+function quoted(channel: string): string {
+  return `"${channel}"`;
+}
+
+/** What the channels need of the session's listening connection. */
+export interface ChannelHost {
+  /** Sends LISTEN/UNLISTEN on the listening connection, retried while it is down; rejects only when the session ends. */
+  send(statement: string): Promise<void>;
+  /** Called when a channel gains its first local waiter or loses its last (a probe's count of watches). */
+  watched?(tag: string, delta: 1 | -1): void;
+}
+
+/**
+ * The channels this session listens on, each with its local waiters: one LISTEN per channel however
+ * many waiters share it, an UNLISTEN when the last one leaves. A notification settles every waiter of
+ * its channel. After the listening connection was made again, `relisten` listens on every channel
+ * once more (notifications sent meanwhile are lost: the caller then checks what it waits for).
+ */
+export class Channels {
+  readonly #host: ChannelHost;
+  readonly #waiters = new Map<string, Set<Waiter>>();
+  readonly #tags = new Map<string, string>();
+  /** Per channel, the LISTEN that made the server listen on it (a later waiter of the channel waits for it too). */
+  readonly #listening = new Map<string, Promise<void>>();
+  /** Notifications that reached waiters. */
+  notifications = 0;
+
+  constructor(host: ChannelHost) {
+    this.#host = host;
+  }
+
+  /** How many channels have local waiters. */
+  get size(): number {
+    return this.#waiters.size;
+  }
+
+  /** The channels with local waiters and the tag each was registered with. */
+  entries(): IterableIterator<[string, string]> {
+    return this.#tags.entries();
+  }
+
+  /**
+   * Adds a waiter on `channel`: its promise resolves when the channel is notified (or `wake` is
+   * called), rejects with the signal's reason or with `fail`'s error. `listening` settles once the
+   * server listens for it (from then on no notification is missed).
+   */
+  wait(channel: string, tag: string, signal: Abortable): { done: Promise<void>; listening: Promise<void> } {
+    let set = this.#waiters.get(channel);
+    if (set === undefined) {
+      set = new Set();
+      this.#waiters.set(channel, set);
+      this.#tags.set(channel, tag);
+      this.#host.watched?.(tag, 1);
+      const listening = this.#host.send(`LISTEN ${quoted(channel)}`);
+      listening.catch(() => undefined);
+      this.#listening.set(channel, listening);
+    }
+    const listening = this.#listening.get(channel) ?? Promise.resolve();
+    const waiters = set;
+    const done = addWaiter(waiters, signal, () => {
+      if (waiters.size === 0 && this.#waiters.get(channel) === waiters) this.#forget(channel);
+    });
+    return { done, listening };
+  }
+
+  /** A NOTIFY arrived. */
+  notified(channel: string): void {
+    if (this.#waiters.has(channel)) this.notifications += 1;
+    this.wake(channel);
+  }
+
+  /** Resolves every waiter of `channel` and stops listening on it. */
+  wake(channel: string): void {
+    if (!this.#waiters.has(channel)) return;
+    this.#forget(channel, false);
+    settleWaiters(this.#waiters, channel);
+  }
+
+  #forget(channel: string, remove = true): void {
+    const tag = this.#tags.get(channel);
+    this.#tags.delete(channel);
+    this.#listening.delete(channel);
+    if (remove) this.#waiters.delete(channel);
+    if (tag !== undefined) this.#host.watched?.(tag, -1);
+    this.#host.send(`UNLISTEN ${quoted(channel)}`).catch(() => undefined);
+  }
+
+  /** The listening connection is new: listen on every channel again. */
+  relisten(): Promise<void> {
+    return Promise.all([...this.#waiters.keys()].map((channel) => this.#host.send(`LISTEN ${quoted(channel)}`))).then(() => undefined);
+  }
+
+  /** The session ended: every waiter fails with `reason`. */
+  failAll(reason: Error): void {
+    for (const channel of [...this.#waiters.keys()]) {
+      const tag = this.#tags.get(channel);
+      this.#tags.delete(channel);
+      this.#listening.delete(channel);
+      if (tag !== undefined) this.#host.watched?.(tag, -1);
+      settleWaiters(this.#waiters, channel, { error: reason });
+    }
+  }
+}

@@ -1,0 +1,148 @@
+/**
+ * baton's tables and functions in a schema of their own (default `baton`). The SQL is plain text, so
+ * that `baton schema <url> --print` gives a DBA exactly what `connect()` would run.
+ *
+ * - `sessions`: one row per session, a lease whose expiry only the server's clock decides. A renewal
+ *   of an expired row changes nothing (`expires_at > clock_timestamp()` in its WHERE), so an expired
+ *   session never comes back; its row and entries are removed by whoever finds them.
+ * - `entries`: one row per queue entry. `token` comes from one sequence for the whole schema: it is
+ *   the entry's order (unless the entry took another's place, `position`) and its fencing token,
+ *   strictly increasing across holders, queues emptied and re-created, sessions and restarts.
+ * - `observers`: the queues whose changes someone waits for (an election's `observe()` of an empty
+ *   queue): an enqueue or a delete in them also notifies the queue's channel (`<schema>.q<md5 prefix>`),
+ *   and only in them.
+ * - The AFTER DELETE trigger notifies the channel named after the deleted entry (`<schema>.e<token>`):
+ *   one release wakes only the waiters of that entry. NOTIFY is transactional: nobody is woken by an
+ *   entry whose delete is rolled back.
+ * - `enqueue` serialises the enqueues of one queue (an advisory transaction lock on a hash of the
+ *   queue) and reads the queue after its insert, in a fresh snapshot: under READ COMMITTED two
+ *   concurrent enqueues could otherwise take their tokens in one order and commit in the other, and
+ *   each could see itself at the head.
+ */
+
+/** The version of the schema this code needs; `connect()` creates it, or refuses an older or newer one. */
+export const SCHEMA_VERSION = 1;
+
+/** The name of baton's schema: an unquoted identifier, short enough for the channel names built on it. */
+export const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,39}$/;
+
+/** The advisory lock class of baton's enqueues and of its schema creation (`'bato'` in ASCII). */
+export const LOCK_CLASS = 0x6261746f;
+
+/** The DDL that creates schema version 1 under `schema`, in one transaction (the caller's). */
+export function schemaSql(schema: string): string {
+  const s = schema;
+  return `CREATE SCHEMA IF NOT EXISTS ${s};
+
+CREATE TABLE ${s}.version (
+  version integer NOT NULL
+);
+INSERT INTO ${s}.version (version) VALUES (${SCHEMA_VERSION});
+
+CREATE TABLE ${s}.sessions (
+  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  ttl interval NOT NULL,
+  expires_at timestamptz NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+  client text NOT NULL DEFAULT ''
+);
+
+CREATE SEQUENCE ${s}.tokens AS bigint;
+
+CREATE TABLE ${s}.entries (
+  token bigint PRIMARY KEY,
+  key text NOT NULL UNIQUE,
+  namespace text NOT NULL,
+  queue text NOT NULL,
+  position bigint NOT NULL,
+  kind text NOT NULL,
+  session bigint NOT NULL REFERENCES ${s}.sessions (id) ON DELETE CASCADE,
+  data text NOT NULL DEFAULT '',
+  created_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE INDEX entries_queue ON ${s}.entries (namespace, queue, position, token);
+CREATE INDEX entries_session ON ${s}.entries (session);
+
+CREATE TABLE ${s}.observers (
+  namespace text NOT NULL,
+  queue text NOT NULL,
+  session bigint NOT NULL REFERENCES ${s}.sessions (id) ON DELETE CASCADE,
+  PRIMARY KEY (namespace, queue, session)
+);
+CREATE INDEX observers_session ON ${s}.observers (session);
+
+CREATE FUNCTION ${s}.queue_channel(p_namespace text, p_queue text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+  SELECT '${s}.q' || left(md5(p_namespace || '/' || p_queue), 16)
+$$;
+
+CREATE FUNCTION ${s}.entry_gone() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify(TG_TABLE_SCHEMA || '.e' || OLD.token, '');
+  IF EXISTS (SELECT 1 FROM ${s}.observers b WHERE b.namespace = OLD.namespace AND b.queue = OLD.queue) THEN
+    PERFORM pg_notify(${s}.queue_channel(OLD.namespace, OLD.queue), '');
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER entry_gone AFTER DELETE ON ${s}.entries FOR EACH ROW EXECUTE FUNCTION ${s}.entry_gone();
+
+CREATE FUNCTION ${s}.open_session(p_ttl_ms bigint, p_client text) RETURNS bigint LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  v_id bigint;
+BEGIN
+  -- Sessions whose lease ran out go, with their entries (whose waiters the trigger tells). Rows another
+  -- transaction is deleting are left to it: housekeeping never waits, nor deadlocks with another.
+  DELETE FROM ${s}.sessions WHERE id IN (
+    SELECT o.id FROM ${s}.sessions o WHERE o.expires_at <= clock_timestamp() FOR UPDATE SKIP LOCKED
+  );
+  INSERT INTO ${s}.sessions (ttl, expires_at, client)
+    VALUES (p_ttl_ms * interval '1 millisecond', clock_timestamp() + p_ttl_ms * interval '1 millisecond', p_client)
+    RETURNING id INTO v_id;
+  RETURN v_id;
+END
+$$;
+
+CREATE FUNCTION ${s}.list(p_namespace text, p_queue text)
+  RETURNS TABLE (token bigint, key text, queue_position bigint, kind text)
+  LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+  -- Entries of expired sessions are ignored, and removed by whoever finds them.
+  DELETE FROM ${s}.entries e USING ${s}.sessions o
+    WHERE e.namespace = p_namespace AND e.queue = p_queue AND o.id = e.session AND o.expires_at <= clock_timestamp();
+  -- And ignored if their lease runs out between the two statements.
+  RETURN QUERY
+    SELECT e.token, e.key, e.position, e.kind FROM ${s}.entries e
+    JOIN ${s}.sessions o ON o.id = e.session AND o.expires_at > clock_timestamp()
+    WHERE e.namespace = p_namespace AND e.queue = p_queue
+    ORDER BY e.position, e.token;
+END
+$$;
+
+CREATE FUNCTION ${s}.enqueue(p_session bigint, p_key text, p_namespace text, p_queue text, p_kind text, p_at bigint, p_data text)
+  RETURNS TABLE (token bigint, key text, queue_position bigint, kind text, created boolean)
+  LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  v_token bigint;
+  v_created boolean := false;
+BEGIN
+  PERFORM 1 FROM ${s}.sessions WHERE id = p_session AND expires_at > clock_timestamp();
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'baton session % is gone (its lease expired or it was closed)', p_session USING ERRCODE = 'BT001';
+  END IF;
+  PERFORM pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(p_namespace || '/' || p_queue));
+  -- An attempt whose reply was lost may have been applied: its entry is the one asked for.
+  IF NOT EXISTS (SELECT 1 FROM ${s}.entries e WHERE e.key = p_key) THEN
+    v_token := nextval('${s}.tokens');
+    INSERT INTO ${s}.entries (token, key, namespace, queue, position, kind, session, data)
+      VALUES (v_token, p_key, p_namespace, p_queue, coalesce(p_at, v_token), p_kind, p_session, p_data);
+    v_created := true;
+    IF EXISTS (SELECT 1 FROM ${s}.observers b WHERE b.namespace = p_namespace AND b.queue = p_queue) THEN
+      PERFORM pg_notify(${s}.queue_channel(p_namespace, p_queue), '');
+    END IF;
+  END IF;
+  -- A statement of its own: its snapshot shows every enqueue that held the lock before this one.
+  RETURN QUERY SELECT l.token, l.key, l.queue_position, l.kind, v_created FROM ${s}.list(p_namespace, p_queue) l;
+END
+$$;
+`;
+}

@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { postgresCounters } from 'baton-locks/testing';
+import { FairMutex } from '../../recipes/mutex.js';
+import { ReadWriteLock } from '../../recipes/rw-lock.js';
+import { Semaphore } from '../../recipes/semaphore.js';
+import { postgresFixture } from '../support/backends/postgres.js';
+import { useScope } from '../support/backends/scope.js';
+import { backendOf, entryOf } from '../support/internals.js';
+import { eventually, track } from '../support/wait.js';
+
+/**
+ * Waits on entries placed at another's place: a downgrade's read takes its writer's position and
+ * token, a semaphore's announced grant its own old entry's; the row's own token still names the
+ * channel its delete notifies. A waiter behind such an entry must be woken by that notification, not
+ * by the backstop's re-read a quarter of the lease later.
+ */
+describe('PostgreSQL: the requests of a cycle, and waiters behind entries placed at another\'s place', () => {
+  const scope = useScope(postgresFixture);
+
+  it('an uncontended acquire and release is two statements (the enqueue function, the delete)', async () => {
+    const session = await scope.open();
+    const mutex = new FairMutex(session, 'two');
+    await (await mutex.acquire()).release(); // the first cycle as every later one: nothing to set up
+    const before = postgresCounters.statements;
+    for (let i = 0; i < 10; i += 1) await (await mutex.acquire()).release();
+    expect((postgresCounters.statements - before) / 10).toBe(2);
+  });
+
+  it('a writer queued behind a downgraded read is woken by the read\'s release notification', async () => {
+    const [owner, other] = [await scope.open(), await scope.open()];
+    const rw = new ReadWriteLock(owner, 'downgraded');
+    const write = await rw.writeLock.acquire();
+    const waiting = track(new ReadWriteLock(other, 'downgraded').writeLock.acquire({ timeoutMs: scope.fixture.lossDeadlineMs }));
+    await eventually('writer queued', async () => (await backendOf(other).list('downgraded')).length === 2);
+    const read = await rw.downgrade(write);
+    // The waiting writer woke at the write's release, listed, and now waits for the read at its place.
+    await eventually('the writer waits for the read', async () => (await scope.fixture.watched(scope.namespace)).includes(entryOf(read).key));
+    const notified = postgresCounters.notifications;
+    await read.release();
+    const lock = await waiting.promise;
+    expect(postgresCounters.notifications - notified, 'woken by the read\'s notification, not the backstop').toBeGreaterThan(0);
+    await lock.release();
+  });
+
+  it('a semaphore waiter behind an announced grant is woken by its release notification', async () => {
+    const [a, b, c] = [await scope.open(), await scope.open(), await scope.open()];
+    const first = await new Semaphore(a, 'pool', { permits: 1 }).acquire();
+    const second = track(new Semaphore(b, 'pool', { permits: 1 }).acquire({ timeoutMs: scope.fixture.lossDeadlineMs }));
+    await eventually('second queued', async () => (await backendOf(a).list('pool')).length === 2);
+    const third = track(new Semaphore(c, 'pool', { permits: 1 }).acquire({ timeoutMs: scope.fixture.lossDeadlineMs }));
+    await eventually('third queued', async () => (await backendOf(a).list('pool')).length === 3);
+    await first.release();
+    const granted = await second.promise; // granted after waiting: announced, at its own old place
+    await eventually('the third waits behind the announced entry', async () => (await scope.fixture.watched(scope.namespace)).includes(entryOf(granted).key));
+    const notified = postgresCounters.notifications;
+    await granted.release();
+    const last = await third.promise;
+    expect(postgresCounters.notifications - notified, 'woken by the notification, not the backstop').toBeGreaterThan(0);
+    await last.release();
+  });
+});
