@@ -10,6 +10,7 @@ import type { AclPolicy } from './backends/zookeeper/acl.js';
 import type { Session } from '../recipes/contract.js';
 import { BatonSession, internalsOf } from './session.js';
 import { parseUrl } from './url.js';
+import type { ConnectionOptions } from 'node:tls';
 import { refuseUnknownNames } from './backends/dial.js';
 
 /** etcd client settings passed through to etcd3 (the `etcd` option of `connect`). */
@@ -78,6 +79,20 @@ export interface ConnectOptions {
    * `grpcOptions`). Default: none (plain text, no auth).
    */
   readonly etcd?: EtcdClientOptions;
+  /**
+   * Redis: client settings (`tls` for a `rediss://` URL). The user and password go in the URL,
+   * `redis://user:password@host:6379/0`, and are never shown (errors, `baton inspect`, logs).
+   */
+  readonly redis?: RedisClientOptions;
+}
+
+/** Redis client settings (the `redis` option of `connect`). */
+export interface RedisClientOptions {
+  /**
+   * TLS settings for a `rediss://` URL (`ca`, `cert`, `key`, `rejectUnauthorized`...), passed to the
+   * client's TLS connection. Default: Node's defaults (the system's CAs).
+   */
+  readonly tls?: ConnectionOptions;
 }
 
 /** ZooKeeper credentials (the `auth` option of `connect`): sent before any request. */
@@ -92,8 +107,9 @@ const DEFAULTS = { sessionTimeoutMs: 10_000, connectTimeoutMs: 15_000, ttlSecond
 
 /**
  * Opens a session on the backend the URL names: `zk://h1:2181,h2:2181/myapp`, `etcd://h1:2379/myapp`,
- * `memory://test` (one store per name, in this process). The URL's path is the namespace every lock
- * lives under (default `baton`). Close the session with `session.close()` when done.
+ * `redis://[user:password@]host:6379[/db]?namespace=myapp` (`rediss://` with TLS; needs the optional
+ * peer dependency ioredis), `memory://test` (one store per name, in this process). The URL's path is the namespace every lock
+ * lives under (default `baton`; on Redis the `namespace` parameter). Close the session with `session.close()` when done.
  *
  * Rejects with `InvalidArgumentError` for a bad URL or option (before anything is sent), with
  * `BackendError` when no server answers within `connectTimeoutMs` (the cause says why: refused,
@@ -152,14 +168,14 @@ async function open(url: string, options: ConnectOptions, probes: Probes | undef
   if (parsed.scheme !== 'memory') {
     // A name that does not exist fails at once; the dial gets what is left of the connect timeout.
     const deadline = performance.now() + settings.connectTimeoutMs;
-    await refuseUnknownNames(parsed.scheme === 'zk' ? 'ZooKeeper' : 'etcd', parsed.hosts, { deadline, signal: settings.signal });
+    await refuseUnknownNames(parsed.scheme === 'zk' ? 'ZooKeeper' : parsed.scheme === 'redis' ? 'Redis' : 'etcd', parsed.hosts, { deadline, signal: settings.signal });
     settings.connectTimeoutMs = Math.max(1, Math.ceil(deadline - performance.now()));
   }
   switch (parsed.scheme) {
     case 'memory':
       return new BatonSession(new MemoryDriver(memoryStore(parsed.hosts[0] ?? ''), parsed.namespace), sessionOptions);
     case 'zk': {
-      const { auth, acl, etcd: _etcd, ttlSeconds: _ttl, ...timeouts } = settings;
+      const { auth, acl, etcd: _etcd, redis: _redis, ttlSeconds: _ttl, ...timeouts } = settings;
       // Each server's client is loaded only when used: etcd3 brings gRPC, which a ZooKeeper user never needs.
       const { ZkDriver } = await import('./backends/zookeeper/driver.js');
       const probe = probes?.zk();
@@ -181,6 +197,24 @@ async function open(url: string, options: ConnectOptions, probes: Probes | undef
         connectTimeoutMs: settings.connectTimeoutMs,
         ...(settings.signal === undefined ? {} : { signal: settings.signal }),
         ...(settings.etcd === undefined ? {} : { client: settings.etcd }),
+      }, probe);
+      await closeIfAborted(driver, settings.signal);
+      await refuseMargin(deadlineMarginMs, driver);
+      const session = new BatonSession(driver, sessionOptions);
+      if (probes !== undefined && probe !== undefined) probes.opened(session, probe);
+      return session;
+    }
+    case 'redis': {
+      const { RedisDriver } = await import('./backends/redis/driver.js');
+      const probe = probes?.redis();
+      const driver = await RedisDriver.open({
+        host: parsed.hosts[0]!,
+        target: parsed.redis!,
+        namespace: parsed.namespace,
+        sessionTimeoutMs: settings.sessionTimeoutMs,
+        connectTimeoutMs: settings.connectTimeoutMs,
+        signal: settings.signal,
+        tls: settings.redis?.tls,
       }, probe);
       await closeIfAborted(driver, settings.signal);
       await refuseMargin(deadlineMarginMs, driver);
@@ -214,6 +248,7 @@ interface Settings {
   reconnectAfterLoss: boolean;
   ttlSeconds: number;
   etcd: EtcdClientOptions | undefined;
+  redis: RedisClientOptions | undefined;
   auth: ZkAuth[];
   acl: AclPolicy;
   signal: AbortSignal | undefined;
@@ -228,6 +263,7 @@ const CONNECT_OPTIONS = [
   'reconnectAfterLoss',
   'ttlSeconds',
   'etcd',
+  'redis',
   'auth',
   'acl',
   'signal',
@@ -250,6 +286,7 @@ function validateConnectOptions(options: unknown): Settings {
     // One session timeout for every backend: etcd's lease TTL follows it unless given itself.
     ttlSeconds: given['ttlSeconds'] === undefined && given['sessionTimeoutMs'] !== undefined ? ttlFor(sessionTimeoutMs) : ttl(given['ttlSeconds']),
     etcd: etcdClientOptions(given['etcd']),
+    redis: redisClientOptions(given['redis']),
     ...zkAccess(given['auth'], given['acl']),
     signal: validateSignal(given['signal']),
   };
@@ -308,6 +345,15 @@ function etcdClientOptions(value: unknown): EtcdClientOptions | undefined {
   }
   const { auth, credentials, grpcOptions } = value as Record<string, unknown>;
   return { ...(auth === undefined ? {} : { auth }), ...(credentials === undefined ? {} : { credentials }), ...(grpcOptions === undefined ? {} : { grpcOptions }) } as EtcdClientOptions;
+}
+
+function redisClientOptions(value: unknown): RedisClientOptions | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidArgumentError('redis options', value, 'an object with tls');
+  checkOptionKeys(value, ['tls']);
+  const { tls } = value as Record<string, unknown>;
+  if (tls !== undefined && (typeof tls !== 'object' || tls === null)) throw new InvalidArgumentError('redis.tls', '(not shown)', 'an object of TLS settings');
+  return tls === undefined ? {} : { tls: tls as ConnectionOptions };
 }
 
 function positiveMs(value: unknown, what: string, fallback: number): number {

@@ -6,12 +6,12 @@
  */
 import { InvalidArgumentError } from '../recipes/errors.js';
 import { MemoryDriver } from './backends/memory/driver.js';
-import { etcdCounters as zeroEtcd, zkCounters as zeroZk, type AfterLook, type EtcdProbe, type EtcdView, type Probes, type ZkProbe, type ZkView } from './backends/probe.js';
+import { etcdCounters as zeroEtcd, redisCounters as zeroRedis, zkCounters as zeroZk, type AfterLook, type EtcdProbe, type EtcdView, type Probes, type RedisProbe, type RedisView, type ZkProbe, type ZkView } from './backends/probe.js';
 import { connectWith, type ConnectOptions } from './connect.js';
 import type { Session } from '../recipes/contract.js';
 import { internalsOf } from './session.js';
 
-export type { EtcdCounters, EtcdView, ZkCounters, ZkView } from './backends/probe.js';
+export type { EtcdCounters, EtcdView, RedisCounters, RedisView, ZkCounters, ZkView } from './backends/probe.js';
 export type { AfterLook } from './backends/probe.js';
 
 /** What the ZooKeeper sessions of this process opened here counted (see `ZkCounters`). */
@@ -20,6 +20,11 @@ export const zkCounters = zeroZk();
 export const etcdCounters = zeroEtcd();
 /** Keys and prefixes the etcd sessions opened here watch right now, with how many sessions watch each. */
 export const etcdWatches = new Map<string, number>();
+
+/** What the Redis sessions of this process opened here counted (see `RedisCounters`). */
+export const redisCounters = zeroRedis();
+/** Channels the Redis sessions opened here wait on right now, with how many sessions wait on each. */
+export const redisWatches = new Map<string, number>();
 
 /** ZooKeeper limits, lowered by tests: the sequence from which a queue directory is recycled (2^30 in production). */
 export const zkLimits = { recycleFrom: 2 ** 30 };
@@ -42,6 +47,13 @@ export interface EtcdSessionProbe {
   beforePrefixWatch: (() => Promise<void>) | undefined;
 }
 
+/** A Redis session's probe: its driver's view, with its fault switches. */
+export interface RedisSessionProbe {
+  /** What the session's driver shows a test, and the faults a test may cause in it. */
+  readonly view: RedisView;
+}
+
+const redisProbes = new WeakMap<object, RedisProbe & RedisSessionProbe>();
 const zkProbes = new WeakMap<object, ZkProbe & ZkSessionProbe>();
 const etcdProbes = new WeakMap<object, EtcdProbe & EtcdSessionProbe>();
 
@@ -78,12 +90,27 @@ function newEtcdProbe(): EtcdProbe & EtcdSessionProbe {
   };
 }
 
+function newRedisProbe(): RedisProbe & RedisSessionProbe {
+  let view: RedisView | undefined;
+  return {
+    counters: redisCounters,
+    watches: redisWatches,
+    expose: (shown) => (view = shown),
+    get view() {
+      if (view === undefined) throw new Error('the driver has not shown its view yet');
+      return view;
+    },
+  };
+}
+
 const probes: Probes = {
   zk: newZkProbe,
   etcd: newEtcdProbe,
+  redis: newRedisProbe,
   opened(session, probe) {
     if ('recycleFrom' in probe) zkProbes.set(session, probe as ZkProbe & ZkSessionProbe);
-    else etcdProbes.set(session, probe as EtcdProbe & EtcdSessionProbe);
+    else if ('muteWatchEvents' in probe) etcdProbes.set(session, probe as EtcdProbe & EtcdSessionProbe);
+    else redisProbes.set(session, probe as RedisProbe & RedisSessionProbe);
   },
 };
 
@@ -103,6 +130,13 @@ export function zkProbeOf(session: Session): ZkSessionProbe {
 export function etcdProbeOf(session: Session): EtcdSessionProbe {
   const probe = etcdProbes.get(session);
   if (probe === undefined) throw new InvalidArgumentError('session', session.id, "an etcd session opened with baton-locks/testing's connect");
+  return probe;
+}
+
+/** The probe of a Redis session opened with this module's `connect`. */
+export function redisProbeOf(session: Session): RedisSessionProbe {
+  const probe = redisProbes.get(session);
+  if (probe === undefined) throw new InvalidArgumentError('session', session.id, "a Redis session opened with baton-locks/testing's connect");
   return probe;
 }
 

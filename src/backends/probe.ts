@@ -97,12 +97,38 @@ export interface EtcdView {
   readonly watchersClosing: number;
 }
 
+/** Redis's counts: deletion notifications that reached waiters; backstop reads that woke a waiter. */
+export interface RedisCounters {
+  /** Published deletions (or queue changes) that reached waiters. */
+  notifications: number;
+  /** Waits woken by the backstop's re-read rather than by a notification. */
+  backstopWakes: number;
+}
+
+export interface RedisProbe extends Probe<RedisCounters, RedisView> {
+  /** Channels waited on right now (entry keys and queue channels), with how many sessions wait on each. */
+  readonly watches: Map<string, number>;
+}
+
+/** What tests may see of a Redis driver, and the faults they may cause in it. */
+export interface RedisView {
+  /** The session's key (`baton:session:<id>`). */
+  readonly sessionKey: string;
+  /** Published notifications are ignored, as if each were lost (the backstop must wake the waiters). */
+  muteNotifications: boolean;
+  /** The next enqueue's script fails after its write, as a script error part-way would. */
+  failNextEnqueueAfterWrite: boolean;
+  /** The watchdog stops renewing the session key (the key then expires on the server). */
+  stopWatchdog(): void;
+}
+
 /** The probes of the sessions `connectWith` opens: one per driver, and word of each session opened. */
 export interface Probes {
   zk(): ZkProbe;
   etcd(): EtcdProbe;
-  /** Hears of each ZooKeeper or etcd session opened (a successor's too), with the probe its driver was given. */
-  opened(session: object, probe: ZkProbe | EtcdProbe): void;
+  redis(): RedisProbe;
+  /** Hears of each ZooKeeper, etcd or Redis session opened (a successor's too), with the probe its driver was given. */
+  opened(session: object, probe: ZkProbe | EtcdProbe | RedisProbe): void;
 }
 
 /** Counters nobody reads: a production driver counts into its own. */
@@ -112,4 +138,8 @@ export function zkCounters(): ZkCounters {
 
 export function etcdCounters(): EtcdCounters {
   return { notifications: 0, adopted: 0, orphansRemoved: 0, confirmRequests: 0 };
+}
+
+export function redisCounters(): RedisCounters {
+  return { notifications: 0, backstopWakes: 0 };
 }

@@ -1,6 +1,8 @@
 import type { TestProject } from 'vitest/node';
 import type { EtcdInfo } from '../support/backends/etcd.js';
 import type { ZkInfo } from '../support/backends/zookeeper.js';
+import type { RedisInfo } from '../support/backends/redis.js';
+import { startRedis, type RedisServer } from './redis.js';
 import { startEtcd, type EtcdCluster } from './etcd.js';
 import type { ContainerServers } from './containers.js';
 import { chooseServerSource, ensureServersInstalled, serverSituation } from './install.js';
@@ -13,8 +15,12 @@ declare module 'vitest' {
     zkEnsemble: ZkInfo;
     etcdStandalone: EtcdInfo;
     etcdCluster: EtcdInfo;
+    redisStandalone: RedisInfo;
   }
 }
+
+/** Redis sessions in the shared suites: expiry tests then take a couple of seconds. */
+const REDIS_SESSION_TIMEOUT_MS = 2_000;
 
 /** etcd's smallest useful lease: expiry tests then take seconds. */
 const ETCD_TTL_SECONDS = 2;
@@ -25,14 +31,16 @@ const SESSION_TIMEOUT_MS = 10 * TICK_MS;
 
 /**
  * Starts the servers the suites share, once per run, on free loopback ports: a standalone ZooKeeper,
- * a 3-node ensemble, a standalone etcd and a 3-node etcd cluster. BATON_TEST_ZK=host:port[,...] and
- * BATON_TEST_ETCD=http://host:port[,...] point the suites at running servers instead. Without local
+ * a 3-node ensemble, a standalone etcd, a 3-node etcd cluster and a standalone redis-server.
+ * BATON_TEST_ZK=host:port[,...], BATON_TEST_ETCD=http://host:port[,...] and BATON_TEST_REDIS=redis://host:port
+ * point the suites at running servers instead. Without local
  * servers (and unless they can be installed) one ZooKeeper and one etcd container stand in for all four
  * when a container engine answers (containers.ts; never the case in CI). Everything
  * started here is stopped by PID in the teardown (and on exit or Ctrl-C by the harness's registry).
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const started: (ZkCluster | EtcdCluster)[] = [];
+  const started: (ZkCluster | EtcdCluster | RedisServer)[] = [];
+  const externalRedis = process.env['BATON_TEST_REDIS'] || undefined;
   let externalZk = process.env['BATON_TEST_ZK'] || undefined;
   let externalEtcd = process.env['BATON_TEST_ETCD'] || undefined;
   const source = await chooseServerSource(serverSituation(async () => (await import('./containers.js')).containerEngineAnswers()));
@@ -45,17 +53,19 @@ export default async function setup(project: TestProject): Promise<() => Promise
     externalEtcd ??= containers.etcdEndpoint;
   }
   try {
-    const [zkStandalone, zkEnsemble, etcdStandalone, etcdCluster] = await Promise.all([
+    const [zkStandalone, zkEnsemble, etcdStandalone, etcdCluster, redisStandalone] = await Promise.all([
       externalZk ? undefined : track(started, startZooKeeper({ size: 1, tickTimeMs: TICK_MS })),
       externalZk ? undefined : track(started, startZooKeeper({ size: 3, tickTimeMs: TICK_MS })),
       externalEtcd ? undefined : track(started, startEtcd({ size: 1 })),
       externalEtcd ? undefined : track(started, startEtcd({ size: 3 })),
+      externalRedis ? undefined : track(started, startRedis()),
     ]);
     // A container runs with the harness's tickTime; a server of the user's may not.
     const externalSessionMs = containers !== undefined && externalZk === containers.zkConnectString ? SESSION_TIMEOUT_MS : 4_000;
     project.provide('zkStandalone', zkStandalone ? zkInfo(zkStandalone) : zkExternal(externalZk!, externalSessionMs));
     project.provide('zkEnsemble', zkEnsemble ? zkInfo(zkEnsemble) : zkExternal(externalZk!, externalSessionMs));
     project.provide('etcdStandalone', { endpoints: etcdStandalone?.endpoints ?? externalEtcd!.split(','), ttlSeconds: ETCD_TTL_SECONDS });
+    project.provide('redisStandalone', { url: redisStandalone === undefined ? externalRedis!.replace(/\/+$/, '') : `redis://${redisStandalone.address}`, sessionTimeoutMs: REDIS_SESSION_TIMEOUT_MS });
     project.provide('etcdCluster', { endpoints: etcdCluster?.endpoints ?? externalEtcd!.split(','), ttlSeconds: ETCD_TTL_SECONDS });
   } catch (error) {
     await Promise.allSettled([...started.map((cluster) => cluster.stop()), containers?.stop()]);
@@ -67,7 +77,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   };
 }
 
-async function track<T extends ZkCluster | EtcdCluster>(started: (ZkCluster | EtcdCluster)[], starting: Promise<T>): Promise<T> {
+async function track<T extends ZkCluster | EtcdCluster | RedisServer>(started: (ZkCluster | EtcdCluster | RedisServer)[], starting: Promise<T>): Promise<T> {
   const cluster = await starting;
   started.push(cluster);
   return cluster;

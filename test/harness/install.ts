@@ -13,6 +13,10 @@ export function etcdBinary(): string | undefined {
   return binary('etcd');
 }
 
+export function redisServerBinary(): string | undefined {
+  return binary('redis-server');
+}
+
 /** The first of /usr/bin and /usr/local/bin that holds `name`, else where the PATH finds it. */
 function binary(name: string): string | undefined {
   for (const dir of ['/usr/bin', '/usr/local/bin']) if (existsSync(`${dir}/${name}`)) return `${dir}/${name}`;
@@ -81,9 +85,9 @@ const PEER_PACKAGES = ['libcurator-recipes-java', 'libcurator-framework-java', '
 const HOW = [
   'ZooKeeper 3.8 and etcd 3.4 are needed for the tests, and so are the interop tests\' peers: Apache',
   'Curator 5.4 (with a JDK\'s javac), kazoo for Debian\'s /usr/bin/python3, and etcdctl. Install them with',
-  `  sudo apt-get install -y zookeeper etcd-server ${PEER_PACKAGES.join(' ')}`,
+  `  sudo apt-get install -y zookeeper etcd-server redis-server ${PEER_PACKAGES.join(' ')}`,
   'or point the tests at running servers with',
-  '  BATON_TEST_ZK=host:port BATON_TEST_ETCD=http://host:port npm test',
+  '  BATON_TEST_ZK=host:port BATON_TEST_ETCD=http://host:port BATON_TEST_REDIS=redis://host:port npm test',
   '(for instance started with: docker compose -f docker-compose.zk.yml up -d; the peers are still needed)',
   'or start a container engine (Docker Desktop, colima, Podman with DOCKER_HOST): the tests then run',
   'ZooKeeper and etcd in containers themselves (the suites that start servers of their own still need them installed)',
@@ -135,9 +139,12 @@ export function serverSituation(engineAnswers: () => Promise<boolean>): ServerSi
 export async function ensureServersInstalled(): Promise<void> {
   const external = process.env['BATON_TEST_ZK'] && process.env['BATON_TEST_ETCD'];
   const serversMissing = !external && (!existsSync(ZOOKEEPER_JAR) || etcdBinary() === undefined);
+  // Redis: the shared server may be a running one, but the fault tests start servers of their own.
+  const redisMissing = redisServerBinary() === undefined;
   const root = process.getuid?.() === 0;
   if (serversMissing && !root) throw new Error(`missing: zookeeper etcd-server\n${HOW}`);
-  const packages = [...(serversMissing ? ['zookeeper', 'etcd-server'] : []), ...(root ? missingPeerPackages() : [])];
+  if (redisMissing && !root && !process.env['BATON_TEST_REDIS']) throw new Error(`missing: redis-server\n${HOW}`);
+  const packages = [...(serversMissing ? ['zookeeper', 'etcd-server'] : []), ...(redisMissing && root ? ['redis-server'] : []), ...(root ? missingPeerPackages() : [])];
   if (packages.length === 0) return;
   process.stderr.write(`baton tests: installing ${packages.join(' ')} from Debian packages\n`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
@@ -146,6 +153,7 @@ export async function ensureServersInstalled(): Promise<void> {
     if (run.status !== 0) throw new Error(`apt-get ${args.join(' ')} failed (status ${run.status})\n${HOW}`);
   }
   if (!external && (!existsSync(ZOOKEEPER_JAR) || etcdBinary() === undefined)) throw new Error(`installation did not provide the servers\n${HOW}`);
+  if (root && redisServerBinary() === undefined) throw new Error(`installation did not provide redis-server\n${HOW}`);
   const still = missingPeerPackages();
   if (still.length > 0) throw new Error(`installation did not provide the interop peers (${still.join(' ')})\n${HOW}`);
 }
