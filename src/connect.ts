@@ -9,7 +9,7 @@ import { memoryStore } from './backends/memory/store.js';
 import type { AclPolicy } from './backends/zookeeper/acl.js';
 import type { Session } from '../recipes/contract.js';
 import { BatonSession, internalsOf } from './session.js';
-import { parseUrl } from './url.js';
+import { parseUrl, RedisTarget } from './url.js';
 import type { ConnectionOptions } from 'node:tls';
 import { refuseUnknownNames } from './backends/dial.js';
 
@@ -93,6 +93,10 @@ export interface RedisClientOptions {
    * client's TLS connection. Default: Node's defaults (the system's CAs).
    */
   readonly tls?: ConnectionOptions;
+  /** The user name (Redis 6 ACLs), instead of the URL's. */
+  readonly username?: string;
+  /** The password, instead of the URL's (so that it appears in no URL); never shown. */
+  readonly password?: string;
 }
 
 /** ZooKeeper credentials (the `auth` option of `connect`): sent before any request. */
@@ -209,7 +213,7 @@ async function open(url: string, options: ConnectOptions, probes: Probes | undef
       const probe = probes?.redis();
       const driver = await RedisDriver.open({
         host: parsed.hosts[0]!,
-        target: parsed.redis!,
+        target: withCredentials(parsed.redis!, settings.redis),
         namespace: parsed.namespace,
         sessionTimeoutMs: settings.sessionTimeoutMs,
         connectTimeoutMs: settings.connectTimeoutMs,
@@ -350,10 +354,22 @@ function etcdClientOptions(value: unknown): EtcdClientOptions | undefined {
 function redisClientOptions(value: unknown): RedisClientOptions | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidArgumentError('redis options', value, 'an object with tls');
-  checkOptionKeys(value, ['tls']);
-  const { tls } = value as Record<string, unknown>;
+  checkOptionKeys(value, ['tls', 'username', 'password']);
+  const { tls, username, password } = value as Record<string, unknown>;
   if (tls !== undefined && (typeof tls !== 'object' || tls === null)) throw new InvalidArgumentError('redis.tls', '(not shown)', 'an object of TLS settings');
-  return tls === undefined ? {} : { tls: tls as ConnectionOptions };
+  if (username !== undefined && (typeof username !== 'string' || username === '')) throw new InvalidArgumentError('redis.username', '(not shown)', 'a non-empty string');
+  if (password !== undefined && typeof password !== 'string') throw new InvalidArgumentError('redis.password', '(not shown)', 'a string');
+  return {
+    ...(tls === undefined ? {} : { tls: tls as ConnectionOptions }),
+    ...(username === undefined ? {} : { username: username as string }),
+    ...(password === undefined ? {} : { password: password as string }),
+  };
+}
+
+/** The URL's target with the credentials of the `redis` option, where given. */
+function withCredentials(target: RedisTarget, options: RedisClientOptions | undefined): RedisTarget {
+  if (options?.username === undefined && options?.password === undefined) return target;
+  return new RedisTarget(target.db, target.tls, options.username ?? target.username, options.password ?? target.password());
 }
 
 function positiveMs(value: unknown, what: string, fallback: number): number {

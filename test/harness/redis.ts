@@ -13,6 +13,8 @@ export interface RedisServerOptions {
   readonly persistence?: boolean;
   /** `host:port` of a primary to replicate (a replica). */
   readonly replicaOf?: string;
+  /** More configuration, as `--name value` arguments (e.g. `['--requirepass', 'secret']`). */
+  readonly args?: readonly string[];
 }
 
 /** One redis-server of ours: on a free 127.0.0.1 port, in a temp dir, stopped by PID. */
@@ -48,12 +50,14 @@ export class RedisServer extends ServerProcess {
       '--logfile', '',
       '--loglevel', 'warning',
       ...(this.options.replicaOf === undefined ? [] : ['--replicaof', ...this.options.replicaOf.split(':')]),
+      ...(this.options.args ?? []),
     ];
     this.pid = startServer(binary, args, path.join(this.dir, 'server.log'));
     const deadline = Date.now() + READY_TIMEOUT_MS;
     while (Date.now() < deadline) {
       if (!this.isAlive()) throw new Error(`redis-server exited during start:\n${tail(path.join(this.dir, 'server.log'))}`);
-      if ((await command(this.port, ['PING']).catch(() => '')) === '+PONG') return;
+      // With a password the server answers NOAUTH: it is up all the same.
+      if (/^(\+PONG|-NOAUTH)/.test(await command(this.port, ['PING']).catch(() => ''))) return;
       await sleep(20);
     }
     throw new Error(`redis-server not ready after ${READY_TIMEOUT_MS} ms:\n${tail(path.join(this.dir, 'server.log'))}`);

@@ -183,7 +183,7 @@ export class RedisDriver implements Driver {
   async read(entry: Entry): Promise<string | null> {
     const value = await this.#request(() => this.#client.hget(this.#keysOf(entry.queue).queue, idOf(entry.key)));
     if (value === null) return null;
-    return value.split(' ').slice(3).join(' ');
+    return value.split(' ').slice(4).join(' ');
   }
 
   async describe(queue: string): Promise<EntryInfo[]> {
@@ -193,9 +193,9 @@ export class RedisDriver implements Driver {
     const owners = [...new Set(stored.map((found) => found.owner))];
     const ttls = await Promise.all(owners.map((owner) => this.#request(() => this.#client.pttl(`baton:session:${owner}`))));
     const ttlOf = new Map(owners.map((owner, index) => [owner, ttls[index]!]));
-    return stored.map(({ entry, owner, data }) => {
+    return stored.map(({ entry, owner, data, createdAt }) => {
       const ttl = ttlOf.get(owner) ?? -2;
-      return { entry, owner, client: 'baton', data, ...(ttl >= 0 ? { expiresInMs: ttl } : {}) };
+      return { entry, owner, client: 'baton', data, createdAt, ...(ttl >= 0 ? { expiresInMs: ttl } : {}) };
     });
   }
 

@@ -42,15 +42,17 @@ export interface Stored {
   readonly entry: Entry;
   readonly owner: string;
   readonly data: string;
+  /** When the server created it (ms since the epoch, the server's clock). */
+  readonly createdAt: number;
 }
 
 /** A field and value of a queue's hash, or undefined if baton did not write it. */
 export function parseStored(queue: string, base: string, id: string, value: string): Stored | undefined {
   const owner = ownerOf(id);
-  const match = /^(\d{1,19}) (\d{1,19}) ([a-z]+(?:_\d+)*) ([^]*)$/.exec(value);
+  const match = /^(\d{1,19}) (\d{1,19}) (\d{1,16}) ([a-z]+(?:_\d+)*) ([^]*)$/.exec(value);
   if (owner === undefined || match === null) return undefined;
-  const [, order = '', token = '', kind = '', data = ''] = match;
-  return { entry: { queue, key: entryKey(base, id), kind, order: BigInt(order), fencingToken: BigInt(token) }, owner, data };
+  const [, order = '', token = '', created = '', kind = '', data = ''] = match;
+  return { entry: { queue, key: entryKey(base, id), kind, order: BigInt(order), fencingToken: BigInt(token) }, owner, data, createdAt: Number(created) };
 }
 
 /** A script's flat answer (field, value, ...) as entries sorted by order then token, and the foreign fields. */

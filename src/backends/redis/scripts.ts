@@ -3,8 +3,8 @@
  * enqueue with its read of the queue, one for a release. Redis does not roll a script back when it
  * fails part-way, so each script checks everything that can fail before its first write.
  *
- * A queue is a hash `<base>:q` (field: the entry's id `<session>-<n>`, value: `<order> <token> <kind>
- * <data>`) beside its counter `<base>:c`, where `<base>` is `baton:{<namespace>/<lock>}`: the braces
+ * A queue is a hash `<base>:q` (field: the entry's id `<session>-<n>`, value: `<order> <token>
+ * <created, server ms> <kind> <data>`) beside its counter `<base>:c`, where `<base>` is `baton:{<namespace>/<lock>}`: the braces
  * are a hash tag, so that both keys of a lock sit in one cluster slot. A session is the key
  * `baton:session:<id>` with a millisecond expiry, renewed by the watchdog.
  */
@@ -57,16 +57,17 @@ end
 export const ENQUEUE = `${LIVE}
 if redis.call('EXISTS', KEYS[3]) == 0 then return redis.error_reply('BATONSESSION the session key is gone') end
 if redis.call('HEXISTS', KEYS[1], ARGV[2]) == 0 then
+  local now = redis.call('TIME')
   local place = ARGV[5]
   if place == '' then
     if redis.call('EXISTS', KEYS[2]) == 0 then
-      local now = redis.call('TIME')
       redis.call('SET', KEYS[2], now[1] .. string.format('%06d', tonumber(now[2])))
     end
     local token = string.format('%.0f', redis.call('INCR', KEYS[2]))
     place = token .. ' ' .. token
   end
-  redis.call('HSET', KEYS[1], ARGV[2], place .. ' ' .. ARGV[3] .. ' ' .. ARGV[4])
+  local ms = now[1] .. string.format('%03d', math.floor(tonumber(now[2]) / 1000))
+  redis.call('HSET', KEYS[1], ARGV[2], place .. ' ' .. ms .. ' ' .. ARGV[3] .. ' ' .. ARGV[4])
   redis.call('PUBLISH', ARGV[1] .. ':q', ARGV[2])
   if ARGV[6] == 'fail' then return redis.error_reply('BATONTEST a script error after the write') end
 end
