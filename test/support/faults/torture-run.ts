@@ -11,8 +11,10 @@ import type { Fixture } from '../backends/fixture.js';
 import { zkMode } from '../../harness/four-letter.js';
 import { eventually } from '../wait.js';
 import { zkFixtureOf } from '../backends/zookeeper.js';
+import { redisFixtureOf } from '../backends/redis.js';
+import { startRedis } from '../../harness/redis.js';
 
-export type TortureBackend = 'zk' | 'etcd';
+export type TortureBackend = 'zk' | 'etcd' | 'redis';
 export const FAULT_KINDS = ['leader-kill', 'member-kill', 'server-partition', 'partition', 'short-disconnect', 'expiry'] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -76,6 +78,8 @@ interface Member {
 interface Deployment {
   readonly fixture: Fixture;
   readonly members: readonly Member[];
+  /** The member faults this layout has (a single Redis primary has no follower to cut off). */
+  readonly kills: readonly FaultKind[];
   leader(): Promise<Member | undefined>;
   /**
    * Cuts `member` off from the leader (ZooKeeper: both ways, quorum and election ports) or from its
@@ -110,9 +114,28 @@ async function deploy(backend: TortureBackend, timeoutMs: number): Promise<Deplo
         };
       },
       url: (proxies, namespace) => `zk://${proxies.map((p) => p.address).join(',')}/${namespace}`,
+      kills: ['leader-kill', 'member-kill', 'server-partition'],
       options: { sessionTimeoutMs: timeoutMs },
       expiry: { zk: info },
       stop: () => zk.stop().finally(() => links.close()),
+    };
+  }
+  if (backend === 'redis') {
+    // The one configuration that keeps baton's promise across a restart: a single primary whose
+    // every write is on disk before it is answered (docs/redis.md). Its kill is the leader's.
+    const redis = await startRedis({ persistence: true });
+    const info = { url: `redis://${redis.address}`, sessionTimeoutMs: timeoutMs };
+    const member = { port: redis.port, isAlive: () => redis.isAlive(), kill: () => redis.kill(), start: () => redis.start() };
+    return {
+      fixture: redisFixtureOf(info, 'Redis (one primary, appendfsync always)'),
+      members: [member],
+      kills: ['leader-kill'],
+      leader: async () => (member.isAlive() ? member : undefined),
+      cut: () => Promise.reject(new Error('a single Redis primary has no peer to be cut off from')),
+      url: (proxies, namespace) => `redis://${proxies[0]!.address}?namespace=${namespace}`,
+      options: { sessionTimeoutMs: timeoutMs },
+      expiry: { redis: info },
+      stop: () => redis.stop(),
     };
   }
   const etcd = await startEtcd({ size: 3, peerProxies: true });
@@ -138,6 +161,7 @@ async function deploy(backend: TortureBackend, timeoutMs: number): Promise<Deplo
       };
     },
     url: (proxies, namespace) => `etcd://${proxies.map((p) => p.address).join(',')}/${namespace}`,
+    kills: ['leader-kill', 'member-kill', 'server-partition'],
     options: { ttlSeconds: info.ttlSeconds },
     expiry: { etcd: info },
     stop: () => etcd.stop(),
@@ -232,7 +256,7 @@ export async function torture(options: TortureOptions): Promise<TortureSummary> 
     const running = (): boolean => performance.now() < ending;
 
     // Kinds are drawn in rounds, each kind once per round in a random order: a short run injects every kind.
-    const kills = rounds<FaultKind>(['leader-kill', 'member-kill', 'server-partition'], next);
+    const kills = rounds<FaultKind>(deployment.kills, next);
     const clientFaults = rounds<FaultKind>(['partition', 'short-disconnect', 'expiry'], next);
 
     // Members: one down at a time, so that the layout keeps its quorum and the workload progresses.
@@ -398,7 +422,7 @@ export function summarize(intervals: readonly Interval[], stalls: number, known:
 export function describeSummary(s: TortureSummary): string {
   const faults = FAULT_KINDS.map((kind) => `${kind} ${s.faults[kind]}`).join(', ');
   return [
-    `torture on ${s.backend === 'zk' ? 'ZooKeeper (3-node ensemble)' : 'etcd (3-node cluster)'}: ${s.workers} processes, ${(s.durationMs / 1_000).toFixed(0)} s, timeout ${s.timeoutMs} ms, seed ${s.seed}`,
+    `torture on ${s.backend === 'zk' ? 'ZooKeeper (3-node ensemble)' : s.backend === 'etcd' ? 'etcd (3-node cluster)' : 'Redis (one primary, appendfsync always)'}: ${s.workers} processes, ${(s.durationMs / 1_000).toFixed(0)} s, timeout ${s.timeoutMs} ms, seed ${s.seed}`,
     `  acquisitions        ${s.acquisitions} (${s.lostHolds} lost while held, ${s.abortedAtGrant} lost before the holder saw the grant), ${s.sessions} sessions`,
     `  faults injected     ${faults}`,
     `  violations          ${s.violations.length}${s.violations
