@@ -14,6 +14,8 @@ export interface Context {
   zk(): Promise<string>;
   /** The etcd endpoint `http://host:port`, started on first use (or BATON_BENCH_ETCD). */
   etcd(): Promise<string>;
+  /** The Redis URL `redis://host:port`, the server started on first use (or BATON_BENCH_REDIS). */
+  redis(): Promise<string>;
   /** The PID of a server this run started (for its CPU time); undefined for an external one. */
   serverPid(server: 'zk' | 'etcd'): number | undefined;
   readonly report: Report;

@@ -14,6 +14,7 @@ import type { Summary } from './stats.js';
 import { machine, printSummary } from './table.js';
 import { etcdWaiters, memoryWaiters, zkWaiters } from './waiters.js';
 import { zkCycle } from './zookeeper.js';
+import { redisContended, redisCycle, redisHerd } from './redis.js';
 
 /**
  * Cycles every kind of an uncontended case runs before its blocks count. V8 optimizes a function only
@@ -27,10 +28,10 @@ import { zkCycle } from './zookeeper.js';
 const WARMUP_CYCLES = 1_500;
 
 /** Every case, in the order a full run takes them. */
-const CASES: readonly Case[] = [zkCycle, zkContended, zkHerd, zkScale, zkWaiters, zkPermits, etcdCycle, etcdReuse, etcdHerd, etcdScale, etcdWaiters, etcdPermits, memoryCycle, memoryHerd, memoryWaiters, memoryPermits];
+const CASES: readonly Case[] = [zkCycle, zkContended, zkHerd, zkScale, zkWaiters, zkPermits, etcdCycle, etcdReuse, etcdHerd, etcdScale, etcdWaiters, etcdPermits, memoryCycle, memoryHerd, memoryWaiters, memoryPermits, redisCycle, redisContended, redisHerd];
 
 const USAGE = `npm run bench [-- --quick] [-- --only <selector>[,<selector>...]] [-- --json results.json]
-  selectors: a backend (zk, etcd, memory), a kind of case (${[...new Set(CASES.map((c) => c.name.split('.')[1]))].join(', ')}),
+  selectors: a backend (zk, etcd, redis, memory), a kind of case (${[...new Set(CASES.map((c) => c.name.split('.')[1]))].join(', ')}),
   or a whole case name (${CASES.map((c) => c.name).join(', ')})`;
 
 /**
@@ -46,6 +47,7 @@ async function main(): Promise<void> {
     size: args.quick ? { blocks: 4, perBlock: 100, warmup: 200 } : { blocks: 10, perBlock: 300, warmup: WARMUP_CYCLES },
     zk: () => servers.zk(),
     etcd: () => servers.etcd(),
+    redis: () => servers.redis(),
     serverPid: (server) => servers.pids[server],
     report: new Report(),
     figures: new Map<string, Summary>(),

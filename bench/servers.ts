@@ -1,6 +1,7 @@
 import { ensureServersInstalled } from '../test/harness/install.js';
 import { startEtcd } from '../test/harness/etcd.js';
 import { startZooKeeper } from '../test/harness/zookeeper.js';
+import { startRedis } from '../test/harness/redis.js';
 
 /**
  * The servers of one run, each started by the test harness on first use (standalone ZooKeeper with
@@ -10,9 +11,10 @@ import { startZooKeeper } from '../test/harness/zookeeper.js';
 export class Servers {
   #zk: Promise<string> | undefined;
   #etcd: Promise<string> | undefined;
+  #redis: Promise<string> | undefined;
   readonly #stops: (() => Promise<void>)[] = [];
   /** PIDs of the servers started here, for their CPU time (none for external servers). */
-  readonly pids: { zk?: number | undefined; etcd?: number | undefined } = {};
+  readonly pids: { zk?: number | undefined; etcd?: number | undefined; redis?: number | undefined } = {};
 
   zk(): Promise<string> {
     this.#zk ??= this.#startZk();
@@ -22,6 +24,11 @@ export class Servers {
   etcd(): Promise<string> {
     this.#etcd ??= this.#startEtcd();
     return this.#etcd;
+  }
+
+  redis(): Promise<string> {
+    this.#redis ??= this.#startRedis();
+    return this.#redis;
   }
 
   async stop(): Promise<void> {
@@ -36,6 +43,16 @@ export class Servers {
     this.#stops.push(() => server.stop());
     this.pids.zk = server.members[0]?.pid;
     return server.connectString;
+  }
+
+  /** A single primary with appendfsync always: the configuration that keeps baton's promise (docs/redis.md). */
+  async #startRedis(): Promise<string> {
+    const external = process.env['BATON_BENCH_REDIS'];
+    if (external !== undefined) return external;
+    const server = await startRedis({ persistence: true });
+    this.#stops.push(() => server.stop());
+    this.pids.redis = server.pid;
+    return `redis://${server.address}`;
   }
 
   async #startEtcd(): Promise<string> {
