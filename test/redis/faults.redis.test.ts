@@ -198,4 +198,29 @@ describe('Redis faults: a failover to a replica that missed a write', () => {
     expect(held.signal.reason).toBeInstanceOf(LockLostError);
     await taken.release();
   }, 30_000);
+
+  it('a release the promoted replica never received is sent again after the reconnect: the queue is not left blocked by a live session', async () => {
+    const primary = await server();
+    const link = await proxyTo(primary);
+    const replica = await server({ replicaOf: link.address });
+    const replicaAdmin = admin(replica);
+    const primaryAdmin = admin(primary);
+    await eventually('the replica in sync', async () => /master_link_status:up/.test(await replicaAdmin.info('replication')), 10_000);
+    const toA = await proxyTo(primary);
+    const { session: a } = await open(toA.address, 'failover');
+    const held = await new FairMutex(a, 'released').acquire();
+    expect(await primaryAdmin.wait(1, 1_000)).toBe(1);
+    link.refuse();
+    link.drop();
+    await eventually('the replica cut off', async () => /master_link_status:down/.test(await replicaAdmin.info('replication')), 5_000);
+    await held.release(); // answered by the primary, never replicated
+    await replicaAdmin.replicaof('NO', 'ONE');
+    toA.retarget({ port: replica.port });
+    await eventually('a back on the new primary', () => a.state === 'connected', TIMEOUT_MS * 2);
+    // Without the release sent again, a's entry would head the queue for as long as a lives.
+    const { session: c } = await open(replica.address, 'failover');
+    const next = await new FairMutex(c, 'released').acquire({ timeoutMs: TIMEOUT_MS });
+    expect(next.fencingToken).toBeGreaterThan(held.fencingToken);
+    await next.release();
+  }, 30_000);
 });

@@ -14,6 +14,10 @@ import { Watchdog } from './watchdog.js';
 
 export type { RedisDriverOptions } from './open.js';
 
+/** How many of the latest releases, from how long before a disconnect, are sent again after it. */
+const RELEASES_KEPT = 256;
+const RELEASES_KEPT_MS = 5_000;
+
 /** baton's scripts as commands of its own client (see scripts.ts). */
 interface Scripts {
   batonEnqueue(queue: string, counter: string, session: string, base: string, id: string, kind: string, data: string, at: string, fail: string): Promise<string[]>;
@@ -47,6 +51,10 @@ export class RedisDriver implements Driver {
   readonly #own = new Map<string, string>();
   #next = 0;
   #failNextEnqueue = false;
+  /** Our latest releases: id, queue, when answered (a failover may lose the last ones). */
+  readonly #released: [string, string, number][] = [];
+  /** The releases answered shortly before the connection closed, to send again once it is back. */
+  #doubtful: [string, string][] | undefined;
 
   static async open(options: RedisDriverOptions, probe?: RedisProbe): Promise<RedisDriver> {
     return new RedisDriver(await openSession(options), options, probe);
@@ -85,8 +93,14 @@ export class RedisDriver implements Driver {
       Math.max(Math.floor(this.timeoutMs / 8), 25),
     );
     for (const connection of [this.#client, this.#subscriber]) connection.on('error', () => undefined); // reported through the states
-    this.#client.on('close', () => this.#watchdog.suspend());
-    this.#client.on('ready', () => this.#watchdog.renew());
+    this.#client.on('close', () => {
+      this.#watchdog.suspend();
+      this.#doubtful ??= this.#recentReleases();
+    });
+    this.#client.on('ready', () => {
+      this.#watchdog.renew();
+      this.#releaseAgain();
+    });
     this.#watchdog.start();
     probe?.expose(this.#view());
   }
@@ -170,6 +184,7 @@ export class RedisDriver implements Driver {
       try {
         await this.#core.send(fromPromise(() => this.#client.batonRelease(keys.queue, keys.base, this.id, id)));
         this.#own.delete(id);
+        this.#noteReleased(id, keys);
         return;
       } catch (error) {
         if (this.#core.ended) return;
@@ -178,6 +193,32 @@ export class RedisDriver implements Driver {
         await backoff(attempt);
       }
     }
+  }
+
+  #noteReleased(id: string, keys: LockKeys): void {
+    const now = performance.now();
+    this.#released.push([id, keys.base, now]);
+    while (this.#released.length > RELEASES_KEPT || (this.#released.length > 0 && now - this.#released[0]![2] > RELEASES_KEPT_MS)) this.#released.shift();
+  }
+
+  /**
+   * The releases answered in the last seconds before the connection closed. A primary that died may
+   * not have passed them on to the replica promoted in its place (replication is asynchronous); sent
+   * again there, each deletes its entry if it came back (ids are never reused, so nothing newer is
+   * touched), instead of leaving it at the head of its queue until this session ends.
+   */
+  #recentReleases(): [string, string][] {
+    const since = performance.now() - RELEASES_KEPT_MS;
+    return this.#released.filter(([, , at]) => at >= since).map(([id, base]) => [id, base]);
+  }
+
+  #releaseAgain(): void {
+    const doubtful = this.#doubtful;
+    this.#doubtful = undefined;
+    if (doubtful === undefined || doubtful.length === 0 || !this.#core.isOpen) return;
+    const pipeline = this.#client.pipeline() as unknown as { batonRelease: Scripts['batonRelease']; exec(): Promise<unknown> };
+    for (const [id, base] of doubtful) pipeline.batonRelease(`${base}:q`, base, this.id, id);
+    pipeline.exec().catch(() => undefined);
   }
 
   async read(entry: Entry): Promise<string | null> {
