@@ -32,15 +32,32 @@ type Scripted = Redis & {
   compareAndDelete(key: string, value: string): Promise<number>;
 };
 
-/** Top-level commands of the kinds the cycles send, from the server's command statistics. */
-async function commandCounts(client: Redis): Promise<number> {
-  const stats = await client.info('commandstats');
-  let total = 0;
-  for (const name of ['evalsha', 'eval', 'set', 'del', 'get', 'hexists', 'publish']) {
-    const match = new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(stats);
-    total += Number(match?.[1] ?? 0);
+/**
+ * Counts the requests clients send while `during` runs, as the server sees them (MONITOR): commands a
+ * script calls are not requests and are left out, and so are the counting's own. What a session does
+ * on its timers (a renewal, a confirm) in that time is counted too; the cycles are short enough that
+ * it is rare.
+ */
+async function requestsDuring(url: string, during: () => Promise<unknown>): Promise<number> {
+  const client = new Redis(url, { lazyConnect: true });
+  // A monitoring connection of its own, its error listener on before it connects: ioredis takes a
+  // line that arrives as it switches modes for a stray reply and reports it as an error.
+  const monitor = client.duplicate({ monitor: true, lazyConnect: false });
+  monitor.on('error', () => undefined);
+  await new Promise((resolve) => monitor.once('monitoring', resolve));
+  let count = 0;
+  monitor.on('monitor', (_time: string, args: string[], source: string) => {
+    if (source !== 'lua' && !/^(info|monitor|client|select|ping)$/i.test(args[0] ?? '')) count += 1;
+  });
+  try {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await during();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    return count;
+  } finally {
+    monitor.disconnect();
+    client.disconnect();
   }
-  return total;
 }
 
 /** The Redis uncontended cycle beside the raw floor (baton's two scripts on one connection), SET NX PX + Lua delete, and the polling libraries. */
@@ -48,7 +65,6 @@ export async function benchRedisCycle(url: string, options: { blocks: number; pe
   const client = new Redis(url) as Scripted;
   for (const [name, { numberOfKeys, lua }] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys, lua });
   client.defineCommand('compareAndDelete', { numberOfKeys: 1, lua: COMPARE_AND_DELETE });
-  const stats = new Redis(url);
   const session = await connect(`${url}?namespace=bench`, { sessionTimeoutMs: 10_000 });
   const installed = peersInstalled();
   const peers: PeerLock[] = [];
@@ -89,11 +105,7 @@ export async function benchRedisCycle(url: string, options: { blocks: number; pe
     const byBlock = await alternateBlocks(Object.fromEntries(Object.entries(contenders).map(([name, cycle]) => [name, timed(cycle)])), options);
     const samples = flatBlocks(byBlock);
     const requests: Record<string, number> = {};
-    for (const [name, cycle] of Object.entries(contenders)) {
-      const before = await commandCounts(stats);
-      await timed(cycle)(COUNTED);
-      requests[name] = ((await commandCounts(stats)) - before - 1) / COUNTED; // less the INFO itself
-    }
+    for (const [name, cycle] of Object.entries(contenders)) requests[name] = (await requestsDuring(url, () => timed(cycle)(COUNTED))) / COUNTED;
     return {
       results: Object.entries(samples).map(([name, values]) => summarize(name, values)),
       requests,
@@ -104,7 +116,6 @@ export async function benchRedisCycle(url: string, options: { blocks: number; pe
     await session.close();
     await Promise.all(peers.map((peer) => peer.close()));
     client.disconnect();
-    stats.disconnect();
   }
 }
 
@@ -116,11 +127,11 @@ export const redisCycle: Case = {
     const find = (name: string): Summary | undefined => results.find((r) => r.name === name);
     heading(`${ITEM}. Redis uncontended cycle (standalone)`);
     printCases(results, { floor: find(REDIS_CASES.floor), 'SET NX': find(REDIS_CASES.setnx), redlock: find(REDIS_CASES.redlock) });
-    printFigures('commands per cycle (the server\'s command statistics; scripts count once):', Object.fromEntries(Object.entries(requests).map(([n, r]) => [n, r.toFixed(2)])));
+    printFigures('requests per cycle (the server\'s MONITOR; a script is one request):', Object.fromEntries(Object.entries(requests).map(([n, r]) => [n, r.toFixed(2)])));
     const mutex = find(REDIS_CASES.mutex)!;
     const floor = find(REDIS_CASES.floor)!;
     report.info(ITEM, 'Redis FairMutex cycle, median / p99', mutex.medianMs, `${mutex.medianMs.toFixed(3)} / ${mutex.p99Ms.toFixed(3)} ms, ${mutex.opsPerSec.toFixed(0)} ops/s`);
-    report.exactly(ITEM, 'Redis requests per FairMutex cycle', Math.round(requests[REDIS_CASES.mutex]! * 100) / 100, 2, fixed(2));
+    report.exactly(ITEM, 'Redis requests per FairMutex cycle', Math.round(requests[REDIS_CASES.mutex]! * 100) / 100, 2, fixed(2), `(SET NX + Lua delete ${fixed(2)(requests[REDIS_CASES.setnx]!)})`);
     report.atMost(ITEM, 'Redis FairMutex / raw floor (same two scripts)', mutex.medianMs / floor.medianMs, 1.1, times, `(95% ${timesRange(interval)}; the floor's copy ${timesRange(copy)})`);
     report.info(ITEM, 'Redis FairMutex / SET NX PX + Lua delete', mutex.medianMs / find(REDIS_CASES.setnx)!.medianMs, times(mutex.medianMs / find(REDIS_CASES.setnx)!.medianMs));
     const redlock = find(REDIS_CASES.redlock);
@@ -141,32 +152,37 @@ export const redisContended: Case = {
     const kinds: Record<string, string> = { baton: `${url}?namespace=bench-contended` };
     if (installed.redlock) kinds['redlock (10 ms retry)'] = `redlock+${url}`;
     if (installed.redisSemaphore) kinds['redis-semaphore Mutex (10 ms retry)'] = `semaphore+${url}`;
-    const stats = new Redis(url);
     const rates: Record<string, string> = {};
     const measured: Record<string, Contention[]> = {};
-    try {
-      for (const [kind, target] of Object.entries(kinds)) {
-        const workers = await startAll((i) => nodeWorker('contender.js', [target, `contended-${kind.split(' ')[0]}`], `${kind} ${i}`), PROCESSES);
-        try {
-          measured[kind] = [];
-          let commands = 0;
-          for (let block = 0; block < (quick ? 1 : 3); block += 1) {
-            const before = await commandCounts(stats);
-            const answers = await Promise.all(workers.map((w) => w.ask(`contend ${BLOCK_MS}`)));
-            commands += (await commandCounts(stats)) - before;
-            measured[kind].push(analyse(answers.map((a) => JSON.parse(a) as ContenderReport)));
-          }
-          const all = measured[kind];
-          const acquisitions = all.reduce((sum, b) => sum + b.acquisitions, 0);
-          const handoffs = all.flatMap((b) => b.handoffsMs);
-          rates[kind] = `${medianRate(all).toFixed(0)} acquisitions/s, ${(commands / acquisitions).toFixed(1)} commands each, handoff median ${quantile(handoffs, 0.5).toFixed(2)} ms, p99 ${quantile(handoffs, 0.99).toFixed(2)} ms, overlaps ${all.reduce((s, b) => s + b.overlaps, 0)}`;
-        } finally {
-          await stopAll(workers);
+    const perAcquisition: Record<string, number> = {};
+    for (const [kind, target] of Object.entries(kinds)) {
+      const workers = await startAll((i) => nodeWorker('contender.js', [target, `contended-${kind.split(' ')[0]}`], `${kind} ${i}`), PROCESSES);
+      try {
+        measured[kind] = [];
+        const streaks: number[] = [];
+        const shares: number[] = [];
+        for (let block = 0; block < (quick ? 1 : 3); block += 1) {
+          const answers = await Promise.all(workers.map((w) => w.ask(`contend ${BLOCK_MS}`)));
+          const reports = answers.map((a) => JSON.parse(a) as ContenderReport);
+          measured[kind].push(analyse(reports));
+          const fairness = fairnessOf(reports);
+          streaks.push(fairness.longestStreak);
+          shares.push(fairness.smallestShare);
         }
-        await sleep(200);
+        // Requests per acquisition, in a block of its own (MONITOR slows the server down).
+        let counted: Contention | undefined;
+        const requests = await requestsDuring(url, async () => {
+          const answers = await Promise.all(workers.map((w) => w.ask(`contend ${BLOCK_MS / 3}`)));
+          counted = analyse(answers.map((a) => JSON.parse(a) as ContenderReport));
+        });
+        perAcquisition[kind] = requests / Math.max(1, counted!.acquisitions);
+        const all = measured[kind];
+        const handoffs = all.flatMap((b) => b.handoffsMs);
+        rates[kind] = `${medianRate(all).toFixed(0)} acquisitions/s, ${perAcquisition[kind]!.toFixed(1)} requests each, handoff median ${quantile(handoffs, 0.5).toFixed(2)} ms, p99 ${quantile(handoffs, 0.99).toFixed(2)} ms, overlaps ${all.reduce((s, b) => s + b.overlaps, 0)}; one process's longest run of grants ${Math.max(...streaks)}, the least-served process's share ${(Math.min(...shares) * 100).toFixed(1)}% (fair: ${(100 / PROCESSES).toFixed(1)}%)`;
+      } finally {
+        await stopAll(workers);
       }
-    } finally {
-      stats.disconnect();
+      await sleep(200);
     }
     heading(`${ITEM}. Redis contended: ${PROCESSES} processes on one lock, released at once`);
     printFigures('', rates);
@@ -180,54 +196,77 @@ export const redisContended: Case = {
   },
 };
 
+/**
+ * How fair a block was: the longest run of grants to one process in a row (a FIFO queue gives at most
+ * 1 while others wait; a polling lock lets the releaser take it again), and the share of the grants the
+ * least-served process got.
+ */
+function fairnessOf(reports: readonly ContenderReport[]): { longestStreak: number; smallestShare: number } {
+  const grants = reports.flatMap((report, worker) => report.acquisitions.map(([granted]) => [granted, worker] as const)).sort((a, b) => a[0] - b[0]);
+  let longestStreak = 0;
+  let streak = 0;
+  grants.forEach(([, worker], index) => {
+    streak = index > 0 && grants[index - 1]![1] === worker ? streak + 1 : 1;
+    longestStreak = Math.max(longestStreak, streak);
+  });
+  const smallest = Math.min(...reports.map((report) => report.acquisitions.length));
+  return { longestStreak, smallestShare: grants.length === 0 ? 0 : smallest / grants.length };
+}
+
 const WAITERS = 50;
+
+/** baton: two sessions, 50 waiters queued behind a holder, each releasing as soon as granted. */
+async function batonHerd(url: string): Promise<{ perRelease: number; requests: number }> {
+  const sessions = [await connect(`${url}?namespace=bench-herd`, { sessionTimeoutMs: 10_000 }), await connect(`${url}?namespace=bench-herd`, { sessionTimeoutMs: 10_000 })];
+  try {
+    const held = await new FairMutex(sessions[0]!, 'herd').acquire();
+    const waiters = Array.from({ length: WAITERS }, (_, i) => new FairMutex(sessions[i % 2]!, 'herd').withLock(() => undefined));
+    await sleep(500);
+    const before = redisCounters.notifications;
+    const requests = await requestsDuring(url, async () => {
+      await held.release();
+      await Promise.all(waiters);
+    });
+    return { perRelease: (redisCounters.notifications - before) / WAITERS, requests: requests / WAITERS };
+  } finally {
+    await Promise.all(sessions.map((s) => s.close()));
+  }
+}
+
+/** A polling library: 50 waiters behind a holder, each releasing as soon as it has the lock. */
+async function pollingHerd(url: string, make: () => PeerLock): Promise<number> {
+  const locks = Array.from({ length: WAITERS + 1 }, make);
+  try {
+    const release = await locks[0]!.acquire();
+    const waiting = locks.slice(1).map(async (lock) => (await lock.acquire())());
+    await sleep(500);
+    const requests = await requestsDuring(url, async () => {
+      await release();
+      await Promise.all(waiting);
+    });
+    return requests / WAITERS;
+  } finally {
+    await Promise.all(locks.map((lock) => lock.close()));
+  }
+}
 
 /** Wake-ups per release with 50 waiters: baton's notifications, and the polling libraries' attempts. */
 export const redisHerd: Case = {
   name: 'redis.herd',
   async run({ redis, report }) {
     const url = await redis();
-    const stats = new Redis(url);
     const figures: Record<string, string> = {};
-    try {
-      // baton: two sessions, 50 waiters queued behind a holder; each releases as soon as granted.
-      const sessions = [await connect(`${url}?namespace=bench-herd`, { sessionTimeoutMs: 10_000 }), await connect(`${url}?namespace=bench-herd`, { sessionTimeoutMs: 10_000 })];
-      try {
-        const held = await new FairMutex(sessions[0]!, 'herd').acquire();
-        const waiters = Array.from({ length: WAITERS }, (_, i) => new FairMutex(sessions[i % 2]!, 'herd').withLock(() => undefined));
-        await sleep(500);
-        const before = redisCounters.notifications;
-        const scriptsBefore = await commandCounts(stats);
-        await held.release();
-        await Promise.all(waiters);
-        const perRelease = (redisCounters.notifications - before) / WAITERS;
-        figures['baton FairMutex'] = `${perRelease.toFixed(2)} notifications per release, ${(((await commandCounts(stats)) - scriptsBefore - 1) / WAITERS).toFixed(2)} commands per handoff`;
-        report.exactly(ITEM, `Redis notifications per release, ${WAITERS} waiters`, perRelease, 1, fixed(2));
-      } finally {
-        await Promise.all(sessions.map((s) => s.close()));
-      }
-      const installed = peersInstalled();
-      const peers: [string, (i: number) => PeerLock][] = [];
-      if (installed.redlock) peers.push(['redlock (10 ms retry)', () => redlockPeer(url, 'herd-redlock')]);
-      if (installed.redisSemaphore) peers.push(['redis-semaphore Mutex (10 ms retry)', () => redisSemaphorePeer(url, 'herd-semaphore')]);
-      for (const [name, make] of peers) {
-        const locks = Array.from({ length: WAITERS + 1 }, (_, i) => make(i));
-        try {
-          const release = await locks[0]!.acquire();
-          const waiting = locks.slice(1).map(async (lock) => (await lock.acquire())());
-          await sleep(500);
-          const before = await commandCounts(stats);
-          await release();
-          await Promise.all(waiting);
-          const attempts = ((await commandCounts(stats)) - before - 1) / WAITERS;
-          figures[name] = `${attempts.toFixed(1)} commands per handoff (every waiter tries again every 10 ms)`;
-          report.info(ITEM, `Redis ${name}: commands per handoff, ${WAITERS} waiters`, attempts, attempts.toFixed(1));
-        } finally {
-          await Promise.all(locks.map((lock) => lock.close()));
-        }
-      }
-    } finally {
-      stats.disconnect();
+    const baton = await batonHerd(url);
+    figures['baton FairMutex'] = `${baton.perRelease.toFixed(2)} notifications per release, ${baton.requests.toFixed(2)} requests per handoff`;
+    report.exactly(ITEM, `Redis notifications per release, ${WAITERS} waiters`, baton.perRelease, 1, fixed(2), `(${baton.requests.toFixed(2)} requests per handoff)`);
+    const installed = peersInstalled();
+    const peers: [string, () => PeerLock][] = [];
+    if (installed.redlock) peers.push(['redlock (10 ms retry)', () => redlockPeer(url, 'herd-redlock')]);
+    if (installed.redisSemaphore) peers.push(['redis-semaphore Mutex (10 ms retry)', () => redisSemaphorePeer(url, 'herd-semaphore')]);
+    for (const [name, make] of peers) {
+      const attempts = await pollingHerd(url, make);
+      figures[name] = `${attempts.toFixed(1)} requests per handoff (every waiter tries again every 10 ms)`;
+      report.info(ITEM, `Redis ${name}: requests per handoff, ${WAITERS} waiters`, attempts, attempts.toFixed(1));
     }
     heading(`${ITEM}. Redis: ${WAITERS} waiters, one release at a time`);
     printFigures('', figures);
