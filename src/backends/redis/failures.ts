@@ -30,7 +30,8 @@ export function redisFailures(id: string, namespace: string): FailurePolicy {
   const gone = (cause?: unknown): SessionLostError => new SessionLostError(`Redis session ${id} is gone (its key expired or was deleted)`, cause === undefined ? undefined : { cause });
   return {
     retriable(error) {
-      if (error instanceof BatonError) return false;
+      // Ours, or a bug (a TypeError...): sending it again would not help.
+      if (error instanceof BatonError || error instanceof TypeError || error instanceof RangeError) return false;
       const code = replyCode(error);
       return code === undefined || TRANSIENT.has(code);
     },

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { isIP } from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
 import type { Redis, RedisOptions } from 'ioredis';
 import { AccessDeniedError, BackendError } from '../../../recipes/errors.js';
@@ -71,7 +72,8 @@ function clientOptions(options: RedisDriverOptions): RedisOptions {
     db: target.db,
     ...(target.username === undefined ? {} : { username: target.username }),
     ...(target.password() === undefined ? {} : { password: target.password()! }),
-    ...(target.tls ? { tls: { ...options.tls, servername: host } } : {}),
+    // TLS checks the certificate against the host: by name (SNI too), or by IP address (no SNI then).
+    ...(target.tls ? { tls: { ...(isIP(host) === 0 ? { servername: host } : {}), ...options.tls } } : {}),
     lazyConnect: true,
     // Requests wait for the connection to come back rather than fail: each is safe to send twice, and
     // the session's deadline, not a retry count, decides when to give up.
