@@ -1,3 +1,5 @@
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { inspect } from 'node:util';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -36,6 +38,22 @@ describe('Redis URLs', () => {
       expect(error, url).toBeInstanceOf(InvalidArgumentError);
       expect(inspect(error, { depth: 10 })).not.toContain(SECRET);
     }
+  });
+});
+
+describe('Redis without ioredis installed', () => {
+  it('connect rejects with MISSING_DEPENDENCY, saying to install ioredis', () => {
+    // A separate Node in which ioredis cannot be resolved, as in a project that never installed it.
+    const script = "import('./src/connect.ts').then((m) => m.connect('redis://127.0.0.1:1?namespace=x')).then(() => console.log('connected'), (e) => console.log(JSON.stringify({ code: e.code, message: e.message, cause: e.cause?.code })))";
+    const run = spawnSync(process.execPath, ['--import', 'tsx', '--import', './test/support/workers/hide-ioredis.mjs', '--input-type=module', '-e', script], {
+      cwd: fileURLToPath(new URL('../..', import.meta.url)),
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(run.status, run.stderr).toBe(0);
+    const outcome = JSON.parse(run.stdout) as { code: string; message: string; cause: string };
+    expect(outcome.message).toContain('npm install ioredis');
+    expect(outcome).toMatchObject({ code: 'MISSING_DEPENDENCY', cause: 'ERR_MODULE_NOT_FOUND' });
   });
 });
 
