@@ -8,6 +8,7 @@ import { connect } from '../src/connect.js';
 import type { Session } from '../recipes/contract.js';
 import { zkTree } from './harness/clean.js';
 import { etcdFixture } from './support/backends/etcd.js';
+import { redisFixture } from './support/backends/redis.js';
 import type { Fixture } from './support/backends/fixture.js';
 import { memoryFixture } from './support/backends/memory.js';
 import { useScope } from './support/backends/scope.js';
@@ -172,6 +173,7 @@ function hostileSuite(getFixture: () => Fixture): void {
 hostileSuite(memoryFixture);
 hostileSuite(() => zkFixture('zkStandalone'));
 hostileSuite(() => etcdFixture('etcdStandalone'));
+hostileSuite(redisFixture);
 
 const URLS: [string, unknown, string][] = [
   ['an unknown scheme', 'ftp://127.0.0.1:21/x', '"ftp:"'],

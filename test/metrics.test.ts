@@ -11,6 +11,7 @@ import { ReadWriteLock } from '../recipes/rw-lock.js';
 import { BatonMetrics } from '../src/metrics.js';
 import type { Session } from '../recipes/contract.js';
 import { etcdFixture } from './support/backends/etcd.js';
+import { redisFixture } from './support/backends/redis.js';
 import type { Fixture } from './support/backends/fixture.js';
 import { memoryFixture } from './support/backends/memory.js';
 import { sample, series } from './support/checkers/prometheus-sample.js';
@@ -151,6 +152,7 @@ function metricsOn(getFixture: () => Fixture): void {
 metricsOn(memoryFixture);
 metricsOn(() => zkFixture('zkStandalone'));
 metricsOn(() => etcdFixture('etcdStandalone'));
+metricsOn(redisFixture);
 
 describe('baton-locks/metrics watching and options', () => {
   const scope = useScope(memoryFixture);

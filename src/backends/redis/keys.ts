@@ -61,7 +61,7 @@ export function parseQueue(queue: string, keys: LockKeys, flat: readonly string[
   const foreign: string[] = [];
   for (let i = 0; i + 1 < flat.length; i += 2) {
     const found = parseStored(queue, keys.base, flat[i]!, flat[i + 1]!);
-    if (found === undefined) foreign.push(`${keys.queue}[${flat[i]!}]`);
+    if (found === undefined) foreign.push(entryKey(keys.base, flat[i]!));
     else stored.push(found);
   }
   stored.sort((a, b) => compare(a.entry, b.entry));
