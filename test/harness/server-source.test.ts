@@ -30,7 +30,7 @@ describe('where the test servers come from', () => {
     const error = (await chooseServerSource(here).catch((e: unknown) => e)) as Error;
     expect(error.message).toMatch(/^missing: zookeeper etcd-server, and no container engine answered/);
     expect(error.message).toContain('sudo apt-get install -y zookeeper etcd-server');
-    expect(error.message).toContain('BATON_TEST_ZK=host:port BATON_TEST_ETCD=http://host:port npm test');
+    expect(error.message).toContain('BATON_TEST_ZK=host:port BATON_TEST_ETCD=http://host:port BATON_TEST_REDIS=redis://host:port npm test');
     expect(error.message).toContain('start a container engine');
   });
 
