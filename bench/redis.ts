@@ -28,7 +28,7 @@ const COMPARE_AND_DELETE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return
 
 type Scripted = Redis & {
   batonEnqueue(q: string, c: string, s: string, base: string, id: string, kind: string, data: string, at: string, fail: string): Promise<string[]>;
-  batonRelease(q: string, base: string, session: string, id: string): Promise<number>;
+  batonRelease(q: string, session: string, id: string, channel: string, changes: string): Promise<number>;
   compareAndDelete(key: string, value: string): Promise<number>;
 };
 
@@ -78,7 +78,7 @@ export async function benchRedisCycle(url: string, options: { blocks: number; pe
       const base = `baton:{bench-raw/${lock}}`;
       const id = `${floorSession}-${(n += 1)}`;
       await client.batonEnqueue(`${base}:q`, `${base}:c`, `baton:session:${floorSession}`, base, id, 'lock', '', '', '');
-      await client.batonRelease(`${base}:q`, base, floorSession, id);
+      await client.batonRelease(`${base}:q`, floorSession, id, `${base}:e:${id}`, `${base}:q`);
     };
     const mutex = new FairMutex(session, 'cycle');
     const contenders: Record<string, () => Promise<void>> = {

@@ -97,12 +97,14 @@ export interface EtcdView {
   readonly watchersClosing: number;
 }
 
-/** Redis's counts: deletion notifications that reached waiters; backstop reads that woke a waiter. */
+/** Redis's counts: deletion notifications that reached waiters, backstop reads that woke a waiter, entries adopted. */
 export interface RedisCounters {
   /** Published deletions (or queue changes) that reached waiters. */
   notifications: number;
   /** Waits woken by the backstop's re-read rather than by a notification. */
   backstopWakes: number;
+  /** Entries an enqueue sent again found written already (its first reply was lost). */
+  adopted: number;
 }
 
 export interface RedisProbe extends Probe<RedisCounters, RedisView> {
@@ -141,5 +143,5 @@ export function etcdCounters(): EtcdCounters {
 }
 
 export function redisCounters(): RedisCounters {
-  return { notifications: 0, backstopWakes: 0 };
+  return { notifications: 0, backstopWakes: 0, adopted: 0 };
 }

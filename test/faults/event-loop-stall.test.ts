@@ -20,7 +20,7 @@ function stallUntil(until: number): void {
  * session and granted the lock to someone else. The stall here sits between the enqueue's reply and
  * the grant, where only promise callbacks run, so the deadline timer cannot fire first.
  */
-describe.each(layouts.filter((layout) => layout.name === 'zkStandalone' || layout.name === 'etcdStandalone'))('an event-loop stall past the session deadline on $name', (layout) => {
+describe.each(layouts.filter((layout) => layout.name === 'zkStandalone' || layout.name === 'etcdStandalone' || layout.name === 'redisStandalone'))('an event-loop stall past the session deadline on $name', (layout) => {
   const scope = useScope(() => layout.fixture());
 
   it('a grant reached after the deadline comes with an aborted signal and a lost session', async () => {

@@ -12,7 +12,7 @@ import { backendOf, entryOf } from '../support/internals.js';
  * end, which takes the entry with it. Either way the acquire rejects with the give-up's error, and no
  * waiter is left behind in the queue.
  */
-describe.each(layouts.filter((layout) => layout.name === 'zkStandalone' || layout.name === 'etcdStandalone'))('giving up while the server does not answer, on $name', (layout) => {
+describe.each(layouts.filter((layout) => layout.name === 'zkStandalone' || layout.name === 'etcdStandalone' || layout.name === 'redisStandalone'))('giving up while the server does not answer, on $name', (layout) => {
   const scope = useScope(() => layout.fixture());
 
   it('a waiter that gives up while cut off for less than the session rejects once its entry is deleted, and only then', async () => {

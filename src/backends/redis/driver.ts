@@ -7,7 +7,7 @@ import { DriverCore, withdrawRefused } from '../core.js';
 import { redisCounters, type RedisCounters, type RedisProbe, type RedisView } from '../probe.js';
 import { fromPromise } from '../requests.js';
 import { redisFailures } from './failures.js';
-import { idOf, lockKeys, parseQueue, type LockKeys, type Stored } from './keys.js';
+import { entryKey, idOf, lockKeys, parseQueue, type LockKeys, type Stored } from './keys.js';
 import { Notifications } from './notifications.js';
 import { openSession, type OpenedSession, type RedisDriverOptions } from './open.js';
 import { Watchdog } from './watchdog.js';
@@ -22,7 +22,7 @@ const RELEASES_KEPT_MS = 5_000;
 interface Scripts {
   batonEnqueue(queue: string, counter: string, session: string, base: string, id: string, kind: string, data: string, at: string, fail: string): Promise<string[]>;
   batonList(queue: string, base: string): Promise<string[]>;
-  batonRelease(queue: string, base: string, session: string, id: string): Promise<number>;
+  batonRelease(queue: string, session: string, id: string, channel: string, changes: string): Promise<number>;
   batonConfirm(queue: string, session: string, id: string): Promise<[number, number]>;
 }
 
@@ -139,7 +139,8 @@ export class RedisDriver implements Driver {
       this.#removeLater(queue, id);
       throw error;
     }
-    const stored = this.#parse(queue, keys, flat);
+    if (flat[0] === '1') this.#counters.adopted += 1;
+    const stored = this.#parse(queue, keys, flat.slice(1));
     const own = stored.find((found) => idOf(found.entry.key) === id);
     if (own === undefined) throw new BackendError(`the enqueue of ${id} did not show the entry in ${keys.queue}`);
     return { entry: own.entry, queue: stored.map((found) => found.entry) };
@@ -182,7 +183,7 @@ export class RedisDriver implements Driver {
   async #release(keys: LockKeys, id: string): Promise<void> {
     for (let attempt = 0; this.#core.isOpen; attempt += 1) {
       try {
-        await this.#core.send(fromPromise(() => this.#client.batonRelease(keys.queue, keys.base, this.id, id)));
+        await this.#core.send(fromPromise(() => this.#client.batonRelease(keys.queue, this.id, id, entryKey(keys.base, id), keys.changes)));
         this.#own.delete(id);
         this.#noteReleased(id, keys);
         return;
@@ -217,7 +218,7 @@ export class RedisDriver implements Driver {
     this.#doubtful = undefined;
     if (doubtful === undefined || doubtful.length === 0 || !this.#core.isOpen) return;
     const pipeline = this.#client.pipeline() as unknown as { batonRelease: Scripts['batonRelease']; exec(): Promise<unknown> };
-    for (const [id, base] of doubtful) pipeline.batonRelease(`${base}:q`, base, this.id, id);
+    for (const [id, base] of doubtful) pipeline.batonRelease(`${base}:q`, this.id, id, entryKey(base, id), `${base}:q`);
     pipeline.exec().catch(() => undefined);
   }
 
@@ -277,7 +278,7 @@ export class RedisDriver implements Driver {
     const pipeline = this.#client.pipeline();
     for (const [id, queue] of left) {
       const keys = this.#keysOf(queue);
-      (pipeline as unknown as { batonRelease: Scripts['batonRelease'] }).batonRelease(keys.queue, keys.base, this.id, id);
+      (pipeline as unknown as { batonRelease: Scripts['batonRelease'] }).batonRelease(keys.queue, this.id, id, entryKey(keys.base, id), keys.changes);
     }
     pipeline.del(this.#sessionKey);
     let timer: NodeJS.Timeout | undefined;

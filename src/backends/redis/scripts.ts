@@ -49,14 +49,16 @@ end
  * KEYS: queue, counter, own session. ARGV: base, entry id, kind, data, `at` as `<order> <token>` (or
  * ''), 'fail' (a test's script error after the write) or ''. Refused if our session is gone (never an
  * entry after our session's end). A retry after a lost reply finds the entry it wrote (the id is the
- * client's). The token is the counter's next value; a missing counter is seeded from the server's
+ * client's): the answer's first element says so ('1'), before the live entries. The token is the
+ * counter's next value; a missing counter is seeded from the server's
  * clock in microseconds, so that a wiped server does not hand out a token below one it gave before.
  * An entry placed `at` another of ours (a downgrade) takes that entry's order and token: the same
  * holder goes on, at the same place.
  */
 export const ENQUEUE = `${LIVE}
 if redis.call('EXISTS', KEYS[3]) == 0 then return redis.error_reply('BATONSESSION the session key is gone') end
-if redis.call('HEXISTS', KEYS[1], ARGV[2]) == 0 then
+local found = redis.call('HEXISTS', KEYS[1], ARGV[2])
+if found == 0 then
   local now = redis.call('TIME')
   local place = ARGV[5]
   if place == '' then
@@ -71,7 +73,9 @@ if redis.call('HEXISTS', KEYS[1], ARGV[2]) == 0 then
   redis.call('PUBLISH', ARGV[1] .. ':q', ARGV[2])
   if ARGV[6] == 'fail' then return redis.error_reply('BATONTEST a script error after the write') end
 end
-return live(KEYS[1], ARGV[1])
+local entries = live(KEYS[1], ARGV[1])
+table.insert(entries, 1, tostring(found))
+return entries
 `;
 
 /** KEYS: queue. ARGV: base. The live entries (see `LIVE`). */
@@ -80,15 +84,16 @@ return live(KEYS[1], ARGV[1])
 `;
 
 /**
- * KEYS: queue. ARGV: base, session id, entry id. Deletes our own entry (the owner is checked here, not
- * only by the client) and tells its channel and the queue's. 1 if deleted, 0 if it was gone already.
+ * KEYS: queue. ARGV: session id, entry id, the entry's channel (its key), the queue's channel. Deletes
+ * our own entry (the owner is checked here, not only by the client) and tells both channels. 1 if
+ * deleted, 0 if it was gone already.
  */
 export const RELEASE = `
-local id = ARGV[3]
-if string.sub(id, 1, #ARGV[2] + 1) ~= ARGV[2] .. '-' then return redis.error_reply('BATONOWNER not an entry of this session') end
+local id = ARGV[2]
+if string.sub(id, 1, #ARGV[1] + 1) ~= ARGV[1] .. '-' then return redis.error_reply('BATONOWNER not an entry of this session') end
 if redis.call('HDEL', KEYS[1], id) == 0 then return 0 end
-redis.call('PUBLISH', ARGV[1] .. ':e:' .. id, 'released')
-redis.call('PUBLISH', ARGV[1] .. ':q', id)
+redis.call('PUBLISH', ARGV[3], 'released')
+redis.call('PUBLISH', ARGV[4], id)
 return 1
 `;
 

@@ -50,11 +50,16 @@ export function redisFixtureOf(info: RedisInfo, name: string): Fixture {
     options: { sessionTimeoutMs: info.sessionTimeoutMs },
     entries: (namespace) =>
       withRedisAdmin(info, async (client) => {
+        // Live entries: an entry whose session key expired is dead (every script ignores it and
+        // deletes it when it reads its queue), as an ephemeral node is gone with its session.
         const queues = (await namespaceKeys(client, namespace)).filter((key) => key.endsWith(':q'));
         const entries: string[] = [];
         for (const queue of queues) {
           const base = queue.slice(0, -2);
-          for (const id of await client.hkeys(queue)) entries.push(`${base}:e:${id}`);
+          for (const id of await client.hkeys(queue)) {
+            const owner = /^([0-9a-f]+)-\d+$/.exec(id)?.[1];
+            if (owner === undefined || (await client.exists(`baton:session:${owner}`)) === 1) entries.push(`${base}:e:${id}`);
+          }
         }
         return entries.sort();
       }),

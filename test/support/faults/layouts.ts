@@ -1,17 +1,18 @@
 import { afterAll, beforeAll, inject } from 'vitest';
-import { connect, etcdCounters, zkCounters } from 'baton-locks/testing';
+import { connect, etcdCounters, redisCounters, zkCounters } from 'baton-locks/testing';
 import type { ConnectOptions } from '../../../src/connect.js';
 import type { Session } from '../../../recipes/contract.js';
 import { TcpProxy } from '../../harness/proxy.js';
 import { etcdFixture } from '../backends/etcd.js';
+import { redisFixture } from '../backends/redis.js';
 import { ContenderPool } from './contender-pool.js';
 import type { Fixture } from '../backends/fixture.js';
 import { zkFixture } from '../backends/zookeeper.js';
 
-export type LayoutName = 'zkStandalone' | 'zkEnsemble' | 'etcdStandalone' | 'etcdCluster';
+export type LayoutName = 'zkStandalone' | 'zkEnsemble' | 'etcdStandalone' | 'etcdCluster' | 'redisStandalone';
 
 /**
- * One of the four deployments the global setup starts, as the fault tests need it: the contract
+ * One of the five deployments the global setup starts, as the fault tests need it: the contract
  * fixture, one member to put the fault proxy in front of, and what a fault test must recognise on the
  * wire. Every wait in a fault test is derived from `timeoutMs`.
  */
@@ -22,7 +23,7 @@ export interface Layout {
   port(): number;
   /** A session URL through the proxy listening at `address`. */
   url(address: string, namespace: string): string;
-  /** The ZooKeeper session timeout or the etcd lease TTL, in milliseconds. */
+  /** The ZooKeeper session timeout, the etcd lease TTL or the Redis session key's expiry, in milliseconds. */
   timeoutMs(): number;
   /** Whether a client-to-server chunk carries `session`'s enqueue request (ZooKeeper create, etcd Txn). */
   isEnqueue(chunk: Buffer, session: Session): boolean;
@@ -57,7 +58,20 @@ function etcdLayout(name: 'etcdStandalone' | 'etcdCluster'): Layout {
   };
 }
 
-export const layouts: readonly Layout[] = [zkLayout('zkStandalone'), zkLayout('zkEnsemble'), etcdLayout('etcdStandalone'), etcdLayout('etcdCluster')];
+function redisLayout(): Layout {
+  return {
+    name: 'redisStandalone',
+    fixture: redisFixture,
+    port: () => Number(new URL(inject('redisStandalone').url).port),
+    url: (address, namespace) => `redis://${address}?namespace=${namespace}`,
+    timeoutMs: () => inject('redisStandalone').sessionTimeoutMs,
+    // Only the enqueue script names a lock's counter key (`...}:c`); the session's id is in its entry id.
+    isEnqueue: (chunk, session) => chunk.includes('}:c\r\n') && chunk.includes(session.id),
+    adopted: () => redisCounters.adopted,
+  };
+}
+
+export const layouts: readonly Layout[] = [zkLayout('zkStandalone'), zkLayout('zkEnsemble'), etcdLayout('etcdStandalone'), etcdLayout('etcdCluster'), redisLayout()];
 
 export interface Proxied {
   readonly proxy: TcpProxy;
