@@ -16,6 +16,8 @@ export interface Context {
   etcd(): Promise<string>;
   /** A PostgreSQL superuser's URL, the server (fsync on) started on first use (or BATON_BENCH_POSTGRES). */
   postgres(): Promise<string>;
+  /** The Redis URL `redis://host:port`, the server started on first use (or BATON_BENCH_REDIS). */
+  redis(): Promise<string>;
   /** The PID of a server this run started (for its CPU time); undefined for an external one. */
   serverPid(server: 'zk' | 'etcd' | 'postgres'): number | undefined;
   readonly report: Report;

@@ -5,6 +5,7 @@ import { mkdirp } from '../src/backends/zookeeper/mkdirp.js';
 import { nowUs } from './clock.js';
 import { RawQueueLock } from './raw-lock.js';
 import { openClient } from './zk-client.js';
+import { redisSemaphorePeer, redlockPeer } from './redis-peers.js';
 
 /**
  * One of the contending processes of the contended benchmark: `node contender.js <url> <lock>` (a
@@ -21,7 +22,9 @@ async function main(): Promise<void> {
     ? await raw(url.slice('raw://'.length), name)
     : url.startsWith('advisory+')
       ? await advisory(url.slice('advisory+'.length))
-      : await baton(url, name);
+      : /^(redlock|semaphore)\+/.test(url)
+        ? polling(url, name)
+        : await baton(url, name);
   process.stdout.write('ready\n');
   for await (const line of createInterface({ input: process.stdin })) {
     const [command, argument] = line.split(' ');
@@ -71,6 +74,20 @@ async function advisory(url: string): Promise<{ cycle: Cycle; close(): Promise<v
     return { order: String((grants += 1)), release: async () => void (await client.query('SELECT pg_advisory_unlock(7)')) };
   };
   return { cycle, close: () => client.end() };
+}
+
+/**
+ * `redlock+redis://host:port` or `semaphore+redis://host:port`: a Redis lock library that polls. It
+ * has no queue order: the grant time stands in for it (so the order check has nothing to find).
+ */
+function polling(url: string, name: string): { cycle: Cycle; close(): Promise<void> } {
+  const [kind, target] = url.split('+') as [string, string];
+  const peer = kind === 'redlock' ? redlockPeer(target, name) : redisSemaphorePeer(target, name);
+  const cycle: Cycle = async () => {
+    const release = await peer.acquire();
+    return { order: String(nowUs()), release };
+  };
+  return { cycle, close: () => peer.close() };
 }
 
 async function contend(cycle: Cycle, ms: number): Promise<unknown> {

@@ -15,6 +15,7 @@ import { machine, printSummary } from './table.js';
 import { etcdWaiters, memoryWaiters, zkWaiters } from './waiters.js';
 import { zkCycle } from './zookeeper.js';
 import { postgresContended, postgresCycle, postgresHerd } from './postgres.js';
+import { redisContended, redisCycle, redisHerd } from './redis.js';
 
 /**
  * Cycles every kind of an uncontended case runs before its blocks count. V8 optimizes a function only
@@ -28,10 +29,13 @@ import { postgresContended, postgresCycle, postgresHerd } from './postgres.js';
 const WARMUP_CYCLES = 1_500;
 
 /** Every case, in the order a full run takes them. */
-const CASES: readonly Case[] = [zkCycle, zkContended, zkHerd, zkScale, zkWaiters, zkPermits, etcdCycle, etcdReuse, etcdHerd, etcdScale, etcdWaiters, etcdPermits, postgresCycle, postgresContended, postgresHerd, memoryCycle, memoryHerd, memoryWaiters, memoryPermits];
+const CASES: readonly Case[] = [
+  ...[zkCycle, zkContended, zkHerd, zkScale, zkWaiters, zkPermits, etcdCycle, etcdReuse, etcdHerd, etcdScale, etcdWaiters, etcdPermits],
+  ...[postgresCycle, postgresContended, postgresHerd, redisCycle, redisContended, redisHerd, memoryCycle, memoryHerd, memoryWaiters, memoryPermits],
+];
 
 const USAGE = `npm run bench [-- --quick] [-- --only <selector>[,<selector>...]] [-- --json results.json]
-  selectors: a backend (zk, etcd, postgres, memory), a kind of case (${[...new Set(CASES.map((c) => c.name.split('.')[1]))].join(', ')}),
+  selectors: a backend (zk, etcd, postgres, redis, memory), a kind of case (${[...new Set(CASES.map((c) => c.name.split('.')[1]))].join(', ')}),
   or a whole case name (${CASES.map((c) => c.name).join(', ')})`;
 
 /**
@@ -48,6 +52,7 @@ async function main(): Promise<void> {
     zk: () => servers.zk(),
     etcd: () => servers.etcd(),
     postgres: () => servers.postgres(),
+    redis: () => servers.redis(),
     serverPid: (server) => servers.pids[server],
     report: new Report(),
     figures: new Map<string, Summary>(),

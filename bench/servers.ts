@@ -2,6 +2,7 @@ import { ensureServersInstalled } from '../test/harness/install.js';
 import { startEtcd } from '../test/harness/etcd.js';
 import { startZooKeeper } from '../test/harness/zookeeper.js';
 import { startPostgres } from '../test/harness/postgres.js';
+import { startRedis } from '../test/harness/redis.js';
 
 /**
  * The servers of one run, each started by the test harness on first use (standalone ZooKeeper with
@@ -12,9 +13,10 @@ export class Servers {
   #zk: Promise<string> | undefined;
   #etcd: Promise<string> | undefined;
   #postgres: Promise<string> | undefined;
+  #redis: Promise<string> | undefined;
   readonly #stops: (() => Promise<void>)[] = [];
   /** PIDs of the servers started here, for their CPU time (none for external servers). */
-  readonly pids: { zk?: number | undefined; etcd?: number | undefined; postgres?: number | undefined } = {};
+  readonly pids: { zk?: number | undefined; etcd?: number | undefined; postgres?: number | undefined; redis?: number | undefined } = {};
 
   zk(): Promise<string> {
     this.#zk ??= this.#startZk();
@@ -29,6 +31,11 @@ export class Servers {
   postgres(): Promise<string> {
     this.#postgres ??= this.#startPostgres();
     return this.#postgres;
+  }
+
+  redis(): Promise<string> {
+    this.#redis ??= this.#startRedis();
+    return this.#redis;
   }
 
   async stop(): Promise<void> {
@@ -54,6 +61,16 @@ export class Servers {
     this.#stops.push(() => server.stop());
     this.pids.postgres = server.pid;
     return server.url;
+  }
+
+  /** A single primary with appendfsync always: the configuration that keeps baton's promise (docs/redis.md). */
+  async #startRedis(): Promise<string> {
+    const external = process.env['BATON_BENCH_REDIS'];
+    if (external !== undefined) return external;
+    const server = await startRedis({ persistence: true });
+    this.#stops.push(() => server.stop());
+    this.pids.redis = server.pid;
+    return `redis://${server.address}`;
   }
 
   async #startEtcd(): Promise<string> {

@@ -33,7 +33,7 @@ function packageVersion(): string {
   return 'unknown';
 }
 
-const program = new Command('baton').description('Coordination recipes on ZooKeeper, etcd, PostgreSQL and memory').version(packageVersion(), '-V, --version', 'print the version');
+const program = new Command('baton').description('Coordination recipes on ZooKeeper, etcd, PostgreSQL, Redis and memory').version(packageVersion(), '-V, --version', 'print the version');
 
 program
   .command('demo')
@@ -63,11 +63,11 @@ program
 program
   .command('inspect')
   .description('show the holders and waiters of a lock, election or read/write lock, in queue order')
-  .argument('<url>', 'connection URL, e.g. zk://127.0.0.1:2181/myapp or etcd://127.0.0.1:2379/myapp')
+  .argument('<url>', 'connection URL, e.g. zk://127.0.0.1:2181/myapp, etcd://127.0.0.1:2379/myapp or redis://127.0.0.1:6379/0?namespace=myapp')
   .argument('<name>', 'the lock name, e.g. payments/settlement')
   .option('--json', 'print JSON (one object per line with --watch)', false)
   .option('--watch', 'print again at every change of the queue, until interrupted', false)
-  .addHelpText('after', '\nCredentials are read from the environment: BATON_ZK_DIGEST=user:password, BATON_ETCD_USER and BATON_ETCD_PASSWORD; PostgreSQL\'s PGPASSWORD (or ~/.pgpass).')
+  .addHelpText('after', '\nCredentials are read from the environment: BATON_ZK_DIGEST=user:password, BATON_ETCD_USER and BATON_ETCD_PASSWORD, PostgreSQL\'s PGPASSWORD (or ~/.pgpass), BATON_REDIS_USER and BATON_REDIS_PASSWORD.')
   .option('--connect-timeout <ms>', 'give up connecting after this many milliseconds', milliseconds, 5_000)
   .action(async (url: string, name: string, options: { json: boolean; watch: boolean; connectTimeout: number }) => {
     const stop = new AbortController();
@@ -109,7 +109,8 @@ program
 
 /**
  * Credentials come from the environment, never from arguments (which any user can read in `ps`):
- * BATON_ZK_DIGEST=user:password, BATON_ETCD_USER and BATON_ETCD_PASSWORD.
+ * BATON_ZK_DIGEST=user:password, BATON_ETCD_USER and BATON_ETCD_PASSWORD, BATON_REDIS_USER and
+ * BATON_REDIS_PASSWORD (a redis URL may hold them too, but a URL on the command line is seen by `ps`).
  */
 export function credentialsFromEnvironment(env: NodeJS.ProcessEnv, url: string): ConnectOptions {
   const scheme = url.trim().toLowerCase().split(':')[0];
@@ -118,6 +119,11 @@ export function credentialsFromEnvironment(env: NodeJS.ProcessEnv, url: string):
   // Each backend's own credentials only: an operator's shell may hold both.
   if ((scheme === 'zk' || scheme === 'zookeeper') && digest) return { auth: { scheme: 'digest', credentials: digest } };
   if (scheme === 'etcd' && user) return { etcd: { auth: { username: user, password: env['BATON_ETCD_PASSWORD'] ?? '' } } };
+  const redisUser = env['BATON_REDIS_USER'];
+  const redisPassword = env['BATON_REDIS_PASSWORD'];
+  if ((scheme === 'redis' || scheme === 'rediss') && (redisUser || redisPassword)) {
+    return { redis: { ...(redisUser ? { username: redisUser } : {}), ...(redisPassword ? { password: redisPassword } : {}) } };
+  }
   return {};
 }
 

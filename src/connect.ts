@@ -9,7 +9,8 @@ import { memoryStore } from './backends/memory/store.js';
 import type { AclPolicy } from './backends/zookeeper/acl.js';
 import type { Session } from '../recipes/contract.js';
 import { BatonSession, internalsOf } from './session.js';
-import { parseUrl } from './url.js';
+import { parseUrl, RedisTarget } from './url.js';
+import type { ConnectionOptions } from 'node:tls';
 import { refuseUnknownNames } from './backends/dial.js';
 
 /** etcd client settings passed through to etcd3 (the `etcd` option of `connect`). */
@@ -84,6 +85,24 @@ export interface ConnectOptions {
    * DDL: `connect()` then rejects while the schema is missing (`baton schema <url>` creates it).
    */
   readonly createSchema?: boolean;
+  /**
+   * Redis: client settings (`tls` for a `rediss://` URL). The user and password go in the URL,
+   * `redis://user:password@host:6379/0`, and are never shown (errors, `baton inspect`, logs).
+   */
+  readonly redis?: RedisClientOptions;
+}
+
+/** Redis client settings (the `redis` option of `connect`). */
+export interface RedisClientOptions {
+  /**
+   * TLS settings for a `rediss://` URL (`ca`, `cert`, `key`, `rejectUnauthorized`...), passed to the
+   * client's TLS connection. Default: Node's defaults (the system's CAs).
+   */
+  readonly tls?: ConnectionOptions;
+  /** The user name (Redis 6 ACLs), instead of the URL's. */
+  readonly username?: string;
+  /** The password, instead of the URL's (so that it appears in no URL); never shown. */
+  readonly password?: string;
 }
 
 /** ZooKeeper credentials (the `auth` option of `connect`): sent before any request. */
@@ -98,13 +117,17 @@ const DEFAULTS = { sessionTimeoutMs: 10_000, connectTimeoutMs: 15_000, ttlSecond
 
 /**
  * Opens a session on the backend the URL names: `zk://h1:2181,h2:2181/myapp`, `etcd://h1:2379/myapp`,
- * `memory://test` (one store per name, in this process). The URL's path is the namespace every lock
- * lives under (default `baton`). Close the session with `session.close()` when done.
+ * `postgres://user[:password]@host:5432/db?namespace=myapp` (also `postgresql://`; needs the optional
+ * peer dependency pg), `redis://[user:password@]host:6379[/db]?namespace=myapp` (`rediss://` with TLS;
+ * needs the optional peer dependency ioredis), `memory://test` (one store per name, in this process).
+ * The URL's path is the namespace every lock lives under (default `baton`; on PostgreSQL and Redis the
+ * `namespace` parameter). Close the session with `session.close()` when done.
  *
  * Rejects with `InvalidArgumentError` for a bad URL or option (before anything is sent), with
  * `BackendError` when no server answers within `connectTimeoutMs` (the cause says why: refused,
- * unresolvable), with `AccessDeniedError` when etcd refuses the user name or password, and with `signal.reason`
- * when `signal` aborts.
+ * unresolvable), with `AccessDeniedError` when the server refuses the user name or password, with
+ * `BatonError` code `MISSING_DEPENDENCY` when pg or ioredis is needed and not installed, and with
+ * `signal.reason` when `signal` aborts.
  */
 export async function connect(url: string, options: ConnectOptions = {}): Promise<Session> {
   return connectWith(url, options, undefined);
@@ -153,22 +176,25 @@ async function open(url: string, options: ConnectOptions, probes: Probes | undef
   if (parsed.scheme !== 'postgres' && settings.createSchema !== undefined) {
     throw new InvalidArgumentError('createSchema', settings.createSchema, 'postgres: URLs only');
   }
+  if (parsed.scheme !== 'redis' && settings.redis !== undefined) {
+    throw new InvalidArgumentError('redis', '(not shown)', 'redis: and rediss: URLs only');
+  }
   if (parsed.scheme !== 'zk' && (settings.auth.length > 0 || settings.acl !== 'open')) {
     throw new InvalidArgumentError('auth/acl', `${parsed.scheme}:`, `zk: URLs only; on etcd pass etcd: { auth: { username, password }, credentials } instead`);
   }
   const sessionOptions = { onSuspend, onWaiterLost, ...(deadlineMarginMs === undefined ? {} : { marginMs: deadlineMarginMs }) };
   settings.signal?.throwIfAborted();
-  if (parsed.scheme === 'zk' || parsed.scheme === 'etcd') {
+  if (parsed.scheme === 'zk' || parsed.scheme === 'etcd' || parsed.scheme === 'redis') {
     // A name that does not exist fails at once; the dial gets what is left of the connect timeout.
     const deadline = performance.now() + settings.connectTimeoutMs;
-    await refuseUnknownNames(parsed.scheme === 'zk' ? 'ZooKeeper' : 'etcd', parsed.hosts, { deadline, signal: settings.signal });
+    await refuseUnknownNames(parsed.scheme === 'zk' ? 'ZooKeeper' : parsed.scheme === 'redis' ? 'Redis' : 'etcd', parsed.hosts, { deadline, signal: settings.signal });
     settings.connectTimeoutMs = Math.max(1, Math.ceil(deadline - performance.now()));
   }
   switch (parsed.scheme) {
     case 'memory':
       return new BatonSession(new MemoryDriver(memoryStore(parsed.hosts[0] ?? ''), parsed.namespace), sessionOptions);
     case 'zk': {
-      const { auth, acl, etcd: _etcd, ttlSeconds: _ttl, createSchema: _create, ...timeouts } = settings;
+      const { auth, acl, etcd: _etcd, redis: _redis, ttlSeconds: _ttl, createSchema: _create, ...timeouts } = settings;
       // Each server's client is loaded only when used: etcd3 brings gRPC, which a ZooKeeper user never needs.
       const { ZkDriver } = await import('./backends/zookeeper/driver.js');
       const probe = probes?.zk();
@@ -217,6 +243,24 @@ async function open(url: string, options: ConnectOptions, probes: Probes | undef
       if (probes !== undefined && probe !== undefined) probes.opened(session, probe);
       return session;
     }
+    case 'redis': {
+      const { RedisDriver } = await import('./backends/redis/driver.js');
+      const probe = probes?.redis();
+      const driver = await RedisDriver.open({
+        host: parsed.hosts[0]!,
+        target: withCredentials(parsed.redis!, settings.redis),
+        namespace: parsed.namespace,
+        sessionTimeoutMs: settings.sessionTimeoutMs,
+        connectTimeoutMs: settings.connectTimeoutMs,
+        signal: settings.signal,
+        tls: settings.redis?.tls,
+      }, probe);
+      await closeIfAborted(driver, settings.signal);
+      await refuseMargin(deadlineMarginMs, driver);
+      const session = new BatonSession(driver, sessionOptions);
+      if (probes !== undefined && probe !== undefined) probes.opened(session, probe);
+      return session;
+    }
   }
 }
 
@@ -243,6 +287,7 @@ interface Settings {
   reconnectAfterLoss: boolean;
   ttlSeconds: number;
   etcd: EtcdClientOptions | undefined;
+  redis: RedisClientOptions | undefined;
   auth: ZkAuth[];
   acl: AclPolicy;
   signal: AbortSignal | undefined;
@@ -258,6 +303,7 @@ const CONNECT_OPTIONS = [
   'reconnectAfterLoss',
   'ttlSeconds',
   'etcd',
+  'redis',
   'auth',
   'acl',
   'signal',
@@ -281,6 +327,7 @@ function validateConnectOptions(options: unknown): Settings {
     // One session timeout for every backend: etcd's lease TTL follows it unless given itself.
     ttlSeconds: given['ttlSeconds'] === undefined && given['sessionTimeoutMs'] !== undefined ? ttlFor(sessionTimeoutMs) : ttl(given['ttlSeconds']),
     etcd: etcdClientOptions(given['etcd']),
+    redis: redisClientOptions(given['redis']),
     ...zkAccess(given['auth'], given['acl']),
     signal: validateSignal(given['signal']),
     createSchema: given['createSchema'] === undefined ? undefined : flag(given['createSchema'], 'createSchema'),
@@ -340,6 +387,27 @@ function etcdClientOptions(value: unknown): EtcdClientOptions | undefined {
   }
   const { auth, credentials, grpcOptions } = value as Record<string, unknown>;
   return { ...(auth === undefined ? {} : { auth }), ...(credentials === undefined ? {} : { credentials }), ...(grpcOptions === undefined ? {} : { grpcOptions }) } as EtcdClientOptions;
+}
+
+function redisClientOptions(value: unknown): RedisClientOptions | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidArgumentError('redis options', value, 'an object with tls');
+  checkOptionKeys(value, ['tls', 'username', 'password']);
+  const { tls, username, password } = value as Record<string, unknown>;
+  if (tls !== undefined && (typeof tls !== 'object' || tls === null)) throw new InvalidArgumentError('redis.tls', '(not shown)', 'an object of TLS settings');
+  if (username !== undefined && (typeof username !== 'string' || username === '')) throw new InvalidArgumentError('redis.username', '(not shown)', 'a non-empty string');
+  if (password !== undefined && typeof password !== 'string') throw new InvalidArgumentError('redis.password', '(not shown)', 'a string');
+  return {
+    ...(tls === undefined ? {} : { tls: tls as ConnectionOptions }),
+    ...(username === undefined ? {} : { username: username as string }),
+    ...(password === undefined ? {} : { password: password as string }),
+  };
+}
+
+/** The URL's target with the credentials of the `redis` option, where given. */
+function withCredentials(target: RedisTarget, options: RedisClientOptions | undefined): RedisTarget {
+  if (options?.username === undefined && options?.password === undefined) return target;
+  return new RedisTarget(target.db, target.tls, options.username ?? target.username, options.password ?? target.password());
 }
 
 function positiveMs(value: unknown, what: string, fallback: number): number {

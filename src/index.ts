@@ -1,4 +1,4 @@
-export { connect, type ConnectOptions, type EtcdClientOptions, type ZkAuth } from './connect.js';
+export { connect, type ConnectOptions, type EtcdClientOptions, type RedisClientOptions, type ZkAuth } from './connect.js';
 export type { AclPolicy } from './backends/zookeeper/acl.js';
 export type { Session, SessionState, StateListener, ForeignKey } from '../recipes/contract.js';
 export type {

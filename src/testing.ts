@@ -1,7 +1,7 @@
 /**
  * `baton-locks/testing`: powers for tests, never needed in production. Sessions opened with this
  * module's `connect` count into the counters below, obey the fault hooks, and show their driver's state
- * through `zkProbeOf` / `etcdProbeOf`; sessions opened with the package's own `connect` have none of it.
+ * through `zkProbeOf` / `etcdProbeOf` / `postgresProbeOf` / `redisProbeOf`; sessions opened with the package's own `connect` have none of it.
  * `expireMemorySession` works on any memory session.
  */
 import { InvalidArgumentError } from '../recipes/errors.js';
@@ -9,6 +9,7 @@ import { MemoryDriver } from './backends/memory/driver.js';
 import {
   etcdCounters as zeroEtcd,
   postgresCounters as zeroPostgres,
+  redisCounters as zeroRedis,
   zkCounters as zeroZk,
   type AfterLook,
   type EtcdProbe,
@@ -16,6 +17,8 @@ import {
   type PostgresProbe,
   type PostgresView,
   type Probes,
+  type RedisProbe,
+  type RedisView,
   type ZkProbe,
   type ZkView,
 } from './backends/probe.js';
@@ -23,7 +26,7 @@ import { connectWith, type ConnectOptions } from './connect.js';
 import type { Session } from '../recipes/contract.js';
 import { internalsOf } from './session.js';
 
-export type { EtcdCounters, EtcdView, PostgresCounters, PostgresView, ZkCounters, ZkView } from './backends/probe.js';
+export type { EtcdCounters, EtcdView, PostgresCounters, PostgresView, RedisCounters, RedisView, ZkCounters, ZkView } from './backends/probe.js';
 export type { AfterLook } from './backends/probe.js';
 
 /** What the ZooKeeper sessions of this process opened here counted (see `ZkCounters`). */
@@ -37,6 +40,10 @@ export const etcdWatches = new Map<string, number>();
 export const postgresCounters = zeroPostgres();
 /** Entries and queues the PostgreSQL sessions opened here wait on right now (`<namespace>/<queue>#<key>` or `<namespace>/<queue>`), with how many sessions wait on each. */
 export const postgresWatches = new Map<string, number>();
+/** What the Redis sessions of this process opened here counted (see `RedisCounters`). */
+export const redisCounters = zeroRedis();
+/** Channels the Redis sessions opened here wait on right now, with how many sessions wait on each. */
+export const redisWatches = new Map<string, number>();
 
 /** ZooKeeper limits, lowered by tests: the sequence from which a queue directory is recycled (2^30 in production). */
 export const zkLimits = { recycleFrom: 2 ** 30 };
@@ -80,6 +87,13 @@ function newPostgresProbe(): PostgresProbe & PostgresSessionProbe {
   };
 }
 
+/** A Redis session's probe: its driver's view, with its fault switches. */
+export interface RedisSessionProbe {
+  /** What the session's driver shows a test, and the faults a test may cause in it. */
+  readonly view: RedisView;
+}
+
+const redisProbes = new WeakMap<object, RedisProbe & RedisSessionProbe>();
 const zkProbes = new WeakMap<object, ZkProbe & ZkSessionProbe>();
 const etcdProbes = new WeakMap<object, EtcdProbe & EtcdSessionProbe>();
 
@@ -116,13 +130,33 @@ function newEtcdProbe(): EtcdProbe & EtcdSessionProbe {
   };
 }
 
+function newRedisProbe(): RedisProbe & RedisSessionProbe {
+  let view: RedisView | undefined;
+  const probe: RedisProbe & RedisSessionProbe = {
+    counters: redisCounters,
+    watches: redisWatches,
+    expose: (shown) => (view = shown),
+    get view() {
+      if (view === undefined) throw new Error('the driver has not shown its view yet');
+      return view;
+    },
+  };
+  redisMade.add(probe);
+  return probe;
+}
+
+/** The probes made for Redis drivers (the PostgreSQL and Redis probes have the same members). */
+const redisMade = new WeakSet<object>();
+
 const probes: Probes = {
   zk: newZkProbe,
   etcd: newEtcdProbe,
   postgres: newPostgresProbe,
+  redis: newRedisProbe,
   opened(session, probe) {
     if ('recycleFrom' in probe) zkProbes.set(session, probe as ZkProbe & ZkSessionProbe);
     else if ('muteWatchEvents' in probe) etcdProbes.set(session, probe as EtcdProbe & EtcdSessionProbe);
+    else if (redisMade.has(probe)) redisProbes.set(session, probe as RedisProbe & RedisSessionProbe);
     else postgresProbes.set(session, probe as PostgresProbe & PostgresSessionProbe);
   },
 };
@@ -150,6 +184,13 @@ export function etcdProbeOf(session: Session): EtcdSessionProbe {
 export function postgresProbeOf(session: Session): PostgresSessionProbe {
   const probe = postgresProbes.get(session);
   if (probe === undefined) throw new InvalidArgumentError('session', session.id, "a PostgreSQL session opened with baton-locks/testing's connect");
+  return probe;
+}
+
+/** The probe of a Redis session opened with this module's `connect`. */
+export function redisProbeOf(session: Session): RedisSessionProbe {
+  const probe = redisProbes.get(session);
+  if (probe === undefined) throw new InvalidArgumentError('session', session.id, "a Redis session opened with baton-locks/testing's connect");
   return probe;
 }
 

@@ -2,7 +2,7 @@ import { InvalidArgumentError } from '../recipes/errors.js';
 import { validateName } from '../recipes/validate.js';
 import { hidePassword, parsePostgresUrl, type PostgresUrl } from './backends/postgres/url.js';
 
-export type Scheme = 'zk' | 'etcd' | 'memory' | 'postgres';
+export type Scheme = 'zk' | 'etcd' | 'memory' | 'postgres' | 'redis';
 
 export interface ParsedUrl {
   readonly scheme: Scheme;
@@ -12,17 +12,48 @@ export interface ParsedUrl {
   readonly namespace: string;
   /** postgres: the URL taken apart (connection string for node-postgres, schema, the URL as shown). */
   readonly postgres?: PostgresUrl;
+  /** redis: the database number (`/DB`), the user and password, TLS (`rediss:`). */
+  readonly redis?: RedisTarget;
+}
+
+/**
+ * Where a Redis session goes: the database, TLS, and the credentials. The password is kept in a private
+ * field: it is never enumerated, printed by `util.inspect`, serialized or shown in an error.
+ */
+export class RedisTarget {
+  readonly db: number;
+  readonly tls: boolean;
+  readonly username: string | undefined;
+  readonly #password: string | undefined;
+
+  constructor(db: number, tls: boolean, username: string | undefined, password: string | undefined) {
+    this.db = db;
+    this.tls = tls;
+    this.username = username;
+    this.#password = password;
+  }
+
+  /** The password, for the client's AUTH only. */
+  password(): string | undefined {
+    return this.#password;
+  }
+
+  toJSON(): object {
+    return { db: this.db, tls: this.tls, username: this.username, password: this.#password === undefined ? undefined : '(not shown)' };
+  }
 }
 
 const FORM = /^([a-z][a-z0-9+.-]*):\/\/([^/?#]*)(\/[^?#]*)?$/i;
 const SCHEMES: Record<string, Scheme> = { zk: 'zk', zookeeper: 'zk', etcd: 'etcd', memory: 'memory' };
 const DEFAULT_NAMESPACE = 'baton';
-const EXPECTED = 'zk://host:port[,host:port...][/namespace], etcd://host:port[,...][/namespace], postgres://[user[:password]@]host[:port]/database[?namespace=NS] or memory://name[/namespace]';
+const EXPECTED =
+  'zk://host:port[,host:port...][/namespace], etcd://host:port[,...][/namespace], postgres://[user[:password]@]host[:port]/database[?namespace=NS], redis://[user:password@]host:port[/db][?namespace=ns] or memory://name[/namespace]';
 const POSTGRES = /^postgres(?:ql)?:\/\//i;
+const REDIS_FORM = /^(rediss?):\/\/(?:([^@/?#]*)@)?([^@/?#]+)(?:\/([^?#]*))?(?:\?([^#]*))?$/i;
 
 /**
  * Parses a connection URL. Credentials in the URL are refused (they would end up in logs), except in
- * a postgres URL, where they are usual: its password is never shown.
+ * postgres and redis URLs, where they are usual: their password is never shown.
  */
 export function parseUrl(url: unknown): ParsedUrl {
   if (typeof url !== 'string') throw new InvalidArgumentError('url', url, EXPECTED);
@@ -30,11 +61,12 @@ export function parseUrl(url: unknown): ParsedUrl {
     const postgres = parsePostgresUrl(url.trim());
     return { scheme: 'postgres', hosts: [], namespace: postgres.namespace, postgres };
   }
+  if (/^rediss?:/i.test(url.trim())) return parseRedisUrl(url.trim());
   const match = FORM.exec(url.trim());
   if (match === null) throw new InvalidArgumentError('url', hidePassword(url), EXPECTED);
   const [, rawScheme = '', authority = '', path = ''] = match;
   const scheme = SCHEMES[rawScheme.toLowerCase()];
-  if (scheme === undefined) throw new InvalidArgumentError('url scheme', `${rawScheme}:`, 'zk:, etcd:, postgres: or memory:');
+  if (scheme === undefined) throw new InvalidArgumentError('url scheme', `${rawScheme}:`, 'zk:, etcd:, postgres:, redis:, rediss: or memory:');
   if (authority.includes('@')) {
     throw new InvalidArgumentError('url', `${rawScheme}://…@…`, 'no credentials in the URL; pass them as connect() options');
   }
@@ -73,4 +105,43 @@ function parseNamespace(path: string): string {
   } catch (error) {
     throw new InvalidArgumentError('url namespace', path, `path segments of [A-Za-z0-9._-] (${(error as Error).message})`);
   }
+}
+
+/** A URL as it may be shown: the password of a `redis://user:password@` URL replaced. */
+export function redactUrl(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/?#]*:)[^@/?#]*@/i, '$1(not shown)@');
+}
+
+/**
+ * `redis://[user:password@]host:port[/db][?namespace=ns]` and `rediss://` (TLS). The user and password
+ * are percent-decoded; neither the password nor the URL holding it is ever echoed in an error.
+ */
+function parseRedisUrl(url: string): ParsedUrl {
+  const shown = redactUrl(url);
+  const match = REDIS_FORM.exec(url);
+  if (match === null) throw new InvalidArgumentError('url', shown, EXPECTED);
+  const [, rawScheme = '', userinfo, host = '', rawDb = '', query = ''] = match;
+  validateHost(host, shown);
+  const db = rawDb.replace(/\/+$/, '') === '' ? 0 : Number(rawDb.replace(/\/+$/, ''));
+  if (!/^\d{1,5}$/.test(rawDb.replace(/\/+$/, '') || '0') || !Number.isInteger(db) || db > 65_535) {
+    throw new InvalidArgumentError('url database', rawDb, 'a database number after the host, as in redis://host:6379/0');
+  }
+  let namespace = DEFAULT_NAMESPACE;
+  for (const pair of query === '' ? [] : query.split('&')) {
+    const [name = '', value = ''] = pair.split('=');
+    if (name !== 'namespace') throw new InvalidArgumentError('url query', name, 'namespace=ns, the only parameter of a redis URL');
+    namespace = parseNamespace(decodeURIComponent(value));
+  }
+  let username: string | undefined;
+  let password: string | undefined;
+  if (userinfo !== undefined) {
+    const colon = userinfo.indexOf(':');
+    try {
+      username = decodeURIComponent(colon < 0 ? userinfo : userinfo.slice(0, colon)) || undefined;
+      password = colon < 0 ? undefined : decodeURIComponent(userinfo.slice(colon + 1));
+    } catch {
+      throw new InvalidArgumentError('url credentials', '(not shown)', 'user:password percent-encoded');
+    }
+  }
+  return { scheme: 'redis', hosts: [host], namespace, redis: new RedisTarget(db, rawScheme.toLowerCase() === 'rediss', username, password) };
 }

@@ -6,6 +6,7 @@ import { main as scheduler } from '../examples/scheduler.js';
 import { main as transfers } from '../examples/transfers.js';
 import { etcdFixture } from './support/backends/etcd.js';
 import { postgresFixture } from './support/backends/postgres.js';
+import { redisFixture } from './support/backends/redis.js';
 import type { Fixture } from './support/backends/fixture.js';
 import { memoryFixture } from './support/backends/memory.js';
 import { useScope } from './support/backends/scope.js';
@@ -58,6 +59,7 @@ examples(memoryFixture);
 examples(() => zkFixture('zkStandalone'));
 examples(() => etcdFixture('etcdStandalone'));
 examples(postgresFixture);
+examples(redisFixture);
 
 describe('the recipes page (docs/recipes.md, linked from the README)', () => {
   it('shows the recipes exactly as they are in examples/', async () => {

@@ -6,6 +6,7 @@ import { ReadWriteLock } from '../recipes/rw-lock.js';
 import type { ForeignKey } from '../src/session.js';
 import { withZkClient } from './harness/clean.js';
 import { etcdFixture } from './support/backends/etcd.js';
+import { redisFixture, withRedisAdmin } from './support/backends/redis.js';
 import type { Fixture } from './support/backends/fixture.js';
 import { useScope } from './support/backends/scope.js';
 import { eventually, later } from './support/wait.js';
@@ -42,6 +43,15 @@ const plantEtcd: Plant = async (namespace, queue) => {
     client.close();
   }
 };
+
+const plantRedis: Plant = (namespace, queue) =>
+  withRedisAdmin(inject('redisStandalone'), async (client) => {
+    // Fields of the queue's hash that are no entry id, or whose value is not baton's.
+    const base = `baton:{${namespace}/${queue}}`;
+    const fields = ['not ours!', 'ZZZZ-1'];
+    for (const field of fields) await client.hset(`${base}:q`, field, 'x');
+    return fields.map((field) => `${base}:e:${field}`);
+  });
 
 function foreignSuite(getFixture: () => Fixture, plant: Plant): void {
   describe(`foreign entries on ${getFixture().name}`, () => {
@@ -100,3 +110,4 @@ const planted: string[] = [];
 
 foreignSuite(() => zkFixture('zkStandalone'), plantZk);
 foreignSuite(() => etcdFixture('etcdStandalone'), plantEtcd);
+foreignSuite(redisFixture, plantRedis);

@@ -9,6 +9,7 @@ import type { Session } from '../recipes/contract.js';
 import { zkTree } from './harness/clean.js';
 import { etcdFixture } from './support/backends/etcd.js';
 import { postgresFixture } from './support/backends/postgres.js';
+import { redisFixture } from './support/backends/redis.js';
 import type { Fixture } from './support/backends/fixture.js';
 import { memoryFixture } from './support/backends/memory.js';
 import { useScope } from './support/backends/scope.js';
@@ -174,6 +175,7 @@ hostileSuite(memoryFixture);
 hostileSuite(() => zkFixture('zkStandalone'));
 hostileSuite(() => etcdFixture('etcdStandalone'));
 hostileSuite(postgresFixture);
+hostileSuite(redisFixture);
 
 const URLS: [string, unknown, string][] = [
   ['an unknown scheme', 'ftp://127.0.0.1:21/x', '"ftp:"'],

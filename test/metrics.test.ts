@@ -12,6 +12,7 @@ import { BatonMetrics } from '../src/metrics.js';
 import type { Session } from '../recipes/contract.js';
 import { etcdFixture } from './support/backends/etcd.js';
 import { postgresFixture } from './support/backends/postgres.js';
+import { redisFixture } from './support/backends/redis.js';
 import type { Fixture } from './support/backends/fixture.js';
 import { memoryFixture } from './support/backends/memory.js';
 import { sample, series } from './support/checkers/prometheus-sample.js';
@@ -153,6 +154,7 @@ metricsOn(memoryFixture);
 metricsOn(() => zkFixture('zkStandalone'));
 metricsOn(() => etcdFixture('etcdStandalone'));
 metricsOn(postgresFixture);
+metricsOn(redisFixture);
 
 describe('baton-locks/metrics watching and options', () => {
   const scope = useScope(memoryFixture);

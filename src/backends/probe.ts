@@ -118,13 +118,41 @@ export interface PostgresView {
   backendPids(): Promise<{ main: number | undefined; listen: number | undefined }>;
 }
 
+/** Redis's counts: deletion notifications that reached waiters, backstop reads that woke a waiter, entries adopted. */
+export interface RedisCounters {
+  /** Published deletions (or queue changes) that reached waiters. */
+  notifications: number;
+  /** Waits woken by the backstop's re-read rather than by a notification. */
+  backstopWakes: number;
+  /** Entries an enqueue sent again found written already (its first reply was lost). */
+  adopted: number;
+}
+
+export interface RedisProbe extends Probe<RedisCounters, RedisView> {
+  /** Channels waited on right now (entry keys and queue channels), with how many sessions wait on each. */
+  readonly watches: Map<string, number>;
+}
+
+/** What tests may see of a Redis driver, and the faults they may cause in it. */
+export interface RedisView {
+  /** The session's key (`baton:session:<id>`). */
+  readonly sessionKey: string;
+  /** Published notifications are ignored, as if each were lost (the backstop must wake the waiters). */
+  muteNotifications: boolean;
+  /** The next enqueue's script fails after its write, as a script error part-way would. */
+  failNextEnqueueAfterWrite: boolean;
+  /** The watchdog stops renewing the session key (the key then expires on the server). */
+  stopWatchdog(): void;
+}
+
 /** The probes of the sessions `connectWith` opens: one per driver, and word of each session opened. */
 export interface Probes {
   zk(): ZkProbe;
   etcd(): EtcdProbe;
   postgres(): PostgresProbe;
-  /** Hears of each ZooKeeper, etcd or PostgreSQL session opened (a successor's too), with the probe its driver was given. */
-  opened(session: object, probe: ZkProbe | EtcdProbe | PostgresProbe): void;
+  redis(): RedisProbe;
+  /** Hears of each session opened on a server (a successor's too), with the probe its driver was given. */
+  opened(session: object, probe: ZkProbe | EtcdProbe | PostgresProbe | RedisProbe): void;
 }
 
 /** Counters nobody reads: a production driver counts into its own. */
@@ -138,4 +166,8 @@ export function etcdCounters(): EtcdCounters {
 
 export function postgresCounters(): PostgresCounters {
   return { notifications: 0, adopted: 0, statements: 0 };
+}
+
+export function redisCounters(): RedisCounters {
+  return { notifications: 0, backstopWakes: 0, adopted: 0 };
 }

@@ -7,6 +7,7 @@ import { runInspect, type QueueView } from '../../src/inspect.js';
 import { freePort } from '../harness/ports.js';
 import { etcdFixture } from '../support/backends/etcd.js';
 import { postgresFixture } from '../support/backends/postgres.js';
+import { redisFixture } from '../support/backends/redis.js';
 import type { Fixture } from '../support/backends/fixture.js';
 import { memoryFixture } from '../support/backends/memory.js';
 import { useScope } from '../support/backends/scope.js';
@@ -54,6 +55,11 @@ function inspectSuite(getFixture: () => Fixture): void {
           expect(entry.expiresInMs, 'the owner\'s lease left, by the server\'s clock').toBeGreaterThan(0);
         } else if (scope.fixture.name.startsWith('etcd')) {
           expect(entry.ageMs, 'etcd keeps no time with a key').toBeNull();
+          expect(entry.expiresInMs).toBeGreaterThan(0);
+        } else if (scope.fixture.name.startsWith('Redis')) {
+          // The server's clock: the entry's creation and the owner's session key's time to live.
+          expect(entry.ageMs).toBeGreaterThanOrEqual(-1_000);
+          expect(entry.ageMs).toBeLessThan(60_000);
           expect(entry.expiresInMs).toBeGreaterThan(0);
         } else {
           expect(entry.ageMs).toBeGreaterThanOrEqual(0);
@@ -129,6 +135,7 @@ inspectSuite(memoryFixture);
 inspectSuite(() => zkFixture('zkStandalone'));
 inspectSuite(() => etcdFixture('etcdStandalone'));
 inspectSuite(postgresFixture);
+inspectSuite(redisFixture);
 
 describe('baton inspect, the command', () => {
   it('exits 2 naming the problem for an invalid name or URL, before connecting', async () => {
@@ -137,20 +144,21 @@ describe('baton inspect, the command', () => {
     expect(badName.stderr).toMatch(/invalid name "a\/\/b"/);
     const badUrl = await runBaton(['inspect', 'ftp://127.0.0.1/x', 'a']);
     expect(badUrl.code).toBe(2);
-    expect(badUrl.stderr).toMatch(/url scheme "ftp:".*zk:, etcd:, postgres: or memory:/);
+    expect(badUrl.stderr).toMatch(/url scheme "ftp:".*zk:, etcd:, postgres:, redis:, rediss: or memory:/);
   });
 
   it('exits 1 with a clear message when the server is unreachable', async () => {
     const port = await freePort(); // nothing listens on it
-    for (const scheme of ['zk', 'etcd']) {
-      const result = await runBaton(['inspect', `${scheme}://127.0.0.1:${port}/x`, 'a', '--connect-timeout', '1000']);
+    const urlOf = (scheme: string): string => (scheme === 'redis' ? `redis://127.0.0.1:${port}/0?namespace=x` : `${scheme}://127.0.0.1:${port}/x`);
+    for (const scheme of ['zk', 'etcd', 'redis']) {
+      const result = await runBaton(['inspect', urlOf(scheme), 'a', '--connect-timeout', '1000']);
       expect(result.code, `${scheme}: ${result.stderr}`).toBe(1);
-      expect(result.stderr).toMatch(new RegExp(`could not (connect to ZooKeeper|open an etcd session) at (http://)?127\\.0\\.0\\.1:${port} within 1000 ms`));
+      expect(result.stderr).toMatch(new RegExp(`could not (connect to ZooKeeper|open an etcd session|connect to Redis) at (http://)?127\\.0\\.0\\.1:${port} within 1000 ms`));
     }
-    // Credentials of both backends in the environment: each URL takes only its own, and none is printed.
-    const env = { BATON_ZK_DIGEST: 'ops:zk-secret-1', BATON_ETCD_USER: 'ops', BATON_ETCD_PASSWORD: 'etcd-secret-2' };
-    for (const scheme of ['zk', 'etcd']) {
-      const result = await runBaton(['inspect', `${scheme}://127.0.0.1:${port}/x`, 'a', '--connect-timeout', '1000'], env);
+    // Credentials of every backend in the environment: each URL takes only its own, and none is printed.
+    const env = { BATON_ZK_DIGEST: 'ops:zk-secret-1', BATON_ETCD_USER: 'ops', BATON_ETCD_PASSWORD: 'etcd-secret-2', BATON_REDIS_PASSWORD: 'redis-secret-3' };
+    for (const scheme of ['zk', 'etcd', 'redis']) {
+      const result = await runBaton(['inspect', urlOf(scheme), 'a', '--connect-timeout', '1000'], env);
       expect(result.code, `${scheme}: ${result.stderr}`).toBe(1);
       expect(result.stderr).not.toMatch(/secret/);
     }

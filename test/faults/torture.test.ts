@@ -17,7 +17,7 @@ const pool = useContenderPool(WORKERS);
 /**
  * A short run of `npm run torture` (see test/support/faults/torture-run.ts): half a minute of random member
  * kills, members cut off from the leader, partitions, short disconnects and server-side expiries on a
- * 3-node layout, while 8 processes
+ * 3-node layout (on Redis: kills of its one primary, with appendfsync always), while 8 processes
  * contend on one lock. The run checks every hold the processes report.
  */
 describe.each<TortureBackend>(['zk', 'etcd', 'postgres'])('torture: %s', (backend) => {

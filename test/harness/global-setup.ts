@@ -1,6 +1,8 @@
 import type { TestProject } from 'vitest/node';
 import type { EtcdInfo } from '../support/backends/etcd.js';
 import type { ZkInfo } from '../support/backends/zookeeper.js';
+import type { RedisInfo } from '../support/backends/redis.js';
+import { startRedis, type RedisServer } from './redis.js';
 import { startEtcd, type EtcdCluster } from './etcd.js';
 import type { ContainerServers } from './containers.js';
 import { chooseServerSource, ensureServersInstalled, postgresInstalled, serverSituation } from './install.js';
@@ -16,8 +18,12 @@ declare module 'vitest' {
     etcdCluster: EtcdInfo;
     /** A PostgreSQL 15 server's URL (a superuser's, trust authentication on loopback). */
     postgres: string;
+    redisStandalone: RedisInfo;
   }
 }
+
+/** Redis sessions in the shared suites: expiry tests then take a couple of seconds. */
+const REDIS_SESSION_TIMEOUT_MS = 2_000;
 
 /** etcd's smallest useful lease: expiry tests then take seconds. */
 const ETCD_TTL_SECONDS = 2;
@@ -28,16 +34,18 @@ const SESSION_TIMEOUT_MS = 10 * TICK_MS;
 
 /**
  * Starts the servers the suites share, once per run, on free loopback ports: a standalone ZooKeeper,
- * a 3-node ensemble, a standalone etcd, a 3-node etcd cluster and a PostgreSQL. BATON_TEST_ZK=host:port[,...] and
- * BATON_TEST_ETCD=http://host:port[,...] point the suites at running servers instead; so does
- * BATON_TEST_POSTGRES=postgres://user[:password]@host:port/database for the PostgreSQL server (a
- * standalone PostgreSQL 15 otherwise, run as the `postgres` user when the tests run as root). Without local
+ * a 3-node ensemble, a standalone etcd, a 3-node etcd cluster, a PostgreSQL and a standalone
+ * redis-server. BATON_TEST_ZK=host:port[,...], BATON_TEST_ETCD=http://host:port[,...],
+ * BATON_TEST_POSTGRES=postgres://user[:password]@host:port/database and BATON_TEST_REDIS=redis://host:port
+ * point the suites at running servers instead (PostgreSQL 15 is otherwise run as the `postgres` user
+ * when the tests run as root). Without local
  * servers (and unless they can be installed) one ZooKeeper and one etcd container stand in for all four
  * when a container engine answers (containers.ts; never the case in CI). Everything
  * started here is stopped by PID in the teardown (and on exit or Ctrl-C by the harness's registry).
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const started: (ZkCluster | EtcdCluster | PgServer)[] = [];
+  const started: Started[] = [];
+  const externalRedis = process.env['BATON_TEST_REDIS'] || undefined;
   let externalZk = process.env['BATON_TEST_ZK'] || undefined;
   let externalEtcd = process.env['BATON_TEST_ETCD'] || undefined;
   const source = await chooseServerSource(serverSituation(async () => (await import('./containers.js')).containerEngineAnswers()));
@@ -52,12 +60,13 @@ export default async function setup(project: TestProject): Promise<() => Promise
     externalEtcd ??= containers.etcdEndpoint;
   }
   try {
-    const [zkStandalone, zkEnsemble, etcdStandalone, etcdCluster, postgres] = await Promise.all([
+    const [zkStandalone, zkEnsemble, etcdStandalone, etcdCluster, postgres, redisStandalone] = await Promise.all([
       externalZk ? undefined : track(started, startZooKeeper({ size: 1, tickTimeMs: TICK_MS })),
       externalZk ? undefined : track(started, startZooKeeper({ size: 3, tickTimeMs: TICK_MS })),
       externalEtcd ? undefined : track(started, startEtcd({ size: 1 })),
       externalEtcd ? undefined : track(started, startEtcd({ size: 3 })),
       externalPostgres ? undefined : track(started, startPostgres()),
+      externalRedis ? undefined : track(started, startRedis()),
     ]);
     // A container runs with the harness's tickTime; a server of the user's may not.
     const externalSessionMs = containers !== undefined && externalZk === containers.zkConnectString ? SESSION_TIMEOUT_MS : 4_000;
@@ -65,6 +74,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     project.provide('zkEnsemble', zkEnsemble ? zkInfo(zkEnsemble) : zkExternal(externalZk!, externalSessionMs));
     project.provide('etcdStandalone', { endpoints: etcdStandalone?.endpoints ?? externalEtcd!.split(','), ttlSeconds: ETCD_TTL_SECONDS });
     project.provide('postgres', postgres?.url ?? externalPostgres!);
+    project.provide('redisStandalone', { url: redisStandalone === undefined ? externalRedis!.replace(/\/+$/, '') : `redis://${redisStandalone.address}`, sessionTimeoutMs: REDIS_SESSION_TIMEOUT_MS });
     project.provide('etcdCluster', { endpoints: etcdCluster?.endpoints ?? externalEtcd!.split(','), ttlSeconds: ETCD_TTL_SECONDS });
   } catch (error) {
     await Promise.allSettled([...started.map((cluster) => cluster.stop()), containers?.stop()]);
@@ -76,7 +86,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
   };
 }
 
-async function track<T extends ZkCluster | EtcdCluster | PgServer>(started: (ZkCluster | EtcdCluster | PgServer)[], starting: Promise<T>): Promise<T> {
+type Started = ZkCluster | EtcdCluster | PgServer | RedisServer;
+
+async function track<T extends Started>(started: Started[], starting: Promise<T>): Promise<T> {
   const cluster = await starting;
   started.push(cluster);
   return cluster;

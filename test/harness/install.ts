@@ -34,6 +34,10 @@ export function etcdBinary(): string | undefined {
   return binary('etcd');
 }
 
+export function redisServerBinary(): string | undefined {
+  return binary('redis-server');
+}
+
 /** The first of /usr/bin and /usr/local/bin that holds `name`, else where the PATH finds it. */
 function binary(name: string): string | undefined {
   for (const dir of ['/usr/bin', '/usr/local/bin']) if (existsSync(`${dir}/${name}`)) return `${dir}/${name}`;
@@ -100,11 +104,11 @@ function missingPeerPackages(): string[] {
 const PEER_PACKAGES = ['libcurator-recipes-java', 'libcurator-framework-java', 'libcurator-client-java', 'python3-kazoo', 'etcd-client'];
 
 const HOW = [
-  'ZooKeeper 3.8, etcd 3.4 and PostgreSQL 15 are needed for the tests, and so are the interop tests\' peers: Apache',
+  'ZooKeeper 3.8, etcd 3.4, PostgreSQL 15 and Redis 7.0 are needed for the tests, and so are the interop tests\' peers: Apache',
   'Curator 5.4 (with a JDK\'s javac), kazoo for Debian\'s /usr/bin/python3, and etcdctl. Install them with',
-  `  sudo apt-get install -y zookeeper etcd-server postgresql ${PEER_PACKAGES.join(' ')}`,
+  `  sudo apt-get install -y zookeeper etcd-server postgresql redis-server ${PEER_PACKAGES.join(' ')}`,
   'or point the tests at running servers with',
-  '  BATON_TEST_ZK=host:port BATON_TEST_ETCD=http://host:port BATON_TEST_POSTGRES=postgres://user@host:port/db npm test',
+  '  BATON_TEST_ZK=host:port BATON_TEST_ETCD=http://host:port BATON_TEST_POSTGRES=postgres://user@host:port/db BATON_TEST_REDIS=redis://host:port npm test',
   '(for instance started with: docker compose -f docker-compose.zk.yml up -d; the peers are still needed)',
   'or start a container engine (Docker Desktop, colima, Podman with DOCKER_HOST): the tests then run',
   'ZooKeeper and etcd in containers themselves (the suites that start servers of their own still need them installed)',
@@ -133,7 +137,7 @@ export async function chooseServerSource(here: ServerSituation): Promise<ServerS
   if (here.binaries) return 'local';
   if (here.canInstall) return 'install';
   if (await here.engineAnswers()) return 'containers';
-  throw new Error(`missing: zookeeper etcd-server postgresql, and no container engine answered\n${HOW}`);
+  throw new Error(`missing: zookeeper etcd-server postgresql redis-server, and no container engine answered\n${HOW}`);
 }
 
 /** This machine's situation. */
@@ -157,9 +161,12 @@ export async function ensureServersInstalled(): Promise<void> {
   const external = process.env['BATON_TEST_ZK'] && process.env['BATON_TEST_ETCD'];
   const serversMissing = !external && (!existsSync(ZOOKEEPER_JAR) || etcdBinary() === undefined);
   const postgresMissing = !process.env['BATON_TEST_POSTGRES'] && !postgresInstalled();
+  // Redis: the shared server may be a running one, but the fault tests start servers of their own.
+  const redisMissing = redisServerBinary() === undefined;
   const root = process.getuid?.() === 0;
-  if ((serversMissing || postgresMissing) && !root) throw new Error(`missing: ${[...(serversMissing ? ['zookeeper etcd-server'] : []), ...(postgresMissing ? ['postgresql'] : [])].join(' ')}\n${HOW}`);
-  const packages = [...(serversMissing ? ['zookeeper', 'etcd-server'] : []), ...(postgresMissing ? ['postgresql'] : []), ...(root ? missingPeerPackages() : [])];
+  const missing = [...(serversMissing ? ['zookeeper', 'etcd-server'] : []), ...(postgresMissing ? ['postgresql'] : []), ...(redisMissing ? ['redis-server'] : [])];
+  if (missing.length > 0 && !root && !(missing.length === 1 && redisMissing && process.env['BATON_TEST_REDIS'])) throw new Error(`missing: ${missing.join(' ')}\n${HOW}`);
+  const packages = [...(root ? missing : []), ...(root ? missingPeerPackages() : [])];
   if (packages.length === 0) return;
   process.stderr.write(`baton tests: installing ${packages.join(' ')} from Debian packages\n`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
@@ -169,6 +176,7 @@ export async function ensureServersInstalled(): Promise<void> {
   }
   if (!external && (!existsSync(ZOOKEEPER_JAR) || etcdBinary() === undefined)) throw new Error(`installation did not provide the servers\n${HOW}`);
   if (postgresMissing && !postgresInstalled()) throw new Error(`installation did not provide PostgreSQL 15 (${postgresBinDir()})\n${HOW}`);
+  if (root && redisServerBinary() === undefined) throw new Error(`installation did not provide redis-server\n${HOW}`);
   const still = missingPeerPackages();
   if (still.length > 0) throw new Error(`installation did not provide the interop peers (${still.join(' ')})\n${HOW}`);
 }

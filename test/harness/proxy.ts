@@ -48,6 +48,8 @@ export class TcpProxy {
   /** The next reply is cut short by its last byte and its connection hangs from there on. */
   #truncateNext = false;
   #rewriteFirst: ((chunk: Buffer) => Buffer) | undefined;
+  /** Where new connections go, once `retarget()` moved them from the first target. */
+  #target: { host?: string; port: number } | undefined;
 
   private constructor(server: net.Server, port: number) {
     this.#server = server;
@@ -111,6 +113,12 @@ export class TcpProxy {
     this.#replyDelayMs = ms;
   }
 
+  /** New connections go to another server from now on (a failover); open ones are closed. */
+  retarget(target: { host?: string; port: number }): void {
+    this.#target = target;
+    this.drop();
+  }
+
   /** Destroy every current connection; new ones are still accepted. */
   drop(): void {
     for (const pair of [...this.#pairs]) this.#close(pair);
@@ -153,7 +161,8 @@ export class TcpProxy {
       client.destroy();
       return;
     }
-    const server = net.connect({ host: target.host ?? '127.0.0.1', port: target.port });
+    const to = this.#target ?? target;
+    const server = net.connect({ host: to.host ?? '127.0.0.1', port: to.port });
     const pair: Pair = { client, server, mute: false, held: { up: [], down: [], bytes: 0 }, first: undefined, cut: false };
     this.#pairs.add(pair);
     client.on('data', (chunk: Buffer) => this.#up(pair, chunk, true));

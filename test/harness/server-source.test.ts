@@ -28,9 +28,9 @@ describe('where the test servers come from', () => {
   it('no binaries, no way to install them and no engine: an error saying how', async () => {
     const { here } = situation({ external: false, binaries: false, canInstall: false, engine: false });
     const error = (await chooseServerSource(here).catch((e: unknown) => e)) as Error;
-    expect(error.message).toMatch(/^missing: zookeeper etcd-server postgresql, and no container engine answered/);
-    expect(error.message).toContain('sudo apt-get install -y zookeeper etcd-server postgresql');
-    expect(error.message).toContain('BATON_TEST_ZK=host:port BATON_TEST_ETCD=http://host:port BATON_TEST_POSTGRES=postgres://user@host:port/db npm test');
+    expect(error.message).toMatch(/^missing: zookeeper etcd-server postgresql redis-server, and no container engine answered/);
+    expect(error.message).toContain('sudo apt-get install -y zookeeper etcd-server postgresql redis-server');
+    expect(error.message).toContain('BATON_TEST_ZK=host:port BATON_TEST_ETCD=http://host:port BATON_TEST_POSTGRES=postgres://user@host:port/db BATON_TEST_REDIS=redis://host:port npm test');
     expect(error.message).toContain('start a container engine');
   });
 

@@ -4,8 +4,9 @@ import { ensureServersInstalled } from '../harness/install.js';
 import { describeSummary, torture, type TortureBackend } from '../support/faults/torture-run.js';
 
 /**
- * `npm run torture -- --backend zk|etcd|postgres --minutes N`: the contended workload under random
- * faults against a layout of its own (3 nodes; one server for PostgreSQL); prints one summary and exits non-zero if anything was wrong.
+ * `npm run torture -- --backend zk|etcd|postgres|redis --minutes N`: the contended workload under random
+ * faults against a layout of its own (3 nodes; one server for PostgreSQL; one primary with appendfsync
+ * always for Redis); prints one summary and exits non-zero if anything was wrong.
  */
 function number(what: string, min: number, max: number, integer: boolean) {
   return (value: string): number => {
@@ -19,11 +20,11 @@ function number(what: string, min: number, max: number, integer: boolean) {
 
 const program = new Command('torture')
   .description('Contend on one lock from several processes under random faults (member kills or server restarts, partitions, short disconnects, server-side expiries, terminated backends) and check mutual exclusion and fencing.')
-  .addOption(new Option('--backend <backend>', 'the layout to start: a 3-node ZooKeeper ensemble or etcd cluster, or one PostgreSQL server').choices(['zk', 'etcd', 'postgres']).makeOptionMandatory())
+  .addOption(new Option('--backend <backend>', 'the layout to start: a 3-node ZooKeeper ensemble or etcd cluster, one PostgreSQL server, or one Redis primary').choices(['zk', 'etcd', 'postgres', 'redis']).makeOptionMandatory())
   .option('--minutes <n>', 'how long to inject faults', number('--minutes', 0.1, 24 * 60, false), 1)
   .option('--workers <n>', 'contending processes', number('--workers', 2, 32, true), 8)
   .option('--seed <n>', 'seed of the fault schedule (default: random, printed)', number('--seed', 0, 2 ** 31 - 1, true))
-  .option('--timeout <ms>', 'ZooKeeper session timeout / etcd lease TTL (whole seconds on etcd) / PostgreSQL lease', number('--timeout', 2_000, 60_000, true), 4_000)
+  .option('--timeout <ms>', 'ZooKeeper session timeout / etcd lease TTL (whole seconds on etcd) / PostgreSQL lease / Redis session key expiry', number('--timeout', 2_000, 60_000, true), 4_000)
   .option('--json <file>', 'also write the summary as JSON to this file')
   .option('--quiet', 'do not print each fault as it is injected');
 

@@ -6,6 +6,7 @@ import type { ConnectOptions } from '../../../src/connect.js';
 import { connect } from '../../../src/testing.js';
 import type { Session } from '../../../recipes/contract.js';
 import { revokeLease, type EtcdInfo } from '../backends/etcd.js';
+import { expireRedisSession, type RedisInfo } from '../backends/redis.js';
 import { writeAsHolder, type HolderWrite } from '../checkers/fenced-register.js';
 import { expireZkSession, type ZkInfo } from '../backends/zookeeper.js';
 import { expirePostgresSession } from '../backends/postgres.js';
@@ -53,7 +54,7 @@ export interface ContendPlan {
   /** An acquire gives up after this long (default `limitMs`) and the contender reports a stall. */
   readonly acquireTimeoutMs?: number;
   /** The servers, reached directly, for ending this contender's session from the server side. */
-  readonly expiry?: { readonly zk: ZkInfo } | { readonly etcd: EtcdInfo } | { readonly postgres: { readonly url: string; readonly schema: string } };
+  readonly expiry?: { readonly zk: ZkInfo } | { readonly etcd: EtcdInfo } | { readonly postgres: { readonly url: string; readonly schema: string } } | { readonly redis: RedisInfo };
 }
 
 /**
@@ -103,6 +104,7 @@ export interface ContendControl {
 export function expireSession(plan: ContendPlan, session: Session): Promise<void> {
   if (plan.expiry === undefined) throw new Error('this run has no servers to expire sessions on');
   if ('postgres' in plan.expiry) return expirePostgresSession(plan.expiry.postgres.url, session, plan.expiry.postgres.schema);
+  if ('redis' in plan.expiry) return expireRedisSession(plan.expiry.redis, session);
   return 'zk' in plan.expiry ? expireZkSession(plan.expiry.zk, session) : revokeLease(plan.expiry.etcd, session);
 }
 

@@ -1,19 +1,20 @@
 import { afterAll, beforeAll, inject } from 'vitest';
-import { connect, etcdCounters, postgresCounters, zkCounters } from 'baton-locks/testing';
+import { connect, etcdCounters, postgresCounters, redisCounters, zkCounters } from 'baton-locks/testing';
 import type { ConnectOptions } from '../../../src/connect.js';
 import type { Entry, Session } from '../../../recipes/contract.js';
 import { TcpProxy } from '../../harness/proxy.js';
 import { etcdFixture } from '../backends/etcd.js';
+import { redisFixture } from '../backends/redis.js';
 import { ContenderPool } from './contender-pool.js';
 import type { Fixture } from '../backends/fixture.js';
 import { zkFixture } from '../backends/zookeeper.js';
 import { POSTGRES_SESSION_MS, postgresFixture, withParams } from '../backends/postgres.js';
 import { PostgresEntry } from '../../../src/backends/postgres/driver.js';
 
-export type LayoutName = 'zkStandalone' | 'zkEnsemble' | 'etcdStandalone' | 'etcdCluster' | 'postgres';
+export type LayoutName = 'zkStandalone' | 'zkEnsemble' | 'etcdStandalone' | 'etcdCluster' | 'postgres' | 'redisStandalone';
 
 /**
- * One of the four deployments the global setup starts, as the fault tests need it: the contract
+ * One of the six deployments the global setup starts, as the fault tests need it: the contract
  * fixture, one member to put the fault proxy in front of, and what a fault test must recognise on the
  * wire. Every wait in a fault test is derived from `timeoutMs`.
  */
@@ -24,7 +25,7 @@ export interface Layout {
   port(): number;
   /** A session URL through the proxy listening at `address`. */
   url(address: string, namespace: string): string;
-  /** The ZooKeeper session timeout, the etcd lease TTL or the PostgreSQL lease, in milliseconds. */
+  /** The ZooKeeper session timeout, the etcd lease TTL, the PostgreSQL lease or the Redis session key's expiry, in milliseconds. */
   timeoutMs(): number;
   /** Whether a client-to-server chunk carries `session`'s enqueue request (ZooKeeper create, etcd Txn, PostgreSQL enqueue statement). */
   isEnqueue(chunk: Buffer, session: Session): boolean;
@@ -86,11 +87,26 @@ function postgresLayout(): Layout {
   };
 }
 
-export const layouts: readonly Layout[] = [zkLayout('zkStandalone'), zkLayout('zkEnsemble'), etcdLayout('etcdStandalone'), etcdLayout('etcdCluster'), postgresLayout()];
+function redisLayout(): Layout {
+  return {
+    name: 'redisStandalone',
+    fixture: redisFixture,
+    port: () => Number(new URL(inject('redisStandalone').url).port),
+    url: (address, namespace) => `redis://${address}?namespace=${namespace}`,
+    timeoutMs: () => inject('redisStandalone').sessionTimeoutMs,
+    // Only the enqueue script names a lock's counter key (`...}:c`); the session's id is in its entry id.
+    isEnqueue: (chunk, session) => chunk.includes('}:c\r\n') && chunk.includes(session.id),
+    adopted: () => redisCounters.adopted,
+    // SUBSCRIBE to the entry's channel, which is its key.
+    watchMark: (entry) => lastSegment(entry.key),
+  };
+}
 
-/** The layouts of one standalone server each (ZooKeeper, etcd, PostgreSQL). */
+export const layouts: readonly Layout[] = [zkLayout('zkStandalone'), zkLayout('zkEnsemble'), etcdLayout('etcdStandalone'), etcdLayout('etcdCluster'), postgresLayout(), redisLayout()];
+
+/** The layouts of one standalone server each (ZooKeeper, etcd, PostgreSQL, Redis). */
 export function standaloneLayouts(): readonly Layout[] {
-  return layouts.filter((layout) => layout.name === 'zkStandalone' || layout.name === 'etcdStandalone' || layout.name === 'postgres');
+  return layouts.filter((layout) => layout.name === 'zkStandalone' || layout.name === 'etcdStandalone' || layout.name === 'postgres' || layout.name === 'redisStandalone');
 }
 
 export interface Proxied {

@@ -13,8 +13,10 @@ import { eventually } from '../wait.js';
 import { zkFixtureOf } from '../backends/zookeeper.js';
 import { startPostgres } from '../../harness/postgres.js';
 import { postgresFixtureOf, withParams, withPostgres } from '../backends/postgres.js';
+import { redisFixtureOf } from '../backends/redis.js';
+import { startRedis } from '../../harness/redis.js';
 
-export type TortureBackend = 'zk' | 'etcd' | 'postgres';
+export type TortureBackend = 'zk' | 'etcd' | 'postgres' | 'redis';
 export const FAULT_KINDS = ['leader-kill', 'member-kill', 'server-partition', 'server-restart', 'backend-terminate', 'partition', 'short-disconnect', 'expiry'] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -23,6 +25,8 @@ export function faultKindsOf(backend: TortureBackend): { server: FaultKind[]; cl
   const client: FaultKind[] = ['partition', 'short-disconnect', 'expiry'];
   // One PostgreSQL server: restarted (fast or immediate shutdown), or some of its sessions' backends terminated.
   if (backend === 'postgres') return { server: ['server-restart', 'backend-terminate'], client };
+  // One Redis primary: killed and restarted (its kill is the leader's; there is no other member).
+  if (backend === 'redis') return { server: ['leader-kill'], client };
   return { server: ['leader-kill', 'member-kill', 'server-partition'], client };
 }
 
@@ -128,6 +132,23 @@ async function deploy(backend: TortureBackend, timeoutMs: number): Promise<Deplo
       options: { sessionTimeoutMs: timeoutMs },
       expiry: { zk: info },
       stop: () => zk.stop().finally(() => links.close()),
+    };
+  }
+  if (backend === 'redis') {
+    // The one configuration that keeps baton's promise across a restart: a single primary whose
+    // every write is on disk before it is answered (docs/redis.md). Its kill is the leader's.
+    const redis = await startRedis({ persistence: true });
+    const info = { url: `redis://${redis.address}`, sessionTimeoutMs: timeoutMs };
+    const member = { port: redis.port, isAlive: () => redis.isAlive(), kill: () => redis.kill(), start: () => redis.start() };
+    return {
+      fixture: redisFixtureOf(info, 'Redis (one primary, appendfsync always)'),
+      members: [member],
+      leader: async () => (member.isAlive() ? member : undefined),
+      cut: () => Promise.reject(new Error('a single Redis primary has no peer to be cut off from')),
+      url: (proxies, namespace) => `redis://${proxies[0]!.address}?namespace=${namespace}`,
+      options: { sessionTimeoutMs: timeoutMs },
+      expiry: { redis: info },
+      stop: () => redis.stop(),
     };
   }
   const etcd = await startEtcd({ size: 3, peerProxies: true });
@@ -463,12 +484,19 @@ export function summarize(intervals: readonly Interval[], stalls: number, known:
   return { ...summary, ok: violations.length === 0 && stalls === 0 && known.orphans.length === 0 && believed.length > 0 };
 }
 
+const LAYOUT_NAMES: Record<TortureBackend, string> = {
+  zk: 'ZooKeeper (3-node ensemble)',
+  etcd: 'etcd (3-node cluster)',
+  postgres: 'PostgreSQL (one server)',
+  redis: 'Redis (one primary, appendfsync always)',
+};
+
 /** The summary as a few readable lines. */
 export function describeSummary(s: TortureSummary): string {
   const { server, client } = faultKindsOf(s.backend);
   const faults = [...server, ...client].map((kind) => `${kind} ${s.faults[kind]}`).join(', ');
   return [
-    `torture on ${s.backend === 'zk' ? 'ZooKeeper (3-node ensemble)' : s.backend === 'etcd' ? 'etcd (3-node cluster)' : 'PostgreSQL (one server)'}: ${s.workers} processes, ${(s.durationMs / 1_000).toFixed(0)} s, timeout ${s.timeoutMs} ms, seed ${s.seed}`,
+    `torture on ${LAYOUT_NAMES[s.backend]}: ${s.workers} processes, ${(s.durationMs / 1_000).toFixed(0)} s, timeout ${s.timeoutMs} ms, seed ${s.seed}`,
     `  acquisitions        ${s.acquisitions} (${s.lostHolds} lost while held, ${s.abortedAtGrant} lost before the holder saw the grant), ${s.sessions} sessions`,
     `  faults injected     ${faults}`,
     `  violations          ${s.violations.length}${s.violations

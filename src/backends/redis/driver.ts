@@ -1,0 +1,329 @@
+import type { Redis } from 'ioredis';
+import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
+import { BackendError, ClosedError } from '../../../recipes/errors.js';
+import { backoff } from '../../backoff.js';
+import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
+import { DriverCore, withdrawRefused } from '../core.js';
+import { redisCounters, type RedisCounters, type RedisProbe, type RedisView } from '../probe.js';
+import { fromPromise } from '../requests.js';
+import { redisFailures } from './failures.js';
+import { entryKey, idOf, lockKeys, parseQueue, type LockKeys, type Stored } from './keys.js';
+import { Notifications } from './notifications.js';
+import { openSession, type OpenedSession, type RedisDriverOptions } from './open.js';
+import { Watchdog } from './watchdog.js';
+
+export type { RedisDriverOptions } from './open.js';
+
+/** How many of the latest releases, from how long before a disconnect, are sent again after it. */
+const RELEASES_KEPT = 256;
+const RELEASES_KEPT_MS = 5_000;
+
+/** baton's scripts as commands of its own client (see scripts.ts). */
+interface Scripts {
+  batonEnqueue(queue: string, counter: string, session: string, base: string, id: string, kind: string, data: string, at: string, fail: string): Promise<string[]>;
+  batonList(queue: string, base: string): Promise<string[]>;
+  batonRelease(queue: string, session: string, id: string, channel: string, changes: string): Promise<number>;
+  batonConfirm(queue: string, session: string, id: string): Promise<[number, number]>;
+}
+
+/**
+ * The Redis backend on ioredis: a session is a key with a millisecond expiry that the watchdog renews;
+ * a lock's queue is a hash whose entries are ordered by the lock's counter, which is also the fencing
+ * token. Every request is one script (or one command), safe to send twice: an enqueue carries the
+ * entry's id, chosen here, so that a retry finds the entry instead of adding another.
+ */
+export class RedisDriver implements Driver {
+  /** None: no other client's entries live in baton's hashes. */
+  readonly dialects: readonly string[] = [];
+  readonly id: string;
+  readonly timeoutMs: number;
+  readonly openedAt: number;
+  readonly #client: Redis & Scripts;
+  readonly #subscriber: Redis;
+  readonly #sessionKey: string;
+  readonly #namespace: string;
+  readonly #core: DriverCore;
+  readonly #counters: RedisCounters;
+  readonly #watchdog: Watchdog;
+  readonly #notifications: Notifications;
+  readonly #keys = new Map<string, LockKeys>();
+  /** Our entries that may be in a queue (sent, or enqueued and not yet withdrawn), by id. */
+  readonly #own = new Map<string, string>();
+  #next = 0;
+  #failNextEnqueue = false;
+  /** Our latest releases: id, queue, when answered (a failover may lose the last ones). */
+  readonly #released: [string, string, number][] = [];
+  /** The releases answered shortly before the connection closed, to send again once it is back. */
+  #doubtful: [string, string][] | undefined;
+
+  static async open(options: RedisDriverOptions, probe?: RedisProbe): Promise<RedisDriver> {
+    return new RedisDriver(await openSession(options), options, probe);
+  }
+
+  private constructor(opened: OpenedSession, options: RedisDriverOptions, probe: RedisProbe | undefined) {
+    this.#client = opened.client as Redis & Scripts;
+    this.#subscriber = opened.subscriber;
+    this.id = opened.id;
+    this.#sessionKey = opened.key;
+    this.openedAt = opened.openedAt;
+    this.timeoutMs = options.sessionTimeoutMs;
+    this.#namespace = options.namespace;
+    this.#counters = probe?.counters ?? redisCounters();
+    this.#core = new DriverCore(redisFailures(this.id, this.#namespace), {
+      beforeSend: () => undefined,
+      onEnd: (reason) => this.#onEnd(reason),
+      onLost: () => this.#letGo(),
+    });
+    this.#watchdog = new Watchdog(this.#client, this.#sessionKey, this.timeoutMs, this.#core, () => {
+      // The socket stands but nothing comes back: dial again (requests in flight are sent again).
+      if (this.#client.status === 'ready') this.#client.disconnect(true);
+      if (this.#subscriber.status === 'ready') this.#subscriber.disconnect(true);
+    });
+    this.#notifications = new Notifications(
+      this.#subscriber,
+      {
+        isOpen: () => this.#core.isOpen,
+        endError: () => this.#core.endError(),
+        exists: async (entry) => (await this.#request(() => this.#client.hexists(this.#keysOf(entry.queue).queue, idOf(entry.key)))) === 1,
+        list: (queue) => this.list(queue),
+        changesChannel: (queue) => this.#keysOf(queue).changes,
+      },
+      this.#counters,
+      probe?.watches,
+      Math.max(Math.floor(this.timeoutMs / 8), 25),
+    );
+    for (const connection of [this.#client, this.#subscriber]) connection.on('error', () => undefined); // reported through the states
+    this.#client.on('close', () => {
+      this.#watchdog.suspend();
+      this.#doubtful ??= this.#recentReleases();
+    });
+    this.#client.on('ready', () => {
+      this.#watchdog.renew();
+      this.#releaseAgain();
+    });
+    this.#watchdog.start();
+    probe?.expose(this.#view());
+  }
+
+  attach(events: DriverEvents): void {
+    this.#core.attach(events);
+    events.ack(this.openedAt);
+  }
+
+  #keysOf(queue: string): LockKeys {
+    let keys = this.#keys.get(queue);
+    if (keys === undefined) {
+      keys = lockKeys(this.#namespace, queue);
+      if (this.#keys.size >= 256) this.#keys.delete(this.#keys.keys().next().value!);
+      this.#keys.set(queue, keys);
+    }
+    return keys;
+  }
+
+  /** A request retried while it fails on the way, settled with the session's end. */
+  #request<T>(request: () => Promise<T>): Promise<T> {
+    return this.#core.retry(fromPromise(request));
+  }
+
+  async enqueue(queue: string, kind: string, at?: Entry, data?: string, _dialect?: string): Promise<Enqueued> {
+    const keys = this.#keysOf(queue);
+    const id = `${this.id}-${(this.#next += 1)}`;
+    const fail = this.#failNextEnqueue ? 'fail' : '';
+    this.#failNextEnqueue = false;
+    this.#own.set(id, queue);
+    let flat: string[];
+    try {
+      flat = await this.#request(() => this.#client.batonEnqueue(keys.queue, keys.counter, this.#sessionKey, keys.base, id, kind, data ?? '', at === undefined ? '' : `${at.order} ${at.fencingToken}`, fail));
+    } catch (error) {
+      // The script may have written the entry before it failed (Redis does not roll a script back).
+      this.#removeLater(queue, id);
+      throw error;
+    }
+    if (flat[0] === '1') this.#counters.adopted += 1;
+    const stored = this.#parse(queue, keys, flat.slice(1));
+    const own = stored.find((found) => idOf(found.entry.key) === id);
+    if (own === undefined) throw new BackendError(`the enqueue of ${id} did not show the entry in ${keys.queue}`);
+    return { entry: own.entry, queue: stored.map((found) => found.entry) };
+  }
+
+  /** Removes an entry whose enqueue failed, in the background (it may or may not exist). */
+  #removeLater(queue: string, id: string): void {
+    if (!this.#core.isOpen) return;
+    const keys = this.#keysOf(queue);
+    void this.#release(keys, id).catch(() => undefined);
+  }
+
+  #parse(queue: string, keys: LockKeys, flat: readonly string[]): Stored[] {
+    const { stored, foreign } = parseQueue(queue, keys, flat);
+    if (foreign.length > 0) this.#core.foreign.report(queue, foreign);
+    return stored;
+  }
+
+  async list(queue: string): Promise<readonly Entry[]> {
+    const keys = this.#keysOf(queue);
+    const flat = await this.#request(() => this.#client.batonList(keys.queue, keys.base));
+    return this.#parse(queue, keys, flat).map((found) => found.entry);
+  }
+
+  waitGone(entry: Entry, signal: Abortable): Promise<void> {
+    return this.#notifications.waitGone(entry, signal);
+  }
+
+  waitChange(queue: string, seen: readonly Entry[], signal: Abortable): Promise<void> {
+    return this.#notifications.waitChange(queue, seen, signal);
+  }
+
+  async withdraw(entry: Entry): Promise<void> {
+    const id = idOf(entry.key);
+    if (!this.#own.has(id) || !this.#core.isOpen) return; // gone already, or with the session
+    await this.#release(this.#keysOf(entry.queue), id);
+  }
+
+  /** The release script, retried until it is answered or the session ends; idempotent. */
+  async #release(keys: LockKeys, id: string): Promise<void> {
+    for (let attempt = 0; this.#core.isOpen; attempt += 1) {
+      try {
+        await this.#core.send(fromPromise(() => this.#client.batonRelease(keys.queue, this.id, id, entryKey(keys.base, id), keys.changes)));
+        this.#own.delete(id);
+        this.#noteReleased(id, keys);
+        return;
+      } catch (error) {
+        if (this.#core.ended) return;
+        const mapped = this.#core.mapFailure(error);
+        if (!redisFailures(this.id, this.#namespace).retriable(error)) throw withdrawRefused(`${keys.queue}[${id}]`, mapped);
+        await backoff(attempt);
+      }
+    }
+  }
+
+  #noteReleased(id: string, keys: LockKeys): void {
+    const now = performance.now();
+    this.#released.push([id, keys.base, now]);
+    while (this.#released.length > RELEASES_KEPT || (this.#released.length > 0 && now - this.#released[0]![2] > RELEASES_KEPT_MS)) this.#released.shift();
+  }
+
+  /**
+   * The releases answered in the last seconds before the connection closed. A primary that died may
+   * not have passed them on to the replica promoted in its place (replication is asynchronous); sent
+   * again there, each deletes its entry if it came back (ids are never reused, so nothing newer is
+   * touched), instead of leaving it at the head of its queue until this session ends.
+   */
+  #recentReleases(): [string, string][] {
+    const since = performance.now() - RELEASES_KEPT_MS;
+    return this.#released.filter(([, , at]) => at >= since).map(([id, base]) => [id, base]);
+  }
+
+  #releaseAgain(): void {
+    const doubtful = this.#doubtful;
+    this.#doubtful = undefined;
+    if (doubtful === undefined || doubtful.length === 0 || !this.#core.isOpen) return;
+    const pipeline = this.#client.pipeline() as unknown as { batonRelease: Scripts['batonRelease']; exec(): Promise<unknown> };
+    for (const [id, base] of doubtful) pipeline.batonRelease(`${base}:q`, this.id, id, entryKey(base, id), `${base}:q`);
+    pipeline.exec().catch(() => undefined);
+  }
+
+  async read(entry: Entry): Promise<string | null> {
+    const value = await this.#request(() => this.#client.hget(this.#keysOf(entry.queue).queue, idOf(entry.key)));
+    if (value === null) return null;
+    return value.split(' ').slice(4).join(' ');
+  }
+
+  async describe(queue: string): Promise<EntryInfo[]> {
+    const keys = this.#keysOf(queue);
+    const all = await this.#request(() => this.#client.hgetall(keys.queue));
+    const stored = this.#parse(queue, keys, Object.entries(all).flat());
+    const owners = [...new Set(stored.map((found) => found.owner))];
+    const ttls = await Promise.all(owners.map((owner) => this.#request(() => this.#client.pttl(`baton:session:${owner}`))));
+    const ttlOf = new Map(owners.map((owner, index) => [owner, ttls[index]!]));
+    return stored.map(({ entry, owner, data, createdAt }) => {
+      const ttl = ttlOf.get(owner) ?? -2;
+      return { entry, owner, client: 'baton', data, createdAt, ...(ttl >= 0 ? { expiresInMs: ttl } : {}) };
+    });
+  }
+
+  async confirm(entry: Entry): Promise<boolean> {
+    const id = idOf(entry.key);
+    const [exists, alive] = await this.#request(() => this.#client.batonConfirm(this.#keysOf(entry.queue).queue, this.#sessionKey, id));
+    if (alive === 0) {
+      const reason = redisFailures(this.id, this.#namespace).lostError();
+      this.#core.lose(reason);
+      throw reason;
+    }
+    return exists === 1 && id.startsWith(`${this.id}-`);
+  }
+
+  abandon(reason: Error): void {
+    if (!this.#core.isOpen) return;
+    this.#core.end('lost', reason);
+    this.#disconnect();
+  }
+
+  async close(): Promise<void> {
+    if (this.#core.status === 'closed') return;
+    const wasOpen = this.#core.isOpen;
+    const left = [...this.#own];
+    this.#core.end('closed', new ClosedError());
+    try {
+      if (wasOpen) await this.#closeOnServer(left, Date.now() + Math.min(this.timeoutMs, 2_000));
+    } finally {
+      this.#disconnect();
+    }
+  }
+
+  /**
+   * Removes what is left of ours (an entry whose enqueue failed, whose release is in the background)
+   * and the session key, so that nobody waits for its expiry. One pipeline; given up at `until`.
+   */
+  async #closeOnServer(left: readonly [string, string][], until: number): Promise<void> {
+    const pipeline = this.#client.pipeline();
+    for (const [id, queue] of left) {
+      const keys = this.#keysOf(queue);
+      (pipeline as unknown as { batonRelease: Scripts['batonRelease'] }).batonRelease(keys.queue, this.id, id, entryKey(keys.base, id), keys.changes);
+    }
+    pipeline.del(this.#sessionKey);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([pipeline.exec().catch(() => undefined), new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, until - Date.now()))))]);
+    clearTimeout(timer);
+  }
+
+  /**
+   * The session was found gone while the server answers: our entries are dead already (every script
+   * ignores them), and are deleted now, with their waiters told, rather than when someone finds them.
+   */
+  #letGo(): void {
+    const left = [...this.#own];
+    if (left.length === 0 || this.#client.status !== 'ready') return this.#disconnect();
+    void this.#closeOnServer(left, Date.now() + Math.min(this.timeoutMs, 2_000)).finally(() => this.#disconnect());
+  }
+
+  #onEnd(reason: Error): void {
+    this.#watchdog.stop();
+    this.#notifications.failAll(reason);
+  }
+
+  #disconnect(): void {
+    this.#client.disconnect();
+    this.#subscriber.disconnect();
+  }
+
+  /** What `baton-locks/testing` may see and do (see `RedisView`). */
+  #view(): RedisView {
+    const driver = this;
+    return {
+      sessionKey: this.#sessionKey,
+      get muteNotifications() {
+        return driver.#notifications.muted;
+      },
+      set muteNotifications(value: boolean) {
+        driver.#notifications.muted = value;
+      },
+      get failNextEnqueueAfterWrite() {
+        return driver.#failNextEnqueue;
+      },
+      set failNextEnqueueAfterWrite(value: boolean) {
+        driver.#failNextEnqueue = value;
+      },
+      stopWatchdog: () => this.#watchdog.stop(),
+    };
+  }
+}

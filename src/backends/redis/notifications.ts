@@ -1,0 +1,214 @@
+import type { Redis } from 'ioredis';
+import type { Abortable, Entry } from '../../../recipes/contract.js';
+import type { RedisCounters } from '../probe.js';
+import { addWaiter, sameEntries, type Waiter } from '../waiters.js';
+
+/** What the notifications need of their driver. */
+export interface NotificationsHost {
+  isOpen(): boolean;
+  endError(): Error | undefined;
+  /** Whether the entry is still in its queue (read after the subscription stands). */
+  exists(entry: Entry): Promise<boolean>;
+  /** The live entries of a queue (the list script: expired sessions' entries dropped and told). */
+  list(queue: string): Promise<readonly Entry[]>;
+  /** The channel told of every change of a queue. */
+  changesChannel(queue: string): string;
+}
+
+interface ChangeWait {
+  readonly queue: string;
+  readonly seen: readonly Entry[];
+}
+
+/**
+ * The session's waits, on its subscriber connection: a waiter subscribes to the channel of the entry
+ * it waits for (the entry's key), which the script that deletes the entry publishes to, so that one
+ * release wakes only the waiters of that entry. Subscriptions are shared by the local waiters of a
+ * channel and dropped with the last one. A bounded re-read (the backstop) covers a notification lost
+ * with a connection and the entries of a session that expired with nobody deleting them: while
+ * anything waits, every eighth of the session timeout, each queue waited in is read with the list
+ * script (which drops and tells the expired entries), and a waiter whose entry two reads in a row
+ * found gone is woken: within a quarter of the timeout of a lost notification.
+ */
+export class Notifications {
+  readonly #subscriber: Redis;
+  readonly #host: NotificationsHost;
+  readonly #counters: RedisCounters;
+  readonly #watches: Map<string, number> | undefined;
+  readonly #everyMs: number;
+  readonly #waiters = new Map<string, Set<Waiter>>();
+  /** What each waited channel stands for: an entry, or a queue whose change is awaited. */
+  readonly #targets = new Map<string, Entry | ChangeWait>();
+  /** The subscription of each channel, once asked for. */
+  readonly #subscribed = new Map<string, Promise<unknown>>();
+  #timer: NodeJS.Timeout | undefined;
+  #checking = false;
+  /** Waits the last check found done without their notification: woken by the next check if still waiting. */
+  readonly #suspects = new Set<string>();
+  /** Messages are ignored (a test's lost notification). */
+  muted = false;
+
+  constructor(subscriber: Redis, host: NotificationsHost, counters: RedisCounters, watches: Map<string, number> | undefined, everyMs: number) {
+    this.#subscriber = subscriber;
+    this.#host = host;
+    this.#counters = counters;
+    this.#watches = watches;
+    this.#everyMs = everyMs;
+    subscriber.on('message', (channel: string) => this.#onMessage(channel));
+    // Messages published while the subscriber was away are lost: look at once.
+    subscriber.on('ready', () => void this.check(true));
+  }
+
+  get size(): number {
+    return this.#waiters.size;
+  }
+
+  /** Resolves once `entry` is deleted (see `Backend.waitGone`). */
+  waitGone(entry: Entry, signal: Abortable): Promise<void> {
+    const waiting = this.#wait(entry.key, entry, signal);
+    void this.#armed(entry.key)
+      .then(async () => {
+        if (this.#waiters.has(entry.key) && !(await this.#host.exists(entry))) this.#wake(entry.key);
+      })
+      .catch((error: unknown) => this.#fail(entry.key, error));
+    return waiting;
+  }
+
+  /** Resolves once the queue differs from `seen` (see `Backend.waitChange`). */
+  waitChange(queue: string, seen: readonly Entry[], signal: Abortable): Promise<void> {
+    const channel = this.#host.changesChannel(queue);
+    const waiting = this.#wait(channel, { queue, seen }, signal);
+    void this.#armed(channel)
+      .then(async () => {
+        if (this.#waiters.has(channel) && !sameEntries(await this.#host.list(queue), seen)) this.#wake(channel);
+      })
+      .catch((error: unknown) => this.#fail(channel, error));
+    return waiting;
+  }
+
+  #wait(channel: string, target: Entry | ChangeWait, signal: Abortable): Promise<void> {
+    const ended = this.#host.endError();
+    if (ended !== undefined) return Promise.reject(ended);
+    let waiters = this.#waiters.get(channel);
+    if (waiters === undefined) {
+      this.#waiters.set(channel, (waiters = new Set()));
+      this.#targets.set(channel, target);
+    }
+    const set = waiters;
+    const waiting = addWaiter(set, signal, () => {
+      if (set.size === 0 && this.#waiters.get(channel) === set) this.#forget(channel);
+    });
+    this.#ensureBackstop();
+    return waiting;
+  }
+
+  /** The channel's subscription, asked for once. */
+  #armed(channel: string): Promise<unknown> {
+    let subscribed = this.#subscribed.get(channel);
+    if (subscribed === undefined) {
+      subscribed = this.#subscriber.subscribe(channel).then(() => {
+        // Shown to tests once the server has the subscription (and only while it is wanted).
+        if (this.#subscribed.get(channel) === subscribed) this.#watches?.set(channel, (this.#watches.get(channel) ?? 0) + 1);
+      });
+      this.#subscribed.set(channel, subscribed);
+    }
+    return subscribed;
+  }
+
+  #onMessage(channel: string): void {
+    if (this.muted || !this.#waiters.has(channel)) return;
+    this.#counters.notifications += 1;
+    this.#wake(channel);
+  }
+
+  #wake(channel: string): void {
+    const waiters = this.#waiters.get(channel);
+    if (waiters === undefined) return;
+    this.#forget(channel);
+    for (const waiter of waiters) waiter.resolve();
+  }
+
+  /** The wait could not be set up (the session ended meanwhile): its waiters fail. */
+  #fail(channel: string, error: unknown): void {
+    const waiters = this.#waiters.get(channel);
+    if (waiters === undefined) return;
+    this.#forget(channel);
+    for (const waiter of waiters) waiter.reject(error);
+  }
+
+  /** The channel has no waiter any more: its subscription goes. */
+  #forget(channel: string): void {
+    this.#waiters.delete(channel);
+    this.#targets.delete(channel);
+    this.#suspects.delete(channel);
+    const subscribed = this.#subscribed.get(channel);
+    if (subscribed === undefined) return;
+    this.#subscribed.delete(channel);
+    void subscribed.then(() => {
+      const left = (this.#watches?.get(channel) ?? 1) - 1;
+      if (left > 0) this.#watches?.set(channel, left);
+      else this.#watches?.delete(channel);
+    }, () => undefined);
+    if (this.#host.isOpen()) this.#subscriber.unsubscribe(channel).catch(() => undefined);
+  }
+
+  #ensureBackstop(): void {
+    if (this.#timer !== undefined || !this.#host.isOpen()) return;
+    this.#timer = setInterval(() => {
+      if (!this.#host.isOpen() || this.#waiters.size === 0) {
+        clearInterval(this.#timer);
+        this.#timer = undefined;
+        return;
+      }
+      void this.check();
+    }, this.#everyMs);
+    this.#timer.unref();
+  }
+
+  /**
+   * Reads every queue waited in and wakes every wait whose entry is gone or whose queue changed: at
+   * once after the subscriber reconnected (messages were lost), else at the check after the one that
+   * found it so, since a notification sent just before this read may still be on its way.
+   */
+  async check(immediate = false): Promise<void> {
+    if (this.#checking || this.#waiters.size === 0 || !this.#host.isOpen()) return;
+    this.#checking = true;
+    try {
+      const byQueue = new Map<string, [string, Entry | ChangeWait][]>();
+      for (const [channel, target] of this.#targets) {
+        const queue = target.queue;
+        let waits = byQueue.get(queue);
+        if (waits === undefined) byQueue.set(queue, (waits = []));
+        waits.push([channel, target]);
+      }
+      await Promise.all(
+        [...byQueue].map(async ([queue, waits]) => {
+          const now = await this.#host.list(queue);
+          const live = new Set(now.map((entry) => entry.key));
+          for (const [channel, target] of waits) {
+            const gone = 'seen' in target ? !sameEntries(now, target.seen) : !live.has(target.key);
+            if (!gone || this.#targets.get(channel) !== target) continue;
+            // Its notification may be on its way on the other connection: woken at the next check.
+            if (!immediate && !this.#suspects.has(channel)) {
+              this.#suspects.add(channel);
+              continue;
+            }
+            this.#counters.backstopWakes += 1;
+            this.#wake(channel);
+          }
+        }),
+      );
+    } catch {
+      // the next round tries again; the session's end fails the waiters
+    } finally {
+      this.#checking = false;
+    }
+  }
+
+  /** The session ended: every wait fails with `reason`, the timer stops. */
+  failAll(reason: Error): void {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    for (const channel of [...this.#waiters.keys()]) this.#fail(channel, reason);
+  }
+}

@@ -1,0 +1,130 @@
+import { randomBytes } from 'node:crypto';
+import { isIP } from 'node:net';
+import type { ConnectionOptions } from 'node:tls';
+import type { Redis, RedisOptions } from 'ioredis';
+import { AccessDeniedError, BackendError } from '../../../recipes/errors.js';
+import { loadPeer } from '../../metrics/peer.js';
+import type { RedisTarget } from '../../url.js';
+import { replyCode, scrubbed } from './failures.js';
+import { sessionKey } from './keys.js';
+import { SCRIPTS } from './scripts.js';
+
+/** What the Redis driver is opened with. */
+export interface RedisDriverOptions {
+  /** `host:port` (an IPv6 address in brackets). */
+  readonly host: string;
+  readonly target: RedisTarget;
+  readonly namespace: string;
+  readonly sessionTimeoutMs: number;
+  readonly connectTimeoutMs: number;
+  readonly signal?: AbortSignal | undefined;
+  /** TLS settings for `rediss:` (a CA, a client certificate). */
+  readonly tls?: ConnectionOptions | undefined;
+}
+
+/** Both connections of a session, its id, and when the request that made its key was sent. */
+export interface OpenedSession {
+  readonly client: Redis;
+  /** The subscriber connection: the session's waiters hear of deletions here. */
+  readonly subscriber: Redis;
+  readonly id: string;
+  readonly key: string;
+  readonly openedAt: number;
+}
+
+/**
+ * ioredis is loaded only for redis URLs. Chosen for what the driver leans on: `defineCommand` runs a
+ * script by its SHA and sends its source again after a server lost its script cache (a restart); a
+ * subscriber connection subscribes again by itself after a reconnect; requests queued while the
+ * connection is down are sent, in order, once it is back (every request of the driver is safe to send
+ * twice).
+ */
+export async function openSession(options: RedisDriverOptions): Promise<OpenedSession> {
+  const { Redis } = await loadPeer('ioredis', 'a redis:// URL', () => import('ioredis'));
+  const deadline = performance.now() + options.connectTimeoutMs;
+  const client = new Redis(clientOptions(options));
+  defineScripts(client);
+  let subscriber: Redis | undefined;
+  try {
+    await ready(client, deadline, options);
+    subscriber = client.duplicate();
+    await ready(subscriber, deadline, options);
+    const id = randomBytes(8).toString('hex');
+    const key = sessionKey(id);
+    const openedAt = performance.now();
+    const made = await client.set(key, String(Date.now()), 'PX', options.sessionTimeoutMs, 'NX');
+    if (made !== 'OK') throw new BackendError(`the Redis session key ${key} exists already`);
+    return { client, subscriber, id, key, openedAt };
+  } catch (error) {
+    client.disconnect();
+    subscriber?.disconnect();
+    throw error instanceof Error && error.name === 'ReplyError' ? mapOpenError(error) : error;
+  }
+}
+
+function clientOptions(options: RedisDriverOptions): RedisOptions {
+  const colon = options.host.lastIndexOf(':');
+  const host = options.host.slice(0, colon).replace(/^\[(.*)\]$/, '$1');
+  const { target } = options;
+  return {
+    host,
+    port: Number(options.host.slice(colon + 1)),
+    db: target.db,
+    ...(target.username === undefined ? {} : { username: target.username }),
+    ...(target.password() === undefined ? {} : { password: target.password()! }),
+    // TLS checks the certificate against the host: by name (SNI too), or by IP address (no SNI then).
+    ...(target.tls ? { tls: { ...(isIP(host) === 0 ? { servername: host } : {}), ...options.tls } } : {}),
+    lazyConnect: true,
+    // Requests wait for the connection to come back rather than fail: each is safe to send twice, and
+    // the session's deadline, not a retry count, decides when to give up.
+    maxRetriesPerRequest: null,
+    enableOfflineQueue: true,
+    autoResendUnfulfilledCommands: true,
+    autoResubscribe: true,
+    connectTimeout: Math.max(500, Math.min(options.connectTimeoutMs, Math.floor(options.sessionTimeoutMs / 2))),
+    retryStrategy: (times: number) => Math.min(20 * 2 ** Math.min(times, 5), 500),
+    enableReadyCheck: true,
+  };
+}
+
+function defineScripts(client: Redis): void {
+  for (const [name, { numberOfKeys, lua }] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys, lua });
+}
+
+/** Waits until the connection is ready, the deadline passes, the signal aborts or the server refuses us. */
+function ready(client: Redis, deadline: number, options: RedisDriverOptions): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    let lastError: unknown;
+    const finish = (error?: unknown): void => {
+      clearTimeout(timer);
+      client.off('ready', onReady);
+      client.off('error', onError);
+      options.signal?.removeEventListener('abort', onAbort);
+      if (error === undefined) resolve();
+      else reject(error);
+    };
+    const onReady = (): void => finish();
+    const onError = (error: unknown): void => {
+      lastError = scrubbed(error);
+      const code = replyCode(error);
+      if (code === 'WRONGPASS' || code === 'NOAUTH' || code === 'NOPERM') finish(mapOpenError(error as Error));
+    };
+    const onAbort = (): void => finish(options.signal!.reason);
+    const timer = setTimeout(() => {
+      const why = lastError instanceof Error ? `: ${lastError.message}` : '';
+      finish(new BackendError(`could not connect to Redis at ${options.host} within ${options.connectTimeoutMs} ms${why}`, lastError === undefined ? undefined : { cause: lastError }));
+    }, Math.max(0, deadline - performance.now()));
+    client.on('ready', onReady);
+    client.on('error', onError);
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    if (client.status === 'ready') return finish();
+    if (client.status === 'wait') client.connect().catch(() => undefined);
+  });
+}
+
+function mapOpenError(error: Error): Error {
+  scrubbed(error);
+  const code = replyCode(error);
+  if (code === 'WRONGPASS' || code === 'NOAUTH' || code === 'NOPERM') return new AccessDeniedError(`Redis refused the user or password (${code})`, { cause: error });
+  return new BackendError(`Redis refused to open a session (${code ?? 'error'})`, { cause: error });
+}

@@ -1,0 +1,111 @@
+/**
+ * The Lua scripts of the Redis backend. Each runs atomically on the server: one round trip for an
+ * enqueue with its read of the queue, one for a release. Redis does not roll a script back when it
+ * fails part-way, so each script checks everything that can fail before its first write.
+ *
+ * A queue is a hash `<base>:q` (field: the entry's id `<session>-<n>`, value: `<order> <token>
+ * <created, server ms> <kind> <data>`) beside its counter `<base>:c`, where `<base>` is `baton:{<namespace>/<lock>}`: the braces
+ * are a hash tag, so that both keys of a lock sit in one cluster slot. A session is the key
+ * `baton:session:<id>` with a millisecond expiry, renewed by the watchdog.
+ */
+
+/** The prefix of every session key. */
+export const SESSION_PREFIX = 'baton:session:';
+
+/**
+ * The live entries of a queue. An entry whose session key is gone (expired) is deleted on the way, and
+ * its channel told, so that its waiter is woken: inside the same atomic step that reads the queue, no
+ * decision ever sees an entry of a dead session.
+ */
+const LIVE = `
+local function live(q, base)
+  local all = redis.call('HGETALL', q)
+  local alive = {}
+  local out = {}
+  local dropped = false
+  for i = 1, #all, 2 do
+    local id = all[i]
+    local sid = string.match(id, '^([0-9a-f]+)%-%d+$')
+    local keep = true
+    if sid then
+      if alive[sid] == nil then alive[sid] = redis.call('EXISTS', '${SESSION_PREFIX}' .. sid) == 1 end
+      keep = alive[sid]
+    end
+    if keep then
+      out[#out + 1] = id
+      out[#out + 1] = all[i + 1]
+    else
+      redis.call('HDEL', q, id)
+      redis.call('PUBLISH', base .. ':e:' .. id, 'expired')
+      dropped = true
+    end
+  end
+  if dropped then redis.call('PUBLISH', base .. ':q', 'expired') end
+  return out
+end
+`;
+
+/**
+ * KEYS: queue, counter, own session. ARGV: base, entry id, kind, data, `at` as `<order> <token>` (or
+ * ''), 'fail' (a test's script error after the write) or ''. Refused if our session is gone (never an
+ * entry after our session's end). A retry after a lost reply finds the entry it wrote (the id is the
+ * client's): the answer's first element says so ('1'), before the live entries. The token is the
+ * counter's next value; a missing counter is seeded from the server's
+ * clock in microseconds, so that a wiped server does not hand out a token below one it gave before.
+ * An entry placed `at` another of ours (a downgrade) takes that entry's order and token: the same
+ * holder goes on, at the same place.
+ */
+export const ENQUEUE = `${LIVE}
+if redis.call('EXISTS', KEYS[3]) == 0 then return redis.error_reply('BATONSESSION the session key is gone') end
+local found = redis.call('HEXISTS', KEYS[1], ARGV[2])
+if found == 0 then
+  local now = redis.call('TIME')
+  local place = ARGV[5]
+  if place == '' then
+    if redis.call('EXISTS', KEYS[2]) == 0 then
+      redis.call('SET', KEYS[2], now[1] .. string.format('%06d', tonumber(now[2])))
+    end
+    local token = string.format('%.0f', redis.call('INCR', KEYS[2]))
+    place = token .. ' ' .. token
+  end
+  local ms = now[1] .. string.format('%03d', math.floor(tonumber(now[2]) / 1000))
+  redis.call('HSET', KEYS[1], ARGV[2], place .. ' ' .. ms .. ' ' .. ARGV[3] .. ' ' .. ARGV[4])
+  redis.call('PUBLISH', ARGV[1] .. ':q', ARGV[2])
+  if ARGV[6] == 'fail' then return redis.error_reply('BATONTEST a script error after the write') end
+end
+local entries = live(KEYS[1], ARGV[1])
+table.insert(entries, 1, tostring(found))
+return entries
+`;
+
+/** KEYS: queue. ARGV: base. The live entries (see `LIVE`). */
+export const LIST = `${LIVE}
+return live(KEYS[1], ARGV[1])
+`;
+
+/**
+ * KEYS: queue. ARGV: session id, entry id, the entry's channel (its key), the queue's channel. Deletes
+ * our own entry (the owner is checked here, not only by the client) and tells both channels. 1 if
+ * deleted, 0 if it was gone already.
+ */
+export const RELEASE = `
+local id = ARGV[2]
+if string.sub(id, 1, #ARGV[1] + 1) ~= ARGV[1] .. '-' then return redis.error_reply('BATONOWNER not an entry of this session') end
+if redis.call('HDEL', KEYS[1], id) == 0 then return 0 end
+redis.call('PUBLISH', ARGV[3], 'released')
+redis.call('PUBLISH', ARGV[4], id)
+return 1
+`;
+
+/** KEYS: queue, own session. ARGV: entry id. { entry exists, session exists }. */
+export const CONFIRM = `
+return { redis.call('HEXISTS', KEYS[1], ARGV[1]), redis.call('EXISTS', KEYS[2]) }
+`;
+
+/** The scripts by the command name they are defined under on baton's client, with their key counts. */
+export const SCRIPTS = {
+  batonEnqueue: { numberOfKeys: 3, lua: ENQUEUE },
+  batonList: { numberOfKeys: 1, lua: LIST },
+  batonRelease: { numberOfKeys: 1, lua: RELEASE },
+  batonConfirm: { numberOfKeys: 2, lua: CONFIRM },
+} as const;

@@ -1,0 +1,12 @@
+import { redisFixture } from '../support/backends/redis.js';
+import { lockModelTest } from './property.js';
+
+lockModelTest(redisFixture, {
+  runs: 200,
+  maxCommands: 16,
+  slots: 3,
+  locks: ['a', 'b'],
+  timeoutsMs: [0, 20],
+  endEvery: 40,
+  timeoutMs: 120_000,
+});

@@ -1,0 +1,229 @@
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { inspect } from 'node:util';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { AccessDeniedError, BackendError, InvalidArgumentError, SessionLostError } from '../../recipes/errors.js';
+import { FairMutex } from '../../recipes/mutex.js';
+import { connect, redisCounters, redisProbeOf } from 'baton-locks/testing';
+import { parseUrl } from '../../src/url.js';
+import { startRedis, type RedisServer } from '../harness/redis.js';
+import { redisFixture, withRedisAdmin } from '../support/backends/redis.js';
+import { useScope } from '../support/backends/scope.js';
+import { eventually, later } from '../support/wait.js';
+import { backendOf, entryOf } from '../support/internals.js';
+
+const SECRET = 'pw-Zq81-never-shown';
+
+describe('Redis URLs', () => {
+  it('accepts user, password, database and namespace, and never shows the password', () => {
+    const parsed = parseUrl(`redis://ops:${SECRET}@127.0.0.1:6380/3?namespace=app/jobs`);
+    expect(parsed).toMatchObject({ scheme: 'redis', hosts: ['127.0.0.1:6380'], namespace: 'app/jobs' });
+    expect(parsed.redis).toMatchObject({ db: 3, tls: false, username: 'ops' });
+    expect(parsed.redis!.password()).toBe(SECRET);
+    expect(inspect(parsed, { depth: 10, showHidden: true })).not.toContain(SECRET);
+    expect(JSON.stringify(parsed)).not.toContain(SECRET);
+    expect(parseUrl(`rediss://:${encodeURIComponent('p@ss:w/rd')}@[::1]:6379`).redis).toMatchObject({ db: 0, tls: true, username: undefined });
+    expect(parseUrl('redis://127.0.0.1:6379').namespace).toBe('baton');
+  });
+
+  it('refuses a bad URL without echoing the password', () => {
+    for (const url of [`redis://ops:${SECRET}@127.0.0.1/0`, `redis://ops:${SECRET}@127.0.0.1:6379/db`, `redis://ops:${SECRET}@127.0.0.1:6379?ns=x`, `redis://ops:${SECRET}@127.0.0.1:6379?namespace=a//b`]) {
+      let error: unknown;
+      try {
+        parseUrl(url);
+      } catch (caught) {
+        error = caught;
+      }
+      expect(error, url).toBeInstanceOf(InvalidArgumentError);
+      expect(inspect(error, { depth: 10 })).not.toContain(SECRET);
+    }
+  });
+});
+
+describe('Redis without ioredis installed', () => {
+  it('connect rejects with MISSING_DEPENDENCY, saying to install ioredis', () => {
+    // A separate Node in which ioredis cannot be resolved, as in a project that never installed it.
+    const script = "import('./src/connect.ts').then((m) => m.connect('redis://127.0.0.1:1?namespace=x')).then(() => console.log('connected'), (e) => console.log(JSON.stringify({ code: e.code, message: e.message, cause: e.cause?.code })))";
+    const run = spawnSync(process.execPath, ['--import', 'tsx', '--import', './test/support/workers/hide-ioredis.mjs', '--input-type=module', '-e', script], {
+      cwd: fileURLToPath(new URL('../..', import.meta.url)),
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(run.status, run.stderr).toBe(0);
+    const outcome = JSON.parse(run.stdout) as { code: string; message: string; cause: string };
+    expect(outcome.message).toContain('npm install ioredis');
+    expect(outcome).toMatchObject({ code: 'MISSING_DEPENDENCY', cause: 'ERR_MODULE_NOT_FOUND' });
+  });
+});
+
+describe('Redis: a server with a password', () => {
+  let server: RedisServer;
+  beforeAll(async () => {
+    server = await startRedis({ args: ['--requirepass', SECRET] });
+  });
+  afterAll(async () => server?.stop());
+
+  it('opens a session with the password from the URL or the options, and refuses a wrong one without showing it', async () => {
+    const session = await connect(`redis://:${SECRET}@${server.address}/1?namespace=auth`, { sessionTimeoutMs: 2_000 });
+    expect(inspect(session, { depth: 10, showHidden: true })).not.toContain(SECRET);
+    expect(inspect(backendOf(session), { depth: 10, showHidden: true })).not.toContain(SECRET);
+    const lock = await new FairMutex(session, 'x').acquire();
+    expect(lock.fencingToken).toBeGreaterThan(0n);
+    await lock.release();
+    await session.close();
+    const other = await connect(`redis://${server.address}?namespace=auth`, { sessionTimeoutMs: 2_000, redis: { password: SECRET } });
+    await other.close();
+
+    const wrong = 'wrong-pw-Kx3';
+    const refused = await connect(`redis://:${wrong}@${server.address}?namespace=auth`, { sessionTimeoutMs: 2_000, connectTimeoutMs: 3_000 }).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(AccessDeniedError);
+    expect(inspect(refused, { depth: 10 })).not.toContain(wrong);
+    const none = await connect(`redis://${server.address}?namespace=auth`, { sessionTimeoutMs: 2_000, connectTimeoutMs: 3_000 }).catch((error: unknown) => error);
+    expect(none).toBeInstanceOf(AccessDeniedError);
+  });
+});
+
+describe('Redis: sessions, tokens and scripts', () => {
+  const scope = useScope(redisFixture);
+  const info = inject('redisStandalone');
+
+  it('keeps the lock counter when the queue empties: tokens only grow, and a wiped counter is seeded from the server clock above them', async () => {
+    const a = await scope.open();
+    const mutex = new FairMutex(a, 'tokens');
+    const tokens: bigint[] = [];
+    for (let i = 0; i < 3; i += 1) {
+      const lock = await mutex.acquire();
+      tokens.push(lock.fencingToken);
+      await lock.release();
+    }
+    expect(tokens[1]).toBe(tokens[0]! + 1n);
+    expect(tokens[2]).toBe(tokens[1]! + 1n);
+    // Microseconds of the server clock: above 2^50, below 2^63.
+    expect(tokens[0]!).toBeGreaterThan(2n ** 50n);
+    await withRedisAdmin(info, async (client) => expect(await client.exists(`baton:{${scope.namespace}/tokens}:c`)).toBe(1));
+    // A server that lost its data (no persistence) starts the counter again from its clock.
+    await withRedisAdmin(info, async (client) => void (await client.del(`baton:{${scope.namespace}/tokens}:c`)));
+    const after = await mutex.acquire();
+    expect(after.fencingToken).toBeGreaterThan(tokens[2]!);
+    await after.release();
+  });
+
+  it('a renewal after the session key expired does not bring the session back: the session is lost', async () => {
+    const [a, b] = [await scope.open(), await scope.open()];
+    const lock = await new FairMutex(a, 'late').acquire();
+    const probe = redisProbeOf(a);
+    probe.view.stopWatchdog();
+    // The holder hears of it before the server lets the key go: the deadline is local.
+    await eventually('the holder told', () => lock.signal.aborted, info.sessionTimeoutMs * 2);
+    await eventually('the key expired on the server', () => withRedisAdmin(info, async (client) => (await client.exists(probe.view.sessionKey)) === 0), info.sessionTimeoutMs * 2);
+    // What a late renewal would send: it answers nothing and creates nothing.
+    await withRedisAdmin(info, async (client) => {
+      expect(await client.set(probe.view.sessionKey, '1', 'PX', info.sessionTimeoutMs, 'XX')).toBeNull();
+      expect(await client.exists(probe.view.sessionKey)).toBe(0);
+    });
+    expect(a.state).toBe('lost');
+    // Its entry is dead: the next script that reads the queue drops it.
+    expect(await backendOf(b).list('late')).toEqual([]);
+  });
+
+  it("drops an expired session's entries inside the next script that reads the queue, and wakes its waiter at once", async () => {
+    const [a, b, c] = [await scope.open(), await scope.open(), await scope.open()];
+    const held = await new FairMutex(a, 'expired').acquire();
+    const waiting = later(new FairMutex(b, 'expired').acquire());
+    await eventually('b queued', async () => (await backendOf(c).list('expired')).length === 2);
+    // a's key goes, as at its expiry; nobody deletes its entry.
+    redisProbeOf(a).view.stopWatchdog();
+    await withRedisAdmin(info, async (client) => void (await client.del(redisProbeOf(a).view.sessionKey)));
+    const before = redisCounters.notifications;
+    // c's listing (the list script) drops the entry and tells b's channel.
+    expect((await backendOf(c).list('expired')).length).toBe(1);
+    const granted = await waiting;
+    expect(redisCounters.notifications - before).toBe(1);
+    await granted.release();
+    // a's own session finds its key gone at its next confirm of the hold.
+    await eventually('a told', () => held.signal.aborted, scope.fixture.lossDeadlineMs);
+    expect(a.state).toBe('lost');
+  });
+
+  it('an entry deleted by hand (HDEL, no notification) wakes its waiter at the backstop read, within a quarter of the timeout', async () => {
+    const [a, b] = [await scope.open(), await scope.open()];
+    const held = await new FairMutex(a, 'by-hand').acquire();
+    const waiting = later(new FairMutex(b, 'by-hand').acquire({ timeoutMs: info.sessionTimeoutMs * 2 }));
+    await eventually('b watching', async () => (await scope.fixture.watched(scope.namespace)).length === 1);
+    const wakes = redisCounters.backstopWakes;
+    const at = entryOf(held).key.lastIndexOf(':e:');
+    const started = performance.now();
+    await withRedisAdmin(info, async (client) => void (await client.hdel(`${entryOf(held).key.slice(0, at)}:q`, entryOf(held).key.slice(at + 3))));
+    const granted = await waiting;
+    expect(performance.now() - started).toBeLessThan(info.sessionTimeoutMs / 4 + 250);
+    expect(redisCounters.backstopWakes - wakes).toBe(1);
+    await granted.release();
+    await eventually('a told its entry is gone', () => held.signal.aborted, scope.fixture.lossDeadlineMs);
+  });
+
+  it('a lost notification is covered by the backstop read', async () => {
+    const [a, b] = [await scope.open(), await scope.open()];
+    const held = await new FairMutex(a, 'muted').acquire();
+    redisProbeOf(b).view.muteNotifications = true;
+    const waiting = later(new FairMutex(b, 'muted').acquire({ timeoutMs: info.sessionTimeoutMs * 2 }));
+    await eventually('b watching', async () => (await scope.fixture.watched(scope.namespace)).length === 1);
+    const wakes = redisCounters.backstopWakes;
+    await held.release();
+    const granted = await waiting;
+    expect(redisCounters.backstopWakes - wakes).toBe(1);
+    await granted.release();
+  });
+
+  it('a script error part-way: the acquire fails, the entry it wrote is removed, the queue and the session go on', async () => {
+    const [a, b] = [await scope.open(), await scope.open()];
+    redisProbeOf(a).view.failNextEnqueueAfterWrite = true;
+    const failed = await new FairMutex(a, 'script-error').acquire().catch((error: unknown) => error);
+    expect(failed).toBeInstanceOf(BackendError);
+    // The write before the error stays (Redis does not roll a script back) until the driver removes it.
+    await eventually('the half-made entry removed', async () => (await backendOf(b).list('script-error')).length === 0, 2_000);
+    const other = await new FairMutex(b, 'script-error').acquire({ timeoutMs: 2_000 });
+    await other.release();
+    const again = await new FairMutex(a, 'script-error').acquire({ timeoutMs: 2_000 });
+    expect(a.state).toBe('connected');
+    await again.release();
+  });
+
+  it('refuses an enqueue once its own session key is gone (never an entry after the session ended)', async () => {
+    const a = await scope.open();
+    redisProbeOf(a).view.stopWatchdog();
+    await withRedisAdmin(info, async (client) => void (await client.del(redisProbeOf(a).view.sessionKey)));
+    const refused = await new FairMutex(a, 'after-end').acquire().catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(SessionLostError);
+    expect(a.state).toBe('lost');
+    expect(await scope.fixture.entries(scope.namespace)).toEqual([]);
+  });
+
+  it('a lock key of another type (an operator mistake) fails the acquire and touches nothing', async () => {
+    const a = await scope.open();
+    await withRedisAdmin(info, async (client) => void (await client.set(`baton:{${scope.namespace}/wrong}:q`, 'not a hash')));
+    const failed = await new FairMutex(a, 'wrong').acquire().catch((error: unknown) => error);
+    expect(failed).toBeInstanceOf(BackendError);
+    await withRedisAdmin(info, async (client) => {
+      expect(await client.get(`baton:{${scope.namespace}/wrong}:q`)).toBe('not a hash');
+      expect(await client.exists(`baton:{${scope.namespace}/wrong}:c`)).toBe(0);
+      await client.del(`baton:{${scope.namespace}/wrong}:q`);
+    });
+    expect(a.state).toBe('connected');
+  });
+
+  it('keeps every key of a lock in one cluster slot (one hash tag)', async () => {
+    const a = await scope.open();
+    const lock = await new FairMutex(a, 'slots/one').acquire();
+    await withRedisAdmin(info, async (client: Redis) => {
+      const slots = new Set(await Promise.all([`baton:{${scope.namespace}/slots/one}:q`, `baton:{${scope.namespace}/slots/one}:c`].map((key) => client.call('CLUSTER', 'KEYSLOT', key).catch(() => keyslotWithoutCluster(key)))));
+      expect(slots.size).toBe(1);
+    });
+    await lock.release();
+  });
+});
+
+/** A server not in cluster mode still answers CLUSTER KEYSLOT on 7.0; this stands in should it not. */
+function keyslotWithoutCluster(key: string): string {
+  return key.slice(key.indexOf('{') + 1, key.indexOf('}'));
+}

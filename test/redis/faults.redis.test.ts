@@ -1,0 +1,226 @@
+import { Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import { LockLostError, SessionLostError } from '../../recipes/errors.js';
+import { FairMutex } from '../../recipes/mutex.js';
+import { connect, redisProbeOf } from 'baton-locks/testing';
+import type { Session } from '../../recipes/contract.js';
+import { TcpProxy } from '../harness/proxy.js';
+import { startRedis, type RedisServer } from '../harness/redis.js';
+import { eventually, later } from '../support/wait.js';
+
+/** Short: expiry, loss and restart tests take a few seconds; every wait below is derived from it. */
+const TIMEOUT_MS = 2_000;
+/** The session's default margin: the deadline is this long before the server could expire the key. */
+const MARGIN_MS = TIMEOUT_MS / 8;
+
+/** What each test started, stopped after it by PID (servers) or closed (proxies, sessions, clients). */
+const started: { servers: RedisServer[]; proxies: TcpProxy[]; sessions: Session[]; clients: Redis[] } = { servers: [], proxies: [], sessions: [], clients: [] };
+
+afterEach(async () => {
+  await Promise.allSettled(started.sessions.splice(0).map((session) => session.close()));
+  for (const client of started.clients.splice(0)) client.disconnect();
+  await Promise.allSettled(started.proxies.splice(0).map((proxy) => proxy.close()));
+  await Promise.allSettled(started.servers.splice(0).map((server) => server.stop()));
+});
+
+async function server(options: Parameters<typeof startRedis>[0] = {}): Promise<RedisServer> {
+  const made = await startRedis(options);
+  started.servers.push(made);
+  return made;
+}
+
+async function proxyTo(target: RedisServer): Promise<TcpProxy> {
+  const proxy = await TcpProxy.start({ port: target.port });
+  started.proxies.push(proxy);
+  return proxy;
+}
+
+async function open(address: string, namespace = 'faults'): Promise<{ session: Session; states: string[] }> {
+  const session = await connect(`redis://${address}?namespace=${namespace}`, { sessionTimeoutMs: TIMEOUT_MS });
+  started.sessions.push(session);
+  const states: string[] = [];
+  session.on('state', (state) => states.push(state));
+  return { session, states };
+}
+
+function admin(target: RedisServer): Redis {
+  const client = new Redis({ host: '127.0.0.1', port: target.port, maxRetriesPerRequest: 1 });
+  client.on('error', () => undefined);
+  started.clients.push(client);
+  return client;
+}
+
+describe('Redis faults: the connection cut', () => {
+  it('a cut shorter than the session timeout: suspended, then connected; the hold survives with its token', async () => {
+    const redis = await server();
+    const proxy = await proxyTo(redis);
+    const { session, states } = await open(proxy.address);
+    const lock = await new FairMutex(session, 'short').acquire();
+    proxy.refuse();
+    proxy.drop();
+    await eventually('suspended', () => session.state === 'suspended', TIMEOUT_MS);
+    proxy.restore();
+    await eventually('connected again', () => session.state === 'connected', TIMEOUT_MS);
+    expect(states).toEqual(['suspended', 'connected']);
+    expect(lock.signal.aborted).toBe(false);
+    const { session: other } = await open(redis.address);
+    // The hold is still the server's truth: another session waits for it.
+    expect(await new FairMutex(other, 'short').tryAcquire()).toBeNull();
+    await lock.release();
+    const next = await new FairMutex(other, 'short').acquire({ timeoutMs: TIMEOUT_MS });
+    expect(next.fencingToken).toBeGreaterThan(lock.fencingToken);
+    await next.release();
+  });
+
+  it('a silent connection shorter than the timeout (a partition that heals) is survived too', async () => {
+    const redis = await server();
+    const proxy = await proxyTo(redis);
+    const { session } = await open(proxy.address);
+    const lock = await new FairMutex(session, 'silent').acquire();
+    proxy.blackhole();
+    await new Promise((resolve) => setTimeout(resolve, TIMEOUT_MS / 2));
+    proxy.restore();
+    await eventually('connected', () => session.state === 'connected', TIMEOUT_MS);
+    expect(lock.signal.aborted).toBe(false);
+    await lock.release();
+  });
+
+  it('a cut longer than the timeout: the holder is told before the server lets the key expire, and the session never comes back', async () => {
+    const redis = await server();
+    const proxy = await proxyTo(redis);
+    const { session, states } = await open(proxy.address);
+    const key = redisProbeOf(session).view.sessionKey;
+    const lock = await new FairMutex(session, 'long').acquire();
+    const direct = admin(redis);
+    proxy.blackhole();
+    const cutAt = performance.now();
+    await eventually('the holder told', () => lock.signal.aborted, TIMEOUT_MS * 2);
+    const toldAfter = performance.now() - cutAt;
+    // Told while the server still keeps the key: nobody else can have been granted the lock yet.
+    const left = await direct.pttl(key);
+    expect(left, `told ${Math.round(toldAfter)} ms after the cut`).toBeGreaterThan(0);
+    expect(toldAfter).toBeLessThan(TIMEOUT_MS);
+    expect(lock.signal.reason).toBeInstanceOf(LockLostError);
+    expect(session.state).toBe('lost');
+    await eventually('the key expired on the server', async () => (await direct.exists(key)) === 0, TIMEOUT_MS * 2);
+    // The held renewals reach the server now, late: SET ... XX creates nothing.
+    proxy.restore();
+    await new Promise((resolve) => setTimeout(resolve, MARGIN_MS));
+    expect(await direct.exists(key)).toBe(0);
+    expect(states).toEqual(['suspended', 'lost']);
+    // Another session is granted at once: the lost session's entry is dropped by its enqueue.
+    const { session: other } = await open(redis.address);
+    const next = await new FairMutex(other, 'long').acquire({ timeoutMs: TIMEOUT_MS });
+    expect(next.fencingToken).toBeGreaterThan(lock.fencingToken);
+    await next.release();
+  });
+});
+
+describe('Redis faults: the server restarted', () => {
+  it('without persistence: every session and queue is gone; holders are told, tokens still grow (the counter is seeded from the clock)', async () => {
+    const redis = await server();
+    const { session } = await open(redis.address);
+    const lock = await new FairMutex(session, 'wiped').acquire();
+    await redis.kill('SIGKILL');
+    await redis.start();
+    await eventually('the holder told', () => lock.signal.aborted, TIMEOUT_MS * 2);
+    expect(session.state).toBe('lost');
+    expect(lock.signal.reason).toBeInstanceOf(LockLostError);
+    expect((lock.signal.reason as Error).cause).toBeInstanceOf(SessionLostError);
+    const { session: next } = await open(redis.address);
+    const after = await new FairMutex(next, 'wiped').acquire();
+    expect(after.fencingToken).toBeGreaterThan(lock.fencingToken);
+    await after.release();
+  });
+
+  it('with appendfsync always, a restart within the timeout: sessions, holds and the counter survive', async () => {
+    const redis = await server({ persistence: true });
+    const { session, states } = await open(redis.address);
+    const { session: waiter } = await open(redis.address);
+    const lock = await new FairMutex(session, 'kept').acquire();
+    const waiting = later(new FairMutex(waiter, 'kept').acquire({ timeoutMs: TIMEOUT_MS * 3 }));
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the waiter's enqueue is written
+    await redis.kill('SIGKILL');
+    await redis.start();
+    await eventually('connected again', () => session.state === 'connected' && states.includes('suspended'), TIMEOUT_MS);
+    expect(lock.signal.aborted).toBe(false);
+    expect(waiter.state).not.toBe('lost');
+    // The scripts were forgotten with the restart: ioredis sends them again (NOSCRIPT, then EVAL).
+    await lock.release();
+    const next = await waiting;
+    expect(next.fencingToken).toBe(lock.fencingToken + 1n);
+    await next.release();
+  });
+});
+
+describe('Redis faults: a failover to a replica that missed a write', () => {
+  it('the promoted replica gives the lost holder\'s token to the next holder while the lost holder still believes it holds', async () => {
+    const primary = await server();
+    const link = await proxyTo(primary); // the replica reaches its primary through it
+    const replica = await server({ replicaOf: link.address });
+    const replicaAdmin = admin(replica);
+    const primaryAdmin = admin(primary);
+    await eventually('the replica in sync', async () => /master_link_status:up/.test(await replicaAdmin.info('replication')), 10_000);
+    const toA = await proxyTo(primary);
+    const toB = await proxyTo(primary);
+    const { session: a } = await open(toA.address, 'failover');
+    const { session: b } = await open(toB.address, 'failover');
+
+    // A's cycle reaches the replica (WAIT says so).
+    const first = await new FairMutex(a, 'fenced').acquire();
+    await first.release();
+    expect(await primaryAdmin.wait(1, 1_000)).toBe(1);
+
+    // The replication link breaks; B's acquisition is written on the primary only.
+    link.refuse();
+    link.drop();
+    await eventually('the replica cut off', async () => /master_link_status:down/.test(await replicaAdmin.info('replication')), 5_000);
+    const held = await new FairMutex(b, 'fenced').acquire();
+    expect(held.fencingToken).toBe(first.fencingToken + 1n);
+    expect(await primaryAdmin.wait(1, 100)).toBe(0); // not on the replica
+
+    // The replica is promoted; B is cut off from everything for now (its client had no way to know).
+    toB.refuse();
+    toB.drop();
+    await replicaAdmin.replicaof('NO', 'ONE');
+    toA.retarget({ port: replica.port });
+    const c = (await open(replica.address, 'failover')).session;
+    const taken = await new FairMutex(c, 'fenced').acquire({ timeoutMs: TIMEOUT_MS });
+
+    // Two holders at once, with the same fencing token: a resource that accepts tokens >= the last
+    // one it saw lets both through; one that demands > refuses C's writes after B's.
+    expect(taken.fencingToken).toBe(held.fencingToken);
+    expect(held.signal.aborted).toBe(false);
+    // B learns it at its deadline (still cut off) or at its confirm after reconnecting to the new primary.
+    toB.retarget({ port: replica.port });
+    toB.restore();
+    await eventually('B told', () => held.signal.aborted, TIMEOUT_MS * 2);
+    expect(held.signal.reason).toBeInstanceOf(LockLostError);
+    await taken.release();
+  }, 30_000);
+
+  it('a release the promoted replica never received is sent again after the reconnect: the queue is not left blocked by a live session', async () => {
+    const primary = await server();
+    const link = await proxyTo(primary);
+    const replica = await server({ replicaOf: link.address });
+    const replicaAdmin = admin(replica);
+    const primaryAdmin = admin(primary);
+    await eventually('the replica in sync', async () => /master_link_status:up/.test(await replicaAdmin.info('replication')), 10_000);
+    const toA = await proxyTo(primary);
+    const { session: a } = await open(toA.address, 'failover');
+    const held = await new FairMutex(a, 'released').acquire();
+    expect(await primaryAdmin.wait(1, 1_000)).toBe(1);
+    link.refuse();
+    link.drop();
+    await eventually('the replica cut off', async () => /master_link_status:down/.test(await replicaAdmin.info('replication')), 5_000);
+    await held.release(); // answered by the primary, never replicated
+    await replicaAdmin.replicaof('NO', 'ONE');
+    toA.retarget({ port: replica.port });
+    await eventually('a back on the new primary', () => a.state === 'connected', TIMEOUT_MS * 2);
+    // Without the release sent again, a's entry would head the queue for as long as a lives.
+    const { session: c } = await open(replica.address, 'failover');
+    const next = await new FairMutex(c, 'released').acquire({ timeoutMs: TIMEOUT_MS });
+    expect(next.fencingToken).toBeGreaterThan(held.fencingToken);
+    await next.release();
+  }, 30_000);
+});
