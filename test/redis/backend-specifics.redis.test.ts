@@ -39,6 +39,12 @@ describe('Redis URLs', () => {
       expect(inspect(error, { depth: 10 })).not.toContain(SECRET);
     }
   });
+
+  it('refuses the redis option where it would be ignored', async () => {
+    await expect(connect('etcd://127.0.0.1:2379/x', { redis: { password: SECRET } })).rejects.toThrow(InvalidArgumentError);
+    await expect(connect('redis://127.0.0.1:6379?namespace=x', { redis: { tls: {} } })).rejects.toThrow(/rediss/);
+    await expect(connect('redis://127.0.0.1:6379?namespace=x', { redis: { passwort: SECRET } as never })).rejects.toThrow(/password/);
+  });
 });
 
 describe('Redis without ioredis installed', () => {
