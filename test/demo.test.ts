@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { runDemo } from '../src/demo.js';
 import { runBaton } from './support/run-cli.js';
 import { etcdFixture } from './support/backends/etcd.js';
+import { redisFixture } from './support/backends/redis.js';
 import type { Fixture } from './support/backends/fixture.js';
 import { memoryFixture } from './support/backends/memory.js';
 import { zkFixture } from './support/backends/zookeeper.js';
@@ -55,6 +56,7 @@ function demoSuite(getFixture: () => Fixture): void {
 demoSuite(memoryFixture);
 demoSuite(() => zkFixture('zkStandalone'));
 demoSuite(() => etcdFixture('etcdStandalone'));
+demoSuite(redisFixture);
 
 describe('npx baton demo', () => {
   it('runs on memory with no setup and exits 0; refuses fewer than 3 workers with exit 2', async () => {
