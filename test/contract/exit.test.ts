@@ -44,6 +44,7 @@ describe('a program that closes its session ends on its own (no socket, stream o
   it.each([
     ['ZooKeeper', () => `zk://${inject('zkStandalone').connectString}/exit-test`],
     ['etcd', () => `etcd://${inject('etcdStandalone').endpoints[0]!.replace('http://', '')}/exit-test`],
+    ['Redis', () => `${inject('redisStandalone').url}?namespace=exit-test`],
     ['memory', () => 'memory://exit-test'],
   ])('%s', async (_name, url) => {
     await expectPromptExit(url());
@@ -52,6 +53,7 @@ describe('a program that closes its session ends on its own (no socket, stream o
   it.each([
     ['memory', () => 'memory://exit-test'],
     ['ZooKeeper', () => `zk://${inject('zkStandalone').connectString}/exit-test`],
+    ['Redis', () => `${inject('redisStandalone').url}?namespace=exit-test`],
   ])('%s: a waiter keeps the process alive until its AbortSignal.timeout() gives it up', async (_name, url) => {
     await expectPromptExit(url(), 'waiting');
   }, 40_000);
@@ -67,6 +69,10 @@ describe('a program that closes its session ends on its own (no socket, stream o
     ['etcd, an unreachable address', 'etcd://224.0.0.1:2379/exit-test', 'failed-connect'],
     ['ZooKeeper, a name that does not exist', 'zk://no-such-host.invalid:2181/exit-test', 'unknown-name'],
     ['etcd, a name that does not exist', 'etcd://no-such-host.invalid:2379/exit-test', 'unknown-name'],
+    ['Redis, a refused port', 'redis://127.0.0.1:1?namespace=exit-test', 'failed-connect'],
+    ['Redis, a refused port by name', 'redis://localhost:1?namespace=exit-test', 'failed-connect'],
+    ['Redis, an unreachable address', 'redis://224.0.0.1:6379?namespace=exit-test', 'failed-connect'],
+    ['Redis, a name that does not exist', 'redis://no-such-host.invalid:6379?namespace=exit-test', 'unknown-name'],
   ])('%s: a program whose connect failed ends on its own within a second', async (_name, url, scenario) => {
     await expectPromptExit(url, scenario, 1_000);
   }, 40_000);

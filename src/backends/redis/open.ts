@@ -84,6 +84,10 @@ function clientOptions(options: RedisDriverOptions): RedisOptions {
     connectTimeout: Math.max(500, Math.min(options.connectTimeoutMs, Math.floor(options.sessionTimeoutMs / 2))),
     retryStrategy: (times: number) => Math.min(20 * 2 ** Math.min(times, 5), 500),
     enableReadyCheck: true,
+    // ioredis's disconnect ends the socket and destroys it after this long if it has not closed; after a
+    // refused dial the socket closed already, never says so again, and its timer (2 s by default) kept a
+    // program whose connect failed alive that long.
+    disconnectTimeout: 200,
   };
 }
 
