@@ -4,6 +4,7 @@ import type { ConnectionOptions } from 'node:tls';
 import type { Redis, RedisOptions } from 'ioredis';
 import { AccessDeniedError, BackendError } from '../../../recipes/errors.js';
 import { loadPeer } from '../../metrics/peer.js';
+import { describeDialFailure } from '../dial.js';
 import type { RedisTarget } from '../../url.js';
 import { replyCode, scrubbed } from './failures.js';
 import { sessionKey } from './keys.js';
@@ -115,8 +116,8 @@ function ready(client: Redis, deadline: number, options: RedisDriverOptions): Pr
     };
     const onAbort = (): void => finish(options.signal!.reason);
     const timer = setTimeout(() => {
-      const why = lastError instanceof Error ? `: ${lastError.message}` : '';
-      finish(new BackendError(`could not connect to Redis at ${options.host} within ${options.connectTimeoutMs} ms${why}`, lastError === undefined ? undefined : { cause: lastError }));
+      const why = describeDialFailure(lastError, options.connectTimeoutMs);
+      finish(new BackendError(`could not connect to Redis at ${options.host} within ${options.connectTimeoutMs} ms: ${why}`, lastError === undefined ? undefined : { cause: lastError }));
     }, Math.max(0, deadline - performance.now()));
     client.on('ready', onReady);
     client.on('error', onError);
