@@ -38,11 +38,11 @@ const program = new Command('baton').description('Coordination recipes on ZooKee
 program
   .command('demo')
   .description('a settlement scheduler: workers take a fair mutex every tick, one is cut off mid-job, a fenced ledger refuses its late write; then readers and a writer share a configuration')
-  .option('--backend <url>', 'connection URL, e.g. zk://127.0.0.1:2181/demo or etcd://127.0.0.1:2379/demo (each worker then runs in its own process)', 'memory://demo')
+  .option('--backend <url>', 'connection URL, e.g. zk://127.0.0.1:2181/demo, etcd://127.0.0.1:2379/demo or redis://127.0.0.1:6379?namespace=demo (each worker then runs in its own process)', 'memory://demo')
   .option('--workers <n>', 'number of workers, each with its own session (at least 3)', positiveInt, 5)
   .option('--ticks <n>', 'settlement periods', positiveInt, 6)
   .option('--cut-at <n>', 'the period whose settling worker is cut off (0: none)', (value) => (value === '0' ? 0 : positiveInt(value)), 3)
-  .option('--session-timeout <ms>', 'ZooKeeper session timeout for the workers', milliseconds, 4_000)
+  .option('--session-timeout <ms>', 'ZooKeeper or Redis session timeout for the workers', milliseconds, 4_000)
   .option('--ttl <s>', 'etcd lease TTL for the workers, in seconds', positiveInt, 2)
   .action(async (options: { backend: string; workers: number; ticks: number; cutAt: number; sessionTimeout: number; ttl: number }) => {
     if (options.workers < 3) throw new InvalidArgumentError('--workers', options.workers, 'at least 3 (a writer and two readers)');

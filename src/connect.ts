@@ -182,6 +182,12 @@ async function open(url: string, options: ConnectOptions, probes: Probes | undef
   if (parsed.scheme !== 'zk' && (settings.auth.length > 0 || settings.acl !== 'open')) {
     throw new InvalidArgumentError('auth/acl', `${parsed.scheme}:`, `zk: URLs only; on etcd pass etcd: { auth: { username, password }, credentials } instead`);
   }
+  if (settings.redis !== undefined && parsed.scheme !== 'redis') {
+    throw new InvalidArgumentError('redis', `${parsed.scheme}:`, 'redis: and rediss: URLs only');
+  }
+  if (settings.redis?.tls !== undefined && parsed.redis?.tls === false) {
+    throw new InvalidArgumentError('redis.tls', 'redis:', 'a rediss:// URL (TLS settings with a plain-text URL would be ignored)');
+  }
   const sessionOptions = { onSuspend, onWaiterLost, ...(deadlineMarginMs === undefined ? {} : { marginMs: deadlineMarginMs }) };
   settings.signal?.throwIfAborted();
   if (parsed.scheme === 'zk' || parsed.scheme === 'etcd' || parsed.scheme === 'redis') {

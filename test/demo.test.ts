@@ -4,6 +4,7 @@ import { runDemo } from '../src/demo.js';
 import { runBaton } from './support/run-cli.js';
 import { etcdFixture } from './support/backends/etcd.js';
 import { postgresFixture } from './support/backends/postgres.js';
+import { redisFixture } from './support/backends/redis.js';
 import type { Fixture } from './support/backends/fixture.js';
 import { memoryFixture } from './support/backends/memory.js';
 import { zkFixture } from './support/backends/zookeeper.js';
@@ -57,6 +58,7 @@ demoSuite(memoryFixture);
 demoSuite(() => zkFixture('zkStandalone'));
 demoSuite(() => etcdFixture('etcdStandalone'));
 demoSuite(postgresFixture);
+demoSuite(redisFixture);
 
 describe('npx baton demo', () => {
   it('runs on memory with no setup and exits 0; refuses fewer than 3 workers with exit 2', async () => {

@@ -46,6 +46,7 @@ describe('a program that closes its session ends on its own (no socket, stream o
     ['ZooKeeper', () => `zk://${inject('zkStandalone').connectString}/exit-test`],
     ['etcd', () => `etcd://${inject('etcdStandalone').endpoints[0]!.replace('http://', '')}/exit-test`],
     ['PostgreSQL', () => withParams(inject('postgres'), { namespace: 'exit-test' })],
+    ['Redis', () => `${inject('redisStandalone').url}?namespace=exit-test`],
     ['memory', () => 'memory://exit-test'],
   ])('%s', async (_name, url) => {
     await expectPromptExit(url());
@@ -55,6 +56,7 @@ describe('a program that closes its session ends on its own (no socket, stream o
     ['memory', () => 'memory://exit-test'],
     ['ZooKeeper', () => `zk://${inject('zkStandalone').connectString}/exit-test`],
     ['PostgreSQL', () => withParams(inject('postgres'), { namespace: 'exit-test' })],
+    ['Redis', () => `${inject('redisStandalone').url}?namespace=exit-test`],
   ])('%s: a waiter keeps the process alive until its AbortSignal.timeout() gives it up', async (_name, url) => {
     await expectPromptExit(url(), 'waiting');
   }, 40_000);
@@ -73,6 +75,10 @@ describe('a program that closes its session ends on its own (no socket, stream o
     ['PostgreSQL, a refused port', 'postgres://baton@127.0.0.1:1/postgres?namespace=exit-test', 'failed-connect'],
     ['PostgreSQL, an unreachable address', 'postgres://baton@224.0.0.1:5432/postgres?namespace=exit-test', 'failed-connect'],
     ['PostgreSQL, a name that does not exist', 'postgres://baton@no-such-host.invalid:5432/postgres?namespace=exit-test', 'unknown-name'],
+    ['Redis, a refused port', 'redis://127.0.0.1:1?namespace=exit-test', 'failed-connect'],
+    ['Redis, a refused port by name', 'redis://localhost:1?namespace=exit-test', 'failed-connect'],
+    ['Redis, an unreachable address', 'redis://224.0.0.1:6379?namespace=exit-test', 'failed-connect'],
+    ['Redis, a name that does not exist', 'redis://no-such-host.invalid:6379?namespace=exit-test', 'unknown-name'],
   ])('%s: a program whose connect failed ends on its own within a second', async (_name, url, scenario) => {
     await expectPromptExit(url, scenario, 1_000);
   }, 40_000);

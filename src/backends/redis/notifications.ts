@@ -65,6 +65,8 @@ export class Notifications {
 
   /** Resolves once `entry` is deleted (see `Backend.waitGone`). */
   waitGone(entry: Entry, signal: Abortable): Promise<void> {
+    const refused = this.#refused(signal);
+    if (refused !== undefined) return refused;
     const waiting = this.#wait(entry.key, entry, signal);
     void this.#armed(entry.key)
       .then(async () => {
@@ -76,6 +78,8 @@ export class Notifications {
 
   /** Resolves once the queue differs from `seen` (see `Backend.waitChange`). */
   waitChange(queue: string, seen: readonly Entry[], signal: Abortable): Promise<void> {
+    const refused = this.#refused(signal);
+    if (refused !== undefined) return refused;
     const channel = this.#host.changesChannel(queue);
     const waiting = this.#wait(channel, { queue, seen }, signal);
     void this.#armed(channel)
@@ -86,9 +90,14 @@ export class Notifications {
     return waiting;
   }
 
-  #wait(channel: string, target: Entry | ChangeWait, signal: Abortable): Promise<void> {
+  /** A wait that cannot begin: the signal aborted already, or the session ended. Nothing is set up for it. */
+  #refused(signal: Abortable): Promise<void> | undefined {
+    if (signal.aborted) return Promise.reject(signal.reason);
     const ended = this.#host.endError();
-    if (ended !== undefined) return Promise.reject(ended);
+    return ended === undefined ? undefined : Promise.reject(ended);
+  }
+
+  #wait(channel: string, target: Entry | ChangeWait, signal: Abortable): Promise<void> {
     let waiters = this.#waiters.get(channel);
     if (waiters === undefined) {
       this.#waiters.set(channel, (waiters = new Set()));

@@ -4,6 +4,7 @@ import type { ConnectionOptions } from 'node:tls';
 import type { Redis, RedisOptions } from 'ioredis';
 import { AccessDeniedError, BackendError } from '../../../recipes/errors.js';
 import { loadPeer } from '../../metrics/peer.js';
+import { describeDialFailure } from '../dial.js';
 import type { RedisTarget } from '../../url.js';
 import { replyCode, scrubbed } from './failures.js';
 import { sessionKey } from './keys.js';
@@ -84,6 +85,10 @@ function clientOptions(options: RedisDriverOptions): RedisOptions {
     connectTimeout: Math.max(500, Math.min(options.connectTimeoutMs, Math.floor(options.sessionTimeoutMs / 2))),
     retryStrategy: (times: number) => Math.min(20 * 2 ** Math.min(times, 5), 500),
     enableReadyCheck: true,
+    // ioredis's disconnect ends the socket and destroys it after this long if it has not closed; after a
+    // refused dial the socket closed already, never says so again, and its timer (2 s by default) kept a
+    // program whose connect failed alive that long.
+    disconnectTimeout: 200,
   };
 }
 
@@ -111,8 +116,8 @@ function ready(client: Redis, deadline: number, options: RedisDriverOptions): Pr
     };
     const onAbort = (): void => finish(options.signal!.reason);
     const timer = setTimeout(() => {
-      const why = lastError instanceof Error ? `: ${lastError.message}` : '';
-      finish(new BackendError(`could not connect to Redis at ${options.host} within ${options.connectTimeoutMs} ms${why}`, lastError === undefined ? undefined : { cause: lastError }));
+      const why = describeDialFailure(lastError, options.connectTimeoutMs);
+      finish(new BackendError(`could not connect to Redis at ${options.host} within ${options.connectTimeoutMs} ms: ${why}`, lastError === undefined ? undefined : { cause: lastError }));
     }, Math.max(0, deadline - performance.now()));
     client.on('ready', onReady);
     client.on('error', onError);
