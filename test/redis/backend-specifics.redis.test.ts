@@ -41,6 +41,37 @@ describe('Redis URLs', () => {
   });
 });
 
+describe('Redis URLs: a password holding ? / # or @ unencoded', () => {
+  // Each half of the password is a marker that must never be shown.
+  const passwords = ['lft-Q7x?rgt-K9z', 'lft-Q7x/rgt-K9z', 'lft-Q7x#rgt-K9z', 'lft-Q7x@rgt-K9z', 'lft-Q7x?/#@rgt-K9z'];
+
+  it('splits the credentials at the last @: host, port and password come out right', () => {
+    for (const password of passwords) {
+      const parsed = parseUrl(`redis://u:${password}@127.0.0.1:6379/2?namespace=app`);
+      expect(parsed, password).toMatchObject({ hosts: ['127.0.0.1:6379'], namespace: 'app' });
+      expect(parsed.redis, password).toMatchObject({ db: 2, username: 'u' });
+      expect(parsed.redis!.password(), password).toBe(password);
+    }
+  });
+
+  it('a bad URL with such a password is refused without showing the password or naming a host made of it', () => {
+    for (const password of passwords) {
+      for (const url of [`redis://u:${password}@h`, `redis://u:${password}@h:1/x`, `redis://u:${password}@h:99999`, `redis://u:${password}@h:1?ns=1`, `redis://u:${password}@`]) {
+        let error: unknown;
+        try {
+          parseUrl(url);
+        } catch (caught) {
+          error = caught;
+        }
+        expect(error, url).toBeInstanceOf(InvalidArgumentError);
+        const shown = `${inspect(error, { depth: 10 })} ${(error as Error).message}`;
+        for (const half of ['lft-Q7x', 'rgt-K9z']) expect(shown, url).not.toContain(half);
+        expect(shown, url).not.toMatch(/host "/);
+      }
+    }
+  });
+});
+
 describe('Redis without ioredis installed', () => {
   it('connect rejects with MISSING_DEPENDENCY, saying to install ioredis', () => {
     // A separate Node in which ioredis cannot be resolved, as in a project that never installed it.
