@@ -115,6 +115,41 @@ describe('Redis: a server with a password', () => {
   });
 });
 
+describe('Redis: a password rotated on the server while sessions run', () => {
+  let server: RedisServer;
+  beforeAll(async () => {
+    server = await startRedis({ args: ['--requirepass', SECRET] });
+  });
+  afterAll(async () => server?.stop());
+
+  it("a wait whose subscription fails at the reconnect's AUTH rejects without the password", async () => {
+    const url = `redis://:${SECRET}@${server.address}?namespace=rotated`;
+    const [a, b] = [await connect(url, { sessionTimeoutMs: 2_000 }), await connect(url, { sessionTimeoutMs: 2_000 })];
+    const admin = new Redis({ host: '127.0.0.1', port: server.port, password: SECRET, maxRetriesPerRequest: 1 });
+    admin.on('error', () => undefined);
+    try {
+      const [x, y] = [await new FairMutex(a, 'x').acquire(), await new FairMutex(a, 'y').acquire()];
+      // b waits for x: its subscriber connection is in subscribe mode.
+      const first = later(new FairMutex(b, 'x').acquire({ timeoutMs: 10_000 }));
+      await eventually('b subscribed', async () => ((await admin.call('PUBSUB', 'NUMSUB', entryOf(x).key)) as [string, number])[1] === 1);
+      // The password changes; b's subscriber is dropped and dials again with the old one: AUTH fails.
+      await admin.config('SET', 'requirepass', 'rotated-pw-Lm2');
+      await admin.auth('rotated-pw-Lm2');
+      await admin.client('KILL', 'TYPE', 'pubsub');
+      // b's wait for y subscribes on that connection: the AUTH error rejects the SUBSCRIBE.
+      const refused = await new FairMutex(b, 'y').acquire({ timeoutMs: 10_000 }).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(Error);
+      expect(inspect(refused, { depth: 20, showHidden: true })).not.toContain(SECRET);
+      expect(JSON.stringify(refused, Object.getOwnPropertyNames(refused))).not.toContain(SECRET);
+      first.catch(() => undefined);
+      await Promise.allSettled([x.release(), y.release()]);
+    } finally {
+      await Promise.allSettled([a.close(), b.close()]);
+      admin.disconnect();
+    }
+  });
+});
+
 describe('Redis: sessions, tokens and scripts', () => {
   const scope = useScope(redisFixture);
   const info = inject('redisStandalone');

@@ -87,12 +87,12 @@ export class RedisDriver implements Driver {
         exists: async (entry) => (await this.#request(() => this.#client.hexists(this.#keysOf(entry.queue).queue, idOf(entry.key)))) === 1,
         list: (queue) => this.list(queue),
         changesChannel: (queue) => this.#keysOf(queue).changes,
+        mapFailure: (error) => this.#core.mapFailure(error),
       },
       this.#counters,
       probe?.watches,
       Math.max(Math.floor(this.timeoutMs / 8), 25),
     );
-    for (const connection of [this.#client, this.#subscriber]) connection.on('error', () => undefined); // reported through the states
     this.#client.on('close', () => {
       this.#watchdog.suspend();
       this.#doubtful ??= this.#recentReleases();

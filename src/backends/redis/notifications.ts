@@ -13,6 +13,8 @@ export interface NotificationsHost {
   list(queue: string): Promise<readonly Entry[]>;
   /** The channel told of every change of a queue. */
   changesChannel(queue: string): string;
+  /** A failure as the session's requests report it (credentials on a client error scrubbed). */
+  mapFailure(error: unknown): Error;
 }
 
 interface ChangeWait {
@@ -128,12 +130,17 @@ export class Notifications {
     for (const waiter of waiters) waiter.resolve();
   }
 
-  /** The wait could not be set up (the session ended meanwhile): its waiters fail. */
+  /**
+   * The wait could not be set up (the session ended meanwhile, the subscriber's AUTH failed): its
+   * waiters fail with the error as the failure map makes it (a client's error never reaches them raw:
+   * ioredis puts AUTH's arguments, the password, on the error of every command it fails with it).
+   */
   #fail(channel: string, error: unknown): void {
     const waiters = this.#waiters.get(channel);
     if (waiters === undefined) return;
     this.#forget(channel);
-    for (const waiter of waiters) waiter.reject(error);
+    const mapped = this.#host.mapFailure(error);
+    for (const waiter of waiters) waiter.reject(mapped);
   }
 
   /** The channel has no waiter any more: its subscription goes. */

@@ -43,11 +43,13 @@ export async function openSession(options: RedisDriverOptions): Promise<OpenedSe
   const { Redis } = await loadPeer('ioredis', 'a redis:// URL', () => import('ioredis'));
   const deadline = performance.now() + options.connectTimeoutMs;
   const client = new Redis(clientOptions(options));
+  scrubErrors(client);
   defineScripts(client);
   let subscriber: Redis | undefined;
   try {
     await ready(client, deadline, options);
     subscriber = client.duplicate();
+    scrubErrors(subscriber);
     await ready(subscriber, deadline, options);
     const id = randomBytes(8).toString('hex');
     const key = sessionKey(id);
@@ -85,6 +87,16 @@ function clientOptions(options: RedisDriverOptions): RedisOptions {
     retryStrategy: (times: number) => Math.min(20 * 2 ** Math.min(times, 5), 500),
     enableReadyCheck: true,
   };
+}
+
+/**
+ * Every error the connection emits has its credentials blanked at once: an AUTH that fails at a
+ * reconnect (a rotated password) fails every queued command with its own error, whose `command.args`
+ * hold the user and password; 'error' is emitted synchronously, before any of those commands' callers
+ * sees the error. The connection's state reaches the session through the watchdog, not this event.
+ */
+function scrubErrors(connection: Redis): void {
+  connection.on('error', (error: unknown) => void scrubbed(error));
 }
 
 function defineScripts(client: Redis): void {
