@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LockLostError, SessionLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { connect, redisProbeOf } from 'baton-locks/testing';
+import { connect, redisCounters, redisProbeOf } from 'baton-locks/testing';
 import type { Session } from '../../recipes/contract.js';
 import { TcpProxy } from '../harness/proxy.js';
 import { startRedis, type RedisServer } from '../harness/redis.js';
@@ -113,6 +113,37 @@ describe('Redis faults: the connection cut', () => {
     const next = await new FairMutex(other, 'long').acquire({ timeoutMs: TIMEOUT_MS });
     expect(next.fencingToken).toBeGreaterThan(lock.fencingToken);
     await next.release();
+  });
+});
+
+describe('Redis faults: a lost reply', () => {
+  it("an enqueue whose reply was lost while the acquire gave up: sent again, it finds its entry, which is withdrawn; the queue goes on", async () => {
+    const redis = await server();
+    const proxy = await proxyTo(redis);
+    const { session } = await open(proxy.address, 'lost-reply');
+    const { session: other } = await open(redis.address, 'lost-reply');
+    const direct = admin(redis);
+    const adopted = redisCounters.adopted;
+    // The enqueue reaches the server, its reply never comes back, and the connection stays down a while.
+    proxy.refuse();
+    const cut = proxy.dropAfterNextRequest((chunk) => /eval/i.test(chunk.toString()) && chunk.toString().includes('{lost-reply/gone}:q'));
+    const giveUp = new AbortController();
+    const gaveUp = new FairMutex(session, 'gone').acquire({ signal: giveUp.signal }).catch((error: unknown) => error);
+    await cut;
+    expect(await direct.hlen('baton:{lost-reply/gone}:q')).toBe(1); // written, its answer lost
+    giveUp.abort(new Error('given up'));
+    await new Promise((resolve) => setTimeout(resolve, TIMEOUT_MS / 4));
+    proxy.restore();
+    // The enqueue is never abandoned half way: the acquire settles once its reply came, and gives up then.
+    expect(await gaveUp).toMatchObject({ message: 'given up' });
+    // Sent again after the reconnect, the enqueue finds its entry; the recipe then withdraws it.
+    await eventually('the entry withdrawn', async () => (await direct.hlen('baton:{lost-reply/gone}:q')) === 0, TIMEOUT_MS);
+    expect(redisCounters.adopted - adopted).toBe(1);
+    expect(session.state).toBe('connected');
+    const next = await new FairMutex(other, 'gone').acquire({ timeoutMs: TIMEOUT_MS });
+    await next.release();
+    const again = await new FairMutex(session, 'gone').acquire({ timeoutMs: TIMEOUT_MS });
+    await again.release();
   });
 });
 

@@ -20,7 +20,7 @@ const RELEASES_KEPT_MS = 5_000;
 
 /** baton's scripts as commands of its own client (see scripts.ts). */
 interface Scripts {
-  batonEnqueue(queue: string, counter: string, session: string, base: string, id: string, kind: string, data: string, at: string, fail: string): Promise<string[]>;
+  batonEnqueue(queue: string, counter: string, session: string, base: string, id: string, kind: string, data: string, at: string): Promise<string[]>;
   batonList(queue: string, base: string): Promise<string[]>;
   batonRelease(queue: string, session: string, id: string, channel: string, changes: string): Promise<number>;
   batonConfirm(queue: string, session: string, id: string): Promise<[number, number]>;
@@ -50,7 +50,6 @@ export class RedisDriver implements Driver {
   /** Our entries that may be in a queue (sent, or enqueued and not yet withdrawn), by id. */
   readonly #own = new Map<string, string>();
   #next = 0;
-  #failNextEnqueue = false;
   /** Our latest releases: id, queue, when answered (a failover may lose the last ones). */
   readonly #released: [string, string, number][] = [];
   /** The releases answered shortly before the connection closed, to send again once it is back. */
@@ -90,7 +89,7 @@ export class RedisDriver implements Driver {
         mapFailure: (error) => this.#core.mapFailure(error),
       },
       this.#counters,
-      probe?.watches,
+      probe,
       Math.max(Math.floor(this.timeoutMs / 8), 25),
     );
     this.#client.on('close', () => {
@@ -128,14 +127,13 @@ export class RedisDriver implements Driver {
   async enqueue(queue: string, kind: string, at?: Entry, data?: string, _dialect?: string): Promise<Enqueued> {
     const keys = this.#keysOf(queue);
     const id = `${this.id}-${(this.#next += 1)}`;
-    const fail = this.#failNextEnqueue ? 'fail' : '';
-    this.#failNextEnqueue = false;
     this.#own.set(id, queue);
     let flat: string[];
     try {
-      flat = await this.#request(() => this.#client.batonEnqueue(keys.queue, keys.counter, this.#sessionKey, keys.base, id, kind, data ?? '', at === undefined ? '' : `${at.order} ${at.fencingToken}`, fail));
+      flat = await this.#request(() => this.#client.batonEnqueue(keys.queue, keys.counter, this.#sessionKey, keys.base, id, kind, data ?? '', at === undefined ? '' : `${at.order} ${at.fencingToken}`));
     } catch (error) {
-      // The script may have written the entry before it failed (Redis does not roll a script back).
+      // The entry may have been written by an attempt whose reply was lost, before the request failed
+      // (a refusal after a reconnect): it is removed in the background.
       this.#removeLater(queue, id);
       throw error;
     }
@@ -311,18 +309,6 @@ export class RedisDriver implements Driver {
     const driver = this;
     return {
       sessionKey: this.#sessionKey,
-      get muteNotifications() {
-        return driver.#notifications.muted;
-      },
-      set muteNotifications(value: boolean) {
-        driver.#notifications.muted = value;
-      },
-      get failNextEnqueueAfterWrite() {
-        return driver.#failNextEnqueue;
-      },
-      set failNextEnqueueAfterWrite(value: boolean) {
-        driver.#failNextEnqueue = value;
-      },
       stopWatchdog: () => this.#watchdog.stop(),
     };
   }

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Abortable, Entry } from '../../../recipes/contract.js';
-import type { RedisCounters } from '../probe.js';
+import type { RedisCounters, RedisProbe } from '../probe.js';
 import { addWaiter, sameEntries, type Waiter } from '../waiters.js';
 
 /** What the notifications need of their driver. */
@@ -37,6 +37,8 @@ export class Notifications {
   readonly #host: NotificationsHost;
   readonly #counters: RedisCounters;
   readonly #watches: Map<string, number> | undefined;
+  /** A test's probe (absent in production): it may mute the messages. */
+  readonly #probe: RedisProbe | undefined;
   readonly #everyMs: number;
   readonly #waiters = new Map<string, Set<Waiter>>();
   /** What each waited channel stands for: an entry, or a queue whose change is awaited. */
@@ -47,14 +49,13 @@ export class Notifications {
   #checking = false;
   /** Waits the last check found done without their notification: woken by the next check if still waiting. */
   readonly #suspects = new Set<string>();
-  /** Messages are ignored (a test's lost notification). */
-  muted = false;
 
-  constructor(subscriber: Redis, host: NotificationsHost, counters: RedisCounters, watches: Map<string, number> | undefined, everyMs: number) {
+  constructor(subscriber: Redis, host: NotificationsHost, counters: RedisCounters, probe: RedisProbe | undefined, everyMs: number) {
     this.#subscriber = subscriber;
     this.#host = host;
     this.#counters = counters;
-    this.#watches = watches;
+    this.#watches = probe?.watches;
+    this.#probe = probe;
     this.#everyMs = everyMs;
     subscriber.on('message', (channel: string) => this.#onMessage(channel));
     // Messages published while the subscriber was away are lost: look at once.
@@ -118,7 +119,7 @@ export class Notifications {
   }
 
   #onMessage(channel: string): void {
-    if (this.muted || !this.#waiters.has(channel)) return;
+    if (this.#probe?.muteNotifications === true || !this.#waiters.has(channel)) return;
     this.#counters.notifications += 1;
     this.#wake(channel);
   }

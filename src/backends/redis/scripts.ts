@@ -47,7 +47,7 @@ end
 
 /**
  * KEYS: queue, counter, own session. ARGV: base, entry id, kind, data, `at` as `<order> <token>` (or
- * ''), 'fail' (a test's script error after the write) or ''. Refused if our session is gone (never an
+ * ''). Refused if our session is gone (never an
  * entry after our session's end). A retry after a lost reply finds the entry it wrote (the id is the
  * client's): the answer's first element says so ('1'), before the live entries. The token is the
  * counter's next value; a missing counter is seeded from the server's
@@ -71,7 +71,6 @@ if found == 0 then
   local ms = now[1] .. string.format('%03d', math.floor(tonumber(now[2]) / 1000))
   redis.call('HSET', KEYS[1], ARGV[2], place .. ' ' .. ms .. ' ' .. ARGV[3] .. ' ' .. ARGV[4])
   redis.call('PUBLISH', ARGV[1] .. ':q', ARGV[2])
-  if ARGV[6] == 'fail' then return redis.error_reply('BATONTEST a script error after the write') end
 end
 local entries = live(KEYS[1], ARGV[1])
 table.insert(entries, 1, tostring(found))
