@@ -50,8 +50,11 @@ end
  * ''). Refused if our session is gone (never an
  * entry after our session's end). A retry after a lost reply finds the entry it wrote (the id is the
  * client's): the answer's first element says so ('1'), before the live entries. The token is the
- * counter's next value; a missing counter is seeded from the server's
- * clock in microseconds, so that a wiped server does not hand out a token below one it gave before.
+ * larger of the counter's next value and the server's clock in microseconds (`TIME`), and is stored
+ * as the counter: tokens strictly increase on one server even if its clock goes back, and a counter
+ * that went back or is missing (a crash that lost the last writes, an RDB snapshot restored, a failover
+ * to a replica that missed writes, a wiped server) still gives tokens above every one given before,
+ * as long as the server's clock (the new primary's) has not gone back across the loss.
  * An entry placed `at` another of ours (a downgrade) takes that entry's order and token: the same
  * holder goes on, at the same place.
  */
@@ -62,10 +65,9 @@ if found == 0 then
   local now = redis.call('TIME')
   local place = ARGV[5]
   if place == '' then
-    if redis.call('EXISTS', KEYS[2]) == 0 then
-      redis.call('SET', KEYS[2], now[1] .. string.format('%06d', tonumber(now[2])))
-    end
-    local token = string.format('%.0f', redis.call('INCR', KEYS[2]))
+    local last = tonumber(redis.call('GET', KEYS[2]) or '0')
+    local token = string.format('%.0f', math.max(last + 1, tonumber(now[1]) * 1000000 + tonumber(now[2])))
+    redis.call('SET', KEYS[2], token)
     place = token .. ' ' .. token
   end
   local ms = now[1] .. string.format('%03d', math.floor(tonumber(now[2]) / 1000))
