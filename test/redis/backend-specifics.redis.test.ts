@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { inspect } from 'node:util';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { AccessDeniedError, BackendError, InvalidArgumentError, SessionLostError } from '../../recipes/errors.js';
+import { AccessDeniedError, BackendError, BatonError, InvalidArgumentError, SessionLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { connect, redisCounters, redisProbeOf } from 'baton-locks/testing';
 import { parseUrl } from '../../src/url.js';
@@ -112,6 +112,54 @@ describe('Redis: a server with a password', () => {
     expect(inspect(refused, { depth: 10 })).not.toContain(wrong);
     const none = await connect(`redis://${server.address}?namespace=auth`, { sessionTimeoutMs: 2_000, connectTimeoutMs: 3_000 }).catch((error: unknown) => error);
     expect(none).toBeInstanceOf(AccessDeniedError);
+  });
+});
+
+describe('Redis: servers refused at open', () => {
+  const servers: RedisServer[] = [];
+  afterAll(async () => {
+    await Promise.allSettled(servers.map((server) => server.stop()));
+  });
+  async function serverWith(args: string[]): Promise<RedisServer> {
+    const server = await startRedis({ args });
+    servers.push(server);
+    return server;
+  }
+  const open = (server: RedisServer) => connect(`redis://${server.address}?namespace=config`, { sessionTimeoutMs: 2_000, connectTimeoutMs: 5_000 });
+
+  it('refuses a server that may evict keys (maxmemory with a policy other than noeviction), naming the policy', async () => {
+    for (const policy of ['volatile-lru', 'volatile-ttl', 'allkeys-lru', 'allkeys-random']) {
+      const server = await serverWith(['--maxmemory', '64mb', '--maxmemory-policy', policy]);
+      const refused = await open(server).catch((error: unknown) => error);
+      expect(refused, policy).toBeInstanceOf(BatonError);
+      expect(refused, policy).toMatchObject({ code: 'UNSAFE_SERVER_CONFIG' });
+      expect((refused as Error).message, policy).toContain(policy);
+      await withRedisAdmin({ url: `redis://${server.address}`, sessionTimeoutMs: 2_000 }, async (client) => expect(await client.keys('baton:*')).toEqual([]));
+      await server.stop();
+    }
+  });
+
+  it('opens on noeviction with maxmemory, and on any policy without maxmemory', async () => {
+    for (const args of [['--maxmemory', '64mb', '--maxmemory-policy', 'noeviction'], ['--maxmemory', '0', '--maxmemory-policy', 'allkeys-lru']]) {
+      const server = await serverWith(args);
+      const session = await open(server);
+      const lock = await new FairMutex(session, 'x').acquire();
+      await lock.release();
+      await session.close();
+      await server.stop();
+    }
+  });
+
+  it('refuses a server in cluster mode, before an acquire would fail on a cross-slot script', async () => {
+    const server = await serverWith(['--cluster-enabled', 'yes']);
+    await withRedisAdmin({ url: `redis://${server.address}`, sessionTimeoutMs: 2_000 }, async (client) => {
+      await client.call('CLUSTER', 'ADDSLOTSRANGE', '0', '16383');
+      await eventually('the one-node cluster serves every slot', async () => /cluster_state:ok/.test(String(await client.call('CLUSTER', 'INFO'))), 10_000);
+    });
+    const refused = await open(server).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(BatonError);
+    expect(refused).toMatchObject({ code: 'UNSUPPORTED_SERVER' });
+    expect((refused as Error).message).toContain('cluster mode');
   });
 });
 

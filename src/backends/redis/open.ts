@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
 import type { Redis, RedisOptions } from 'ioredis';
-import { AccessDeniedError, BackendError } from '../../../recipes/errors.js';
+import { AccessDeniedError, BackendError, BatonError } from '../../../recipes/errors.js';
 import { loadPeer } from '../../metrics/peer.js';
 import type { RedisTarget } from '../../url.js';
 import { replyCode, scrubbed } from './failures.js';
@@ -48,6 +48,7 @@ export async function openSession(options: RedisDriverOptions): Promise<OpenedSe
   let subscriber: Redis | undefined;
   try {
     await ready(client, deadline, options);
+    await refuseUnsafeServer(client, options.host);
     subscriber = client.duplicate();
     scrubErrors(subscriber);
     await ready(subscriber, deadline, options);
@@ -87,6 +88,31 @@ function clientOptions(options: RedisDriverOptions): RedisOptions {
     retryStrategy: (times: number) => Math.min(20 * 2 ** Math.min(times, 5), 500),
     enableReadyCheck: true,
   };
+}
+
+/**
+ * Refuses a server on which baton cannot keep its promise, read from `INFO` (which ioredis's ready
+ * check needs anyway; `CONFIG GET` is an admin command an ACL user rarely has):
+ * - an eviction policy other than `noeviction` with a `maxmemory` set: Redis may then evict a session
+ *   key (every one has an expiry, so the `volatile-*` policies too) or a queue, and grant the lock to
+ *   another session while its holder learns of it only at its next renewal. Code `UNSAFE_SERVER_CONFIG`.
+ * - cluster mode: every script reads the session keys of the entries it finds, which live in other
+ *   slots, so every acquire would fail with a cross-slot error. Code `UNSUPPORTED_SERVER`.
+ * Read once, at open: an operator who changes the policy later (`CONFIG SET`) is not seen.
+ */
+async function refuseUnsafeServer(client: Redis, host: string): Promise<void> {
+  const [memory, cluster] = await Promise.all([client.info('memory'), client.info('cluster')]);
+  if (/^cluster_enabled:1\s*$/m.test(cluster)) {
+    throw new BatonError(`the Redis server at ${host} runs in cluster mode, which baton does not support (its scripts read session keys in other slots): use a single primary`, 'UNSUPPORTED_SERVER');
+  }
+  const maxmemory = Number(/^maxmemory:(\d+)\s*$/m.exec(memory)?.[1] ?? '0');
+  const policy = /^maxmemory_policy:(\S+)\s*$/m.exec(memory)?.[1] ?? 'noeviction';
+  if (maxmemory > 0 && policy !== 'noeviction') {
+    throw new BatonError(
+      `the Redis server at ${host} may evict keys (maxmemory ${maxmemory} with maxmemory-policy ${policy}): an evicted session key or queue would let two sessions hold one lock; set maxmemory-policy noeviction (or maxmemory 0) for baton's server`,
+      'UNSAFE_SERVER_CONFIG',
+    );
+  }
 }
 
 /**

@@ -5,7 +5,8 @@
  *
  * A queue is a hash `<base>:q` (field: the entry's id `<session>-<n>`, value: `<order> <token>
  * <created, server ms> <kind> <data>`) beside its counter `<base>:c`, where `<base>` is `baton:{<namespace>/<lock>}`: the braces
- * are a hash tag, so that both keys of a lock sit in one cluster slot. A session is the key
+ * are a hash tag, so that both keys of a lock sit in one cluster slot (the session keys the scripts
+ * also read do not: a server in cluster mode is refused at open). A session is the key
  * `baton:session:<id>` with a millisecond expiry, renewed by the watchdog.
  */
 
