@@ -48,7 +48,7 @@ async function requestsDuring(url: string, during: () => Promise<unknown>): Prom
   let count = 0;
   monitor.on('monitor', (_time: string, args: string[], source: string) => {
     if (source === 'lua' || /^(info|monitor|client|select|ping)$/i.test(args[0] ?? '')) return;
-    if (/^set$/i.test(args[0] ?? '') && args.some((arg) => /^xx$/i.test(arg))) return; // a session's renewal, on its timer
+    if (/^pexpire$/i.test(args[0] ?? '')) return; // a session's renewal, on its timer
     count += 1;
   });
   try {

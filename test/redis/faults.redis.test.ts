@@ -103,7 +103,7 @@ describe('Redis faults: the connection cut', () => {
     expect(lock.signal.reason).toBeInstanceOf(LockLostError);
     expect(session.state).toBe('lost');
     await eventually('the key expired on the server', async () => (await direct.exists(key)) === 0, TIMEOUT_MS * 2);
-    // The held renewals reach the server now, late: SET ... XX creates nothing.
+    // The held renewals reach the server now, late: PEXPIRE creates nothing.
     proxy.restore();
     await new Promise((resolve) => setTimeout(resolve, MARGIN_MS));
     expect(await direct.exists(key)).toBe(0);
@@ -144,6 +144,39 @@ describe('Redis faults: a lost reply', () => {
     await next.release();
     const again = await new FairMutex(session, 'gone').acquire({ timeoutMs: TIMEOUT_MS });
     await again.release();
+  });
+});
+
+describe('Redis faults: a full server', () => {
+  it('at its maxmemory under noeviction: renewals go on, a hold survives and is released; a new acquisition is refused (OOM)', async () => {
+    const redis = await server({ args: ['--maxmemory-policy', 'noeviction'] });
+    const { session, states } = await open(redis.address, 'full');
+    const { session: other } = await open(redis.address, 'full');
+    const lock = await new FairMutex(session, 'held').acquire();
+    const direct = admin(redis);
+    // Full: maxmemory below what the server already uses; nothing can be evicted.
+    // (Small values: a large one's query buffer would be freed later, and the server no longer full.)
+    const ballast = direct.pipeline();
+    for (let i = 0; i < 64; i += 1) ballast.set(`ballast-${i}`, 'x'.repeat(64 * 1024));
+    await ballast.exec();
+    const used = Number(/^used_memory:(\d+)/m.exec(await direct.info('memory'))?.[1]);
+    await direct.config('SET', 'maxmemory', String(used - 1024 * 1024));
+    await expect(direct.set('probe', '1')).rejects.toThrow(/OOM/);
+    try {
+      // Twice the timeout: every renewal must have gone through.
+      await new Promise((resolve) => setTimeout(resolve, TIMEOUT_MS * 2));
+      expect(session.state).toBe('connected');
+      expect(states).toEqual([]);
+      expect(lock.signal.aborted).toBe(false);
+      await expect(direct.set('probe', '1')).rejects.toThrow(/OOM/); // still full
+      const refused = await new FairMutex(other, 'other').acquire({ timeoutMs: TIMEOUT_MS }).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(Error);
+      expect(String((refused as Error).cause ?? refused)).toMatch(/OOM/);
+      await lock.release();
+      expect(await direct.hlen('baton:{full/held}:q')).toBe(0);
+    } finally {
+      await direct.config('SET', 'maxmemory', '0');
+    }
   });
 });
 

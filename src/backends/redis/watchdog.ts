@@ -3,9 +3,10 @@ import { SessionLostError } from '../../../recipes/errors.js';
 import type { DriverCore } from '../core.js';
 
 /**
- * The session's watchdog: it renews the session key's expiry with `SET key v PX timeout XX`, which
- * only renews a key that still exists, so a renewal that arrives after the key expired cannot bring
- * the session back: it answers nothing and the session is lost. Each answered renewal is an
+ * The session's watchdog: it renews the session key's expiry with `PEXPIRE key timeout`, which only
+ * renews a key that still exists (it never creates one), so a renewal that arrives after the key
+ * expired cannot bring the session back: it answers 0 and the session is lost. `PEXPIRE` is not
+ * refused at `maxmemory` under `noeviction` (`SET` is), so a full server does not lose every session. Each answered renewal is an
  * acknowledgement at its send time (the session's deadline counts from it). A renewal left
  * unanswered for a third of the timeout means the connection is silent: the session is suspended
  * and the connection dropped, so that the client dials again.
@@ -61,11 +62,11 @@ export class Watchdog {
     if (this.#client.status !== 'ready') return;
     const sentAt = performance.now();
     this.#sentAt = sentAt;
-    this.#client.set(this.#key, String(Date.now()), 'PX', this.#timeoutMs, 'XX').then(
+    this.#client.pexpire(this.#key, this.#timeoutMs).then(
       (reply) => {
         if (this.#sentAt === sentAt) this.#sentAt = undefined;
         if (!this.#core.isOpen) return;
-        if (reply === null) {
+        if (reply === 0) {
           this.#core.lose(new SessionLostError(`Redis session key ${this.#key} expired or was deleted`));
           return;
         }
