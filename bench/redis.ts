@@ -65,7 +65,7 @@ async function requestsDuring(url: string, during: () => Promise<unknown>): Prom
 /** The Redis uncontended cycle beside the raw floor (baton's two scripts on one connection), SET NX PX + Lua delete, and the polling libraries. */
 export async function benchRedisCycle(url: string, options: { blocks: number; perBlock: number; warmup: number }): Promise<{ results: Summary[]; requests: Record<string, number>; interval: [number, number]; copy: [number, number] }> {
   const client = new Redis(url) as Scripted;
-  for (const [name, { numberOfKeys, lua }] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys, lua });
+  for (const [name, { numberOfKeys, lua }] of Object.entries(SCRIPTS)) client.defineCommand(name, numberOfKeys === undefined ? { lua } : { numberOfKeys, lua });
   client.defineCommand('compareAndDelete', { numberOfKeys: 1, lua: COMPARE_AND_DELETE });
   const session = await connect(`${url}?namespace=bench`, { sessionTimeoutMs: 10_000 });
   const installed = peersInstalled();

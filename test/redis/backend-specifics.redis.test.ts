@@ -1,12 +1,14 @@
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { inspect } from 'node:util';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { AccessDeniedError, BackendError, BatonError, InvalidArgumentError, SessionLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { connect, redisCounters, redisProbeOf } from 'baton-locks/testing';
+import { connect, redisCounters, redisProbeOf, redisWatches } from 'baton-locks/testing';
 import { parseUrl } from '../../src/url.js';
+import { SCRIPTS } from '../../src/backends/redis/scripts.js';
 import { startRedis, type RedisServer } from '../harness/redis.js';
 import { redisFixture, withRedisAdmin } from '../support/backends/redis.js';
 import { useScope } from '../support/backends/scope.js';
@@ -297,6 +299,37 @@ describe('Redis: sessions, tokens and scripts', () => {
     await eventually('a told its entry is gone', () => held.signal.aborted, scope.fixture.lossDeadlineMs);
   });
 
+  it("the backstop of waiters looks only at the entries they wait for, every quarter of the timeout: no waiter reads the whole queue", async () => {
+    const holder = await scope.open();
+    const waiters = await Promise.all([1, 2, 3, 4, 5].map(() => scope.open()));
+    const held = await new FairMutex(holder, 'backstop').acquire();
+    const queueKey = `baton:{${scope.namespace}/backstop}:q`;
+    const waiting = waiters.map((session) => later(new FairMutex(session, 'backstop').acquire({ timeoutMs: 20_000 })));
+    await eventually('all queued', async () => (await backendOf(holder).list('backstop')).length === 6);
+    await eventually('all watching', async () => (await scope.fixture.watched(scope.namespace)).length >= 1 && redisCountersWatchers(scope.namespace) === 5);
+    const sha = (lua: string): string => createHash('sha1').update(lua).digest('hex');
+    const named = new Map([[sha(SCRIPTS.batonList.lua), 'list'], [sha(SCRIPTS.batonGone.lua), 'gone'], [SCRIPTS.batonList.lua, 'list'], [SCRIPTS.batonGone.lua, 'gone']]);
+    const counts = { list: 0, gone: 0 };
+    const monitorClient = new Redis(info.url, { lazyConnect: true });
+    const monitor = await monitorClient.monitor();
+    monitor.on('error', () => undefined);
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      if (source === 'lua' || !/^eval(sha)?$/i.test(args[0] ?? '') || !args.includes(queueKey)) return;
+      const script = named.get(args[1] ?? '');
+      if (script !== undefined) counts[script as 'list' | 'gone'] += 1;
+    });
+    const windowMs = info.sessionTimeoutMs * 0.75;
+    await new Promise((resolve) => setTimeout(resolve, windowMs));
+    monitor.disconnect();
+    monitorClient.disconnect();
+    // Without the gone script each waiter read the whole queue every eighth of the timeout.
+    expect(counts.list).toBe(0);
+    expect(counts.gone).toBeGreaterThanOrEqual(waiters.length);
+    expect(counts.gone).toBeLessThanOrEqual(waiters.length * (windowMs / (info.sessionTimeoutMs / 4) + 1));
+    await held.release();
+    for (const wait of waiting) await (await wait).release();
+  });
+
   it('a lost notification is covered by the backstop read', async () => {
     const [a, b] = [await scope.open(), await scope.open()];
     const held = await new FairMutex(a, 'muted').acquire();
@@ -343,6 +376,13 @@ describe('Redis: sessions, tokens and scripts', () => {
     await lock.release();
   });
 });
+
+/** How many sessions wait on channels of the namespace's locks. */
+function redisCountersWatchers(namespace: string): number {
+  let count = 0;
+  for (const [channel, sessions] of redisWatches) if (channel.startsWith(`baton:{${namespace}/`)) count += sessions;
+  return count;
+}
 
 /** A server not in cluster mode still answers CLUSTER KEYSLOT on 7.0; this stands in should it not. */
 function keyslotWithoutCluster(key: string): string {

@@ -22,6 +22,7 @@ const RELEASES_KEPT_MS = 5_000;
 interface Scripts {
   batonEnqueue(queue: string, counter: string, session: string, base: string, id: string, kind: string, data: string, at: string): Promise<string[]>;
   batonList(queue: string, base: string): Promise<string[]>;
+  batonGone(numberOfKeys: number, ...keysThenArgs: string[]): Promise<number[]>;
   batonRelease(queue: string, session: string, id: string, channel: string, changes: string): Promise<number>;
   batonConfirm(queue: string, session: string, id: string): Promise<[number, number]>;
 }
@@ -85,12 +86,13 @@ export class RedisDriver implements Driver {
         endError: () => this.#core.endError(),
         exists: async (entry) => (await this.#request(() => this.#client.hexists(this.#keysOf(entry.queue).queue, idOf(entry.key)))) === 1,
         list: (queue) => this.list(queue),
+        gone: (entries) => this.#gone(entries),
         changesChannel: (queue) => this.#keysOf(queue).changes,
         mapFailure: (error) => this.#core.mapFailure(error),
       },
       this.#counters,
       probe,
-      Math.max(Math.floor(this.timeoutMs / 8), 25),
+      Math.max(Math.floor(this.timeoutMs / 4), 25),
     );
     this.#client.on('close', () => {
       this.#watchdog.suspend();
@@ -161,6 +163,19 @@ export class RedisDriver implements Driver {
     const keys = this.#keysOf(queue);
     const flat = await this.#request(() => this.#client.batonList(keys.queue, keys.base));
     return this.#parse(queue, keys, flat).map((found) => found.entry);
+  }
+
+  /** For each entry, whether it is gone (the backstop's look: see the gone script). */
+  async #gone(entries: readonly Entry[]): Promise<boolean[]> {
+    const keys: string[] = [];
+    const args: string[] = [];
+    for (const entry of entries) {
+      const at = entry.key.lastIndexOf(':e:');
+      keys.push(`${entry.key.slice(0, at)}:q`);
+      args.push(entry.key.slice(0, at), entry.key.slice(at + 3));
+    }
+    const gone = await this.#request(() => this.#client.batonGone(keys.length, ...keys, ...args));
+    return gone.map((flag) => flag === 1);
   }
 
   waitGone(entry: Entry, signal: Abortable): Promise<void> {

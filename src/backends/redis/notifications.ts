@@ -11,6 +11,8 @@ export interface NotificationsHost {
   exists(entry: Entry): Promise<boolean>;
   /** The live entries of a queue (the list script: expired sessions' entries dropped and told). */
   list(queue: string): Promise<readonly Entry[]>;
+  /** For each entry, whether it is gone (the gone script: an expired session's entry dropped and told). */
+  gone(entries: readonly Entry[]): Promise<readonly boolean[]>;
   /** The channel told of every change of a queue. */
   changesChannel(queue: string): string;
   /** A failure as the session's requests report it (credentials on a client error scrubbed). */
@@ -22,15 +24,20 @@ interface ChangeWait {
   readonly seen: readonly Entry[];
 }
 
+/** How long a wait found done by the backstop is given for its notification, which may be on its way. */
+const GRACE_MS = 20;
+
 /**
  * The session's waits, on its subscriber connection: a waiter subscribes to the channel of the entry
  * it waits for (the entry's key), which the script that deletes the entry publishes to, so that one
  * release wakes only the waiters of that entry. Subscriptions are shared by the local waiters of a
  * channel and dropped with the last one. A bounded re-read (the backstop) covers a notification lost
  * with a connection and the entries of a session that expired with nobody deleting them: while
- * anything waits, every eighth of the session timeout, each queue waited in is read with the list
- * script (which drops and tells the expired entries), and a waiter whose entry two reads in a row
- * found gone is woken: within a quarter of the timeout of a lost notification.
+ * anything waits, every quarter of the session timeout, one gone script looks at the entries waited
+ * for (only those: its cost does not grow with the queues), dropping and telling those of expired
+ * sessions, and each queue with a change wait is read with the list script; a wait found done is
+ * woken a moment later unless its notification came meanwhile: within a quarter of the timeout of a
+ * lost notification.
  */
 export class Notifications {
   readonly #subscriber: Redis;
@@ -47,8 +54,6 @@ export class Notifications {
   readonly #subscribed = new Map<string, Promise<unknown>>();
   #timer: NodeJS.Timeout | undefined;
   #checking = false;
-  /** Waits the last check found done without their notification: woken by the next check if still waiting. */
-  readonly #suspects = new Set<string>();
 
   constructor(subscriber: Redis, host: NotificationsHost, counters: RedisCounters, probe: RedisProbe | undefined, everyMs: number) {
     this.#subscriber = subscriber;
@@ -148,7 +153,6 @@ export class Notifications {
   #forget(channel: string): void {
     this.#waiters.delete(channel);
     this.#targets.delete(channel);
-    this.#suspects.delete(channel);
     const subscribed = this.#subscribed.get(channel);
     if (subscribed === undefined) return;
     this.#subscribed.delete(channel);
@@ -174,38 +178,45 @@ export class Notifications {
   }
 
   /**
-   * Reads every queue waited in and wakes every wait whose entry is gone or whose queue changed: at
-   * once after the subscriber reconnected (messages were lost), else at the check after the one that
-   * found it so, since a notification sent just before this read may still be on its way.
+   * Looks at every waited entry (the gone script) and every queue with a change wait (the list script),
+   * and wakes every wait whose entry is gone or whose queue changed: at once after the subscriber
+   * reconnected (messages were lost), else a moment later, since a notification published before this
+   * read may still be on its way on the other connection (it then wakes the wait and is counted).
    */
   async check(immediate = false): Promise<void> {
     if (this.#checking || this.#waiters.size === 0 || !this.#host.isOpen()) return;
     this.#checking = true;
     try {
-      const byQueue = new Map<string, [string, Entry | ChangeWait][]>();
+      const entries: [string, Entry][] = [];
+      const changes = new Map<string, [string, ChangeWait][]>();
       for (const [channel, target] of this.#targets) {
-        const queue = target.queue;
-        let waits = byQueue.get(queue);
-        if (waits === undefined) byQueue.set(queue, (waits = []));
+        if (!('seen' in target)) {
+          entries.push([channel, target]);
+          continue;
+        }
+        let waits = changes.get(target.queue);
+        if (waits === undefined) changes.set(target.queue, (waits = []));
         waits.push([channel, target]);
       }
-      await Promise.all(
-        [...byQueue].map(async ([queue, waits]) => {
+      const done: [string, Entry | ChangeWait][] = [];
+      await Promise.all([
+        entries.length === 0
+          ? undefined
+          : this.#host.gone(entries.map(([, entry]) => entry)).then((gone) => {
+              gone.forEach((isGone, index) => isGone && done.push(entries[index]!));
+            }),
+        ...[...changes].map(async ([queue, waits]) => {
           const now = await this.#host.list(queue);
-          const live = new Set(now.map((entry) => entry.key));
-          for (const [channel, target] of waits) {
-            const gone = 'seen' in target ? !sameEntries(now, target.seen) : !live.has(target.key);
-            if (!gone || this.#targets.get(channel) !== target) continue;
-            // Its notification may be on its way on the other connection: woken at the next check.
-            if (!immediate && !this.#suspects.has(channel)) {
-              this.#suspects.add(channel);
-              continue;
-            }
-            this.#counters.backstopWakes += 1;
-            this.#wake(channel);
-          }
+          for (const wait of waits) if (!sameEntries(now, wait[1].seen)) done.push(wait);
         }),
-      );
+      ]);
+      if (done.length === 0) return;
+      if (!immediate) await new Promise((resolve) => setTimeout(resolve, GRACE_MS));
+      for (const [channel, target] of done) {
+        if (this.#targets.get(channel) !== target) continue; // woken meanwhile by its notification, or given up
+        this.#counters.backstopWakes += 1;
+        this.#wake(channel);
+      }
     } catch {
       // the next round tries again; the session's end fails the waiters
     } finally {

@@ -126,7 +126,7 @@ function scrubErrors(connection: Redis): void {
 }
 
 function defineScripts(client: Redis): void {
-  for (const [name, { numberOfKeys, lua }] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys, lua });
+  for (const [name, { numberOfKeys, lua }] of Object.entries(SCRIPTS)) client.defineCommand(name, numberOfKeys === undefined ? { lua } : { numberOfKeys, lua });
 }
 
 /** Waits until the connection is ready, the deadline passes, the signal aborts or the server refuses us. */

@@ -86,6 +86,32 @@ return live(KEYS[1], ARGV[1])
 `;
 
 /**
+ * The backstop's look at the entries this session waits for, and nothing else of their queues. KEYS:
+ * each waited entry's queue. ARGV: each entry's base and id, in pairs. For each, 1 if it is gone: its
+ * field is missing, or its session key is (then it is deleted here and its channels told, as `LIVE`
+ * does); else 0.
+ */
+export const GONE = `
+local out = {}
+for i = 1, #KEYS do
+  local base = ARGV[2 * i - 1]
+  local id = ARGV[2 * i]
+  local gone = redis.call('HEXISTS', KEYS[i], id) == 0
+  if not gone then
+    local sid = string.match(id, '^([0-9a-f]+)%-%d+$')
+    if sid and redis.call('EXISTS', '${SESSION_PREFIX}' .. sid) == 0 then
+      redis.call('HDEL', KEYS[i], id)
+      redis.call('PUBLISH', base .. ':e:' .. id, 'expired')
+      redis.call('PUBLISH', base .. ':q', 'expired')
+      gone = true
+    end
+  end
+  out[i] = gone and 1 or 0
+end
+return out
+`;
+
+/**
  * KEYS: queue. ARGV: session id, entry id, the entry's channel (its key), the queue's channel. Deletes
  * our own entry (the owner is checked here, not only by the client) and tells both channels. 1 if
  * deleted, 0 if it was gone already.
@@ -104,10 +130,14 @@ export const CONFIRM = `
 return { redis.call('HEXISTS', KEYS[1], ARGV[1]), redis.call('EXISTS', KEYS[2]) }
 `;
 
-/** The scripts by the command name they are defined under on baton's client, with their key counts. */
+/**
+ * The scripts by the command name they are defined under on baton's client, with their key counts
+ * (undefined: the count is the call's first argument).
+ */
 export const SCRIPTS = {
   batonEnqueue: { numberOfKeys: 3, lua: ENQUEUE },
   batonList: { numberOfKeys: 1, lua: LIST },
+  batonGone: { numberOfKeys: undefined, lua: GONE },
   batonRelease: { numberOfKeys: 1, lua: RELEASE },
   batonConfirm: { numberOfKeys: 2, lua: CONFIRM },
 } as const;
