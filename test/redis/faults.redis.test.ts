@@ -116,6 +116,58 @@ describe('Redis faults: the connection cut', () => {
   });
 });
 
+describe('Redis faults: a silent subscriber connection', () => {
+  it('is pinged with each renewal and dialled again when it stays silent: the next release wakes its waiter by notification, and the session is never suspended', async () => {
+    const redis = await server();
+    const proxy = await proxyTo(redis);
+    const { session: holder } = await open(redis.address, 'silent-sub');
+    const { session: waiter, states } = await open(proxy.address, 'silent-sub');
+    const direct = admin(redis);
+    const first = await new FairMutex(holder, 'l').acquire();
+    const waiting = later(new FairMutex(waiter, 'l').acquire({ timeoutMs: TIMEOUT_MS * 5 }));
+    // The waiter's subscriber is the one connection of the proxy in subscribe mode.
+    let port = 0;
+    await eventually('the waiter subscribed', async () => {
+      const line = String(await direct.call('CLIENT', 'LIST', 'TYPE', 'pubsub')).split('\n').find((entry) => /sub=1/.test(entry));
+      port = Number(/ addr=127\.0\.0\.1:(\d+)/.exec(line ?? '')?.[1] ?? 0);
+      return port > 0;
+    });
+    // An idle connection a NAT forgot: nothing passes on it any more, nobody closes it.
+    expect(proxy.isolateServerPort(port)).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, TIMEOUT_MS));
+    const { notifications, backstopWakes } = redisCounters;
+    await first.release();
+    const granted = await waiting;
+    expect(redisCounters.notifications - notifications).toBe(1);
+    expect(redisCounters.backstopWakes - backstopWakes).toBe(0);
+    expect(states).toEqual([]);
+    await granted.release();
+  });
+});
+
+describe('Redis faults: the recovery from a silent connection', () => {
+  it('the renewal in flight at the cut does not make the fresh connection look silent: one redial, one suspended/connected', async () => {
+    const redis = await server();
+    const proxy = await proxyTo(redis);
+    const { session, states } = await open(proxy.address, 'one-redial');
+    const direct = admin(redis);
+    const lock = await new FairMutex(session, 'l').acquire();
+    const before = Number(/total_connections_received:(\d+)/.exec(await direct.info('stats'))?.[1]);
+    proxy.blackhole();
+    // The renewal sent after the cut is held; the watchdog finds the connection silent and drops it.
+    await eventually('suspended', () => session.state === 'suspended', TIMEOUT_MS);
+    proxy.restore();
+    await eventually('connected', () => session.state === 'connected', TIMEOUT_MS);
+    await new Promise((resolve) => setTimeout(resolve, TIMEOUT_MS / 2));
+    const after = Number(/total_connections_received:(\d+)/.exec(await direct.info('stats'))?.[1]);
+    expect(states).toEqual(['suspended', 'connected']);
+    // The client and the subscriber dialled once each; the admin's INFO is not a new connection.
+    expect(after - before).toBe(2);
+    expect(lock.signal.aborted).toBe(false);
+    await lock.release();
+  });
+});
+
 describe('Redis faults: a lost reply', () => {
   it("an enqueue whose reply was lost while the acquire gave up: sent again, it finds its entry, which is withdrawn; the queue goes on", async () => {
     const redis = await server();

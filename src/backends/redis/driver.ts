@@ -74,10 +74,15 @@ export class RedisDriver implements Driver {
       onEnd: (reason) => this.#onEnd(reason),
       onLost: () => this.#letGo(),
     });
-    this.#watchdog = new Watchdog(this.#client, this.#sessionKey, this.timeoutMs, this.#core, () => {
+    this.#watchdog = new Watchdog(this.#client, this.#subscriber, this.#sessionKey, this.timeoutMs, this.#core, {
       // The socket stands but nothing comes back: dial again (requests in flight are sent again).
-      if (this.#client.status === 'ready') this.#client.disconnect(true);
-      if (this.#subscriber.status === 'ready') this.#subscriber.disconnect(true);
+      client: () => {
+        if (this.#client.status === 'ready') this.#client.disconnect(true);
+        if (this.#subscriber.status === 'ready') this.#subscriber.disconnect(true);
+      },
+      subscriber: () => {
+        if (this.#subscriber.status === 'ready') this.#subscriber.disconnect(true);
+      },
     });
     this.#notifications = new Notifications(
       this.#subscriber,
@@ -99,9 +104,10 @@ export class RedisDriver implements Driver {
       this.#doubtful ??= this.#recentReleases();
     });
     this.#client.on('ready', () => {
-      this.#watchdog.renew();
+      this.#watchdog.clientReady();
       this.#releaseAgain();
     });
+    this.#subscriber.on('ready', () => this.#watchdog.subscriberReady());
     this.#watchdog.start();
     probe?.expose(this.#view());
   }

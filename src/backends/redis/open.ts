@@ -86,6 +86,8 @@ function clientOptions(options: RedisDriverOptions): RedisOptions {
     autoResubscribe: true,
     connectTimeout: Math.max(500, Math.min(options.connectTimeoutMs, Math.floor(options.sessionTimeoutMs / 2))),
     retryStrategy: (times: number) => Math.min(20 * 2 ** Math.min(times, 5), 500),
+    // A connection dropped for its silence is destroyed this soon (not 2 s later): the redial starts then.
+    disconnectTimeout: 100,
     enableReadyCheck: true,
   };
 }
