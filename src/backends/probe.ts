@@ -118,6 +118,8 @@ export interface RedisProbe extends Probe<RedisCounters, RedisView> {
 export interface RedisView {
   /** The session's key (`baton:session:<id>`). */
   readonly sessionKey: string;
+  /** How many channels have local waiters. */
+  readonly waitedChannels: number;
   /** The watchdog stops renewing the session key (the key then expires on the server). */
   stopWatchdog(): void;
 }

@@ -12,7 +12,7 @@ import { SCRIPTS } from '../../src/backends/redis/scripts.js';
 import { startRedis, type RedisServer } from '../harness/redis.js';
 import { redisFixture, withRedisAdmin } from '../support/backends/redis.js';
 import { useScope } from '../support/backends/scope.js';
-import { eventually, later } from '../support/wait.js';
+import { eventually, later, track } from '../support/wait.js';
 import { backendOf, entryOf } from '../support/internals.js';
 
 const SECRET = 'pw-Zq81-never-shown';
@@ -341,6 +341,67 @@ describe('Redis: sessions, tokens and scripts', () => {
     const granted = await waiting;
     expect(redisCounters.backstopWakes - wakes).toBe(1);
     await granted.release();
+  });
+
+  it('a wait begun with an aborted signal rejects with its reason and leaves no channel behind', async () => {
+    const [a, b] = [await scope.open(), await scope.open()];
+    const held = await new FairMutex(a, 'aborted').acquire();
+    const reason = new Error('given up before');
+    const refused = await backendOf(b).waitGone(entryOf(held), AbortSignal.abort(reason)).catch((error: unknown) => error);
+    expect(refused).toBe(reason);
+    const changes = await backendOf(b).waitChange('aborted', [], AbortSignal.abort(reason)).catch((error: unknown) => error);
+    expect(changes).toBe(reason);
+    expect(redisProbeOf(b).view.waitedChannels).toBe(0);
+    await held.release();
+  });
+
+  it('observers of one queue are each judged by the listing they saw: the backstop wakes only the one whose listing changed', async () => {
+    const [a, b, o] = [await scope.open(), await scope.open(), await scope.open()];
+    redisProbeOf(o).muteNotifications = true;
+    const first = await new FairMutex(a, 'observed').acquire();
+    const seenBefore = await backendOf(o).list('observed');
+    const stale = track(backendOf(o).waitChange('observed', seenBefore, new AbortController().signal));
+    // Its subscription stands and its first look is done (the queue was as it saw it).
+    await eventually('the first observer armed', () => redisWatches.has(`baton:{${scope.namespace}/observed}:q`));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(stale.settled).toBe(false);
+    const second = later(new FairMutex(b, 'observed').acquire({ timeoutMs: 10_000 }));
+    await eventually('b queued', async () => (await backendOf(o).list('observed')).length === 2);
+    const giveUp = new AbortController();
+    const current = track(backendOf(o).waitChange('observed', await backendOf(o).list('observed'), giveUp.signal));
+    await eventually('the stale observer woken by the backstop', () => stale.settled, info.sessionTimeoutMs);
+    // Two more backstop rounds: the queue is still what the other observer saw.
+    await new Promise((resolve) => setTimeout(resolve, info.sessionTimeoutMs / 2 + 100));
+    expect(current.settled).toBe(false);
+    giveUp.abort(new Error('done'));
+    await current.promise.catch(() => undefined);
+    await first.release();
+    await (await second).release();
+  });
+
+  it("a wait given up before its subscription was answered does not take away another session's count of that channel", async () => {
+    const [a, b, c] = [await scope.open(), await scope.open(), await scope.open()];
+    const held = await new FairMutex(a, 'counted').acquire();
+    const waiting = later(new FairMutex(b, 'counted').acquire({ timeoutMs: 10_000 }));
+    await eventually('b watching', async () => (await scope.fixture.watched(scope.namespace)).length === 1);
+    expect(redisWatches.get(entryOf(held).key)).toBe(1);
+    const giveUp = new AbortController();
+    const gone = backendOf(c).waitGone(entryOf(held), giveUp.signal).catch(() => undefined);
+    giveUp.abort(new Error('at once'));
+    await gone;
+    await new Promise((resolve) => setTimeout(resolve, 50)); // c's subscribe and unsubscribe answered
+    expect(redisWatches.get(entryOf(held).key)).toBe(1);
+    await held.release();
+    await (await waiting).release();
+  });
+
+  it("read() of an entry whose session key is gone answers null (a dead leader's data is not read back)", async () => {
+    const [a, b] = [await scope.open(), await scope.open()];
+    const held = await new FairMutex(a, 'read-dead').acquire();
+    expect(await backendOf(b).read(entryOf(held))).toBe('');
+    redisProbeOf(a).view.stopWatchdog();
+    await withRedisAdmin(info, async (client) => void (await client.del(redisProbeOf(a).view.sessionKey)));
+    expect(await backendOf(b).read(entryOf(held))).toBeNull();
   });
 
   it('refuses an enqueue once its own session key is gone (never an entry after the session ended)', async () => {

@@ -232,6 +232,20 @@ describe('Redis faults: a full server', () => {
   });
 });
 
+describe('Redis faults: the open', () => {
+  it('the reply to the SET NX that makes the session key is lost: sent again, it finds the key it made, and the open succeeds', async () => {
+    const redis = await server();
+    const proxy = await proxyTo(redis);
+    const cut = proxy.dropAfterNextRequest((chunk) => /baton:session:/.test(chunk.toString()) && /\bNX\b/i.test(chunk.toString()));
+    const opening = open(proxy.address, 'open-lost');
+    await cut;
+    const { session } = await opening;
+    expect(session.state).toBe('connected');
+    const lock = await new FairMutex(session, 'l').acquire();
+    await lock.release();
+  });
+});
+
 describe('Redis faults: the server restarted', () => {
   it('without persistence: every session and queue is gone; holders are told, tokens still grow (the counter is seeded from the clock)', async () => {
     const redis = await server();

@@ -25,6 +25,7 @@ interface Scripts {
   batonGone(numberOfKeys: number, ...keysThenArgs: string[]): Promise<number[]>;
   batonRelease(queue: string, session: string, id: string, channel: string, changes: string): Promise<number>;
   batonConfirm(queue: string, session: string, id: string): Promise<[number, number]>;
+  batonRead(queue: string, id: string): Promise<string | null>;
 }
 
 /**
@@ -242,7 +243,7 @@ export class RedisDriver implements Driver {
   }
 
   async read(entry: Entry): Promise<string | null> {
-    const value = await this.#request(() => this.#client.hget(this.#keysOf(entry.queue).queue, idOf(entry.key)));
+    const value = await this.#request(() => this.#client.batonRead(this.#keysOf(entry.queue).queue, idOf(entry.key)));
     if (value === null) return null;
     return value.split(' ').slice(4).join(' ');
   }
@@ -330,6 +331,9 @@ export class RedisDriver implements Driver {
     const driver = this;
     return {
       sessionKey: this.#sessionKey,
+      get waitedChannels() {
+        return driver.#notifications.size;
+      },
       stopWatchdog: () => this.#watchdog.stop(),
     };
   }

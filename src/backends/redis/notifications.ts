@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Abortable, Entry } from '../../../recipes/contract.js';
 import type { RedisCounters, RedisProbe } from '../probe.js';
-import { addWaiter, sameEntries, type Waiter } from '../waiters.js';
+import { sameEntries, type Waiter } from '../waiters.js';
 
 /** What the notifications need of their driver. */
 export interface NotificationsHost {
@@ -19,9 +19,10 @@ export interface NotificationsHost {
   mapFailure(error: unknown): Error;
 }
 
+/** The change waits of one queue's channel: what each of its waiters saw. */
 interface ChangeWait {
   readonly queue: string;
-  readonly seen: readonly Entry[];
+  readonly seen: Map<Waiter, readonly Entry[]>;
 }
 
 /** How long a wait found done by the backstop is given for its notification, which may be on its way. */
@@ -73,7 +74,9 @@ export class Notifications {
 
   /** Resolves once `entry` is deleted (see `Backend.waitGone`). */
   waitGone(entry: Entry, signal: Abortable): Promise<void> {
-    const waiting = this.#wait(entry.key, entry, signal);
+    if (signal.aborted) return Promise.reject(signal.reason);
+    const { waiting, waiter } = this.#wait(entry.key, entry, signal);
+    if (waiter === undefined) return waiting;
     void this.#armed(entry.key)
       .then(async () => {
         if (this.#waiters.has(entry.key) && !(await this.#host.exists(entry))) this.#wake(entry.key);
@@ -84,30 +87,69 @@ export class Notifications {
 
   /** Resolves once the queue differs from `seen` (see `Backend.waitChange`). */
   waitChange(queue: string, seen: readonly Entry[], signal: Abortable): Promise<void> {
+    if (signal.aborted) return Promise.reject(signal.reason);
     const channel = this.#host.changesChannel(queue);
-    const waiting = this.#wait(channel, { queue, seen }, signal);
+    const { waiting, waiter } = this.#wait(channel, { queue, seen: new Map() }, signal);
+    if (waiter === undefined) return waiting;
+    const target = this.#targets.get(channel) as ChangeWait;
+    target.seen.set(waiter, seen);
     void this.#armed(channel)
       .then(async () => {
-        if (this.#waiters.has(channel) && !sameEntries(await this.#host.list(queue), seen)) this.#wake(channel);
+        // Each observer against what it saw itself: observers of one queue may have seen different listings.
+        if (target.seen.has(waiter) && !sameEntries(await this.#host.list(queue), seen)) this.#wakeOne(channel, waiter);
       })
       .catch((error: unknown) => this.#fail(channel, error));
     return waiting;
   }
 
-  #wait(channel: string, target: Entry | ChangeWait, signal: Abortable): Promise<void> {
+  /** A waiter on `channel` (the channel registered with `target` if it is new), settled as the channel is. */
+  #wait(channel: string, target: Entry | ChangeWait, signal: Abortable): { waiting: Promise<void>; waiter?: Waiter } {
     const ended = this.#host.endError();
-    if (ended !== undefined) return Promise.reject(ended);
+    if (ended !== undefined) return { waiting: Promise.reject(ended) };
     let waiters = this.#waiters.get(channel);
     if (waiters === undefined) {
       this.#waiters.set(channel, (waiters = new Set()));
       this.#targets.set(channel, target);
     }
     const set = waiters;
-    const waiting = addWaiter(set, signal, () => {
-      if (set.size === 0 && this.#waiters.get(channel) === set) this.#forget(channel);
+    let waiter!: Waiter;
+    const waiting = new Promise<void>((resolve, reject) => {
+      const onAbort = (): void => {
+        set.delete(waiter);
+        this.#left(channel, set, waiter);
+        reject(signal.reason);
+      };
+      waiter = {
+        resolve: () => {
+          signal.removeEventListener('abort', onAbort);
+          resolve();
+        },
+        reject: (error) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(error);
+        },
+      };
+      set.add(waiter);
+      signal.addEventListener('abort', onAbort, { once: true });
     });
     this.#ensureBackstop();
-    return waiting;
+    return { waiting, waiter };
+  }
+
+  /** A waiter left its channel (gave up): the channel goes with its last waiter. */
+  #left(channel: string, set: Set<Waiter>, waiter: Waiter): void {
+    if (this.#waiters.get(channel) !== set) return;
+    const target = this.#targets.get(channel);
+    if (target !== undefined && 'seen' in target) target.seen.delete(waiter);
+    if (set.size === 0) this.#forget(channel);
+  }
+
+  /** Wakes one waiter of a channel (a change wait whose own listing differs). */
+  #wakeOne(channel: string, waiter: Waiter): void {
+    const set = this.#waiters.get(channel);
+    if (set === undefined || !set.delete(waiter)) return;
+    this.#left(channel, set, waiter);
+    waiter.resolve();
   }
 
   /** The channel's subscription, asked for once. */
@@ -115,8 +157,8 @@ export class Notifications {
     let subscribed = this.#subscribed.get(channel);
     if (subscribed === undefined) {
       subscribed = this.#subscriber.subscribe(channel).then(() => {
-        // Shown to tests once the server has the subscription (and only while it is wanted).
-        if (this.#subscribed.get(channel) === subscribed) this.#watches?.set(channel, (this.#watches.get(channel) ?? 0) + 1);
+        // Shown to tests once the server has the subscription; #forget takes it back after this ran.
+        this.#watches?.set(channel, (this.#watches.get(channel) ?? 0) + 1);
       });
       this.#subscribed.set(channel, subscribed);
     }
@@ -188,34 +230,35 @@ export class Notifications {
     this.#checking = true;
     try {
       const entries: [string, Entry][] = [];
-      const changes = new Map<string, [string, ChangeWait][]>();
+      const changes: [string, ChangeWait][] = [];
       for (const [channel, target] of this.#targets) {
-        if (!('seen' in target)) {
-          entries.push([channel, target]);
-          continue;
-        }
-        let waits = changes.get(target.queue);
-        if (waits === undefined) changes.set(target.queue, (waits = []));
-        waits.push([channel, target]);
+        if ('seen' in target) changes.push([channel, target]);
+        else entries.push([channel, target]);
       }
-      const done: [string, Entry | ChangeWait][] = [];
+      const done: [string, Entry][] = [];
+      const changed: [string, Waiter][] = [];
       await Promise.all([
         entries.length === 0
           ? undefined
           : this.#host.gone(entries.map(([, entry]) => entry)).then((gone) => {
               gone.forEach((isGone, index) => isGone && done.push(entries[index]!));
             }),
-        ...[...changes].map(async ([queue, waits]) => {
-          const now = await this.#host.list(queue);
-          for (const wait of waits) if (!sameEntries(now, wait[1].seen)) done.push(wait);
+        ...changes.map(async ([channel, target]) => {
+          const now = await this.#host.list(target.queue);
+          for (const [waiter, seen] of target.seen) if (!sameEntries(now, seen)) changed.push([channel, waiter]);
         }),
       ]);
-      if (done.length === 0) return;
+      if (done.length === 0 && changed.length === 0) return;
       if (!immediate) await new Promise((resolve) => setTimeout(resolve, GRACE_MS));
       for (const [channel, target] of done) {
         if (this.#targets.get(channel) !== target) continue; // woken meanwhile by its notification, or given up
         this.#counters.backstopWakes += 1;
         this.#wake(channel);
+      }
+      for (const [channel, waiter] of changed) {
+        if (!this.#waiters.get(channel)?.has(waiter)) continue;
+        this.#counters.backstopWakes += 1;
+        this.#wakeOne(channel, waiter);
       }
     } catch {
       // the next round tries again; the session's end fails the waiters

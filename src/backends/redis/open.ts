@@ -55,8 +55,11 @@ export async function openSession(options: RedisDriverOptions): Promise<OpenedSe
     const id = randomBytes(8).toString('hex');
     const key = sessionKey(id);
     const openedAt = performance.now();
-    const made = await client.set(key, String(Date.now()), 'PX', options.sessionTimeoutMs, 'NX');
-    if (made !== 'OK') throw new BackendError(`the Redis session key ${key} exists already`);
+    // A value of this open's own: if the connection drops, ioredis sends the SET again, and a first
+    // attempt that made the key (its reply lost) must not make the open fail.
+    const mine = randomBytes(8).toString('hex');
+    const made = await client.set(key, mine, 'PX', options.sessionTimeoutMs, 'NX');
+    if (made !== 'OK' && (await client.get(key)) !== mine) throw new BackendError(`the Redis session key ${key} exists already`);
     return { client, subscriber, id, key, openedAt };
   } catch (error) {
     client.disconnect();

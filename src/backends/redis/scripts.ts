@@ -125,6 +125,18 @@ redis.call('PUBLISH', ARGV[4], id)
 return 1
 `;
 
+/**
+ * KEYS: queue. ARGV: entry id. The entry's stored value, or nil if it is gone or its session is (an
+ * expired session's entry is dead: a dead leader's data is not read back).
+ */
+export const READ = `
+local value = redis.call('HGET', KEYS[1], ARGV[1])
+if not value then return false end
+local sid = string.match(ARGV[1], '^([0-9a-f]+)%-%d+$')
+if sid and redis.call('EXISTS', '${SESSION_PREFIX}' .. sid) == 0 then return false end
+return value
+`;
+
 /** KEYS: queue, own session. ARGV: entry id. { entry exists, session exists }. */
 export const CONFIRM = `
 return { redis.call('HEXISTS', KEYS[1], ARGV[1]), redis.call('EXISTS', KEYS[2]) }
@@ -139,5 +151,6 @@ export const SCRIPTS = {
   batonList: { numberOfKeys: 1, lua: LIST },
   batonGone: { numberOfKeys: undefined, lua: GONE },
   batonRelease: { numberOfKeys: 1, lua: RELEASE },
+  batonRead: { numberOfKeys: 1, lua: READ },
   batonConfirm: { numberOfKeys: 2, lua: CONFIRM },
 } as const;
