@@ -27,7 +27,7 @@ export const REDIS_CASES = {
 const COMPARE_AND_DELETE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end";
 
 type Scripted = Redis & {
-  batonEnqueue(q: string, c: string, s: string, base: string, id: string, kind: string, data: string, at: string, fail: string): Promise<string[]>;
+  batonEnqueue(q: string, c: string, s: string, base: string, id: string, kind: string, data: string, at: string): Promise<string[]>;
   batonRelease(q: string, session: string, id: string, channel: string, changes: string): Promise<number>;
   compareAndDelete(key: string, value: string): Promise<number>;
 };
@@ -48,7 +48,7 @@ async function requestsDuring(url: string, during: () => Promise<unknown>): Prom
   let count = 0;
   monitor.on('monitor', (_time: string, args: string[], source: string) => {
     if (source === 'lua' || /^(info|monitor|client|select|ping)$/i.test(args[0] ?? '')) return;
-    if (/^set$/i.test(args[0] ?? '') && args.some((arg) => /^xx$/i.test(arg))) return; // a session's renewal, on its timer
+    if (/^pexpire$/i.test(args[0] ?? '')) return; // a session's renewal, on its timer
     count += 1;
   });
   try {
@@ -65,7 +65,7 @@ async function requestsDuring(url: string, during: () => Promise<unknown>): Prom
 /** The Redis uncontended cycle beside the raw floor (baton's two scripts on one connection), SET NX PX + Lua delete, and the polling libraries. */
 export async function benchRedisCycle(url: string, options: { blocks: number; perBlock: number; warmup: number }): Promise<{ results: Summary[]; requests: Record<string, number>; interval: [number, number]; copy: [number, number] }> {
   const client = new Redis(url) as Scripted;
-  for (const [name, { numberOfKeys, lua }] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys, lua });
+  for (const [name, { numberOfKeys, lua }] of Object.entries(SCRIPTS)) client.defineCommand(name, numberOfKeys === undefined ? { lua } : { numberOfKeys, lua });
   client.defineCommand('compareAndDelete', { numberOfKeys: 1, lua: COMPARE_AND_DELETE });
   const session = await connect(`${url}?namespace=bench`, { sessionTimeoutMs: 10_000 });
   const installed = peersInstalled();
@@ -77,7 +77,7 @@ export async function benchRedisCycle(url: string, options: { blocks: number; pe
     const floorCycle = (lock: string) => async (): Promise<void> => {
       const base = `baton:{bench-raw/${lock}}`;
       const id = `${floorSession}-${(n += 1)}`;
-      await client.batonEnqueue(`${base}:q`, `${base}:c`, `baton:session:${floorSession}`, base, id, 'lock', '', '', '');
+      await client.batonEnqueue(`${base}:q`, `${base}:c`, `baton:session:${floorSession}`, base, id, 'lock', '', '');
       await client.batonRelease(`${base}:q`, floorSession, id, `${base}:e:${id}`, `${base}:q`);
     };
     const mutex = new FairMutex(session, 'cycle');

@@ -87,10 +87,12 @@ function newPostgresProbe(): PostgresProbe & PostgresSessionProbe {
   };
 }
 
-/** A Redis session's probe: its driver's view, with its fault switches. */
+/** A Redis session's probe: its driver's view, and a fault switch for this session alone. */
 export interface RedisSessionProbe {
   /** What the session's driver shows a test, and the faults a test may cause in it. */
   readonly view: RedisView;
+  /** Published notifications are ignored, as if each were lost (the backstop must wake the waiters). */
+  muteNotifications: boolean;
 }
 
 const redisProbes = new WeakMap<object, RedisProbe & RedisSessionProbe>();
@@ -135,6 +137,7 @@ function newRedisProbe(): RedisProbe & RedisSessionProbe {
   const probe: RedisProbe & RedisSessionProbe = {
     counters: redisCounters,
     watches: redisWatches,
+    muteNotifications: false,
     expose: (shown) => (view = shown),
     get view() {
       if (view === undefined) throw new Error('the driver has not shown its view yet');

@@ -49,7 +49,9 @@ const DEFAULT_NAMESPACE = 'baton';
 const EXPECTED =
   'zk://host:port[,host:port...][/namespace], etcd://host:port[,...][/namespace], postgres://[user[:password]@]host[:port]/database[?namespace=NS], redis://[user:password@]host:port[/db][?namespace=ns] or memory://name[/namespace]';
 const POSTGRES = /^postgres(?:ql)?:\/\//i;
-const REDIS_FORM = /^(rediss?):\/\/(?:([^@/?#]*)@)?([^@/?#]+)(?:\/([^?#]*))?(?:\?([^#]*))?$/i;
+const REDIS_SCHEME = /^(rediss?):\/\//i;
+/** What follows the credentials (or `://` without them): `host:port[/db][?query]`. */
+const REDIS_REST = /^([^@/?#]+)(?:\/([^?#]*))?(?:\?([^#]*))?$/;
 
 /**
  * Parses a connection URL. Credentials in the URL are refused (they would end up in logs), except in
@@ -63,7 +65,7 @@ export function parseUrl(url: unknown): ParsedUrl {
   }
   if (/^rediss?:/i.test(url.trim())) return parseRedisUrl(url.trim());
   const match = FORM.exec(url.trim());
-  if (match === null) throw new InvalidArgumentError('url', hidePassword(url), EXPECTED);
+  if (match === null) throw new InvalidArgumentError('url', redactUrl(url), EXPECTED);
   const [, rawScheme = '', authority = '', path = ''] = match;
   const scheme = SCHEMES[rawScheme.toLowerCase()];
   if (scheme === undefined) throw new InvalidArgumentError('url scheme', `${rawScheme}:`, 'zk:, etcd:, postgres:, redis:, rediss: or memory:');
@@ -89,11 +91,11 @@ export function parseUrl(url: unknown): ParsedUrl {
   return { scheme, hosts, namespace };
 }
 
-function validateHost(host: string, url: string): void {
+function validateHost(host: string, url: string, what = `host ${JSON.stringify(host)} in url`): void {
   const match = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(host);
   const port = Number(match?.[2]);
   if (match === null || port < 1 || port > 65_535) {
-    throw new InvalidArgumentError(`host ${JSON.stringify(host)} in url`, url, 'host:port with a port from 1 to 65535');
+    throw new InvalidArgumentError(what, url, 'host:port with a port from 1 to 65535');
   }
 }
 
@@ -107,9 +109,16 @@ function parseNamespace(path: string): string {
   }
 }
 
-/** A URL as it may be shown: the password of a `redis://user:password@` URL replaced. */
+/**
+ * A URL as it may be shown: if it holds an `@`, everything from `://` (or the scheme's colon) to its
+ * LAST `@` is replaced, as the userinfo ends at the last `@` (a password may hold `@`, `/`, `?` or `#`
+ * unencoded, and no namespace or database holds an `@`).
+ */
 export function redactUrl(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/?#]*:)[^@/?#]*@/i, '$1(not shown)@');
+  const at = url.lastIndexOf('@');
+  if (at < 0) return url;
+  const scheme = /^[a-z][a-z0-9+.-]*:(?:\/\/)?/i.exec(url)?.[0].length ?? 0;
+  return `${url.slice(0, scheme)}(not shown)${url.slice(at)}`;
 }
 
 /**
@@ -118,10 +127,18 @@ export function redactUrl(url: string): string {
  */
 function parseRedisUrl(url: string): ParsedUrl {
   const shown = redactUrl(url);
-  const match = REDIS_FORM.exec(url);
+  const scheme = REDIS_SCHEME.exec(url);
+  if (scheme === null) throw new InvalidArgumentError('url', shown, EXPECTED);
+  const rawScheme = scheme[1]!;
+  // The credentials end at the last '@' of the URL: a password may hold '@', '/', '?' or '#'.
+  const at = url.lastIndexOf('@');
+  const userinfo = at < 0 ? undefined : url.slice(scheme[0].length, at);
+  const match = REDIS_REST.exec(url.slice(at < 0 ? scheme[0].length : at + 1));
   if (match === null) throw new InvalidArgumentError('url', shown, EXPECTED);
-  const [, rawScheme = '', userinfo, host = '', rawDb = '', query = ''] = match;
-  validateHost(host, shown);
+  const [, host = '', rawDb = '', query = ''] = match;
+  // The host is named only when the URL held no credentials.
+  if (userinfo === undefined) validateHost(host, shown);
+  else validateHost(host, shown, 'host in url');
   const db = rawDb.replace(/\/+$/, '') === '' ? 0 : Number(rawDb.replace(/\/+$/, ''));
   if (!/^\d{1,5}$/.test(rawDb.replace(/\/+$/, '') || '0') || !Number.isInteger(db) || db > 65_535) {
     throw new InvalidArgumentError('url database', rawDb, 'a database number after the host, as in redis://host:6379/0');

@@ -131,16 +131,16 @@ export interface RedisCounters {
 export interface RedisProbe extends Probe<RedisCounters, RedisView> {
   /** Channels waited on right now (entry keys and queue channels), with how many sessions wait on each. */
   readonly watches: Map<string, number>;
+  /** Published notifications are ignored, as if each were lost (the backstop must wake the waiters). */
+  readonly muteNotifications: boolean;
 }
 
 /** What tests may see of a Redis driver, and the faults they may cause in it. */
 export interface RedisView {
   /** The session's key (`baton:session:<id>`). */
   readonly sessionKey: string;
-  /** Published notifications are ignored, as if each were lost (the backstop must wake the waiters). */
-  muteNotifications: boolean;
-  /** The next enqueue's script fails after its write, as a script error part-way would. */
-  failNextEnqueueAfterWrite: boolean;
+  /** How many channels have local waiters. */
+  readonly waitedChannels: number;
   /** The watchdog stops renewing the session key (the key then expires on the server). */
   stopWatchdog(): void;
 }

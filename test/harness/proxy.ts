@@ -102,6 +102,22 @@ export class TcpProxy {
     for (const pair of this.#pairs) if (pair.first !== undefined && match(pair.first)) pair.cut = true;
   }
 
+  /**
+   * A partition of one connection: the one whose server side has this local port (as the server's
+   * `CLIENT LIST` shows its address) passes nothing either way from now on, and stays open until
+   * `heal()`. New connections are forwarded as usual.
+   */
+  isolateServerPort(port: number): boolean {
+    let found = false;
+    for (const pair of this.#pairs) {
+      if (pair.server.localPort === port) {
+        pair.cut = true;
+        found = true;
+      }
+    }
+    return found;
+  }
+
   /** Ends `isolate()`: its connections are closed (bytes were dropped, so they cannot carry on). */
   heal(): void {
     this.#isolate = undefined;

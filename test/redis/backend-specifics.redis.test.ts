@@ -1,16 +1,18 @@
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { inspect } from 'node:util';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { AccessDeniedError, BackendError, InvalidArgumentError, SessionLostError } from '../../recipes/errors.js';
+import { AccessDeniedError, BackendError, BatonError, InvalidArgumentError, SessionLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { connect, redisCounters, redisProbeOf } from 'baton-locks/testing';
+import { connect, redisCounters, redisProbeOf, redisWatches } from 'baton-locks/testing';
 import { parseUrl } from '../../src/url.js';
+import { SCRIPTS } from '../../src/backends/redis/scripts.js';
 import { startRedis, type RedisServer } from '../harness/redis.js';
 import { redisFixture, withRedisAdmin } from '../support/backends/redis.js';
 import { useScope } from '../support/backends/scope.js';
-import { eventually, later } from '../support/wait.js';
+import { eventually, later, track } from '../support/wait.js';
 import { backendOf, entryOf } from '../support/internals.js';
 
 const SECRET = 'pw-Zq81-never-shown';
@@ -44,6 +46,37 @@ describe('Redis URLs', () => {
     await expect(connect('etcd://127.0.0.1:2379/x', { redis: { password: SECRET } })).rejects.toThrow(InvalidArgumentError);
     await expect(connect('redis://127.0.0.1:6379?namespace=x', { redis: { tls: {} } })).rejects.toThrow(/rediss/);
     await expect(connect('redis://127.0.0.1:6379?namespace=x', { redis: { passwort: SECRET } as never })).rejects.toThrow(/password/);
+  });
+});
+
+describe('Redis URLs: a password holding ? / # or @ unencoded', () => {
+  // Each half of the password is a marker that must never be shown.
+  const passwords = ['lft-Q7x?rgt-K9z', 'lft-Q7x/rgt-K9z', 'lft-Q7x#rgt-K9z', 'lft-Q7x@rgt-K9z', 'lft-Q7x?/#@rgt-K9z'];
+
+  it('splits the credentials at the last @: host, port and password come out right', () => {
+    for (const password of passwords) {
+      const parsed = parseUrl(`redis://u:${password}@127.0.0.1:6379/2?namespace=app`);
+      expect(parsed, password).toMatchObject({ hosts: ['127.0.0.1:6379'], namespace: 'app' });
+      expect(parsed.redis, password).toMatchObject({ db: 2, username: 'u' });
+      expect(parsed.redis!.password(), password).toBe(password);
+    }
+  });
+
+  it('a bad URL with such a password is refused without showing the password or naming a host made of it', () => {
+    for (const password of passwords) {
+      for (const url of [`redis://u:${password}@h`, `redis://u:${password}@h:1/x`, `redis://u:${password}@h:99999`, `redis://u:${password}@h:1?ns=1`, `redis://u:${password}@`]) {
+        let error: unknown;
+        try {
+          parseUrl(url);
+        } catch (caught) {
+          error = caught;
+        }
+        expect(error, url).toBeInstanceOf(InvalidArgumentError);
+        const shown = `${inspect(error, { depth: 10 })} ${(error as Error).message}`;
+        for (const half of ['lft-Q7x', 'rgt-K9z']) expect(shown, url).not.toContain(half);
+        expect(shown, url).not.toMatch(/host "/);
+      }
+    }
   });
 });
 
@@ -90,6 +123,89 @@ describe('Redis: a server with a password', () => {
   });
 });
 
+describe('Redis: servers refused at open', () => {
+  const servers: RedisServer[] = [];
+  afterAll(async () => {
+    await Promise.allSettled(servers.map((server) => server.stop()));
+  });
+  async function serverWith(args: string[]): Promise<RedisServer> {
+    const server = await startRedis({ args });
+    servers.push(server);
+    return server;
+  }
+  const open = (server: RedisServer) => connect(`redis://${server.address}?namespace=config`, { sessionTimeoutMs: 2_000, connectTimeoutMs: 5_000 });
+
+  it('refuses a server that may evict keys (maxmemory with a policy other than noeviction), naming the policy', async () => {
+    for (const policy of ['volatile-lru', 'volatile-ttl', 'allkeys-lru', 'allkeys-random']) {
+      const server = await serverWith(['--maxmemory', '64mb', '--maxmemory-policy', policy]);
+      const refused = await open(server).catch((error: unknown) => error);
+      expect(refused, policy).toBeInstanceOf(BatonError);
+      expect(refused, policy).toMatchObject({ code: 'UNSAFE_SERVER_CONFIG' });
+      expect((refused as Error).message, policy).toContain(policy);
+      await withRedisAdmin({ url: `redis://${server.address}`, sessionTimeoutMs: 2_000 }, async (client) => expect(await client.keys('baton:*')).toEqual([]));
+      await server.stop();
+    }
+  });
+
+  it('opens on noeviction with maxmemory, and on any policy without maxmemory', async () => {
+    for (const args of [['--maxmemory', '64mb', '--maxmemory-policy', 'noeviction'], ['--maxmemory', '0', '--maxmemory-policy', 'allkeys-lru']]) {
+      const server = await serverWith(args);
+      const session = await open(server);
+      const lock = await new FairMutex(session, 'x').acquire();
+      await lock.release();
+      await session.close();
+      await server.stop();
+    }
+  });
+
+  it('refuses a server in cluster mode, before an acquire would fail on a cross-slot script', async () => {
+    const server = await serverWith(['--cluster-enabled', 'yes']);
+    await withRedisAdmin({ url: `redis://${server.address}`, sessionTimeoutMs: 2_000 }, async (client) => {
+      await client.call('CLUSTER', 'ADDSLOTSRANGE', '0', '16383');
+      await eventually('the one-node cluster serves every slot', async () => /cluster_state:ok/.test(String(await client.call('CLUSTER', 'INFO'))), 10_000);
+    });
+    const refused = await open(server).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(BatonError);
+    expect(refused).toMatchObject({ code: 'UNSUPPORTED_SERVER' });
+    expect((refused as Error).message).toContain('cluster mode');
+  });
+});
+
+describe('Redis: a password rotated on the server while sessions run', () => {
+  let server: RedisServer;
+  beforeAll(async () => {
+    server = await startRedis({ args: ['--requirepass', SECRET] });
+  });
+  afterAll(async () => server?.stop());
+
+  it("a wait whose subscription fails at the reconnect's AUTH rejects without the password", async () => {
+    const url = `redis://:${SECRET}@${server.address}?namespace=rotated`;
+    const [a, b] = [await connect(url, { sessionTimeoutMs: 2_000 }), await connect(url, { sessionTimeoutMs: 2_000 })];
+    const admin = new Redis({ host: '127.0.0.1', port: server.port, password: SECRET, maxRetriesPerRequest: 1 });
+    admin.on('error', () => undefined);
+    try {
+      const [x, y] = [await new FairMutex(a, 'x').acquire(), await new FairMutex(a, 'y').acquire()];
+      // b waits for x: its subscriber connection is in subscribe mode.
+      const first = later(new FairMutex(b, 'x').acquire({ timeoutMs: 10_000 }));
+      await eventually('b subscribed', async () => ((await admin.call('PUBSUB', 'NUMSUB', entryOf(x).key)) as [string, number])[1] === 1);
+      // The password changes; b's subscriber is dropped and dials again with the old one: AUTH fails.
+      await admin.config('SET', 'requirepass', 'rotated-pw-Lm2');
+      await admin.auth('rotated-pw-Lm2');
+      await admin.client('KILL', 'TYPE', 'pubsub');
+      // b's wait for y subscribes on that connection: the AUTH error rejects the SUBSCRIBE.
+      const refused = await new FairMutex(b, 'y').acquire({ timeoutMs: 10_000 }).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(Error);
+      expect(inspect(refused, { depth: 20, showHidden: true })).not.toContain(SECRET);
+      expect(JSON.stringify(refused, Object.getOwnPropertyNames(refused))).not.toContain(SECRET);
+      first.catch(() => undefined);
+      await Promise.allSettled([x.release(), y.release()]);
+    } finally {
+      await Promise.allSettled([a.close(), b.close()]);
+      admin.disconnect();
+    }
+  });
+});
+
 describe('Redis: sessions, tokens and scripts', () => {
   const scope = useScope(redisFixture);
   const info = inject('redisStandalone');
@@ -103,16 +219,37 @@ describe('Redis: sessions, tokens and scripts', () => {
       tokens.push(lock.fencingToken);
       await lock.release();
     }
-    expect(tokens[1]).toBe(tokens[0]! + 1n);
-    expect(tokens[2]).toBe(tokens[1]! + 1n);
+    expect(tokens[1]).toBeGreaterThan(tokens[0]!);
+    expect(tokens[2]).toBeGreaterThan(tokens[1]!);
     // Microseconds of the server clock: above 2^50, below 2^63.
     expect(tokens[0]!).toBeGreaterThan(2n ** 50n);
-    await withRedisAdmin(info, async (client) => expect(await client.exists(`baton:{${scope.namespace}/tokens}:c`)).toBe(1));
+    await withRedisAdmin(info, async (client) => expect(await client.get(`baton:{${scope.namespace}/tokens}:c`)).toBe(String(tokens[2])));
     // A server that lost its data (no persistence) starts the counter again from its clock.
     await withRedisAdmin(info, async (client) => void (await client.del(`baton:{${scope.namespace}/tokens}:c`)));
     const after = await mutex.acquire();
     expect(after.fencingToken).toBeGreaterThan(tokens[2]!);
     await after.release();
+  });
+
+  it('a counter that went back (a crash that lost its last writes, a snapshot restored, a failover) still gives a larger token: the server clock', async () => {
+    const a = await scope.open();
+    const mutex = new FairMutex(a, 'rollback');
+    const counter = `baton:{${scope.namespace}/rollback}:c`;
+    const first = await mutex.acquire();
+    await first.release();
+    const second = await mutex.acquire();
+    await second.release();
+    // The counter as it stood before the second acquisition (its write lost).
+    await withRedisAdmin(info, async (client) => void (await client.set(counter, String(first.fencingToken))));
+    const third = await mutex.acquire();
+    expect(third.fencingToken).toBeGreaterThan(second.fencingToken);
+    await third.release();
+    // A counter ahead of the clock (a clock that went back, a busy lock) goes on from itself.
+    const ahead = BigInt(Date.now()) * 1000n + 10n ** 12n; // some eleven days ahead
+    await withRedisAdmin(info, async (client) => void (await client.set(counter, String(ahead))));
+    const fourth = await mutex.acquire();
+    expect(fourth.fencingToken).toBe(ahead + 1n);
+    await fourth.release();
   });
 
   it('a renewal after the session key expired does not bring the session back: the session is lost', async () => {
@@ -125,7 +262,7 @@ describe('Redis: sessions, tokens and scripts', () => {
     await eventually('the key expired on the server', () => withRedisAdmin(info, async (client) => (await client.exists(probe.view.sessionKey)) === 0), info.sessionTimeoutMs * 2);
     // What a late renewal would send: it answers nothing and creates nothing.
     await withRedisAdmin(info, async (client) => {
-      expect(await client.set(probe.view.sessionKey, '1', 'PX', info.sessionTimeoutMs, 'XX')).toBeNull();
+      expect(await client.pexpire(probe.view.sessionKey, info.sessionTimeoutMs)).toBe(0);
       expect(await client.exists(probe.view.sessionKey)).toBe(0);
     });
     expect(a.state).toBe('lost');
@@ -169,10 +306,41 @@ describe('Redis: sessions, tokens and scripts', () => {
     await eventually('a told its entry is gone', () => held.signal.aborted, scope.fixture.lossDeadlineMs);
   });
 
+  it("the backstop of waiters looks only at the entries they wait for, every quarter of the timeout: no waiter reads the whole queue", async () => {
+    const holder = await scope.open();
+    const waiters = await Promise.all([1, 2, 3, 4, 5].map(() => scope.open()));
+    const held = await new FairMutex(holder, 'backstop').acquire();
+    const queueKey = `baton:{${scope.namespace}/backstop}:q`;
+    const waiting = waiters.map((session) => later(new FairMutex(session, 'backstop').acquire({ timeoutMs: 20_000 })));
+    await eventually('all queued', async () => (await backendOf(holder).list('backstop')).length === 6);
+    await eventually('all watching', async () => (await scope.fixture.watched(scope.namespace)).length >= 1 && redisCountersWatchers(scope.namespace) === 5);
+    const sha = (lua: string): string => createHash('sha1').update(lua).digest('hex');
+    const named = new Map([[sha(SCRIPTS.batonList.lua), 'list'], [sha(SCRIPTS.batonGone.lua), 'gone'], [SCRIPTS.batonList.lua, 'list'], [SCRIPTS.batonGone.lua, 'gone']]);
+    const counts = { list: 0, gone: 0 };
+    const monitorClient = new Redis(info.url, { lazyConnect: true });
+    const monitor = await monitorClient.monitor();
+    monitor.on('error', () => undefined);
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      if (source === 'lua' || !/^eval(sha)?$/i.test(args[0] ?? '') || !args.includes(queueKey)) return;
+      const script = named.get(args[1] ?? '');
+      if (script !== undefined) counts[script as 'list' | 'gone'] += 1;
+    });
+    const windowMs = info.sessionTimeoutMs * 0.75;
+    await new Promise((resolve) => setTimeout(resolve, windowMs));
+    monitor.disconnect();
+    monitorClient.disconnect();
+    // Without the gone script each waiter read the whole queue every eighth of the timeout.
+    expect(counts.list).toBe(0);
+    expect(counts.gone).toBeGreaterThanOrEqual(waiters.length);
+    expect(counts.gone).toBeLessThanOrEqual(waiters.length * (windowMs / (info.sessionTimeoutMs / 4) + 1));
+    await held.release();
+    for (const wait of waiting) await (await wait).release();
+  });
+
   it('a lost notification is covered by the backstop read', async () => {
     const [a, b] = [await scope.open(), await scope.open()];
     const held = await new FairMutex(a, 'muted').acquire();
-    redisProbeOf(b).view.muteNotifications = true;
+    redisProbeOf(b).muteNotifications = true;
     const waiting = later(new FairMutex(b, 'muted').acquire({ timeoutMs: info.sessionTimeoutMs * 2 }));
     await eventually('b watching', async () => (await scope.fixture.watched(scope.namespace)).length === 1);
     const wakes = redisCounters.backstopWakes;
@@ -182,18 +350,65 @@ describe('Redis: sessions, tokens and scripts', () => {
     await granted.release();
   });
 
-  it('a script error part-way: the acquire fails, the entry it wrote is removed, the queue and the session go on', async () => {
+  it('a wait begun with an aborted signal rejects with its reason and leaves no channel behind', async () => {
     const [a, b] = [await scope.open(), await scope.open()];
-    redisProbeOf(a).view.failNextEnqueueAfterWrite = true;
-    const failed = await new FairMutex(a, 'script-error').acquire().catch((error: unknown) => error);
-    expect(failed).toBeInstanceOf(BackendError);
-    // The write before the error stays (Redis does not roll a script back) until the driver removes it.
-    await eventually('the half-made entry removed', async () => (await backendOf(b).list('script-error')).length === 0, 2_000);
-    const other = await new FairMutex(b, 'script-error').acquire({ timeoutMs: 2_000 });
-    await other.release();
-    const again = await new FairMutex(a, 'script-error').acquire({ timeoutMs: 2_000 });
-    expect(a.state).toBe('connected');
-    await again.release();
+    const held = await new FairMutex(a, 'aborted').acquire();
+    const reason = new Error('given up before');
+    const refused = await backendOf(b).waitGone(entryOf(held), AbortSignal.abort(reason)).catch((error: unknown) => error);
+    expect(refused).toBe(reason);
+    const changes = await backendOf(b).waitChange('aborted', [], AbortSignal.abort(reason)).catch((error: unknown) => error);
+    expect(changes).toBe(reason);
+    expect(redisProbeOf(b).view.waitedChannels).toBe(0);
+    await held.release();
+  });
+
+  it('observers of one queue are each judged by the listing they saw: the backstop wakes only the one whose listing changed', async () => {
+    const [a, b, o] = [await scope.open(), await scope.open(), await scope.open()];
+    redisProbeOf(o).muteNotifications = true;
+    const first = await new FairMutex(a, 'observed').acquire();
+    const seenBefore = await backendOf(o).list('observed');
+    const stale = track(backendOf(o).waitChange('observed', seenBefore, new AbortController().signal));
+    // Its subscription stands and its first look is done (the queue was as it saw it).
+    await eventually('the first observer armed', () => redisWatches.has(`baton:{${scope.namespace}/observed}:q`));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(stale.settled).toBe(false);
+    const second = later(new FairMutex(b, 'observed').acquire({ timeoutMs: 10_000 }));
+    await eventually('b queued', async () => (await backendOf(o).list('observed')).length === 2);
+    const giveUp = new AbortController();
+    const current = track(backendOf(o).waitChange('observed', await backendOf(o).list('observed'), giveUp.signal));
+    await eventually('the stale observer woken by the backstop', () => stale.settled, info.sessionTimeoutMs);
+    // Two more backstop rounds: the queue is still what the other observer saw.
+    await new Promise((resolve) => setTimeout(resolve, info.sessionTimeoutMs / 2 + 100));
+    expect(current.settled).toBe(false);
+    giveUp.abort(new Error('done'));
+    await current.promise.catch(() => undefined);
+    await first.release();
+    await (await second).release();
+  });
+
+  it("a wait given up before its subscription was answered does not take away another session's count of that channel", async () => {
+    const [a, b, c] = [await scope.open(), await scope.open(), await scope.open()];
+    const held = await new FairMutex(a, 'counted').acquire();
+    const waiting = later(new FairMutex(b, 'counted').acquire({ timeoutMs: 10_000 }));
+    await eventually('b watching', async () => (await scope.fixture.watched(scope.namespace)).length === 1);
+    expect(redisWatches.get(entryOf(held).key)).toBe(1);
+    const giveUp = new AbortController();
+    const gone = backendOf(c).waitGone(entryOf(held), giveUp.signal).catch(() => undefined);
+    giveUp.abort(new Error('at once'));
+    await gone;
+    await new Promise((resolve) => setTimeout(resolve, 50)); // c's subscribe and unsubscribe answered
+    expect(redisWatches.get(entryOf(held).key)).toBe(1);
+    await held.release();
+    await (await waiting).release();
+  });
+
+  it("read() of an entry whose session key is gone answers null (a dead leader's data is not read back)", async () => {
+    const [a, b] = [await scope.open(), await scope.open()];
+    const held = await new FairMutex(a, 'read-dead').acquire();
+    expect(await backendOf(b).read(entryOf(held))).toBe('');
+    redisProbeOf(a).view.stopWatchdog();
+    await withRedisAdmin(info, async (client) => void (await client.del(redisProbeOf(a).view.sessionKey)));
+    expect(await backendOf(b).read(entryOf(held))).toBeNull();
   });
 
   it('refuses an enqueue once its own session key is gone (never an entry after the session ended)', async () => {
@@ -229,6 +444,13 @@ describe('Redis: sessions, tokens and scripts', () => {
     await lock.release();
   });
 });
+
+/** How many sessions wait on channels of the namespace's locks. */
+function redisCountersWatchers(namespace: string): number {
+  let count = 0;
+  for (const [channel, sessions] of redisWatches) if (channel.startsWith(`baton:{${namespace}/`)) count += sessions;
+  return count;
+}
 
 /** A server not in cluster mode still answers CLUSTER KEYSLOT on 7.0; this stands in should it not. */
 function keyslotWithoutCluster(key: string): string {

@@ -20,10 +20,12 @@ const RELEASES_KEPT_MS = 5_000;
 
 /** baton's scripts as commands of its own client (see scripts.ts). */
 interface Scripts {
-  batonEnqueue(queue: string, counter: string, session: string, base: string, id: string, kind: string, data: string, at: string, fail: string): Promise<string[]>;
+  batonEnqueue(queue: string, counter: string, session: string, base: string, id: string, kind: string, data: string, at: string): Promise<string[]>;
   batonList(queue: string, base: string): Promise<string[]>;
+  batonGone(numberOfKeys: number, ...keysThenArgs: string[]): Promise<number[]>;
   batonRelease(queue: string, session: string, id: string, channel: string, changes: string): Promise<number>;
   batonConfirm(queue: string, session: string, id: string): Promise<[number, number]>;
+  batonRead(queue: string, id: string): Promise<string | null>;
 }
 
 /**
@@ -50,7 +52,6 @@ export class RedisDriver implements Driver {
   /** Our entries that may be in a queue (sent, or enqueued and not yet withdrawn), by id. */
   readonly #own = new Map<string, string>();
   #next = 0;
-  #failNextEnqueue = false;
   /** Our latest releases: id, queue, when answered (a failover may lose the last ones). */
   readonly #released: [string, string, number][] = [];
   /** The releases answered shortly before the connection closed, to send again once it is back. */
@@ -74,10 +75,15 @@ export class RedisDriver implements Driver {
       onEnd: (reason) => this.#onEnd(reason),
       onLost: () => this.#letGo(),
     });
-    this.#watchdog = new Watchdog(this.#client, this.#sessionKey, this.timeoutMs, this.#core, () => {
+    this.#watchdog = new Watchdog(this.#client, this.#subscriber, this.#sessionKey, this.timeoutMs, this.#core, {
       // The socket stands but nothing comes back: dial again (requests in flight are sent again).
-      if (this.#client.status === 'ready') this.#client.disconnect(true);
-      if (this.#subscriber.status === 'ready') this.#subscriber.disconnect(true);
+      client: () => {
+        if (this.#client.status === 'ready') this.#client.disconnect(true);
+        if (this.#subscriber.status === 'ready') this.#subscriber.disconnect(true);
+      },
+      subscriber: () => {
+        if (this.#subscriber.status === 'ready') this.#subscriber.disconnect(true);
+      },
     });
     this.#notifications = new Notifications(
       this.#subscriber,
@@ -86,21 +92,23 @@ export class RedisDriver implements Driver {
         endError: () => this.#core.endError(),
         exists: async (entry) => (await this.#request(() => this.#client.hexists(this.#keysOf(entry.queue).queue, idOf(entry.key)))) === 1,
         list: (queue) => this.list(queue),
+        gone: (entries) => this.#gone(entries),
         changesChannel: (queue) => this.#keysOf(queue).changes,
+        mapFailure: (error) => this.#core.mapFailure(error),
       },
       this.#counters,
-      probe?.watches,
-      Math.max(Math.floor(this.timeoutMs / 8), 25),
+      probe,
+      Math.max(Math.floor(this.timeoutMs / 4), 25),
     );
-    for (const connection of [this.#client, this.#subscriber]) connection.on('error', () => undefined); // reported through the states
     this.#client.on('close', () => {
       this.#watchdog.suspend();
       this.#doubtful ??= this.#recentReleases();
     });
     this.#client.on('ready', () => {
-      this.#watchdog.renew();
+      this.#watchdog.clientReady();
       this.#releaseAgain();
     });
+    this.#subscriber.on('ready', () => this.#watchdog.subscriberReady());
     this.#watchdog.start();
     probe?.expose(this.#view());
   }
@@ -128,14 +136,13 @@ export class RedisDriver implements Driver {
   async enqueue(queue: string, kind: string, at?: Entry, data?: string, _dialect?: string): Promise<Enqueued> {
     const keys = this.#keysOf(queue);
     const id = `${this.id}-${(this.#next += 1)}`;
-    const fail = this.#failNextEnqueue ? 'fail' : '';
-    this.#failNextEnqueue = false;
     this.#own.set(id, queue);
     let flat: string[];
     try {
-      flat = await this.#request(() => this.#client.batonEnqueue(keys.queue, keys.counter, this.#sessionKey, keys.base, id, kind, data ?? '', at === undefined ? '' : `${at.order} ${at.fencingToken}`, fail));
+      flat = await this.#request(() => this.#client.batonEnqueue(keys.queue, keys.counter, this.#sessionKey, keys.base, id, kind, data ?? '', at === undefined ? '' : `${at.order} ${at.fencingToken}`));
     } catch (error) {
-      // The script may have written the entry before it failed (Redis does not roll a script back).
+      // The entry may have been written by an attempt whose reply was lost, before the request failed
+      // (a refusal after a reconnect): it is removed in the background.
       this.#removeLater(queue, id);
       throw error;
     }
@@ -163,6 +170,19 @@ export class RedisDriver implements Driver {
     const keys = this.#keysOf(queue);
     const flat = await this.#request(() => this.#client.batonList(keys.queue, keys.base));
     return this.#parse(queue, keys, flat).map((found) => found.entry);
+  }
+
+  /** For each entry, whether it is gone (the backstop's look: see the gone script). */
+  async #gone(entries: readonly Entry[]): Promise<boolean[]> {
+    const keys: string[] = [];
+    const args: string[] = [];
+    for (const entry of entries) {
+      const at = entry.key.lastIndexOf(':e:');
+      keys.push(`${entry.key.slice(0, at)}:q`);
+      args.push(entry.key.slice(0, at), entry.key.slice(at + 3));
+    }
+    const gone = await this.#request(() => this.#client.batonGone(keys.length, ...keys, ...args));
+    return gone.map((flag) => flag === 1);
   }
 
   waitGone(entry: Entry, signal: Abortable): Promise<void> {
@@ -223,7 +243,7 @@ export class RedisDriver implements Driver {
   }
 
   async read(entry: Entry): Promise<string | null> {
-    const value = await this.#request(() => this.#client.hget(this.#keysOf(entry.queue).queue, idOf(entry.key)));
+    const value = await this.#request(() => this.#client.batonRead(this.#keysOf(entry.queue).queue, idOf(entry.key)));
     if (value === null) return null;
     return value.split(' ').slice(4).join(' ');
   }
@@ -311,17 +331,8 @@ export class RedisDriver implements Driver {
     const driver = this;
     return {
       sessionKey: this.#sessionKey,
-      get muteNotifications() {
-        return driver.#notifications.muted;
-      },
-      set muteNotifications(value: boolean) {
-        driver.#notifications.muted = value;
-      },
-      get failNextEnqueueAfterWrite() {
-        return driver.#failNextEnqueue;
-      },
-      set failNextEnqueueAfterWrite(value: boolean) {
-        driver.#failNextEnqueue = value;
+      get waitedChannels() {
+        return driver.#notifications.size;
       },
       stopWatchdog: () => this.#watchdog.stop(),
     };

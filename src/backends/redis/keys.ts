@@ -1,7 +1,10 @@
 import type { Entry } from '../../../recipes/contract.js';
 import { SESSION_PREFIX } from './scripts.js';
 
-/** The keys and channels of one lock: all under one hash tag, so that a script touches one slot. */
+/**
+ * The keys and channels of one lock: all under one hash tag, so that a lock's own keys share one
+ * cluster slot. The scripts also read session keys, which hash elsewhere: cluster mode is refused at open.
+ */
 export interface LockKeys {
   /** `baton:{<namespace>/<lock>}`: the hash tag and the prefix of the lock's keys and channels. */
   readonly base: string;

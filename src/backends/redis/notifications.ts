@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Abortable, Entry } from '../../../recipes/contract.js';
-import type { RedisCounters } from '../probe.js';
-import { addWaiter, sameEntries, type Waiter } from '../waiters.js';
+import type { RedisCounters, RedisProbe } from '../probe.js';
+import { sameEntries, type Waiter } from '../waiters.js';
 
 /** What the notifications need of their driver. */
 export interface NotificationsHost {
@@ -11,14 +11,22 @@ export interface NotificationsHost {
   exists(entry: Entry): Promise<boolean>;
   /** The live entries of a queue (the list script: expired sessions' entries dropped and told). */
   list(queue: string): Promise<readonly Entry[]>;
+  /** For each entry, whether it is gone (the gone script: an expired session's entry dropped and told). */
+  gone(entries: readonly Entry[]): Promise<readonly boolean[]>;
   /** The channel told of every change of a queue. */
   changesChannel(queue: string): string;
+  /** A failure as the session's requests report it (credentials on a client error scrubbed). */
+  mapFailure(error: unknown): Error;
 }
 
+/** The change waits of one queue's channel: what each of its waiters saw. */
 interface ChangeWait {
   readonly queue: string;
-  readonly seen: readonly Entry[];
+  readonly seen: Map<Waiter, readonly Entry[]>;
 }
+
+/** How long a wait found done by the backstop is given for its notification, which may be on its way. */
+const GRACE_MS = 20;
 
 /**
  * The session's waits, on its subscriber connection: a waiter subscribes to the channel of the entry
@@ -26,15 +34,19 @@ interface ChangeWait {
  * release wakes only the waiters of that entry. Subscriptions are shared by the local waiters of a
  * channel and dropped with the last one. A bounded re-read (the backstop) covers a notification lost
  * with a connection and the entries of a session that expired with nobody deleting them: while
- * anything waits, every eighth of the session timeout, each queue waited in is read with the list
- * script (which drops and tells the expired entries), and a waiter whose entry two reads in a row
- * found gone is woken: within a quarter of the timeout of a lost notification.
+ * anything waits, every quarter of the session timeout, one gone script looks at the entries waited
+ * for (only those: its cost does not grow with the queues), dropping and telling those of expired
+ * sessions, and each queue with a change wait is read with the list script; a wait found done is
+ * woken a moment later unless its notification came meanwhile: within a quarter of the timeout of a
+ * lost notification.
  */
 export class Notifications {
   readonly #subscriber: Redis;
   readonly #host: NotificationsHost;
   readonly #counters: RedisCounters;
   readonly #watches: Map<string, number> | undefined;
+  /** A test's probe (absent in production): it may mute the messages. */
+  readonly #probe: RedisProbe | undefined;
   readonly #everyMs: number;
   readonly #waiters = new Map<string, Set<Waiter>>();
   /** What each waited channel stands for: an entry, or a queue whose change is awaited. */
@@ -43,16 +55,13 @@ export class Notifications {
   readonly #subscribed = new Map<string, Promise<unknown>>();
   #timer: NodeJS.Timeout | undefined;
   #checking = false;
-  /** Waits the last check found done without their notification: woken by the next check if still waiting. */
-  readonly #suspects = new Set<string>();
-  /** Messages are ignored (a test's lost notification). */
-  muted = false;
 
-  constructor(subscriber: Redis, host: NotificationsHost, counters: RedisCounters, watches: Map<string, number> | undefined, everyMs: number) {
+  constructor(subscriber: Redis, host: NotificationsHost, counters: RedisCounters, probe: RedisProbe | undefined, everyMs: number) {
     this.#subscriber = subscriber;
     this.#host = host;
     this.#counters = counters;
-    this.#watches = watches;
+    this.#watches = probe?.watches;
+    this.#probe = probe;
     this.#everyMs = everyMs;
     subscriber.on('message', (channel: string) => this.#onMessage(channel));
     // Messages published while the subscriber was away are lost: look at once.
@@ -65,9 +74,9 @@ export class Notifications {
 
   /** Resolves once `entry` is deleted (see `Backend.waitGone`). */
   waitGone(entry: Entry, signal: Abortable): Promise<void> {
-    const refused = this.#refused(signal);
-    if (refused !== undefined) return refused;
-    const waiting = this.#wait(entry.key, entry, signal);
+    if (signal.aborted) return Promise.reject(signal.reason);
+    const { waiting, waiter } = this.#wait(entry.key, entry, signal);
+    if (waiter === undefined) return waiting;
     void this.#armed(entry.key)
       .then(async () => {
         if (this.#waiters.has(entry.key) && !(await this.#host.exists(entry))) this.#wake(entry.key);
@@ -78,37 +87,69 @@ export class Notifications {
 
   /** Resolves once the queue differs from `seen` (see `Backend.waitChange`). */
   waitChange(queue: string, seen: readonly Entry[], signal: Abortable): Promise<void> {
-    const refused = this.#refused(signal);
-    if (refused !== undefined) return refused;
+    if (signal.aborted) return Promise.reject(signal.reason);
     const channel = this.#host.changesChannel(queue);
-    const waiting = this.#wait(channel, { queue, seen }, signal);
+    const { waiting, waiter } = this.#wait(channel, { queue, seen: new Map() }, signal);
+    if (waiter === undefined) return waiting;
+    const target = this.#targets.get(channel) as ChangeWait;
+    target.seen.set(waiter, seen);
     void this.#armed(channel)
       .then(async () => {
-        if (this.#waiters.has(channel) && !sameEntries(await this.#host.list(queue), seen)) this.#wake(channel);
+        // Each observer against what it saw itself: observers of one queue may have seen different listings.
+        if (target.seen.has(waiter) && !sameEntries(await this.#host.list(queue), seen)) this.#wakeOne(channel, waiter);
       })
       .catch((error: unknown) => this.#fail(channel, error));
     return waiting;
   }
 
-  /** A wait that cannot begin: the signal aborted already, or the session ended. Nothing is set up for it. */
-  #refused(signal: Abortable): Promise<void> | undefined {
-    if (signal.aborted) return Promise.reject(signal.reason);
+  /** A waiter on `channel` (the channel registered with `target` if it is new), settled as the channel is. */
+  #wait(channel: string, target: Entry | ChangeWait, signal: Abortable): { waiting: Promise<void>; waiter?: Waiter } {
     const ended = this.#host.endError();
-    return ended === undefined ? undefined : Promise.reject(ended);
-  }
-
-  #wait(channel: string, target: Entry | ChangeWait, signal: Abortable): Promise<void> {
+    if (ended !== undefined) return { waiting: Promise.reject(ended) };
     let waiters = this.#waiters.get(channel);
     if (waiters === undefined) {
       this.#waiters.set(channel, (waiters = new Set()));
       this.#targets.set(channel, target);
     }
     const set = waiters;
-    const waiting = addWaiter(set, signal, () => {
-      if (set.size === 0 && this.#waiters.get(channel) === set) this.#forget(channel);
+    let waiter!: Waiter;
+    const waiting = new Promise<void>((resolve, reject) => {
+      const onAbort = (): void => {
+        set.delete(waiter);
+        this.#left(channel, set, waiter);
+        reject(signal.reason);
+      };
+      waiter = {
+        resolve: () => {
+          signal.removeEventListener('abort', onAbort);
+          resolve();
+        },
+        reject: (error) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(error);
+        },
+      };
+      set.add(waiter);
+      signal.addEventListener('abort', onAbort, { once: true });
     });
     this.#ensureBackstop();
-    return waiting;
+    return { waiting, waiter };
+  }
+
+  /** A waiter left its channel (gave up): the channel goes with its last waiter. */
+  #left(channel: string, set: Set<Waiter>, waiter: Waiter): void {
+    if (this.#waiters.get(channel) !== set) return;
+    const target = this.#targets.get(channel);
+    if (target !== undefined && 'seen' in target) target.seen.delete(waiter);
+    if (set.size === 0) this.#forget(channel);
+  }
+
+  /** Wakes one waiter of a channel (a change wait whose own listing differs). */
+  #wakeOne(channel: string, waiter: Waiter): void {
+    const set = this.#waiters.get(channel);
+    if (set === undefined || !set.delete(waiter)) return;
+    this.#left(channel, set, waiter);
+    waiter.resolve();
   }
 
   /** The channel's subscription, asked for once. */
@@ -116,8 +157,8 @@ export class Notifications {
     let subscribed = this.#subscribed.get(channel);
     if (subscribed === undefined) {
       subscribed = this.#subscriber.subscribe(channel).then(() => {
-        // Shown to tests once the server has the subscription (and only while it is wanted).
-        if (this.#subscribed.get(channel) === subscribed) this.#watches?.set(channel, (this.#watches.get(channel) ?? 0) + 1);
+        // Shown to tests once the server has the subscription; #forget takes it back after this ran.
+        this.#watches?.set(channel, (this.#watches.get(channel) ?? 0) + 1);
       });
       this.#subscribed.set(channel, subscribed);
     }
@@ -125,7 +166,7 @@ export class Notifications {
   }
 
   #onMessage(channel: string): void {
-    if (this.muted || !this.#waiters.has(channel)) return;
+    if (this.#probe?.muteNotifications === true || !this.#waiters.has(channel)) return;
     this.#counters.notifications += 1;
     this.#wake(channel);
   }
@@ -137,19 +178,23 @@ export class Notifications {
     for (const waiter of waiters) waiter.resolve();
   }
 
-  /** The wait could not be set up (the session ended meanwhile): its waiters fail. */
+  /**
+   * The wait could not be set up (the session ended meanwhile, the subscriber's AUTH failed): its
+   * waiters fail with the error as the failure map makes it (a client's error never reaches them raw:
+   * ioredis puts AUTH's arguments, the password, on the error of every command it fails with it).
+   */
   #fail(channel: string, error: unknown): void {
     const waiters = this.#waiters.get(channel);
     if (waiters === undefined) return;
     this.#forget(channel);
-    for (const waiter of waiters) waiter.reject(error);
+    const mapped = this.#host.mapFailure(error);
+    for (const waiter of waiters) waiter.reject(mapped);
   }
 
   /** The channel has no waiter any more: its subscription goes. */
   #forget(channel: string): void {
     this.#waiters.delete(channel);
     this.#targets.delete(channel);
-    this.#suspects.delete(channel);
     const subscribed = this.#subscribed.get(channel);
     if (subscribed === undefined) return;
     this.#subscribed.delete(channel);
@@ -175,38 +220,46 @@ export class Notifications {
   }
 
   /**
-   * Reads every queue waited in and wakes every wait whose entry is gone or whose queue changed: at
-   * once after the subscriber reconnected (messages were lost), else at the check after the one that
-   * found it so, since a notification sent just before this read may still be on its way.
+   * Looks at every waited entry (the gone script) and every queue with a change wait (the list script),
+   * and wakes every wait whose entry is gone or whose queue changed: at once after the subscriber
+   * reconnected (messages were lost), else a moment later, since a notification published before this
+   * read may still be on its way on the other connection (it then wakes the wait and is counted).
    */
   async check(immediate = false): Promise<void> {
     if (this.#checking || this.#waiters.size === 0 || !this.#host.isOpen()) return;
     this.#checking = true;
     try {
-      const byQueue = new Map<string, [string, Entry | ChangeWait][]>();
+      const entries: [string, Entry][] = [];
+      const changes: [string, ChangeWait][] = [];
       for (const [channel, target] of this.#targets) {
-        const queue = target.queue;
-        let waits = byQueue.get(queue);
-        if (waits === undefined) byQueue.set(queue, (waits = []));
-        waits.push([channel, target]);
+        if ('seen' in target) changes.push([channel, target]);
+        else entries.push([channel, target]);
       }
-      await Promise.all(
-        [...byQueue].map(async ([queue, waits]) => {
-          const now = await this.#host.list(queue);
-          const live = new Set(now.map((entry) => entry.key));
-          for (const [channel, target] of waits) {
-            const gone = 'seen' in target ? !sameEntries(now, target.seen) : !live.has(target.key);
-            if (!gone || this.#targets.get(channel) !== target) continue;
-            // Its notification may be on its way on the other connection: woken at the next check.
-            if (!immediate && !this.#suspects.has(channel)) {
-              this.#suspects.add(channel);
-              continue;
-            }
-            this.#counters.backstopWakes += 1;
-            this.#wake(channel);
-          }
+      const done: [string, Entry][] = [];
+      const changed: [string, Waiter][] = [];
+      await Promise.all([
+        entries.length === 0
+          ? undefined
+          : this.#host.gone(entries.map(([, entry]) => entry)).then((gone) => {
+              gone.forEach((isGone, index) => isGone && done.push(entries[index]!));
+            }),
+        ...changes.map(async ([channel, target]) => {
+          const now = await this.#host.list(target.queue);
+          for (const [waiter, seen] of target.seen) if (!sameEntries(now, seen)) changed.push([channel, waiter]);
         }),
-      );
+      ]);
+      if (done.length === 0 && changed.length === 0) return;
+      if (!immediate) await new Promise((resolve) => setTimeout(resolve, GRACE_MS));
+      for (const [channel, target] of done) {
+        if (this.#targets.get(channel) !== target) continue; // woken meanwhile by its notification, or given up
+        this.#counters.backstopWakes += 1;
+        this.#wake(channel);
+      }
+      for (const [channel, waiter] of changed) {
+        if (!this.#waiters.get(channel)?.has(waiter)) continue;
+        this.#counters.backstopWakes += 1;
+        this.#wakeOne(channel, waiter);
+      }
     } catch {
       // the next round tries again; the session's end fails the waiters
     } finally {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
 import type { Redis, RedisOptions } from 'ioredis';
-import { AccessDeniedError, BackendError } from '../../../recipes/errors.js';
+import { AccessDeniedError, BackendError, BatonError } from '../../../recipes/errors.js';
 import { loadPeer } from '../../metrics/peer.js';
 import { describeDialFailure } from '../dial.js';
 import type { RedisTarget } from '../../url.js';
@@ -44,17 +44,23 @@ export async function openSession(options: RedisDriverOptions): Promise<OpenedSe
   const { Redis } = await loadPeer('ioredis', 'a redis:// URL', () => import('ioredis'));
   const deadline = performance.now() + options.connectTimeoutMs;
   const client = new Redis(clientOptions(options));
+  scrubErrors(client);
   defineScripts(client);
   let subscriber: Redis | undefined;
   try {
     await ready(client, deadline, options);
+    await refuseUnsafeServer(client, options.host);
     subscriber = client.duplicate();
+    scrubErrors(subscriber);
     await ready(subscriber, deadline, options);
     const id = randomBytes(8).toString('hex');
     const key = sessionKey(id);
     const openedAt = performance.now();
-    const made = await client.set(key, String(Date.now()), 'PX', options.sessionTimeoutMs, 'NX');
-    if (made !== 'OK') throw new BackendError(`the Redis session key ${key} exists already`);
+    // A value of this open's own: if the connection drops, ioredis sends the SET again, and a first
+    // attempt that made the key (its reply lost) must not make the open fail.
+    const mine = randomBytes(8).toString('hex');
+    const made = await client.set(key, mine, 'PX', options.sessionTimeoutMs, 'NX');
+    if (made !== 'OK' && (await client.get(key)) !== mine) throw new BackendError(`the Redis session key ${key} exists already`);
     return { client, subscriber, id, key, openedAt };
   } catch (error) {
     client.disconnect();
@@ -85,15 +91,50 @@ function clientOptions(options: RedisDriverOptions): RedisOptions {
     connectTimeout: Math.max(500, Math.min(options.connectTimeoutMs, Math.floor(options.sessionTimeoutMs / 2))),
     retryStrategy: (times: number) => Math.min(20 * 2 ** Math.min(times, 5), 500),
     enableReadyCheck: true,
-    // ioredis's disconnect ends the socket and destroys it after this long if it has not closed; after a
-    // refused dial the socket closed already, never says so again, and its timer (2 s by default) kept a
-    // program whose connect failed alive that long.
-    disconnectTimeout: 200,
+    // ioredis's disconnect ends the socket and destroys it after this long if it has not closed (2 s by
+    // default): a connection dropped for its silence is destroyed this soon, so that the redial starts;
+    // and after a refused dial, whose socket never says it closed, the timer does not keep a program alive.
+    disconnectTimeout: 100,
   };
 }
 
+/**
+ * Refuses a server on which baton cannot keep its promise, read from `INFO` (which ioredis's ready
+ * check needs anyway; `CONFIG GET` is an admin command an ACL user rarely has):
+ * - an eviction policy other than `noeviction` with a `maxmemory` set: Redis may then evict a session
+ *   key (every one has an expiry, so the `volatile-*` policies too) or a queue, and grant the lock to
+ *   another session while its holder learns of it only at its next renewal. Code `UNSAFE_SERVER_CONFIG`.
+ * - cluster mode: every script reads the session keys of the entries it finds, which live in other
+ *   slots, so every acquire would fail with a cross-slot error. Code `UNSUPPORTED_SERVER`.
+ * Read once, at open: an operator who changes the policy later (`CONFIG SET`) is not seen.
+ */
+async function refuseUnsafeServer(client: Redis, host: string): Promise<void> {
+  const [memory, cluster] = await Promise.all([client.info('memory'), client.info('cluster')]);
+  if (/^cluster_enabled:1\s*$/m.test(cluster)) {
+    throw new BatonError(`the Redis server at ${host} runs in cluster mode, which baton does not support (its scripts read session keys in other slots): use a single primary`, 'UNSUPPORTED_SERVER');
+  }
+  const maxmemory = Number(/^maxmemory:(\d+)\s*$/m.exec(memory)?.[1] ?? '0');
+  const policy = /^maxmemory_policy:(\S+)\s*$/m.exec(memory)?.[1] ?? 'noeviction';
+  if (maxmemory > 0 && policy !== 'noeviction') {
+    throw new BatonError(
+      `the Redis server at ${host} may evict keys (maxmemory ${maxmemory} with maxmemory-policy ${policy}): an evicted session key or queue would let two sessions hold one lock; set maxmemory-policy noeviction (or maxmemory 0) for baton's server`,
+      'UNSAFE_SERVER_CONFIG',
+    );
+  }
+}
+
+/**
+ * Every error the connection emits has its credentials blanked at once: an AUTH that fails at a
+ * reconnect (a rotated password) fails every queued command with its own error, whose `command.args`
+ * hold the user and password; 'error' is emitted synchronously, before any of those commands' callers
+ * sees the error. The connection's state reaches the session through the watchdog, not this event.
+ */
+function scrubErrors(connection: Redis): void {
+  connection.on('error', (error: unknown) => void scrubbed(error));
+}
+
 function defineScripts(client: Redis): void {
-  for (const [name, { numberOfKeys, lua }] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys, lua });
+  for (const [name, { numberOfKeys, lua }] of Object.entries(SCRIPTS)) client.defineCommand(name, numberOfKeys === undefined ? { lua } : { numberOfKeys, lua });
 }
 
 /** Waits until the connection is ready, the deadline passes, the signal aborts or the server refuses us. */

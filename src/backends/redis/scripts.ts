@@ -5,7 +5,8 @@
  *
  * A queue is a hash `<base>:q` (field: the entry's id `<session>-<n>`, value: `<order> <token>
  * <created, server ms> <kind> <data>`) beside its counter `<base>:c`, where `<base>` is `baton:{<namespace>/<lock>}`: the braces
- * are a hash tag, so that both keys of a lock sit in one cluster slot. A session is the key
+ * are a hash tag, so that both keys of a lock sit in one cluster slot (the session keys the scripts
+ * also read do not: a server in cluster mode is refused at open). A session is the key
  * `baton:session:<id>` with a millisecond expiry, renewed by the watchdog.
  */
 
@@ -47,11 +48,14 @@ end
 
 /**
  * KEYS: queue, counter, own session. ARGV: base, entry id, kind, data, `at` as `<order> <token>` (or
- * ''), 'fail' (a test's script error after the write) or ''. Refused if our session is gone (never an
+ * ''). Refused if our session is gone (never an
  * entry after our session's end). A retry after a lost reply finds the entry it wrote (the id is the
  * client's): the answer's first element says so ('1'), before the live entries. The token is the
- * counter's next value; a missing counter is seeded from the server's
- * clock in microseconds, so that a wiped server does not hand out a token below one it gave before.
+ * larger of the counter's next value and the server's clock in microseconds (`TIME`), and is stored
+ * as the counter: tokens strictly increase on one server even if its clock goes back, and a counter
+ * that went back or is missing (a crash that lost the last writes, an RDB snapshot restored, a failover
+ * to a replica that missed writes, a wiped server) still gives tokens above every one given before,
+ * as long as the server's clock (the new primary's) has not gone back across the loss.
  * An entry placed `at` another of ours (a downgrade) takes that entry's order and token: the same
  * holder goes on, at the same place.
  */
@@ -62,16 +66,14 @@ if found == 0 then
   local now = redis.call('TIME')
   local place = ARGV[5]
   if place == '' then
-    if redis.call('EXISTS', KEYS[2]) == 0 then
-      redis.call('SET', KEYS[2], now[1] .. string.format('%06d', tonumber(now[2])))
-    end
-    local token = string.format('%.0f', redis.call('INCR', KEYS[2]))
+    local last = tonumber(redis.call('GET', KEYS[2]) or '0')
+    local token = string.format('%.0f', math.max(last + 1, tonumber(now[1]) * 1000000 + tonumber(now[2])))
+    redis.call('SET', KEYS[2], token)
     place = token .. ' ' .. token
   end
   local ms = now[1] .. string.format('%03d', math.floor(tonumber(now[2]) / 1000))
   redis.call('HSET', KEYS[1], ARGV[2], place .. ' ' .. ms .. ' ' .. ARGV[3] .. ' ' .. ARGV[4])
   redis.call('PUBLISH', ARGV[1] .. ':q', ARGV[2])
-  if ARGV[6] == 'fail' then return redis.error_reply('BATONTEST a script error after the write') end
 end
 local entries = live(KEYS[1], ARGV[1])
 table.insert(entries, 1, tostring(found))
@@ -81,6 +83,32 @@ return entries
 /** KEYS: queue. ARGV: base. The live entries (see `LIVE`). */
 export const LIST = `${LIVE}
 return live(KEYS[1], ARGV[1])
+`;
+
+/**
+ * The backstop's look at the entries this session waits for, and nothing else of their queues. KEYS:
+ * each waited entry's queue. ARGV: each entry's base and id, in pairs. For each, 1 if it is gone: its
+ * field is missing, or its session key is (then it is deleted here and its channels told, as `LIVE`
+ * does); else 0.
+ */
+export const GONE = `
+local out = {}
+for i = 1, #KEYS do
+  local base = ARGV[2 * i - 1]
+  local id = ARGV[2 * i]
+  local gone = redis.call('HEXISTS', KEYS[i], id) == 0
+  if not gone then
+    local sid = string.match(id, '^([0-9a-f]+)%-%d+$')
+    if sid and redis.call('EXISTS', '${SESSION_PREFIX}' .. sid) == 0 then
+      redis.call('HDEL', KEYS[i], id)
+      redis.call('PUBLISH', base .. ':e:' .. id, 'expired')
+      redis.call('PUBLISH', base .. ':q', 'expired')
+      gone = true
+    end
+  end
+  out[i] = gone and 1 or 0
+end
+return out
 `;
 
 /**
@@ -97,15 +125,32 @@ redis.call('PUBLISH', ARGV[4], id)
 return 1
 `;
 
+/**
+ * KEYS: queue. ARGV: entry id. The entry's stored value, or nil if it is gone or its session is (an
+ * expired session's entry is dead: a dead leader's data is not read back).
+ */
+export const READ = `
+local value = redis.call('HGET', KEYS[1], ARGV[1])
+if not value then return false end
+local sid = string.match(ARGV[1], '^([0-9a-f]+)%-%d+$')
+if sid and redis.call('EXISTS', '${SESSION_PREFIX}' .. sid) == 0 then return false end
+return value
+`;
+
 /** KEYS: queue, own session. ARGV: entry id. { entry exists, session exists }. */
 export const CONFIRM = `
 return { redis.call('HEXISTS', KEYS[1], ARGV[1]), redis.call('EXISTS', KEYS[2]) }
 `;
 
-/** The scripts by the command name they are defined under on baton's client, with their key counts. */
+/**
+ * The scripts by the command name they are defined under on baton's client, with their key counts
+ * (undefined: the count is the call's first argument).
+ */
 export const SCRIPTS = {
   batonEnqueue: { numberOfKeys: 3, lua: ENQUEUE },
   batonList: { numberOfKeys: 1, lua: LIST },
+  batonGone: { numberOfKeys: undefined, lua: GONE },
   batonRelease: { numberOfKeys: 1, lua: RELEASE },
+  batonRead: { numberOfKeys: 1, lua: READ },
   batonConfirm: { numberOfKeys: 2, lua: CONFIRM },
 } as const;

@@ -2,33 +2,55 @@ import type { Redis } from 'ioredis';
 import { SessionLostError } from '../../../recipes/errors.js';
 import type { DriverCore } from '../core.js';
 
+/** What the watchdog does when a connection stays silent. */
+export interface SilenceHandlers {
+  /** The client's connection: the session is suspended, and both connections are dialled again. */
+  client(): void;
+  /** The subscriber connection: it is dialled again (the session's renewals are not affected). */
+  subscriber(): void;
+}
+
 /**
- * The session's watchdog: it renews the session key's expiry with `SET key v PX timeout XX`, which
- * only renews a key that still exists, so a renewal that arrives after the key expired cannot bring
- * the session back: it answers nothing and the session is lost. Each answered renewal is an
- * acknowledgement at its send time (the session's deadline counts from it). A renewal left
- * unanswered for a third of the timeout means the connection is silent: the session is suspended
- * and the connection dropped, so that the client dials again.
+ * The session's watchdog: it renews the session key's expiry with `PEXPIRE key timeout`, which only
+ * renews a key that still exists (it never creates one), so a renewal that arrives after the key
+ * expired cannot bring the session back: it answers 0 and the session is lost. `PEXPIRE` is not
+ * refused at `maxmemory` under `noeviction` (`SET` is), so a full server does not lose every session.
+ * Each answered renewal is an acknowledgement at its send time (the session's deadline counts from
+ * it). A renewal left unanswered for a third of the timeout means the connection is silent: the
+ * session is suspended and the connection dropped, so that the client dials again. With each renewal
+ * the subscriber connection is sent a `PING` (allowed in subscribe mode): left unanswered as long, it
+ * is dropped and dialled again too, so that an idle subscriber a NAT or load balancer forgot does not
+ * leave every wait to the backstop. Silence is counted from the later of the send and the
+ * connection's last 'ready': a request sent before a reconnect and sent again after it does not make
+ * the fresh connection look silent.
  */
 export class Watchdog {
   readonly #client: Redis;
+  readonly #subscriber: Redis;
   readonly #key: string;
   readonly #timeoutMs: number;
   readonly #core: DriverCore;
   readonly #everyMs: number;
-  readonly #onSilent: () => void;
+  readonly #onSilent: SilenceHandlers;
   #timer: NodeJS.Timeout | undefined;
   /** The send time of the renewal in flight. */
   #sentAt: number | undefined;
+  /** The send time of the subscriber's ping in flight. */
+  #pingSentAt: number | undefined;
+  /** When each connection was last ready. */
+  #clientReadyAt: number;
+  #subscriberReadyAt: number;
   #suspended = false;
 
-  constructor(client: Redis, key: string, timeoutMs: number, core: DriverCore, onSilent: () => void) {
+  constructor(client: Redis, subscriber: Redis, key: string, timeoutMs: number, core: DriverCore, onSilent: SilenceHandlers) {
     this.#client = client;
+    this.#subscriber = subscriber;
     this.#key = key;
     this.#timeoutMs = timeoutMs;
     this.#core = core;
     this.#onSilent = onSilent;
     this.#everyMs = Math.max(Math.floor(timeoutMs / 4), 25);
+    this.#clientReadyAt = this.#subscriberReadyAt = performance.now();
   }
 
   start(): void {
@@ -48,24 +70,36 @@ export class Watchdog {
     this.#core.events?.status('suspended');
   }
 
-  /** Sends a renewal now unless one is in flight (as soon as the connection is back, too). */
+  /** The client's connection is (again) ready: a renewal goes at once. */
+  clientReady(): void {
+    this.#clientReadyAt = performance.now();
+    this.renew();
+  }
+
+  /** The subscriber connection is (again) ready. */
+  subscriberReady(): void {
+    this.#subscriberReadyAt = performance.now();
+  }
+
+  /** Sends a renewal now unless one is in flight (as soon as the connection is back, too), and a ping to the subscriber. */
   renew(): void {
     if (!this.#core.isOpen) return;
+    this.#pingSubscriber();
     if (this.#sentAt !== undefined) {
-      if (performance.now() - this.#sentAt > this.#timeoutMs / 3) {
+      if (performance.now() - Math.max(this.#sentAt, this.#clientReadyAt) > this.#timeoutMs / 3) {
         this.suspend();
-        this.#onSilent();
+        this.#onSilent.client();
       }
       return;
     }
     if (this.#client.status !== 'ready') return;
     const sentAt = performance.now();
     this.#sentAt = sentAt;
-    this.#client.set(this.#key, String(Date.now()), 'PX', this.#timeoutMs, 'XX').then(
+    this.#client.pexpire(this.#key, this.#timeoutMs).then(
       (reply) => {
         if (this.#sentAt === sentAt) this.#sentAt = undefined;
         if (!this.#core.isOpen) return;
-        if (reply === null) {
+        if (reply === 0) {
           this.#core.lose(new SessionLostError(`Redis session key ${this.#key} expired or was deleted`));
           return;
         }
@@ -79,5 +113,22 @@ export class Watchdog {
         if (this.#sentAt === sentAt) this.#sentAt = undefined;
       },
     );
+  }
+
+  #pingSubscriber(): void {
+    if (this.#pingSentAt !== undefined) {
+      if (performance.now() - Math.max(this.#pingSentAt, this.#subscriberReadyAt) > this.#timeoutMs / 3) {
+        this.#subscriberReadyAt = performance.now(); // given as long again to come back
+        this.#onSilent.subscriber();
+      }
+      return;
+    }
+    if (this.#subscriber.status !== 'ready') return;
+    const sentAt = performance.now();
+    this.#pingSentAt = sentAt;
+    const settled = (): void => {
+      if (this.#pingSentAt === sentAt) this.#pingSentAt = undefined;
+    };
+    this.#subscriber.ping().then(settled, settled);
   }
 }

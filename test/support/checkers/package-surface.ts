@@ -23,7 +23,7 @@ export const INTERNAL_MEMBERS = [
   'releaseHold',
   'ownerContext',
 ];
-export const TEST_HOOKS = ['zkCounters', 'etcdCounters', 'createOrphan', 'muteWatchEvents', 'etcdWatches', 'zkLimits', 'mkdirpHooks'];
+export const TEST_HOOKS = ['zkCounters', 'etcdCounters', 'createOrphan', 'muteWatchEvents', 'etcdWatches', 'zkLimits', 'mkdirpHooks', 'muteNotifications', 'redisWatches', 'stopWatchdog'];
 
 /** One entry point of the package: its subpath (`.`, `./metrics`) and its `.d.ts`. */
 export interface EntryPoint {
