@@ -167,6 +167,28 @@ describe('PostgreSQL: statements held up or failing part-way, a terminated backe
     expect(await rowsLeft(postgresUrl(), schema, scope.namespace)).toBe(0);
   });
 
+  it('a waiter whose notification never comes is woken by the backstop within a quarter lease or so', async () => {
+    const [holder, waiter] = [await scope.open(), await scope.open()];
+    const leaseMs = scope.fixture.options.sessionTimeoutMs!;
+    const held = await new FairMutex(holder, 'silent').acquire();
+    const waiting = track(new FairMutex(waiter, 'silent').acquire({ timeoutMs: scope.fixture.lossDeadlineMs }));
+    await eventually('waiter watching', async () => (await scope.fixture.watched(scope.namespace)).includes(entryOf(held).key));
+    // Deletes notify nobody while the trigger is off: the release's notification is lost.
+    await withPostgres(postgresUrl(), (client) => client.query(`ALTER TABLE ${schema}.entries DISABLE TRIGGER entry_gone`));
+    try {
+      const notified = postgresCounters.notifications;
+      const releasedAt = performance.now();
+      await held.release();
+      const lock = await waiting.promise;
+      // The backstop looks every quarter lease; the look and the grant take a little more.
+      expect(performance.now() - releasedAt).toBeLessThan(leaseMs / 2);
+      expect(postgresCounters.notifications).toBe(notified);
+      await lock.release();
+    } finally {
+      await withPostgres(postgresUrl(), (client) => client.query(`ALTER TABLE ${schema}.entries ENABLE TRIGGER entry_gone`));
+    }
+  });
+
   it("pg_terminate_backend of both of the sessions' connections: they reconnect, the holder holds, the waiter is woken on release", async () => {
     const [holder, waiter] = [await scope.open(), await scope.open()];
     const [holderStates, waiterStates] = [statesOf(holder), statesOf(waiter)];
