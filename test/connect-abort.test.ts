@@ -22,9 +22,19 @@ describe('connect gives up on abort', () => {
       url: (address: string) => `etcd://${address}/abort`,
       options: { ttlSeconds: inject('etcdStandalone').ttlSeconds },
     }),
+    postgres: () => ({
+      port: Number(new URL(inject('postgres')).port),
+      url: (address: string) => {
+        const url = new URL(inject('postgres'));
+        url.host = address;
+        url.searchParams.set('namespace', 'abort');
+        return url.toString();
+      },
+      options: { sessionTimeoutMs: 2_000 },
+    }),
   };
 
-  it.each(['zk', 'etcd'] as const)('%s: an abort while the server does not answer rejects with its reason at once (and the ZooKeeper client hangs up by its connect timeout)', async (kind) => {
+  it.each(['zk', 'etcd', 'postgres'] as const)('%s: an abort while the server does not answer rejects with its reason at once (and the ZooKeeper client hangs up by its connect timeout)', async (kind) => {
     const server = servers[kind]();
     const proxy = await TcpProxy.start({ port: server.port });
     try {
@@ -36,7 +46,8 @@ describe('connect gives up on abort', () => {
       // on ZooKeeper, a connect timeout that fails the connect with another error: only the abort can
       // end either connect in time with this reason.
       const connectTimeoutMs = kind === 'zk' ? 2 * inject('zkStandalone').sessionTimeoutMs : 600_000;
-      const options = kind === 'etcd' ? { ttlSeconds: 300 } : server.options;
+      // On PostgreSQL, a lease whose statement deadlines (a third of it) are far beyond the test's own.
+      const options = kind === 'etcd' ? { ttlSeconds: 300 } : kind === 'postgres' ? { sessionTimeoutMs: 600_000 } : server.options;
       const connecting = connect(server.url(proxy.address), { ...options, connectTimeoutMs, signal: controller.signal });
       connecting.catch(() => undefined);
       await eventually('the client reached the server', () => proxy.connections > 0);
@@ -46,12 +57,14 @@ describe('connect gives up on abort', () => {
       // node-zookeeper-client), and hangs up at its connect timeout. etcd3's gRPC connections live in
       // grpc-js's process-wide pool, shared by clients to the same member, closed on its own schedule.
       if (kind === 'zk') await eventually('the client hung up', () => proxy.connections === 0, 2 * connectTimeoutMs);
+      // node-postgres's sockets are baton's own: dropped at the abort.
+      if (kind === 'postgres') await eventually('the client hung up', () => proxy.connections === 0);
     } finally {
       await proxy.close();
     }
   });
 
-  it.each(['zk', 'etcd'] as const)('%s: an already aborted signal rejects with its reason without dialling', async (kind) => {
+  it.each(['zk', 'etcd', 'postgres'] as const)('%s: an already aborted signal rejects with its reason without dialling', async (kind) => {
     const server = servers[kind]();
     const proxy = await TcpProxy.start({ port: server.port });
     try {
@@ -63,7 +76,7 @@ describe('connect gives up on abort', () => {
     }
   });
 
-  it.each(['zk', 'etcd'] as const)('%s: a signal that never aborts changes nothing, and the open session does not listen to it', async (kind) => {
+  it.each(['zk', 'etcd', 'postgres'] as const)('%s: a signal that never aborts changes nothing, and the open session does not listen to it', async (kind) => {
     const server = servers[kind]();
     const controller = new AbortController();
     const session = await connect(server.url(`127.0.0.1:${server.port}`), { ...server.options, signal: controller.signal });

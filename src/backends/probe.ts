@@ -97,7 +97,7 @@ export interface EtcdView {
   readonly watchersClosing: number;
 }
 
-/** PostgreSQL's counts: notifications that reached waiters, entries adopted after a lost enqueue reply. */
+/** PostgreSQL's counts: notifications that reached waiters, entries adopted after a lost enqueue reply, statements, orphans removed. */
 export interface PostgresCounters {
   /** NOTIFY messages that reached waiters. */
   notifications: number;
@@ -105,6 +105,8 @@ export interface PostgresCounters {
   adopted: number;
   /** Statements sent on the sessions' request connections (heartbeats and LISTENs go on the other). */
   statements: number;
+  /** The sessions' own orphaned entries deleted (an enqueue attempt applied after the session moved on). */
+  orphansRemoved: number;
 }
 
 export interface PostgresProbe extends Probe<PostgresCounters, PostgresView> {
@@ -165,7 +167,7 @@ export function etcdCounters(): EtcdCounters {
 }
 
 export function postgresCounters(): PostgresCounters {
-  return { notifications: 0, adopted: 0, statements: 0 };
+  return { notifications: 0, adopted: 0, statements: 0, orphansRemoved: 0 };
 }
 
 export function redisCounters(): RedisCounters {

@@ -71,7 +71,8 @@ describe('PostgreSQL restarted under its sessions', () => {
   }
 
   it('a session whose lease runs out while the server is down is lost, its holder told before the server could grant anyone', async () => {
-    const short = await scope.open({ sessionTimeoutMs: 1_000 });
+    const SHORT_MS = 1_000;
+    const short = await scope.open({ sessionTimeoutMs: SHORT_MS });
     const other = await scope.open();
     const held = await new FairMutex(short, 'outage').acquire();
     let toldAt = Number.NaN;
@@ -79,8 +80,8 @@ describe('PostgreSQL restarted under its sessions', () => {
     const downAt = performance.now();
     await server!.kill('SIGINT');
     try {
-      await eventually('the holder told', () => held.signal.aborted, 1_000 * 2);
-      expect(toldAt - downAt).toBeLessThan(1_000); // its last renewal was sent before the server went down
+      await eventually('the holder told', () => held.signal.aborted, SHORT_MS * 2);
+      expect(toldAt - downAt).toBeLessThan(SHORT_MS); // its last renewal was sent before the server went down
     } finally {
       await server!.start();
     }
@@ -110,7 +111,7 @@ describe('PostgreSQL: statements held up or failing part-way, a terminated backe
       await client.query(`CREATE TRIGGER fail_partway AFTER INSERT ON ${schema}.entries FOR EACH ROW WHEN (NEW.queue = 'partway') EXECUTE FUNCTION ${schema}.fail_partway()`);
     });
     try {
-      const failed = await new FairMutex(session, 'partway').acquire({ timeoutMs: 5_000 }).then(() => undefined, (e: unknown) => e as Error);
+      const failed = await new FairMutex(session, 'partway').acquire({ timeoutMs: scope.fixture.lossDeadlineMs }).then(() => undefined, (e: unknown) => e as Error);
       expect(failed).toBeInstanceOf(BackendError);
       expect((failed?.cause as { code?: string } | undefined)?.code).toBe('P0001');
       expect(await rowsLeft(postgresUrl(), schema, scope.namespace)).toBe(0);
@@ -151,7 +152,7 @@ describe('PostgreSQL: statements held up or failing part-way, a terminated backe
       await client.query(`CREATE TRIGGER hold_up AFTER INSERT ON ${schema}.entries FOR EACH ROW WHEN (NEW.queue = 'race' AND NEW.session = ${first.id.replace(/^pg-/, '')}) EXECUTE FUNCTION ${schema}.hold_up()`);
     });
     try {
-      const firstAcquire = track(new FairMutex(first, 'race').acquire({ timeoutMs: 5_000 }));
+      const firstAcquire = track(new FairMutex(first, 'race').acquire({ timeoutMs: scope.fixture.lossDeadlineMs }));
       await eventually('the first enqueue held up after its insert', () =>
         withPostgres(postgresUrl(), async (client) => (await client.query("SELECT 1 FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query LIKE '%.enqueue(%'")).rows.length === 1),
       );
@@ -166,17 +167,39 @@ describe('PostgreSQL: statements held up or failing part-way, a terminated backe
     expect(await rowsLeft(postgresUrl(), schema, scope.namespace)).toBe(0);
   });
 
+  it('a waiter whose notification never comes is woken by the backstop within a quarter lease or so', async () => {
+    const [holder, waiter] = [await scope.open(), await scope.open()];
+    const leaseMs = scope.fixture.options.sessionTimeoutMs!;
+    const held = await new FairMutex(holder, 'silent').acquire();
+    const waiting = track(new FairMutex(waiter, 'silent').acquire({ timeoutMs: scope.fixture.lossDeadlineMs }));
+    await eventually('waiter watching', async () => (await scope.fixture.watched(scope.namespace)).includes(entryOf(held).key));
+    // Deletes notify nobody while the trigger is off: the release's notification is lost.
+    await withPostgres(postgresUrl(), (client) => client.query(`ALTER TABLE ${schema}.entries DISABLE TRIGGER entry_gone`));
+    try {
+      const notified = postgresCounters.notifications;
+      const releasedAt = performance.now();
+      await held.release();
+      const lock = await waiting.promise;
+      // The backstop looks every quarter lease; the look and the grant take a little more.
+      expect(performance.now() - releasedAt).toBeLessThan(leaseMs / 2);
+      expect(postgresCounters.notifications).toBe(notified);
+      await lock.release();
+    } finally {
+      await withPostgres(postgresUrl(), (client) => client.query(`ALTER TABLE ${schema}.entries ENABLE TRIGGER entry_gone`));
+    }
+  });
+
   it("pg_terminate_backend of both of the sessions' connections: they reconnect, the holder holds, the waiter is woken on release", async () => {
     const [holder, waiter] = [await scope.open(), await scope.open()];
     const [holderStates, waiterStates] = [statesOf(holder), statesOf(waiter)];
     const held = await new FairMutex(holder, 'terminated').acquire();
     await writeWhileHeld(register().url, held);
-    const waiting = track(new FairMutex(waiter, 'terminated').acquire({ timeoutMs: 10_000 }));
-    await eventually('waiter queued', async () => (await backendOf(waiter).list('terminated')).length === 2, 2_000);
+    const waiting = track(new FairMutex(waiter, 'terminated').acquire({ timeoutMs: scope.fixture.lossDeadlineMs * 2 }));
+    await eventually('waiter queued', async () => (await backendOf(waiter).list('terminated')).length === 2, scope.fixture.lossDeadlineMs);
     const pids = [...Object.values(await postgresProbeOf(holder).view.backendPids()), ...Object.values(await postgresProbeOf(waiter).view.backendPids())];
     expect(pids.every((pid) => typeof pid === 'number')).toBe(true);
     await withPostgres(postgresUrl(), (client) => client.query('SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid', [pids]));
-    await eventually('both sessions suspended, then connected again', () => holderStates.includes('suspended') && waiterStates.includes('suspended') && holder.state === 'connected' && waiter.state === 'connected', 4_000);
+    await eventually('both sessions suspended, then connected again', () => holderStates.includes('suspended') && waiterStates.includes('suspended') && holder.state === 'connected' && waiter.state === 'connected', scope.fixture.lossDeadlineMs);
     expect(held.signal.aborted).toBe(false);
     expect(await backendOf(holder).confirm(entryOf(held))).toBe(true);
     const now = [...Object.values(await postgresProbeOf(holder).view.backendPids()), ...Object.values(await postgresProbeOf(waiter).view.backendPids())];

@@ -4,8 +4,13 @@ import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import { Semaphore } from '../../recipes/semaphore.js';
 import { postgresFixture } from '../support/backends/postgres.js';
+
+const postgresLayout = () => layouts.find((layout) => layout.name === 'postgres')!;
 import { useScope } from '../support/backends/scope.js';
 import { backendOf, entryOf } from '../support/internals.js';
+import type { Session } from '../../recipes/contract.js';
+import { layouts, throughProxy } from '../support/faults/layouts.js';
+import { postgresUrl, withPostgres } from '../support/backends/postgres.js';
 import { eventually, track } from '../support/wait.js';
 
 /**
@@ -57,5 +62,50 @@ describe('PostgreSQL: the requests of a cycle, and waiters behind entries placed
     const last = await third.promise;
     expect(postgresCounters.notifications - notified, 'woken by the notification, not the backstop').toBeGreaterThan(0);
     await last.release();
+  });
+
+  /** Plants an entry of `session`'s as a late enqueue attempt would leave it, ahead of anyone queueing after. */
+  async function plantOrphan(session: Session, queue: string): Promise<string> {
+    const row = session.id.replace(/^pg-/, '');
+    const key = `s${row}.999999`;
+    await withPostgres(postgresUrl(), (client) =>
+      client.query(
+        "INSERT INTO baton.entries (token, key, namespace, queue, position, kind, session) SELECT t, $1, $2, $3, t, 'lock', $4 FROM nextval('baton.tokens') AS t",
+        [key, scope.namespace, queue, row],
+      ),
+    );
+    return key;
+  }
+
+  it("an entry of the session's own that none of its handles or waiters stands for is deleted by its next look at the queue", async () => {
+    const [owner, other] = [await scope.open(), await scope.open()];
+    await plantOrphan(owner, 'orphan');
+    const waiting = track(new FairMutex(other, 'orphan').acquire({ timeoutMs: scope.fixture.lossDeadlineMs }));
+    await eventually('the other waits behind the orphan', async () => (await backendOf(other).list('orphan')).length === 2);
+    const removed = postgresCounters.orphansRemoved;
+    expect(await backendOf(owner).list('orphan')).toHaveLength(1); // the orphan left out, and deleted
+    const lock = await waiting.promise;
+    expect(postgresCounters.orphansRemoved - removed).toBe(1);
+    await lock.release();
+  });
+
+  it('after an enqueue cut once its request reached the server, the session looks at that queue and deletes an orphan of its own there', async () => {
+    const { proxy, session, close } = await throughProxy(postgresLayout(), scope.namespace);
+    try {
+      const other = await scope.open();
+      // The enqueue's reply is lost: its attempt is of unknown fate, and a copy could be applied late.
+      const cut = proxy.dropAfterNextRequest((chunk) => chunk.includes('.enqueue('));
+      const held = await new FairMutex(session, 'late').acquire({ timeoutMs: scope.fixture.lossDeadlineMs });
+      await cut;
+      await held.release();
+      // Such a late copy, applied after the release: nobody of the session will list this queue again.
+      await plantOrphan(session, 'late');
+      const removed = postgresCounters.orphansRemoved;
+      const lock = await new FairMutex(other, 'late').acquire({ timeoutMs: scope.fixture.lossDeadlineMs });
+      expect(postgresCounters.orphansRemoved - removed).toBe(1);
+      await lock.release();
+    } finally {
+      await close();
+    }
   });
 });

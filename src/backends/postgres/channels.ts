@@ -21,7 +21,10 @@ function quoted(channel: string): string {
 export interface ChannelHost {
   /** Sends LISTEN/UNLISTEN on the listening connection, retried while it is down; rejects only when the session ends. */
   send(statement: string): Promise<void>;
-  /** Called when a channel gains its first local waiter or loses its last (a probe's count of watches). */
+  /**
+   * Called once the server listens on a channel for its local waiters, and when the channel loses its
+   * last waiter (a probe's count of watches: a watch counts once a notification can reach it).
+   */
   watched?(tag: string, delta: 1 | -1): void;
 }
 
@@ -37,6 +40,8 @@ export class Channels {
   readonly #tags = new Map<string, string>();
   /** Per channel, the LISTEN that made the server listen on it (a later waiter of the channel waits for it too). */
   readonly #listening = new Map<string, Promise<void>>();
+  /** Channels whose watch the host was told of (`watched`), so that it hears of each end once. */
+  readonly #counted = new Set<string>();
   /** Notifications that reached waiters. */
   notifications = 0;
 
@@ -65,10 +70,16 @@ export class Channels {
       set = new Set();
       this.#waiters.set(channel, set);
       this.#tags.set(channel, tag);
-      this.#host.watched?.(tag, 1);
       const listening = this.#host.send(`LISTEN ${quoted(channel)}`);
-      listening.catch(() => undefined);
       this.#listening.set(channel, listening);
+      listening.then(
+        () => {
+          if (this.#listening.get(channel) !== listening || this.#counted.has(channel)) return; // woken meanwhile
+          this.#counted.add(channel);
+          this.#host.watched?.(tag, 1);
+        },
+        () => undefined,
+      );
     }
     const listening = this.#listening.get(channel) ?? Promise.resolve();
     const waiters = set;
@@ -96,7 +107,7 @@ export class Channels {
     this.#tags.delete(channel);
     this.#listening.delete(channel);
     if (remove) this.#waiters.delete(channel);
-    if (tag !== undefined) this.#host.watched?.(tag, -1);
+    if (tag !== undefined && this.#counted.delete(channel)) this.#host.watched?.(tag, -1);
     this.#host.send(`UNLISTEN ${quoted(channel)}`).catch(() => undefined);
   }
 
@@ -111,7 +122,7 @@ export class Channels {
       const tag = this.#tags.get(channel);
       this.#tags.delete(channel);
       this.#listening.delete(channel);
-      if (tag !== undefined) this.#host.watched?.(tag, -1);
+      if (tag !== undefined && this.#counted.delete(channel)) this.#host.watched?.(tag, -1);
       settleWaiters(this.#waiters, channel, { error: reason });
     }
   }

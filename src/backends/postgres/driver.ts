@@ -45,6 +45,11 @@ export class PostgresDriver implements Driver {
   readonly #channels: Channels;
   readonly #counters: PostgresCounters;
   #entryCount = 0;
+  /** Keys of this session's entries that it knows of: enqueued and not yet withdrawn, or on their way. */
+  readonly #own = new Set<string>();
+  readonly #enqueuing = new Set<string>();
+  /** Queues where an enqueue of unknown fate may still be applied late, and until when they are looked at. */
+  readonly #unsettled = new Map<string, number>();
   #heartbeat: NodeJS.Timeout | undefined;
   #backstop: NodeJS.Timeout | undefined;
   #suspended = false;
@@ -111,7 +116,10 @@ export class PostgresDriver implements Driver {
         return { main: await pid(this.#main).catch(() => undefined), listen: await pid(this.#listen).catch(() => undefined) };
       },
     });
-    this.#heartbeat = setInterval(() => void this.#renew().catch(() => undefined), beat);
+    this.#heartbeat = setInterval(() => {
+      void this.#renew().catch(() => undefined);
+      this.#settle();
+    }, beat);
     this.#heartbeat.unref();
   }
 
@@ -133,20 +141,60 @@ export class PostgresDriver implements Driver {
     return rows.map((row) => new PostgresEntry(queue, row.key, row.kind, BigInt(row.queue_position), BigInt(row.token)));
   }
 
+  /**
+   * A listing's entries, without this session's orphans, which are deleted on the way: an entry of
+   * ours that no handle or waiter stands for can only be an enqueue attempt applied after the session
+   * had moved on (its connection dropped while the server still ran it, after a retry that was answered,
+   * and after that entry's release). Left, it would hold up everyone queued behind it.
+   */
+  #ownListing(queue: string, rows: readonly QueueRow[]): Entry[] {
+    const prefix = `s${this.#session}.`;
+    const entries = this.#entries(queue, rows);
+    const orphans = entries.filter((e) => e.key.startsWith(prefix) && !this.#own.has(e.key) && !this.#enqueuing.has(e.key));
+    if (orphans.length === 0) return entries;
+    for (const orphan of orphans) {
+      this.#counters.orphansRemoved += 1;
+      this.withdraw(orphan).catch(() => undefined);
+    }
+    return entries.filter((e) => !orphans.includes(e));
+  }
+
   async enqueue(queue: string, kind: string, at?: Entry, data?: string, _dialect?: string): Promise<Enqueued> {
     this.#core.assertOpen();
     const key = `s${this.#session}.${++this.#entryCount}`;
-    const rows = await this.#request<QueueRow & { created: boolean }>(this.#sql.enqueue, [this.#session, key, this.#namespace, queue, kind, at === undefined ? null : at.order.toString(), data ?? '']);
-    // Found rather than created: an earlier attempt, whose reply was lost, was applied.
-    if (rows[0]?.created === false) this.#counters.adopted += 1;
-    const entries = this.#entries(queue, rows);
-    const entry = entries.find((e) => e.key === key);
-    if (entry === undefined) throw new BackendError(`wrote ${key} but the queue read does not show it`);
-    return { entry, queue: entries };
+    const values = [this.#session, key, this.#namespace, queue, kind, at === undefined ? null : at.order.toString(), data ?? ''];
+    let attempts = 0;
+    this.#enqueuing.add(key);
+    try {
+      const rows = await this.#core.retry(
+        fromPromise(async () => {
+          attempts += 1;
+          this.#counters.statements += 1;
+          return (await this.#main.query<QueueRow & { created: boolean }>(this.#sql.enqueue, values)).rows;
+        }),
+      );
+      // Found rather than created: an earlier attempt, whose reply was lost, was applied.
+      if (rows[0]?.created === false) this.#counters.adopted += 1;
+      const entry = this.#entries(queue, rows).find((e) => e.key === key);
+      if (entry === undefined) throw new BackendError(`wrote ${key} but the queue read does not show it`);
+      this.#own.add(key);
+      if (attempts > 1) this.#unsettle(queue);
+      return { entry, queue: this.#ownListing(queue, rows) };
+    } catch (error) {
+      this.#unsettle(queue); // an attempt may have been applied, or may still be
+      throw error;
+    } finally {
+      this.#enqueuing.delete(key);
+    }
+  }
+
+  /** An enqueue of unknown fate: the heartbeat looks at the queue for a while, for a copy applied late. */
+  #unsettle(queue: string): void {
+    this.#unsettled.set(queue, performance.now() + this.timeoutMs * 2);
   }
 
   async list(queue: string): Promise<readonly Entry[]> {
-    return this.#entries(queue, await this.#request<QueueRow>(this.#sql.list, [this.#namespace, queue]));
+    return this.#ownListing(queue, await this.#request<QueueRow>(this.#sql.list, [this.#namespace, queue]));
   }
 
   async waitGone(entry: Entry, signal: Abortable): Promise<void> {
@@ -225,6 +273,7 @@ export class PostgresDriver implements Driver {
             return this.#main.query(this.#sql.withdraw, [entry.key, this.#session]);
           }),
         );
+        this.#own.delete(entry.key);
         return;
       } catch (error) {
         if (this.#core.ended) return; // the entries went with the session
@@ -289,6 +338,15 @@ export class PostgresDriver implements Driver {
       this.#core.events?.status('connected');
     }
     this.#core.events?.ack(sentAt);
+  }
+
+  /** Looks at the queues where an enqueue of unknown fate may still be applied (their listing sweeps our orphans). */
+  #settle(): void {
+    const now = performance.now();
+    for (const [queue, until] of [...this.#unsettled]) {
+      if (now > until) this.#unsettled.delete(queue);
+      else this.list(queue).catch(() => undefined);
+    }
   }
 
   #listenDown(): void {
