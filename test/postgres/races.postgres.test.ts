@@ -1,8 +1,11 @@
-import { describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postgresCounters } from 'baton-locks/testing';
+import { schemaSql } from '../../src/backends/postgres/schema.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import { Semaphore } from '../../recipes/semaphore.js';
-import { POSTGRES_SESSION_MS, postgresFixture } from '../support/backends/postgres.js';
+import { POSTGRES_SESSION_MS, postgresFixture, postgresUrl, withPostgres } from '../support/backends/postgres.js';
 import { useScope } from '../support/backends/scope.js';
 import { backendOf, entryOf } from '../support/internals.js';
 import { eventually, track } from '../support/wait.js';
@@ -49,5 +52,72 @@ describe('PostgreSQL: a waiter behind an entry placed at another\'s place sends 
     expect(third.settled).toBe(false);
     await granted.release();
     await (await third.promise).release();
+  });
+});
+
+/** Opens a raw connection to the harness's server (closed by the caller). */
+async function client(): Promise<pg.Client> {
+  const c = new pg.Client({ connectionString: postgresUrl() });
+  c.on('error', () => undefined);
+  await c.connect();
+  return c;
+}
+
+/** Until `pid`'s statement waits for a lock another transaction holds. */
+async function blockedOnLock(pid: number): Promise<void> {
+  await eventually(`backend ${pid} waiting for a lock`, () =>
+    withPostgres(postgresUrl(), async (c) => (await c.query("SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'", [pid])).rows.length === 1),
+  );
+}
+
+/**
+ * The schema's functions driven statement by statement from raw connections, in a schema of the
+ * file's own, to put concurrent transactions in the orders that matter.
+ */
+describe('PostgreSQL schema: concurrent sweeps, renewals and enqueues', () => {
+  const s = `r_${randomUUID().slice(0, 8)}`;
+  const clients: pg.Client[] = [];
+  const open = async (): Promise<pg.Client> => {
+    const c = await client();
+    clients.push(c);
+    return c;
+  };
+  const pidOf = async (c: pg.Client): Promise<number> => Number((await c.query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
+  const session = async (c: pg.Client, ttlMs = 60_000): Promise<string> => String((await c.query(`SELECT ${s}.open_session($1, 'test') AS id`, [ttlMs])).rows[0].id);
+  const enqueue = async (c: pg.Client, sessionId: string, key: string, queue: string): Promise<string[]> =>
+    (await c.query(`SELECT * FROM ${s}.enqueue($1, $2, 'ns', $3, 'mutex', NULL, '')`, [sessionId, key, queue])).rows.map((row: { key: string }) => row.key);
+  const keys = async (c: pg.Client, queue: string): Promise<string[]> => (await c.query(`SELECT key FROM ${s}.entries WHERE namespace = 'ns' AND queue = $1 ORDER BY token`, [queue])).rows.map((row: { key: string }) => row.key);
+
+  beforeAll(async () => {
+    await withPostgres(postgresUrl(), (c) => c.query(`BEGIN; ${schemaSql(s)} COMMIT;`));
+  });
+  afterAll(async () => {
+    await Promise.all(clients.map((c) => c.end().catch(() => undefined)));
+    await withPostgres(postgresUrl(), (c) => c.query(`DROP SCHEMA IF EXISTS ${s} CASCADE`));
+  });
+
+  it('a listing held up by another transaction never removes the entry of a session renewed meanwhile (expiry decided on the renewed sessions row)', async () => {
+    const [main, holder, lister, renewer] = [await open(), await open(), await open(), await open()];
+    const [expired, renewed] = [await session(main), await session(main)];
+    await enqueue(main, expired, 'x1', 'held');
+    await enqueue(main, renewed, 'a1', 'held');
+    await main.query(`UPDATE ${s}.sessions SET expires_at = clock_timestamp() - interval '1 millisecond' WHERE id = $1`, [expired]);
+    // The renewed session's lease runs out in 600 ms, unless renewed before.
+    await main.query(`UPDATE ${s}.sessions SET expires_at = clock_timestamp() + interval '600 milliseconds' WHERE id = $1`, [renewed]);
+    // Another transaction holds the expired session's entry (as a withdraw of it would, not yet committed).
+    await holder.query('BEGIN');
+    await holder.query(`SELECT 1 FROM ${s}.entries WHERE key = 'x1' FOR UPDATE`);
+    const listerPid = await pidOf(lister);
+    const listing = lister.query(`SELECT * FROM ${s}.list('ns', 'held')`);
+    listing.catch(() => undefined);
+    await blockedOnLock(listerPid);
+    // The renewal, sent in time, is answered: the session is live for another minute.
+    const renewal = await renewer.query(`UPDATE ${s}.sessions SET expires_at = clock_timestamp() + ttl WHERE id = $1 AND expires_at > clock_timestamp()`, [renewed]);
+    expect(renewal.rowCount).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 700)); // past the lease the listing's snapshot saw
+    await holder.query('COMMIT');
+    const listed = (await listing).rows.map((row: { key: string }) => row.key);
+    expect(await keys(main, 'held'), "the renewed session's entry").toContain('a1');
+    expect(listed).toEqual(['a1']);
   });
 });

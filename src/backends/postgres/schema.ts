@@ -106,9 +106,18 @@ CREATE FUNCTION ${s}.list(p_namespace text, p_queue text)
   RETURNS TABLE (token bigint, key text, queue_position bigint, kind text)
   LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
-  -- Entries of expired sessions are ignored, and removed by whoever finds them.
-  DELETE FROM ${s}.entries e USING ${s}.sessions o
-    WHERE e.namespace = p_namespace AND e.queue = p_queue AND o.id = e.session AND o.expires_at <= clock_timestamp();
+  -- Entries of expired sessions are ignored, and removed by whoever finds them: the expired sessions
+  -- of this queue go (their entries and observer rows with them; the trigger tells the waiters).
+  -- Expiry is decided on the sessions row itself, locked: a renewal committed after this statement's
+  -- snapshot is seen (the lock waits for it and rechecks the row), so a renewed session's entry is never
+  -- deleted. Rows are locked in id order, so that two sweeps never deadlock over them.
+  DELETE FROM ${s}.sessions WHERE id IN (
+    SELECT o.id FROM ${s}.sessions o
+      WHERE o.expires_at <= clock_timestamp()
+        AND o.id IN (SELECT e.session FROM ${s}.entries e WHERE e.namespace = p_namespace AND e.queue = p_queue)
+      ORDER BY o.id
+      FOR UPDATE OF o
+  );
   -- And ignored if their lease runs out between the two statements.
   RETURN QUERY
     SELECT e.token, e.key, e.position, e.kind FROM ${s}.entries e
