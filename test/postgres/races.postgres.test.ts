@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postgresCounters } from 'baton-locks/testing';
-import { schemaSql } from '../../src/backends/postgres/schema.js';
+import { sessionRowOf } from '../../src/backends/postgres/driver.js';
+import { LOCK_CLASS, schemaSql } from '../../src/backends/postgres/schema.js';
+import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import { Semaphore } from '../../recipes/semaphore.js';
 import { POSTGRES_SESSION_MS, postgresFixture, postgresUrl, withPostgres } from '../support/backends/postgres.js';
@@ -119,5 +121,36 @@ describe('PostgreSQL schema: concurrent sweeps, renewals and enqueues', () => {
     const listed = (await listing).rows.map((row: { key: string }) => row.key);
     expect(await keys(main, 'held'), "the renewed session's entry").toContain('a1');
     expect(listed).toEqual(['a1']);
+  });
+});
+
+describe('PostgreSQL: an enqueue sent again after its connection was dropped', () => {
+  const scope = useScope(postgresFixture);
+
+  it('once its entry is withdrawn, a late copy of the first attempt makes no entry again (no orphan)', async () => {
+    const session = await scope.open();
+    const blocker = await client();
+    try {
+      // The queue's enqueue lock held: the first attempt waits on the server until the driver drops its
+      // connection (a third of the lease) and sends the enqueue again on a new one.
+      await blocker.query('BEGIN');
+      await blocker.query(`SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext($1))`, [`${scope.namespace}/late`]);
+      const acquiring = track(new FairMutex(session, 'late').acquire({ timeoutMs: 10_000 }));
+      const waiting = async (): Promise<{ pid: number }[]> =>
+        withPostgres(postgresUrl(), async (c) => (await c.query("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%.enqueue(%' ORDER BY query_start")).rows);
+      await eventually('both attempts waiting for the lock', async () => (await waiting()).length === 2, 5_000);
+      // The first attempt's backend ends before it could make anything; the second makes the entry.
+      const [first] = await waiting();
+      await withPostgres(postgresUrl(), (c) => c.query('SELECT pg_terminate_backend($1)', [first!.pid]));
+      await blocker.query('COMMIT');
+      const held = await acquiring.promise;
+      const key = entryOf(held).key;
+      await held.release();
+      // The first attempt's bytes, held up on the way, reach the server now: the same enqueue again.
+      await withPostgres(postgresUrl(), (c) => c.query(`SELECT * FROM baton.enqueue($1, $2, $3, 'late', 'mutex', NULL, '')`, [sessionRowOf(session.id), key, scope.namespace]));
+      expect(await scope.fixture.entries(scope.namespace), 'an orphan entry of a live session').toEqual([]);
+    } finally {
+      await blocker.end().catch(() => undefined);
+    }
   });
 });

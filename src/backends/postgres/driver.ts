@@ -51,6 +51,8 @@ export class PostgresDriver implements Driver {
   /** Observed queues (waitChange): how many local waits each, and the listing the latest one compares with. */
   readonly #observed = new Map<string, number>();
   readonly #observedSeen = new Map<string, readonly Entry[]>();
+  /** Keys whose enqueue was sent more than once: their withdraw retires them (see `retired` in the schema). */
+  readonly #retried = new Set<string>();
   /** Entries waited on: channel -> token, for the backstop's and a reconnect's check. */
   readonly #watchedTokens = new Map<string, { token: bigint; queue: string }>();
 
@@ -120,9 +122,10 @@ export class PostgresDriver implements Driver {
   }
 
   /** A request on the main connection, sent again while it fails only on the way. */
-  #request<R extends Record<string, unknown>>(text: string, values: readonly unknown[]): Promise<R[]> {
+  #request<R extends Record<string, unknown>>(text: string, values: readonly unknown[], onAttempt?: () => void): Promise<R[]> {
     return this.#core.retry(
       fromPromise(async () => {
+        onAttempt?.();
         this.#counters.statements += 1;
         return (await this.#main.query<R>(text, values)).rows;
       }),
@@ -136,7 +139,12 @@ export class PostgresDriver implements Driver {
   async enqueue(queue: string, kind: string, at?: Entry, data?: string, _dialect?: string): Promise<Enqueued> {
     this.#core.assertOpen();
     const key = `s${this.#session}.${++this.#entryCount}`;
-    const rows = await this.#request<QueueRow & { created: boolean }>(this.#sql.enqueue, [this.#session, key, this.#namespace, queue, kind, at === undefined ? null : at.order.toString(), data ?? '']);
+    let attempts = 0;
+    const rows = await this.#request<QueueRow & { created: boolean }>(this.#sql.enqueue, [this.#session, key, this.#namespace, queue, kind, at === undefined ? null : at.order.toString(), data ?? ''], () => {
+      // A second attempt: the first may still reach the server later (its connection was dropped while it
+      // was on the way); the withdraw of this entry then retires its key, so that it makes no entry again.
+      if (++attempts === 2) this.#retried.add(key);
+    });
     // Found rather than created: an earlier attempt, whose reply was lost, was applied.
     if (rows[0]?.created === false) this.#counters.adopted += 1;
     const entries = this.#entries(queue, rows);
@@ -217,12 +225,13 @@ export class PostgresDriver implements Driver {
   }
 
   async withdraw(entry: Entry): Promise<void> {
+    const statement = this.#retried.delete(entry.key) ? this.#sql.withdrawRetired : this.#sql.withdraw;
     for (let attempt = 0; this.#core.isOpen; attempt += 1) {
       try {
         await this.#core.send(
           fromPromise(() => {
             this.#counters.statements += 1;
-            return this.#main.query(this.#sql.withdraw, [entry.key, this.#session]);
+            return this.#main.query(statement, [entry.key, this.#session]);
           }),
         );
         return;
@@ -372,6 +381,7 @@ export class PostgresDriver implements Driver {
     this.#backstop = undefined;
     this.#channels.failAll(reason);
     this.#watchedTokens.clear();
+    this.#retried.clear();
     this.#observed.clear();
     this.#observedSeen.clear();
   }

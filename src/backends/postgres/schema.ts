@@ -8,6 +8,8 @@
  * - `entries`: one row per queue entry. `token` comes from one sequence for the whole schema: it is
  *   the entry's order (unless the entry took another's place, `position`) and its fencing token,
  *   strictly increasing across holders, queues emptied and re-created, sessions and restarts.
+ * - `retired`: the keys withdrawn after an enqueue that was sent more than once, so that a late copy of
+ *   an earlier attempt makes no entry again (an orphan nobody would withdraw); they go with their session.
  * - `observers`: the queues whose changes someone waits for (an election's `observe()` of an empty
  *   queue): an enqueue or a delete in them also notifies the queue's channel (`<schema>.q<md5 prefix>`),
  *   and only in them.
@@ -62,6 +64,14 @@ CREATE TABLE ${s}.entries (
 );
 CREATE INDEX entries_queue ON ${s}.entries (namespace, queue, position, token);
 CREATE INDEX entries_session ON ${s}.entries (session);
+
+-- Keys withdrawn after an enqueue that was sent more than once: a late copy of an earlier attempt (its
+-- connection dropped, its bytes still on the way) must not make the entry again once it was withdrawn.
+CREATE TABLE ${s}.retired (
+  key text PRIMARY KEY,
+  session bigint NOT NULL REFERENCES ${s}.sessions (id) ON DELETE CASCADE
+);
+CREATE INDEX retired_session ON ${s}.retired (session);
 
 CREATE TABLE ${s}.observers (
   namespace text NOT NULL,
@@ -139,8 +149,9 @@ BEGIN
     RAISE EXCEPTION 'baton session % is gone (its lease expired or it was closed)', p_session USING ERRCODE = 'BT001';
   END IF;
   PERFORM pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(p_namespace || '/' || p_queue));
-  -- An attempt whose reply was lost may have been applied: its entry is the one asked for.
-  IF NOT EXISTS (SELECT 1 FROM ${s}.entries e WHERE e.key = p_key) THEN
+  -- An attempt whose reply was lost may have been applied: its entry is the one asked for. A late
+  -- attempt of an entry already withdrawn (retired) makes nothing.
+  IF NOT EXISTS (SELECT 1 FROM ${s}.entries e WHERE e.key = p_key) AND NOT EXISTS (SELECT 1 FROM ${s}.retired r WHERE r.key = p_key) THEN
     v_token := nextval('${s}.tokens');
     INSERT INTO ${s}.entries (token, key, namespace, queue, position, kind, session, data)
       VALUES (v_token, p_key, p_namespace, p_queue, coalesce(p_at, v_token), p_kind, p_session, p_data);
