@@ -140,11 +140,20 @@ export class PostgresDriver implements Driver {
     this.#core.assertOpen();
     const key = `s${this.#session}.${++this.#entryCount}`;
     let attempts = 0;
-    const rows = await this.#request<QueueRow & { created: boolean }>(this.#sql.enqueue, [this.#session, key, this.#namespace, queue, kind, at === undefined ? null : at.order.toString(), data ?? ''], () => {
-      // A second attempt: the first may still reach the server later (its connection was dropped while it
-      // was on the way); the withdraw of this entry then retires its key, so that it makes no entry again.
-      if (++attempts === 2) this.#retried.add(key);
-    });
+    let rows: (QueueRow & { created: boolean })[];
+    try {
+      rows = await this.#request<QueueRow & { created: boolean }>(this.#sql.enqueue, [this.#session, key, this.#namespace, queue, kind, at === undefined ? null : at.order.toString(), data ?? ''], () => {
+        // A second attempt: the first may still reach the server later (its connection was dropped while
+        // it was on the way); the withdraw of this entry then retires its key, so that it makes no entry again.
+        if (++attempts === 2) this.#retried.add(key);
+      });
+    } catch (error) {
+      // Failed after more than one attempt: an earlier one may still arrive; retire the key now.
+      if (this.#retried.has(key) && this.#core.isOpen) {
+        void this.withdraw({ queue, key, kind, order: 0n, fencingToken: 0n }).catch(() => undefined);
+      }
+      throw error;
+    }
     // Found rather than created: an earlier attempt, whose reply was lost, was applied.
     if (rows[0]?.created === false) this.#counters.adopted += 1;
     const entries = this.#entries(queue, rows);
