@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postgresCounters } from 'baton-locks/testing';
+import { connect, postgresCounters } from 'baton-locks/testing';
 import { sessionRowOf } from '../../src/backends/postgres/driver.js';
 import { LOCK_CLASS, schemaSql } from '../../src/backends/postgres/schema.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import { Semaphore } from '../../recipes/semaphore.js';
-import { POSTGRES_SESSION_MS, postgresFixture, postgresUrl, withPostgres } from '../support/backends/postgres.js';
+import { POSTGRES_SESSION_MS, postgresFixture, postgresFixtureOf, postgresUrl, withPostgres } from '../support/backends/postgres.js';
 import { useScope } from '../support/backends/scope.js';
 import { backendOf, entryOf } from '../support/internals.js';
 import { eventually, track } from '../support/wait.js';
@@ -152,5 +152,80 @@ describe('PostgreSQL: an enqueue sent again after its connection was dropped', (
     } finally {
       await blocker.end().catch(() => undefined);
     }
+  });
+});
+
+/**
+ * A database whose defaults would break the enqueue: REPEATABLE READ takes the function's snapshot before
+ * its lock is held, and synchronous_commit off acknowledges a grant before it is on disk.
+ */
+describe('PostgreSQL: a database whose default is REPEATABLE READ and synchronous_commit off', () => {
+  const db = `rr_${randomUUID().slice(0, 8)}`;
+  const dbUrl = (): string => {
+    const url = new URL(postgresUrl());
+    url.pathname = `/${db}`;
+    return url.toString();
+  };
+  beforeAll(async () => {
+    await withPostgres(postgresUrl(), async (c) => {
+      await c.query(`CREATE DATABASE ${db}`);
+      await c.query(`ALTER DATABASE ${db} SET default_transaction_isolation = 'repeatable read'`);
+      await c.query(`ALTER DATABASE ${db} SET synchronous_commit = off`);
+    });
+  });
+  afterAll(async () => {
+    await withPostgres(postgresUrl(), (c) => c.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`));
+  });
+  const scope = useScope(() => postgresFixtureOf(dbUrl(), 'postgres (repeatable read)'));
+
+  it('two enqueues into one queue, the first held up before its commit: the second still waits for it', async () => {
+    const [first, second] = [await scope.open(), await scope.open()];
+    await withPostgres(dbUrl(), async (c) => {
+      await c.query(`CREATE FUNCTION baton.hold_up() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NULL; END $$`);
+      await c.query(`CREATE TRIGGER hold_up AFTER INSERT ON baton.entries FOR EACH ROW WHEN (NEW.queue = 'race' AND NEW.session = ${sessionRowOf(first.id)}) EXECUTE FUNCTION baton.hold_up()`);
+    });
+    try {
+      const firstAcquire = track(new FairMutex(first, 'race').acquire({ timeoutMs: 5_000 }));
+      await eventually('the first enqueue held up after its insert', () =>
+        withPostgres(dbUrl(), async (c) => (await c.query("SELECT 1 FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query LIKE '%.enqueue(%'")).rows.length === 1),
+      );
+      const secondLock = await new FairMutex(second, 'race').tryAcquire();
+      const held = await firstAcquire.promise;
+      expect(secondLock, 'granted beside the first').toBeNull();
+      await held.release();
+    } finally {
+      await withPostgres(dbUrl(), (c) => c.query('DROP TRIGGER hold_up ON baton.entries'));
+    }
+  });
+
+  it("baton's READ COMMITTED wins over the URL's own options parameter", async () => {
+    const url = new URL(scope.fixture.url(scope.namespace));
+    url.searchParams.set('options', '-c default_transaction_isolation=serializable -c statement_timeout=60000');
+    const session = await scope.open();
+    await session.close();
+    const own = await connect(url.toString(), { sessionTimeoutMs: 2_000 });
+    try {
+      await (await new FairMutex(own, 'options').acquire()).release();
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('the enqueue refuses to run under REPEATABLE READ, and commits synchronously whatever its caller set', async () => {
+    await (await scope.open()).close(); // the schema made
+    await withPostgres(dbUrl(), async (c) => {
+      const session = String((await c.query("SELECT baton.open_session(60000, 'test') AS id")).rows[0].id);
+      const refused = await c.query(`SELECT * FROM baton.enqueue($1, 'k1', $2, 'q', 'mutex', NULL, '')`, [session, scope.namespace]).then(
+        () => undefined,
+        (e: unknown) => e as { code?: string },
+      );
+      expect(refused?.code, 'an enqueue run under REPEATABLE READ').toBe('BT002');
+      await c.query('BEGIN ISOLATION LEVEL READ COMMITTED');
+      await c.query('SET LOCAL synchronous_commit = off');
+      await c.query(`SELECT * FROM baton.enqueue($1, 'k2', $2, 'q', 'mutex', NULL, '')`, [session, scope.namespace]);
+      expect((await c.query("SELECT current_setting('synchronous_commit') AS value")).rows[0].value).toBe('on');
+      await c.query('ROLLBACK');
+      await c.query('DELETE FROM baton.sessions WHERE id = $1', [session]);
+    });
   });
 });

@@ -27,6 +27,22 @@ export async function loadPg(): Promise<ClientClass> {
   return (pg.default ?? pg).Client as unknown as ClientClass;
 }
 
+/**
+ * What baton's connections need whatever the role's, the database's or the URL's settings: READ COMMITTED
+ * (the enqueue reads the queue after its lock in a fresh snapshot) and synchronous commits (a grant
+ * acknowledged is on disk). Set as startup options, which take precedence over `ALTER ROLE/DATABASE ...
+ * SET`; after those of the URL's `options` parameter (or PGOPTIONS), so that ours win.
+ */
+export const REQUIRED_OPTIONS = '-c default_transaction_isolation=read\\ committed -c synchronous_commit=on';
+
+/** node-postgres's settings for a connection string: its `options` parameter merged with baton's. */
+export function connectionConfig(connectionString: string): { connectionString: string; options: string } {
+  const url = new URL(connectionString);
+  const theirs = url.searchParams.get('options') ?? process.env['PGOPTIONS'] ?? '';
+  url.searchParams.delete('options');
+  return { connectionString: url.toString(), options: theirs === '' ? REQUIRED_OPTIONS : `${theirs} ${REQUIRED_OPTIONS}` };
+}
+
 /** How long one statement may go unanswered before its connection is dropped and it is sent again. */
 export function attemptMs(sessionTimeoutMs: number): number {
   return Math.max(Math.floor(sessionTimeoutMs / 3), 500);
@@ -47,7 +63,7 @@ export interface OpenedSession {
  */
 export async function openSession(options: PostgresDriverOptions, listenEvents: LinkEvents): Promise<OpenedSession> {
   const Client = await loadPg();
-  const config: ClientConfig = { connectionString: options.connectionString, connectionTimeoutMillis: options.connectTimeoutMs, application_name: 'baton' };
+  const config: ClientConfig = { ...connectionConfig(options.connectionString), connectionTimeoutMillis: options.connectTimeoutMs, application_name: 'baton' };
   const main = new Link(Client, config, attemptMs(options.sessionTimeoutMs));
   const listen = new Link(Client, config, attemptMs(options.sessionTimeoutMs), listenEvents);
   const onAbort = (): void => {
@@ -157,7 +173,7 @@ async function schemaVersion(main: Link, schema: string): Promise<number | undef
  */
 export async function applySchema(url: { connectionString: string; shown: string; schema: string }, connectTimeoutMs: number): Promise<'created' | 'present'> {
   const Client = await loadPg();
-  const link = new Link(Client, { connectionString: url.connectionString, connectionTimeoutMillis: connectTimeoutMs, application_name: 'baton schema' }, connectTimeoutMs);
+  const link = new Link(Client, { ...connectionConfig(url.connectionString), connectionTimeoutMillis: connectTimeoutMs, application_name: 'baton schema' }, connectTimeoutMs);
   try {
     try {
       await link.open();

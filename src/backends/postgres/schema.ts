@@ -144,6 +144,14 @@ DECLARE
   v_token bigint;
   v_created boolean := false;
 BEGIN
+  -- Under REPEATABLE READ or SERIALIZABLE the snapshot is taken before the lock below is held: an enqueue
+  -- committed meanwhile would not be seen. baton's connections ask for READ COMMITTED; refuse otherwise.
+  IF current_setting('transaction_isolation') <> 'read committed' THEN
+    RAISE EXCEPTION 'baton needs READ COMMITTED, this transaction runs %', current_setting('transaction_isolation')
+      USING ERRCODE = 'BT002', HINT = 'do not set default_transaction_isolation for baton''s connections (options in the URL or PGOPTIONS)';
+  END IF;
+  -- A grant acknowledged before its commit is on disk could be lost by a crash: commit synchronously.
+  PERFORM set_config('synchronous_commit', 'on', true);
   PERFORM 1 FROM ${s}.sessions WHERE id = p_session AND expires_at > clock_timestamp();
   IF NOT FOUND THEN
     RAISE EXCEPTION 'baton session % is gone (its lease expired or it was closed)', p_session USING ERRCODE = 'BT001';
