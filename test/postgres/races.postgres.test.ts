@@ -5,6 +5,7 @@ import { connect, postgresCounters } from 'baton-locks/testing';
 import { sessionRowOf } from '../../src/backends/postgres/driver.js';
 import { LOCK_CLASS, schemaSql } from '../../src/backends/postgres/schema.js';
 import { FairMutex } from '../../recipes/mutex.js';
+import { TcpProxy } from '../harness/proxy.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import { Semaphore } from '../../recipes/semaphore.js';
 import { POSTGRES_SESSION_MS, postgresFixture, postgresFixtureOf, postgresUrl, withPostgres } from '../support/backends/postgres.js';
@@ -227,5 +228,46 @@ describe('PostgreSQL: a database whose default is REPEATABLE READ and synchronou
       await c.query('ROLLBACK');
       await c.query('DELETE FROM baton.sessions WHERE id = $1', [session]);
     });
+  });
+});
+
+describe('PostgreSQL: LISTEN and UNLISTEN sent once, in order', () => {
+  const scope = useScope(postgresFixture);
+
+  it('an UNLISTEN whose connection broke is not sent again after a newer LISTEN of the same channel (the waiter is still notified)', async () => {
+    const holder = await scope.open();
+    const server = new URL(postgresUrl());
+    const proxy = await TcpProxy.start({ port: Number(server.port || 5432) });
+    try {
+      const url = new URL(scope.fixture.url(scope.namespace));
+      url.host = proxy.address;
+      const proxied = await connect(url.toString(), { sessionTimeoutMs: 6_000 });
+      try {
+        const held = await new FairMutex(holder, 'relisten').acquire();
+        const driver = backendOf(proxied);
+        const [entry] = await driver.list('relisten');
+        // A first wait on the holder's entry, listening, then given up: its UNLISTEN reaches the server and
+        // the connection breaks before the reply.
+        const first = new AbortController();
+        const firstWait = driver.waitGone(entry!, first.signal);
+        firstWait.catch(() => undefined);
+        await eventually('listening', async () => (await scope.fixture.watched(scope.namespace)).includes(entry!.key));
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        const cut = proxy.dropAfterNextRequest((chunk) => chunk.includes('UNLISTEN'));
+        first.abort(new Error('given up'));
+        await cut;
+        // At once a new wait on the same entry: its LISTEN goes out on the next connection.
+        const second = driver.waitGone(entry!, new AbortController().signal);
+        await new Promise((resolve) => setTimeout(resolve, 300)); // any UNLISTEN sent again has gone by now
+        const notified = postgresCounters.notifications;
+        await held.release();
+        await second;
+        expect(postgresCounters.notifications - notified, 'woken by the release notification').toBe(1);
+      } finally {
+        await proxied.close();
+      }
+    } finally {
+      await proxy.close();
+    }
   });
 });

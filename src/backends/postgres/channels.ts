@@ -19,7 +19,11 @@ function quoted(channel: string): string {
 
 /** What the channels need of the session's listening connection. */
 export interface ChannelHost {
-  /** Sends LISTEN/UNLISTEN on the listening connection, retried while it is down; rejects only when the session ends. */
+  /**
+   * Sends LISTEN/UNLISTEN once on the listening connection, in the order asked (never again after a
+   * failure: a statement sent again after a newer one would undo it; `relisten` restores the set after
+   * the connection is made again). Rejects if the connection breaks.
+   */
   send(statement: string): Promise<void>;
   /** Called when a channel gains its first local waiter or loses its last (a probe's count of watches). */
   watched?(tag: string, delta: 1 | -1): void;
@@ -35,8 +39,11 @@ export class Channels {
   readonly #host: ChannelHost;
   readonly #waiters = new Map<string, Set<Waiter>>();
   readonly #tags = new Map<string, string>();
-  /** Per channel, the LISTEN that made the server listen on it (a later waiter of the channel waits for it too). */
-  readonly #listening = new Map<string, Promise<void>>();
+  /**
+   * Per channel, settled once the server listens on it: by its LISTEN, or, if that failed with its
+   * connection, by the `relisten` on the next one. Every waiter of the channel waits for the same one.
+   */
+  readonly #listening = new Map<string, Listening>();
   /** Notifications that reached waiters. */
   notifications = 0;
 
@@ -66,11 +73,12 @@ export class Channels {
       this.#waiters.set(channel, set);
       this.#tags.set(channel, tag);
       this.#host.watched?.(tag, 1);
-      const listening = this.#host.send(`LISTEN ${quoted(channel)}`);
-      listening.catch(() => undefined);
+      const listening = new Listening();
       this.#listening.set(channel, listening);
+      // A failure leaves it pending: the connection is made again, and `relisten` settles it.
+      this.#host.send(`LISTEN ${quoted(channel)}`).then(() => listening.resolve(), () => undefined);
     }
-    const listening = this.#listening.get(channel) ?? Promise.resolve();
+    const listening = this.#listening.get(channel)?.promise ?? Promise.resolve();
     const waiters = set;
     const done = addWaiter(waiters, signal, () => {
       if (waiters.size === 0 && this.#waiters.get(channel) === waiters) this.#forget(channel);
@@ -94,6 +102,7 @@ export class Channels {
   #forget(channel: string, remove = true): void {
     const tag = this.#tags.get(channel);
     this.#tags.delete(channel);
+    this.#listening.get(channel)?.reject(new Error('nobody waits on this channel any more'));
     this.#listening.delete(channel);
     if (remove) this.#waiters.delete(channel);
     if (tag !== undefined) this.#host.watched?.(tag, -1);
@@ -102,7 +111,13 @@ export class Channels {
 
   /** The listening connection is new: listen on every channel again. */
   relisten(): Promise<void> {
-    return Promise.all([...this.#waiters.keys()].map((channel) => this.#host.send(`LISTEN ${quoted(channel)}`))).then(() => undefined);
+    return Promise.all(
+      [...this.#waiters.keys()].map((channel) =>
+        this.#host.send(`LISTEN ${quoted(channel)}`).then(() => {
+          if (this.#waiters.has(channel)) this.#listening.get(channel)?.resolve();
+        }),
+      ),
+    ).then(() => undefined);
   }
 
   /** The session ended: every waiter fails with `reason`. */
@@ -110,9 +125,25 @@ export class Channels {
     for (const channel of [...this.#waiters.keys()]) {
       const tag = this.#tags.get(channel);
       this.#tags.delete(channel);
+      this.#listening.get(channel)?.reject(reason);
       this.#listening.delete(channel);
       if (tag !== undefined) this.#host.watched?.(tag, -1);
       settleWaiters(this.#waiters, channel, { error: reason });
     }
+  }
+}
+
+/** A channel's LISTEN as its waiters see it: resolved once the server listens, rejected when nobody waits. */
+class Listening {
+  readonly promise: Promise<void>;
+  resolve!: () => void;
+  reject!: (reason: Error) => void;
+
+  constructor() {
+    this.promise = new Promise<void>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+    this.promise.catch(() => undefined);
   }
 }

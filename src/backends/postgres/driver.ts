@@ -95,7 +95,8 @@ export class PostgresDriver implements Driver {
     });
     const watches = probe?.watches;
     this.#channels = new Channels({
-      send: (statement) => this.#core.retry(fromPromise(() => this.#listen.query(statement))).then(() => undefined),
+      // Once, in order on the one connection: see ChannelHost.send.
+      send: (statement) => this.#listen.query(statement).then(() => undefined),
       ...(watches === undefined
         ? {}
         : {
