@@ -5,6 +5,7 @@ import { connect, postgresCounters } from 'baton-locks/testing';
 import { sessionRowOf } from '../../src/backends/postgres/driver.js';
 import { LOCK_CLASS, schemaSql } from '../../src/backends/postgres/schema.js';
 import { FairMutex } from '../../recipes/mutex.js';
+import { SessionLostError } from '../../recipes/errors.js';
 import { TcpProxy } from '../harness/proxy.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import { Semaphore } from '../../recipes/semaphore.js';
@@ -268,6 +269,29 @@ describe('PostgreSQL: LISTEN and UNLISTEN sent once, in order', () => {
       }
     } finally {
       await proxy.close();
+    }
+  });
+});
+
+describe('PostgreSQL: a lease that runs out while the enqueue waits for the queue', () => {
+  const scope = useScope(postgresFixture);
+
+  it('fails the enqueue with SessionLostError, not a BackendError about a missing entry', async () => {
+    const session = await scope.open({ sessionTimeoutMs: 20_000 }); // no heartbeat within the test
+    const blocker = await client();
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query(`SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext($1))`, [`${scope.namespace}/expiring`]);
+      await withPostgres(postgresUrl(), (c) => c.query("UPDATE baton.sessions SET expires_at = clock_timestamp() + interval '300 milliseconds' WHERE id = $1", [sessionRowOf(session.id)]));
+      const enqueue = backendOf(session).enqueue('expiring', 'mutex').then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      await blocker.query('COMMIT');
+      expect(await enqueue).toBeInstanceOf(SessionLostError);
+    } finally {
+      await blocker.end().catch(() => undefined);
     }
   });
 });

@@ -152,11 +152,12 @@ BEGIN
   END IF;
   -- A grant acknowledged before its commit is on disk could be lost by a crash: commit synchronously.
   PERFORM set_config('synchronous_commit', 'on', true);
+  PERFORM pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(p_namespace || '/' || p_queue));
+  -- The session checked after the lock: its lease may run out while it waits for it.
   PERFORM 1 FROM ${s}.sessions WHERE id = p_session AND expires_at > clock_timestamp();
   IF NOT FOUND THEN
     RAISE EXCEPTION 'baton session % is gone (its lease expired or it was closed)', p_session USING ERRCODE = 'BT001';
   END IF;
-  PERFORM pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(p_namespace || '/' || p_queue));
   -- An attempt whose reply was lost may have been applied: its entry is the one asked for. A late
   -- attempt of an entry already withdrawn (retired) makes nothing.
   IF NOT EXISTS (SELECT 1 FROM ${s}.entries e WHERE e.key = p_key) AND NOT EXISTS (SELECT 1 FROM ${s}.retired r WHERE r.key = p_key) THEN
@@ -170,6 +171,11 @@ BEGIN
   END IF;
   -- A statement of its own: its snapshot shows every enqueue that held the lock before this one.
   RETURN QUERY SELECT l.token, l.key, l.queue_position, l.kind, v_created FROM ${s}.list(p_namespace, p_queue) l;
+  -- A lease that ran out meanwhile: the listing ignored the entry; the session is gone, not the entry.
+  PERFORM 1 FROM ${s}.sessions WHERE id = p_session AND expires_at > clock_timestamp();
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'baton session % is gone (its lease expired or it was closed)', p_session USING ERRCODE = 'BT001';
+  END IF;
 END
 $$;
 `;
