@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, postgresCounters } from 'baton-locks/testing';
+import { connect, postgresCounters, postgresProbeOf } from 'baton-locks/testing';
 import { sessionRowOf } from '../../src/backends/postgres/driver.js';
 import { LOCK_CLASS, schemaSql } from '../../src/backends/postgres/schema.js';
 import { FairMutex } from '../../recipes/mutex.js';
@@ -293,5 +293,22 @@ describe('PostgreSQL: a lease that runs out while the enqueue waits for the queu
     } finally {
       await blocker.end().catch(() => undefined);
     }
+  });
+});
+
+describe('PostgreSQL: the listening connection terminated', () => {
+  const scope = useScope(postgresFixture);
+
+  it('is made again at once, not at the next heartbeat a quarter lease later', async () => {
+    const session = await scope.open({ sessionTimeoutMs: 8_000 }); // a heartbeat every 2 s
+    const states: string[] = [];
+    session.on('state', (state) => states.push(state));
+    const { listen } = await postgresProbeOf(session).view.backendPids();
+    await new Promise((resolve) => setTimeout(resolve, 200)); // just after a heartbeat, not just before one
+    const killedAt = performance.now();
+    await withPostgres(postgresUrl(), (c) => c.query('SELECT pg_terminate_backend($1)', [listen]));
+    await eventually('suspended, then connected again', () => states.includes('suspended') && session.state === 'connected', 4_000);
+    expect(performance.now() - killedAt).toBeLessThan(1_000);
+    expect((await postgresProbeOf(session).view.backendPids()).listen).not.toBe(listen);
   });
 });

@@ -48,6 +48,8 @@ export class PostgresDriver implements Driver {
   #heartbeat: NodeJS.Timeout | undefined;
   #backstop: NodeJS.Timeout | undefined;
   #suspended = false;
+  /** A reconnection of the listening connection is under way (#reconnectSoon). */
+  #reconnecting = false;
   /** Observed queues (waitChange): how many local waits each, and the listing the latest one compares with. */
   readonly #observed = new Map<string, number>();
   readonly #observedSeen = new Map<string, readonly Entry[]>();
@@ -311,9 +313,28 @@ export class PostgresDriver implements Driver {
   }
 
   #listenDown(): void {
-    if (this.#suspended || !this.#core.isOpen) return;
-    this.#suspended = true;
-    this.#core.events?.status('suspended');
+    if (!this.#core.isOpen) return;
+    if (!this.#suspended) {
+      this.#suspended = true;
+      this.#core.events?.status('suspended');
+    }
+    this.#reconnectSoon();
+  }
+
+  /**
+   * The listening connection broke: make it again now (a renewal on it), not at the next heartbeat a
+   * quarter lease later, tried again with a short growing pause until it is back or the session ends.
+   */
+  #reconnectSoon(): void {
+    if (this.#reconnecting) return;
+    this.#reconnecting = true;
+    void (async () => {
+      for (let attempt = 0; this.#core.isOpen && this.#suspended; attempt += 1) {
+        await backoff(attempt);
+        if (!this.#core.isOpen || !this.#suspended) return;
+        await this.#renew().catch(() => undefined);
+      }
+    })().finally(() => (this.#reconnecting = false));
   }
 
   /** The listening connection is back: listen again, then wake every waiter whose entry went meanwhile. */
