@@ -7,6 +7,8 @@ import { LOCK_CLASS, schemaSql } from '../../src/backends/postgres/schema.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { SessionLostError } from '../../recipes/errors.js';
 import { TcpProxy } from '../harness/proxy.js';
+import { Link, type ClientClass } from '../../src/backends/postgres/link.js';
+import { ensureSchema } from '../../src/backends/postgres/open.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import { Semaphore } from '../../recipes/semaphore.js';
 import { POSTGRES_SESSION_MS, postgresFixture, postgresFixtureOf, postgresUrl, withPostgres } from '../support/backends/postgres.js';
@@ -310,5 +312,38 @@ describe('PostgreSQL: the listening connection terminated', () => {
     await eventually('suspended, then connected again', () => states.includes('suspended') && session.state === 'connected', 4_000);
     expect(performance.now() - killedAt).toBeLessThan(1_000);
     expect((await postgresProbeOf(session).view.backendPids()).listen).not.toBe(listen);
+  });
+});
+
+describe("PostgreSQL: baton's schema created on a connection that breaks", () => {
+  it('a break right after the DDL never reports a schema that is not there', async () => {
+    const schema = `b_${randomUUID().slice(0, 8)}`;
+    const link = new Link(pg.Client as unknown as ClientClass, { connectionString: postgresUrl() }, 5_000);
+    try {
+      await link.open();
+      const pid = Number((await link.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid);
+      // The connection is terminated as soon as the DDL has run, before anything else is sent on it.
+      const query = link.query.bind(link);
+      link.query = (async (text: string, values?: readonly unknown[]) => {
+        const result = await query(text, values);
+        if (text.includes('CREATE TABLE')) {
+          await withPostgres(postgresUrl(), (c) => c.query('SELECT pg_terminate_backend($1)', [pid]));
+          await eventually('the link saw its connection end', () => !link.connected, 5_000);
+        }
+        return result;
+      }) as typeof link.query;
+      const outcome = await ensureSchema(link, schema, true).then(
+        () => 'created',
+        () => 'failed',
+      );
+      const version = await withPostgres(postgresUrl(), async (c) =>
+        (await c.query('SELECT 1 FROM pg_catalog.pg_namespace n JOIN pg_catalog.pg_class t ON t.relnamespace = n.oid WHERE n.nspname = $1 AND t.relname = $2', [schema, 'version'])).rows.length,
+      );
+      // The DDL committed as it ran: created, and there (before the fix: "created", and not there).
+      expect({ outcome, version }).toEqual({ outcome: 'created', version: 1 });
+    } finally {
+      await link.close();
+      await withPostgres(postgresUrl(), (c) => c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`));
+    }
   });
 });

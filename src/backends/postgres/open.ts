@@ -146,16 +146,18 @@ export async function ensureSchema(main: Link, schema: string, create: boolean):
   if (!create) {
     throw new BackendError(`baton's schema "${schema}" does not exist and createSchema is false: have it created with \`baton schema <url>\` (or print its SQL with --print)`);
   }
-  await main.query('BEGIN');
+  // One multi-statement query, one implicit transaction: the lock, then the DDL. A connection that breaks
+  // in the middle fails the query (a BEGIN and a COMMIT sent apart could end on two connections, the
+  // COMMIT a no-op on the second while saying it succeeded). Another process that created the schema
+  // while this one waited for the lock makes the DDL fail on an existing object: the version is read again.
   try {
-    await main.query(`SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext($1))`, [`schema:${schema}`]);
-    const again = await schemaVersion(main, schema);
-    if (again === undefined) await main.query(schemaSql(schema));
-    await main.query('COMMIT');
+    await main.query(`SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext('schema:${schema}'));\n${schemaSql(schema)}`);
   } catch (error) {
-    await main.query('ROLLBACK').catch(() => undefined);
+    if ((await schemaVersion(main, schema).catch(() => undefined)) === SCHEMA_VERSION) return;
     throw error;
   }
+  const created = await schemaVersion(main, schema);
+  if (created !== SCHEMA_VERSION) throw new BackendError(`baton's schema "${schema}" was not found after its creation (version ${created ?? 'missing'})`);
 }
 
 async function schemaVersion(main: Link, schema: string): Promise<number | undefined> {
