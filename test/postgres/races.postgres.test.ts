@@ -347,3 +347,30 @@ describe("PostgreSQL: baton's schema created on a connection that breaks", () =>
     }
   });
 });
+
+describe("PostgreSQL: baton's schema dropped and created again", () => {
+  it('fencing tokens keep increasing', async () => {
+    const schema = `d_${randomUUID().slice(0, 8)}`;
+    const url = new URL(postgresUrl());
+    url.searchParams.set('schema', schema);
+    url.searchParams.set('namespace', 'tokens');
+    const tokenOfOneCycle = async (): Promise<bigint> => {
+      const session = await connect(url.toString(), { sessionTimeoutMs: 2_000 });
+      try {
+        const held = await new FairMutex(session, 'token').acquire();
+        await held.release();
+        return held.fencingToken;
+      } finally {
+        await session.close();
+      }
+    };
+    try {
+      const before = await tokenOfOneCycle();
+      await withPostgres(postgresUrl(), (c) => c.query(`DROP SCHEMA ${schema} CASCADE`));
+      const after = await tokenOfOneCycle();
+      expect(after).toBeGreaterThan(before);
+    } finally {
+      await withPostgres(postgresUrl(), (c) => c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`));
+    }
+  });
+});

@@ -5,9 +5,10 @@
  * - `sessions`: one row per session, a lease whose expiry only the server's clock decides. A renewal
  *   of an expired row changes nothing (`expires_at > clock_timestamp()` in its WHERE), so an expired
  *   session never comes back; its row and entries are removed by whoever finds them.
- * - `entries`: one row per queue entry. `token` comes from one sequence for the whole schema: it is
- *   the entry's order (unless the entry took another's place, `position`) and its fencing token,
- *   strictly increasing across holders, queues emptied and re-created, sessions and restarts.
+ * - `entries`: one row per queue entry. `token` comes from one sequence for the whole schema, seeded
+ *   with the server's clock in microseconds: it is the entry's order and fencing token (unless the
+ *   entry took another's place: then both are `position`, the other's), strictly increasing across
+ *   holders, queues emptied and re-created, sessions, restarts, and the schema dropped and created again.
  * - `retired`: the keys withdrawn after an enqueue that was sent more than once, so that a late copy of
  *   an earlier attempt makes no entry again (an orphan nobody would withdraw); they go with their session.
  * - `observers`: the queues whose changes someone waits for (an election's `observe()` of an empty
@@ -50,6 +51,9 @@ CREATE TABLE ${s}.sessions (
 );
 
 CREATE SEQUENCE ${s}.tokens AS bigint;
+-- Seeded with the server's clock in microseconds: a schema dropped and created again goes on above the
+-- tokens it gave before (unless they outran one per microsecond on average, or the clock went back).
+SELECT setval('${s}.tokens', (extract(epoch FROM clock_timestamp()) * 1000000)::bigint);
 
 CREATE TABLE ${s}.entries (
   token bigint PRIMARY KEY,
