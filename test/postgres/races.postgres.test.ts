@@ -11,6 +11,7 @@ import { Link, type ClientClass } from '../../src/backends/postgres/link.js';
 import { ensureSchema } from '../../src/backends/postgres/open.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import { Semaphore } from '../../recipes/semaphore.js';
+import { LeaderElection } from '../../recipes/election.js';
 import { POSTGRES_SESSION_MS, postgresFixture, postgresFixtureOf, postgresUrl, withPostgres } from '../support/backends/postgres.js';
 import { useScope } from '../support/backends/scope.js';
 import { backendOf, entryOf } from '../support/internals.js';
@@ -58,6 +59,21 @@ describe('PostgreSQL: a waiter behind an entry placed at another\'s place sends 
     expect(third.settled).toBe(false);
     await granted.release();
     await (await third.promise).release();
+  });
+
+  it("an election's observer of a quiet queue: one listing per backstop period, not a wake-up and a new wait", async () => {
+    const observer = await scope.open();
+    const stop = new AbortController();
+    const seen: unknown[] = [];
+    const observing = (async () => {
+      for await (const leader of new LeaderElection(observer, 'quiet', { id: 'observer' }).observe({ signal: stop.signal })) seen.push(leader);
+    })().catch(() => undefined);
+    await eventually('observing', async () => (await scope.fixture.watched(scope.namespace)).length === 1);
+    await new Promise((resolve) => setTimeout(resolve, BACKSTOP_MS));
+    expect(await statementsDuring(2 * BACKSTOP_MS)).toBeLessThanOrEqual(3);
+    stop.abort();
+    await observing;
+    expect(seen).toEqual([null]);
   });
 });
 
@@ -125,6 +141,16 @@ describe('PostgreSQL schema: concurrent sweeps, renewals and enqueues', () => {
     const listed = (await listing).rows.map((row: { key: string }) => row.key);
     expect(await keys(main, 'held'), "the renewed session's entry").toContain('a1');
     expect(listed).toEqual(['a1']);
+  });
+
+  it("a listing removes the observer rows of expired sessions on its queue (an election's observe of an empty queue)", async () => {
+    const main = await open();
+    const [gone, live] = [await session(main), await session(main)];
+    for (const id of [gone, live]) await main.query(`INSERT INTO ${s}.observers (namespace, queue, session) VALUES ('ns', 'observed', $1)`, [id]);
+    await main.query(`UPDATE ${s}.sessions SET expires_at = clock_timestamp() - interval '1 millisecond' WHERE id = $1`, [gone]);
+    await main.query(`SELECT * FROM ${s}.list('ns', 'observed')`);
+    const left = (await main.query(`SELECT session::text AS session FROM ${s}.observers WHERE namespace = 'ns' AND queue = 'observed'`)).rows.map((row: { session: string }) => row.session);
+    expect(left).toEqual([live]);
   });
 });
 

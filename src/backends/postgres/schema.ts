@@ -121,14 +121,16 @@ CREATE FUNCTION ${s}.list(p_namespace text, p_queue text)
   LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
   -- Entries of expired sessions are ignored, and removed by whoever finds them: the expired sessions
-  -- of this queue go (their entries and observer rows with them; the trigger tells the waiters).
+  -- with entries or observer rows in this queue go (their entries and observer rows with them; the
+  -- trigger tells the waiters).
   -- Expiry is decided on the sessions row itself, locked: a renewal committed after this statement's
   -- snapshot is seen (the lock waits for it and rechecks the row), so a renewed session's entry is never
   -- deleted. Rows are locked in id order, so that two sweeps never deadlock over them.
   DELETE FROM ${s}.sessions WHERE id IN (
     SELECT o.id FROM ${s}.sessions o
       WHERE o.expires_at <= clock_timestamp()
-        AND o.id IN (SELECT e.session FROM ${s}.entries e WHERE e.namespace = p_namespace AND e.queue = p_queue)
+        AND o.id IN (SELECT e.session FROM ${s}.entries e WHERE e.namespace = p_namespace AND e.queue = p_queue
+                     UNION ALL SELECT b.session FROM ${s}.observers b WHERE b.namespace = p_namespace AND b.queue = p_queue)
       ORDER BY o.id
       FOR UPDATE OF o
   );
