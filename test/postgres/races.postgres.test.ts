@@ -70,7 +70,7 @@ describe('PostgreSQL: a waiter behind an entry placed at another\'s place sends 
     })().catch(() => undefined);
     await eventually('observing', async () => (await scope.fixture.watched(scope.namespace)).length === 1);
     await new Promise((resolve) => setTimeout(resolve, BACKSTOP_MS));
-    expect(await statementsDuring(2 * BACKSTOP_MS)).toBeLessThanOrEqual(3);
+    expect(await statementsDuring(2 * BACKSTOP_MS)).toBeLessThanOrEqual(4);
     stop.abort();
     await observing;
     expect(seen).toEqual([null]);
@@ -124,8 +124,9 @@ describe('PostgreSQL schema: concurrent sweeps, renewals and enqueues', () => {
     await enqueue(main, expired, 'x1', 'held');
     await enqueue(main, renewed, 'a1', 'held');
     await main.query(`UPDATE ${s}.sessions SET expires_at = clock_timestamp() - interval '1 millisecond' WHERE id = $1`, [expired]);
-    // The renewed session's lease runs out in 600 ms, unless renewed before.
-    await main.query(`UPDATE ${s}.sessions SET expires_at = clock_timestamp() + interval '600 milliseconds' WHERE id = $1`, [renewed]);
+    // The renewed session's lease runs out in 2 s, unless renewed before.
+    await main.query(`UPDATE ${s}.sessions SET expires_at = clock_timestamp() + interval '2 seconds' WHERE id = $1`, [renewed]);
+    const leaseEnd = performance.now() + 2_000;
     // Another transaction holds the expired session's entry (as a withdraw of it would, not yet committed).
     await holder.query('BEGIN');
     await holder.query(`SELECT 1 FROM ${s}.entries WHERE key = 'x1' FOR UPDATE`);
@@ -136,7 +137,7 @@ describe('PostgreSQL schema: concurrent sweeps, renewals and enqueues', () => {
     // The renewal, sent in time, is answered: the session is live for another minute.
     const renewal = await renewer.query(`UPDATE ${s}.sessions SET expires_at = clock_timestamp() + ttl WHERE id = $1 AND expires_at > clock_timestamp()`, [renewed]);
     expect(renewal.rowCount).toBe(1);
-    await new Promise((resolve) => setTimeout(resolve, 700)); // past the lease the listing's snapshot saw
+    await new Promise((resolve) => setTimeout(resolve, leaseEnd + 200 - performance.now())); // past the lease the listing's snapshot saw
     await holder.query('COMMIT');
     const listed = (await listing).rows.map((row: { key: string }) => row.key);
     expect(await keys(main, 'held'), "the renewed session's entry").toContain('a1');
@@ -328,7 +329,7 @@ describe('PostgreSQL: the listening connection terminated', () => {
   const scope = useScope(postgresFixture);
 
   it('is made again at once, not at the next heartbeat a quarter lease later', async () => {
-    const session = await scope.open({ sessionTimeoutMs: 8_000 }); // a heartbeat every 2 s
+    const session = await scope.open({ sessionTimeoutMs: 12_000 }); // a heartbeat every 3 s
     const states: string[] = [];
     session.on('state', (state) => states.push(state));
     const { listen } = await postgresProbeOf(session).view.backendPids();
@@ -336,7 +337,7 @@ describe('PostgreSQL: the listening connection terminated', () => {
     const killedAt = performance.now();
     await withPostgres(postgresUrl(), (c) => c.query('SELECT pg_terminate_backend($1)', [listen]));
     await eventually('suspended, then connected again', () => states.includes('suspended') && session.state === 'connected', 4_000);
-    expect(performance.now() - killedAt).toBeLessThan(1_000);
+    expect(performance.now() - killedAt).toBeLessThan(1_500);
     expect((await postgresProbeOf(session).view.backendPids()).listen).not.toBe(listen);
   });
 });
