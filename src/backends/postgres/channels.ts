@@ -25,7 +25,10 @@ export interface ChannelHost {
    * the connection is made again). Rejects if the connection breaks.
    */
   send(statement: string): Promise<void>;
-  /** Called when a channel gains its first local waiter or loses its last (a probe's count of watches). */
+  /**
+   * Called when the server starts listening on a channel that has local waiters (its LISTEN answered),
+   * and when such a channel loses its last waiter (a probe's count of watches).
+   */
   watched?(tag: string, delta: 1 | -1): void;
 }
 
@@ -72,11 +75,10 @@ export class Channels {
       set = new Set();
       this.#waiters.set(channel, set);
       this.#tags.set(channel, tag);
-      this.#host.watched?.(tag, 1);
       const listening = new Listening();
       this.#listening.set(channel, listening);
       // A failure leaves it pending: the connection is made again, and `relisten` settles it.
-      this.#host.send(`LISTEN ${quoted(channel)}`).then(() => listening.resolve(), () => undefined);
+      this.#host.send(`LISTEN ${quoted(channel)}`).then(() => this.#listened(channel, listening), () => undefined);
     }
     const listening = this.#listening.get(channel)?.promise ?? Promise.resolve();
     const waiters = set;
@@ -99,8 +101,20 @@ export class Channels {
     settleWaiters(this.#waiters, channel);
   }
 
-  #forget(channel: string, remove = true): void {
+  /**
+   * The server listens on `channel` for the waiters `listening` stands for: it settles, and the probe
+   * counts the channel. Not if those waiters left meanwhile (an UNLISTEN follows this LISTEN then, and
+   * a newer wait on the channel waits for the LISTEN sent after it).
+   */
+  #listened(channel: string, listening: Listening): void {
+    if (this.#listening.get(channel) !== listening || listening.done) return;
+    listening.resolve();
     const tag = this.#tags.get(channel);
+    if (tag !== undefined) this.#host.watched?.(tag, 1);
+  }
+
+  #forget(channel: string, remove = true): void {
+    const tag = this.#listening.get(channel)?.done === true ? this.#tags.get(channel) : undefined;
     this.#tags.delete(channel);
     this.#listening.get(channel)?.reject(new Error('nobody waits on this channel any more'));
     this.#listening.delete(channel);
@@ -112,18 +126,19 @@ export class Channels {
   /** The listening connection is new: listen on every channel again. */
   relisten(): Promise<void> {
     return Promise.all(
-      [...this.#waiters.keys()].map((channel) =>
-        this.#host.send(`LISTEN ${quoted(channel)}`).then(() => {
-          if (this.#waiters.has(channel)) this.#listening.get(channel)?.resolve();
-        }),
-      ),
+      [...this.#waiters.keys()].map((channel) => {
+        const listening = this.#listening.get(channel);
+        return this.#host.send(`LISTEN ${quoted(channel)}`).then(() => {
+          if (listening !== undefined) this.#listened(channel, listening);
+        });
+      }),
     ).then(() => undefined);
   }
 
   /** The session ended: every waiter fails with `reason`. */
   failAll(reason: Error): void {
     for (const channel of [...this.#waiters.keys()]) {
-      const tag = this.#tags.get(channel);
+      const tag = this.#listening.get(channel)?.done === true ? this.#tags.get(channel) : undefined;
       this.#tags.delete(channel);
       this.#listening.get(channel)?.reject(reason);
       this.#listening.delete(channel);
@@ -136,14 +151,21 @@ export class Channels {
 /** A channel's LISTEN as its waiters see it: resolved once the server listens, rejected when nobody waits. */
 class Listening {
   readonly promise: Promise<void>;
-  resolve!: () => void;
+  /** Resolved: the server listens. */
+  done = false;
+  #resolve!: () => void;
   reject!: (reason: Error) => void;
 
   constructor() {
     this.promise = new Promise<void>((resolve, reject) => {
-      this.resolve = resolve;
+      this.#resolve = resolve;
       this.reject = reject;
     });
     this.promise.catch(() => undefined);
+  }
+
+  resolve(): void {
+    this.done = true;
+    this.#resolve();
   }
 }
