@@ -70,6 +70,7 @@ program
   .addHelpText('after', '\nCredentials are read from the environment: BATON_ZK_DIGEST=user:password, BATON_ETCD_USER and BATON_ETCD_PASSWORD, PostgreSQL\'s PGPASSWORD (or ~/.pgpass), BATON_REDIS_USER and BATON_REDIS_PASSWORD.')
   .option('--connect-timeout <ms>', 'give up connecting after this many milliseconds', milliseconds, 5_000)
   .action(async (url: string, name: string, options: { json: boolean; watch: boolean; connectTimeout: number }) => {
+    warnPasswordInArguments(url);
     const stop = new AbortController();
     const interrupt = (): void => stop.abort(new Error('interrupted'));
     process.once('SIGINT', interrupt).once('SIGTERM', interrupt);
@@ -97,6 +98,7 @@ program
   .option('--connect-timeout <ms>', 'give up connecting after this many milliseconds', milliseconds, 5_000)
   .action(async (url: string, options: { print: boolean; connectTimeout: number }) => {
     const parsed = parseUrl(url);
+    warnPasswordInArguments(url);
     if (parsed.postgres === undefined) throw new InvalidArgumentError('url', `${parsed.scheme}:`, 'a postgres:// or postgresql:// URL: only PostgreSQL has a schema to create');
     if (options.print) {
       process.stdout.write(`BEGIN;\n${schemaSql(parsed.postgres.schema)}COMMIT;\n`);
@@ -106,6 +108,18 @@ program
     const outcome = await applySchema(parsed.postgres, options.connectTimeout);
     process.stdout.write(outcome === 'created' ? `created baton's schema "${parsed.postgres.schema}" at ${parsed.postgres.shown}\n` : `baton's schema "${parsed.postgres.schema}" is there already at ${parsed.postgres.shown}\n`);
   });
+
+/**
+ * A password given in the URL on the command line can be read by any user of the machine (`ps`):
+ * baton uses it, but says to pass it in PGPASSWORD (or ~/.pgpass) instead. The password itself is not shown.
+ */
+function warnPasswordInArguments(url: string): void {
+  if (!/^postgres(?:ql)?:\/\//i.test(url.trim())) return;
+  const authority = url.trim().slice(url.trim().indexOf('//') + 2, Math.max(url.trim().lastIndexOf('@'), 0));
+  if (authority.includes(':') || /[?&]password=/i.test(url)) {
+    process.stderr.write('baton: warning: the URL holds a password, which other users can read in the process list; leave it out and set PGPASSWORD (or use ~/.pgpass)\n');
+  }
+}
 
 /**
  * Credentials come from the environment, never from arguments (which any user can read in `ps`):

@@ -19,11 +19,15 @@ function quoted(channel: string): string {
 
 /** What the channels need of the session's listening connection. */
 export interface ChannelHost {
-  /** Sends LISTEN/UNLISTEN on the listening connection, retried while it is down; rejects only when the session ends. */
+  /**
+   * Sends LISTEN/UNLISTEN once on the listening connection, in the order asked (never again after a
+   * failure: a statement sent again after a newer one would undo it; `relisten` restores the set after
+   * the connection is made again). Rejects if the connection breaks.
+   */
   send(statement: string): Promise<void>;
   /**
-   * Called once the server listens on a channel for its local waiters, and when the channel loses its
-   * last waiter (a probe's count of watches: a watch counts once a notification can reach it).
+   * Called when the server starts listening on a channel that has local waiters (its LISTEN answered),
+   * and when such a channel loses its last waiter (a probe's count of watches).
    */
   watched?(tag: string, delta: 1 | -1): void;
 }
@@ -38,10 +42,11 @@ export class Channels {
   readonly #host: ChannelHost;
   readonly #waiters = new Map<string, Set<Waiter>>();
   readonly #tags = new Map<string, string>();
-  /** Per channel, the LISTEN that made the server listen on it (a later waiter of the channel waits for it too). */
-  readonly #listening = new Map<string, Promise<void>>();
-  /** Channels whose watch the host was told of (`watched`), so that it hears of each end once. */
-  readonly #counted = new Set<string>();
+  /**
+   * Per channel, settled once the server listens on it: by its LISTEN, or, if that failed with its
+   * connection, by the `relisten` on the next one. Every waiter of the channel waits for the same one.
+   */
+  readonly #listening = new Map<string, Listening>();
   /** Notifications that reached waiters. */
   notifications = 0;
 
@@ -70,18 +75,12 @@ export class Channels {
       set = new Set();
       this.#waiters.set(channel, set);
       this.#tags.set(channel, tag);
-      const listening = this.#host.send(`LISTEN ${quoted(channel)}`);
+      const listening = new Listening();
       this.#listening.set(channel, listening);
-      listening.then(
-        () => {
-          if (this.#listening.get(channel) !== listening || this.#counted.has(channel)) return; // woken meanwhile
-          this.#counted.add(channel);
-          this.#host.watched?.(tag, 1);
-        },
-        () => undefined,
-      );
+      // A failure leaves it pending: the connection is made again, and `relisten` settles it.
+      this.#host.send(`LISTEN ${quoted(channel)}`).then(() => this.#listened(channel, listening), () => undefined);
     }
-    const listening = this.#listening.get(channel) ?? Promise.resolve();
+    const listening = this.#listening.get(channel)?.promise ?? Promise.resolve();
     const waiters = set;
     const done = addWaiter(waiters, signal, () => {
       if (waiters.size === 0 && this.#waiters.get(channel) === waiters) this.#forget(channel);
@@ -102,28 +101,71 @@ export class Channels {
     settleWaiters(this.#waiters, channel);
   }
 
-  #forget(channel: string, remove = true): void {
+  /**
+   * The server listens on `channel` for the waiters `listening` stands for: it settles, and the probe
+   * counts the channel. Not if those waiters left meanwhile (an UNLISTEN follows this LISTEN then, and
+   * a newer wait on the channel waits for the LISTEN sent after it).
+   */
+  #listened(channel: string, listening: Listening): void {
+    if (this.#listening.get(channel) !== listening || listening.done) return;
+    listening.resolve();
     const tag = this.#tags.get(channel);
+    if (tag !== undefined) this.#host.watched?.(tag, 1);
+  }
+
+  #forget(channel: string, remove = true): void {
+    const tag = this.#listening.get(channel)?.done === true ? this.#tags.get(channel) : undefined;
     this.#tags.delete(channel);
+    this.#listening.get(channel)?.reject(new Error('nobody waits on this channel any more'));
     this.#listening.delete(channel);
     if (remove) this.#waiters.delete(channel);
-    if (tag !== undefined && this.#counted.delete(channel)) this.#host.watched?.(tag, -1);
+    if (tag !== undefined) this.#host.watched?.(tag, -1);
     this.#host.send(`UNLISTEN ${quoted(channel)}`).catch(() => undefined);
   }
 
   /** The listening connection is new: listen on every channel again. */
   relisten(): Promise<void> {
-    return Promise.all([...this.#waiters.keys()].map((channel) => this.#host.send(`LISTEN ${quoted(channel)}`))).then(() => undefined);
+    return Promise.all(
+      [...this.#waiters.keys()].map((channel) => {
+        const listening = this.#listening.get(channel);
+        return this.#host.send(`LISTEN ${quoted(channel)}`).then(() => {
+          if (listening !== undefined) this.#listened(channel, listening);
+        });
+      }),
+    ).then(() => undefined);
   }
 
   /** The session ended: every waiter fails with `reason`. */
   failAll(reason: Error): void {
     for (const channel of [...this.#waiters.keys()]) {
-      const tag = this.#tags.get(channel);
+      const tag = this.#listening.get(channel)?.done === true ? this.#tags.get(channel) : undefined;
       this.#tags.delete(channel);
+      this.#listening.get(channel)?.reject(reason);
       this.#listening.delete(channel);
-      if (tag !== undefined && this.#counted.delete(channel)) this.#host.watched?.(tag, -1);
+      if (tag !== undefined) this.#host.watched?.(tag, -1);
       settleWaiters(this.#waiters, channel, { error: reason });
     }
+  }
+}
+
+/** A channel's LISTEN as its waiters see it: resolved once the server listens, rejected when nobody waits. */
+class Listening {
+  readonly promise: Promise<void>;
+  /** Resolved: the server listens. */
+  done = false;
+  #resolve!: () => void;
+  reject!: (reason: Error) => void;
+
+  constructor() {
+    this.promise = new Promise<void>((resolve, reject) => {
+      this.#resolve = resolve;
+      this.reject = reject;
+    });
+    this.promise.catch(() => undefined);
+  }
+
+  resolve(): void {
+    this.done = true;
+    this.#resolve();
   }
 }

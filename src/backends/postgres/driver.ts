@@ -53,9 +53,13 @@ export class PostgresDriver implements Driver {
   #heartbeat: NodeJS.Timeout | undefined;
   #backstop: NodeJS.Timeout | undefined;
   #suspended = false;
+  /** A reconnection of the listening connection is under way (#reconnectSoon). */
+  #reconnecting = false;
   /** Observed queues (waitChange): how many local waits each, and the listing the latest one compares with. */
   readonly #observed = new Map<string, number>();
   readonly #observedSeen = new Map<string, readonly Entry[]>();
+  /** Keys whose enqueue was sent more than once: their withdraw retires them (see `retired` in the schema). */
+  readonly #retried = new Set<string>();
   /** Entries waited on: channel -> token, for the backstop's and a reconnect's check. */
   readonly #watchedTokens = new Map<string, { token: bigint; queue: string }>();
 
@@ -98,7 +102,8 @@ export class PostgresDriver implements Driver {
     });
     const watches = probe?.watches;
     this.#channels = new Channels({
-      send: (statement) => this.#core.retry(fromPromise(() => this.#listen.query(statement))).then(() => undefined),
+      // Once, in order on the one connection: see ChannelHost.send.
+      send: (statement) => this.#listen.query(statement).then(() => undefined),
       ...(watches === undefined
         ? {}
         : {
@@ -128,9 +133,10 @@ export class PostgresDriver implements Driver {
   }
 
   /** A request on the main connection, sent again while it fails only on the way. */
-  #request<R extends Record<string, unknown>>(text: string, values: readonly unknown[]): Promise<R[]> {
+  #request<R extends Record<string, unknown>>(text: string, values: readonly unknown[], onAttempt?: () => void): Promise<R[]> {
     return this.#core.retry(
       fromPromise(async () => {
+        onAttempt?.();
         this.#counters.statements += 1;
         return (await this.#main.query<R>(text, values)).rows;
       }),
@@ -166,13 +172,11 @@ export class PostgresDriver implements Driver {
     let attempts = 0;
     this.#enqueuing.add(key);
     try {
-      const rows = await this.#core.retry(
-        fromPromise(async () => {
-          attempts += 1;
-          this.#counters.statements += 1;
-          return (await this.#main.query<QueueRow & { created: boolean }>(this.#sql.enqueue, values)).rows;
-        }),
-      );
+      const rows = await this.#request<QueueRow & { created: boolean }>(this.#sql.enqueue, values, () => {
+        // A second attempt: the first may still reach the server later (its connection was dropped while
+        // it was on the way); the withdraw of this entry then retires its key, so that it makes no entry again.
+        if (++attempts === 2) this.#retried.add(key);
+      });
       // Found rather than created: an earlier attempt, whose reply was lost, was applied.
       if (rows[0]?.created === false) this.#counters.adopted += 1;
       const entry = this.#entries(queue, rows).find((e) => e.key === key);
@@ -182,6 +186,10 @@ export class PostgresDriver implements Driver {
       return { entry, queue: this.#ownListing(queue, rows) };
     } catch (error) {
       this.#unsettle(queue); // an attempt may have been applied, or may still be
+      // Failed after more than one attempt: an earlier one may still arrive; retire the key now.
+      if (this.#retried.has(key) && this.#core.isOpen) {
+        void this.withdraw({ queue, key, kind, order: 0n, fencingToken: 0n }).catch(() => undefined);
+      }
       throw error;
     } finally {
       this.#enqueuing.delete(key);
@@ -265,12 +273,13 @@ export class PostgresDriver implements Driver {
   }
 
   async withdraw(entry: Entry): Promise<void> {
+    const statement = this.#retried.delete(entry.key) ? this.#sql.withdrawRetired : this.#sql.withdraw;
     for (let attempt = 0; this.#core.isOpen; attempt += 1) {
       try {
         await this.#core.send(
           fromPromise(() => {
             this.#counters.statements += 1;
-            return this.#main.query(this.#sql.withdraw, [entry.key, this.#session]);
+            return this.#main.query(statement, [entry.key, this.#session]);
           }),
         );
         this.#own.delete(entry.key);
@@ -350,9 +359,28 @@ export class PostgresDriver implements Driver {
   }
 
   #listenDown(): void {
-    if (this.#suspended || !this.#core.isOpen) return;
-    this.#suspended = true;
-    this.#core.events?.status('suspended');
+    if (!this.#core.isOpen) return;
+    if (!this.#suspended) {
+      this.#suspended = true;
+      this.#core.events?.status('suspended');
+    }
+    this.#reconnectSoon();
+  }
+
+  /**
+   * The listening connection broke: make it again now (a renewal on it), not at the next heartbeat a
+   * quarter lease later, tried again with a short growing pause until it is back or the session ends.
+   */
+  #reconnectSoon(): void {
+    if (this.#reconnecting) return;
+    this.#reconnecting = true;
+    void (async () => {
+      for (let attempt = 0; this.#core.isOpen && this.#suspended; attempt += 1) {
+        await backoff(attempt);
+        if (!this.#core.isOpen || !this.#suspended) return;
+        await this.#renew().catch(() => undefined);
+      }
+    })().finally(() => (this.#reconnecting = false));
   }
 
   /** The listening connection is back: listen again, then wake every waiter whose entry went meanwhile. */
@@ -430,6 +458,7 @@ export class PostgresDriver implements Driver {
     this.#backstop = undefined;
     this.#channels.failAll(reason);
     this.#watchedTokens.clear();
+    this.#retried.clear();
     this.#observed.clear();
     this.#observedSeen.clear();
   }

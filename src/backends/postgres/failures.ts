@@ -5,6 +5,9 @@ import { LinkClosedError } from './link.js';
 /** The SQLSTATE baton's functions raise when the session's lease has run out or its row is gone. */
 export const SESSION_GONE = 'BT001';
 
+/** The SQLSTATE of an enqueue run at another isolation level than READ COMMITTED. */
+export const WRONG_ISOLATION = 'BT002';
+
 /** The SQLSTATE of an error the server sent (node-postgres's DatabaseError), if it is one. */
 export function sqlState(error: unknown): string | undefined {
   const { code, severity } = (error ?? {}) as { code?: unknown; severity?: unknown };
@@ -36,6 +39,7 @@ export function postgresFailures(id: string, schema: string): FailurePolicy {
       if (error instanceof BatonError) return error;
       const state = sqlState(error);
       if (state === SESSION_GONE) return gone(error);
+      if (state === WRONG_ISOLATION) return new BackendError(`PostgreSQL request refused: ${(error as Error).message} (see docs/postgres.md)`, { cause: error });
       if (state === '42501') return new AccessDeniedError(`PostgreSQL refused the request (permission denied): this role may not use baton's schema ${schema}`, { cause: error });
       return new BackendError('PostgreSQL request failed', { cause: error });
     },

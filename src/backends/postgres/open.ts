@@ -27,6 +27,22 @@ export async function loadPg(): Promise<ClientClass> {
   return (pg.default ?? pg).Client as unknown as ClientClass;
 }
 
+/**
+ * What baton's connections need whatever the role's, the database's or the URL's settings: READ COMMITTED
+ * (the enqueue reads the queue after its lock in a fresh snapshot) and synchronous commits (a grant
+ * acknowledged is on disk). Set as startup options, which take precedence over `ALTER ROLE/DATABASE ...
+ * SET`; after those of the URL's `options` parameter (or PGOPTIONS), so that ours win.
+ */
+export const REQUIRED_OPTIONS = '-c default_transaction_isolation=read\\ committed -c synchronous_commit=on';
+
+/** node-postgres's settings for a connection string: its `options` parameter merged with baton's. */
+export function connectionConfig(connectionString: string): { connectionString: string; options: string } {
+  const url = new URL(connectionString);
+  const theirs = url.searchParams.get('options') ?? process.env['PGOPTIONS'] ?? '';
+  url.searchParams.delete('options');
+  return { connectionString: url.toString(), options: theirs === '' ? REQUIRED_OPTIONS : `${theirs} ${REQUIRED_OPTIONS}` };
+}
+
 /** How long one statement may go unanswered before its connection is dropped and it is sent again. */
 export function attemptMs(sessionTimeoutMs: number): number {
   return Math.max(Math.floor(sessionTimeoutMs / 3), 500);
@@ -47,7 +63,7 @@ export interface OpenedSession {
  */
 export async function openSession(options: PostgresDriverOptions, listenEvents: LinkEvents): Promise<OpenedSession> {
   const Client = await loadPg();
-  const config: ClientConfig = { connectionString: options.connectionString, connectionTimeoutMillis: options.connectTimeoutMs, application_name: 'baton' };
+  const config: ClientConfig = { ...connectionConfig(options.connectionString), connectionTimeoutMillis: options.connectTimeoutMs, application_name: 'baton' };
   const main = new Link(Client, config, attemptMs(options.sessionTimeoutMs));
   const listen = new Link(Client, config, attemptMs(options.sessionTimeoutMs), listenEvents);
   const onAbort = (): void => {
@@ -130,16 +146,18 @@ export async function ensureSchema(main: Link, schema: string, create: boolean):
   if (!create) {
     throw new BackendError(`baton's schema "${schema}" does not exist and createSchema is false: have it created with \`baton schema <url>\` (or print its SQL with --print)`);
   }
-  await main.query('BEGIN');
+  // One multi-statement query, one implicit transaction: the lock, then the DDL. A connection that breaks
+  // in the middle fails the query (a BEGIN and a COMMIT sent apart could end on two connections, the
+  // COMMIT a no-op on the second while saying it succeeded). Another process that created the schema
+  // while this one waited for the lock makes the DDL fail on an existing object: the version is read again.
   try {
-    await main.query(`SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext($1))`, [`schema:${schema}`]);
-    const again = await schemaVersion(main, schema);
-    if (again === undefined) await main.query(schemaSql(schema));
-    await main.query('COMMIT');
+    await main.query(`SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext('schema:${schema}'));\n${schemaSql(schema)}`);
   } catch (error) {
-    await main.query('ROLLBACK').catch(() => undefined);
+    if ((await schemaVersion(main, schema).catch(() => undefined)) === SCHEMA_VERSION) return;
     throw error;
   }
+  const created = await schemaVersion(main, schema);
+  if (created !== SCHEMA_VERSION) throw new BackendError(`baton's schema "${schema}" was not found after its creation (version ${created ?? 'missing'})`);
 }
 
 async function schemaVersion(main: Link, schema: string): Promise<number | undefined> {
@@ -157,7 +175,7 @@ async function schemaVersion(main: Link, schema: string): Promise<number | undef
  */
 export async function applySchema(url: { connectionString: string; shown: string; schema: string }, connectTimeoutMs: number): Promise<'created' | 'present'> {
   const Client = await loadPg();
-  const link = new Link(Client, { connectionString: url.connectionString, connectionTimeoutMillis: connectTimeoutMs, application_name: 'baton schema' }, connectTimeoutMs);
+  const link = new Link(Client, { ...connectionConfig(url.connectionString), connectionTimeoutMillis: connectTimeoutMs, application_name: 'baton schema' }, connectTimeoutMs);
   try {
     try {
       await link.open();

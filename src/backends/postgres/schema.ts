@@ -5,9 +5,12 @@
  * - `sessions`: one row per session, a lease whose expiry only the server's clock decides. A renewal
  *   of an expired row changes nothing (`expires_at > clock_timestamp()` in its WHERE), so an expired
  *   session never comes back; its row and entries are removed by whoever finds them.
- * - `entries`: one row per queue entry. `token` comes from one sequence for the whole schema: it is
- *   the entry's order (unless the entry took another's place, `position`) and its fencing token,
- *   strictly increasing across holders, queues emptied and re-created, sessions and restarts.
+ * - `entries`: one row per queue entry. `token` comes from one sequence for the whole schema, seeded
+ *   with the server's clock in microseconds: it is the entry's order and fencing token (unless the
+ *   entry took another's place: then both are `position`, the other's), strictly increasing across
+ *   holders, queues emptied and re-created, sessions, restarts, and the schema dropped and created again.
+ * - `retired`: the keys withdrawn after an enqueue that was sent more than once, so that a late copy of
+ *   an earlier attempt makes no entry again (an orphan nobody would withdraw); they go with their session.
  * - `observers`: the queues whose changes someone waits for (an election's `observe()` of an empty
  *   queue): an enqueue or a delete in them also notifies the queue's channel (`<schema>.q<md5 prefix>`),
  *   and only in them.
@@ -48,6 +51,9 @@ CREATE TABLE ${s}.sessions (
 );
 
 CREATE SEQUENCE ${s}.tokens AS bigint;
+-- Seeded with the server's clock in microseconds: a schema dropped and created again goes on above the
+-- tokens it gave before (unless they outran one per microsecond on average, or the clock went back).
+SELECT setval('${s}.tokens', (extract(epoch FROM clock_timestamp()) * 1000000)::bigint);
 
 CREATE TABLE ${s}.entries (
   token bigint PRIMARY KEY,
@@ -62,6 +68,14 @@ CREATE TABLE ${s}.entries (
 );
 CREATE INDEX entries_queue ON ${s}.entries (namespace, queue, position, token);
 CREATE INDEX entries_session ON ${s}.entries (session);
+
+-- Keys withdrawn after an enqueue that was sent more than once: a late copy of an earlier attempt (its
+-- connection dropped, its bytes still on the way) must not make the entry again once it was withdrawn.
+CREATE TABLE ${s}.retired (
+  key text PRIMARY KEY,
+  session bigint NOT NULL REFERENCES ${s}.sessions (id) ON DELETE CASCADE
+);
+CREATE INDEX retired_session ON ${s}.retired (session);
 
 CREATE TABLE ${s}.observers (
   namespace text NOT NULL,
@@ -106,9 +120,20 @@ CREATE FUNCTION ${s}.list(p_namespace text, p_queue text)
   RETURNS TABLE (token bigint, key text, queue_position bigint, kind text)
   LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
-  -- Entries of expired sessions are ignored, and removed by whoever finds them.
-  DELETE FROM ${s}.entries e USING ${s}.sessions o
-    WHERE e.namespace = p_namespace AND e.queue = p_queue AND o.id = e.session AND o.expires_at <= clock_timestamp();
+  -- Entries of expired sessions are ignored, and removed by whoever finds them: the expired sessions
+  -- with entries or observer rows in this queue go (their entries and observer rows with them; the
+  -- trigger tells the waiters).
+  -- Expiry is decided on the sessions row itself, locked: a renewal committed after this statement's
+  -- snapshot is seen (the lock waits for it and rechecks the row), so a renewed session's entry is never
+  -- deleted. Rows are locked in id order, so that two sweeps never deadlock over them.
+  DELETE FROM ${s}.sessions WHERE id IN (
+    SELECT o.id FROM ${s}.sessions o
+      WHERE o.expires_at <= clock_timestamp()
+        AND o.id IN (SELECT e.session FROM ${s}.entries e WHERE e.namespace = p_namespace AND e.queue = p_queue
+                     UNION ALL SELECT b.session FROM ${s}.observers b WHERE b.namespace = p_namespace AND b.queue = p_queue)
+      ORDER BY o.id
+      FOR UPDATE OF o
+  );
   -- And ignored if their lease runs out between the two statements.
   RETURN QUERY
     SELECT e.token, e.key, e.position, e.kind FROM ${s}.entries e
@@ -125,13 +150,23 @@ DECLARE
   v_token bigint;
   v_created boolean := false;
 BEGIN
+  -- Under REPEATABLE READ or SERIALIZABLE the snapshot is taken before the lock below is held: an enqueue
+  -- committed meanwhile would not be seen. baton's connections ask for READ COMMITTED; refuse otherwise.
+  IF current_setting('transaction_isolation') <> 'read committed' THEN
+    RAISE EXCEPTION 'baton needs READ COMMITTED, this transaction runs %', current_setting('transaction_isolation')
+      USING ERRCODE = 'BT002', HINT = 'do not set default_transaction_isolation for baton''s connections (options in the URL or PGOPTIONS)';
+  END IF;
+  -- A grant acknowledged before its commit is on disk could be lost by a crash: commit synchronously.
+  PERFORM set_config('synchronous_commit', 'on', true);
+  PERFORM pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(p_namespace || '/' || p_queue));
+  -- The session checked after the lock: its lease may run out while it waits for it.
   PERFORM 1 FROM ${s}.sessions WHERE id = p_session AND expires_at > clock_timestamp();
   IF NOT FOUND THEN
     RAISE EXCEPTION 'baton session % is gone (its lease expired or it was closed)', p_session USING ERRCODE = 'BT001';
   END IF;
-  PERFORM pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(p_namespace || '/' || p_queue));
-  -- An attempt whose reply was lost may have been applied: its entry is the one asked for.
-  IF NOT EXISTS (SELECT 1 FROM ${s}.entries e WHERE e.key = p_key) THEN
+  -- An attempt whose reply was lost may have been applied: its entry is the one asked for. A late
+  -- attempt of an entry already withdrawn (retired) makes nothing.
+  IF NOT EXISTS (SELECT 1 FROM ${s}.entries e WHERE e.key = p_key) AND NOT EXISTS (SELECT 1 FROM ${s}.retired r WHERE r.key = p_key) THEN
     v_token := nextval('${s}.tokens');
     INSERT INTO ${s}.entries (token, key, namespace, queue, position, kind, session, data)
       VALUES (v_token, p_key, p_namespace, p_queue, coalesce(p_at, v_token), p_kind, p_session, p_data);
@@ -142,6 +177,11 @@ BEGIN
   END IF;
   -- A statement of its own: its snapshot shows every enqueue that held the lock before this one.
   RETURN QUERY SELECT l.token, l.key, l.queue_position, l.kind, v_created FROM ${s}.list(p_namespace, p_queue) l;
+  -- A lease that ran out meanwhile: the listing ignored the entry; the session is gone, not the entry.
+  PERFORM 1 FROM ${s}.sessions WHERE id = p_session AND expires_at > clock_timestamp();
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'baton session % is gone (its lease expired or it was closed)', p_session USING ERRCODE = 'BT001';
+  END IF;
 END
 $$;
 `;

@@ -4,6 +4,7 @@ export class Statements {
   readonly list: string;
   readonly live: string;
   readonly withdraw: string;
+  readonly withdrawRetired: string;
   readonly read: string;
   readonly describe: string;
   readonly confirm: string;
@@ -18,6 +19,10 @@ export class Statements {
     this.list = `SELECT * FROM ${s}.list($1, $2)`;
     this.live = `SELECT e.token FROM ${s}.entries e JOIN ${s}.sessions o ON ${alive} WHERE e.token = ANY($1::bigint[])`;
     this.withdraw = `DELETE FROM ${s}.entries WHERE key = $1 AND session = $2`;
+    // The withdraw of an entry whose enqueue was sent more than once: the key is retired in the same statement.
+    this.withdrawRetired =
+      `WITH gone AS (DELETE FROM ${s}.entries WHERE key = $1 AND session = $2)` +
+      ` INSERT INTO ${s}.retired (key, session) SELECT $1, o.id FROM ${s}.sessions o WHERE o.id = $2 ON CONFLICT DO NOTHING`;
     this.read = `SELECT e.data FROM ${s}.entries e JOIN ${s}.sessions o ON ${alive} WHERE e.key = $1 AND e.token = $2`;
     this.describe =
       `SELECT e.token, e.key, e.position AS queue_position, e.kind, e.session, e.data,` +

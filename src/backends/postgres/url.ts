@@ -18,9 +18,39 @@ const EXPECTED = 'postgres://[user[:password]@][host][:port][/database][?namespa
 /** baton's query parameters, removed before node-postgres sees the URL. */
 const OWN = ['namespace', 'schema'];
 
-/** The URL with any password replaced, for messages (also for a URL too broken to parse). */
+/**
+ * The URL with any password replaced, for messages. Everything between `://` and the last `@` is the
+ * user and password (a password may hold `/`, `?`, `#` or `@`): only the user before the first `:` is
+ * kept. A URL that does not parse is shown as its scheme only when it may hold credentials.
+ */
 export function hidePassword(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/?#@:]*):[^/?#@]*@/i, '$1:***@').replace(/([?&]password=)[^&#]*/gi, '$1***');
+  const scheme = /^([a-z][a-z0-9+.-]*:)/i.exec(url)?.[1] ?? '';
+  let shown = url;
+  const at = url.lastIndexOf('@');
+  if (scheme !== '' && url.startsWith('//', scheme.length) && at > scheme.length + 2) {
+    const credentials = url.slice(scheme.length + 2, at);
+    const colon = credentials.indexOf(':');
+    shown = `${scheme}//${colon < 0 ? credentials : `${credentials.slice(0, colon)}:***`}${url.slice(at)}`;
+  }
+  return shown.replace(/([?&]password=)[^&#]*/gi, '$1***');
+}
+
+/** What an error may show of a URL that did not parse: its scheme only, if the URL may hold a password. */
+function shownUnparsed(url: string): string {
+  if (!/@|password/i.test(url)) return url;
+  return `${/^([a-z][a-z0-9+.-]*:)/i.exec(url)?.[1] ?? ''}//…`;
+}
+
+/**
+ * A parsed URL as it may be shown: its password replaced. An `@` outside the user and password (a
+ * password with a `/` in it makes the parser take `user:pass` for a host and port) masks as the raw text
+ * would, up to the last `@`.
+ */
+function shownParsed(raw: string, parsed: URL): string {
+  if (parsed.username === '' && parsed.password === '' && raw.includes('@')) return hidePassword(raw);
+  const copy = new URL(parsed.toString());
+  if (copy.password !== '') copy.password = '***';
+  return copy.toString().replace(/([?&]password=)[^&#]*/gi, '$1***');
 }
 
 /**
@@ -29,13 +59,13 @@ export function hidePassword(url: string): string {
  * node-postgres reads them (PGHOST, PGUSER, PGPASSWORD, PGSSLMODE...).
  */
 export function parsePostgresUrl(url: string): PostgresUrl {
-  const shown = hidePassword(url);
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
-    throw new InvalidArgumentError('url', shown, EXPECTED);
+    throw new InvalidArgumentError('url', shownUnparsed(url), EXPECTED);
   }
+  const shown = shownParsed(url, parsed);
   if (parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:') throw new InvalidArgumentError('url', shown, EXPECTED);
   if (parsed.hash !== '') throw new InvalidArgumentError('url', shown, `no #fragment: ${EXPECTED}`);
   const params = parsed.searchParams;
@@ -44,7 +74,7 @@ export function parsePostgresUrl(url: string): PostgresUrl {
   const schema = params.get('schema') ?? 'baton';
   if (!SCHEMA_NAME.test(schema)) throw new InvalidArgumentError('url parameter schema', schema, 'a lowercase SQL name of [a-z0-9_], starting with a letter or _, at most 40 characters');
   for (const name of OWN) params.delete(name);
-  return { connectionString: parsed.toString(), namespace, schema, shown: hidePassword(parsed.toString()) };
+  return { connectionString: parsed.toString(), namespace, schema, shown: shownParsed(url, parsed) };
 }
 
 function parseNamespace(value: string | null): string {
