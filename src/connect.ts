@@ -189,6 +189,7 @@ async function open(url: string, options: ConnectOptions, probes: Probes | undef
     throw new InvalidArgumentError('redis.tls', 'redis:', 'a rediss:// URL (TLS settings with a plain-text URL would be ignored)');
   }
   const sessionOptions = { onSuspend, onWaiterLost, ...(deadlineMarginMs === undefined ? {} : { marginMs: deadlineMarginMs }) };
+  const opening: Opening = { sessionOptions, marginMs: deadlineMarginMs, signal: settings.signal, probes };
   settings.signal?.throwIfAborted();
   if (parsed.scheme === 'zk' || parsed.scheme === 'etcd' || parsed.scheme === 'redis') {
     // A name that does not exist fails at once; the dial gets what is left of the connect timeout.
@@ -205,11 +206,7 @@ async function open(url: string, options: ConnectOptions, probes: Probes | undef
       const { ZkDriver } = await import('./backends/zookeeper/driver.js');
       const probe = probes?.zk();
       const driver = await ZkDriver.open({ hosts: parsed.hosts.join(','), namespace: `/${parsed.namespace}`, ...timeouts, auth, acl }, probe);
-      await closeIfAborted(driver, settings.signal);
-      await refuseMargin(deadlineMarginMs, driver);
-      const session = new BatonSession(driver, sessionOptions);
-      if (probes !== undefined && probe !== undefined) probes.opened(session, probe);
-      return session;
+      return sessionOver(driver, probe, opening);
     }
     case 'postgres': {
       const { PostgresDriver } = await import('./backends/postgres/driver.js');
@@ -225,11 +222,7 @@ async function open(url: string, options: ConnectOptions, probes: Probes | undef
         createSchema: settings.createSchema ?? true,
         signal: settings.signal,
       }, probe);
-      await closeIfAborted(driver, settings.signal);
-      await refuseMargin(deadlineMarginMs, driver);
-      const session = new BatonSession(driver, sessionOptions);
-      if (probes !== undefined && probe !== undefined) probes.opened(session, probe);
-      return session;
+      return sessionOver(driver, probe, opening);
     }
     case 'etcd': {
       const tls = settings.etcd?.credentials !== undefined;
@@ -243,11 +236,7 @@ async function open(url: string, options: ConnectOptions, probes: Probes | undef
         ...(settings.signal === undefined ? {} : { signal: settings.signal }),
         ...(settings.etcd === undefined ? {} : { client: settings.etcd }),
       }, probe);
-      await closeIfAborted(driver, settings.signal);
-      await refuseMargin(deadlineMarginMs, driver);
-      const session = new BatonSession(driver, sessionOptions);
-      if (probes !== undefined && probe !== undefined) probes.opened(session, probe);
-      return session;
+      return sessionOver(driver, probe, opening);
     }
     case 'redis': {
       const { RedisDriver } = await import('./backends/redis/driver.js');
@@ -261,13 +250,29 @@ async function open(url: string, options: ConnectOptions, probes: Probes | undef
         signal: settings.signal,
         tls: settings.redis?.tls,
       }, probe);
-      await closeIfAborted(driver, settings.signal);
-      await refuseMargin(deadlineMarginMs, driver);
-      const session = new BatonSession(driver, sessionOptions);
-      if (probes !== undefined && probe !== undefined) probes.opened(session, probe);
-      return session;
+      return sessionOver(driver, probe, opening);
     }
   }
+}
+
+/** What every backend's opened driver goes through to become a session. */
+interface Opening {
+  readonly sessionOptions: ConstructorParameters<typeof BatonSession>[1];
+  readonly marginMs: number | undefined;
+  readonly signal: AbortSignal | undefined;
+  readonly probes: Probes | undefined;
+}
+
+/**
+ * A driver just opened becomes a session: closed again if the connect was given up meanwhile or the
+ * margin is as long as the timeout the server granted; a test probe hears of the session.
+ */
+async function sessionOver(driver: Driver, probe: Parameters<Probes['opened']>[1] | undefined, opening: Opening): Promise<BatonSession> {
+  await closeIfAborted(driver, opening.signal);
+  await refuseMargin(opening.marginMs, driver);
+  const session = new BatonSession(driver, opening.sessionOptions);
+  if (opening.probes !== undefined && probe !== undefined) opening.probes.opened(session, probe);
+  return session;
 }
 
 /** A connect given up on just as it succeeded: the session is closed (its entries and lease go with it). */

@@ -11,14 +11,20 @@ export interface Waiter {
  * `signal.reason` when the signal aborts; `onLeave` then runs after it left the set.
  */
 export function addWaiter(waiters: Set<Waiter>, signal: Abortable, onLeave: () => void): Promise<void> {
+  return enlist(waiters, signal, onLeave).done;
+}
+
+/** `addWaiter`, also giving the waiter itself (a backend that settles one waiter of a set alone needs it). */
+export function enlist(waiters: Set<Waiter>, signal: Abortable, onLeave: () => void): { done: Promise<void>; waiter: Waiter } {
   signal.throwIfAborted();
-  return new Promise<void>((resolve, reject) => {
+  let waiter!: Waiter;
+  const done = new Promise<void>((resolve, reject) => {
     const onAbort = (): void => {
       waiters.delete(waiter);
       onLeave();
       reject(signal.reason);
     };
-    const waiter: Waiter = {
+    waiter = {
       resolve: () => {
         signal.removeEventListener('abort', onAbort);
         resolve();
@@ -31,6 +37,7 @@ export function addWaiter(waiters: Set<Waiter>, signal: Abortable, onLeave: () =
     waiters.add(waiter);
     signal.addEventListener('abort', onAbort, { once: true });
   });
+  return { done, waiter };
 }
 
 /** Whether two listings of a queue hold the same entries (by key; listings are sorted by order). */

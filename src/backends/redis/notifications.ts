@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Abortable, Entry } from '../../../recipes/contract.js';
 import type { RedisCounters, RedisProbe } from '../probe.js';
-import { sameEntries, type Waiter } from '../waiters.js';
+import { enlist, sameEntries, type Waiter } from '../waiters.js';
 
 /** What the notifications need of their driver. */
 export interface NotificationsHost {
@@ -112,26 +112,8 @@ export class Notifications {
       this.#targets.set(channel, target);
     }
     const set = waiters;
-    let waiter!: Waiter;
-    const waiting = new Promise<void>((resolve, reject) => {
-      const onAbort = (): void => {
-        set.delete(waiter);
-        this.#left(channel, set, waiter);
-        reject(signal.reason);
-      };
-      waiter = {
-        resolve: () => {
-          signal.removeEventListener('abort', onAbort);
-          resolve();
-        },
-        reject: (error) => {
-          signal.removeEventListener('abort', onAbort);
-          reject(error);
-        },
-      };
-      set.add(waiter);
-      signal.addEventListener('abort', onAbort, { once: true });
-    });
+    // The caller checked the signal: enlisting cannot throw here.
+    const { done: waiting, waiter } = enlist(set, signal, () => this.#left(channel, set, waiter));
     this.#ensureBackstop();
     return { waiting, waiter };
   }
