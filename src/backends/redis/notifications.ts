@@ -64,8 +64,9 @@ export class Notifications {
     this.#probe = probe;
     this.#everyMs = everyMs;
     subscriber.on('message', (channel: string) => this.#onMessage(channel));
-    // Messages published while the subscriber was away are lost: look at once.
-    subscriber.on('ready', () => void this.check(true));
+    // A new connection subscribes to nothing: subscribe again, then look at once (messages published
+    // while the subscriber was away are lost).
+    subscriber.on('ready', () => void this.#resubscribe().then(() => this.check(true)));
   }
 
   get size(): number {
@@ -132,6 +133,14 @@ export class Notifications {
     if (set === undefined || !set.delete(waiter)) return;
     this.#left(channel, set, waiter);
     waiter.resolve();
+  }
+
+  /** The subscriber connection is new: every channel still waited on is subscribed again. */
+  async #resubscribe(): Promise<void> {
+    const channels = [...this.#subscribed.keys()];
+    if (channels.length === 0) return;
+    // A failure is the connection closing again: its next 'ready' subscribes again.
+    await this.#subscriber.subscribe(...channels).catch(() => undefined);
   }
 
   /** The channel's subscription, asked for once. */

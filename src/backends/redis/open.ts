@@ -35,8 +35,8 @@ export interface OpenedSession {
 
 /**
  * ioredis is loaded only for redis URLs. Chosen for what the driver leans on: `defineCommand` runs a
- * script by its SHA and sends its source again after a server lost its script cache (a restart); a
- * subscriber connection subscribes again by itself after a reconnect; requests queued while the
+ * script by its SHA and sends its source again after a server lost its script cache (a restart);
+ * requests queued while the
  * connection is down are sent, in order, once it is back (every request of the driver is safe to send
  * twice).
  */
@@ -87,7 +87,10 @@ function clientOptions(options: RedisDriverOptions): RedisOptions {
     maxRetriesPerRequest: null,
     enableOfflineQueue: true,
     autoResendUnfulfilledCommands: true,
-    autoResubscribe: true,
+    // The notifications subscribe again themselves after a reconnect: ioredis's own resubscription
+    // leaves its command's failure unhandled when the connection closes again at once, which ends the
+    // process (seen in a torture run: "Connection is closed." from the SUBSCRIBE sent on 'ready').
+    autoResubscribe: false,
     connectTimeout: Math.max(500, Math.min(options.connectTimeoutMs, Math.floor(options.sessionTimeoutMs / 2))),
     retryStrategy: (times: number) => Math.min(20 * 2 ** Math.min(times, 5), 500),
     enableReadyCheck: true,
