@@ -242,7 +242,7 @@ async function open(url: string, options: ConnectOptions, probes: Probes | undef
       const { RedisDriver } = await import('./backends/redis/driver.js');
       const probe = probes?.redis();
       const driver = await RedisDriver.open({
-        host: parsed.hosts[0]!,
+        hosts: parsed.hosts,
         target: withCredentials(parsed.redis!, settings.redis),
         namespace: parsed.namespace,
         sessionTimeoutMs: settings.sessionTimeoutMs,

@@ -47,10 +47,10 @@ const FORM = /^([a-z][a-z0-9+.-]*):\/\/([^/?#]*)(\/[^?#]*)?$/i;
 const SCHEMES: Record<string, Scheme> = { zk: 'zk', zookeeper: 'zk', etcd: 'etcd', memory: 'memory' };
 const DEFAULT_NAMESPACE = 'baton';
 const EXPECTED =
-  'zk://host:port[,host:port...][/namespace], etcd://host:port[,...][/namespace], postgres://[user[:password]@]host[:port]/database[?namespace=NS], redis://[user:password@]host:port[/db][?namespace=ns] or memory://name[/namespace]';
+  'zk://host:port[,host:port...][/namespace], etcd://host:port[,...][/namespace], postgres://[user[:password]@]host[:port]/database[?namespace=NS], redis://[user:password@]host:port[,host:port...][/db][?namespace=ns] or memory://name[/namespace]';
 const POSTGRES = /^postgres(?:ql)?:\/\//i;
 const REDIS_SCHEME = /^(rediss?):\/\//i;
-/** What follows the credentials (or `://` without them): `host:port[/db][?query]`. */
+/** What follows the credentials (or `://` without them): `host:port[,host:port...][/db][?query]`. */
 const REDIS_REST = /^([^@/?#]+)(?:\/([^?#]*))?(?:\?([^#]*))?$/;
 
 /**
@@ -122,8 +122,9 @@ export function redactUrl(url: string): string {
 }
 
 /**
- * `redis://[user:password@]host:port[/db][?namespace=ns]` and `rediss://` (TLS). The user and password
- * are percent-decoded; neither the password nor the URL holding it is ever echoed in an error.
+ * `redis://[user:password@]host:port[,host:port...][/db][?namespace=ns]` and `rediss://` (TLS); several
+ * hosts are the seed nodes of a Redis Cluster. The user and password are percent-decoded; neither the
+ * password nor the URL holding it is ever echoed in an error.
  */
 function parseRedisUrl(url: string): ParsedUrl {
   const shown = redactUrl(url);
@@ -135,10 +136,13 @@ function parseRedisUrl(url: string): ParsedUrl {
   const userinfo = at < 0 ? undefined : url.slice(scheme[0].length, at);
   const match = REDIS_REST.exec(url.slice(at < 0 ? scheme[0].length : at + 1));
   if (match === null) throw new InvalidArgumentError('url', shown, EXPECTED);
-  const [, host = '', rawDb = '', query = ''] = match;
-  // The host is named only when the URL held no credentials.
-  if (userinfo === undefined) validateHost(host, shown);
-  else validateHost(host, shown, 'host in url');
+  const [, hostList = '', rawDb = '', query = ''] = match;
+  const hosts = hostList.split(',');
+  // A host is named only when the URL held no credentials.
+  for (const host of hosts) {
+    if (userinfo === undefined) validateHost(host, shown);
+    else validateHost(host, shown, 'host in url');
+  }
   const db = rawDb.replace(/\/+$/, '') === '' ? 0 : Number(rawDb.replace(/\/+$/, ''));
   if (!/^\d{1,5}$/.test(rawDb.replace(/\/+$/, '') || '0') || !Number.isInteger(db) || db > 65_535) {
     throw new InvalidArgumentError('url database', rawDb, 'a database number after the host, as in redis://host:6379/0');
@@ -160,5 +164,5 @@ function parseRedisUrl(url: string): ParsedUrl {
       throw new InvalidArgumentError('url credentials', '(not shown)', 'user:password percent-encoded');
     }
   }
-  return { scheme: 'redis', hosts: [host], namespace, redis: new RedisTarget(db, rawScheme.toLowerCase() === 'rediss', username, password) };
+  return { scheme: 'redis', hosts, namespace, redis: new RedisTarget(db, rawScheme.toLowerCase() === 'rediss', username, password) };
 }

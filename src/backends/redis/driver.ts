@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
 import { BackendError, ClosedError } from '../../../recipes/errors.js';
 import { backoff } from '../../backoff.js';
@@ -7,9 +7,11 @@ import { DriverCore, withdrawRefused } from '../core.js';
 import { redisCounters, type RedisCounters, type RedisProbe, type RedisView } from '../probe.js';
 import { fromPromise } from '../requests.js';
 import { redisFailures } from './failures.js';
-import { entryKey, idOf, lockKeys, parseQueue, type LockKeys, type Stored } from './keys.js';
+import { entryKey, idOf, livenessKey, lockKeys, parseQueue, type LockKeys, type Stored } from './keys.js';
+import { LivenessKeys } from './liveness.js';
 import { Notifications } from './notifications.js';
 import { openSession, type OpenedSession, type RedisDriverOptions } from './open.js';
+import { SubscriberLink } from './subscriber.js';
 import { Watchdog } from './watchdog.js';
 
 export type { RedisDriverOptions } from './open.js';
@@ -20,19 +22,21 @@ const RELEASES_KEPT_MS = 5_000;
 
 /** baton's scripts as commands of its own client (see scripts.ts). */
 interface Scripts {
-  batonEnqueue(queue: string, counter: string, session: string, base: string, id: string, kind: string, data: string, at: string): Promise<string[]>;
+  batonEnqueue(queue: string, counter: string, liveness: string, base: string, id: string, kind: string, data: string, at: string, timeoutMs: number, expected: '0' | '1'): Promise<string[]>;
   batonList(queue: string, base: string): Promise<string[]>;
-  batonGone(numberOfKeys: number, ...keysThenArgs: string[]): Promise<number[]>;
+  batonGone(queue: string, base: string, ...ids: string[]): Promise<number[]>;
   batonRelease(queue: string, session: string, id: string, channel: string, changes: string): Promise<number>;
-  batonConfirm(queue: string, session: string, id: string): Promise<[number, number]>;
-  batonRead(queue: string, id: string): Promise<string | null>;
+  batonConfirm(queue: string, liveness: string, id: string): Promise<[number, number]>;
+  batonRead(queue: string, base: string, id: string): Promise<string | null>;
 }
 
 /**
- * The Redis backend on ioredis: a session is a key with a millisecond expiry that the watchdog renews;
- * a lock's queue is a hash whose entries are ordered by the lock's counter, which is also the fencing
- * token. Every request is one script (or one command), safe to send twice: an enqueue carries the
- * entry's id, chosen here, so that a retry finds the entry instead of adding another.
+ * The Redis backend on ioredis, for a single server or a Redis Cluster: a session is a key with a
+ * millisecond expiry, and a key like it in each lock it has entries in, which the watchdog renews; a
+ * lock's queue is a hash whose entries are ordered by the lock's counter, which is also the fencing
+ * token. Every request is one script (or one command) on one lock's slot, safe to send twice: an
+ * enqueue carries the entry's id, chosen here, so that a retry finds the entry instead of adding
+ * another.
  */
 export class RedisDriver implements Driver {
   /** None: no other client's entries live in baton's hashes. */
@@ -40,9 +44,10 @@ export class RedisDriver implements Driver {
   readonly id: string;
   readonly timeoutMs: number;
   readonly openedAt: number;
-  readonly #client: Redis & Scripts;
-  readonly #subscriber: Redis;
+  readonly #client: (Redis | Cluster) & Scripts;
+  readonly #subscriber: SubscriberLink;
   readonly #sessionKey: string;
+  readonly #liveness: LivenessKeys;
   readonly #namespace: string;
   readonly #core: DriverCore;
   readonly #counters: RedisCounters;
@@ -62,11 +67,20 @@ export class RedisDriver implements Driver {
   }
 
   private constructor(opened: OpenedSession, options: RedisDriverOptions, probe: RedisProbe | undefined) {
-    this.#client = opened.client as Redis & Scripts;
-    this.#subscriber = opened.subscriber;
+    this.#client = opened.client as (Redis | Cluster) & Scripts;
     this.id = opened.id;
     this.#sessionKey = opened.key;
     this.openedAt = opened.openedAt;
+    this.#liveness = new LivenessKeys(this.#sessionKey, this.openedAt, options.sessionTimeoutMs);
+    this.#subscriber = new SubscriberLink(
+      opened.subscriber,
+      {
+        ready: () => this.#watchdog.subscriberReady(),
+        message: (channel) => this.#notifications.onMessage(channel),
+        resubscribed: () => this.#notifications.reconnected(),
+      },
+      opened.nextSubscriber,
+    );
     this.timeoutMs = options.sessionTimeoutMs;
     this.#namespace = options.namespace;
     this.#counters = probe?.counters ?? redisCounters();
@@ -75,15 +89,13 @@ export class RedisDriver implements Driver {
       onEnd: (reason) => this.#onEnd(reason),
       onLost: () => this.#letGo(),
     });
-    this.#watchdog = new Watchdog(this.#client, this.#subscriber, this.#sessionKey, this.timeoutMs, this.#core, {
+    this.#watchdog = new Watchdog(this.#client, this.#subscriber, this.#liveness, this.timeoutMs, this.#core, {
       // The socket stands but nothing comes back: dial again (requests in flight are sent again).
       client: () => {
         if (this.#client.status === 'ready') this.#client.disconnect(true);
-        if (this.#subscriber.status === 'ready') this.#subscriber.disconnect(true);
+        this.#subscriber.redial();
       },
-      subscriber: () => {
-        if (this.#subscriber.status === 'ready') this.#subscriber.disconnect(true);
-      },
+      subscriber: () => this.#subscriber.redial(),
     });
     this.#notifications = new Notifications(
       this.#subscriber,
@@ -108,7 +120,6 @@ export class RedisDriver implements Driver {
       this.#watchdog.clientReady();
       this.#releaseAgain();
     });
-    this.#subscriber.on('ready', () => this.#watchdog.subscriberReady());
     this.#watchdog.start();
     probe?.expose(this.#view());
   }
@@ -136,16 +147,21 @@ export class RedisDriver implements Driver {
   async enqueue(queue: string, kind: string, at?: Entry, data?: string, _dialect?: string): Promise<Enqueued> {
     const keys = this.#keysOf(queue);
     const id = `${this.id}-${(this.#next += 1)}`;
+    const liveness = livenessKey(keys.base, this.id);
     this.#own.set(id, queue);
+    // The session's key in the lock lives a full timeout from the first attempt's send at least.
+    const sentAt = performance.now();
     let flat: string[];
     try {
-      flat = await this.#request(() => this.#client.batonEnqueue(keys.queue, keys.counter, this.#sessionKey, keys.base, id, kind, data ?? '', at === undefined ? '' : `${at.order} ${at.fencingToken}`));
+      const expected = this.#liveness.has(queue) ? '1' : '0';
+      flat = await this.#request(() => this.#client.batonEnqueue(keys.queue, keys.counter, liveness, keys.base, id, kind, data ?? '', at === undefined ? '' : `${at.order} ${at.fencingToken}`, this.timeoutMs, expected));
     } catch (error) {
       // The entry may have been written by an attempt whose reply was lost, before the request failed
       // (a refusal after a reconnect): it is removed in the background.
       this.#removeLater(queue, id);
       throw error;
     }
+    if (this.#own.has(id)) this.#liveness.entered(queue, liveness, id, sentAt);
     if (flat[0] === '1') this.#counters.adopted += 1;
     const stored = this.#parse(queue, keys, flat.slice(1));
     const own = stored.find((found) => idOf(found.entry.key) === id);
@@ -156,8 +172,7 @@ export class RedisDriver implements Driver {
   /** Removes an entry whose enqueue failed, in the background (it may or may not exist). */
   #removeLater(queue: string, id: string): void {
     if (!this.#core.isOpen) return;
-    const keys = this.#keysOf(queue);
-    void this.#release(keys, id).catch(() => undefined);
+    void this.#release(queue, id).catch(() => undefined);
   }
 
   #parse(queue: string, keys: LockKeys, flat: readonly string[]): Stored[] {
@@ -172,17 +187,21 @@ export class RedisDriver implements Driver {
     return this.#parse(queue, keys, flat).map((found) => found.entry);
   }
 
-  /** For each entry, whether it is gone (the backstop's look: see the gone script). */
+  /** For each entry, whether it is gone (the backstop's look: see the gone script), one script per queue (a slot each). */
   async #gone(entries: readonly Entry[]): Promise<boolean[]> {
-    const keys: string[] = [];
-    const args: string[] = [];
-    for (const entry of entries) {
-      const at = entry.key.lastIndexOf(':e:');
-      keys.push(`${entry.key.slice(0, at)}:q`);
-      args.push(entry.key.slice(0, at), entry.key.slice(at + 3));
-    }
-    const gone = await this.#request(() => this.#client.batonGone(keys.length, ...keys, ...args));
-    return gone.map((flag) => flag === 1);
+    const byBase = new Map<string, number[]>();
+    entries.forEach((entry, index) => {
+      const base = entry.key.slice(0, entry.key.lastIndexOf(':e:'));
+      byBase.set(base, [...(byBase.get(base) ?? []), index]);
+    });
+    const gone = new Array<boolean>(entries.length).fill(false);
+    await Promise.all(
+      [...byBase].map(async ([base, indexes]) => {
+        const flags = await this.#request(() => this.#client.batonGone(`${base}:q`, base, ...indexes.map((index) => idOf(entries[index]!.key))));
+        flags.forEach((flag, at) => (gone[indexes[at]!] = flag === 1));
+      }),
+    );
+    return gone;
   }
 
   waitGone(entry: Entry, signal: Abortable): Promise<void> {
@@ -196,15 +215,17 @@ export class RedisDriver implements Driver {
   async withdraw(entry: Entry): Promise<void> {
     const id = idOf(entry.key);
     if (!this.#own.has(id) || !this.#core.isOpen) return; // gone already, or with the session
-    await this.#release(this.#keysOf(entry.queue), id);
+    await this.#release(entry.queue, id);
   }
 
   /** The release script, retried until it is answered or the session ends; idempotent. */
-  async #release(keys: LockKeys, id: string): Promise<void> {
+  async #release(queue: string, id: string): Promise<void> {
+    const keys = this.#keysOf(queue);
     for (let attempt = 0; this.#core.isOpen; attempt += 1) {
       try {
         await this.#core.send(fromPromise(() => this.#client.batonRelease(keys.queue, this.id, id, entryKey(keys.base, id), keys.changes)));
         this.#own.delete(id);
+        this.#liveness.left(queue, id);
         this.#noteReleased(id, keys);
         return;
       } catch (error) {
@@ -237,13 +258,12 @@ export class RedisDriver implements Driver {
     const doubtful = this.#doubtful;
     this.#doubtful = undefined;
     if (doubtful === undefined || doubtful.length === 0 || !this.#core.isOpen) return;
-    const pipeline = this.#client.pipeline() as unknown as { batonRelease: Scripts['batonRelease']; exec(): Promise<unknown> };
-    for (const [id, base] of doubtful) pipeline.batonRelease(`${base}:q`, this.id, id, entryKey(base, id), `${base}:q`);
-    pipeline.exec().catch(() => undefined);
+    for (const [id, base] of doubtful) this.#client.batonRelease(`${base}:q`, this.id, id, entryKey(base, id), `${base}:q`).catch(() => undefined);
   }
 
   async read(entry: Entry): Promise<string | null> {
-    const value = await this.#request(() => this.#client.batonRead(this.#keysOf(entry.queue).queue, idOf(entry.key)));
+    const keys = this.#keysOf(entry.queue);
+    const value = await this.#request(() => this.#client.batonRead(keys.queue, keys.base, idOf(entry.key)));
     if (value === null) return null;
     return value.split(' ').slice(4).join(' ');
   }
@@ -253,7 +273,7 @@ export class RedisDriver implements Driver {
     const all = await this.#request(() => this.#client.hgetall(keys.queue));
     const stored = this.#parse(queue, keys, Object.entries(all).flat());
     const owners = [...new Set(stored.map((found) => found.owner))];
-    const ttls = await Promise.all(owners.map((owner) => this.#request(() => this.#client.pttl(`baton:session:${owner}`))));
+    const ttls = await Promise.all(owners.map((owner) => this.#request(() => this.#client.pttl(livenessKey(keys.base, owner)))));
     const ttlOf = new Map(owners.map((owner, index) => [owner, ttls[index]!]));
     return stored.map(({ entry, owner, data, createdAt }) => {
       const ttl = ttlOf.get(owner) ?? -2;
@@ -263,7 +283,8 @@ export class RedisDriver implements Driver {
 
   async confirm(entry: Entry): Promise<boolean> {
     const id = idOf(entry.key);
-    const [exists, alive] = await this.#request(() => this.#client.batonConfirm(this.#keysOf(entry.queue).queue, this.#sessionKey, id));
+    const keys = this.#keysOf(entry.queue);
+    const [exists, alive] = await this.#request(() => this.#client.batonConfirm(keys.queue, livenessKey(keys.base, this.id), id));
     if (alive === 0) {
       const reason = redisFailures(this.id, this.#namespace).lostError();
       this.#core.lose(reason);
@@ -291,18 +312,21 @@ export class RedisDriver implements Driver {
   }
 
   /**
-   * Removes what is left of ours (an entry whose enqueue failed, whose release is in the background)
-   * and the session key, so that nobody waits for its expiry. One pipeline; given up at `until`.
+   * Removes what is left of ours (an entry whose enqueue failed, whose release is in the background),
+   * the session's keys in its locks and its own key, so that nobody waits for their expiry. One
+   * request each, all sent at once (on a cluster they go to several nodes); given up at `until`.
    */
   async #closeOnServer(left: readonly [string, string][], until: number): Promise<void> {
-    const pipeline = this.#client.pipeline();
+    const requests: Promise<unknown>[] = [];
+    const livenessKeys = new Set(this.#liveness.lockKeys());
     for (const [id, queue] of left) {
       const keys = this.#keysOf(queue);
-      (pipeline as unknown as { batonRelease: Scripts['batonRelease'] }).batonRelease(keys.queue, this.id, id, entryKey(keys.base, id), keys.changes);
+      livenessKeys.add(livenessKey(keys.base, this.id));
+      requests.push(this.#client.batonRelease(keys.queue, this.id, id, entryKey(keys.base, id), keys.changes));
     }
-    pipeline.del(this.#sessionKey);
+    for (const key of [...livenessKeys, this.#sessionKey]) requests.push(this.#client.del(key));
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([pipeline.exec().catch(() => undefined), new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, until - Date.now()))))]);
+    await Promise.race([Promise.allSettled(requests), new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, until - Date.now()))))]);
     clearTimeout(timer);
   }
 
@@ -323,7 +347,7 @@ export class RedisDriver implements Driver {
 
   #disconnect(): void {
     this.#client.disconnect();
-    this.#subscriber.disconnect();
+    this.#subscriber.close(this.#core.endError() ?? new ClosedError());
   }
 
   /** What `baton-locks/testing` may see and do (see `RedisView`). */

@@ -21,8 +21,8 @@ export function scrubbed<T>(error: T): T {
   return error;
 }
 
-/** Replies that say "not now": the server is loading its data, busy with a script, or without its primary. */
-const TRANSIENT = new Set(['LOADING', 'BUSY', 'TRYAGAIN', 'MASTERDOWN']);
+/** Replies that say "not now": the server is loading its data, busy with a script, without its primary, or a cluster without all its slots served. */
+const TRANSIENT = new Set(['LOADING', 'BUSY', 'TRYAGAIN', 'MASTERDOWN', 'CLUSTERDOWN']);
 const DENIED = new Set(['NOAUTH', 'WRONGPASS', 'NOPERM']);
 
 /** How Redis failures read for the session `id` under `namespace`. */

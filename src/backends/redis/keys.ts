@@ -2,8 +2,8 @@ import type { Entry } from '../../../recipes/contract.js';
 import { SESSION_PREFIX } from './scripts.js';
 
 /**
- * The keys and channels of one lock: all under one hash tag, so that a lock's own keys share one
- * cluster slot. The scripts also read session keys, which hash elsewhere: cluster mode is refused at open.
+ * The keys and channels of one lock: all under one hash tag, so that they share one cluster slot
+ * (the sessions' keys in the lock too: see `livenessKey`).
  */
 export interface LockKeys {
   /** `baton:{<namespace>/<lock>}`: the hash tag and the prefix of the lock's keys and channels. */
@@ -23,6 +23,11 @@ export function lockKeys(namespace: string, queue: string): LockKeys {
 
 export function sessionKey(id: string): string {
   return `${SESSION_PREFIX}${id}`;
+}
+
+/** A session's liveness in one lock: its entries there live while this key does (see scripts.ts). */
+export function livenessKey(base: string, sessionId: string): string {
+  return `${base}:s:${sessionId}`;
 }
 
 /** An entry's key, which is also the channel its deletion is published on. */

@@ -1,7 +1,7 @@
-import type { Redis } from 'ioredis';
 import type { Abortable, Entry } from '../../../recipes/contract.js';
 import type { RedisCounters, RedisProbe } from '../probe.js';
 import { enlist, sameEntries, type Waiter } from '../waiters.js';
+import type { SubscriberLink } from './subscriber.js';
 
 /** What the notifications need of their driver. */
 export interface NotificationsHost {
@@ -41,7 +41,7 @@ const GRACE_MS = 20;
  * lost notification.
  */
 export class Notifications {
-  readonly #subscriber: Redis;
+  readonly #subscriber: SubscriberLink;
   readonly #host: NotificationsHost;
   readonly #counters: RedisCounters;
   readonly #watches: Map<string, number> | undefined;
@@ -56,17 +56,13 @@ export class Notifications {
   #timer: NodeJS.Timeout | undefined;
   #checking = false;
 
-  constructor(subscriber: Redis, host: NotificationsHost, counters: RedisCounters, probe: RedisProbe | undefined, everyMs: number) {
+  constructor(subscriber: SubscriberLink, host: NotificationsHost, counters: RedisCounters, probe: RedisProbe | undefined, everyMs: number) {
     this.#subscriber = subscriber;
     this.#host = host;
     this.#counters = counters;
     this.#watches = probe?.watches;
     this.#probe = probe;
     this.#everyMs = everyMs;
-    subscriber.on('message', (channel: string) => this.#onMessage(channel));
-    // A new connection subscribes to nothing: subscribe again, then look at once (messages published
-    // while the subscriber was away are lost).
-    subscriber.on('ready', () => void this.#resubscribe().then(() => this.check(true)));
   }
 
   get size(): number {
@@ -135,12 +131,9 @@ export class Notifications {
     waiter.resolve();
   }
 
-  /** The subscriber connection is new: every channel still waited on is subscribed again. */
-  async #resubscribe(): Promise<void> {
-    const channels = [...this.#subscribed.keys()];
-    if (channels.length === 0) return;
-    // A failure is the connection closing again: its next 'ready' subscribes again.
-    await this.#subscriber.subscribe(...channels).catch(() => undefined);
+  /** The subscriber connection is new and holds every channel again: messages published meanwhile were lost, so look now. */
+  reconnected(): void {
+    void this.check(true);
   }
 
   /** The channel's subscription, asked for once. */
@@ -156,7 +149,8 @@ export class Notifications {
     return subscribed;
   }
 
-  #onMessage(channel: string): void {
+  /** A message on the subscriber connection. */
+  onMessage(channel: string): void {
     if (this.#probe?.muteNotifications === true || !this.#waiters.has(channel)) return;
     this.#counters.notifications += 1;
     this.#wake(channel);
@@ -194,7 +188,7 @@ export class Notifications {
       if (left > 0) this.#watches?.set(channel, left);
       else this.#watches?.delete(channel);
     }, () => undefined);
-    if (this.#host.isOpen()) this.#subscriber.unsubscribe(channel).catch(() => undefined);
+    if (this.#host.isOpen()) this.#subscriber.unsubscribe(channel);
   }
 
   #ensureBackstop(): void {

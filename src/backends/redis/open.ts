@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
-import type { Redis, RedisOptions } from 'ioredis';
-import { AccessDeniedError, BackendError, BatonError } from '../../../recipes/errors.js';
+import type { Cluster, ClusterOptions, Redis, RedisOptions } from 'ioredis';
+import { AccessDeniedError, BackendError, BatonError, InvalidArgumentError } from '../../../recipes/errors.js';
 import { loadPeer } from '../../metrics/peer.js';
 import { describeDialFailure } from '../dial.js';
 import type { RedisTarget } from '../../url.js';
@@ -12,8 +12,8 @@ import { SCRIPTS } from './scripts.js';
 
 /** What the Redis driver is opened with. */
 export interface RedisDriverOptions {
-  /** `host:port` (an IPv6 address in brackets). */
-  readonly host: string;
+  /** `host:port` each (an IPv6 address in brackets): a server, or seed nodes of a Redis Cluster. */
+  readonly hosts: readonly string[];
   readonly target: RedisTarget;
   readonly namespace: string;
   readonly sessionTimeoutMs: number;
@@ -25,9 +25,12 @@ export interface RedisDriverOptions {
 
 /** Both connections of a session, its id, and when the request that made its key was sent. */
 export interface OpenedSession {
-  readonly client: Redis;
+  /** A server's connection, or a cluster's client (one connection per node, requests routed by slot). */
+  readonly client: Redis | Cluster;
   /** The subscriber connection: the session's waiters hear of deletions here. */
   readonly subscriber: Redis;
+  /** On a cluster: a subscriber connection to another node, for when the first one's node is gone. */
+  readonly nextSubscriber: (() => Redis) | undefined;
   readonly id: string;
   readonly key: string;
   readonly openedAt: number;
@@ -36,23 +39,39 @@ export interface OpenedSession {
 /**
  * ioredis is loaded only for redis URLs. Chosen for what the driver leans on: `defineCommand` runs a
  * script by its SHA and sends its source again after a server lost its script cache (a restart);
- * requests queued while the
- * connection is down are sent, in order, once it is back (every request of the driver is safe to send
- * twice).
+ * requests queued while the connection is down are sent, in order, once it is back (every request of
+ * the driver is safe to send twice); its cluster client routes each script by its first key's slot
+ * and follows a slot's move or failover. Whether the server is a cluster is read from the first host
+ * that answers.
  */
 export async function openSession(options: RedisDriverOptions): Promise<OpenedSession> {
-  const { Redis } = await loadPeer('ioredis', 'a redis:// URL', () => import('ioredis'));
+  const ioredis = await loadPeer('ioredis', 'a redis:// URL', () => import('ioredis'));
   const deadline = performance.now() + options.connectTimeoutMs;
-  const client = new Redis(clientOptions(options));
-  scrubErrors(client);
-  defineScripts(client);
+  const { first, host } = await firstAnswering(ioredis.Redis, options, deadline);
+  let client: Redis | Cluster = first;
   let subscriber: Redis | undefined;
   try {
-    await ready(client, deadline, options);
-    await refuseUnsafeServer(client, options.host);
-    subscriber = client.duplicate();
-    scrubErrors(subscriber);
-    await ready(subscriber, deadline, options);
+    const cluster = /^cluster_enabled:1\s*$/m.test(await first.info('cluster'));
+    let nextSubscriber: (() => Redis) | undefined;
+    if (cluster) {
+      if (options.target.db !== 0) throw new BatonError(`the Redis server at ${host} is a cluster node, and a cluster has only database 0 (the URL names ${options.target.db})`, 'UNSUPPORTED_SERVER');
+      first.disconnect();
+      const made = new ioredis.Cluster(options.hosts.map(hostAndPort), clusterOptions(options));
+      client = made;
+      scrubErrors(made);
+      defineScripts(made);
+      await ready(made, deadline, options, options.hosts.join(','));
+      nextSubscriber = () => subscriberOn(ioredis.Redis, made, options);
+      subscriber = nextSubscriber();
+      await refuseUnsafeServer(made.nodes('master'), host);
+    } else {
+      if (options.hosts.length > 1) throw new InvalidArgumentError('url hosts', options.hosts.join(','), `one host: several are the seed nodes of a Redis Cluster, and the server at ${host} is not in cluster mode`);
+      defineScripts(first);
+      await refuseUnsafeServer([first], host);
+      subscriber = first.duplicate();
+      scrubErrors(subscriber);
+    }
+    await ready(subscriber, deadline, options, host);
     const id = randomBytes(8).toString('hex');
     const key = sessionKey(id);
     const openedAt = performance.now();
@@ -61,7 +80,7 @@ export async function openSession(options: RedisDriverOptions): Promise<OpenedSe
     const mine = randomBytes(8).toString('hex');
     const made = await client.set(key, mine, 'PX', options.sessionTimeoutMs, 'NX');
     if (made !== 'OK' && (await client.get(key)) !== mine) throw new BackendError(`the Redis session key ${key} exists already`);
-    return { client, subscriber, id, key, openedAt };
+    return { client, subscriber, nextSubscriber, id, key, openedAt };
   } catch (error) {
     client.disconnect();
     subscriber?.disconnect();
@@ -69,13 +88,36 @@ export async function openSession(options: RedisDriverOptions): Promise<OpenedSe
   }
 }
 
-function clientOptions(options: RedisDriverOptions): RedisOptions {
-  const colon = options.host.lastIndexOf(':');
-  const host = options.host.slice(0, colon).replace(/^\[(.*)\]$/, '$1');
+/** A connection to the first of the hosts that answers, each given an equal share of the time left. */
+async function firstAnswering(RedisClass: typeof Redis, options: RedisDriverOptions, deadline: number): Promise<{ first: Redis; host: string }> {
+  for (const [index, host] of options.hosts.entries()) {
+    const client = new RedisClass(clientOptions(options, host));
+    scrubErrors(client);
+    const last = index === options.hosts.length - 1;
+    const share = last ? deadline : performance.now() + (deadline - performance.now()) / (options.hosts.length - index);
+    try {
+      await ready(client, share, options, host);
+      return { first: client, host };
+    } catch (error) {
+      client.disconnect();
+      if (last || !(error instanceof BackendError) || error instanceof AccessDeniedError) throw error;
+    }
+  }
+  throw new BackendError('no Redis host given');
+}
+
+function hostAndPort(address: string): { host: string; port: number } {
+  const colon = address.lastIndexOf(':');
+  return { host: address.slice(0, colon).replace(/^\[(.*)\]$/, '$1'), port: Number(address.slice(colon + 1)) };
+}
+
+/** The settings of a connection to `address`: a server's, or a cluster node's subscriber. */
+function clientOptions(options: RedisDriverOptions, address: string): RedisOptions {
   const { target } = options;
+  const { host, port } = hostAndPort(address);
   return {
     host,
-    port: Number(options.host.slice(colon + 1)),
+    port,
     db: target.db,
     ...(target.username === undefined ? {} : { username: target.username }),
     ...(target.password() === undefined ? {} : { password: target.password()! }),
@@ -102,27 +144,61 @@ function clientOptions(options: RedisDriverOptions): RedisOptions {
 }
 
 /**
- * Refuses a server on which baton cannot keep its promise, read from `INFO` (which ioredis's ready
- * check needs anyway; `CONFIG GET` is an admin command an ACL user rarely has):
- * - an eviction policy other than `noeviction` with a `maxmemory` set: Redis may then evict a session
- *   key (every one has an expiry, so the `volatile-*` policies too) or a queue, and grant the lock to
- *   another session while its holder learns of it only at its next renewal. Code `UNSAFE_SERVER_CONFIG`.
- * - cluster mode: every script reads the session keys of the entries it finds, which live in other
- *   slots, so every acquire would fail with a cross-slot error. Code `UNSUPPORTED_SERVER`.
- * Read once, at open: an operator who changes the policy later (`CONFIG SET`) is not seen.
+ * A cluster's client: requests wait through a node's failover or a cluster without a quorum (each is
+ * safe to send twice, and the session's deadline decides when to give up), and go to primaries only
+ * (a replica's read may miss a write the primary answered). Nodes are named as they announce
+ * themselves, so TLS checks each certificate against the node's address.
  */
-async function refuseUnsafeServer(client: Redis, host: string): Promise<void> {
-  const [memory, cluster] = await Promise.all([client.info('memory'), client.info('cluster')]);
-  if (/^cluster_enabled:1\s*$/m.test(cluster)) {
-    throw new BatonError(`the Redis server at ${host} runs in cluster mode, which baton does not support (its scripts read session keys in other slots): use a single primary`, 'UNSUPPORTED_SERVER');
-  }
-  const maxmemory = Number(/^maxmemory:(\d+)\s*$/m.exec(memory)?.[1] ?? '0');
-  const policy = /^maxmemory_policy:(\S+)\s*$/m.exec(memory)?.[1] ?? 'noeviction';
-  if (maxmemory > 0 && policy !== 'noeviction') {
-    throw new BatonError(
-      `the Redis server at ${host} may evict keys (maxmemory ${maxmemory} with maxmemory-policy ${policy}): an evicted session key or queue would let two sessions hold one lock; set maxmemory-policy noeviction (or maxmemory 0) for baton's server`,
-      'UNSAFE_SERVER_CONFIG',
-    );
+function clusterOptions(options: RedisDriverOptions): ClusterOptions {
+  const { host: _host, port: _port, retryStrategy: _retry, enableOfflineQueue: _queue, tls, ...node } = clientOptions(options, options.hosts[0]!);
+  const retry = (times: number): number => Math.min(20 * 2 ** Math.min(times, 5), 500);
+  return {
+    redisOptions: { ...node, ...(tls === undefined ? {} : { tls: { ...options.tls } }) },
+    lazyConnect: true,
+    enableOfflineQueue: true,
+    enableReadyCheck: true,
+    scaleReads: 'master',
+    clusterRetryStrategy: retry,
+    retryDelayOnFailover: 100,
+    retryDelayOnClusterDown: 100,
+    retryDelayOnTryAgain: 100,
+    slotsRefreshTimeout: Math.max(500, Math.floor(options.sessionTimeoutMs / 4)),
+  };
+}
+
+/**
+ * A subscriber connection to one of the cluster's nodes, at random (a `PUBLISH` reaches every node).
+ * It gives up redialling its node after a few attempts, so that it ends and another node is chosen.
+ */
+function subscriberOn(RedisClass: typeof Redis, cluster: Cluster, options: RedisDriverOptions): Redis {
+  const nodes = cluster.nodes('all');
+  const node = nodes[Math.floor(Math.random() * nodes.length)] ?? undefined;
+  const address = node === undefined ? options.hosts[0]! : `${node.options.host}:${node.options.port}`;
+  const made = new RedisClass({ ...clientOptions(options, address), retryStrategy: (times: number) => (times > 3 ? null : 50 * times) });
+  scrubErrors(made);
+  return made;
+}
+
+/**
+ * Refuses a server on which baton cannot keep its promise, read from `INFO memory` of each primary
+ * (`CONFIG GET` is an admin command an ACL user rarely has): an eviction policy other than
+ * `noeviction` with a `maxmemory` set. Redis may then evict a session key (every one has an expiry,
+ * so the `volatile-*` policies too) or a queue, and grant the lock to another session while its holder
+ * learns of it only at its next renewal. Code `UNSAFE_SERVER_CONFIG`. Read once, at open: an operator
+ * who changes the policy later (`CONFIG SET`) is not seen.
+ */
+async function refuseUnsafeServer(primaries: readonly Redis[], host: string): Promise<void> {
+  for (const primary of primaries) {
+    const memory = await primary.info('memory');
+    const maxmemory = Number(/^maxmemory:(\d+)\s*$/m.exec(memory)?.[1] ?? '0');
+    const policy = /^maxmemory_policy:(\S+)\s*$/m.exec(memory)?.[1] ?? 'noeviction';
+    if (maxmemory > 0 && policy !== 'noeviction') {
+      const at = primaries.length === 1 ? host : `${primary.options.host}:${primary.options.port}`;
+      throw new BatonError(
+        `the Redis server at ${at} may evict keys (maxmemory ${maxmemory} with maxmemory-policy ${policy}): an evicted session key or queue would let two sessions hold one lock; set maxmemory-policy noeviction (or maxmemory 0) for baton's server`,
+        'UNSAFE_SERVER_CONFIG',
+      );
+    }
   }
 }
 
@@ -132,16 +208,16 @@ async function refuseUnsafeServer(client: Redis, host: string): Promise<void> {
  * hold the user and password; 'error' is emitted synchronously, before any of those commands' callers
  * sees the error. The connection's state reaches the session through the watchdog, not this event.
  */
-function scrubErrors(connection: Redis): void {
+function scrubErrors(connection: Redis | Cluster): void {
   connection.on('error', (error: unknown) => void scrubbed(error));
 }
 
-function defineScripts(client: Redis): void {
+function defineScripts(client: Redis | Cluster): void {
   for (const [name, { numberOfKeys, lua }] of Object.entries(SCRIPTS)) client.defineCommand(name, numberOfKeys === undefined ? { lua } : { numberOfKeys, lua });
 }
 
 /** Waits until the connection is ready, the deadline passes, the signal aborts or the server refuses us. */
-function ready(client: Redis, deadline: number, options: RedisDriverOptions): Promise<void> {
+function ready(client: Redis | Cluster, deadline: number, options: RedisDriverOptions, host: string): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     let lastError: unknown;
     const finish = (error?: unknown): void => {
@@ -161,7 +237,7 @@ function ready(client: Redis, deadline: number, options: RedisDriverOptions): Pr
     const onAbort = (): void => finish(options.signal!.reason);
     const timer = setTimeout(() => {
       const why = describeDialFailure(lastError, options.connectTimeoutMs);
-      finish(new BackendError(`could not connect to Redis at ${options.host} within ${options.connectTimeoutMs} ms: ${why}`, lastError === undefined ? undefined : { cause: lastError }));
+      finish(new BackendError(`could not connect to Redis at ${host} within ${options.connectTimeoutMs} ms: ${why}`, lastError === undefined ? undefined : { cause: lastError }));
     }, Math.max(0, deadline - performance.now()));
     client.on('ready', onReady);
     client.on('error', onError);

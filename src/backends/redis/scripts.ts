@@ -4,17 +4,20 @@
  * fails part-way, so each script checks everything that can fail before its first write.
  *
  * A queue is a hash `<base>:q` (field: the entry's id `<session>-<n>`, value: `<order> <token>
- * <created, server ms> <kind> <data>`) beside its counter `<base>:c`, where `<base>` is `baton:{<namespace>/<lock>}`: the braces
- * are a hash tag, so that both keys of a lock sit in one cluster slot (the session keys the scripts
- * also read do not: a server in cluster mode is refused at open). A session is the key
- * `baton:session:<id>` with a millisecond expiry, renewed by the watchdog.
+ * <created, server ms> <kind> <data>`) beside its counter `<base>:c`, where `<base>` is
+ * `baton:{<namespace>/<lock>}`. A session's liveness in a lock is the key `<base>:s:<session>` with a
+ * millisecond expiry, which the session's enqueue sets and its watchdog renews: an entry lives while
+ * its session's key in that lock does. Every key a script touches therefore carries the lock's hash
+ * tag (the braces) and sits in the lock's cluster slot, so the scripts run on a Redis Cluster too.
+ * The session's own key `baton:session:<id>` (made at open, renewed with the others) is read by no
+ * script.
  */
 
 /** The prefix of every session key. */
 export const SESSION_PREFIX = 'baton:session:';
 
 /**
- * The live entries of a queue. An entry whose session key is gone (expired) is deleted on the way, and
+ * The live entries of a queue. An entry whose session's key in the lock is gone (expired) is deleted on the way, and
  * its channel told, so that its waiter is woken: inside the same atomic step that reads the queue, no
  * decision ever sees an entry of a dead session.
  */
@@ -29,7 +32,7 @@ local function live(q, base)
     local sid = string.match(id, '^([0-9a-f]+)%-%d+$')
     local keep = true
     if sid then
-      if alive[sid] == nil then alive[sid] = redis.call('EXISTS', '${SESSION_PREFIX}' .. sid) == 1 end
+      if alive[sid] == nil then alive[sid] = redis.call('EXISTS', base .. ':s:' .. sid) == 1 end
       keep = alive[sid]
     end
     if keep then
@@ -47,20 +50,23 @@ end
 `;
 
 /**
- * KEYS: queue, counter, own session. ARGV: base, entry id, kind, data, `at` as `<order> <token>` (or
- * ''). Refused if our session is gone (never an
- * entry after our session's end). A retry after a lost reply finds the entry it wrote (the id is the
- * client's): the answer's first element says so ('1'), before the live entries. The token is the
- * larger of the counter's next value and the server's clock in microseconds (`TIME`), and is stored
- * as the counter: tokens strictly increase on one server even if its clock goes back, and a counter
- * that went back or is missing (a crash that lost the last writes, an RDB snapshot restored, a failover
- * to a replica that missed writes, a wiped server) still gives tokens above every one given before,
- * as long as the server's clock (the new primary's) has not gone back across the loss.
- * An entry placed `at` another of ours (a downgrade) takes that entry's order and token: the same
- * holder goes on, at the same place.
+ * KEYS: queue, counter, our session's key in this lock. ARGV: base, entry id, kind, data, `at` as
+ * `<order> <token>` (or ''), the session timeout (ms), and '1' if the session has entries in this
+ * queue already (its key here must then exist: if it is gone, so is the session, and the script
+ * refuses). The session's key here is set to expire a full timeout from now: the client counts its
+ * deadline from this request's send time, as from a renewal. A retry after a lost reply finds the
+ * entry it wrote (the id is the client's): the answer's first element says so ('1'), before the live
+ * entries. The token is the larger of the counter's next value and the server's clock in microseconds
+ * (`TIME`), and is stored as the counter: tokens strictly increase on one server even if its clock
+ * goes back, and a counter that went back or is missing (a crash that lost the last writes, an RDB
+ * snapshot restored, a failover to a replica that missed writes, a wiped server) still gives tokens
+ * above every one given before, as long as the server's clock (the new primary's) has not gone back
+ * across the loss. An entry placed `at` another of ours (a downgrade) takes that entry's order and
+ * token: the same holder goes on, at the same place.
  */
 export const ENQUEUE = `${LIVE}
-if redis.call('EXISTS', KEYS[3]) == 0 then return redis.error_reply('BATONSESSION the session key is gone') end
+if ARGV[7] == '1' and redis.call('EXISTS', KEYS[3]) == 0 then return redis.error_reply('BATONSESSION the session key is gone') end
+redis.call('SET', KEYS[3], '1', 'PX', ARGV[6])
 local found = redis.call('HEXISTS', KEYS[1], ARGV[2])
 if found == 0 then
   local now = redis.call('TIME')
@@ -86,27 +92,27 @@ return live(KEYS[1], ARGV[1])
 `;
 
 /**
- * The backstop's look at the entries this session waits for, and nothing else of their queues. KEYS:
- * each waited entry's queue. ARGV: each entry's base and id, in pairs. For each, 1 if it is gone: its
- * field is missing, or its session key is (then it is deleted here and its channels told, as `LIVE`
- * does); else 0.
+ * The backstop's look at the entries this session waits for in one queue, and nothing else of it.
+ * KEYS: the queue. ARGV: its base, then each entry's id. For each, 1 if it is gone: its field is
+ * missing, or its session's key in the lock is (then it is deleted here and its channels told, as
+ * `LIVE` does); else 0.
  */
 export const GONE = `
 local out = {}
-for i = 1, #KEYS do
-  local base = ARGV[2 * i - 1]
-  local id = ARGV[2 * i]
-  local gone = redis.call('HEXISTS', KEYS[i], id) == 0
+local base = ARGV[1]
+for i = 2, #ARGV do
+  local id = ARGV[i]
+  local gone = redis.call('HEXISTS', KEYS[1], id) == 0
   if not gone then
     local sid = string.match(id, '^([0-9a-f]+)%-%d+$')
-    if sid and redis.call('EXISTS', '${SESSION_PREFIX}' .. sid) == 0 then
-      redis.call('HDEL', KEYS[i], id)
+    if sid and redis.call('EXISTS', base .. ':s:' .. sid) == 0 then
+      redis.call('HDEL', KEYS[1], id)
       redis.call('PUBLISH', base .. ':e:' .. id, 'expired')
       redis.call('PUBLISH', base .. ':q', 'expired')
       gone = true
     end
   end
-  out[i] = gone and 1 or 0
+  out[i - 1] = gone and 1 or 0
 end
 return out
 `;
@@ -114,7 +120,7 @@ return out
 /**
  * KEYS: queue. ARGV: session id, entry id, the entry's channel (its key), the queue's channel. Deletes
  * our own entry (the owner is checked here, not only by the client) and tells both channels. 1 if
- * deleted, 0 if it was gone already.
+ * deleted, 0 if it was gone already. The session's key in the lock stays: it expires unless renewed.
  */
 export const RELEASE = `
 local id = ARGV[2]
@@ -126,30 +132,29 @@ return 1
 `;
 
 /**
- * KEYS: queue. ARGV: entry id. The entry's stored value, or nil if it is gone or its session is (an
- * expired session's entry is dead: a dead leader's data is not read back).
+ * KEYS: queue. ARGV: base, entry id. The entry's stored value, or nil if it is gone or its session's
+ * key in the lock is (an expired session's entry is dead: a dead leader's data is not read back).
  */
 export const READ = `
-local value = redis.call('HGET', KEYS[1], ARGV[1])
+local value = redis.call('HGET', KEYS[1], ARGV[2])
 if not value then return false end
-local sid = string.match(ARGV[1], '^([0-9a-f]+)%-%d+$')
-if sid and redis.call('EXISTS', '${SESSION_PREFIX}' .. sid) == 0 then return false end
+local sid = string.match(ARGV[2], '^([0-9a-f]+)%-%d+$')
+if sid and redis.call('EXISTS', ARGV[1] .. ':s:' .. sid) == 0 then return false end
 return value
 `;
 
-/** KEYS: queue, own session. ARGV: entry id. { entry exists, session exists }. */
+/** KEYS: queue, our session's key in this lock. ARGV: entry id. { entry exists, session's key exists }. */
 export const CONFIRM = `
 return { redis.call('HEXISTS', KEYS[1], ARGV[1]), redis.call('EXISTS', KEYS[2]) }
 `;
 
 /**
- * The scripts by the command name they are defined under on baton's client, with their key counts
- * (undefined: the count is the call's first argument).
+ * The scripts by the command name they are defined under on baton's client, with their key counts.
  */
 export const SCRIPTS = {
   batonEnqueue: { numberOfKeys: 3, lua: ENQUEUE },
   batonList: { numberOfKeys: 1, lua: LIST },
-  batonGone: { numberOfKeys: undefined, lua: GONE },
+  batonGone: { numberOfKeys: 1, lua: GONE },
   batonRelease: { numberOfKeys: 1, lua: RELEASE },
   batonRead: { numberOfKeys: 1, lua: READ },
   batonConfirm: { numberOfKeys: 2, lua: CONFIRM },

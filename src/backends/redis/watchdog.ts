@@ -1,6 +1,8 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { SessionLostError } from '../../../recipes/errors.js';
 import type { DriverCore } from '../core.js';
+import type { LivenessKeys } from './liveness.js';
+import type { SubscriberLink } from './subscriber.js';
 
 /** What the watchdog does when a connection stays silent. */
 export interface SilenceHandlers {
@@ -11,12 +13,14 @@ export interface SilenceHandlers {
 }
 
 /**
- * The session's watchdog: it renews the session key's expiry with `PEXPIRE key timeout`, which only
- * renews a key that still exists (it never creates one), so a renewal that arrives after the key
- * expired cannot bring the session back: it answers 0 and the session is lost. `PEXPIRE` is not
- * refused at `maxmemory` under `noeviction` (`SET` is), so a full server does not lose every session.
- * Each answered renewal is an acknowledgement at its send time (the session's deadline counts from
- * it). A renewal left unanswered for a third of the timeout means the connection is silent: the
+ * The session's watchdog: it renews the expiry of each of the session's keys (its own and its key in
+ * each lock it has entries in, see `LivenessKeys`) with `PEXPIRE key timeout`, which only renews a
+ * key that still exists (it never creates one), so a renewal that arrives after a key expired cannot
+ * bring the session back: it answers 0 and the session is lost. `PEXPIRE` is not refused at
+ * `maxmemory` under `noeviction` (`SET` is), so a full server does not lose every session. On a
+ * cluster the keys sit on several nodes: a round is answered once every key's renewal is. Each
+ * answered round acknowledges the session at the oldest time any of its keys was last set (the
+ * session's deadline counts from it). A round left unanswered for a third of the timeout means the connection is silent: the
  * session is suspended and the connection dropped, so that the client dials again. With each renewal
  * the subscriber connection is sent a `PING` (allowed in subscribe mode): left unanswered as long, it
  * is dropped and dialled again too, so that an idle subscriber a NAT or load balancer forgot does not
@@ -25,9 +29,9 @@ export interface SilenceHandlers {
  * the fresh connection look silent.
  */
 export class Watchdog {
-  readonly #client: Redis;
-  readonly #subscriber: Redis;
-  readonly #key: string;
+  readonly #client: Redis | Cluster;
+  readonly #subscriber: SubscriberLink;
+  readonly #liveness: LivenessKeys;
   readonly #timeoutMs: number;
   readonly #core: DriverCore;
   readonly #everyMs: number;
@@ -42,10 +46,10 @@ export class Watchdog {
   #subscriberReadyAt: number;
   #suspended = false;
 
-  constructor(client: Redis, subscriber: Redis, key: string, timeoutMs: number, core: DriverCore, onSilent: SilenceHandlers) {
+  constructor(client: Redis | Cluster, subscriber: SubscriberLink, liveness: LivenessKeys, timeoutMs: number, core: DriverCore, onSilent: SilenceHandlers) {
     this.#client = client;
     this.#subscriber = subscriber;
-    this.#key = key;
+    this.#liveness = liveness;
     this.#timeoutMs = timeoutMs;
     this.#core = core;
     this.#onSilent = onSilent;
@@ -95,19 +99,22 @@ export class Watchdog {
     if (this.#client.status !== 'ready') return;
     const sentAt = performance.now();
     this.#sentAt = sentAt;
-    this.#client.pexpire(this.#key, this.#timeoutMs).then(
-      (reply) => {
+    const keys = this.#liveness.keys();
+    Promise.all(keys.map(({ key }) => this.#client.pexpire(key, this.#timeoutMs))).then(
+      (replies) => {
         if (this.#sentAt === sentAt) this.#sentAt = undefined;
         if (!this.#core.isOpen) return;
-        if (reply === 0) {
-          this.#core.lose(new SessionLostError(`Redis session key ${this.#key} expired or was deleted`));
+        const gone = keys.find((_, index) => replies[index] === 0);
+        if (gone !== undefined) {
+          this.#core.lose(new SessionLostError(`Redis session key ${gone.key} expired or was deleted`));
           return;
         }
         if (this.#suspended) {
           this.#suspended = false;
           this.#core.events?.status('connected');
         }
-        this.#core.events?.ack(sentAt);
+        this.#liveness.renewed(keys, sentAt);
+        this.#core.events?.ack(this.#liveness.ackedAt());
       },
       () => {
         if (this.#sentAt === sentAt) this.#sentAt = undefined;
@@ -123,12 +130,13 @@ export class Watchdog {
       }
       return;
     }
-    if (this.#subscriber.status !== 'ready') return;
+    const connection = this.#subscriber.connection;
+    if (connection.status !== 'ready') return;
     const sentAt = performance.now();
     this.#pingSentAt = sentAt;
     const settled = (): void => {
       if (this.#pingSentAt === sentAt) this.#pingSentAt = undefined;
     };
-    this.#subscriber.ping().then(settled, settled);
+    connection.ping().then(settled, settled);
   }
 }
