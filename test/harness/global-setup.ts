@@ -1,8 +1,8 @@
 import type { TestProject } from 'vitest/node';
 import type { EtcdInfo } from '../support/backends/etcd.js';
 import type { ZkInfo } from '../support/backends/zookeeper.js';
-import type { RedisInfo } from '../support/backends/redis.js';
-import { startRedis, type RedisServer } from './redis.js';
+import type { RedisClusterInfo, RedisStandaloneInfo } from '../support/backends/redis.js';
+import { startRedis, startRedisCluster, type RedisCluster, type RedisServer } from './redis.js';
 import { startEtcd, type EtcdCluster } from './etcd.js';
 import type { ContainerServers } from './containers.js';
 import { chooseServerSource, ensureServersInstalled, postgresInstalled, serverSituation } from './install.js';
@@ -18,7 +18,9 @@ declare module 'vitest' {
     etcdCluster: EtcdInfo;
     /** A PostgreSQL 15 server's URL (a superuser's, trust authentication on loopback). */
     postgres: string;
-    redisStandalone: RedisInfo;
+    redisStandalone: RedisStandaloneInfo;
+    /** A Redis Cluster of 3 masters (or BATON_TEST_REDIS_CLUSTER's): a seed URL and the nodes. */
+    redisCluster: RedisClusterInfo;
   }
 }
 
@@ -34,9 +36,10 @@ const SESSION_TIMEOUT_MS = 10 * TICK_MS;
 
 /**
  * Starts the servers the suites share, once per run, on free loopback ports: a standalone ZooKeeper,
- * a 3-node ensemble, a standalone etcd, a 3-node etcd cluster, a PostgreSQL and a standalone
- * redis-server. BATON_TEST_ZK=host:port[,...], BATON_TEST_ETCD=http://host:port[,...],
- * BATON_TEST_POSTGRES=postgres://user[:password]@host:port/database and BATON_TEST_REDIS=redis://host:port
+ * a 3-node ensemble, a standalone etcd, a 3-node etcd cluster, a PostgreSQL, a standalone
+ * redis-server and a Redis Cluster of 3 masters. BATON_TEST_ZK=host:port[,...], BATON_TEST_ETCD=http://host:port[,...],
+ * BATON_TEST_POSTGRES=postgres://user[:password]@host:port/database, BATON_TEST_REDIS=redis://host:port and
+ * BATON_TEST_REDIS_CLUSTER=redis://host:port (any node of the cluster)
  * point the suites at running servers instead (PostgreSQL 15 is otherwise run as the `postgres` user
  * when the tests run as root). Without local
  * servers (and unless they can be installed) one ZooKeeper and one etcd container stand in for all four
@@ -46,6 +49,7 @@ const SESSION_TIMEOUT_MS = 10 * TICK_MS;
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const started: Started[] = [];
   const externalRedis = process.env['BATON_TEST_REDIS'] || undefined;
+  const externalRedisCluster = process.env['BATON_TEST_REDIS_CLUSTER'] || undefined;
   let externalZk = process.env['BATON_TEST_ZK'] || undefined;
   let externalEtcd = process.env['BATON_TEST_ETCD'] || undefined;
   const source = await chooseServerSource(serverSituation(async () => (await import('./containers.js')).containerEngineAnswers()));
@@ -60,13 +64,14 @@ export default async function setup(project: TestProject): Promise<() => Promise
     externalEtcd ??= containers.etcdEndpoint;
   }
   try {
-    const [zkStandalone, zkEnsemble, etcdStandalone, etcdCluster, postgres, redisStandalone] = await Promise.all([
+    const [zkStandalone, zkEnsemble, etcdStandalone, etcdCluster, postgres, redisStandalone, redisCluster] = await Promise.all([
       externalZk ? undefined : track(started, startZooKeeper({ size: 1, tickTimeMs: TICK_MS })),
       externalZk ? undefined : track(started, startZooKeeper({ size: 3, tickTimeMs: TICK_MS })),
       externalEtcd ? undefined : track(started, startEtcd({ size: 1 })),
       externalEtcd ? undefined : track(started, startEtcd({ size: 3 })),
       externalPostgres ? undefined : track(started, startPostgres()),
       externalRedis ? undefined : track(started, startRedis()),
+      externalRedisCluster ? undefined : track(started, startRedisCluster({ masters: 3 })),
     ]);
     // A container runs with the harness's tickTime; a server of the user's may not.
     const externalSessionMs = containers !== undefined && externalZk === containers.zkConnectString ? SESSION_TIMEOUT_MS : 4_000;
@@ -75,6 +80,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     project.provide('etcdStandalone', { endpoints: etcdStandalone?.endpoints ?? externalEtcd!.split(','), ttlSeconds: ETCD_TTL_SECONDS });
     project.provide('postgres', postgres?.url ?? externalPostgres!);
     project.provide('redisStandalone', { url: redisStandalone === undefined ? externalRedis!.replace(/\/+$/, '') : `redis://${redisStandalone.address}`, sessionTimeoutMs: REDIS_SESSION_TIMEOUT_MS });
+    project.provide('redisCluster', redisCluster === undefined ? redisClusterExternal(externalRedisCluster!) : { url: redisCluster.url, nodes: redisCluster.addresses, cluster: true, sessionTimeoutMs: REDIS_SESSION_TIMEOUT_MS });
     project.provide('etcdCluster', { endpoints: etcdCluster?.endpoints ?? externalEtcd!.split(','), ttlSeconds: ETCD_TTL_SECONDS });
   } catch (error) {
     await Promise.allSettled([...started.map((cluster) => cluster.stop()), containers?.stop()]);
@@ -86,7 +92,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   };
 }
 
-type Started = ZkCluster | EtcdCluster | PgServer | RedisServer;
+type Started = ZkCluster | EtcdCluster | PgServer | RedisServer | RedisCluster;
 
 async function track<T extends Started>(started: Started[], starting: Promise<T>): Promise<T> {
   const cluster = await starting;
@@ -105,4 +111,10 @@ function zkInfo(cluster: ZkCluster): ZkInfo {
 function zkExternal(connectString: string, sessionTimeoutMs: number): ZkInfo {
   const ports = connectString.split(',').map((host) => Number(host.split(':').pop()));
   return { connectString, ports, sessionTimeoutMs };
+}
+
+/** A cluster of the user's, from the URL of one node: the clients find the other nodes from it. */
+function redisClusterExternal(url: string): RedisClusterInfo {
+  const seed = new URL(url);
+  return { url: url.replace(/\/+$/, ''), nodes: [`${seed.hostname}:${seed.port || '6379'}`], cluster: true, sessionTimeoutMs: REDIS_SESSION_TIMEOUT_MS };
 }

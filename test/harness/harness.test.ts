@@ -9,6 +9,8 @@ import { startZooKeeper, type ZkCluster } from './zookeeper.js';
 import { existsSync, readFileSync } from 'node:fs';
 import pg from 'pg';
 import { startPostgres } from './postgres.js';
+import { Cluster } from 'ioredis';
+import { reply, startRedisCluster, type RedisCluster } from './redis.js';
 import { eventually } from '../support/wait.js';
 
 /** The harness itself: real servers start, fail over, restart and stop; the proxy cuts as told. */
@@ -41,6 +43,55 @@ describe('test harness', () => {
     expect(server.isAlive()).toBe(false);
     expect(existsSync(server.dir)).toBe(false);
   }, 60_000);
+
+  describe('Redis Cluster of 3 masters', () => {
+    let cluster: RedisCluster;
+    beforeAll(async () => {
+      cluster = await startRedisCluster({ masters: 3 });
+    });
+    afterAll(async () => {
+      const pids = cluster.members.map((m) => m.pid);
+      await cluster.stop();
+      expect(pids.every((pid) => pid !== undefined)).toBe(true);
+      expect(cluster.members.every((m) => !m.isAlive())).toBe(true);
+      expect(cluster.members.filter((m) => existsSync(m.dir))).toEqual([]);
+    });
+
+    const clusterInfo = async (port: number): Promise<Record<string, string>> =>
+      Object.fromEntries((await reply(port, ['CLUSTER', 'INFO'])).split(/\r?\n/).filter(Boolean).map((line) => line.split(':') as [string, string]));
+
+    it('serves every slot, each master a share, to a cluster client that found the nodes from one seed', async () => {
+      for (const member of cluster.members) {
+        expect(await clusterInfo(member.port)).toMatchObject({ cluster_state: 'ok', cluster_slots_ok: '16384', cluster_known_nodes: '3', cluster_size: '3' });
+      }
+      const client = new Cluster([{ host: '127.0.0.1', port: cluster.members[0]!.port }], { clusterRetryStrategy: () => null });
+      try {
+        const masters = await new Promise<number>((resolve, reject) => {
+          client.once('ready', () => resolve(client.nodes('master').length));
+          client.once('error', reject);
+        });
+        expect(masters).toBe(3);
+        // Keys hashing all over the slot space: every master gets some.
+        for (let i = 0; i < 60; i += 1) await client.set(`harness:${i}`, String(i));
+        const sizes = await Promise.all(client.nodes('master').map((node) => node.dbsize()));
+        expect(sizes.every((size) => size > 0)).toBe(true);
+        expect(sizes.reduce((a, b) => a + b, 0)).toBe(60);
+      } finally {
+        client.disconnect();
+      }
+    });
+
+    it('takes back a killed node restarted from its nodes.conf', async () => {
+      const node = cluster.members[1]!;
+      await node.kill();
+      expect(node.isAlive()).toBe(false);
+      await node.start();
+      await eventually('the cluster whole again', async () => {
+        const infos = await Promise.all(cluster.members.map((m) => clusterInfo(m.port)));
+        return infos.every((info) => info['cluster_state'] === 'ok' && info['cluster_known_nodes'] === '3');
+      }, 20_000);
+    }, 30_000);
+  });
 
   describe('ZooKeeper 3-node ensemble', () => {
     let zk: ZkCluster;

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { redisServerBinary } from './install.js';
 import { freePort } from './ports.js';
-import { ServerProcess, sleep, startServer, stopMembers, tail } from './process.js';
+import { ServerProcess, sleep, startMembers, startServer, stopMembers, tail } from './process.js';
 
 const READY_TIMEOUT_MS = 20_000;
 
@@ -15,6 +15,8 @@ export interface RedisServerOptions {
   readonly replicaOf?: string;
   /** More configuration, as `--name value` arguments (e.g. `['--requirepass', 'secret']`). */
   readonly args?: readonly string[];
+  /** A cluster node: its cluster bus on `busPort`, its nodes.conf in its own dir (kept across a restart). */
+  readonly cluster?: { readonly busPort: number; readonly nodeTimeoutMs: number };
 }
 
 /** One redis-server of ours: on a free 127.0.0.1 port, in a temp dir, stopped by PID. */
@@ -50,6 +52,7 @@ export class RedisServer extends ServerProcess {
       '--logfile', '',
       '--loglevel', 'warning',
       ...(this.options.replicaOf === undefined ? [] : ['--replicaof', ...this.options.replicaOf.split(':')]),
+      ...(this.options.cluster === undefined ? [] : this.clusterArgs(this.options.cluster)),
       ...(this.options.args ?? []),
     ];
     this.pid = startServer(binary, args, path.join(this.dir, 'server.log'));
@@ -65,6 +68,16 @@ export class RedisServer extends ServerProcess {
 
   async stop(): Promise<void> {
     await stopMembers([this]);
+  }
+
+  /** The bus port is chosen like the client port: the default, port + 10000, may be anyone's. */
+  private clusterArgs(cluster: NonNullable<RedisServerOptions['cluster']>): string[] {
+    return [
+      '--cluster-enabled', 'yes',
+      '--cluster-config-file', path.join(this.dir, 'nodes.conf'),
+      '--cluster-node-timeout', String(cluster.nodeTimeoutMs),
+      '--cluster-port', String(cluster.busPort),
+    ];
   }
 }
 
@@ -86,7 +99,7 @@ export function command(port: number, args: readonly string[]): Promise<string> 
     const socket = net.connect({ host: '127.0.0.1', port });
     let reply = '';
     socket.setTimeout(1_000, () => socket.destroy(new Error('timed out')));
-    socket.on('connect', () => socket.write(`*${args.length}\r\n${args.map((arg) => `$${Buffer.byteLength(arg)}\r\n${arg}\r\n`).join('')}`));
+    socket.on('connect', () => socket.write(encode(args)));
     socket.on('data', (chunk: Buffer) => {
       reply += chunk.toString();
       const end = reply.indexOf('\r\n');
@@ -97,4 +110,125 @@ export function command(port: number, args: readonly string[]): Promise<string> 
     });
     socket.on('error', reject);
   });
+}
+
+/**
+ * One command in RESP over a fresh connection, its whole reply: a simple string, an integer or a bulk
+ * string (`CLUSTER INFO`), as text; an error reply rejects. Arrays are not read.
+ */
+export function reply(port: number, args: readonly string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ host: '127.0.0.1', port });
+    let data = Buffer.alloc(0);
+    socket.setTimeout(1_000, () => socket.destroy(new Error(`no reply from 127.0.0.1:${port} to ${args.join(' ')}`)));
+    socket.on('connect', () => socket.write(encode(args)));
+    socket.on('data', (chunk: Buffer) => {
+      data = Buffer.concat([data, chunk]);
+      const parsed = parseReply(data);
+      if (parsed === undefined) return;
+      socket.end();
+      if (parsed.error) reject(new Error(`127.0.0.1:${port} refused ${args.join(' ')}: ${parsed.text}`));
+      else resolve(parsed.text);
+    });
+    socket.on('error', reject);
+    socket.on('close', () => reject(new Error(`127.0.0.1:${port} closed the connection before replying to ${args.join(' ')}`)));
+  });
+}
+
+function encode(args: readonly string[]): string {
+  return `*${args.length}\r\n${args.map((arg) => `$${Buffer.byteLength(arg)}\r\n${arg}\r\n`).join('')}`;
+}
+
+/** The reply in `data` once it is complete; undefined while it is not. */
+function parseReply(data: Buffer): { error: boolean; text: string } | undefined {
+  const end = data.indexOf('\r\n');
+  if (end < 0) return undefined;
+  const head = data.subarray(0, end).toString();
+  if (!head.startsWith('$')) return { error: head.startsWith('-'), text: head.slice(1) };
+  const length = Number(head.slice(1));
+  if (length < 0) return { error: false, text: '' };
+  if (data.length < end + 2 + length + 2) return undefined;
+  return { error: false, text: data.subarray(end + 2, end + 2 + length).toString() };
+}
+
+/** Every hash slot of a Redis Cluster: 0 to 16383. */
+const SLOTS = 16_384;
+const CLUSTER_READY_TIMEOUT_MS = 20_000;
+
+export interface RedisClusterOptions {
+  /** Masters, each serving an equal share of the slots; no replicas. Default 3. */
+  readonly masters?: number;
+  /** `--cluster-node-timeout`: how soon a silent node is marked failing. Default 1000 ms. */
+  readonly nodeTimeoutMs?: number;
+  /** More configuration for every node, as `--name value` arguments. */
+  readonly args?: readonly string[];
+}
+
+export interface RedisCluster {
+  /** The nodes, all masters, in the order of their slot ranges. */
+  readonly members: readonly RedisServer[];
+  /** `127.0.0.1:<port>` of each member, in member order. */
+  readonly addresses: readonly string[];
+  /** The first node's `redis://` URL: a seed from which a cluster client finds the others. */
+  readonly url: string;
+  /** Kills every node and removes their directories. */
+  stop(): Promise<void>;
+}
+
+/**
+ * A Redis Cluster of our own: `masters` redis-servers on free loopback ports (client and bus port
+ * each), the slots split among them, met through `CLUSTER MEET`, and returned once every node says
+ * `cluster_state:ok` and knows every other. If it cannot be formed, every node is stopped and its
+ * directory removed.
+ */
+export async function startRedisCluster(options: RedisClusterOptions = {}): Promise<RedisCluster> {
+  const masters = options.masters ?? 3;
+  if (!Number.isInteger(masters) || masters < 1 || masters > SLOTS) throw new Error(`masters must be an integer from 1 to ${SLOTS}, not ${masters}`);
+  const nodeTimeoutMs = options.nodeTimeoutMs ?? 1_000;
+  const ports = await Promise.all(Array.from({ length: masters }, async () => ({ client: await freePort(), bus: await freePort() })));
+  const members: RedisServer[] = [];
+  try {
+    for (const p of ports) members.push(new RedisServer(p.client, { args: options.args ?? [], cluster: { busPort: p.bus, nodeTimeoutMs } }));
+    await startMembers(members);
+    await formCluster(members, ports.map((p) => p.bus));
+  } catch (error) {
+    await stopMembers(members);
+    throw error;
+  }
+  return {
+    members,
+    addresses: members.map((m) => m.address),
+    url: `redis://${members[0]!.address}`,
+    stop: () => stopMembers(members),
+  };
+}
+
+/** What redis-cli --cluster create does for masters alone: distinct epochs, slots, then the meeting. */
+async function formCluster(members: readonly RedisServer[], busPorts: readonly number[]): Promise<void> {
+  const share = Math.ceil(SLOTS / members.length);
+  await Promise.all(
+    members.map(async (member, i) => {
+      // Distinct epochs from the start spare the nodes the collision handling of equal ones.
+      await reply(member.port, ['CLUSTER', 'SET-CONFIG-EPOCH', String(i + 1)]);
+      const first = i * share;
+      const last = Math.min(SLOTS, first + share) - 1;
+      if (first <= last) await reply(member.port, ['CLUSTER', 'ADDSLOTSRANGE', String(first), String(last)]);
+    }),
+  );
+  const [seed, ...others] = members;
+  for (const [i, other] of others.entries()) await reply(seed!.port, ['CLUSTER', 'MEET', '127.0.0.1', String(other.port), String(busPorts[i + 1])]);
+  await untilClusterOk(members);
+}
+
+/** Waits until every node reports `cluster_state:ok` and knows all the nodes. */
+async function untilClusterOk(members: readonly RedisServer[]): Promise<void> {
+  const deadline = Date.now() + CLUSTER_READY_TIMEOUT_MS;
+  let infos: string[] = [];
+  while (Date.now() < deadline) {
+    infos = await Promise.all(members.map((m) => reply(m.port, ['CLUSTER', 'INFO']).catch((error: Error) => error.message)));
+    if (infos.every((info) => /^cluster_state:ok\r?$/m.test(info) && new RegExp(`^cluster_known_nodes:${members.length}\\r?$`, 'm').test(info))) return;
+    await sleep(50);
+  }
+  const seen = members.map((m, i) => `${m.address}: ${(infos[i] ?? '').split(/\r?\n/).filter((line) => /^cluster_(state|slots_assigned|known_nodes)/.test(line)).join(' ')}`);
+  throw new Error(`Redis Cluster not formed after ${CLUSTER_READY_TIMEOUT_MS} ms:\n${seen.join('\n')}\n${tail(path.join(members[0]!.dir, 'server.log'))}`);
 }
