@@ -6,7 +6,7 @@ export interface SubscriberEvents {
   ready(): void;
   /** A message on a subscribed channel. */
   message(channel: string): void;
-  /** A connection is ready again after the first and holds every channel again: messages may have been lost meanwhile. */
+  /** A new connection (a redial, or another node's) holds every channel again: messages may have been lost meanwhile. */
   resubscribed(): void;
 }
 
@@ -27,14 +27,15 @@ export class SubscriberLink {
   #closed = false;
 
   /**
-   * `replacement` makes a connection to another node, for a cluster: `first` must then give up
-   * redialling (a `retryStrategy` that returns null) so that it ends and is replaced.
+   * `first` is ready. `replacement` makes a connection to another node, for a cluster: the
+   * connections must then give up redialling (a `retryStrategy` that returns null) so that they end
+   * and are replaced.
    */
   constructor(first: Redis, events: SubscriberEvents, replacement?: () => Redis) {
     this.#events = events;
     this.#replacement = replacement;
     this.#connection = first;
-    this.#attach(first, true);
+    this.#attach(first);
   }
 
   get connection(): Redis {
@@ -71,25 +72,21 @@ export class SubscriberLink {
     for (const pending of this.#pending.splice(0)) pending.reject(reason);
   }
 
-  #attach(connection: Redis, first: boolean): void {
-    let initial = first;
+  /** Every 'ready' of a connection (the first one's came before the link) is a connection holding no channel. */
+  #attach(connection: Redis): void {
     connection.on('message', (channel: string) => {
       if (connection === this.#connection) this.#events.message(channel);
     });
     connection.on('ready', () => {
       if (connection !== this.#connection) return;
       this.#events.ready();
-      if (initial) {
-        initial = false;
-        return;
-      }
       void this.#resubscribe(connection);
     });
     connection.on('end', () => {
       if (this.#closed || connection !== this.#connection || this.#replacement === undefined) return;
       const next = this.#replacement();
       this.#connection = next;
-      this.#attach(next, false);
+      this.#attach(next);
       next.connect().catch(() => undefined);
     });
   }
