@@ -158,16 +158,23 @@ describe('Redis: servers refused at open', () => {
     }
   });
 
-  it('refuses a server in cluster mode, before an acquire would fail on a cross-slot script', async () => {
-    const server = await serverWith(['--cluster-enabled', 'yes']);
+  it('opens on a server in cluster mode (a one-node cluster) through the cluster client, and refuses a database other than 0 there', async () => {
+    // A node that never met another does not know its address, and ioredis skips a node listed without one.
+    const server = await serverWith(['--cluster-enabled', 'yes', '--cluster-announce-ip', '127.0.0.1']);
     await withRedisAdmin({ url: `redis://${server.address}`, sessionTimeoutMs: 2_000 }, async (client) => {
       await client.call('CLUSTER', 'ADDSLOTSRANGE', '0', '16383');
       await eventually('the one-node cluster serves every slot', async () => /cluster_state:ok/.test(String(await client.call('CLUSTER', 'INFO'))), 10_000);
     });
-    const refused = await open(server).catch((error: unknown) => error);
+    const session = await open(server);
+    const lock = await new FairMutex(session, 'x').acquire();
+    await lock.release();
+    await session.close();
+    const refused = await connect(`redis://${server.address}/1?namespace=config`, { sessionTimeoutMs: 2_000, connectTimeoutMs: 5_000 }).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(BatonError);
     expect(refused).toMatchObject({ code: 'UNSUPPORTED_SERVER' });
-    expect((refused as Error).message).toContain('cluster mode');
+    expect((refused as Error).message).toContain('database 0');
+    // Only the lock's counter stays (tokens never go back): no session's key, no entry.
+    await withRedisAdmin({ url: `redis://${server.address}`, sessionTimeoutMs: 2_000 }, async (client) => expect(await client.keys('*')).toEqual(['baton:{config/x}:c']));
   });
 });
 
@@ -275,9 +282,9 @@ describe('Redis: sessions, tokens and scripts', () => {
     const held = await new FairMutex(a, 'expired').acquire();
     const waiting = later(new FairMutex(b, 'expired').acquire());
     await eventually('b queued', async () => (await backendOf(c).list('expired')).length === 2);
-    // a's key goes, as at its expiry; nobody deletes its entry.
+    // a's keys go, as at their expiry; nobody deletes its entry.
     redisProbeOf(a).view.stopWatchdog();
-    await withRedisAdmin(info, async (client) => void (await client.del(redisProbeOf(a).view.sessionKey)));
+    await scope.fixture.expire(a);
     const before = redisCounters.notifications;
     // c's listing (the list script) drops the entry and tells b's channel.
     expect((await backendOf(c).list('expired')).length).toBe(1);
@@ -407,18 +414,41 @@ describe('Redis: sessions, tokens and scripts', () => {
     const held = await new FairMutex(a, 'read-dead').acquire();
     expect(await backendOf(b).read(entryOf(held))).toBe('');
     redisProbeOf(a).view.stopWatchdog();
-    await withRedisAdmin(info, async (client) => void (await client.del(redisProbeOf(a).view.sessionKey)));
+    await scope.fixture.expire(a);
     expect(await backendOf(b).read(entryOf(held))).toBeNull();
   });
 
-  it('refuses an enqueue once its own session key is gone (never an entry after the session ended)', async () => {
+  it("refuses an enqueue in a lock where the session's key is gone although it has entries there (never an entry beside dead ones)", async () => {
     const a = await scope.open();
+    const held = await new FairMutex(a, 'after-end').acquire();
     redisProbeOf(a).view.stopWatchdog();
-    await withRedisAdmin(info, async (client) => void (await client.del(redisProbeOf(a).view.sessionKey)));
+    await scope.fixture.expire(a);
     const refused = await new FairMutex(a, 'after-end').acquire().catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(SessionLostError);
     expect(a.state).toBe('lost');
+    expect(held.signal.aborted).toBe(true);
     expect(await scope.fixture.entries(scope.namespace)).toEqual([]);
+  });
+
+  it("keeps the session's key in a lock while it has entries there, renewed with its own; lets it expire after the last release; close deletes them all", async () => {
+    const a = await scope.open();
+    const liveness = `baton:{${scope.namespace}/kept}:s:${backendOf(a).id}`;
+    const lock = await new FairMutex(a, 'kept').acquire();
+    await withRedisAdmin(info, async (client) => {
+      // A whole timeout later it still has most of one left: the watchdog renews it.
+      await eventually('renewed', async () => (await client.pttl(liveness)) > info.sessionTimeoutMs / 2, info.sessionTimeoutMs);
+      await new Promise((resolve) => setTimeout(resolve, info.sessionTimeoutMs));
+      expect(await client.pttl(liveness)).toBeGreaterThan(info.sessionTimeoutMs / 2);
+    });
+    await lock.release();
+    await withRedisAdmin(info, async (client) => {
+      await eventually('left to expire', async () => (await client.exists(liveness)) === 0, info.sessionTimeoutMs * 2);
+    });
+    const again = await new FairMutex(a, 'kept').acquire();
+    await new FairMutex(a, 'other').acquire();
+    await a.close();
+    expect(again.signal.aborted).toBe(true);
+    expect(await scope.fixture.liveSessions([backendOf(a).id])).toEqual([]);
   });
 
   it('a lock key of another type (an operator mistake) fails the acquire and touches nothing', async () => {
@@ -438,7 +468,7 @@ describe('Redis: sessions, tokens and scripts', () => {
     const a = await scope.open();
     const lock = await new FairMutex(a, 'slots/one').acquire();
     await withRedisAdmin(info, async (client: Redis) => {
-      const slots = new Set(await Promise.all([`baton:{${scope.namespace}/slots/one}:q`, `baton:{${scope.namespace}/slots/one}:c`].map((key) => client.call('CLUSTER', 'KEYSLOT', key).catch(() => keyslotWithoutCluster(key)))));
+      const slots = new Set(await Promise.all([`baton:{${scope.namespace}/slots/one}:q`, `baton:{${scope.namespace}/slots/one}:c`, `baton:{${scope.namespace}/slots/one}:s:${backendOf(a).id}`].map((key) => client.call('CLUSTER', 'KEYSLOT', key).catch(() => keyslotWithoutCluster(key)))));
       expect(slots.size).toBe(1);
     });
     await lock.release();
