@@ -120,6 +120,12 @@ export class RedisDriver implements Driver {
       this.#watchdog.clientReady();
       this.#releaseAgain();
     });
+    // On a cluster one node's connection can end while the client stays ready (a primary failing over):
+    // the releases of the last seconds are sent again, and wait for the slots to be served again.
+    this.#client.on('-node', () => {
+      if (!this.#core.isOpen) return;
+      for (const [id, base] of this.#recentReleases()) this.#request(() => this.#client.batonRelease(`${base}:q`, this.id, id, entryKey(base, id), `${base}:q`)).catch(() => undefined);
+    });
     this.#watchdog.start();
     probe?.expose(this.#view());
   }
