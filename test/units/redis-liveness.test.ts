@@ -10,11 +10,11 @@ describe('Redis liveness keys: the session is acknowledged at the oldest setting
     const round = keys.keys();
     keys.entered('q', 'baton:{ns/q}:s:s', 's-1', 10);
     keys.renewed(round, 20);
-    expect(keys.ackedAt()).toBe(10);
+    expect(keys.acknowledge()).toBe(10);
     const next = keys.keys();
     expect(next.map(({ key }) => key)).toEqual(['baton:session:s', 'baton:{ns/q}:s:s']);
     keys.renewed(next, 30);
-    expect(keys.ackedAt()).toBe(30);
+    expect(keys.acknowledge()).toBe(30);
   });
 
   it("a lock's key is renewed until its last entry leaves, then left out, and still deleted by a close", () => {
@@ -28,7 +28,7 @@ describe('Redis liveness keys: the session is acknowledged at the oldest setting
     expect(keys.keys()).toEqual([{ key: 'baton:session:s' }]);
     // Left behind: the acknowledgement no longer waits for it.
     keys.renewed(keys.keys(), 50);
-    expect(keys.ackedAt()).toBe(50);
+    expect(keys.acknowledge()).toBe(50);
     expect(keys.lockKeys()).toEqual(['baton:{ns/q}:s:s']);
   });
 

@@ -1,12 +1,12 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
-import { BackendError, ClosedError } from '../../../recipes/errors.js';
+import { BackendError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import { backoff } from '../../backoff.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { DriverCore, withdrawRefused } from '../core.js';
 import { redisCounters, type RedisCounters, type RedisProbe, type RedisView } from '../probe.js';
 import { fromPromise } from '../requests.js';
-import { redisFailures } from './failures.js';
+import { redisFailures, replyCode } from './failures.js';
 import { entryKey, idOf, livenessKey, lockKeys, parseQueue, type LockKeys, type Stored } from './keys.js';
 import { LivenessKeys } from './liveness.js';
 import { Notifications } from './notifications.js';
@@ -158,21 +158,65 @@ export class RedisDriver implements Driver {
     // The session's key in the lock lives a full timeout from the first attempt's send at least.
     const sentAt = performance.now();
     let flat: string[];
+    let setAt = sentAt;
     try {
-      const expected = this.#liveness.has(queue) ? '1' : '0';
-      flat = await this.#request(() => this.#client.batonEnqueue(keys.queue, keys.counter, liveness, keys.base, id, kind, data ?? '', at === undefined ? '' : `${at.order} ${at.fencingToken}`, this.timeoutMs, expected));
+      flat = await this.#request(() => this.#enqueueScript(queue, keys, liveness, id, kind, data ?? '', at === undefined ? '' : `${at.order} ${at.fencingToken}`));
+      setAt = await this.#renewIfOutlived(liveness, sentAt);
     } catch (error) {
       // The entry may have been written by an attempt whose reply was lost, before the request failed
       // (a refusal after a reconnect): it is removed in the background.
       this.#removeLater(queue, id);
       throw error;
     }
-    if (this.#own.has(id)) this.#liveness.entered(queue, liveness, id, sentAt);
+    if (this.#own.has(id)) this.#liveness.entered(queue, liveness, id, setAt);
     if (flat[0] === '1') this.#counters.adopted += 1;
     const stored = this.#parse(queue, keys, flat.slice(1));
     const own = stored.find((found) => idOf(found.entry.key) === id);
     if (own === undefined) throw new BackendError(`the enqueue of ${id} did not show the entry in ${keys.queue}`);
     return { entry: own.entry, queue: stored.map((found) => found.entry) };
+  }
+
+  /**
+   * One attempt of the enqueue script, expecting the session's key in the lock if the session has
+   * entries there now. Refused for a key gone while expected: lost if the session still counts on
+   * that key (its entries there are dead), else sent again without expecting it (the last entry
+   * there was released meanwhile, and the key left to expire).
+   */
+  async #enqueueScript(queue: string, keys: LockKeys, liveness: string, id: string, kind: string, data: string, at: string): Promise<string[]> {
+    for (;;) {
+      const expected = this.#liveness.has(queue);
+      try {
+        return await this.#client.batonEnqueue(keys.queue, keys.counter, liveness, keys.base, id, kind, data, at, this.timeoutMs, expected ? '1' : '0');
+      } catch (error) {
+        if (replyCode(error) !== 'BATONLIVENESS') throw error;
+        if (expected && this.#liveness.has(queue)) {
+          const lost = redisFailures(this.id, this.#namespace).lostError(error);
+          this.#core.lose(lost);
+          throw lost;
+        }
+      }
+    }
+  }
+
+  /**
+   * The session's acknowledgement never goes back: if renewals of its other keys acknowledged it past
+   * the time this lock's key was set (an enqueue answered late), the session's deadline could outlive
+   * the key. Then the key is renewed once more (and again, until the renewal is answered soon enough),
+   * and counts from that renewal. A key found gone means our entries there are dead: the session is lost.
+   */
+  async #renewIfOutlived(liveness: string, sentAt: number): Promise<number> {
+    const slack = (this.#core.events?.marginMs ?? this.timeoutMs / 8) / 4;
+    let setAt = sentAt;
+    while (this.#liveness.given - setAt > slack) {
+      const renewedAt = performance.now();
+      if ((await this.#request(() => this.#client.pexpire(liveness, this.timeoutMs))) === 0) {
+        const lost = new SessionLostError(`Redis session key ${liveness} expired or was deleted`);
+        this.#core.lose(lost);
+        throw lost;
+      }
+      setAt = renewedAt;
+    }
+    return setAt;
   }
 
   /** Removes an entry whose enqueue failed, in the background (it may or may not exist). */
@@ -291,12 +335,13 @@ export class RedisDriver implements Driver {
     const id = idOf(entry.key);
     const keys = this.#keysOf(entry.queue);
     const [exists, alive] = await this.#request(() => this.#client.batonConfirm(keys.queue, livenessKey(keys.base, this.id), id));
-    if (alive === 0) {
+    // A key gone where the session no longer counts on it (its last entry there released meanwhile) is no loss.
+    if (alive === 0 && this.#liveness.has(entry.queue)) {
       const reason = redisFailures(this.id, this.#namespace).lostError();
       this.#core.lose(reason);
       throw reason;
     }
-    return exists === 1 && id.startsWith(`${this.id}-`);
+    return exists === 1 && alive === 1 && id.startsWith(`${this.id}-`);
   }
 
   abandon(reason: Error): void {

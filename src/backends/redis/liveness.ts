@@ -9,10 +9,14 @@ interface LockLiveness {
 /**
  * The keys that keep a Redis session alive: its own key, and its key in each lock where it has
  * entries (the scripts judge an entry by the latter, which shares the lock's cluster slot). The
- * watchdog renews them all; the session's deadline counts from the oldest of their last settings, so
- * that no key can expire while the session believes itself alive. A lock's key is renewed from the
- * answer of the enqueue that set it (renewing it before could find it missing) until the release of
- * the session's last entry there, which deletes it.
+ * watchdog renews them all, and acknowledges the session at the oldest of their last settings, so
+ * that no key can expire while the session believes itself alive. A session's acknowledgement never
+ * goes back, so a lock entered with a setting older than the acknowledgement given (an enqueue
+ * answered late, while renewals of the other keys went on) must be renewed before it counts (see the
+ * driver's enqueue). A lock's key is renewed from the answer of the enqueue that set it (renewing it
+ * before could find it missing) until the release of the session's last entry there is answered;
+ * then it is left to expire (deleting it could race a renewal already sent, or the next enqueue), and
+ * only a close deletes it.
  */
 export class LivenessKeys {
   readonly #sessionKey: string;
@@ -22,11 +26,14 @@ export class LivenessKeys {
   readonly #timeoutMs: number;
   /** The send time of the latest answered renewal of the session's own key. */
   #sessionSetAt: number;
+  /** The latest acknowledgement given to the session. */
+  #given: number;
 
   constructor(sessionKey: string, openedAt: number, timeoutMs: number) {
     this.#sessionKey = sessionKey;
     this.#timeoutMs = timeoutMs;
     this.#sessionSetAt = openedAt;
+    this.#given = openedAt;
   }
 
   /** Whether the session has entries in `queue` whose enqueue was answered (its key there must exist). */
@@ -71,11 +78,17 @@ export class LivenessKeys {
     }
   }
 
-  /** The time every key is known to live a full timeout from: the session's acknowledgement. */
-  ackedAt(): number {
+  /** The time every key is known to live a full timeout from: the session's acknowledgement, noted as given. */
+  acknowledge(): number {
     let oldest = this.#sessionSetAt;
     for (const lock of this.#locks.values()) oldest = Math.min(oldest, lock.setAt);
+    this.#given = Math.max(this.#given, oldest);
     return oldest;
+  }
+
+  /** The latest acknowledgement given: the session's deadline counts from it. */
+  get given(): number {
+    return this.#given;
   }
 
   /** The keys in locks, those left a moment ago too (for a close that deletes them all). */

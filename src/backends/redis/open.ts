@@ -47,7 +47,7 @@ export interface OpenedSession {
 export async function openSession(options: RedisDriverOptions): Promise<OpenedSession> {
   const ioredis = await loadPeer('ioredis', 'a redis:// URL', () => import('ioredis'));
   const deadline = performance.now() + options.connectTimeoutMs;
-  const { first, host } = await firstAnswering(ioredis.Redis, options, deadline);
+  const { first, host } = await firstAnswering(options.hosts, deadline, options, (address) => connection(ioredis.Redis, clientOptions(options, address)));
   let client: Redis | Cluster = first;
   let subscriber: Redis | undefined;
   try {
@@ -61,9 +61,11 @@ export async function openSession(options: RedisDriverOptions): Promise<OpenedSe
       scrubErrors(made);
       defineScripts(made);
       await ready(made, deadline, options, options.hosts.join(','));
-      nextSubscriber = () => subscriberOn(ioredis.Redis, made, options);
-      subscriber = nextSubscriber();
+      nextSubscriber = () => subscriberOn(ioredis.Redis, options, randomNode(made.nodes('all')));
       await refuseUnsafeServer(made.nodes('master'), host);
+      // Any node serves a subscriber: one that does not answer is passed over for the next.
+      const nodes = shuffled(made.nodes('all').map((node) => `${node.options.host}:${node.options.port}`));
+      subscriber = (await firstAnswering(nodes, deadline, options, (address) => subscriberOn(ioredis.Redis, options, address))).first;
     } else {
       if (options.hosts.length > 1) throw new InvalidArgumentError('url hosts', options.hosts.join(','), `one host: several are the seed nodes of a Redis Cluster, and the server at ${host} is not in cluster mode`);
       defineScripts(first);
@@ -71,7 +73,7 @@ export async function openSession(options: RedisDriverOptions): Promise<OpenedSe
       subscriber = first.duplicate();
       scrubErrors(subscriber);
     }
-    await ready(subscriber, deadline, options, host);
+    if (!cluster) await ready(subscriber, deadline, options, host);
     const id = randomBytes(8).toString('hex');
     const key = sessionKey(id);
     const openedAt = performance.now();
@@ -88,13 +90,12 @@ export async function openSession(options: RedisDriverOptions): Promise<OpenedSe
   }
 }
 
-/** A connection to the first of the hosts that answers, each given an equal share of the time left. */
-async function firstAnswering(RedisClass: typeof Redis, options: RedisDriverOptions, deadline: number): Promise<{ first: Redis; host: string }> {
-  for (const [index, host] of options.hosts.entries()) {
-    const client = new RedisClass(clientOptions(options, host));
-    scrubErrors(client);
-    const last = index === options.hosts.length - 1;
-    const share = last ? deadline : performance.now() + (deadline - performance.now()) / (options.hosts.length - index);
+/** A connection to the first of `addresses` that answers, each given an equal share of the time left. */
+async function firstAnswering(addresses: readonly string[], deadline: number, options: RedisDriverOptions, make: (address: string) => Redis): Promise<{ first: Redis; host: string }> {
+  for (const [index, host] of addresses.entries()) {
+    const client = make(host);
+    const last = index === addresses.length - 1;
+    const share = last ? deadline : performance.now() + (deadline - performance.now()) / (addresses.length - index);
     try {
       await ready(client, share, options, host);
       return { first: client, host };
@@ -167,16 +168,33 @@ function clusterOptions(options: RedisDriverOptions): ClusterOptions {
 }
 
 /**
- * A subscriber connection to one of the cluster's nodes, at random (a `PUBLISH` reaches every node).
- * It gives up redialling its node after a few attempts, so that it ends and another node is chosen.
+ * A subscriber connection to a node of the cluster (a `PUBLISH` reaches every node), or to the URL's
+ * first host when the client knows no node now. It gives up redialling its node after a few
+ * attempts, so that it ends and another node is chosen.
  */
-function subscriberOn(RedisClass: typeof Redis, cluster: Cluster, options: RedisDriverOptions): Redis {
-  const nodes = cluster.nodes('all');
-  const node = nodes[Math.floor(Math.random() * nodes.length)] ?? undefined;
-  const address = node === undefined ? options.hosts[0]! : `${node.options.host}:${node.options.port}`;
-  const made = new RedisClass({ ...clientOptions(options, address), retryStrategy: (times: number) => (times > 3 ? null : 50 * times) });
+function subscriberOn(RedisClass: typeof Redis, options: RedisDriverOptions, address: string | undefined): Redis {
+  return connection(RedisClass, { ...clientOptions(options, address ?? options.hosts[0]!), retryStrategy: (times: number) => (times > 3 ? null : 50 * times) });
+}
+
+/** A connection whose errors have their credentials blanked (see `scrubErrors`). */
+function connection(RedisClass: typeof Redis, settings: RedisOptions): Redis {
+  const made = new RedisClass(settings);
   scrubErrors(made);
   return made;
+}
+
+function randomNode(nodes: readonly Redis[]): string | undefined {
+  const node = nodes[Math.floor(Math.random() * nodes.length)];
+  return node === undefined ? undefined : `${node.options.host}:${node.options.port}`;
+}
+
+function shuffled<T>(items: readonly T[]): T[] {
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i -= 1) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
 }
 
 /**

@@ -52,8 +52,8 @@ end
 /**
  * KEYS: queue, counter, our session's key in this lock. ARGV: base, entry id, kind, data, `at` as
  * `<order> <token>` (or ''), the session timeout (ms), and '1' if the session has entries in this
- * queue already (its key here must then exist: if it is gone, so is the session, and the script
- * refuses). The session's key here is set to expire a full timeout from now: the client counts its
+ * queue already (its key here must then exist: if it is gone, so are those entries, and the script
+ * refuses, `BATONLIVENESS`). The session's key here is set to expire a full timeout from now: the client counts its
  * deadline from this request's send time, as from a renewal. A retry after a lost reply finds the
  * entry it wrote (the id is the client's): the answer's first element says so ('1'), before the live
  * entries. The token is the larger of the counter's next value and the server's clock in microseconds
@@ -65,7 +65,7 @@ end
  * token: the same holder goes on, at the same place.
  */
 export const ENQUEUE = `${LIVE}
-if ARGV[7] == '1' and redis.call('EXISTS', KEYS[3]) == 0 then return redis.error_reply('BATONSESSION the session key is gone') end
+if ARGV[7] == '1' and redis.call('EXISTS', KEYS[3]) == 0 then return redis.error_reply("BATONLIVENESS the session's key in this lock is gone") end
 redis.call('SET', KEYS[3], '1', 'PX', ARGV[6])
 local found = redis.call('HEXISTS', KEYS[1], ARGV[2])
 if found == 0 then

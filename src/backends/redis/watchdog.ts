@@ -114,10 +114,13 @@ export class Watchdog {
           this.#core.events?.status('connected');
         }
         this.#liveness.renewed(keys, sentAt);
-        this.#core.events?.ack(this.#liveness.ackedAt());
+        this.#core.events?.ack(this.#liveness.acknowledge());
       },
       () => {
         if (this.#sentAt === sentAt) this.#sentAt = undefined;
+        // A key's node refused or dropped the renewal (on a cluster ioredis gives up on a node that is
+        // down within its redirections, so no silence would be seen): the session is not renewed now.
+        this.suspend();
       },
     );
   }
