@@ -93,6 +93,26 @@ describe('test harness', () => {
     }, 30_000);
   });
 
+  it('forms a Redis Cluster of 3 masters with a replica each: every replica follows its own master, its link up, and all of it goes on stop', async () => {
+    const cluster = await startRedisCluster({ masters: 3, replicas: 1 });
+    try {
+      expect(cluster.members).toHaveLength(6);
+      expect(cluster.members).toEqual([...cluster.masters, ...cluster.replicas.flat()]);
+      const info = async (port: number, section: string[]): Promise<Record<string, string>> =>
+        Object.fromEntries((await reply(port, section)).split(/\r?\n/).filter((line) => line.includes(':')).map((line) => line.split(':', 2) as [string, string]));
+      for (const member of cluster.members) expect(await info(member.port, ['CLUSTER', 'INFO'])).toMatchObject({ cluster_state: 'ok', cluster_known_nodes: '6', cluster_size: '3' });
+      for (const [m, master] of cluster.masters.entries()) {
+        expect(await info(master.port, ['INFO', 'replication'])).toMatchObject({ role: 'master', connected_slaves: '1' });
+        expect(cluster.replicas[m]).toHaveLength(1);
+        expect(await info(cluster.replicas[m]![0]!.port, ['INFO', 'replication'])).toMatchObject({ role: 'slave', master_port: String(master.port), master_link_status: 'up' });
+      }
+    } finally {
+      await cluster.stop();
+    }
+    expect(cluster.members.filter((m) => m.isAlive())).toEqual([]);
+    expect(cluster.members.filter((m) => existsSync(m.dir))).toEqual([]);
+  }, 60_000);
+
   describe('ZooKeeper 3-node ensemble', () => {
     let zk: ZkCluster;
     beforeAll(async () => {

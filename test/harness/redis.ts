@@ -77,6 +77,8 @@ export class RedisServer extends ServerProcess {
       '--cluster-config-file', path.join(this.dir, 'nodes.conf'),
       '--cluster-node-timeout', String(cluster.nodeTimeoutMs),
       '--cluster-port', String(cluster.busPort),
+      // A replica's first sync starts at once, not after the 5 s a primary waits for more replicas.
+      '--repl-diskless-sync-delay', '0',
     ];
   }
 }
@@ -156,8 +158,10 @@ const SLOTS = 16_384;
 const CLUSTER_READY_TIMEOUT_MS = 20_000;
 
 export interface RedisClusterOptions {
-  /** Masters, each serving an equal share of the slots; no replicas. Default 3. */
+  /** Masters, each serving an equal share of the slots. Default 3. */
   readonly masters?: number;
+  /** Replicas of each master (`CLUSTER REPLICATE`), which the cluster promotes when their master fails. Default 0. */
+  readonly replicas?: number;
   /** `--cluster-node-timeout`: how soon a silent node is marked failing. Default 1000 ms. */
   readonly nodeTimeoutMs?: number;
   /** More configuration for every node, as `--name value` arguments. */
@@ -165,8 +169,12 @@ export interface RedisClusterOptions {
 }
 
 export interface RedisCluster {
-  /** The nodes, all masters, in the order of their slot ranges. */
+  /** Every node: the masters in the order of their slot ranges, then the replicas (those of the first master first). */
   readonly members: readonly RedisServer[];
+  /** The nodes that were masters when the cluster formed, in the order of their slot ranges. */
+  readonly masters: readonly RedisServer[];
+  /** The replicas of each of `masters` as the cluster formed, by the master's index. */
+  readonly replicas: readonly (readonly RedisServer[])[];
   /** `127.0.0.1:<port>` of each member, in member order. */
   readonly addresses: readonly string[];
   /** The first node's `redis://` URL: a seed from which a cluster client finds the others. */
@@ -177,37 +185,50 @@ export interface RedisCluster {
 
 /**
  * A Redis Cluster of our own: `masters` redis-servers on free loopback ports (client and bus port
- * each), the slots split among them, met through `CLUSTER MEET`, and returned once every node says
- * `cluster_state:ok` and knows every other. If it cannot be formed, every node is stopped and its
+ * each), the slots split among them, and `replicas` more nodes per master, all met through
+ * `CLUSTER MEET`; each replica is then told `CLUSTER REPLICATE <its master's id>`. Returned once every
+ * node says `cluster_state:ok` and knows every other, every replica's link to its master is up
+ * (`master_link_status:up`) and every node sees each replica as its master's (so that the masters
+ * vote for it when its master fails). If it cannot be formed, every node is stopped and its
  * directory removed.
  */
 export async function startRedisCluster(options: RedisClusterOptions = {}): Promise<RedisCluster> {
-  const masters = options.masters ?? 3;
-  if (!Number.isInteger(masters) || masters < 1 || masters > SLOTS) throw new Error(`masters must be an integer from 1 to ${SLOTS}, not ${masters}`);
+  const masterCount = options.masters ?? 3;
+  const replicaCount = options.replicas ?? 0;
+  if (!Number.isInteger(masterCount) || masterCount < 1 || masterCount > SLOTS) throw new Error(`masters must be an integer from 1 to ${SLOTS}, not ${masterCount}`);
+  if (!Number.isInteger(replicaCount) || replicaCount < 0 || replicaCount > 5) throw new Error(`replicas must be an integer from 0 to 5, not ${replicaCount}`);
   const nodeTimeoutMs = options.nodeTimeoutMs ?? 1_000;
-  const ports = await Promise.all(Array.from({ length: masters }, async () => ({ client: await freePort(), bus: await freePort() })));
+  const total = masterCount * (1 + replicaCount);
+  const ports = await Promise.all(Array.from({ length: total }, async () => ({ client: await freePort(), bus: await freePort() })));
   const members: RedisServer[] = [];
+  const masters: RedisServer[] = [];
+  const replicas: RedisServer[][] = [];
   try {
     for (const p of ports) members.push(new RedisServer(p.client, { args: options.args ?? [], cluster: { busPort: p.bus, nodeTimeoutMs } }));
+    masters.push(...members.slice(0, masterCount));
+    for (let m = 0; m < masterCount; m += 1) replicas.push(members.slice(masterCount + m * replicaCount, masterCount + (m + 1) * replicaCount));
     await startMembers(members);
-    await formCluster(members, ports.map((p) => p.bus));
+    await formCluster(masters, members, ports.map((p) => p.bus));
+    await attachReplicas(members, masters, replicas);
   } catch (error) {
     await stopMembers(members);
     throw error;
   }
   return {
     members,
+    masters,
+    replicas,
     addresses: members.map((m) => m.address),
     url: `redis://${members[0]!.address}`,
     stop: () => stopMembers(members),
   };
 }
 
-/** What redis-cli --cluster create does for masters alone: distinct epochs, slots, then the meeting. */
-async function formCluster(members: readonly RedisServer[], busPorts: readonly number[]): Promise<void> {
-  const share = Math.ceil(SLOTS / members.length);
+/** What redis-cli --cluster create does: distinct epochs and slots for the masters, then the meeting of all. */
+async function formCluster(masters: readonly RedisServer[], members: readonly RedisServer[], busPorts: readonly number[]): Promise<void> {
+  const share = Math.ceil(SLOTS / masters.length);
   await Promise.all(
-    members.map(async (member, i) => {
+    masters.map(async (member, i) => {
       // Distinct epochs from the start spare the nodes the collision handling of equal ones.
       await reply(member.port, ['CLUSTER', 'SET-CONFIG-EPOCH', String(i + 1)]);
       const first = i * share;
@@ -218,6 +239,44 @@ async function formCluster(members: readonly RedisServer[], busPorts: readonly n
   const [seed, ...others] = members;
   for (const [i, other] of others.entries()) await reply(seed!.port, ['CLUSTER', 'MEET', '127.0.0.1', String(other.port), String(busPorts[i + 1])]);
   await untilClusterOk(members);
+}
+
+/** A node's id in the cluster (`CLUSTER MYID`). */
+export function nodeId(member: RedisServer): Promise<string> {
+  return reply(member.port, ['CLUSTER', 'MYID']);
+}
+
+/**
+ * Each replica replicates its master (every node knows every other by now, so the master's id is
+ * known to it), and the cluster is waited for until it has taken that in everywhere.
+ */
+async function attachReplicas(members: readonly RedisServer[], masters: readonly RedisServer[], replicas: readonly (readonly RedisServer[])[]): Promise<void> {
+  const pairs = masters.flatMap((master, m) => replicas[m]!.map((replica) => ({ master, replica })));
+  if (pairs.length === 0) return;
+  const ids = new Map(await Promise.all(members.map(async (member) => [member, await nodeId(member)] as const)));
+  for (const { master, replica } of pairs) await reply(replica.port, ['CLUSTER', 'REPLICATE', ids.get(master)!]);
+  const deadline = Date.now() + CLUSTER_READY_TIMEOUT_MS;
+  let missing: string[] = [];
+  while (Date.now() < deadline) {
+    missing = [];
+    for (const { master, replica } of pairs) {
+      const replication = await reply(replica.port, ['INFO', 'replication']).catch((error: Error) => error.message);
+      if (!/^master_link_status:up\r?$/m.test(replication)) missing.push(`${replica.address}: link to ${master.address} not up`);
+    }
+    for (const member of members) {
+      const nodes = await reply(member.port, ['CLUSTER', 'NODES']).catch((error: Error) => error.message);
+      for (const { master, replica } of pairs) {
+        const line = nodes.split(/\r?\n/).find((entry) => entry.startsWith(`${ids.get(replica)!} `));
+        if (line?.split(' ')[3] !== ids.get(master)) missing.push(`${member.address} does not see ${replica.address} as ${master.address}'s replica`);
+      }
+    }
+    if (missing.length === 0) {
+      await untilClusterOk(members);
+      return;
+    }
+    await sleep(50);
+  }
+  throw new Error(`Redis Cluster replicas not attached after ${CLUSTER_READY_TIMEOUT_MS} ms:\n${missing.join('\n')}\n${tail(path.join(pairs[0]!.replica.dir, 'server.log'))}`);
 }
 
 /** Waits until every node reports `cluster_state:ok` and knows all the nodes. */
