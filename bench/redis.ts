@@ -27,7 +27,7 @@ export const REDIS_CASES = {
 const COMPARE_AND_DELETE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end";
 
 type Scripted = Redis & {
-  batonEnqueue(q: string, c: string, s: string, base: string, id: string, kind: string, data: string, at: string): Promise<string[]>;
+  batonEnqueue(q: string, c: string, liveness: string, base: string, id: string, kind: string, data: string, at: string, timeoutMs: number, expected: '0' | '1'): Promise<string[]>;
   batonRelease(q: string, session: string, id: string, channel: string, changes: string): Promise<number>;
   compareAndDelete(key: string, value: string): Promise<number>;
 };
@@ -72,12 +72,12 @@ export async function benchRedisCycle(url: string, options: { blocks: number; pe
   const peers: PeerLock[] = [];
   try {
     const floorSession = 'f100000000000000';
-    await client.set(`baton:session:${floorSession}`, '1', 'PX', 3_600_000);
     let n = 0;
     const floorCycle = (lock: string) => async (): Promise<void> => {
       const base = `baton:{bench-raw/${lock}}`;
       const id = `${floorSession}-${(n += 1)}`;
-      await client.batonEnqueue(`${base}:q`, `${base}:c`, `baton:session:${floorSession}`, base, id, 'lock', '', '');
+      // As a session's first entry in a lock: the script sets the session's key there.
+      await client.batonEnqueue(`${base}:q`, `${base}:c`, `${base}:s:${floorSession}`, base, id, 'lock', '', '', 3_600_000, '0');
       await client.batonRelease(`${base}:q`, floorSession, id, `${base}:e:${id}`, `${base}:q`);
     };
     const mutex = new FairMutex(session, 'cycle');
