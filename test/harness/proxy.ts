@@ -25,6 +25,8 @@ interface Pair {
   first: Buffer | undefined;
   /** Cut off by `isolate()`: nothing passes either way; the connection stays open until `heal()`. */
   cut: boolean;
+  /** Chosen by `holdRepliesAfterNextRequest()`: the server's bytes are held until `releaseReplies()`. */
+  holding: boolean;
 }
 
 /** A partition longer than this much traffic ends the connection instead of holding more. */
@@ -43,6 +45,7 @@ export class TcpProxy {
   readonly #pairs = new Set<Pair>();
   readonly #server: net.Server;
   #cutAfter: { match: (chunk: Buffer) => boolean; done: () => void } | undefined;
+  #holdAfter: { match: (chunk: Buffer) => boolean; done: () => void } | undefined;
   #replyDelayMs = 0;
   #isolate: ((first: Buffer) => boolean) | undefined;
   /** The next reply is cut short by its last byte and its connection hangs from there on. */
@@ -167,6 +170,30 @@ export class TcpProxy {
     });
   }
 
+  /**
+   * A partition of one connection's replies: the next client-to-server chunk that matches goes
+   * through, and from then on everything the server sends on that connection is held (its requests
+   * still reach the server) until `releaseReplies()`. Other connections, new ones too, are forwarded
+   * as usual. Resolves once the chunk is written to the server.
+   */
+  holdRepliesAfterNextRequest(match: (chunk: Buffer) => boolean): Promise<void> {
+    return new Promise((resolve) => {
+      this.#holdAfter = { match, done: resolve };
+    });
+  }
+
+  /** Ends `holdRepliesAfterNextRequest()`: the held replies are delivered, in order, and the rest follow. */
+  releaseReplies(): void {
+    this.#holdAfter = undefined;
+    for (const pair of this.#pairs) {
+      if (!pair.holding) continue;
+      pair.holding = false;
+      const held = pair.held.down.splice(0);
+      pair.held.bytes = pair.held.up.reduce((sum, chunk) => sum + chunk.length, 0);
+      for (const chunk of held) this.#down(pair, chunk, false);
+    }
+  }
+
   async close(): Promise<void> {
     this.drop();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
@@ -179,7 +206,7 @@ export class TcpProxy {
     }
     const to = this.#target ?? target;
     const server = net.connect({ host: to.host ?? '127.0.0.1', port: to.port });
-    const pair: Pair = { client, server, mute: false, held: { up: [], down: [], bytes: 0 }, first: undefined, cut: false };
+    const pair: Pair = { client, server, mute: false, held: { up: [], down: [], bytes: 0 }, first: undefined, cut: false, holding: false };
     this.#pairs.add(pair);
     client.on('data', (chunk: Buffer) => this.#up(pair, chunk, true));
     server.on('data', (chunk: Buffer) => this.#down(pair, chunk, true));
@@ -192,7 +219,7 @@ export class TcpProxy {
 
   /** Holds a chunk during a partition; false if the chunk may go through now. */
   #hold(pair: Pair, chunk: Buffer, direction: 'up' | 'down'): boolean {
-    if (this.#mode === 'forward') return false;
+    if (this.#mode === 'forward' && !(direction === 'down' && pair.holding)) return false;
     pair.held[direction].push(chunk);
     pair.held.bytes += chunk.length;
     if (pair.held.bytes > MAX_HELD_BYTES) this.#close(pair);
@@ -226,6 +253,13 @@ export class TcpProxy {
     }
     if (pair.cut) return;
     if (pair.mute || this.#hold(pair, chunk, 'up')) return;
+    const hold = this.#holdAfter;
+    if (hold !== undefined && hold.match(chunk)) {
+      this.#holdAfter = undefined;
+      pair.holding = true;
+      pair.server.write(chunk, () => hold.done());
+      return;
+    }
     const cut = this.#cutAfter;
     if (cut !== undefined && cut.match(chunk)) {
       this.#cutAfter = undefined;

@@ -166,6 +166,12 @@ export interface RedisClusterOptions {
   readonly nodeTimeoutMs?: number;
   /** More configuration for every node, as `--name value` arguments. */
   readonly args?: readonly string[];
+  /**
+   * The port a member is to announce to clients instead of its own (`--cluster-announce-port`, with
+   * `--cluster-announce-ip 127.0.0.1`), or undefined for its own: called with the member's index and
+   * port before it starts (to start a proxy to it, say, whose port clients then reach it through).
+   */
+  readonly announce?: (member: number, port: number) => number | undefined | Promise<number | undefined>;
 }
 
 export interface RedisCluster {
@@ -204,7 +210,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
   const masters: RedisServer[] = [];
   const replicas: RedisServer[][] = [];
   try {
-    for (const p of ports) members.push(new RedisServer(p.client, { args: options.args ?? [], cluster: { busPort: p.bus, nodeTimeoutMs } }));
+    for (const [i, p] of ports.entries()) members.push(new RedisServer(p.client, { args: [...(options.args ?? []), ...(await announceArgs(options, i, p.client))], cluster: { busPort: p.bus, nodeTimeoutMs } }));
     masters.push(...members.slice(0, masterCount));
     for (let m = 0; m < masterCount; m += 1) replicas.push(members.slice(masterCount + m * replicaCount, masterCount + (m + 1) * replicaCount));
     await startMembers(members);
@@ -222,6 +228,12 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     url: `redis://${members[0]!.address}`,
     stop: () => stopMembers(members),
   };
+}
+
+/** The arguments that make a member announce the port `options.announce` gives it, if any. */
+async function announceArgs(options: RedisClusterOptions, member: number, port: number): Promise<string[]> {
+  const announced = await options.announce?.(member, port);
+  return announced === undefined ? [] : ['--cluster-announce-ip', '127.0.0.1', '--cluster-announce-port', String(announced)];
 }
 
 /** What redis-cli --cluster create does: distinct epochs and slots for the masters, then the meeting of all. */
