@@ -1,4 +1,4 @@
-import { LockTimeoutError } from '../../../recipes/errors.js';
+import { BackendError, LockTimeoutError } from '../../../recipes/errors.js';
 import { FairMutex } from '../../../recipes/mutex.js';
 import type { LockHandle } from '../../../recipes/handle.js';
 import type { ConnectOptions } from '../../../src/connect.js';
@@ -130,6 +130,20 @@ function hold(lock: LockHandle, holdMs: number, lingering: () => boolean): Promi
 }
 
 /**
+ * A new session, tried again while the server cannot be reached (faults may keep it away longer than
+ * one connect timeout: a partition of this contender right after a server kill), as a service would.
+ */
+async function connectUntil(plan: ContendPlan, giveUpAt: number): Promise<Session> {
+  for (;;) {
+    try {
+      return await connect(plan.url, plan.options);
+    } catch (error) {
+      if (!(error instanceof BackendError) || Date.now() > giveUpAt) throw error;
+    }
+  }
+}
+
+/**
  * A contender that survives faults: when its session is lost it opens a new one and goes on. Each hold
  * writes its token to the fenced register, stays inside for `holdMs` unless its signal aborts first,
  * and, if it was told it lost the lock, writes once more as a process that missed the news would.
@@ -144,7 +158,7 @@ export async function contendThroughFaults(plan: ContendPlan, report: (event: Co
       if (attempts > plan.count * 4 || Date.now() > giveUpAt) throw new Error(`worker ${plan.worker}: ${done} holds in ${attempts} attempts`);
       if (session === undefined || session.state === 'lost') {
         await session?.close();
-        session = await connect(plan.url, plan.options);
+        session = await connectUntil(plan, giveUpAt);
         sessions += 1;
         control.opened?.(session);
       }
