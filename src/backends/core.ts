@@ -155,8 +155,10 @@ export class DriverCore {
   lose(reason: SessionLostError): void {
     if (this.#status !== 'open') return;
     this.end('lost', reason);
-    this.#hooks.onLost();
+    // Holders are told first: the driver's clean-up may free entries that still stood for them (on
+    // Redis a session found gone by one key may still be alive by its keys in locks).
     this.#events?.status('lost', reason);
+    this.#hooks.onLost();
   }
 
   /**

@@ -116,4 +116,12 @@ describe('DriverCore', () => {
     await expect(retrying).rejects.toBeInstanceOf(SessionLostError);
     expect(() => driver.assertOpen()).toThrow(SessionLostError);
   });
+
+  it("tells the session it is lost before the driver's clean-up runs (a clean-up may free entries that still stood for its holders)", () => {
+    const order: string[] = [];
+    const made = new DriverCore(failures, { beforeSend: () => undefined, onEnd: () => order.push('end'), onLost: () => order.push('clean-up') });
+    made.attach({ status: (status) => order.push(status), ack: () => undefined, foreign: () => undefined });
+    made.lose(new SessionLostError('gone'));
+    expect(order).toEqual(['end', 'lost', 'clean-up']);
+  });
 });

@@ -382,8 +382,9 @@ export class RedisDriver implements Driver {
   }
 
   /**
-   * The session was found gone while the server answers: our entries are dead already (every script
-   * ignores them), and are deleted now, with their waiters told, rather than when someone finds them.
+   * The session was found gone (one of its keys, or the server said so) and its holders were told:
+   * our entries are deleted now, with their waiters told, rather than when someone finds them dead
+   * (some may not be yet: the session's keys in other locks may live until they expire).
    */
   #letGo(): void {
     const left = [...this.#own];

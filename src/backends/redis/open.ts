@@ -74,19 +74,53 @@ export async function openSession(options: RedisDriverOptions): Promise<OpenedSe
       scrubErrors(subscriber);
     }
     if (!cluster) await ready(subscriber, deadline, options, host);
+    const { id, key, openedAt } = await makeSessionKey(client, options, deadline);
+    return { client, subscriber, nextSubscriber, id, key, openedAt };
+  } catch (error) {
+    client.disconnect();
+    subscriber?.disconnect();
+    if (error instanceof BatonError) throw error;
+    if (error instanceof Error && error.name === 'ReplyError') throw mapOpenError(error);
+    throw new BackendError(`could not open a Redis session at ${host}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
+}
+
+/**
+ * Makes the session's key, by the connect deadline. On a cluster the key's slot may be on a primary
+ * that is down (its slots fail over or wait for it): an attempt that fails so is made again under
+ * another id, whose key most likely sits on another primary.
+ */
+async function makeSessionKey(client: Redis | Cluster, options: RedisDriverOptions, deadline: number): Promise<{ id: string; key: string; openedAt: number }> {
+  for (;;) {
     const id = randomBytes(8).toString('hex');
     const key = sessionKey(id);
     const openedAt = performance.now();
     // A value of this open's own: if the connection drops, ioredis sends the SET again, and a first
     // attempt that made the key (its reply lost) must not make the open fail.
     const mine = randomBytes(8).toString('hex');
-    const made = await client.set(key, mine, 'PX', options.sessionTimeoutMs, 'NX');
-    if (made !== 'OK' && (await client.get(key)) !== mine) throw new BackendError(`the Redis session key ${key} exists already`);
-    return { client, subscriber, nextSubscriber, id, key, openedAt };
-  } catch (error) {
-    client.disconnect();
-    subscriber?.disconnect();
-    throw error instanceof Error && error.name === 'ReplyError' ? mapOpenError(error) : error;
+    try {
+      const made = await beforeDeadline(client.set(key, mine, 'PX', options.sessionTimeoutMs, 'NX'), deadline, options);
+      if (made !== 'OK' && (await beforeDeadline(client.get(key), deadline, options)) !== mine) throw new BackendError(`the Redis session key ${key} exists already`);
+      return { id, key, openedAt };
+    } catch (error) {
+      const refused = error instanceof Error && error.name === 'ReplyError' && !/^(CLUSTERDOWN|TRYAGAIN|LOADING|MASTERDOWN)/.test(error.message);
+      if (error instanceof BatonError || refused || performance.now() >= deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
+
+/** The request's answer, or a BackendError once the connect deadline has passed (a request waits while its connection is down). */
+async function beforeDeadline<T>(request: Promise<T>, deadline: number, options: RedisDriverOptions): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new BackendError(`the Redis session key was not made within the connect timeout (${options.connectTimeoutMs} ms)`)), Math.max(0, deadline - performance.now()));
+  });
+  request.catch(() => undefined);
+  try {
+    return await Promise.race([request, late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -203,11 +237,15 @@ function shuffled<T>(items: readonly T[]): T[] {
  * `noeviction` with a `maxmemory` set. Redis may then evict a session key (every one has an expiry,
  * so the `volatile-*` policies too) or a queue, and grant the lock to another session while its holder
  * learns of it only at its next renewal. Code `UNSAFE_SERVER_CONFIG`. Read once, at open: an operator
- * who changes the policy later (`CONFIG SET`) is not seen.
+ * who changes the policy later (`CONFIG SET`) is not seen, nor, on a cluster, a primary that does not
+ * answer at that moment (one is down, its slots waiting for it or its replica).
  */
 async function refuseUnsafeServer(primaries: readonly Redis[], host: string): Promise<void> {
   for (const primary of primaries) {
-    const memory = await primary.info('memory');
+    const memory = await primary.info('memory').catch((error: unknown) => {
+      if (primaries.length === 1 || (error instanceof Error && error.name === 'ReplyError')) throw error;
+      return '';
+    });
     const maxmemory = Number(/^maxmemory:(\d+)\s*$/m.exec(memory)?.[1] ?? '0');
     const policy = /^maxmemory_policy:(\S+)\s*$/m.exec(memory)?.[1] ?? 'noeviction';
     if (maxmemory > 0 && policy !== 'noeviction') {
