@@ -329,7 +329,7 @@ export async function torture(options: TortureOptions): Promise<TortureSummary> 
           continue;
         }
         const kind: FaultKind = drawn === 'server-restart' ? drawn : leader === undefined ? 'member-kill' : drawn;
-        const victims = kind === 'leader-kill' || kind === 'server-restart' ? deployment.members.filter((m) => m.isAlive()) : deployment.members.filter((m) => m !== leader && m.isAlive());
+        const victims = kind === 'leader-kill' ? [leader!] : kind === 'server-restart' ? deployment.members.filter((m) => m.isAlive()) : deployment.members.filter((m) => m !== leader && m.isAlive());
         const victim = victims[Math.floor(next() * victims.length)];
         if (victim === undefined) continue;
         if (kind === 'server-partition') {
