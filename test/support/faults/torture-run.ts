@@ -360,8 +360,12 @@ export async function torture(options: TortureOptions): Promise<TortureSummary> 
         options: { ...deployment.options, onSuspend: worker % 2 === 0 ? 'wait' : 'abort', onWaiterLost: worker % 4 < 2 ? 'requeue' : 'fail' },
       }),
     );
+    // A contender process that dies fails the run: the fault loops stop, and the failure is thrown
+    // below once they have, so that the servers are still stopped (not an unhandled rejection meanwhile).
+    let contenderDied = false;
+    run.done.catch(() => (contenderDied = true));
     const ending = performance.now() + options.durationMs;
-    const running = (): boolean => performance.now() < ending;
+    const running = (): boolean => !contenderDied && performance.now() < ending;
 
     // Kinds are drawn in rounds, each kind once per round in a random order: a short run injects every kind.
     const kills = rounds<FaultKind>(kinds.server, next);
