@@ -79,7 +79,9 @@ export type ContendEvent =
   | { readonly type: 'granted'; readonly worker: number }
   | { readonly type: 'interval'; readonly interval: Interval }
   /** An acquire timed out: a waiter that nothing woke for `acquireTimeoutMs`. */
-  | { readonly type: 'stall'; readonly worker: number; readonly session: string; readonly waitedMs: number };
+  | { readonly type: 'stall'; readonly worker: number; readonly session: string; readonly waitedMs: number }
+  /** A new session could not be opened (the contender tries again shortly). */
+  | { readonly type: 'connect-failed'; readonly worker: number; readonly error: string };
 
 /** How the process running a contender steers it. */
 export interface ContendControl {
@@ -107,6 +109,9 @@ export function expireSession(plan: ContendPlan, session: Session): Promise<void
   if ('redis' in plan.expiry) return expireRedisSession(plan.expiry.redis, session);
   return 'zk' in plan.expiry ? expireZkSession(plan.expiry.zk, session) : revokeLease(plan.expiry.etcd, session);
 }
+
+/** The pause before a contender tries again to open a session after a failed connect. */
+const CONNECT_RETRY_MS = 250;
 
 const now = (): bigint => process.hrtime.bigint(); // CLOCK_MONOTONIC: comparable across processes
 
@@ -144,7 +149,15 @@ export async function contendThroughFaults(plan: ContendPlan, report: (event: Co
       if (attempts > plan.count * 4 || Date.now() > giveUpAt) throw new Error(`worker ${plan.worker}: ${done} holds in ${attempts} attempts`);
       if (session === undefined || session.state === 'lost') {
         await session?.close();
-        session = await connect(plan.url, plan.options);
+        session = undefined;
+        try {
+          session = await connect(plan.url, plan.options);
+        } catch (error) {
+          // As an application would (and as connect's reconnectAfterLoss does): report it, try again soon.
+          report({ type: 'connect-failed', worker: plan.worker, error: error instanceof Error ? `${error.constructor.name}: ${error.message}` : String(error) });
+          await new Promise((resolve) => setTimeout(resolve, CONNECT_RETRY_MS));
+          continue;
+        }
         sessions += 1;
         control.opened?.(session);
       }

@@ -75,6 +75,8 @@ export interface TortureSummary {
   readonly forcedOverlaps: number;
   /** Acquires that timed out (a waiter nothing woke for `6 x timeoutMs`). */
   readonly stalls: number;
+  /** Connects that failed (the contender tried again a moment later): how many, by error. */
+  readonly connectFailures: Readonly<Record<string, number>>;
   /** Entries (and, on ZooKeeper, watches) left on the server once every contender closed its session. */
   readonly orphans: readonly string[];
   /** Over every hold lost without a server-side expiry: the least time from its signal to the next grant. */
@@ -482,6 +484,8 @@ export async function torture(options: TortureOptions): Promise<TortureSummary> 
     await Promise.all(partitions);
     run.stop();
     const { sessions } = await run.done;
+    const connectFailures: Record<string, number> = {};
+    for (const { error } of run.connectFailures) connectFailures[error] = (connectFailures[error] ?? 0) + 1;
     for (const loop of loops) if (loop.status === 'rejected') throw loop.reason;
     log(`${elapsed()} faults healed, contenders stopped`);
 
@@ -495,14 +499,14 @@ export async function torture(options: TortureOptions): Promise<TortureSummary> 
       await eventually('the lost sessions expired', async () => (await deployment.fixture.entries(namespace)).length === 0, timeoutMs * 3).catch(() => undefined);
       orphans.push(...(await deployment.rowsAfterSweep(namespace)).filter((row) => !orphans.includes(row)));
     }
-    return summarize(run.intervals, run.stalls.length, { backend: options.backend, seed, workers, timeoutMs, durationMs: options.durationMs, sessions, faults, orphans });
+    return summarize(run.intervals, run.stalls.length, { backend: options.backend, seed, workers, timeoutMs, durationMs: options.durationMs, sessions, faults, orphans, connectFailures });
   } finally {
     for (const own of proxies) for (const proxy of own) await proxy.close();
     await Promise.allSettled([ownPool ? pool?.close() : undefined, deployment.stop(), register.close()]);
   }
 }
 
-type Known = Pick<TortureSummary, 'backend' | 'seed' | 'workers' | 'timeoutMs' | 'durationMs' | 'sessions' | 'faults' | 'orphans'>;
+type Known = Pick<TortureSummary, 'backend' | 'seed' | 'workers' | 'timeoutMs' | 'durationMs' | 'sessions' | 'faults' | 'orphans' | 'connectFailures'>;
 
 /** The checks of a run, over every hold the contenders reported. */
 export function summarize(intervals: readonly Interval[], stalls: number, known: Known): TortureSummary {
@@ -553,6 +557,7 @@ const LAYOUT_NAMES: Record<TortureBackend, string> = {
 export function describeSummary(s: TortureSummary): string {
   const { server, client } = faultKindsOf(s.backend);
   const faults = [...server, ...client].map((kind) => `${kind} ${s.faults[kind]}`).join(', ');
+  const failedConnects = Object.values(s.connectFailures).reduce((a, b) => a + b, 0);
   return [
     `torture on ${LAYOUT_NAMES[s.backend]}: ${s.workers} processes, ${(s.durationMs / 1_000).toFixed(0)} s, timeout ${s.timeoutMs} ms, seed ${s.seed}`,
     `  acquisitions        ${s.acquisitions} (${s.lostHolds} lost while held, ${s.abortedAtGrant} lost before the holder saw the grant), ${s.sessions} sessions`,
@@ -563,6 +568,8 @@ export function describeSummary(s: TortureSummary): string {
       .join('')}${s.violations.length > 10 ? `\n    (${s.violations.length - 10} more)` : ''}`,
     `  stale writes refused ${s.staleWritesRefused} (late writes accepted before any later holder wrote: ${s.lateWritesAccepted}; server-side expiries outlasting the next grant, fenced: ${s.forcedOverlaps})`,
     `  stalled waiters     ${s.stalls}`,
+    // Shown only when some failed: a contender whose connect fails tries again, so the run goes on.
+    ...(failedConnects === 0 ? [] : [`  failed connects     ${failedConnects} (each tried again)${Object.entries(s.connectFailures).map(([error, count]) => `\n    ${count} x ${error}`).join('')}`]),
     `  orphans after heal  ${s.orphans.length}${s.orphans.length > 0 ? ` (${s.orphans.join(', ')})` : ''}`,
     `  smallest gap        ${s.smallestGapMs === null ? 'n/a (no hold lost on the client side)' : `${s.smallestGapMs.toFixed(1)} ms from a lost holder's signal to the next grant`}`,
     `  result              ${s.ok ? 'OK' : 'FAILED'}`,
