@@ -485,7 +485,11 @@ export async function torture(options: TortureOptions): Promise<TortureSummary> 
     run.stop();
     const { sessions } = await run.done;
     const connectFailures: Record<string, number> = {};
-    for (const { error } of run.connectFailures) connectFailures[error] = (connectFailures[error] ?? 0) + 1;
+    for (const failure of run.connectFailures) {
+      // A redirection names its slot and node: grouped without them (one line per slot is no help).
+      const error = failure.error.replace(/\b(MOVED|ASK) \d+ \S+/g, '$1 <slot> <node>');
+      connectFailures[error] = (connectFailures[error] ?? 0) + 1;
+    }
     for (const loop of loops) if (loop.status === 'rejected') throw loop.reason;
     log(`${elapsed()} faults healed, contenders stopped`);
 
