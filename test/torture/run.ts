@@ -4,9 +4,10 @@ import { ensureServersInstalled } from '../harness/install.js';
 import { describeSummary, torture, type TortureBackend } from '../support/faults/torture-run.js';
 
 /**
- * `npm run torture -- --backend zk|etcd|postgres|redis --minutes N`: the contended workload under random
- * faults against a layout of its own (3 nodes; one server for PostgreSQL; one primary with appendfsync
- * always for Redis); prints one summary and exits non-zero if anything was wrong.
+ * `npm run torture -- --backend zk|etcd|postgres|redis|redis-cluster --minutes N`: the contended workload
+ * under random faults against a layout of its own (3 nodes; one server for PostgreSQL; one primary with
+ * appendfsync always for Redis; 3 masters without replicas, each with appendfsync always, for a Redis
+ * Cluster); prints one summary and exits non-zero if anything was wrong.
  */
 function number(what: string, min: number, max: number, integer: boolean) {
   return (value: string): number => {
@@ -19,8 +20,8 @@ function number(what: string, min: number, max: number, integer: boolean) {
 }
 
 const program = new Command('torture')
-  .description('Contend on one lock from several processes under random faults (member kills or server restarts, partitions, short disconnects, server-side expiries, terminated backends) and check mutual exclusion and fencing.')
-  .addOption(new Option('--backend <backend>', 'the layout to start: a 3-node ZooKeeper ensemble or etcd cluster, one PostgreSQL server, or one Redis primary').choices(['zk', 'etcd', 'postgres', 'redis']).makeOptionMandatory())
+  .description('Contend on one lock from several processes under random faults (member kills or server restarts, partitions, short disconnects, server-side expiries, terminated backends) and check mutual exclusion and fencing. On a Redis Cluster the contender faults are server-side expiries only (its client finds the nodes itself, past any proxy).')
+  .addOption(new Option('--backend <backend>', 'the layout to start: a 3-node ZooKeeper ensemble or etcd cluster, one PostgreSQL server, one Redis primary, or a Redis Cluster of 3 masters').choices(['zk', 'etcd', 'postgres', 'redis', 'redis-cluster']).makeOptionMandatory())
   .option('--minutes <n>', 'how long to inject faults', number('--minutes', 0.1, 24 * 60, false), 1)
   .option('--workers <n>', 'contending processes', number('--workers', 2, 32, true), 8)
   .option('--seed <n>', 'seed of the fault schedule (default: random, printed)', number('--seed', 0, 2 ** 31 - 1, true))

@@ -39,11 +39,33 @@ export async function withRedisAdmin<T>(info: RedisInfo, use: (client: never) =>
   const client = info.cluster === true ? clusterAdmin(info) : new Redis(info.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
   client.on('error', () => undefined); // a server down: the command's own failure says so
   try {
-    await client.connect();
+    await (client instanceof Cluster ? connectCluster(client) : client.connect());
     return await (use as (client: RedisAdmin) => Promise<T>)(client);
   } finally {
     client.disconnect();
   }
+}
+
+/**
+ * The cluster client's connect, failing if the client ends first: without a retry strategy, a ready
+ * check sent to a node that is down (CLUSTER INFO, to a node picked at random) ends the client, and
+ * ioredis 5 then leaves connect() pending for ever (seen with one master of three killed).
+ */
+function connectCluster(client: Cluster): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const ended = (): void => reject(new Error('the Redis Cluster admin client ended before it was ready (a node down?)'));
+    client.once('end', ended);
+    client.connect().then(
+      () => {
+        client.off('end', ended);
+        resolve();
+      },
+      (error: unknown) => {
+        client.off('end', ended);
+        reject(error);
+      },
+    );
+  });
 }
 
 function clusterAdmin(info: RedisClusterInfo): Cluster {

@@ -13,12 +13,16 @@ type Report =
 
 /** An acquire that timed out (see `ContendPlan.acquireTimeoutMs`). */
 export type Stall = Extract<ContendEvent, { type: 'stall' }>;
+/** A connect that failed (the contender tried again). */
+export type ConnectFailure = Extract<ContendEvent, { type: 'connect-failed' }>;
 
 export interface ContenderRun {
   /** Every hold reported so far, in the order the reports arrived. */
   readonly intervals: readonly Interval[];
   /** Every acquire that timed out so far. */
   readonly stalls: readonly Stall[];
+  /** Every connect that failed so far. */
+  readonly connectFailures: readonly ConnectFailure[];
   /** Asks every worker to stop after its current hold. */
   stop(): void;
   /** Settles once every worker has finished the run: the sessions they opened in all. */
@@ -28,6 +32,7 @@ export interface ContenderRun {
 interface Running {
   readonly intervals: Interval[];
   readonly stalls: Stall[];
+  readonly connectFailures: ConnectFailure[];
   sessions: number;
   pending: number;
   settle(error?: unknown): void;
@@ -83,10 +88,12 @@ export class ContenderPool {
     if (this.#running !== undefined) throw new Error('one run at a time');
     const intervals: Interval[] = [];
     const stalls: Stall[] = [];
+    const connectFailures: ConnectFailure[] = [];
     const done = new Promise<{ sessions: number }>((resolve, reject) => {
       const running: Running = {
         intervals,
         stalls,
+        connectFailures,
         sessions: 0,
         pending: this.#workers.length,
         settle: (error) => {
@@ -99,7 +106,7 @@ export class ContenderPool {
     });
     this.#holding.clear();
     this.#workers.forEach(({ child }, worker) => child.send({ type: 'run', plan: { ...plan, ...perWorker(worker), worker } }));
-    return { intervals, stalls, stop: () => this.#send({ type: 'stop' }), done };
+    return { intervals, stalls, connectFailures, stop: () => this.#send({ type: 'stop' }), done };
   }
 
   /** While on, `worker`'s holds go on past their length until their signal aborts (a long job). */
@@ -152,6 +159,7 @@ export class ContenderPool {
       running.intervals.push(report.interval);
     }
     else if (report.type === 'stall') running.stalls.push(report);
+    else if (report.type === 'connect-failed') running.connectFailures.push(report);
     else {
       running.sessions += report.sessions;
       running.pending -= 1;

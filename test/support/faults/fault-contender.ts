@@ -1,4 +1,4 @@
-import { BackendError, LockTimeoutError } from '../../../recipes/errors.js';
+import { LockTimeoutError } from '../../../recipes/errors.js';
 import { FairMutex } from '../../../recipes/mutex.js';
 import type { LockHandle } from '../../../recipes/handle.js';
 import type { ConnectOptions } from '../../../src/connect.js';
@@ -79,7 +79,9 @@ export type ContendEvent =
   | { readonly type: 'granted'; readonly worker: number }
   | { readonly type: 'interval'; readonly interval: Interval }
   /** An acquire timed out: a waiter that nothing woke for `acquireTimeoutMs`. */
-  | { readonly type: 'stall'; readonly worker: number; readonly session: string; readonly waitedMs: number };
+  | { readonly type: 'stall'; readonly worker: number; readonly session: string; readonly waitedMs: number }
+  /** A new session could not be opened (the contender tries again shortly). */
+  | { readonly type: 'connect-failed'; readonly worker: number; readonly error: string };
 
 /** How the process running a contender steers it. */
 export interface ContendControl {
@@ -108,6 +110,9 @@ export function expireSession(plan: ContendPlan, session: Session): Promise<void
   return 'zk' in plan.expiry ? expireZkSession(plan.expiry.zk, session) : revokeLease(plan.expiry.etcd, session);
 }
 
+/** The pause before a contender tries again to open a session after a failed connect. */
+const CONNECT_RETRY_MS = 250;
+
 const now = (): bigint => process.hrtime.bigint(); // CLOCK_MONOTONIC: comparable across processes
 
 /**
@@ -130,20 +135,6 @@ function hold(lock: LockHandle, holdMs: number, lingering: () => boolean): Promi
 }
 
 /**
- * A new session, tried again while the server cannot be reached (faults may keep it away longer than
- * one connect timeout: a partition of this contender right after a server kill), as a service would.
- */
-async function connectUntil(plan: ContendPlan, giveUpAt: number): Promise<Session> {
-  for (;;) {
-    try {
-      return await connect(plan.url, plan.options);
-    } catch (error) {
-      if (!(error instanceof BackendError) || Date.now() > giveUpAt) throw error;
-    }
-  }
-}
-
-/**
  * A contender that survives faults: when its session is lost it opens a new one and goes on. Each hold
  * writes its token to the fenced register, stays inside for `holdMs` unless its signal aborts first,
  * and, if it was told it lost the lock, writes once more as a process that missed the news would.
@@ -158,7 +149,15 @@ export async function contendThroughFaults(plan: ContendPlan, report: (event: Co
       if (attempts > plan.count * 4 || Date.now() > giveUpAt) throw new Error(`worker ${plan.worker}: ${done} holds in ${attempts} attempts`);
       if (session === undefined || session.state === 'lost') {
         await session?.close();
-        session = await connectUntil(plan, giveUpAt);
+        session = undefined;
+        try {
+          session = await connect(plan.url, plan.options);
+        } catch (error) {
+          // As an application would (and as connect's reconnectAfterLoss does): report it, try again soon.
+          report({ type: 'connect-failed', worker: plan.worker, error: error instanceof Error ? `${error.constructor.name}: ${error.message}` : String(error) });
+          await new Promise((resolve) => setTimeout(resolve, CONNECT_RETRY_MS));
+          continue;
+        }
         sessions += 1;
         control.opened?.(session);
       }

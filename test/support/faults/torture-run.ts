@@ -14,9 +14,9 @@ import { zkFixtureOf } from '../backends/zookeeper.js';
 import { startPostgres } from '../../harness/postgres.js';
 import { postgresFixtureOf, withParams, withPostgres } from '../backends/postgres.js';
 import { redisFixtureOf } from '../backends/redis.js';
-import { startRedis } from '../../harness/redis.js';
+import { reply, startRedis, startRedisCluster } from '../../harness/redis.js';
 
-export type TortureBackend = 'zk' | 'etcd' | 'postgres' | 'redis';
+export type TortureBackend = 'zk' | 'etcd' | 'postgres' | 'redis' | 'redis-cluster';
 export const FAULT_KINDS = ['leader-kill', 'member-kill', 'server-partition', 'server-restart', 'backend-terminate', 'partition', 'short-disconnect', 'expiry'] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -27,6 +27,10 @@ export function faultKindsOf(backend: TortureBackend): { server: FaultKind[]; cl
   if (backend === 'postgres') return { server: ['server-restart', 'backend-terminate'], client };
   // One Redis primary: killed and restarted (its kill is the leader's; there is no other member).
   if (backend === 'redis') return { server: ['leader-kill'], client };
+  // A Redis Cluster of 3 masters: each killed in turn and restarted. Its client learns the nodes'
+  // addresses from the cluster (CLUSTER SLOTS), so proxies in front of the seeds would not cut its
+  // connections to the other nodes: of the contender faults only the server-side expiry is left.
+  if (backend === 'redis-cluster') return { server: ['leader-kill'], client: ['expiry'] };
   return { server: ['leader-kill', 'member-kill', 'server-partition'], client };
 }
 
@@ -71,6 +75,8 @@ export interface TortureSummary {
   readonly forcedOverlaps: number;
   /** Acquires that timed out (a waiter nothing woke for `6 x timeoutMs`). */
   readonly stalls: number;
+  /** Connects that failed (the contender tried again a moment later): how many, by error. */
+  readonly connectFailures: Readonly<Record<string, number>>;
   /** Entries (and, on ZooKeeper, watches) left on the server once every contender closed its session. */
   readonly orphans: readonly string[];
   /** Over every hold lost without a server-side expiry: the least time from its signal to the next grant. */
@@ -110,6 +116,7 @@ interface Deployment {
 
 async function deploy(backend: TortureBackend, timeoutMs: number): Promise<Deployment> {
   if (backend === 'postgres') return deployPostgres(timeoutMs);
+  if (backend === 'redis-cluster') return deployRedisCluster(timeoutMs);
   if (backend === 'zk') {
     const links = new PeerLinks();
     const zk = await startZooKeeper({ size: 3, peerRoute: links.route });
@@ -222,6 +229,52 @@ async function deployPostgres(timeoutMs: number): Promise<Deployment> {
   };
 }
 
+/**
+ * A Redis Cluster of 3 masters without replicas, each with appendfsync always (the cluster
+ * configuration docs/redis.md says keeps the promise: no failover), and with
+ * `cluster-require-full-coverage no`, so that a master down makes its own slots unavailable, not the
+ * whole cluster's. There is no leader: `leader()` names the live master after the one killed last, so
+ * that the leader kills go round the masters in turn. A killed master restarts from its AOF and
+ * nodes.conf and is back once every node serves every slot again.
+ */
+async function deployRedisCluster(timeoutMs: number): Promise<Deployment> {
+  const cluster = await startRedisCluster({ masters: 3, args: ['--appendonly', 'yes', '--appendfsync', 'always', '--cluster-require-full-coverage', 'no'] });
+  const info = { url: cluster.url, sessionTimeoutMs: timeoutMs, cluster: true as const, nodes: cluster.addresses };
+  const whole = async (): Promise<boolean> => {
+    const infos = await Promise.all(cluster.masters.map((m) => reply(m.port, ['CLUSTER', 'INFO']).catch(() => '')));
+    return infos.every((text) => /^cluster_state:ok\r?$/m.test(text) && /^cluster_slots_ok:16384\r?$/m.test(text));
+  };
+  let killedLast = -1;
+  const members: Member[] = cluster.masters.map((master, index) => ({
+    port: master.port,
+    isAlive: () => master.isAlive(),
+    kill: async () => {
+      killedLast = index;
+      await master.kill();
+    },
+    start: async () => {
+      await master.start();
+      await eventually('every node serving every slot again after a restart', whole, timeoutMs * 10);
+    },
+  }));
+  return {
+    fixture: redisFixtureOf(info, 'Redis Cluster (3 masters, appendfsync always)'),
+    members,
+    leader: async () => {
+      for (let step = 1; step <= members.length; step += 1) {
+        const member = members[(killedLast + step) % members.length]!;
+        if (member.isAlive()) return member;
+      }
+      return undefined;
+    },
+    cut: () => Promise.reject(new Error('the Redis Cluster layout cuts no member off its peers')),
+    url: (_proxies, namespace) => `redis://${cluster.addresses.join(',')}?namespace=${namespace}`,
+    options: { sessionTimeoutMs: timeoutMs },
+    expiry: { redis: info },
+    stop: () => cluster.stop(),
+  };
+}
+
 /** A small seeded generator (mulberry32): the same seed gives the same fault schedule. */
 function random(seed: number): () => number {
   let state = seed >>> 0;
@@ -276,12 +329,15 @@ export async function torture(options: TortureOptions): Promise<TortureSummary> 
   const namespace = `torture-${seed}`;
   const faults = Object.fromEntries(FAULT_KINDS.map((kind) => [kind, 0])) as Record<FaultKind, number>;
 
+  const kinds = faultKindsOf(options.backend);
   const [deployment, register] = await Promise.all([deploy(options.backend, timeoutMs), FencedRegister.start()]);
   const proxies: TcpProxy[][] = [];
   const ownPool = options.pool === undefined;
   let pool: ContenderPool | undefined = options.pool;
   try {
-    for (let worker = 0; worker < workers; worker += 1) proxies.push(await Promise.all(deployment.members.map((m) => TcpProxy.start({ port: m.port }))));
+    // Proxies only where a contender fault cuts through them (not on a Redis Cluster: see faultKindsOf).
+    const proxied = kinds.client.some((kind) => kind === 'partition' || kind === 'short-disconnect');
+    for (let worker = 0; worker < workers; worker += 1) proxies.push(proxied ? await Promise.all(deployment.members.map((m) => TcpProxy.start({ port: m.port }))) : []);
     pool ??= await ContenderPool.start(workers, options.durationMs + timeoutMs * 40);
     if (pool.size !== workers) throw new Error(`the pool has ${pool.size} contenders, the run wants ${workers}`);
     const started = performance.now();
@@ -306,11 +362,14 @@ export async function torture(options: TortureOptions): Promise<TortureSummary> 
         options: { ...deployment.options, onSuspend: worker % 2 === 0 ? 'wait' : 'abort', onWaiterLost: worker % 4 < 2 ? 'requeue' : 'fail' },
       }),
     );
+    // A contender process that dies fails the run: the fault loops stop, and the failure is thrown
+    // below once they have, so that the servers are still stopped (not an unhandled rejection meanwhile).
+    let contenderDied = false;
+    run.done.catch(() => (contenderDied = true));
     const ending = performance.now() + options.durationMs;
-    const running = (): boolean => performance.now() < ending;
+    const running = (): boolean => !contenderDied && performance.now() < ending;
 
     // Kinds are drawn in rounds, each kind once per round in a random order: a short run injects every kind.
-    const kinds = faultKindsOf(options.backend);
     const kills = rounds<FaultKind>(kinds.server, next);
     const clientFaults = rounds<FaultKind>(kinds.client, next);
 
@@ -329,7 +388,7 @@ export async function torture(options: TortureOptions): Promise<TortureSummary> 
           continue;
         }
         const kind: FaultKind = drawn === 'server-restart' ? drawn : leader === undefined ? 'member-kill' : drawn;
-        const victims = kind === 'leader-kill' || kind === 'server-restart' ? deployment.members.filter((m) => m.isAlive()) : deployment.members.filter((m) => m !== leader && m.isAlive());
+        const victims = kind === 'leader-kill' ? [leader!] : kind === 'server-restart' ? deployment.members.filter((m) => m.isAlive()) : deployment.members.filter((m) => m !== leader && m.isAlive());
         const victim = victims[Math.floor(next() * victims.length)];
         if (victim === undefined) continue;
         if (kind === 'server-partition') {
@@ -425,6 +484,12 @@ export async function torture(options: TortureOptions): Promise<TortureSummary> 
     await Promise.all(partitions);
     run.stop();
     const { sessions } = await run.done;
+    const connectFailures: Record<string, number> = {};
+    for (const failure of run.connectFailures) {
+      // A redirection names its slot and node: grouped without them (one line per slot is no help).
+      const error = failure.error.replace(/\b(MOVED|ASK) \d+ \S+/g, '$1 <slot> <node>');
+      connectFailures[error] = (connectFailures[error] ?? 0) + 1;
+    }
     for (const loop of loops) if (loop.status === 'rejected') throw loop.reason;
     log(`${elapsed()} faults healed, contenders stopped`);
 
@@ -438,14 +503,14 @@ export async function torture(options: TortureOptions): Promise<TortureSummary> 
       await eventually('the lost sessions expired', async () => (await deployment.fixture.entries(namespace)).length === 0, timeoutMs * 3).catch(() => undefined);
       orphans.push(...(await deployment.rowsAfterSweep(namespace)).filter((row) => !orphans.includes(row)));
     }
-    return summarize(run.intervals, run.stalls.length, { backend: options.backend, seed, workers, timeoutMs, durationMs: options.durationMs, sessions, faults, orphans });
+    return summarize(run.intervals, run.stalls.length, { backend: options.backend, seed, workers, timeoutMs, durationMs: options.durationMs, sessions, faults, orphans, connectFailures });
   } finally {
     for (const own of proxies) for (const proxy of own) await proxy.close();
     await Promise.allSettled([ownPool ? pool?.close() : undefined, deployment.stop(), register.close()]);
   }
 }
 
-type Known = Pick<TortureSummary, 'backend' | 'seed' | 'workers' | 'timeoutMs' | 'durationMs' | 'sessions' | 'faults' | 'orphans'>;
+type Known = Pick<TortureSummary, 'backend' | 'seed' | 'workers' | 'timeoutMs' | 'durationMs' | 'sessions' | 'faults' | 'orphans' | 'connectFailures'>;
 
 /** The checks of a run, over every hold the contenders reported. */
 export function summarize(intervals: readonly Interval[], stalls: number, known: Known): TortureSummary {
@@ -489,12 +554,14 @@ const LAYOUT_NAMES: Record<TortureBackend, string> = {
   etcd: 'etcd (3-node cluster)',
   postgres: 'PostgreSQL (one server)',
   redis: 'Redis (one primary, appendfsync always)',
+  'redis-cluster': 'Redis Cluster (3 masters, no replicas, appendfsync always)',
 };
 
 /** The summary as a few readable lines. */
 export function describeSummary(s: TortureSummary): string {
   const { server, client } = faultKindsOf(s.backend);
   const faults = [...server, ...client].map((kind) => `${kind} ${s.faults[kind]}`).join(', ');
+  const failedConnects = Object.values(s.connectFailures).reduce((a, b) => a + b, 0);
   return [
     `torture on ${LAYOUT_NAMES[s.backend]}: ${s.workers} processes, ${(s.durationMs / 1_000).toFixed(0)} s, timeout ${s.timeoutMs} ms, seed ${s.seed}`,
     `  acquisitions        ${s.acquisitions} (${s.lostHolds} lost while held, ${s.abortedAtGrant} lost before the holder saw the grant), ${s.sessions} sessions`,
@@ -505,6 +572,8 @@ export function describeSummary(s: TortureSummary): string {
       .join('')}${s.violations.length > 10 ? `\n    (${s.violations.length - 10} more)` : ''}`,
     `  stale writes refused ${s.staleWritesRefused} (late writes accepted before any later holder wrote: ${s.lateWritesAccepted}; server-side expiries outlasting the next grant, fenced: ${s.forcedOverlaps})`,
     `  stalled waiters     ${s.stalls}`,
+    // Shown only when some failed: a contender whose connect fails tries again, so the run goes on.
+    ...(failedConnects === 0 ? [] : [`  failed connects     ${failedConnects} (each tried again)${Object.entries(s.connectFailures).map(([error, count]) => `\n    ${count} x ${error}`).join('')}`]),
     `  orphans after heal  ${s.orphans.length}${s.orphans.length > 0 ? ` (${s.orphans.join(', ')})` : ''}`,
     `  smallest gap        ${s.smallestGapMs === null ? 'n/a (no hold lost on the client side)' : `${s.smallestGapMs.toFixed(1)} ms from a lost holder's signal to the next grant`}`,
     `  result              ${s.ok ? 'OK' : 'FAILED'}`,
