@@ -387,9 +387,13 @@ export class RedisDriver implements Driver {
    * (some may not be yet: the session's keys in other locks may live until they expire).
    */
   #letGo(): void {
-    const left = [...this.#own];
-    if (left.length === 0 || this.#client.status !== 'ready') return this.#disconnect();
-    void this.#closeOnServer(left, Date.now() + Math.min(this.timeoutMs, 2_000)).finally(() => this.#disconnect());
+    // A task later: the holders' own reactions to their aborted signals (an awaited promise goes on
+    // only after the task that aborted it) come before their entries are freed for the next holder.
+    setImmediate(() => {
+      const left = [...this.#own];
+      if (left.length === 0 || this.#client.status !== 'ready') return this.#disconnect();
+      void this.#closeOnServer(left, Date.now() + Math.min(this.timeoutMs, 2_000)).finally(() => this.#disconnect());
+    });
   }
 
   #onEnd(reason: Error): void {
