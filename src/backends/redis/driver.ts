@@ -373,9 +373,9 @@ export class RedisDriver implements Driver {
     for (const [id, queue] of left) {
       const keys = this.#keysOf(queue);
       livenessKeys.add(livenessKey(keys.base, this.id));
-      requests.push(this.#client.batonRelease(keys.queue, this.id, id, entryKey(keys.base, id), keys.changes));
+      requests.push(untilAnswered(() => this.#client.batonRelease(keys.queue, this.id, id, entryKey(keys.base, id), keys.changes), until));
     }
-    for (const key of [...livenessKeys, this.#sessionKey]) requests.push(this.#client.del(key));
+    for (const key of [...livenessKeys, this.#sessionKey]) requests.push(untilAnswered(() => this.#client.del(key), until));
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([Promise.allSettled(requests), new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, until - Date.now()))))]);
     clearTimeout(timer);
@@ -416,5 +416,22 @@ export class RedisDriver implements Driver {
       },
       stopWatchdog: () => this.#watchdog.stop(),
     };
+  }
+}
+
+/**
+ * A request sent again while it fails on the way, until `until` (a wall-clock time): on a cluster a
+ * node that just failed over may still be in the client's map of slots, and a close's deletes must
+ * not be lost to that.
+ */
+async function untilAnswered<T>(request: () => Promise<T>, until: number): Promise<T> {
+  for (;;) {
+    try {
+      return await request();
+    } catch (error) {
+      const transient = replyCode(error) === undefined || /^(CLUSTERDOWN|TRYAGAIN|LOADING|MASTERDOWN)/.test(replyCode(error)!);
+      if (!transient || Date.now() >= until) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
   }
 }
