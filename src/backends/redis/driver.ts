@@ -6,7 +6,8 @@ import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { DriverCore, withdrawRefused } from '../core.js';
 import { redisCounters, type RedisCounters, type RedisProbe, type RedisView } from '../probe.js';
 import { fromPromise } from '../requests.js';
-import { redisFailures, replyCode } from './failures.js';
+import { isTransient, redisFailures, replyCode } from './failures.js';
+import type { FailurePolicy } from '../core.js';
 import { entryKey, idOf, livenessKey, lockKeys, parseQueue, type LockKeys, type Stored } from './keys.js';
 import { LivenessKeys } from './liveness.js';
 import { Notifications } from './notifications.js';
@@ -49,6 +50,7 @@ export class RedisDriver implements Driver {
   readonly #sessionKey: string;
   readonly #liveness: LivenessKeys;
   readonly #namespace: string;
+  readonly #failures: FailurePolicy;
   readonly #core: DriverCore;
   readonly #counters: RedisCounters;
   readonly #watchdog: Watchdog;
@@ -84,7 +86,8 @@ export class RedisDriver implements Driver {
     this.timeoutMs = options.sessionTimeoutMs;
     this.#namespace = options.namespace;
     this.#counters = probe?.counters ?? redisCounters();
-    this.#core = new DriverCore(redisFailures(this.id, this.#namespace), {
+    this.#failures = redisFailures(this.id, this.#namespace);
+    this.#core = new DriverCore(this.#failures, {
       beforeSend: () => undefined,
       onEnd: (reason) => this.#onEnd(reason),
       onLost: () => this.#letGo(),
@@ -118,14 +121,13 @@ export class RedisDriver implements Driver {
     });
     this.#client.on('ready', () => {
       this.#watchdog.clientReady();
-      this.#releaseAgain();
+      const doubtful = this.#doubtful;
+      this.#doubtful = undefined;
+      this.#releaseAgain(doubtful ?? []);
     });
     // On a cluster one node's connection can end while the client stays ready (a primary failing over):
     // the releases of the last seconds are sent again, and wait for the slots to be served again.
-    this.#client.on('-node', () => {
-      if (!this.#core.isOpen) return;
-      for (const [id, base] of this.#recentReleases()) this.#request(() => this.#client.batonRelease(`${base}:q`, this.id, id, entryKey(base, id), `${base}:q`)).catch(() => undefined);
-    });
+    this.#client.on('-node', () => this.#releaseAgain(this.#recentReleases()));
     this.#watchdog.start();
     probe?.expose(this.#view());
   }
@@ -190,7 +192,7 @@ export class RedisDriver implements Driver {
       } catch (error) {
         if (replyCode(error) !== 'BATONLIVENESS') throw error;
         if (expected && this.#liveness.has(queue)) {
-          const lost = redisFailures(this.id, this.#namespace).lostError(error);
+          const lost = this.#failures.lostError(error);
           this.#core.lose(lost);
           throw lost;
         }
@@ -242,7 +244,9 @@ export class RedisDriver implements Driver {
     const byBase = new Map<string, number[]>();
     entries.forEach((entry, index) => {
       const base = entry.key.slice(0, entry.key.lastIndexOf(':e:'));
-      byBase.set(base, [...(byBase.get(base) ?? []), index]);
+      const indexes = byBase.get(base);
+      if (indexes === undefined) byBase.set(base, [index]);
+      else indexes.push(index);
     });
     const gone = new Array<boolean>(entries.length).fill(false);
     await Promise.all(
@@ -273,7 +277,7 @@ export class RedisDriver implements Driver {
     const keys = this.#keysOf(queue);
     for (let attempt = 0; this.#core.isOpen; attempt += 1) {
       try {
-        await this.#core.send(fromPromise(() => this.#client.batonRelease(keys.queue, this.id, id, entryKey(keys.base, id), keys.changes)));
+        await this.#core.send(fromPromise(() => this.#releaseScript(keys.base, id)));
         this.#own.delete(id);
         this.#liveness.left(queue, id);
         this.#noteReleased(id, keys);
@@ -281,7 +285,7 @@ export class RedisDriver implements Driver {
       } catch (error) {
         if (this.#core.ended) return;
         const mapped = this.#core.mapFailure(error);
-        if (!redisFailures(this.id, this.#namespace).retriable(error)) throw withdrawRefused(`${keys.queue}[${id}]`, mapped);
+        if (!this.#failures.retriable(error)) throw withdrawRefused(`${keys.queue}[${id}]`, mapped);
         await backoff(attempt);
       }
     }
@@ -304,11 +308,15 @@ export class RedisDriver implements Driver {
     return this.#released.filter(([, , at]) => at >= since).map(([id, base]) => [id, base]);
   }
 
-  #releaseAgain(): void {
-    const doubtful = this.#doubtful;
-    this.#doubtful = undefined;
-    if (doubtful === undefined || doubtful.length === 0 || !this.#core.isOpen) return;
-    for (const [id, base] of doubtful) this.#client.batonRelease(`${base}:q`, this.id, id, entryKey(base, id), `${base}:q`).catch(() => undefined);
+  /** Sends these releases again (see `#recentReleases`), each retried while it fails on the way. */
+  #releaseAgain(releases: readonly [string, string][]): void {
+    if (!this.#core.isOpen) return;
+    for (const [id, base] of releases) this.#request(() => this.#releaseScript(base, id)).catch(() => undefined);
+  }
+
+  /** The release script for our entry `id` in the lock whose keys start with `base`. */
+  #releaseScript(base: string, id: string): Promise<number> {
+    return this.#client.batonRelease(`${base}:q`, this.id, id, entryKey(base, id), `${base}:q`);
   }
 
   async read(entry: Entry): Promise<string | null> {
@@ -337,7 +345,7 @@ export class RedisDriver implements Driver {
     const [exists, alive] = await this.#request(() => this.#client.batonConfirm(keys.queue, livenessKey(keys.base, this.id), id));
     // A key gone where the session no longer counts on it (its last entry there released meanwhile) is no loss.
     if (alive === 0 && this.#liveness.has(entry.queue)) {
-      const reason = redisFailures(this.id, this.#namespace).lostError();
+      const reason = this.#failures.lostError();
       this.#core.lose(reason);
       throw reason;
     }
@@ -373,7 +381,7 @@ export class RedisDriver implements Driver {
     for (const [id, queue] of left) {
       const keys = this.#keysOf(queue);
       livenessKeys.add(livenessKey(keys.base, this.id));
-      requests.push(untilAnswered(() => this.#client.batonRelease(keys.queue, this.id, id, entryKey(keys.base, id), keys.changes), until));
+      requests.push(untilAnswered(() => this.#releaseScript(keys.base, id), until));
     }
     for (const key of [...livenessKeys, this.#sessionKey]) requests.push(untilAnswered(() => this.#client.del(key), until));
     let timer: NodeJS.Timeout | undefined;
@@ -429,8 +437,7 @@ async function untilAnswered<T>(request: () => Promise<T>, until: number): Promi
     try {
       return await request();
     } catch (error) {
-      const transient = replyCode(error) === undefined || /^(CLUSTERDOWN|TRYAGAIN|LOADING|MASTERDOWN)/.test(replyCode(error)!);
-      if (!transient || Date.now() >= until) throw error;
+      if (!isTransient(error) || Date.now() >= until) throw error;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }

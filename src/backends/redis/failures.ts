@@ -25,16 +25,19 @@ export function scrubbed<T>(error: T): T {
 const TRANSIENT = new Set(['LOADING', 'BUSY', 'TRYAGAIN', 'MASTERDOWN', 'CLUSTERDOWN']);
 const DENIED = new Set(['NOAUTH', 'WRONGPASS', 'NOPERM']);
 
+/** Whether sending the request again may help: a lost connection or a "not now" reply, not ours nor a bug. */
+export function isTransient(error: unknown): boolean {
+  // Ours, or a bug (a TypeError...): sending it again would not help.
+  if (error instanceof BatonError || error instanceof TypeError || error instanceof RangeError) return false;
+  const code = replyCode(error);
+  return code === undefined || TRANSIENT.has(code);
+}
+
 /** How Redis failures read for the session `id` under `namespace`. */
 export function redisFailures(id: string, namespace: string): FailurePolicy {
   const gone = (cause?: unknown): SessionLostError => new SessionLostError(`Redis session ${id} is gone (its key expired or was deleted)`, cause === undefined ? undefined : { cause });
   return {
-    retriable(error) {
-      // Ours, or a bug (a TypeError...): sending it again would not help.
-      if (error instanceof BatonError || error instanceof TypeError || error instanceof RangeError) return false;
-      const code = replyCode(error);
-      return code === undefined || TRANSIENT.has(code);
-    },
+    retriable: isTransient,
     sessionGone: (error) => replyCode(error) === 'BATONSESSION',
     lostError: gone,
     map(error) {

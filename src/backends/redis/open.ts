@@ -6,7 +6,7 @@ import { AccessDeniedError, BackendError, BatonError, InvalidArgumentError } fro
 import { loadPeer } from '../../metrics/peer.js';
 import { describeDialFailure } from '../dial.js';
 import type { RedisTarget } from '../../url.js';
-import { replyCode, scrubbed } from './failures.js';
+import { isTransient, replyCode, scrubbed } from './failures.js';
 import { sessionKey } from './keys.js';
 import { SCRIPTS } from './scripts.js';
 
@@ -103,8 +103,7 @@ async function makeSessionKey(client: Redis | Cluster, options: RedisDriverOptio
       if (made !== 'OK' && (await beforeDeadline(client.get(key), deadline, options)) !== mine) throw new BackendError(`the Redis session key ${key} exists already`);
       return { id, key, openedAt };
     } catch (error) {
-      const refused = error instanceof Error && error.name === 'ReplyError' && !/^(CLUSTERDOWN|TRYAGAIN|LOADING|MASTERDOWN)/.test(error.message);
-      if (error instanceof BatonError || refused || performance.now() >= deadline) throw error;
+      if (!isTransient(error) || performance.now() >= deadline) throw error;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
