@@ -1,9 +1,10 @@
 import { createInterface } from 'node:readline';
-import { FairMutex } from '../recipes/mutex.js';
+
 import type { LockHandle } from '../recipes/handle.js';
+import { FairMutex } from '../recipes/mutex.js';
 import { connect } from '../src/connect.js';
-import { nowUs, sleep } from './clock.js';
 import { backendOf } from '../test/support/internals.js';
+import { nowUs, sleep } from './clock.js';
 
 /**
  * One side of baton's handoff measured as the raw handoff floor is: two processes and nothing else

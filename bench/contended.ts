@@ -1,11 +1,12 @@
 import { fileURLToPath } from 'node:url';
+
 import type { Case } from './case.js';
 import { sleep } from './clock.js';
+import { analyse, combine, type Contender, type ContenderReport,medianRate } from './contention.js';
 import { cpuMs } from './cpu.js';
-import { analyse, combine, medianRate, type Contender, type ContenderReport } from './contention.js';
 import { KAZOO_MISSING, kazooContender, kazooInstalled } from './kazoo.js';
 import { LineProcess, startAll, stopAll } from './line-process.js';
-import { fixed, times, timesRange, type Report } from './report.js';
+import { fixed, type Report,times, timesRange } from './report.js';
 import { balancedRound, pairedRange, quantile, summarize, type Summary } from './stats.js';
 import { heading, ms } from './table.js';
 import { idleRate, zkRequestsDuring } from './zk-metrics.js';

@@ -1,11 +1,12 @@
 import { createInterface } from 'node:readline';
+
 import { FairMutex } from '../recipes/mutex.js';
-import { connect } from '../src/connect.js';
 import { mkdirp } from '../src/backends/zookeeper/mkdirp.js';
+import { connect } from '../src/connect.js';
 import { nowUs } from './clock.js';
 import { RawQueueLock } from './raw-lock.js';
-import { openClient } from './zk-client.js';
 import { redisSemaphorePeer, redlockPeer } from './redis-peers.js';
+import { openClient } from './zk-client.js';
 
 /**
  * One of the contending processes of the contended benchmark: `node contender.js <url> <lock>` (a

@@ -2,7 +2,7 @@ import { FairMutex } from '../recipes/mutex.js';
 import { connect } from '../src/connect.js';
 import type { Case } from './case.js';
 import { times } from './report.js';
-import { alternate, summarize, timed, type Block } from './stats.js';
+import { alternate, type Block,summarize, timed } from './stats.js';
 import { heading, printCases } from './table.js';
 
 const cycle = (mutex: FairMutex): Block => timed(async () => (await mutex.acquire()).release());

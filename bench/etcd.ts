@@ -1,10 +1,11 @@
 import { Etcd3 } from 'etcd3';
+
 import { FairMutex } from '../recipes/mutex.js';
 import { connect, etcdCounters } from '../src/testing.js';
 import type { Case } from './case.js';
 import { etcdRequestsDuring } from './etcd-metrics.js';
 import { fixed, times, timesRange } from './report.js';
-import { alternateBlocks, flatBlocks, ratioInterval, summarize, timed, type Summary } from './stats.js';
+import { alternateBlocks, flatBlocks, ratioInterval, summarize, type Summary,timed } from './stats.js';
 import { heading, printCases, printFigures } from './table.js';
 
 /** Cycles per case whose requests are counted. */

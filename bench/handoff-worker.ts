@@ -1,5 +1,7 @@
 import { createInterface } from 'node:readline';
+
 import zookeeper from 'node-zookeeper-client';
+
 import { create, getChildren, remove, watchData, type ZkClient } from '../src/backends/zookeeper/client.js';
 import { mkdirp } from '../src/backends/zookeeper/mkdirp.js';
 import { nowUs } from './clock.js';

@@ -1,7 +1,7 @@
+import type { Session } from '../recipes/contract.js';
 import { FairMutex } from '../recipes/mutex.js';
 import { memoryStore } from '../src/backends/memory/store.js';
 import { connect, etcdCounters, etcdWatches, zkCounters } from '../src/testing.js';
-import type { Session } from '../recipes/contract.js';
 import type { Case, Context } from './case.js';
 import { sleep } from './clock.js';
 import { kazooHerd } from './kazoo-herd.js';

@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url';
+
 import { sleep } from './clock.js';
 import { kazooInstalled, PYTHON } from './kazoo.js';
 import { LineProcess } from './line-process.js';

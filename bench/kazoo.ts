@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+
 import { LineProcess } from './line-process.js';
 
 export const PYTHON = '/usr/bin/python3';

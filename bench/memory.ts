@@ -2,9 +2,9 @@ import { FairMutex } from '../recipes/mutex.js';
 import { ReadWriteLock } from '../recipes/rw-lock.js';
 import { connect } from '../src/connect.js';
 import type { Case } from './case.js';
-import { CASES } from './zookeeper.js';
 import { alternate, summarize, timed } from './stats.js';
 import { heading, ms, printCases } from './table.js';
+import { CASES } from './zookeeper.js';
 
 /**
  * Item 7: the memory backend's cycle, which users' unit tests pay for every lock they take: in

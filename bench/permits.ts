@@ -1,3 +1,4 @@
+import type { Session } from '../recipes/contract.js';
 import { MultiLock } from '../recipes/multilock.js';
 import { FairMutex } from '../recipes/mutex.js';
 import { Semaphore } from '../recipes/semaphore.js';
@@ -5,11 +6,10 @@ import { memoryStore } from '../src/backends/memory/store.js';
 import { connect } from '../src/connect.js';
 // The herd is counted on sessions opened with the testing connect, which wires the counters in.
 import { connect as connectCounted, etcdCounters, etcdWatches, zkCounters } from '../src/testing.js';
-import type { Session } from '../recipes/contract.js';
 import type { Case, Context } from './case.js';
 import { sleep } from './clock.js';
 import { fixed, times } from './report.js';
-import { alternate, summarize, timed, type Summary } from './stats.js';
+import { alternate, summarize, type Summary,timed } from './stats.js';
 import { heading, printCases, printFigures } from './table.js';
 import { untilWatches } from './zk-metrics.js';
 

@@ -1,14 +1,15 @@
 import pg from 'pg';
+
 import { FairMutex } from '../recipes/mutex.js';
 import { connect, postgresCounters, postgresWatches } from '../src/testing.js';
 import type { Case } from './case.js';
 import { sleep } from './clock.js';
 import { nodeWorker } from './contended.js';
-import { analyse, combine, medianRate, type ContenderReport, type Contention } from './contention.js';
+import { analyse, combine, type ContenderReport, type Contention,medianRate } from './contention.js';
 import { batonHerd, HERD, reportHerd } from './herd.js';
-import { startAll, stopAll, type LineProcess } from './line-process.js';
+import { type LineProcess,startAll, stopAll } from './line-process.js';
 import { fixed, times, timesRange } from './report.js';
-import { alternateBlocks, flatBlocks, ratioInterval, summarize, timed, type Summary } from './stats.js';
+import { alternateBlocks, flatBlocks, ratioInterval, summarize, type Summary,timed } from './stats.js';
 import { heading, printCases, printFigures } from './table.js';
 
 /** Cycles whose statements are counted. */

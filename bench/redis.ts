@@ -1,15 +1,16 @@
 import { Redis } from 'ioredis';
+
 import { FairMutex } from '../recipes/mutex.js';
 import { SCRIPTS } from '../src/backends/redis/scripts.js';
 import { connect, redisCounters } from '../src/testing.js';
 import type { Case } from './case.js';
 import { sleep } from './clock.js';
-import { analyse, medianRate, type Contention, type ContenderReport } from './contention.js';
 import { nodeWorker } from './contended.js';
+import { analyse, type ContenderReport,type Contention, medianRate } from './contention.js';
 import { startAll, stopAll } from './line-process.js';
+import { type PeerLock,peersInstalled, redisSemaphorePeer, redlockPeer } from './redis-peers.js';
 import { fixed, times, timesRange } from './report.js';
-import { peersInstalled, redisSemaphorePeer, redlockPeer, type PeerLock } from './redis-peers.js';
-import { alternateBlocks, flatBlocks, quantile, ratioInterval, summarize, timed, type Summary } from './stats.js';
+import { alternateBlocks, flatBlocks, quantile, ratioInterval, summarize, type Summary,timed } from './stats.js';
 import { heading, printCases, printFigures } from './table.js';
 
 const COUNTED = 100;
@@ -180,7 +181,7 @@ export const redisContended: Case = {
         perAcquisition[kind] = requests / Math.max(1, counted!.acquisitions);
         const all = measured[kind];
         const handoffs = all.flatMap((b) => b.handoffsMs);
-        rates[kind] = `${medianRate(all).toFixed(0)} acquisitions/s, ${perAcquisition[kind]!.toFixed(1)} requests each, handoff median ${quantile(handoffs, 0.5).toFixed(2)} ms, p99 ${quantile(handoffs, 0.99).toFixed(2)} ms, overlaps ${all.reduce((s, b) => s + b.overlaps, 0)}; one process's longest run of grants ${Math.max(...streaks)}, the least-served process's share ${(Math.min(...shares) * 100).toFixed(1)}% (fair: ${(100 / PROCESSES).toFixed(1)}%)`;
+        rates[kind] = `${medianRate(all).toFixed(0)} acquisitions/s, ${perAcquisition[kind].toFixed(1)} requests each, handoff median ${quantile(handoffs, 0.5).toFixed(2)} ms, p99 ${quantile(handoffs, 0.99).toFixed(2)} ms, overlaps ${all.reduce((s, b) => s + b.overlaps, 0)}; one process's longest run of grants ${Math.max(...streaks)}, the least-served process's share ${(Math.min(...shares) * 100).toFixed(1)}% (fair: ${(100 / PROCESSES).toFixed(1)}%)`;
       } finally {
         await stopAll(workers);
       }

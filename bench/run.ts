@@ -1,5 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
+
 import type { Case, Context } from './case.js';
 import { zkContended } from './contended.js';
 import { etcdCycle } from './etcd.js';
@@ -7,6 +8,8 @@ import { etcdReuse } from './etcd-reuse.js';
 import { etcdHerd, memoryHerd, zkHerd } from './herd.js';
 import { memoryCycle } from './memory.js';
 import { etcdPermits, memoryPermits, zkPermits } from './permits.js';
+import { postgresContended, postgresCycle, postgresHerd } from './postgres.js';
+import { redisContended, redisCycle, redisHerd } from './redis.js';
 import { Report } from './report.js';
 import { etcdScale, zkScale } from './scale.js';
 import { Servers } from './servers.js';
@@ -14,8 +17,6 @@ import type { Summary } from './stats.js';
 import { machine, printSummary } from './table.js';
 import { etcdWaiters, memoryWaiters, zkWaiters } from './waiters.js';
 import { zkCycle } from './zookeeper.js';
-import { postgresContended, postgresCycle, postgresHerd } from './postgres.js';
-import { redisContended, redisCycle, redisHerd } from './redis.js';
 
 /**
  * Cycles every kind of an uncontended case runs before its blocks count. V8 optimizes a function only

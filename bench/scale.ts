@@ -1,18 +1,19 @@
 import { Etcd3 } from 'etcd3';
 import zookeeper from 'node-zookeeper-client';
+
+import type { Session } from '../recipes/contract.js';
 import { FairMutex } from '../recipes/mutex.js';
 import { create, getChildren, remove } from '../src/backends/zookeeper/client.js';
-import { corked } from '../src/backends/zookeeper/pipeline.js';
 import { mkdirp } from '../src/backends/zookeeper/mkdirp.js';
+import { corked } from '../src/backends/zookeeper/pipeline.js';
 import { connect } from '../src/connect.js';
-import type { Session } from '../recipes/contract.js';
 import type { Case, Context } from './case.js';
 import { cpuMs } from './cpu.js';
+import { FLOOR_NODE } from './floor-name.js';
 import { times, timesRange } from './report.js';
 import { balancedRound, pairedRange, quantile, wholePeriods } from './stats.js';
 import { heading, ms } from './table.js';
 import { openClient } from './zk-client.js';
-import { FLOOR_NODE } from './floor-name.js';
 
 const LOCKS = 64;
 const EPHEMERAL_SEQUENTIAL = zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL;

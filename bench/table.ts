@@ -1,4 +1,5 @@
 import os from 'node:os';
+
 import type { Report } from './report.js';
 import type { Summary } from './stats.js';
 

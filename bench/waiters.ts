@@ -1,13 +1,14 @@
 import { getEventListeners } from 'node:events';
+
 import { FairMutex } from '../recipes/mutex.js';
 import { memoryStore } from '../src/backends/memory/store.js';
 import { connect, etcdWatches } from '../src/testing.js';
+import { internalsOf } from '../test/support/internals.js';
 import type { Case, Context } from './case.js';
 import { sleep } from './clock.js';
 import { fixed } from './report.js';
 import { heading, printFigures } from './table.js';
 import { untilWatches } from './zk-metrics.js';
-import { internalsOf } from '../test/support/internals.js';
 
 const WAITERS = 1_000;
 

@@ -1,4 +1,5 @@
 import zookeeper from 'node-zookeeper-client';
+
 import type { ZkClient } from '../src/backends/zookeeper/client.js';
 
 /** A plain node-zookeeper-client connection, for the raw floors: the same client baton drives. */

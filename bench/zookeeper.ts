@@ -1,19 +1,20 @@
 import zookeeper from 'node-zookeeper-client';
-import { FairMutex } from '../recipes/mutex.js';
-import { create, getChildren, remove, type ZkClient } from '../src/backends/zookeeper/client.js';
-import { corked } from '../src/backends/zookeeper/pipeline.js';
-import { mkdirp } from '../src/backends/zookeeper/mkdirp.js';
-import { connect } from '../src/connect.js';
-import { ReadWriteLock } from '../recipes/rw-lock.js';
+
 import type { Lock } from '../recipes/mutex.js';
+import { FairMutex } from '../recipes/mutex.js';
+import { ReadWriteLock } from '../recipes/rw-lock.js';
+import { create, getChildren, remove, type ZkClient } from '../src/backends/zookeeper/client.js';
+import { mkdirp } from '../src/backends/zookeeper/mkdirp.js';
+import { corked } from '../src/backends/zookeeper/pipeline.js';
+import { connect } from '../src/connect.js';
 import type { Case } from './case.js';
+import { FLOOR_NODE } from './floor-name.js';
 import { KAZOO_MISSING, KazooPeer } from './kazoo.js';
-import { zkRequestsDuring } from './zk-metrics.js';
 import { fixed, times } from './report.js';
-import { alternate, summarize, timed, type Block, type Summary } from './stats.js';
+import { alternate, type Block, summarize, type Summary,timed } from './stats.js';
 import { heading, printCases, printFigures } from './table.js';
 import { openClient } from './zk-client.js';
-import { FLOOR_NODE } from './floor-name.js';
+import { zkRequestsDuring } from './zk-metrics.js';
 
 const EPHEMERAL_SEQUENTIAL = zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL;
 
@@ -120,7 +121,7 @@ export const zkCycle: Case = {
     report.atMost(1, 'ZK FairMutex / raw floor pipelined', ratio(CASES.mutex, CASES.pipelined)!, 1.05, times, `(awaited floor ${times(ratio(CASES.mutex, CASES.awaited)!)})`);
     const kazooLock = ratio(CASES.mutex, CASES.kazooLock);
     if (kazooLock !== undefined) report.atMost(1, "ZK FairMutex / kazoo's Lock", kazooLock, 0.6, times);
-    const requests = (name: string): string => (requestsPerCycle[name] === undefined ? '-' : requestsPerCycle[name]!.toFixed(2));
+    const requests = (name: string): string => (requestsPerCycle[name] === undefined ? '-' : requestsPerCycle[name].toFixed(2));
     report.info(1, 'ZK server requests per cycle', requestsPerCycle[CASES.mutex]!, `baton ${requests(CASES.mutex)}, floor ${requests(CASES.pipelined)}, kazoo ${requests(CASES.kazooLock)}`);
     for (const [half, ours, theirs] of [['readLock', CASES.read, CASES.kazooRead], ['writeLock', CASES.write, CASES.kazooWrite]] as const) {
       const vsKazoo = ratio(ours, theirs);

@@ -1,6 +1,7 @@
 // Shared configuration: many readers at once, one writer at a time, and no reader ever sees a
 // configuration half written. Readers queued behind a writer wait for it, so writers never starve.
 import { pathToFileURL } from 'node:url';
+
 import { connect, ReadWriteLock, type Session } from 'baton-locks';
 
 export interface Config {

@@ -1,5 +1,6 @@
 // A service that only its elected leader runs, with every node following who leads.
 import { pathToFileURL } from 'node:url';
+
 import { connect, LeaderElection, type Session } from 'baton-locks';
 
 /** Campaigns, runs `work` while leading, and campaigns again, until `signal` aborts. */

@@ -1,6 +1,7 @@
 // A job that must run once per period, on exactly one node, and that a node which lost its lock
 // (a long pause, a partition) cannot complete late: the ledger refuses stale fencing tokens.
 import { pathToFileURL } from 'node:url';
+
 import { connect, FairMutex, LockTimeoutError, type Session } from 'baton-locks';
 
 /** The protected resource. In SQL the token check is part of the write itself:

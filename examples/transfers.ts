@@ -2,6 +2,7 @@
 // taken in one order, so two transfers in opposite directions cannot deadlock. A settlement job calls
 // the bank's API through a Semaphore: at most two calls at once, over every node.
 import { pathToFileURL } from 'node:url';
+
 import { connect, MultiLock, Semaphore, type Session } from 'baton-locks';
 
 const ACCOUNTS = ['alice', 'bob', 'carol'];

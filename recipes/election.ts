@@ -1,11 +1,11 @@
-import { coreOf, untilAborted, type Entry, type Session, type SessionCore } from './contract.js';
+import { coreOf, type Entry, type Session, type SessionCore,untilAborted } from './contract.js';
+import { deadline } from './deadline.js';
 import { exclusive } from './decide.js';
 import { InvalidArgumentError } from './errors.js';
 import { LockHandle } from './handle.js';
-import { ELECTION_INTEROP, validateRecipeOptions, type Interop } from './interop.js';
+import { ELECTION_INTEROP, type Interop,validateRecipeOptions } from './interop.js';
 import { checkSession } from './mutex.js';
-import { deadline } from './deadline.js';
-import { assertUsable, waitForTurn, type QueueRequest } from './queue.js';
+import { assertUsable, type QueueRequest,waitForTurn } from './queue.js';
 import { checkOptionKeys, validateName, validateSignal, validateWaitOptions, type WaitOptions } from './validate.js';
 
 export const MAX_ID_LENGTH = 1_024;
@@ -197,7 +197,7 @@ function validateObserveOptions(options: unknown): ObserveOptions {
     throw new InvalidArgumentError('options', options, 'an object such as { signal }');
   }
   checkOptionKeys(options, ['signal']);
-  return options as ObserveOptions;
+  return options;
 }
 
 function validateId(options: unknown): string {

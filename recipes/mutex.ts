@@ -1,11 +1,12 @@
 import type { AsyncLocalStorage } from 'node:async_hooks';
+
 import type { Entry, Session } from './contract.js';
 import { coreOf, isSession } from './contract.js';
 import { exclusive } from './decide.js';
 import { InvalidArgumentError } from './errors.js';
 import { LockHandle } from './handle.js';
-import { LOCK_INTEROP, validateRecipeOptions, type LockOptions } from './interop.js';
-import { assertUsable, tryTurn, waitForTurn, type QueueRequest } from './queue.js';
+import { LOCK_INTEROP, type LockOptions,validateRecipeOptions } from './interop.js';
+import { assertUsable, type QueueRequest,tryTurn, waitForTurn } from './queue.js';
 import { validateName, validateWaitOptions, type WaitOptions } from './validate.js';
 
 /** What FairMutex, a ReadWriteLock's readLock and its writeLock have in common. */

@@ -1,6 +1,6 @@
 import type { Abortable, Backend, Enqueued, Entry, Session, SessionCore } from './contract.js';
-import type { Decide } from './decide.js';
 import { deadline } from './deadline.js';
+import type { Decide } from './decide.js';
 import { ClosedError, LockLostError, LockTimeoutError, SessionLostError } from './errors.js';
 import type { LockKind } from './events.js';
 import { reportWait } from './report.js';

@@ -1,8 +1,9 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+
+import { deadline } from './deadline.js';
 import { InvalidArgumentError, NotHeldError } from './errors.js';
 import type { LockHandle } from './handle.js';
-import { queueLockOf, type Lock, type QueueLock } from './mutex.js';
-import { deadline } from './deadline.js';
+import { type Lock, type QueueLock,queueLockOf } from './mutex.js';
 import { validateWaitOptions, type WaitOptions } from './validate.js';
 
 /** Options of `Reentrant.acquire` and `withLock`: a timeout and signal, and who the owner is. */
@@ -102,7 +103,7 @@ export class Reentrant {
    * Throws `InvalidArgumentError` for anything else.
    */
   constructor(lock: Lock) {
-    if (typeof lock !== 'object' || lock === null || typeof (lock as Lock).acquire !== 'function') {
+    if (typeof lock !== 'object' || lock === null || typeof (lock).acquire !== 'function') {
       throw new InvalidArgumentError('lock', lock, 'a FairMutex, readLock or writeLock');
     }
     this.#lock = lock;

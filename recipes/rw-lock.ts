@@ -1,10 +1,11 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+
 import { coreOf, type Entry, type Session } from './contract.js';
 import { exclusive, shared } from './decide.js';
 import { InvalidArgumentError, LockUpgradeError } from './errors.js';
 import { entryOf, type LockHandle } from './handle.js';
-import { LOCK_INTEROP, validateRecipeOptions, type LockOptions } from './interop.js';
-import { checkSession, QueueLock, type Lock } from './mutex.js';
+import { LOCK_INTEROP, type LockOptions,validateRecipeOptions } from './interop.js';
+import { checkSession, type Lock,QueueLock } from './mutex.js';
 import { validateName, type WaitOptions } from './validate.js';
 
 /**

@@ -3,7 +3,7 @@ import { InvalidArgumentError } from './errors.js';
 import { entryOf, LockHandle } from './handle.js';
 import { checkSession } from './mutex.js';
 import { askOf, semaphoreDecide, semaphoreKind } from './permits.js';
-import { tryTurn, waitForTurn, type QueueRequest } from './queue.js';
+import { type QueueRequest,tryTurn, waitForTurn } from './queue.js';
 import { checkOptionKeys, quoted, validateName, validateSignal, validateTimeout, type WaitOptions } from './validate.js';
 
 /** The largest `permits`: what every peer language counts in a 32-bit integer. */

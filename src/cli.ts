@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
+
 import { Command, InvalidArgumentError as CommanderArgumentError } from 'commander';
+
 import { InvalidArgumentError, InvalidNameError } from '../recipes/errors.js';
-import { runDemo } from './demo.js';
-import type { ConnectOptions } from './connect.js';
-import { runInspect } from './inspect.js';
 import { schemaSql } from './backends/postgres/schema.js';
+import type { ConnectOptions } from './connect.js';
+import { runDemo } from './demo.js';
+import { runInspect } from './inspect.js';
 import { parseUrl } from './url.js';
 
 function milliseconds(value: string): number {

@@ -1,17 +1,19 @@
+import type { ConnectionOptions } from 'node:tls';
+
+import type { IOptions } from 'etcd3';
+
+import type { Session } from '../recipes/contract.js';
 import { InvalidArgumentError } from '../recipes/errors.js';
 import { checkOptionKeys, MAX_TIMEOUT_MS, validateSignal } from '../recipes/validate.js';
-import { backoff } from './backoff.js';
-import type { Probes } from './backends/probe.js';
-import type { Driver } from './driver-port.js';
-import type { IOptions } from 'etcd3';
+import { refuseUnknownNames } from './backends/dial.js';
 import { MemoryDriver } from './backends/memory/driver.js';
 import { memoryStore } from './backends/memory/store.js';
+import type { Probes } from './backends/probe.js';
 import type { AclPolicy } from './backends/zookeeper/acl.js';
-import type { Session } from '../recipes/contract.js';
+import { backoff } from './backoff.js';
+import type { Driver } from './driver-port.js';
 import { BatonSession, internalsOf } from './session.js';
 import { parseUrl, RedisTarget } from './url.js';
-import type { ConnectionOptions } from 'node:tls';
-import { refuseUnknownNames } from './backends/dial.js';
 
 /** etcd client settings passed through to etcd3 (the `etcd` option of `connect`). */
 export type EtcdClientOptions = Pick<IOptions, 'auth' | 'credentials' | 'grpcOptions'>;
@@ -409,9 +411,9 @@ function redisClientOptions(value: unknown): RedisClientOptions | undefined {
   if (username !== undefined && (typeof username !== 'string' || username === '')) throw new InvalidArgumentError('redis.username', '(not shown)', 'a non-empty string');
   if (password !== undefined && typeof password !== 'string') throw new InvalidArgumentError('redis.password', '(not shown)', 'a string');
   return {
-    ...(tls === undefined ? {} : { tls: tls as ConnectionOptions }),
-    ...(username === undefined ? {} : { username: username as string }),
-    ...(password === undefined ? {} : { password: password as string }),
+    ...(tls === undefined ? {} : { tls: tls }),
+    ...(username === undefined ? {} : { username: username }),
+    ...(password === undefined ? {} : { password: password }),
   };
 }
 

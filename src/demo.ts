@@ -1,12 +1,12 @@
-import { expireMemorySession } from './testing.js';
+import type { Session } from '../recipes/contract.js';
 import { connect, type ConnectOptions } from './connect.js';
 import { ConfigStore, Ledger } from './demo/ledger.js';
-import { CONFIG, JOB_MS, type Command, type Parent, type WorkerEvent } from './demo/protocol.js';
+import { type Command, CONFIG, JOB_MS, type Parent, type WorkerEvent } from './demo/protocol.js';
 import { RemoteWorker } from './demo/remote.js';
 import { Timeline } from './demo/timeline.js';
 import { DemoWorker } from './demo/worker.js';
-import type { Session } from '../recipes/contract.js';
 import { internalsOf } from './session.js';
+import { expireMemorySession } from './testing.js';
 import { parseUrl } from './url.js';
 
 export interface DemoOptions {

@@ -1,41 +1,41 @@
-export { connect, type ConnectOptions, type EtcdClientOptions, type RedisClientOptions, type ZkAuth } from './connect.js';
-export type { AclPolicy } from './backends/zookeeper/acl.js';
-export type { Session, SessionState, StateListener, ForeignKey } from '../recipes/contract.js';
-export type {
-  LockEvent,
-  LockEventBase,
-  LockListener,
-  LockKind,
-  LockRequested,
-  LockGranted,
-  LockBusy,
-  LockTimedOut,
-  LockAborted,
-  LockFailed,
-  LockReleased,
-  LockLost,
-} from '../recipes/events.js';
-export { FairMutex, type Lock } from '../recipes/mutex.js';
-export { ReadWriteLock } from '../recipes/rw-lock.js';
-export { Reentrant, ReentrantHandle, type ReentrantOptions } from '../recipes/reentrant.js';
-export { LockHandle } from '../recipes/handle.js';
-export { Semaphore, PermitHandle, type SemaphoreOptions, type PermitOptions, type TryPermitOptions } from '../recipes/semaphore.js';
-export { MultiLock, MultiLockHandle } from '../recipes/multilock.js';
-export { LeaderElection, Leadership, type ElectionOptions, type Leader, type ObserveOptions } from '../recipes/election.js';
-export type { WaitOptions } from '../recipes/validate.js';
-export type { Interop, LockInterop, LockOptions } from '../recipes/interop.js';
+export type { ForeignKey,Session, SessionState, StateListener } from '../recipes/contract.js';
+export { type ElectionOptions, type Leader, LeaderElection, Leadership, type ObserveOptions } from '../recipes/election.js';
 export {
-  BatonError,
   AccessDeniedError,
   BackendError,
+  BatonError,
   ClosedError,
   InvalidArgumentError,
   InvalidNameError,
-  LockLostError,
   LockDowngradeError,
+  LockLostError,
   LockTimeoutError,
   LockUpgradeError,
   NotHeldError,
   PermitsMismatchError,
   SessionLostError,
 } from '../recipes/errors.js';
+export type {
+  LockAborted,
+  LockBusy,
+  LockEvent,
+  LockEventBase,
+  LockFailed,
+  LockGranted,
+  LockKind,
+  LockListener,
+  LockLost,
+  LockReleased,
+  LockRequested,
+  LockTimedOut,
+} from '../recipes/events.js';
+export { LockHandle } from '../recipes/handle.js';
+export type { Interop, LockInterop, LockOptions } from '../recipes/interop.js';
+export { MultiLock, MultiLockHandle } from '../recipes/multilock.js';
+export { FairMutex, type Lock } from '../recipes/mutex.js';
+export { Reentrant, ReentrantHandle, type ReentrantOptions } from '../recipes/reentrant.js';
+export { ReadWriteLock } from '../recipes/rw-lock.js';
+export { PermitHandle, type PermitOptions, Semaphore, type SemaphoreOptions, type TryPermitOptions } from '../recipes/semaphore.js';
+export type { WaitOptions } from '../recipes/validate.js';
+export type { AclPolicy } from './backends/zookeeper/acl.js';
+export { connect, type ConnectOptions, type EtcdClientOptions, type RedisClientOptions, type ZkAuth } from './connect.js';

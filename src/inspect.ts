@@ -1,11 +1,11 @@
 import type { Entry } from '../recipes/contract.js';
+import type { Session } from '../recipes/contract.js';
 import { deadline } from '../recipes/deadline.js';
 import { exclusive, shared } from '../recipes/decide.js';
 import { askOf, semaphoreHolders } from '../recipes/permits.js';
 import { validateName } from '../recipes/validate.js';
-import type { EntryInfo } from './driver-port.js';
 import { connect, type ConnectOptions } from './connect.js';
-import type { Session } from '../recipes/contract.js';
+import type { EntryInfo } from './driver-port.js';
 import { internalsOf } from './session.js';
 
 /** One entry of a queue as `baton inspect` shows it. */

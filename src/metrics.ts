@@ -6,11 +6,12 @@
  *   const unwatch = metrics.watch(session);           // several sessions may feed one instance
  */
 import type { Registry } from 'prom-client';
-import type { LockEvent } from '../recipes/events.js';
-import { InvalidArgumentError } from '../recipes/errors.js';
-import { HOLD_BUCKETS, Instruments, WAIT_BUCKETS, type PromClient } from './metrics/instruments.js';
-import { loadPeer } from './metrics/peer.js';
+
 import { isSession, type Session } from '../recipes/contract.js';
+import { InvalidArgumentError } from '../recipes/errors.js';
+import type { LockEvent } from '../recipes/events.js';
+import { HOLD_BUCKETS, Instruments, type PromClient,WAIT_BUCKETS } from './metrics/instruments.js';
+import { loadPeer } from './metrics/peer.js';
 
 const prom: PromClient = await loadPeer('prom-client', 'baton-locks/metrics', () => import('prom-client'));
 
@@ -113,7 +114,7 @@ function checkOptions(options: unknown): BatonMetricsOptions {
   for (const [what, buckets] of [['waitBuckets', waitBuckets], ['holdBuckets', holdBuckets]] as const) {
     if (buckets !== undefined && !isBuckets(buckets)) throw new InvalidArgumentError(what, buckets, 'a non-empty array of increasing positive numbers');
   }
-  return options as BatonMetricsOptions;
+  return options;
 }
 
 function isBuckets(value: unknown): boolean {
@@ -124,5 +125,5 @@ function checkWatchOptions(options: unknown): WatchOptions {
   if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('watch options', options, 'an object');
   const { name } = options as Record<string, unknown>;
   if (name !== undefined && (typeof name !== 'string' || name.length === 0)) throw new InvalidArgumentError('name', name, 'a non-empty string');
-  return options as WatchOptions;
+  return options;
 }

@@ -1,4 +1,5 @@
 import { EventEmitter, setMaxListeners } from 'node:events';
+
 import { bindCore, type ForeignKey, type Hold, type Session, type SessionCore, type SessionState, type StateListener, type WaiterLostPolicy, type Waiting } from '../recipes/contract.js';
 import { ClosedError, SessionLostError } from '../recipes/errors.js';
 import type { LockListener } from '../recipes/events.js';

@@ -4,26 +4,26 @@
  * through `zkProbeOf` / `etcdProbeOf` / `postgresProbeOf` / `redisProbeOf`; sessions opened with the package's own `connect` have none of it.
  * `expireMemorySession` works on any memory session.
  */
+import type { Session } from '../recipes/contract.js';
 import { InvalidArgumentError } from '../recipes/errors.js';
 import { MemoryDriver } from './backends/memory/driver.js';
 import {
-  etcdCounters as zeroEtcd,
-  postgresCounters as zeroPostgres,
-  redisCounters as zeroRedis,
-  zkCounters as zeroZk,
   type AfterLook,
+  etcdCounters as zeroEtcd,
   type EtcdProbe,
   type EtcdView,
+  postgresCounters as zeroPostgres,
   type PostgresProbe,
   type PostgresView,
   type Probes,
+  redisCounters as zeroRedis,
   type RedisProbe,
   type RedisView,
+  zkCounters as zeroZk,
   type ZkProbe,
   type ZkView,
 } from './backends/probe.js';
-import { connectWith, type ConnectOptions } from './connect.js';
-import type { Session } from '../recipes/contract.js';
+import { type ConnectOptions,connectWith } from './connect.js';
 import { internalsOf } from './session.js';
 
 export type { EtcdCounters, EtcdView, PostgresCounters, PostgresView, RedisCounters, RedisView, ZkCounters, ZkView } from './backends/probe.js';

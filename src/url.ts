@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from '../recipes/errors.js';
 import { validateName } from '../recipes/validate.js';
-import { hidePassword, parsePostgresUrl, type PostgresUrl } from './backends/postgres/url.js';
+import { parsePostgresUrl, type PostgresUrl } from './backends/postgres/url.js';
 
 export type Scheme = 'zk' | 'etcd' | 'memory' | 'postgres' | 'redis';
 

@@ -1,4 +1,5 @@
 import { describe, expect, inject, it } from 'vitest';
+
 import { InvalidArgumentError } from '../recipes/errors.js';
 import { connect } from '../src/connect.js';
 import { TcpProxy } from './harness/proxy.js';

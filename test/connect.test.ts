@@ -1,6 +1,8 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+
 import { describe, expect, inject, it } from 'vitest';
+
 import { BackendError, InvalidArgumentError } from '../recipes/errors.js';
 import { connect } from '../src/connect.js';
 import { parseUrl } from '../src/url.js';

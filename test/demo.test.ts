@@ -1,13 +1,15 @@
 import { randomUUID } from 'node:crypto';
+
 import { describe, expect, it } from 'vitest';
+
 import { runDemo } from '../src/demo.js';
-import { runBaton } from './support/run-cli.js';
 import { etcdFixture } from './support/backends/etcd.js';
-import { postgresFixture } from './support/backends/postgres.js';
-import { redisFixture } from './support/backends/redis.js';
 import type { Fixture } from './support/backends/fixture.js';
 import { memoryFixture } from './support/backends/memory.js';
+import { postgresFixture } from './support/backends/postgres.js';
+import { redisFixture } from './support/backends/redis.js';
 import { zkFixture } from './support/backends/zookeeper.js';
+import { runBaton } from './support/run-cli.js';
 
 function demoSuite(getFixture: () => Fixture): void {
   describe(`the demo on ${getFixture().name}`, () => {

@@ -1,14 +1,16 @@
 import { readFile } from 'node:fs/promises';
+
 import { describe, expect, it } from 'vitest';
+
 import { main as config } from '../examples/config.js';
 import { main as leaderService } from '../examples/leader-service.js';
 import { main as scheduler } from '../examples/scheduler.js';
 import { main as transfers } from '../examples/transfers.js';
 import { etcdFixture } from './support/backends/etcd.js';
-import { postgresFixture } from './support/backends/postgres.js';
-import { redisFixture } from './support/backends/redis.js';
 import type { Fixture } from './support/backends/fixture.js';
 import { memoryFixture } from './support/backends/memory.js';
+import { postgresFixture } from './support/backends/postgres.js';
+import { redisFixture } from './support/backends/redis.js';
 import { useScope } from './support/backends/scope.js';
 import { zkFixture } from './support/backends/zookeeper.js';
 

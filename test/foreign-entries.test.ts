@@ -1,17 +1,18 @@
 import { Etcd3 } from 'etcd3';
 import zookeeper from 'node-zookeeper-client';
 import { describe, expect, inject, it } from 'vitest';
+
 import { FairMutex } from '../recipes/mutex.js';
 import { ReadWriteLock } from '../recipes/rw-lock.js';
 import type { ForeignKey } from '../src/session.js';
 import { withZkClient } from './harness/clean.js';
 import { etcdFixture } from './support/backends/etcd.js';
-import { redisFixture, withRedisAdmin } from './support/backends/redis.js';
 import type { Fixture } from './support/backends/fixture.js';
+import { redisFixture, withRedisAdmin } from './support/backends/redis.js';
 import { useScope } from './support/backends/scope.js';
-import { eventually, later } from './support/wait.js';
 import { zkFixture } from './support/backends/zookeeper.js';
 import { backendOf } from './support/internals.js';
+import { eventually, later } from './support/wait.js';
 
 /** Puts nodes or keys that baton did not create into a queue; returns their full keys. */
 type Plant = (namespace: string, queue: string) => Promise<string[]>;

@@ -1,17 +1,18 @@
 import { describe, expect, inject, it } from 'vitest';
+
+import type { Session } from '../recipes/contract.js';
 import { LeaderElection } from '../recipes/election.js';
-import { BatonError, ClosedError, InvalidArgumentError, InvalidNameError, NotHeldError } from '../recipes/errors.js';
+import { type BatonError, ClosedError, InvalidArgumentError, InvalidNameError, NotHeldError } from '../recipes/errors.js';
 import { FairMutex } from '../recipes/mutex.js';
 import { Reentrant } from '../recipes/reentrant.js';
 import { ReadWriteLock } from '../recipes/rw-lock.js';
 import { connect } from '../src/connect.js';
-import type { Session } from '../recipes/contract.js';
 import { zkTree } from './harness/clean.js';
 import { etcdFixture } from './support/backends/etcd.js';
-import { postgresFixture } from './support/backends/postgres.js';
-import { redisFixture } from './support/backends/redis.js';
 import type { Fixture } from './support/backends/fixture.js';
 import { memoryFixture } from './support/backends/memory.js';
+import { postgresFixture } from './support/backends/postgres.js';
+import { redisFixture } from './support/backends/redis.js';
 import { useScope } from './support/backends/scope.js';
 import { zkFixture } from './support/backends/zookeeper.js';
 

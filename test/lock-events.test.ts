@@ -1,12 +1,13 @@
+import { expireMemorySession } from 'baton-locks/testing';
+import { connect } from 'baton-locks/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+
+import type { Session } from '../recipes/contract.js';
 import { LeaderElection } from '../recipes/election.js';
 import type { LockEvent } from '../recipes/events.js';
 import { FairMutex } from '../recipes/mutex.js';
 import { Reentrant } from '../recipes/reentrant.js';
 import { ReadWriteLock } from '../recipes/rw-lock.js';
-import { expireMemorySession } from 'baton-locks/testing';
-import { connect } from 'baton-locks/testing';
-import type { Session } from '../recipes/contract.js';
 import { backendOf } from './support/internals.js';
 
 /**

@@ -1,25 +1,27 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { Registry, register } from 'prom-client';
+
+import { register,Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
+
+import type { Session } from '../recipes/contract.js';
 import { LeaderElection } from '../recipes/election.js';
 import { InvalidArgumentError, LockTimeoutError } from '../recipes/errors.js';
-import { FairMutex } from '../recipes/mutex.js';
 import { MultiLock } from '../recipes/multilock.js';
-import { Semaphore } from '../recipes/semaphore.js';
+import { FairMutex } from '../recipes/mutex.js';
 import { ReadWriteLock } from '../recipes/rw-lock.js';
+import { Semaphore } from '../recipes/semaphore.js';
 import { BatonMetrics } from '../src/metrics.js';
-import type { Session } from '../recipes/contract.js';
 import { etcdFixture } from './support/backends/etcd.js';
-import { postgresFixture } from './support/backends/postgres.js';
-import { redisFixture } from './support/backends/redis.js';
 import type { Fixture } from './support/backends/fixture.js';
 import { memoryFixture } from './support/backends/memory.js';
-import { sample, series } from './support/checkers/prometheus-sample.js';
+import { postgresFixture } from './support/backends/postgres.js';
+import { redisFixture } from './support/backends/redis.js';
 import { useScope } from './support/backends/scope.js';
-import { eventually } from './support/wait.js';
 import { zkFixture } from './support/backends/zookeeper.js';
+import { sample, series } from './support/checkers/prometheus-sample.js';
 import { internalsOf } from './support/internals.js';
+import { eventually } from './support/wait.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 

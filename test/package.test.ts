@@ -3,9 +3,11 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSy
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hoverProblems, reachedDeclarations, surfaceProblems, TEST_HOOKS, type EntryPoint } from './support/checkers/package-surface.js';
+
+import { type EntryPoint,hoverProblems, reachedDeclarations, surfaceProblems, TEST_HOOKS } from './support/checkers/package-surface.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {

@@ -1,5 +1,6 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
+
 import { BackendError } from '../../recipes/errors.js';
 
 /** Socket and resolver error codes, in the words a connect error uses for them. */

@@ -1,6 +1,7 @@
-import { fork, type ChildProcess } from 'node:child_process';
+import { type ChildProcess,fork } from 'node:child_process';
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+
 import type { ConnectOptions } from '../connect.js';
 import type { FromChild, ToChild } from './child.js';
 import type { Command, Parent } from './protocol.js';

@@ -1,8 +1,8 @@
+import type { Session } from '../../recipes/contract.js';
+import type { LockHandle } from '../../recipes/handle.js';
 import { FairMutex, type Lock } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
-import type { LockHandle } from '../../recipes/handle.js';
-import type { Session } from '../../recipes/contract.js';
-import { CONFIG, JOB_MS, SETTLEMENT, type Command, type Parent, type WorkerEvent } from './protocol.js';
+import { type Command, CONFIG, JOB_MS, type Parent, SETTLEMENT, type WorkerEvent } from './protocol.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

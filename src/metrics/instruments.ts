@@ -1,8 +1,10 @@
+import type * as promClient from 'prom-client';
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
 import type { SessionState } from '../../recipes/contract.js';
 import type { LockEvent } from '../../recipes/events.js';
 
-export type PromClient = typeof import('prom-client');
+export type PromClient = typeof promClient;
 
 /**
  * Lock waits run from a grant without contention (a fraction of a millisecond on memory, one round trip

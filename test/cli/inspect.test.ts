@@ -1,20 +1,21 @@
 import { describe, expect, it } from 'vitest';
+
 import { LeaderElection } from '../../recipes/election.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import { Semaphore } from '../../recipes/semaphore.js';
-import { runInspect, type QueueView } from '../../src/inspect.js';
+import { type QueueView,runInspect } from '../../src/inspect.js';
 import { freePort } from '../harness/ports.js';
 import { etcdFixture } from '../support/backends/etcd.js';
-import { postgresFixture } from '../support/backends/postgres.js';
-import { redisFixture } from '../support/backends/redis.js';
 import type { Fixture } from '../support/backends/fixture.js';
 import { memoryFixture } from '../support/backends/memory.js';
+import { postgresFixture } from '../support/backends/postgres.js';
+import { redisFixture } from '../support/backends/redis.js';
 import { useScope } from '../support/backends/scope.js';
-import { runBaton } from '../support/run-cli.js';
-import { eventually, later } from '../support/wait.js';
 import { zkFixture } from '../support/backends/zookeeper.js';
 import { backendOf } from '../support/internals.js';
+import { runBaton } from '../support/run-cli.js';
+import { eventually, later } from '../support/wait.js';
 
 function inspectSuite(getFixture: () => Fixture): void {
   describe(`baton inspect on ${getFixture().name}`, () => {

@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
+
 import { describe, expect, it } from 'vitest';
+
 import { runBaton } from '../support/run-cli.js';
 
 describe('baton --version', () => {

@@ -1,17 +1,18 @@
 import { describe, expect, it, vi } from 'vitest';
+
+import type { Session } from '../../recipes/contract.js';
 import { LeaderElection } from '../../recipes/election.js';
 import { ClosedError, LockLostError, LockTimeoutError, SessionLostError } from '../../recipes/errors.js';
 import type { LockEvent } from '../../recipes/events.js';
-import { FairMutex } from '../../recipes/mutex.js';
 import { MultiLock } from '../../recipes/multilock.js';
-import { Semaphore } from '../../recipes/semaphore.js';
+import { FairMutex } from '../../recipes/mutex.js';
 import { Reentrant } from '../../recipes/reentrant.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
-import type { Session } from '../../recipes/contract.js';
+import { Semaphore } from '../../recipes/semaphore.js';
 import type { Fixture } from '../support/backends/fixture.js';
 import { useScope } from '../support/backends/scope.js';
-import { eventually, later } from '../support/wait.js';
 import { backendOf, entryOf, internalsOf } from '../support/internals.js';
+import { eventually, later } from '../support/wait.js';
 
 /** Every lock event the session tells from now on, in order. */
 function record(session: Session): LockEvent[] {

@@ -1,6 +1,8 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+
 import { describe, expect, inject, it } from 'vitest';
+
 import { withParams } from '../support/backends/postgres.js';
 
 const WORKER = fileURLToPath(new URL('../support/workers/exit-worker.ts', import.meta.url));

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
+
 import { InvalidArgumentError, InvalidNameError, LockLostError, LockTimeoutError, SessionLostError } from '../../recipes/errors.js';
 import { MultiLock } from '../../recipes/multilock.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import type { Session } from '../../recipes/contract.js';
-import { backendOf, expectQueueLength, queueLength } from '../support/internals.js';
-import { runCounting } from '../support/contention/counting-contender.js';
 import type { Fixture } from '../support/backends/fixture.js';
 import { useScope } from '../support/backends/scope.js';
+import { runCounting } from '../support/contention/counting-contender.js';
+import { backendOf, expectQueueLength } from '../support/internals.js';
 import { eventually, later, track } from '../support/wait.js';
 
 /** The MultiLock contract, written once and run against every backend. */

@@ -1,5 +1,7 @@
+import { connect } from 'baton-locks/testing';
 import { describe, expect, it } from 'vitest';
-import { FairMutex } from '../../recipes/mutex.js';
+
+import type { Session } from '../../recipes/contract.js';
 import {
   ClosedError,
   InvalidArgumentError,
@@ -8,13 +10,12 @@ import {
   LockTimeoutError,
   SessionLostError,
 } from '../../recipes/errors.js';
-import type { Session } from '../../recipes/contract.js';
-import { connect } from 'baton-locks/testing';
+import { FairMutex } from '../../recipes/mutex.js';
 import type { Fixture } from '../support/backends/fixture.js';
-import { runContention } from '../support/contention/run-contention.js';
 import { useScope } from '../support/backends/scope.js';
-import { eventually, later, track } from '../support/wait.js';
+import { runContention } from '../support/contention/run-contention.js';
 import { backendOf, entryOf, expectQueueLength, queueLength } from '../support/internals.js';
+import { eventually, later, track } from '../support/wait.js';
 
 /** The FairMutex contract, written once and run against every backend. */
 export function mutexContract(getFixture: () => Fixture): void {

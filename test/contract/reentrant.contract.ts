@@ -1,12 +1,13 @@
 import { describe, expect, it, vi } from 'vitest';
+
 import { LockLostError, LockTimeoutError, LockUpgradeError, NotHeldError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { Reentrant } from '../../recipes/reentrant.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import type { Fixture } from '../support/backends/fixture.js';
 import { useScope } from '../support/backends/scope.js';
-import { eventually, later } from '../support/wait.js';
 import { backendOf } from '../support/internals.js';
+import { eventually, later } from '../support/wait.js';
 
 /** The Reentrant contract, written once and run against every backend. */
 export function reentrantContract(getFixture: () => Fixture): void {

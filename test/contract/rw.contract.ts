@@ -1,14 +1,15 @@
 import { describe, expect, it, vi } from 'vitest';
+
+import type { Session } from '../../recipes/contract.js';
 import { BackendError, InvalidArgumentError, LockLostError, LockUpgradeError } from '../../recipes/errors.js';
 import type { LockHandle } from '../../recipes/handle.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
-import type { Session } from '../../recipes/contract.js';
 import type { Fixture } from '../support/backends/fixture.js';
-import { runContention } from '../support/contention/run-contention.js';
 import { useScope } from '../support/backends/scope.js';
-import { eventually, later, rethrowFailure, track } from '../support/wait.js';
+import { runContention } from '../support/contention/run-contention.js';
 import { backendOf, entryOf } from '../support/internals.js';
+import { eventually, later, rethrowFailure, track } from '../support/wait.js';
 
 async function queue(session: Session, name: string): Promise<{ key: string; kind: string; order: bigint }[]> {
   return [...(await backendOf(session).list(name))];

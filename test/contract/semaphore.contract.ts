@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
+
 import { ClosedError, InvalidArgumentError, InvalidNameError, LockLostError, LockTimeoutError, PermitsMismatchError, SessionLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { Semaphore, type PermitHandle } from '../../recipes/semaphore.js';
-import type { Session } from '../../recipes/contract.js';
-import { expectQueueLength, queueLength } from '../support/internals.js';
-import { runCounting } from '../support/contention/counting-contender.js';
+import { type PermitHandle,Semaphore } from '../../recipes/semaphore.js';
 import type { Fixture } from '../support/backends/fixture.js';
 import { useScope } from '../support/backends/scope.js';
+import { runCounting } from '../support/contention/counting-contender.js';
+import { expectQueueLength, queueLength } from '../support/internals.js';
 import { eventually, later, track } from '../support/wait.js';
 
 /** The Semaphore contract, written once and run against every backend. */

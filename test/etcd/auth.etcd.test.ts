@@ -1,11 +1,12 @@
+import { connect } from 'baton-locks/testing';
 import { Etcd3 } from 'etcd3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import type { Session } from '../../recipes/contract.js';
 import { AccessDeniedError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { connect } from 'baton-locks/testing';
 import { runInspect } from '../../src/inspect.js';
-import type { Session } from '../../recipes/contract.js';
-import { startEtcd, type EtcdCluster } from '../harness/etcd.js';
+import { type EtcdCluster,startEtcd } from '../harness/etcd.js';
 import { backendOf, entryOf } from '../support/internals.js';
 import { eventually } from '../support/wait.js';
 

@@ -1,14 +1,15 @@
+import { connect } from 'baton-locks/testing';
 import { Etcd3 } from 'etcd3';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+
 import { InvalidArgumentError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { EtcdDriver } from '../../src/backends/etcd/driver.js';
-import { connect } from 'baton-locks/testing';
 import { TcpProxy } from '../harness/proxy.js';
 import { etcdFixture } from '../support/backends/etcd.js';
 import { useScope } from '../support/backends/scope.js';
-import { eventually } from '../support/wait.js';
 import { backendOf, entryOf } from '../support/internals.js';
+import { eventually } from '../support/wait.js';
 
 describe('FairMutex on etcd: backend specifics', () => {
   const scope = useScope(() => etcdFixture('etcdStandalone'));

@@ -1,9 +1,10 @@
-import { describe, expect, it } from 'vitest';
-import { FairMutex } from '../../recipes/mutex.js';
 import { etcdProbeOf } from 'baton-locks/testing';
+import { describe, expect, it } from 'vitest';
+
+import { FairMutex } from '../../recipes/mutex.js';
 import { useOwnEtcd } from '../support/backends/etcd.js';
-import { eventually } from '../support/wait.js';
 import { backendOf, entryOf } from '../support/internals.js';
+import { eventually } from '../support/wait.js';
 
 const TTL_SECONDS = 2;
 

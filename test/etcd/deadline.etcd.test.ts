@@ -1,7 +1,8 @@
-import { describe, expect, inject, it } from 'vitest';
-import { FairMutex } from '../../recipes/mutex.js';
-import { SessionLostError } from '../../recipes/errors.js';
 import { connect } from 'baton-locks/testing';
+import { describe, expect, inject, it } from 'vitest';
+
+import { SessionLostError } from '../../recipes/errors.js';
+import { FairMutex } from '../../recipes/mutex.js';
 import { TcpProxy } from '../harness/proxy.js';
 import { etcdFixture } from '../support/backends/etcd.js';
 import { useScope } from '../support/backends/scope.js';

@@ -1,10 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FairMutex } from '../../recipes/mutex.js';
 import { connect } from 'baton-locks/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import type { Session } from '../../recipes/contract.js';
-import { startEtcd, type EtcdCluster } from '../harness/etcd.js';
-import { eventually, later } from '../support/wait.js';
+import { FairMutex } from '../../recipes/mutex.js';
+import { type EtcdCluster,startEtcd } from '../harness/etcd.js';
 import { backendOf } from '../support/internals.js';
+import { eventually, later } from '../support/wait.js';
 
 /** Its own cluster: killing a member must not disturb the suites that share the global one. */
 describe('FairMutex on a 3-node etcd cluster when a member dies', () => {

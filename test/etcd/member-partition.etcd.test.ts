@@ -1,13 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { SessionState } from '../../recipes/contract.js';
-import { FairMutex } from '../../recipes/mutex.js';
 import { connect } from 'baton-locks/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import type { SessionState } from '../../recipes/contract.js';
 import type { Session } from '../../recipes/contract.js';
-import { startEtcd, type EtcdCluster } from '../harness/etcd.js';
+import { FairMutex } from '../../recipes/mutex.js';
+import { type EtcdCluster,startEtcd } from '../harness/etcd.js';
 import { etcdFixtureOf } from '../support/backends/etcd.js';
 import { useScope } from '../support/backends/scope.js';
-import { eventually, later } from '../support/wait.js';
 import { backendOf } from '../support/internals.js';
+import { eventually, later } from '../support/wait.js';
 
 const TTL_SECONDS = 2;
 

@@ -1,8 +1,9 @@
+import { connect } from 'baton-locks/testing';
 import type { Etcd3 } from 'etcd3';
 import { describe, expect, it } from 'vitest';
+
 import { BackendError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { connect } from 'baton-locks/testing';
 import { useOwnEtcd } from '../support/backends/etcd.js';
 import { backendOf, entryOf } from '../support/internals.js';
 

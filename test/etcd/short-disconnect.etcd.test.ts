@@ -1,17 +1,18 @@
+import { connect } from 'baton-locks/testing';
 import { Etcd3 } from 'etcd3';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { LockLostError } from '../../recipes/errors.js';
-import { LeaderElection } from '../../recipes/election.js';
-import { FairMutex } from '../../recipes/mutex.js';
-import { connect } from 'baton-locks/testing';
-import type { ConnectOptions } from '../../src/connect.js';
+
 import type { Session } from '../../recipes/contract.js';
+import { LeaderElection } from '../../recipes/election.js';
+import { LockLostError } from '../../recipes/errors.js';
+import { FairMutex } from '../../recipes/mutex.js';
+import type { ConnectOptions } from '../../src/connect.js';
 import { TcpProxy } from '../harness/proxy.js';
 import { etcdFixture } from '../support/backends/etcd.js';
 import { useScope } from '../support/backends/scope.js';
 import { waiterVanishesAcrossReconnect } from '../support/faults/vanished-waiter.js';
-import { eventually, later } from '../support/wait.js';
 import { backendOf, entryOf } from '../support/internals.js';
+import { eventually, later } from '../support/wait.js';
 
 /** Short disconnects (well under the lease TTL) through the fault proxy. */
 describe('etcd: a short disconnect, and what holders see', () => {

@@ -1,12 +1,13 @@
+import { etcdProbeOf } from 'baton-locks/testing';
 import { describe, expect, inject, it } from 'vitest';
+
+import type { Session } from '../../recipes/contract.js';
 import { LeaderElection } from '../../recipes/election.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { etcdProbeOf } from 'baton-locks/testing';
-import type { Session } from '../../recipes/contract.js';
 import { etcdFixture } from '../support/backends/etcd.js';
 import { useScope } from '../support/backends/scope.js';
-import { eventually } from '../support/wait.js';
 import { backendOf } from '../support/internals.js';
+import { eventually } from '../support/wait.js';
 
 function silenced(session: Session): Session {
   etcdProbeOf(session).muteWatchEvents = true;

@@ -1,11 +1,13 @@
 import { readFileSync } from 'node:fs';
+
+import { connect } from 'baton-locks/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { BackendError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { connect } from 'baton-locks/testing';
-import { startEtcd, type EtcdCluster } from '../harness/etcd.js';
-import { makeCertificates, type TestCertificates } from '../support/tls-certificates.js';
+import { type EtcdCluster,startEtcd } from '../harness/etcd.js';
 import { backendOf } from '../support/internals.js';
+import { makeCertificates, type TestCertificates } from '../support/tls-certificates.js';
 
 /** An etcd of its own that speaks only TLS and requires a client certificate. */
 describe('etcd over TLS with client certificates', () => {

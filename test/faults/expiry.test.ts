@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
+
 import { LockLostError, SessionLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
+import { type Scope,useScope } from '../support/backends/scope.js';
 import { expectLateWriteRefused, useRegister, writeWhileHeld } from '../support/checkers/fenced-writes.js';
 import { layouts } from '../support/faults/layouts.js';
-import { useScope, type Scope } from '../support/backends/scope.js';
-import { eventually } from '../support/wait.js';
 import { backendOf } from '../support/internals.js';
+import { eventually } from '../support/wait.js';
 
 const TRIALS = 5;
 

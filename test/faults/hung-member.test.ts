@@ -1,15 +1,17 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describe, expect, inject, it } from 'vitest';
-import { FairMutex } from '../../recipes/mutex.js';
+
 import { connect, etcdProbeOf, type EtcdView } from 'baton-locks/testing';
+import { describe, expect, inject, it } from 'vitest';
+
 import type { SessionState } from '../../recipes/contract.js';
 import type { Session } from '../../recipes/contract.js';
+import { FairMutex } from '../../recipes/mutex.js';
 import { TcpProxy } from '../harness/proxy.js';
 import { etcdFixture } from '../support/backends/etcd.js';
 import { useScope } from '../support/backends/scope.js';
-import { eventually, later } from '../support/wait.js';
 import { zkFixture } from '../support/backends/zookeeper.js';
 import { backendOf, entryOf } from '../support/internals.js';
+import { eventually, later } from '../support/wait.js';
 
 /**
  * A member that stops answering without closing the connection (a long GC pause, a stalled disk). The

@@ -1,13 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEtcd, type EtcdCluster } from '../harness/etcd.js';
+
+import { type EtcdCluster,startEtcd } from '../harness/etcd.js';
 import { startZooKeeper, type ZkCluster } from '../harness/zookeeper.js';
 import { etcdFixtureOf } from '../support/backends/etcd.js';
-import { checkIntervals } from '../support/faults/fault-contender.js';
-import { FencedRegister } from '../support/checkers/fenced-register.js';
-import { useContenderPool } from '../support/faults/layouts.js';
 import type { Fixture } from '../support/backends/fixture.js';
-import { eventually } from '../support/wait.js';
 import { zkFixtureOf } from '../support/backends/zookeeper.js';
+import { FencedRegister } from '../support/checkers/fenced-register.js';
+import { checkIntervals } from '../support/faults/fault-contender.js';
+import { useContenderPool } from '../support/faults/layouts.js';
+import { eventually } from '../support/wait.js';
 
 const WORKERS = 8;
 const KILLS = 3;

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
+
 import { LeaderElection } from '../../recipes/election.js';
-import { standaloneLayouts, throughProxy } from '../support/faults/layouts.js';
 import { useScope } from '../support/backends/scope.js';
+import { standaloneLayouts, throughProxy } from '../support/faults/layouts.js';
 import { eventually } from '../support/wait.js';
 
 // An observer whose listing of the queue is stuck in an outage still gives up at once on abort, with

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+
 import { useContenderPool } from '../support/faults/layouts.js';
 import { describeSummary, faultKindsOf, torture, type TortureBackend } from '../support/faults/torture-run.js';
 

@@ -1,5 +1,6 @@
-import zookeeper from 'node-zookeeper-client';
 import { Etcd3 } from 'etcd3';
+import zookeeper from 'node-zookeeper-client';
+
 import { fourLetterWord } from './four-letter.js';
 
 type Client = zookeeper.Client;

@@ -1,12 +1,13 @@
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
-import { randomUUID } from 'node:crypto';
+
 import { etcdBinary } from './install.js';
 import { freePort } from './ports.js';
-import { TcpProxy } from './proxy.js';
 import { ServerProcess, sleep, startMembers, startServer, stopMembers, tail } from './process.js';
+import { TcpProxy } from './proxy.js';
 
 export interface EtcdMember {
   readonly name: string;

@@ -1,13 +1,14 @@
 import type { TestProject } from 'vitest/node';
+
 import type { EtcdInfo } from '../support/backends/etcd.js';
-import type { ZkInfo } from '../support/backends/zookeeper.js';
 import type { RedisClusterInfo, RedisStandaloneInfo } from '../support/backends/redis.js';
-import { startRedis, startRedisCluster, type RedisCluster, type RedisServer } from './redis.js';
-import { startEtcd, type EtcdCluster } from './etcd.js';
+import type { ZkInfo } from '../support/backends/zookeeper.js';
 import type { ContainerServers } from './containers.js';
+import { type EtcdCluster,startEtcd } from './etcd.js';
 import { chooseServerSource, ensureServersInstalled, postgresInstalled, serverSituation } from './install.js';
-import { startPostgres, type PgServer } from './postgres.js';
 import { removePortClaims } from './ports.js';
+import { type PgServer,startPostgres } from './postgres.js';
+import { type RedisCluster, type RedisServer,startRedis, startRedisCluster } from './redis.js';
 import { startZooKeeper, type ZkCluster } from './zookeeper.js';
 
 declare module 'vitest' {

@@ -1,17 +1,19 @@
-import { Etcd3 } from 'etcd3';
-import zookeeper from 'node-zookeeper-client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEtcd, type EtcdCluster } from './etcd.js';
-import { fourLetterWord } from './four-letter.js';
-import { zkTree } from './clean.js';
-import { TcpProxy } from './proxy.js';
-import { startZooKeeper, type ZkCluster } from './zookeeper.js';
 import { existsSync, readFileSync } from 'node:fs';
-import pg from 'pg';
-import { startPostgres } from './postgres.js';
+
+import { Etcd3 } from 'etcd3';
 import { Cluster } from 'ioredis';
-import { reply, startRedisCluster, type RedisCluster } from './redis.js';
+import zookeeper from 'node-zookeeper-client';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { eventually } from '../support/wait.js';
+import { zkTree } from './clean.js';
+import { type EtcdCluster,startEtcd } from './etcd.js';
+import { fourLetterWord } from './four-letter.js';
+import { startPostgres } from './postgres.js';
+import { TcpProxy } from './proxy.js';
+import { type RedisCluster,reply, startRedisCluster } from './redis.js';
+import { startZooKeeper, type ZkCluster } from './zookeeper.js';
 
 /** The harness itself: real servers start, fail over, restart and stop; the proxy cuts as told. */
 describe('test harness', () => {

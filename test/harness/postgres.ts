@@ -3,6 +3,7 @@ import { chmodSync, chownSync, copyFileSync, mkdtempSync, rmSync, writeFileSync 
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+
 import { postgresBinDir } from './install.js';
 import { freePort } from './ports.js';
 import { ServerProcess, sleep, startServer, tail } from './process.js';

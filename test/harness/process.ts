@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { openSync, closeSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, rmSync } from 'node:fs';
 
 /** Every server PID this process started: killed on exit and on Ctrl-C so no server outlives a run. */
 const started = new Set<number>();

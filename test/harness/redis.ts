@@ -2,6 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+
 import { redisServerBinary } from './install.js';
 import { freePort } from './ports.js';
 import { ServerProcess, sleep, startMembers, startServer, stopMembers, tail } from './process.js';

@@ -1,6 +1,8 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+
 import { describe, expect, it } from 'vitest';
+
 import { chooseServerSource, type ServerSituation } from './install.js';
 
 /** A situation whose engine probe counts how often it was asked. */

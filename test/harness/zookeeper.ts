@@ -1,7 +1,8 @@
-import { existsSync, mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fourLetterWord, zkMode } from './four-letter.js';
+
+import { zkMode } from './four-letter.js';
 import { zkClasspath, ZOOKEEPER_JAR } from './install.js';
 import { freePort } from './ports.js';
 import { ServerProcess, sleep, startMembers, startServer, stopMembers, tail } from './process.js';

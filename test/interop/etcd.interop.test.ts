@@ -1,17 +1,18 @@
+import { connect } from 'baton-locks/testing';
 import { Etcd3 } from 'etcd3';
 import { afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+
 import { LeaderElection } from '../../recipes/election.js';
 import { InvalidArgumentError, LockDowngradeError, PermitsMismatchError } from '../../recipes/errors.js';
-import { Semaphore } from '../../recipes/semaphore.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
-import { connect } from 'baton-locks/testing';
+import { Semaphore } from '../../recipes/semaphore.js';
 import { inspectQueue } from '../../src/inspect.js';
 import { etcdFixture } from '../support/backends/etcd.js';
-import { etcdctlPeer, requirePeers, stopAllPeers, type Peer } from '../support/interop-peers.js';
 import { useScope } from '../support/backends/scope.js';
-import { campaignContender, enqueue, exclusionAndFifo, lockContender, oneLeader, staysWaiting } from './scenarios.js';
+import { etcdctlPeer, type Peer,requirePeers, stopAllPeers } from '../support/interop-peers.js';
 import { eventually } from '../support/wait.js';
+import { campaignContender, enqueue, exclusionAndFifo, lockContender, oneLeader, staysWaiting } from './scenarios.js';
 
 /**
  * baton next to etcd's Go recipes (`concurrency.Mutex` and `Election`, run by etcdctl 3.4's `lock` and

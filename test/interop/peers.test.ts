@@ -1,18 +1,20 @@
 import { randomUUID } from 'node:crypto';
+
 import { Etcd3 } from 'etcd3';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+
 import { zkRemoveTree, zkTree } from '../harness/clean.js';
 import { sleep } from '../harness/process.js';
-import { eventually } from '../support/wait.js';
 import {
   compileCuratorPeer,
   curatorPeer,
   etcdctlPeer,
   kazooPeer,
+  type Peer,
   requirePeers,
   stopAllPeers,
-  type Peer,
 } from '../support/interop-peers.js';
+import { eventually } from '../support/wait.js';
 
 /**
  * The interop peers against each other only (no baton): each library's lock excludes a second holder

@@ -1,5 +1,6 @@
 import { expect } from 'vitest';
-import type { LeaderElection, Leader } from '../../recipes/election.js';
+
+import type { LeaderElection } from '../../recipes/election.js';
 import type { LockHandle } from '../../recipes/handle.js';
 import type { Lock } from '../../recipes/mutex.js';
 import type { Peer } from '../support/interop-peers.js';
@@ -188,7 +189,7 @@ export async function oneLeader(opts: {
   const seen: (string | null)[] = [];
   const observing = later(
     (async () => {
-      for await (const leader of opts.observer.observe({ signal: stop.signal })) seen.push((leader as Leader | null)?.id ?? null);
+      for await (const leader of opts.observer.observe({ signal: stop.signal })) seen.push((leader)?.id ?? null);
     })(),
   );
   const [peerA, peerB] = await Promise.all([opts.peer('peer-a'), opts.peer('peer-b')]);

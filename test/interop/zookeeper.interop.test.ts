@@ -1,4 +1,5 @@
 import { afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+
 import { LeaderElection } from '../../recipes/election.js';
 import { InvalidArgumentError } from '../../recipes/errors.js';
 import type { Interop, LockInterop } from '../../recipes/interop.js';
@@ -6,10 +7,10 @@ import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import { inspectQueue } from '../../src/inspect.js';
 import { withZkClient } from '../harness/clean.js';
-import { compileCuratorPeer, curatorPeer, kazooPeer, requirePeers, stopAllPeers, type CuratorRecipe, type KazooRecipe, type Peer } from '../support/interop-peers.js';
 import { useScope } from '../support/backends/scope.js';
 import { zkFixture } from '../support/backends/zookeeper.js';
-import { campaignContender, enqueue, exclusionAndFifo, lockContender, oneLeader, sharedReadsExclusiveWrites, staysWaiting, type Contender } from './scenarios.js';
+import { compileCuratorPeer, curatorPeer, type CuratorRecipe, kazooPeer, type KazooRecipe, type Peer,requirePeers, stopAllPeers } from '../support/interop-peers.js';
+import { campaignContender, type Contender,enqueue, exclusionAndFifo, lockContender, oneLeader, sharedReadsExclusiveWrites, staysWaiting } from './scenarios.js';
 
 /**
  * baton next to the real Curator 5.4 (Java) and kazoo 2.8 (Python) on one ZooKeeper path: never two

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
-import { KINDS, type Kind, type LockModel, type ModelEntry } from './lock-model.js';
+
+import { type Kind, KINDS, type LockModel, type ModelEntry } from './lock-model.js';
 import type { RealLocks } from './real-locks.js';
 
 /**

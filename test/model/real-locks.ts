@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
+
+import { connect } from 'baton-locks/testing';
+
+import type { Session } from '../../recipes/contract.js';
 import { ClosedError, LockTimeoutError, SessionLostError } from '../../recipes/errors.js';
 import type { LockHandle } from '../../recipes/handle.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
-import { connect } from 'baton-locks/testing';
 import { inspectQueue } from '../../src/inspect.js';
-import type { Session } from '../../recipes/contract.js';
 import type { Fixture } from '../support/backends/fixture.js';
 import { quietDirectoriesOf } from '../support/backends/scope.js';
 import { eventually } from '../support/wait.js';

@@ -2,16 +2,18 @@ import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { inspect } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { connect, postgresProbeOf } from 'baton-locks/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { AccessDeniedError, BackendError, InvalidArgumentError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { parsePostgresUrl } from '../../src/backends/postgres/url.js';
 import { runInspect } from '../../src/inspect.js';
-import { PASSWORD_ROLE, startPostgres, type PgServer } from '../harness/postgres.js';
-import { makeCertificates, type TestCertificates } from '../support/tls-certificates.js';
+import { PASSWORD_ROLE, type PgServer,startPostgres } from '../harness/postgres.js';
 import { postgresUrl, withParams, withPostgres } from '../support/backends/postgres.js';
 import { runBaton } from '../support/run-cli.js';
+import { makeCertificates, type TestCertificates } from '../support/tls-certificates.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const PASSWORD = 'pg-secret-5d0c81';

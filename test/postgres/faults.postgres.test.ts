@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { postgresCounters, postgresProbeOf } from 'baton-locks/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import type { Session } from '../../recipes/contract.js';
 import { BackendError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { startPostgres, type PgServer } from '../harness/postgres.js';
+import { type PgServer,startPostgres } from '../harness/postgres.js';
 import { postgresFixtureOf, postgresUrl, withPostgres } from '../support/backends/postgres.js';
 import { useScope } from '../support/backends/scope.js';
 import { expectLateWriteRefused, useRegister, writeWhileHeld } from '../support/checkers/fenced-writes.js';

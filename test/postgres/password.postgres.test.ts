@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { inspect } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { connect } from 'baton-locks/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { InvalidArgumentError } from '../../recipes/errors.js';
 import { parseUrl } from '../../src/url.js';
 import { PASSWORD_ROLE } from '../harness/postgres.js';

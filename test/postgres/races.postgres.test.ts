@@ -1,17 +1,19 @@
 import { randomUUID } from 'node:crypto';
+
+import { connect, postgresCounters, postgresProbeOf } from 'baton-locks/testing';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, postgresCounters, postgresProbeOf } from 'baton-locks/testing';
-import { sessionRowOf } from '../../src/backends/postgres/driver.js';
-import { LOCK_CLASS, schemaSql } from '../../src/backends/postgres/schema.js';
-import { FairMutex } from '../../recipes/mutex.js';
+
+import { LeaderElection } from '../../recipes/election.js';
 import { SessionLostError } from '../../recipes/errors.js';
-import { TcpProxy } from '../harness/proxy.js';
-import { Link, type ClientClass } from '../../src/backends/postgres/link.js';
-import { ensureSchema } from '../../src/backends/postgres/open.js';
+import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import { Semaphore } from '../../recipes/semaphore.js';
-import { LeaderElection } from '../../recipes/election.js';
+import { sessionRowOf } from '../../src/backends/postgres/driver.js';
+import { Link } from '../../src/backends/postgres/link.js';
+import { ensureSchema } from '../../src/backends/postgres/open.js';
+import { LOCK_CLASS, schemaSql } from '../../src/backends/postgres/schema.js';
+import { TcpProxy } from '../harness/proxy.js';
 import { POSTGRES_SESSION_MS, postgresFixture, postgresFixtureOf, postgresUrl, withPostgres } from '../support/backends/postgres.js';
 import { useScope } from '../support/backends/scope.js';
 import { backendOf, entryOf } from '../support/internals.js';
@@ -345,7 +347,7 @@ describe('PostgreSQL: the listening connection terminated', () => {
 describe("PostgreSQL: baton's schema created on a connection that breaks", () => {
   it('a break right after the DDL never reports a schema that is not there', async () => {
     const schema = `b_${randomUUID().slice(0, 8)}`;
-    const link = new Link(pg.Client as unknown as ClientClass, { connectionString: postgresUrl() }, 5_000);
+    const link = new Link(pg.Client, { connectionString: postgresUrl() }, 5_000);
     try {
       await link.open();
       const pid = Number((await link.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid);

@@ -1,16 +1,17 @@
-import { describe, expect, it } from 'vitest';
 import { postgresCounters } from 'baton-locks/testing';
+import { describe, expect, it } from 'vitest';
+
 import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import { Semaphore } from '../../recipes/semaphore.js';
 import { postgresFixture } from '../support/backends/postgres.js';
 
 const postgresLayout = () => layouts.find((layout) => layout.name === 'postgres')!;
-import { useScope } from '../support/backends/scope.js';
-import { backendOf, entryOf } from '../support/internals.js';
 import type { Session } from '../../recipes/contract.js';
-import { layouts, throughProxy } from '../support/faults/layouts.js';
 import { postgresUrl, withPostgres } from '../support/backends/postgres.js';
+import { useScope } from '../support/backends/scope.js';
+import { layouts, throughProxy } from '../support/faults/layouts.js';
+import { backendOf, entryOf } from '../support/internals.js';
 import { eventually, track } from '../support/wait.js';
 
 /**

@@ -2,18 +2,20 @@ import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { inspect } from 'node:util';
+
+import { connect, redisCounters, redisProbeOf, redisWatches } from 'baton-locks/testing';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+
 import { AccessDeniedError, BackendError, BatonError, InvalidArgumentError, SessionLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { connect, redisCounters, redisProbeOf, redisWatches } from 'baton-locks/testing';
-import { parseUrl } from '../../src/url.js';
 import { SCRIPTS } from '../../src/backends/redis/scripts.js';
-import { startRedis, type RedisServer } from '../harness/redis.js';
+import { parseUrl } from '../../src/url.js';
+import { type RedisServer,startRedis } from '../harness/redis.js';
 import { redisFixture, withRedisAdmin } from '../support/backends/redis.js';
 import { useScope } from '../support/backends/scope.js';
-import { eventually, later, track } from '../support/wait.js';
 import { backendOf, entryOf } from '../support/internals.js';
+import { eventually, later, track } from '../support/wait.js';
 
 const SECRET = 'pw-Zq81-never-shown';
 

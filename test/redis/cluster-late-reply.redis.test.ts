@@ -1,11 +1,12 @@
+import { connect, redisProbeOf } from 'baton-locks/testing';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import type { Session } from '../../recipes/contract.js';
 import { SessionLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import type { Session } from '../../recipes/contract.js';
-import { connect, redisProbeOf } from 'baton-locks/testing';
 import { TcpProxy } from '../harness/proxy.js';
-import { startRedisCluster, type RedisCluster, type RedisServer } from '../harness/redis.js';
+import { type RedisCluster, type RedisServer,startRedisCluster } from '../harness/redis.js';
 import { eventually, track } from '../support/wait.js';
 
 /** Short: the reply is held longer than this; every wait below is derived from it. */

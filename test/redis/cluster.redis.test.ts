@@ -1,15 +1,17 @@
 import net from 'node:net';
+
+import { connect, redisCounters } from 'baton-locks/testing';
 import type { Cluster } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+
+import type { Session } from '../../recipes/contract.js';
 import { BatonError, InvalidArgumentError } from '../../recipes/errors.js';
 import { MultiLock } from '../../recipes/multilock.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import type { Session } from '../../recipes/contract.js';
-import { connect, redisCounters } from 'baton-locks/testing';
 import { freePort } from '../harness/ports.js';
 import { listenOnLoopback } from '../harness/proxy.js';
-import { reply, startRedisCluster, type RedisCluster, type RedisServer } from '../harness/redis.js';
-import { redisClusterFixture, redisFixtureOf, withRedisAdmin, type RedisClusterInfo } from '../support/backends/redis.js';
+import { type RedisCluster, type RedisServer,reply, startRedisCluster } from '../harness/redis.js';
+import { redisClusterFixture, type RedisClusterInfo,redisFixtureOf, withRedisAdmin } from '../support/backends/redis.js';
 import { useScope } from '../support/backends/scope.js';
 import { expectQueueLength } from '../support/internals.js';
 import { eventually, later, track } from '../support/wait.js';

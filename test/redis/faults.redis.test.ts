@@ -1,11 +1,12 @@
+import { connect, redisCounters, redisProbeOf } from 'baton-locks/testing';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
+
+import type { Session } from '../../recipes/contract.js';
 import { LockLostError, SessionLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { connect, redisCounters, redisProbeOf } from 'baton-locks/testing';
-import type { Session } from '../../recipes/contract.js';
 import { TcpProxy } from '../harness/proxy.js';
-import { startRedis, type RedisServer } from '../harness/redis.js';
+import { type RedisServer,startRedis } from '../harness/redis.js';
 import { eventually, later } from '../support/wait.js';
 
 /** Short: expiry, loss and restart tests take a few seconds; every wait below is derived from it. */
@@ -95,7 +96,13 @@ describe('Redis faults: the connection cut', () => {
     await direct.ping();
     // The key's time to live, asked the moment the holder is told.
     let leftAtAbort: Promise<number> | undefined;
-    lock.signal.addEventListener('abort', () => (leftAtAbort = direct.pttl(key)), { once: true });
+    lock.signal.addEventListener(
+      'abort',
+      () => {
+        leftAtAbort = direct.pttl(key);
+      },
+      { once: true },
+    );
     proxy.blackhole();
     const cutAt = performance.now();
     await eventually('the holder told', () => leftAtAbort !== undefined, TIMEOUT_MS * 2);

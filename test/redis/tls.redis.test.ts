@@ -1,10 +1,12 @@
 import { readFileSync } from 'node:fs';
+
+import { connect } from 'baton-locks/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { BackendError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { connect } from 'baton-locks/testing';
 import { freePort } from '../harness/ports.js';
-import { startRedis, type RedisServer } from '../harness/redis.js';
+import { type RedisServer,startRedis } from '../harness/redis.js';
 import { makeCertificates, type TestCertificates } from '../support/tls-certificates.js';
 
 describe('Redis over TLS (rediss://)', () => {

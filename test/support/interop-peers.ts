@@ -1,10 +1,11 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess,execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { CURATOR_JARS, KAZOO_PYTHON, etcdctlBinary, peerTools, type PeerTools } from '../harness/install.js';
+
+import { CURATOR_JARS, etcdctlBinary, KAZOO_PYTHON, type PeerTools,peerTools } from '../harness/install.js';
 
 /**
  * Peers that lock with the real client libraries of other ecosystems, for interop tests: Apache

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+
 import type { EtcdTls } from '../harness/etcd.js';
 
 export interface TestCertificates extends EtcdTls {

@@ -1,5 +1,7 @@
 import { writeFileSync } from 'node:fs';
+
 import { Command, InvalidArgumentError, Option } from 'commander';
+
 import { ensureServersInstalled } from '../harness/install.js';
 import { describeSummary, torture, type TortureBackend } from '../support/faults/torture-run.js';
 

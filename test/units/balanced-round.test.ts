@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+
 import { alternate, alternateBlocks, balancedPeriod, balancedRound, pairedRange, quantile, ratioInterval, wholePeriods } from '../../bench/stats.js';
 
 // The benchmark's ratios are only fair if every kind meets the same neighbours and places over a run:

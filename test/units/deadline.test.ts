@@ -1,5 +1,7 @@
 import { getEventListeners } from 'node:events';
+
 import { describe, expect, it } from 'vitest';
+
 import { deadline } from '../../recipes/deadline.js';
 import { LockTimeoutError } from '../../recipes/errors.js';
 

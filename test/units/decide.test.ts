@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+
 import type { Entry } from '../../recipes/contract.js';
-import { exclusive, shared, type Decide } from '../../recipes/decide.js';
+import { type Decide,exclusive, shared } from '../../recipes/decide.js';
 import { PermitsMismatchError } from '../../recipes/errors.js';
 import { semaphoreDecide } from '../../recipes/permits.js';
 import { entriesFromRange, entryKey, queuePrefix, type StoredKey } from '../../src/backends/etcd/keys.js';

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+
 import { describeDialFailure } from '../../src/backends/dial.js';
 
 /** An error as Node's sockets and resolver make them: a message and a code. */

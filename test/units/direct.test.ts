@@ -1,9 +1,10 @@
 import zookeeper from 'node-zookeeper-client';
 import { afterEach, describe, expect, it } from 'vitest';
+
+import type { Start } from '../../src/backends/requests.js';
 import { aclFor, createEntryStart, createStart, getChildrenStart, reachLeaderStart, removeStart, watchDataStart } from '../../src/backends/zookeeper/client.js';
 import { directQueue, sendDirectly } from '../../src/backends/zookeeper/direct.js';
 import { compiledRecords } from '../../src/backends/zookeeper/jute.js';
-import type { Start } from '../../src/backends/requests.js';
 
 // The hot requests are handed to node-zookeeper-client's connection manager directly (direct.ts). They
 // must queue the very bytes the client's own methods queue, and give back what those methods give back,

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
+
 import { BackendError, BatonError, ClosedError, SessionLostError } from '../../recipes/errors.js';
 import { DriverCore, type FailurePolicy } from '../../src/backends/core.js';
-import type { DriverEvents, DriverStatus } from '../../src/driver-port.js';
 import type { Start } from '../../src/backends/requests.js';
+import type { DriverEvents, DriverStatus } from '../../src/driver-port.js';
 
 // The skeleton both server drivers stand on: a failure on the way is sent again, any other is mapped,
 // a reply saying the session is gone loses the session before its caller hears of it, and the end

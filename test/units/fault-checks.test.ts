@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+
 import { checkIntervals, excusedFrom, type Interval } from '../support/faults/fault-contender.js';
 
 // The fault tests' verdicts rest on these checks: one that excuses too much hides a second holder,

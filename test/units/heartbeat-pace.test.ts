@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+
 import { HeartbeatPace } from '../../src/backends/zookeeper/heartbeat-pace.js';
 
 // The ZooKeeper heartbeat's pace and credit (the argument is in docs/failure-model.md, "The deadline on

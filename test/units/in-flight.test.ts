@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+
 import { InFlight } from '../../src/backends/requests.js';
 
 // Every request a driver sends goes through InFlight, so that a session's end settles requests the

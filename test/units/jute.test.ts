@@ -1,5 +1,7 @@
 import { createRequire } from 'node:module';
+
 import { describe, expect, it } from 'vitest';
+
 import { compatibleClient, compiledRecords, encodeRequest, untouched } from '../../src/backends/zookeeper/jute.js';
 
 // baton compiles a class of its own for each of node-zookeeper-client's record classes

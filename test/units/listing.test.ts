@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+
 import { BackendError } from '../../recipes/errors.js';
 import { entryPrefix, foreignChildren, hasNegativeSequence, learnToken, ListingParser, parseEntryName, UuidSequence } from '../../src/backends/zookeeper/names.js';
 

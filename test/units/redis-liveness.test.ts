@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+
 import { LivenessKeys } from '../../src/backends/redis/liveness.js';
 
 const T = 1_000;

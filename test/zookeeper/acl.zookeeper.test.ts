@@ -1,16 +1,18 @@
 import { randomUUID } from 'node:crypto';
+
+import { connect } from 'baton-locks/testing';
 import zookeeper from 'node-zookeeper-client';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
-import { FairMutex } from '../../recipes/mutex.js';
-import { AccessDeniedError, InvalidArgumentError } from '../../recipes/errors.js';
-import { aclFor } from '../../src/backends/zookeeper/client.js';
-import { connect } from 'baton-locks/testing';
-import { runInspect, type QueueView } from '../../src/inspect.js';
+
 import type { Session } from '../../recipes/contract.js';
+import { AccessDeniedError, InvalidArgumentError } from '../../recipes/errors.js';
+import { FairMutex } from '../../recipes/mutex.js';
+import { aclFor } from '../../src/backends/zookeeper/client.js';
+import { type QueueView,runInspect } from '../../src/inspect.js';
 import { withZkClient, zkRemoveTree, zkTree } from '../harness/clean.js';
 import { TcpProxy } from '../harness/proxy.js';
-import { eventually } from '../support/wait.js';
 import { backendOf, entryOf } from '../support/internals.js';
+import { eventually } from '../support/wait.js';
 
 const TENANT_A = 'tenant-a:secret-of-a-7f3d';
 const TENANT_B = 'tenant-b:secret-of-b-91c2';

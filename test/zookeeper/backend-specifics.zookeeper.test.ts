@@ -1,16 +1,17 @@
 import { createRequire } from 'node:module';
 import { Socket } from 'node:net';
+
+import { zkProbeOf } from 'baton-locks/testing';
 import zookeeper from 'node-zookeeper-client';
 import { describe, expect, inject, it } from 'vitest';
+
 import { LockTimeoutError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { zkProbeOf } from 'baton-locks/testing';
 import { create, getChildren, remove } from '../../src/backends/zookeeper/client.js';
 import { mkdirp } from '../../src/backends/zookeeper/mkdirp.js';
-import { useZkAdmin, zkFixture } from '../support/backends/zookeeper.js';
-import { useScope } from '../support/backends/scope.js';
 import { fourLetterWord } from '../harness/four-letter.js';
-import { backendOf } from '../support/internals.js';
+import { useScope } from '../support/backends/scope.js';
+import { useZkAdmin, zkFixture } from '../support/backends/zookeeper.js';
 
 const ConnectionManager = createRequire(import.meta.url)('node-zookeeper-client/lib/ConnectionManager.js') as { prototype: object };
 

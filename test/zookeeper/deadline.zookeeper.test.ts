@@ -1,12 +1,13 @@
-import { describe, expect, inject, it } from 'vitest';
-import { FairMutex } from '../../recipes/mutex.js';
-import { SessionLostError } from '../../recipes/errors.js';
 import { connect, zkProbeOf } from 'baton-locks/testing';
+import { describe, expect, inject, it } from 'vitest';
+
+import { SessionLostError } from '../../recipes/errors.js';
+import { FairMutex } from '../../recipes/mutex.js';
 import { TcpProxy } from '../harness/proxy.js';
 import { useScope } from '../support/backends/scope.js';
 import { zkFixture } from '../support/backends/zookeeper.js';
-import { eventually } from '../support/wait.js';
 import { backendOf, entryOf } from '../support/internals.js';
+import { eventually } from '../support/wait.js';
 
 describe('the client-side session deadline on ZooKeeper', () => {
   const scope = useScope(() => zkFixture('zkStandalone'));

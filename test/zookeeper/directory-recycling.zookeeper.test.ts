@@ -1,17 +1,18 @@
+import { type AfterLook,mkdirpHooks, zkCounters, zkLimits } from 'baton-locks/testing';
+import zookeeper from 'node-zookeeper-client';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
+
 import { LeaderElection } from '../../recipes/election.js';
+import { BackendError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
-import { mkdirpHooks, zkCounters, zkLimits, type AfterLook } from 'baton-locks/testing';
-import zookeeper from 'node-zookeeper-client';
-import { BackendError } from '../../recipes/errors.js';
 import { create, exists, getChildren, isCode, remove, ZkCode } from '../../src/backends/zookeeper/client.js';
 import { mkdirp, MKDIRP_LOOKS } from '../../src/backends/zookeeper/mkdirp.js';
 import { parseEntryName } from '../../src/backends/zookeeper/names.js';
 import { useScope } from '../support/backends/scope.js';
-import { eventually, later } from '../support/wait.js';
 import { useZkAdmin, zkFixture } from '../support/backends/zookeeper.js';
 import { backendOf, entryOf } from '../support/internals.js';
+import { eventually, later } from '../support/wait.js';
 
 /**
  * ZooKeeper can count a directory's creates only to 2^31 - 1; past that its sequential names turn

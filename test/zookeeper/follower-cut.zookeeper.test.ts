@@ -1,11 +1,10 @@
+import { connect, zkProbeOf } from 'baton-locks/testing';
 import { describe, expect, it } from 'vitest';
+
 import { LockLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { connect, zkProbeOf } from 'baton-locks/testing';
-import { TcpProxy } from '../harness/proxy.js';
 import { zkMode } from '../harness/four-letter.js';
 import { useCuttableEnsemble } from '../support/faults/cuttable-ensemble.js';
-import { backendOf } from '../support/internals.js';
 
 const TICK_MS = 200;
 /** A follower that stops hearing from the leader notices after SYNC_LIMIT ticks: 4 s, twice the session. */

@@ -1,14 +1,16 @@
 import net from 'node:net';
+
 import { describe, expect, it } from 'vitest';
+
+import type { Session } from '../../recipes/contract.js';
 import { LockLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { connect } from '../../src/connect.js';
-import type { Session } from '../../recipes/contract.js';
 import { zkMode } from '../harness/four-letter.js';
 import { listenOnLoopback } from '../harness/proxy.js';
 import type { ZkMember } from '../harness/zookeeper.js';
-import { eventually } from '../support/wait.js';
 import { useCuttableEnsemble } from '../support/faults/cuttable-ensemble.js';
+import { eventually } from '../support/wait.js';
 
 const TICK_MS = 200;
 /** ZooKeeper's sample configuration's syncLimit: a follower cut off notices after 5 ticks. */

@@ -1,16 +1,18 @@
 import { createRequire } from 'node:module';
-import { describe, expect, inject, it } from 'vitest';
-import { FairMutex } from '../../recipes/mutex.js';
-import zookeeper from 'node-zookeeper-client';
-import { BackendError } from '../../recipes/errors.js';
+
 import { zkCounters, zkProbeOf, type ZkView } from 'baton-locks/testing';
-import { create, getChildren } from '../../src/backends/zookeeper/client.js';
-import { mkdirp } from '../../src/backends/zookeeper/mkdirp.js';
+import zookeeper from 'node-zookeeper-client';
+import { describe, expect, inject, it } from 'vitest';
+
 import type { Session } from '../../recipes/contract.js';
+import { BackendError } from '../../recipes/errors.js';
+import { FairMutex } from '../../recipes/mutex.js';
+import { create, getChildren, remove } from '../../src/backends/zookeeper/client.js';
+import { mkdirp } from '../../src/backends/zookeeper/mkdirp.js';
 import { useScope } from '../support/backends/scope.js';
 import { useZkAdmin, zkFixture } from '../support/backends/zookeeper.js';
-import { eventually } from '../support/wait.js';
 import { backendOf, entryOf } from '../support/internals.js';
+import { eventually } from '../support/wait.js';
 
 const require = createRequire(import.meta.url);
 const ConnectionManager = require('node-zookeeper-client/lib/ConnectionManager.js') as { prototype: object };
@@ -108,7 +110,7 @@ describe('ZooKeeper: a session deletes its own orphaned queue children', () => {
     await create(zkAdmin(), `/${scope.namespace}/ephemeral`, zookeeper.CreateMode.EPHEMERAL);
     await expect(new FairMutex(session, 'ephemeral').acquire({ timeoutMs: withinMs() })).rejects.toBeInstanceOf(BackendError);
     expect(driverOf(session).searchesForOrphans).toBe(true);
-    await zkAdmin().remove(`/${scope.namespace}/ephemeral`, () => undefined);
+    await remove(zkAdmin(), `/${scope.namespace}/ephemeral`);
     // Searched from then on: a child of the session's own that it does not know of is deleted.
     const removedBefore = zkCounters.orphansRemoved;
     await driverOf(session).createOrphan('searched');

@@ -1,15 +1,16 @@
+import { connect, zkCounters, zkProbeOf } from 'baton-locks/testing';
 import zookeeper from 'node-zookeeper-client';
 import { describe, expect, inject, it } from 'vitest';
+
 import { LockTimeoutError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { connect, zkCounters, zkProbeOf } from 'baton-locks/testing';
 import { create, remove } from '../../src/backends/zookeeper/client.js';
 import { mkdirp } from '../../src/backends/zookeeper/mkdirp.js';
 import { TcpProxy } from '../harness/proxy.js';
 import { useScope } from '../support/backends/scope.js';
-import { eventually, later } from '../support/wait.js';
 import { useZkAdmin, zkFixture } from '../support/backends/zookeeper.js';
 import { backendOf, entryOf } from '../support/internals.js';
+import { eventually, later } from '../support/wait.js';
 
 /**
  * A lock used again and again by one session alone: its enqueue sends the create without the listing,

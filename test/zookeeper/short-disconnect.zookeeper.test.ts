@@ -1,16 +1,17 @@
+import { connect } from 'baton-locks/testing';
 import { describe, expect, inject, it } from 'vitest';
+
+import type { Session } from '../../recipes/contract.js';
 import { LockLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { remove } from '../../src/backends/zookeeper/client.js';
-import { connect } from 'baton-locks/testing';
 import type { ConnectOptions } from '../../src/connect.js';
-import type { Session } from '../../recipes/contract.js';
 import { TcpProxy } from '../harness/proxy.js';
 import { useScope } from '../support/backends/scope.js';
-import { waiterVanishesAcrossReconnect } from '../support/faults/vanished-waiter.js';
-import { eventually, later } from '../support/wait.js';
 import { useZkAdmin, zkFixture } from '../support/backends/zookeeper.js';
+import { waiterVanishesAcrossReconnect } from '../support/faults/vanished-waiter.js';
 import { backendOf, entryOf } from '../support/internals.js';
+import { eventually, later } from '../support/wait.js';
 
 /** Short disconnects (well under the session timeout) through the fault proxy. */
 describe('ZooKeeper: a short disconnect, and what holders and waiters see', () => {

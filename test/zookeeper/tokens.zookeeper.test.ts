@@ -1,14 +1,15 @@
+import { zkCounters } from 'baton-locks/testing';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+
+import type { Session } from '../../recipes/contract.js';
 import { LeaderElection } from '../../recipes/election.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import { remove } from '../../src/backends/zookeeper/client.js';
-import { zkCounters } from 'baton-locks/testing';
-import type { Session } from '../../recipes/contract.js';
 import { startZooKeeper, type ZkCluster } from '../harness/zookeeper.js';
 import { useScope } from '../support/backends/scope.js';
-import { eventually } from '../support/wait.js';
 import { useZkAdmin, zkFixture, zkFixtureOf } from '../support/backends/zookeeper.js';
+import { eventually } from '../support/wait.js';
 
 /** A signed 64-bit integer column (a ledger's BIGINT) holds every token below this. */
 const INT64_LIMIT = 2n ** 63n;

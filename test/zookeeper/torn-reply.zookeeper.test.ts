@@ -1,12 +1,13 @@
-import { describe, expect, inject, it } from 'vitest';
-import { FairMutex } from '../../recipes/mutex.js';
-import type { SessionState } from '../../recipes/contract.js';
 import { connect } from 'baton-locks/testing';
+import { describe, expect, inject, it } from 'vitest';
+
+import type { SessionState } from '../../recipes/contract.js';
+import { FairMutex } from '../../recipes/mutex.js';
 import { TcpProxy } from '../harness/proxy.js';
 import { useScope } from '../support/backends/scope.js';
-import { eventually, later } from '../support/wait.js';
 import { zkFixture } from '../support/backends/zookeeper.js';
 import { backendOf, entryOf } from '../support/internals.js';
+import { eventually, later } from '../support/wait.js';
 
 /**
  * A connection that dies in the middle of a reply (a member that hangs mid-write, a network fault),

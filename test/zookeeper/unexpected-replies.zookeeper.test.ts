@@ -1,14 +1,15 @@
+import { connect } from 'baton-locks/testing';
 import { describe, expect, inject, it } from 'vitest';
+
+import type { Session } from '../../recipes/contract.js';
 import { BackendError, LockLostError, SessionLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { zkCode, ZkServerCode } from '../../src/backends/zookeeper/client.js';
-import { connect } from 'baton-locks/testing';
-import type { Session } from '../../recipes/contract.js';
 import { useScope } from '../support/backends/scope.js';
-import { eventually } from '../support/wait.js';
-import { ZkOp, ZkReplyRewriter } from '../support/faults/zk-reply-rewriter.js';
 import { zkFixture } from '../support/backends/zookeeper.js';
+import { ZkOp, ZkReplyRewriter } from '../support/faults/zk-reply-rewriter.js';
 import { backendOf, entryOf } from '../support/internals.js';
+import { eventually } from '../support/wait.js';
 
 // Answers a real server gives only in narrow races, made certain by changing one reply's error code on
 // the way (the server handled the request as usual). node-zookeeper-client 1.1 throws, uncaught, on

@@ -1,9 +1,10 @@
 // Loaded first, as a user's own import would be: everything reachable from here is recorded before
 // baton is loaded, and must be the same after baton has run next to a client of the user's.
-import zookeeper from 'node-zookeeper-client';
 import { readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+
+import zookeeper from 'node-zookeeper-client';
 import { describe, expect, inject, it } from 'vitest';
 
 const require = createRequire(import.meta.url);

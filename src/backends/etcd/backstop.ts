@@ -1,4 +1,5 @@
 import type { IRangeResponse } from 'etcd3';
+
 import { sameEntries } from '../waiters.js';
 import { entriesFromRange } from './keys.js';
 import type { PrefixWait, PrefixWatches } from './prefix-watches.js';

@@ -1,20 +1,21 @@
 import type { Etcd3, IKeyValue, IRangeResponse } from 'etcd3';
 import { isRecoverableError } from 'etcd3';
-import { untilAborted, type Abortable, type Entry, type Enqueued } from '../../../recipes/contract.js';
+
+import { type Abortable, type Enqueued,type Entry, untilAborted } from '../../../recipes/contract.js';
 import { BackendError, ClosedError, LockDowngradeError, PermitsMismatchError } from '../../../recipes/errors.js';
 import { askOf } from '../../../recipes/permits.js';
 import { backoff } from '../../backoff.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { DriverCore, withdrawRefused } from '../core.js';
-import { etcdCounters, type EtcdCounters, type EtcdProbe, type EtcdView } from '../probe.js';
+import { type EtcdCounters, etcdCounters, type EtcdProbe, type EtcdView } from '../probe.js';
 import type { Start } from '../requests.js';
 import { sameEntries } from '../waiters.js';
 import { WatchBackstop } from './backstop.js';
 import { attemptMs, etcdFailures, outOfSpace } from './failures.js';
-import { clientOf, entriesFromRange, EtcdEntry, entryKey, foreignKeys, leaseHex, prefixEnd, queuePrefix, slotOf, type StoredKey } from './keys.js';
+import { clientOf, entriesFromRange, entryKey, EtcdEntry, foreignKeys, leaseHex, prefixEnd, queuePrefix, slotOf, type StoredKey } from './keys.js';
 import { Lease } from './lease.js';
 import type { Members } from './members.js';
-import { openLease, type EtcdDriverOptions, type OpenedLease } from './open.js';
+import { type EtcdDriverOptions, type OpenedLease,openLease } from './open.js';
 import { guardedDelete, OwnKeys } from './orphans.js';
 import { PrefixWatches } from './prefix-watches.js';
 import { EtcdWatchers, KeyWatches } from './watches.js';

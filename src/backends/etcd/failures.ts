@@ -1,4 +1,5 @@
 import { EtcdLeaseInvalidError, EtcdPermissionDeniedError, isRecoverableError } from 'etcd3';
+
 import { AccessDeniedError, BackendError, BatonError, SessionLostError } from '../../../recipes/errors.js';
 import type { FailurePolicy } from '../core.js';
 

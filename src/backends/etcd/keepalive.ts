@@ -1,4 +1,5 @@
-import type { ILeaseKeepAliveRequest, ILeaseKeepAliveResponse, IDuplexStream, LeaseClient } from 'etcd3';
+import type { IDuplexStream, ILeaseKeepAliveRequest, ILeaseKeepAliveResponse, LeaseClient } from 'etcd3';
+
 import type { Members } from './members.js';
 
 export interface KeepAliveEvents {

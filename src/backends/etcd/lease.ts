@@ -1,4 +1,5 @@
-import { EtcdLeaseInvalidError, isRecoverableError, type Etcd3 } from 'etcd3';
+import { type Etcd3,EtcdLeaseInvalidError, isRecoverableError } from 'etcd3';
+
 import { SessionLostError } from '../../../recipes/errors.js';
 import { backoff } from '../../backoff.js';
 import type { DriverCore } from '../core.js';

@@ -1,5 +1,6 @@
-import { GRPCDeadlineExceededError, GRPCUnavailableError, LeaseClient, type Etcd3, type ICallable } from 'etcd3';
-import { started, type Done } from '../requests.js';
+import { type Etcd3, GRPCDeadlineExceededError, GRPCUnavailableError, type ICallable,LeaseClient } from 'etcd3';
+
+import { type Done,started } from '../requests.js';
 
 /** What etcd3 1.x keeps per member; only the address is read. */
 interface Member {

@@ -1,5 +1,6 @@
-import { noop, type IBackoff } from 'cockatiel';
-import { Etcd3, EtcdAuthenticationFailedError, EtcdPermissionDeniedError, GRPCDeadlineExceededError, isRecoverableError, type IOptions } from 'etcd3';
+import { type IBackoff,noop } from 'cockatiel';
+import { Etcd3, EtcdAuthenticationFailedError, EtcdPermissionDeniedError, GRPCDeadlineExceededError, type IOptions,isRecoverableError } from 'etcd3';
+
 import { untilAborted } from '../../../recipes/contract.js';
 import { AccessDeniedError, BackendError } from '../../../recipes/errors.js';
 import { backoff } from '../../backoff.js';

@@ -1,4 +1,5 @@
 import type { ITxnRequest, ITxnResponse } from 'etcd3';
+
 import type { EtcdCounters } from '../probe.js';
 import type { StoredKey } from './keys.js';
 import { Slots } from './slots.js';

@@ -1,4 +1,5 @@
 import type { Etcd3, IKeyValue, Watcher } from 'etcd3';
+
 import type { Abortable, Entry } from '../../../recipes/contract.js';
 import type { EtcdCounters, EtcdProbe } from '../probe.js';
 import { addWaiter, type Waiter } from '../waiters.js';

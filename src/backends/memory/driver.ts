@@ -1,4 +1,4 @@
-import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
+import type { Abortable, Enqueued,Entry } from '../../../recipes/contract.js';
 import { ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { sameEntries } from '../waiters.js';

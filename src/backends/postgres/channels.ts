@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+
 import type { Abortable } from '../../../recipes/contract.js';
 import { addWaiter, settleWaiters, type Waiter } from '../waiters.js';
 

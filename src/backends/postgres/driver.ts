@@ -1,15 +1,16 @@
 import type { Notification } from 'pg';
-import { untilAborted, type Abortable, type Entry, type Enqueued } from '../../../recipes/contract.js';
+
+import { type Abortable, type Enqueued,type Entry, untilAborted } from '../../../recipes/contract.js';
 import { BackendError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import { backoff } from '../../backoff.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { DriverCore, withdrawRefused } from '../core.js';
-import { postgresCounters, type PostgresCounters, type PostgresProbe } from '../probe.js';
+import { type PostgresCounters, postgresCounters, type PostgresProbe } from '../probe.js';
 import { fromPromise } from '../requests.js';
 import { sameEntries } from '../waiters.js';
 import { Channels, entryChannel, queueChannel } from './channels.js';
 import { postgresFailures, retriable } from './failures.js';
-import { Link } from './link.js';
+import { type Link } from './link.js';
 import { openSession, type PostgresDriverOptions } from './open.js';
 import { Statements } from './statements.js';
 

@@ -1,4 +1,5 @@
 import net from 'node:net';
+
 import type { Client, ClientConfig, Notification, QueryResult } from 'pg';
 
 /** node-postgres's `Client` class (loaded only for postgres URLs). */

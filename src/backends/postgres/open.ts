@@ -1,10 +1,12 @@
 import { hostname } from 'node:os';
+
 import type { ClientConfig } from 'pg';
+
 import { AccessDeniedError, BackendError, BatonError } from '../../../recipes/errors.js';
 import { loadPeer } from '../../metrics/peer.js';
 import { describeDialFailure, dialErrorCode } from '../dial.js';
 import { postgresFailures, sqlState } from './failures.js';
-import { Link, type ClientClass, type LinkEvents } from './link.js';
+import { type ClientClass, Link, type LinkEvents } from './link.js';
 import { LOCK_CLASS, SCHEMA_VERSION, schemaSql } from './schema.js';
 
 export interface PostgresDriverOptions {
@@ -24,7 +26,7 @@ export interface PostgresDriverOptions {
 /** node-postgres, loaded only for postgres URLs (an optional peer dependency). */
 export async function loadPg(): Promise<ClientClass> {
   const pg = await loadPeer('pg', 'a postgres:// URL', () => import('pg'));
-  return (pg.default ?? pg).Client as unknown as ClientClass;
+  return (pg.default ?? pg).Client;
 }
 
 /**

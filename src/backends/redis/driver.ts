@@ -1,17 +1,18 @@
 import type { Cluster, Redis } from 'ioredis';
-import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
+
+import type { Abortable, Enqueued,Entry } from '../../../recipes/contract.js';
 import { BackendError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import { backoff } from '../../backoff.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
+import type { FailurePolicy } from '../core.js';
 import { DriverCore, withdrawRefused } from '../core.js';
-import { redisCounters, type RedisCounters, type RedisProbe, type RedisView } from '../probe.js';
+import { type RedisCounters, redisCounters, type RedisProbe, type RedisView } from '../probe.js';
 import { fromPromise } from '../requests.js';
 import { isTransient, redisFailures, replyCode } from './failures.js';
-import type { FailurePolicy } from '../core.js';
-import { entryKey, idOf, livenessKey, lockKeys, parseQueue, type LockKeys, type Stored } from './keys.js';
+import { entryKey, idOf, livenessKey, type LockKeys, lockKeys, parseQueue, type Stored } from './keys.js';
 import { LivenessKeys } from './liveness.js';
 import { Notifications } from './notifications.js';
-import { openSession, type OpenedSession, type RedisDriverOptions } from './open.js';
+import { type OpenedSession, openSession, type RedisDriverOptions } from './open.js';
 import { SubscriberLink } from './subscriber.js';
 import { Watchdog } from './watchdog.js';
 

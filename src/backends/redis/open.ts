@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
+
 import type { Cluster, ClusterOptions, Redis, RedisOptions } from 'ioredis';
+
 import { AccessDeniedError, BackendError, BatonError, InvalidArgumentError } from '../../../recipes/errors.js';
 import { loadPeer } from '../../metrics/peer.js';
-import { describeDialFailure } from '../dial.js';
 import type { RedisTarget } from '../../url.js';
+import { describeDialFailure } from '../dial.js';
 import { isTransient, replyCode, scrubbed } from './failures.js';
 import { sessionKey } from './keys.js';
 import { SCRIPTS } from './scripts.js';

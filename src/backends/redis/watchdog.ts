@@ -1,4 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
+
 import { SessionLostError } from '../../../recipes/errors.js';
 import type { DriverCore } from '../core.js';
 import type { LivenessKeys } from './liveness.js';

@@ -1,9 +1,10 @@
 import zookeeper from 'node-zookeeper-client';
+
 import { BackendError } from '../../../recipes/errors.js';
-import { started, type Start } from '../requests.js';
+import { type Start,started } from '../requests.js';
+import type { AclPolicy } from './acl.js';
 import { create2Direct, createDirect, createsDirectly, directQueue, getChildrenDirect, removeDirect, syncDirect, watchDataDirect } from './direct.js';
 import { nameServerCodes } from './replies.js';
-import type { AclPolicy } from './acl.js';
 
 export type ZkClient = zookeeper.Client;
 export type ZkStat = zookeeper.Stat;

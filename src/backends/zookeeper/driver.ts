@@ -1,12 +1,13 @@
 import zookeeper from 'node-zookeeper-client';
-import type { Abortable, Entry, Enqueued } from '../../../recipes/contract.js';
+
+import type { Abortable, Enqueued,Entry } from '../../../recipes/contract.js';
 import { BackendError, ClosedError, InvalidArgumentError, SessionLostError } from '../../../recipes/errors.js';
 import { backoff } from '../../backoff.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { DriverCore, withdrawRefused } from '../core.js';
-import { zkCounters, type ZkCounters, type ZkProbe, type ZkView } from '../probe.js';
+import { type ZkCounters, zkCounters, type ZkProbe, type ZkView } from '../probe.js';
 import { fromPromise, type Start } from '../requests.js';
-import { aclFor, createEntryStart, existsStart, getChildrenStart, getDataStat, isCode, removeStart, ZkCode, zkCode, zkLong, type ZkClient, type ZkStat } from './client.js';
+import { aclFor, createEntryStart, existsStart, getChildrenStart, getDataStat, isCode, removeStart, type ZkClient, ZkCode, zkCode, zkLong, type ZkStat } from './client.js';
 import { retriable, sessionGone, zkFailures } from './failures.js';
 import { Heartbeat } from './heartbeat.js';
 import { destroySocket, hangUp } from './instance.js';

@@ -1,8 +1,8 @@
 import type { Start } from '../requests.js';
 import type { ZkClient } from './client.js';
-import { destroySocket, onConnecting } from './instance.js';
 import { reachLeaderStart } from './client.js';
 import { HeartbeatPace } from './heartbeat-pace.js';
+import { destroySocket, onConnecting } from './instance.js';
 
 /** What the heartbeat needs of its driver. */
 export interface HeartbeatHost {

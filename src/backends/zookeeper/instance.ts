@@ -4,6 +4,7 @@
  * checks the manager's shape first, and does nothing on a client of another make.
  */
 import type zookeeper from 'node-zookeeper-client';
+
 import type { ZkClient } from './client.js';
 
 /**

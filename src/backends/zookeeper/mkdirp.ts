@@ -1,4 +1,5 @@
 import zookeeper from 'node-zookeeper-client';
+
 import type { AfterLook } from '../probe.js';
 import { create, exists, isCode, OPEN, type ZkClient } from './client.js';
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+
 import type { Entry } from '../../../recipes/contract.js';
 import { BackendError } from '../../../recipes/errors.js';
 

@@ -1,4 +1,5 @@
 import zookeeper from 'node-zookeeper-client';
+
 import { BackendError } from '../../../recipes/errors.js';
 import { describeDialFailure } from '../dial.js';
 import type { AclPolicy } from './acl.js';

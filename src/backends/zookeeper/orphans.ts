@@ -1,8 +1,9 @@
 import zookeeper from 'node-zookeeper-client';
+
 import { BackendError } from '../../../recipes/errors.js';
 import type { AfterLook, ZkCounters } from '../probe.js';
 import { fromPromise, type Start } from '../requests.js';
-import { createStart, existsStart, getChildrenStart, isCode, removeStart, ZkCode, zkLong, type ZkClient, type ZkStat } from './client.js';
+import { createStart, existsStart, getChildrenStart, isCode, removeStart, type ZkClient, ZkCode, zkLong, type ZkStat } from './client.js';
 import { mkdirp } from './mkdirp.js';
 import { entryPrefix, hasNegativeSequence, parseEntryName, trailingSequence, UuidSequence } from './names.js';
 

@@ -1,8 +1,9 @@
 import type zookeeper from 'node-zookeeper-client';
+
 import type { Entry } from '../../../recipes/contract.js';
 import type { ZkCounters } from '../probe.js';
 import type { Start } from '../requests.js';
-import { watchStatStart, zkLong, type ZkClient, type ZkStat } from './client.js';
+import { watchStatStart, type ZkClient, zkLong, type ZkStat } from './client.js';
 import { canDropDataWatchers, dropDataWatcher } from './instance.js';
 import { sequenceOf as childSequence } from './names.js';
 

@@ -1,5 +1,7 @@
 import { createRequire } from 'node:module';
+
 import zookeeper from 'node-zookeeper-client';
+
 import { BackendError } from '../../../recipes/errors.js';
 import { CREATE2 } from './direct.js';
 import { blank, type Records } from './jute.js';
@@ -93,7 +95,7 @@ const created2: Make = (records) => {
       return total;
     },
   };
-  return reply as unknown as RecordLike;
+  return reply;
 };
 
 /** The reply record of each request type, made for a read: null for those whose reply is bare. */
@@ -109,7 +111,7 @@ const PAYLOADS = new Map<number, Make>([
   [OP_CODES['SET_WATCHES']!, bare],
   [OP_CODES['CLOSE_SESSION']!, bare],
   // The client's own reader of a transaction's results (it reads their records with the client's classes).
-  [OP_CODES['MULTI']!, () => new jute.TransactionResponse() as unknown as RecordLike],
+  [OP_CODES['MULTI']!, () => new jute.TransactionResponse() as RecordLike],
   [CREATE2, created2],
   // One path, as a CreateResponse: the layout of ZooKeeper's SyncResponse.
   [OP_CODES['SYNC']!, reply('CreateResponse')],

@@ -1,12 +1,13 @@
+import { etcdCounters, etcdWatches } from 'baton-locks/testing';
 import { Etcd3 } from 'etcd3';
 import { afterAll, beforeAll, inject } from 'vitest';
-import { etcdCounters, etcdWatches } from 'baton-locks/testing';
-import { EtcdDriver } from '../../../src/backends/etcd/driver.js';
+
 import type { Session } from '../../../recipes/contract.js';
-import { startEtcd, type EtcdCluster } from '../../harness/etcd.js';
-import type { Fixture } from './fixture.js';
-import { useScope, type Scope } from './scope.js';
+import { EtcdDriver } from '../../../src/backends/etcd/driver.js';
+import { type EtcdCluster,startEtcd } from '../../harness/etcd.js';
 import { backendOf } from '../internals.js';
+import type { Fixture } from './fixture.js';
+import { type Scope,useScope } from './scope.js';
 
 export interface EtcdInfo {
   readonly endpoints: string[];

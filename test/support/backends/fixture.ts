@@ -1,5 +1,5 @@
-import type { ConnectOptions } from '../../../src/connect.js';
 import type { Session } from '../../../recipes/contract.js';
+import type { ConnectOptions } from '../../../src/connect.js';
 
 /** What a contract suite needs to know about the backend it runs on. */
 export interface Fixture {

@@ -1,5 +1,6 @@
-import { memoryStore } from '../../../src/backends/memory/store.js';
 import { expireMemorySession } from 'baton-locks/testing';
+
+import { memoryStore } from '../../../src/backends/memory/store.js';
 import type { Fixture } from './fixture.js';
 
 const STORE = 'contract';

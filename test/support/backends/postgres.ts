@@ -1,9 +1,10 @@
+import { postgresCounters, postgresWatches } from 'baton-locks/testing';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { postgresCounters, postgresWatches } from 'baton-locks/testing';
+
 import type { Session } from '../../../recipes/contract.js';
-import type { Fixture } from './fixture.js';
 import { sessionIdOf, sessionRowOf } from '../../../src/backends/postgres/driver.js';
+import type { Fixture } from './fixture.js';
 
 /** The lease of the contract suites' sessions: expiry tests then take seconds. */
 export const POSTGRES_SESSION_MS = 2_000;

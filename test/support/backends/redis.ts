@@ -1,12 +1,13 @@
-import { Cluster, Redis, type ClusterNode } from 'ioredis';
-import { afterAll, beforeAll, inject } from 'vitest';
 import { redisCounters, redisWatches } from 'baton-locks/testing';
-import { RedisDriver } from '../../../src/backends/redis/driver.js';
+import { Cluster, type ClusterNode,Redis } from 'ioredis';
+import { afterAll, beforeAll, inject } from 'vitest';
+
 import type { Session } from '../../../recipes/contract.js';
-import { startRedis, type RedisServer, type RedisServerOptions } from '../../harness/redis.js';
-import type { Fixture } from './fixture.js';
-import { useScope, type Scope } from './scope.js';
+import { RedisDriver } from '../../../src/backends/redis/driver.js';
+import { type RedisServer, type RedisServerOptions,startRedis } from '../../harness/redis.js';
 import { backendOf } from '../internals.js';
+import type { Fixture } from './fixture.js';
+import { type Scope,useScope } from './scope.js';
 
 /** A standalone redis-server (or a primary). */
 export interface RedisStandaloneInfo {

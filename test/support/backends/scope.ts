@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { afterEach, beforeEach, expect } from 'vitest';
+
 import { connect, zkProbeOf } from 'baton-locks/testing';
-import type { ConnectOptions } from '../../../src/connect.js';
+import { afterEach, beforeEach, expect } from 'vitest';
+
 import type { Session } from '../../../recipes/contract.js';
-import type { Fixture } from './fixture.js';
+import type { ConnectOptions } from '../../../src/connect.js';
 import { eventually } from '../wait.js';
-import { backendOf } from '../internals.js';
+import type { Fixture } from './fixture.js';
 
 export interface Scope {
   readonly fixture: Fixture;

@@ -1,12 +1,13 @@
 import net from 'node:net';
+
+import { zkCounters, zkProbeOf, type ZkView } from 'baton-locks/testing';
 import zookeeper from 'node-zookeeper-client';
 import { afterAll, beforeAll, inject } from 'vitest';
-import { zkCounters, zkProbeOf, type ZkView } from 'baton-locks/testing';
+
 import type { Session } from '../../../recipes/contract.js';
-import { zkTree, zkWatchesUnder, zkRemoveTree } from '../../harness/clean.js';
+import { zkRemoveTree,zkTree, zkWatchesUnder } from '../../harness/clean.js';
 import { fourLetterWord, zkMode } from '../../harness/four-letter.js';
 import type { Fixture } from './fixture.js';
-import { backendOf } from '../internals.js';
 
 export interface ZkInfo {
   readonly connectString: string;

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, expect } from 'vitest';
+
 import type { LockHandle } from '../../../recipes/handle.js';
 import { FencedRegister, writeFenced } from './fenced-register.js';
 

@@ -1,7 +1,8 @@
 import { fileURLToPath } from 'node:url';
-import { connect, type ConnectOptions } from '../../../src/connect.js';
+
 import { MultiLock } from '../../../recipes/multilock.js';
 import { Semaphore } from '../../../recipes/semaphore.js';
+import { connect, type ConnectOptions } from '../../../src/connect.js';
 import { forkWorker } from './run-contention.js';
 
 /**

@@ -1,7 +1,7 @@
-import { connect, type ConnectOptions } from '../../../src/connect.js';
+import type { Session } from '../../../recipes/contract.js';
 import { FairMutex, type Lock } from '../../../recipes/mutex.js';
 import { ReadWriteLock } from '../../../recipes/rw-lock.js';
-import type { Session } from '../../../recipes/contract.js';
+import { connect, type ConnectOptions } from '../../../src/connect.js';
 
 export type Mode = 'mutex' | 'rw';
 export type Access = 'exclusive' | 'shared';

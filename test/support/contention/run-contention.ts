@@ -1,7 +1,8 @@
-import { fork, type ChildProcess } from 'node:child_process';
+import { type ChildProcess,fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+
 import type { ConnectOptions } from '../../../src/connect.js';
-import { contend, ExclusionChecker, type ContendMessage, type Mode } from './exclusion-contender.js';
+import { contend, type ContendMessage, ExclusionChecker, type Mode } from './exclusion-contender.js';
 
 const WORKER = fileURLToPath(new URL('../workers/exclusion-worker.ts', import.meta.url));
 

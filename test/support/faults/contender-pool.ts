@@ -1,7 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { ContendEvent, ContendPlan, Interval } from './fault-contender.js';
+
 import { forkWorker } from '../contention/run-contention.js';
+import type { ContendEvent, ContendPlan, Interval } from './fault-contender.js';
 
 const WORKER = fileURLToPath(new URL('../workers/fault-contender-worker.ts', import.meta.url));
 

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll } from 'vitest';
+
 import { PeerLinks } from '../../harness/peer-links.js';
 import { startZooKeeper, type ZkCluster } from '../../harness/zookeeper.js';
-import { useScope, type Scope } from '../backends/scope.js';
+import { type Scope,useScope } from '../backends/scope.js';
 import { zkFixtureOf } from '../backends/zookeeper.js';
 
 export interface CuttableEnsemble {

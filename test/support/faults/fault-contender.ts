@@ -1,15 +1,15 @@
+import type { Session } from '../../../recipes/contract.js';
 import { LockTimeoutError } from '../../../recipes/errors.js';
-import { FairMutex } from '../../../recipes/mutex.js';
 import type { LockHandle } from '../../../recipes/handle.js';
+import { FairMutex } from '../../../recipes/mutex.js';
 import type { ConnectOptions } from '../../../src/connect.js';
 // The testing connect: a session expired from a second connection needs its credentials (see expireSession).
 import { connect } from '../../../src/testing.js';
-import type { Session } from '../../../recipes/contract.js';
-import { revokeLease, type EtcdInfo } from '../backends/etcd.js';
-import { expireRedisSession, type RedisInfo } from '../backends/redis.js';
-import { writeAsHolder, type HolderWrite } from '../checkers/fenced-register.js';
-import { expireZkSession, type ZkInfo } from '../backends/zookeeper.js';
+import { type EtcdInfo,revokeLease } from '../backends/etcd.js';
 import { expirePostgresSession } from '../backends/postgres.js';
+import { expireRedisSession, type RedisInfo } from '../backends/redis.js';
+import { expireZkSession, type ZkInfo } from '../backends/zookeeper.js';
+import { type HolderWrite,writeAsHolder } from '../checkers/fenced-register.js';
 
 /** A belief interval: from the moment a worker's acquire resolved until it exited or was told it lost. */
 export interface Interval {

@@ -1,15 +1,16 @@
-import { afterAll, beforeAll, inject } from 'vitest';
 import { connect, etcdCounters, postgresCounters, redisCounters, zkCounters } from 'baton-locks/testing';
-import type { ConnectOptions } from '../../../src/connect.js';
+import { afterAll, beforeAll, inject } from 'vitest';
+
 import type { Entry, Session } from '../../../recipes/contract.js';
+import { PostgresEntry } from '../../../src/backends/postgres/driver.js';
+import type { ConnectOptions } from '../../../src/connect.js';
 import { TcpProxy } from '../../harness/proxy.js';
 import { etcdFixture } from '../backends/etcd.js';
-import { redisFixture } from '../backends/redis.js';
-import { ContenderPool } from './contender-pool.js';
 import type { Fixture } from '../backends/fixture.js';
-import { zkFixture } from '../backends/zookeeper.js';
 import { POSTGRES_SESSION_MS, postgresFixture, withParams } from '../backends/postgres.js';
-import { PostgresEntry } from '../../../src/backends/postgres/driver.js';
+import { redisFixture } from '../backends/redis.js';
+import { zkFixture } from '../backends/zookeeper.js';
+import { ContenderPool } from './contender-pool.js';
 
 export type LayoutName = 'zkStandalone' | 'zkEnsemble' | 'etcdStandalone' | 'etcdCluster' | 'postgres' | 'redisStandalone';
 

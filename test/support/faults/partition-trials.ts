@@ -1,11 +1,12 @@
 import { expect } from 'vitest';
+
 import { LockLostError, SessionLostError } from '../../../recipes/errors.js';
 import { FairMutex } from '../../../recipes/mutex.js';
+import type { Scope } from '../backends/scope.js';
 import { FencedRegister } from '../checkers/fenced-register.js';
 import { expectLateWriteRefused, writeWhileHeld } from '../checkers/fenced-writes.js';
-import { throughProxy, type Layout } from './layouts.js';
-import type { Scope } from '../backends/scope.js';
 import { backendOf } from '../internals.js';
+import { type Layout,throughProxy } from './layouts.js';
 
 /**
  * Partitions a holder from its server (proxy blackhole) while another session waits, `trials` times,

@@ -1,20 +1,20 @@
 import type { ConnectOptions } from '../../../src/connect.js';
 import { startEtcd } from '../../harness/etcd.js';
+import { zkMode } from '../../harness/four-letter.js';
 import { PeerLinks } from '../../harness/peer-links.js';
+import { startPostgres } from '../../harness/postgres.js';
 import { TcpProxy } from '../../harness/proxy.js';
+import { reply, startRedis, startRedisCluster } from '../../harness/redis.js';
 import { startZooKeeper } from '../../harness/zookeeper.js';
 import { etcdFixtureOf } from '../backends/etcd.js';
-import { checkIntervals, type ContendPlan, type Interval } from './fault-contender.js';
-import { ContenderPool } from './contender-pool.js';
-import { FencedRegister } from '../checkers/fenced-register.js';
 import type { Fixture } from '../backends/fixture.js';
-import { zkMode } from '../../harness/four-letter.js';
-import { eventually } from '../wait.js';
-import { zkFixtureOf } from '../backends/zookeeper.js';
-import { startPostgres } from '../../harness/postgres.js';
 import { postgresFixtureOf, withParams, withPostgres } from '../backends/postgres.js';
 import { redisFixtureOf } from '../backends/redis.js';
-import { reply, startRedis, startRedisCluster } from '../../harness/redis.js';
+import { zkFixtureOf } from '../backends/zookeeper.js';
+import { FencedRegister } from '../checkers/fenced-register.js';
+import { eventually } from '../wait.js';
+import { ContenderPool } from './contender-pool.js';
+import { checkIntervals, type ContendPlan, type Interval } from './fault-contender.js';
 
 export type TortureBackend = 'zk' | 'etcd' | 'postgres' | 'redis' | 'redis-cluster';
 export const FAULT_KINDS = ['leader-kill', 'member-kill', 'server-partition', 'server-restart', 'backend-terminate', 'partition', 'short-disconnect', 'expiry'] as const;
@@ -122,7 +122,7 @@ async function deploy(backend: TortureBackend, timeoutMs: number): Promise<Deplo
     const zk = await startZooKeeper({ size: 3, peerRoute: links.route });
     const info = { connectString: zk.connectString, ports: zk.members.map((m) => m.clientPort), sessionTimeoutMs: timeoutMs };
     const members = zk.members.map((m) => ({ port: m.clientPort, isAlive: () => m.isAlive(), kill: () => m.kill(), start: () => m.start() }));
-    const idOf = (member: Member): number => zk.members[members.indexOf(member as (typeof members)[number])]!.id;
+    const idOf = (member: Member): number => zk.members[members.indexOf(member)]!.id;
     return {
       fixture: zkFixtureOf(info, 'ZooKeeper (3-node ensemble)'),
       members,
@@ -167,7 +167,7 @@ async function deploy(backend: TortureBackend, timeoutMs: number): Promise<Deplo
     leader: async () => members[etcd.members.indexOf((await etcd.leader())!)],
     cut: async (member) => {
       // Its peers reach it through its own proxy, and it reaches them through theirs, naming itself.
-      const index = members.indexOf(member as (typeof members)[number]);
+      const index = members.indexOf(member);
       const from = Buffer.from(`X-Server-From: ${await etcd.memberId(etcd.members[index]!)}\r\n`);
       const own = etcd.peerProxies[index]!;
       const others = etcd.peerProxies.filter((proxy) => proxy !== own);

@@ -1,10 +1,11 @@
 import { expect } from 'vitest';
+
+import type { Session } from '../../../recipes/contract.js';
 import { LockLostError } from '../../../recipes/errors.js';
 import { FairMutex } from '../../../recipes/mutex.js';
-import type { Session } from '../../../recipes/contract.js';
 import type { TcpProxy } from '../../harness/proxy.js';
-import { eventually, later } from '../wait.js';
 import { backendOf } from '../internals.js';
+import { eventually, later } from '../wait.js';
 
 export interface VanishSetup {
   /** The waiter's session, connected through `proxy`, with the `onWaiterLost` policy under test. */

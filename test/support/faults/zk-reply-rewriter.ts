@@ -1,4 +1,5 @@
 import net from 'node:net';
+
 import { listenOnLoopback } from '../../harness/proxy.js';
 
 /** ZooKeeper request types (jute OpCode) the tests pick requests by. */

@@ -1,5 +1,5 @@
-import { connect } from '../../../src/connect.js';
 import { FairMutex } from '../../../recipes/mutex.js';
+import { connect } from '../../../src/connect.js';
 import { TcpProxy } from '../../harness/proxy.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { Session } from '../../../recipes/contract.js';
-import { contendThroughFaults, expireSession, type ContendPlan, type Forced } from '../faults/fault-contender.js';
+import { type ContendPlan, contendThroughFaults, expireSession, type Forced } from '../faults/fault-contender.js';
 
 /**
  * Child-process side of the fault tests, one of a pool that serves several runs: it says 'ready', then
