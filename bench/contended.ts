@@ -2,11 +2,11 @@ import { fileURLToPath } from 'node:url';
 
 import type { Case } from './case.js';
 import { sleep } from './clock.js';
-import { analyse, combine, type Contender, type ContenderReport,medianRate } from './contention.js';
+import { analyse, combine, type Contender, type ContenderReport, medianRate } from './contention.js';
 import { cpuMs } from './cpu.js';
 import { KAZOO_MISSING, kazooContender, kazooInstalled } from './kazoo.js';
 import { LineProcess, startAll, stopAll } from './line-process.js';
-import { fixed, type Report,times, timesRange } from './report.js';
+import { fixed, type Report, times, timesRange } from './report.js';
 import { balancedRound, pairedRange, quantile, summarize, type Summary } from './stats.js';
 import { heading, ms } from './table.js';
 import { idleRate, zkRequestsDuring } from './zk-metrics.js';
@@ -24,11 +24,21 @@ const HELD_MS = 10;
 
 /** A Node worker with the parent's own node flags (so `node --cpu-prof run.js` profiles the workers too). */
 export function nodeWorker(name: string, args: readonly string[], label: string): LineProcess {
-  return new LineProcess(process.execPath, [...process.execArgv, fileURLToPath(new URL(`./${name}`, import.meta.url)), ...args], label);
+  return new LineProcess(
+    process.execPath,
+    [...process.execArgv, fileURLToPath(new URL(`./${name}`, import.meta.url)), ...args],
+    label,
+  );
 }
 
 /** One block of every contender process of a kind on one lock at once, with what it cost the server. */
-async function contendBlock(hosts: string, contenders: readonly LineProcess[], ms: number, idlePerSecond: number, serverPid: number | undefined): Promise<Contender> {
+async function contendBlock(
+  hosts: string,
+  contenders: readonly LineProcess[],
+  ms: number,
+  idlePerSecond: number,
+  serverPid: number | undefined,
+): Promise<Contender> {
   let reports: ContenderReport[] = [];
   const pids = contenders.map((c) => c.pid);
   const cpuBefore = [cpuMs(pids), cpuMs([serverPid])];
@@ -50,7 +60,13 @@ async function contendBlock(hosts: string, contenders: readonly LineProcess[], m
  * The raw handoff floor: `count` times, one process deletes a node the other watches, which then lists;
  * the delete right after the watch is set, or `heldMs` later.
  */
-async function handoffFloor(deleter: LineProcess, watcher: LineProcess, dir: string, count: number, heldMs = 0): Promise<number[]> {
+async function handoffFloor(
+  deleter: LineProcess,
+  watcher: LineProcess,
+  dir: string,
+  count: number,
+  heldMs = 0,
+): Promise<number[]> {
   const samples: number[] = [];
   for (let i = 0; i < count; i += 1) {
     const path = await deleter.ask(`create ${dir}`);
@@ -109,11 +125,16 @@ async function startProcesses(hosts: string): Promise<Processes> {
   };
   try {
     const kinds: Record<string, LineProcess[]> = {};
-    kinds[BATON] = await start((i) => nodeWorker('contender.js', [`zk://${hosts}/bench`, 'contended'], `baton contender ${i}`));
+    kinds[BATON] = await start((i) =>
+      nodeWorker('contender.js', [`zk://${hosts}/bench`, 'contended'], `baton contender ${i}`),
+    );
     if (await kazooInstalled()) kinds[KAZOO] = await start((i) => kazooContender(hosts, i));
     kinds[RAW] = await start((i) => nodeWorker('contender.js', [`raw://${hosts}`, 'contended'], `raw contender ${i}`));
     const floor = await start((i) => nodeWorker('handoff-worker.js', [hosts], `handoff floor ${i}`), 2);
-    const handoff = await start((i) => nodeWorker('baton-handoff-worker.js', [`zk://${hosts}/bench`, 'handoff'], `baton handoff ${i}`), 2);
+    const handoff = await start(
+      (i) => nodeWorker('baton-handoff-worker.js', [`zk://${hosts}/bench`, 'handoff'], `baton handoff ${i}`),
+      2,
+    );
     return { kinds, floor: floor as [LineProcess, LineProcess], handoff: handoff as [LineProcess, LineProcess] };
   } catch (error) {
     await stopAll(started.flat());
@@ -135,7 +156,9 @@ export const zkContended: Case = {
     const blockMs = quick ? 1_500 : 2_000;
     const floorCount = quick ? 100 : 150;
     const processes = await startProcesses(hosts);
-    const measured: Record<string, Contender[]> = Object.fromEntries(Object.keys(processes.kinds).map((kind) => [kind, []]));
+    const measured: Record<string, Contender[]> = Object.fromEntries(
+      Object.keys(processes.kinds).map((kind) => [kind, []]),
+    );
     const floor: number[] = [];
     const alone: number[] = [];
     const floorHeld: number[] = [];
@@ -148,7 +171,8 @@ export const zkContended: Case = {
       const handoffs = [
         async (count: number) => floor.push(...(await handoffFloor(deleter, watcher, '/bench-handoff', count))),
         async (count: number) => alone.push(...(await batonHandoff(holder, waiter, count))),
-        async (count: number) => floorHeld.push(...(await handoffFloor(deleter, watcher, '/bench-handoff', heldCount(count), HELD_MS))),
+        async (count: number) =>
+          floorHeld.push(...(await handoffFloor(deleter, watcher, '/bench-handoff', heldCount(count), HELD_MS))),
         async (count: number) => aloneHeld.push(...(await batonHandoff(holder, waiter, heldCount(count), HELD_MS))),
       ];
       await watcher.ask(`fill /bench-handoff ${PROCESSES - 1}`);
@@ -165,8 +189,10 @@ export const zkContended: Case = {
       // Six blocks of three kinds are one period of the balanced order; the four handoff kinds run two
       // rounds of half the count after each block, three periods of theirs.
       for (let block = 0; block < blocks; block += 1) {
-        for (const [kind, contenders] of balancedRound(Object.entries(processes.kinds), block)) measured[kind]!.push(await contendBlock(hosts, contenders, blockMs, idle, serverPid('zk')));
-        for (const round of [2 * block, 2 * block + 1]) for (const handoff of balancedRound(handoffs, round)) await handoff(floorCount / 2);
+        for (const [kind, contenders] of balancedRound(Object.entries(processes.kinds), block))
+          measured[kind]!.push(await contendBlock(hosts, contenders, blockMs, idle, serverPid('zk')));
+        for (const round of [2 * block, 2 * block + 1])
+          for (const handoff of balancedRound(handoffs, round)) await handoff(floorCount / 2);
       }
     } finally {
       await stopAll([...Object.values(processes.kinds).flat(), ...processes.floor, ...processes.handoff]);
@@ -177,7 +203,9 @@ export const zkContended: Case = {
       floorHeld: summarize(`raw handoff floor, deleted ${HELD_MS} ms after the watch`, floorHeld),
       aloneHeld: summarize(`baton handoff alone, released after ${HELD_MS} ms`, aloneHeld),
     });
-    process.stdout.write(`(warm-up: ${quick ? 'no Node rounds' : `${NODE_WARM_MS / 1000} s of each Node kind`}, then ${warmUpRounds} alternating rounds of every kind before the measured blocks)\n`);
+    process.stdout.write(
+      `(warm-up: ${quick ? 'no Node rounds' : `${NODE_WARM_MS / 1000} s of each Node kind`}, then ${warmUpRounds} alternating rounds of every kind before the measured blocks)\n`,
+    );
     return { warmUpRounds, ...result };
   },
 };
@@ -209,14 +237,21 @@ interface Handoffs {
 const NODE_WARM_MS = 45_000;
 
 /** The warm-up (see `NODE_WARM_MS`, and the comment where it is called); returns how many rounds of every kind ran. */
-async function warmUp(hosts: string, kinds: Record<string, LineProcess[]>, idle: number, quick: boolean): Promise<number> {
+async function warmUp(
+  hosts: string,
+  kinds: Record<string, LineProcess[]>,
+  idle: number,
+  quick: boolean,
+): Promise<number> {
   const [least, most, ms] = quick ? [1, 1, 1_500] : [3, 8, 3_500];
   const node = Object.entries(kinds).filter(([kind]) => kind !== KAZOO);
-  for (let spent = 0; !quick && spent < NODE_WARM_MS; spent += ms) for (const [, contenders] of node) await contendBlock(hosts, contenders, ms, idle, undefined);
+  for (let spent = 0; !quick && spent < NODE_WARM_MS; spent += ms)
+    for (const [, contenders] of node) await contendBlock(hosts, contenders, ms, idle, undefined);
   let previous: number[] = [];
   for (let round = 1; ; round += 1) {
     const rates: number[] = [];
-    for (const contenders of Object.values(kinds)) rates.push((await contendBlock(hosts, contenders, ms, idle, undefined)).perSecond);
+    for (const contenders of Object.values(kinds))
+      rates.push((await contendBlock(hosts, contenders, ms, idle, undefined)).perSecond);
     const rising = previous.length === 0 || rates.some((rate, i) => rate > previous[i]! * 1.05);
     if (round >= most || (round >= least && !rising)) return round;
     previous = rates;
@@ -242,8 +277,19 @@ function summary(blocks: readonly Contender[]) {
 }
 
 function printContended(rows: Record<string, Row>, handoffs: Handoffs): void {
-  heading(`2. ZooKeeper contended: ${PROCESSES} processes on one lock, holding it for no time (standalone, forceSync on)`);
-  const columns = ['acq/s', 'handoff median', 'p99', 'requests/acq', 'client cpu/acq', 'server cpu/acq', 'out of order', 'overlaps'];
+  heading(
+    `2. ZooKeeper contended: ${PROCESSES} processes on one lock, holding it for no time (standalone, forceSync on)`,
+  );
+  const columns = [
+    'acq/s',
+    'handoff median',
+    'p99',
+    'requests/acq',
+    'client cpu/acq',
+    'server cpu/acq',
+    'out of order',
+    'overlaps',
+  ];
   process.stdout.write(`${'contenders'.padEnd(44)}${columns.map((c) => c.padStart(15)).join('')}\n`);
   for (const [name, row] of Object.entries(rows)) {
     const cells = [
@@ -258,41 +304,102 @@ function printContended(rows: Record<string, Row>, handoffs: Handoffs): void {
     ];
     process.stdout.write(`${name.padEnd(44)}${cells.map((c) => c.padStart(15)).join('')}\n`);
   }
-  for (const handoff of Object.values(handoffs)) process.stdout.write(`${handoff.name.padEnd(44)}${''.padStart(15)}${ms(handoff.medianMs).padStart(15)}${ms(handoff.p99Ms).padStart(15)}\n`);
+  for (const handoff of Object.values(handoffs))
+    process.stdout.write(
+      `${handoff.name.padEnd(44)}${''.padStart(15)}${ms(handoff.medianMs).padStart(15)}${ms(handoff.p99Ms).padStart(15)}\n`,
+    );
   if (rows[KAZOO] === undefined) process.stdout.write(`${KAZOO_MISSING}\n`);
 }
 
-function reportContended(report: Report, measured: Record<string, Contender[]>, handoffs: Handoffs): Record<string, unknown> {
+function reportContended(
+  report: Report,
+  measured: Record<string, Contender[]>,
+  handoffs: Handoffs,
+): Record<string, unknown> {
   const rows = Object.fromEntries(Object.entries(measured).map(([kind, blocks]) => [kind, summary(blocks)]));
   printContended(rows, handoffs);
   const { floor, alone, floorHeld, aloneHeld } = handoffs;
   const ours = rows[BATON]!;
   const theirs = rows[KAZOO];
   const raw = rows[RAW]!;
-  report.info(2, 'ZK contended acquisitions/s (8 processes)', ours.perSecond, `baton ${ours.perSecond.toFixed(0)}, kazoo ${theirs?.perSecond.toFixed(0) ?? '-'}, raw lock ${raw.perSecond.toFixed(0)}`);
+  report.info(
+    2,
+    'ZK contended acquisitions/s (8 processes)',
+    ours.perSecond,
+    `baton ${ours.perSecond.toFixed(0)}, kazoo ${theirs?.perSecond.toFixed(0) ?? '-'}, raw lock ${raw.perSecond.toFixed(0)}`,
+  );
   if (theirs !== undefined) {
-    const range = pairedRange(measured[BATON]!.map((b) => b.perSecond), measured[KAZOO]!.map((b) => b.perSecond));
-    report.atLeast(2, 'ZK contended acquisitions/s / kazoo', pairedRatio(measured[BATON]!, measured[KAZOO]!), 1.1, times,
-      `(blocks ${timesRange(range)}; raw lock / kazoo ${times(pairedRatio(measured[RAW]!, measured[KAZOO]!))})`);
+    const range = pairedRange(
+      measured[BATON]!.map((b) => b.perSecond),
+      measured[KAZOO]!.map((b) => b.perSecond),
+    );
+    report.atLeast(
+      2,
+      'ZK contended acquisitions/s / kazoo',
+      pairedRatio(measured[BATON]!, measured[KAZOO]!),
+      1.1,
+      times,
+      `(blocks ${timesRange(range)}; raw lock / kazoo ${times(pairedRatio(measured[RAW]!, measured[KAZOO]!))})`,
+    );
   }
   // Judged at the resolution the count has: the idle traffic subtracted from every block (heartbeats of
   // every open session, sent on their timers) is a rate, off by a few requests in a block of about a
   // thousand acquisitions; a lock that sends exactly 5 measures 4.99 to 5.00.
-  report.atMost(2, 'ZK server requests per contended acquisition', Number(ours.requestsPerAcquisition.toFixed(2)), 5, fixed(2), `(kazoo ${theirs?.requestsPerAcquisition.toFixed(2) ?? '-'}, raw lock ${raw.requestsPerAcquisition.toFixed(2)})`);
-  report.atMost(2, 'ZK handoff median / raw handoff floor', ours.handoffMedianMs / floor.medianMs, 1.15, times,
-    `(${ms(ours.handoffMedianMs)} vs ${ms(floor.medianMs)}; kazoo ${theirs === undefined ? '-' : ms(theirs.handoffMedianMs)}, raw lock ${ms(raw.handoffMedianMs)}: ${times(ours.handoffMedianMs / raw.handoffMedianMs)} of it)`);
-  report.atMost(2, `ZK handoff alone / raw handoff floor, both after ${HELD_MS} ms`, aloneHeld.medianMs / floorHeld.medianMs, 1.15, times,
-    `(${ms(aloneHeld.medianMs)} vs ${ms(floorHeld.medianMs)}: two processes, ${PROCESSES} entries queued, as the floor)`);
-  report.info(2, 'ZK handoff alone at once / floor at once', alone.medianMs / floor.medianMs,
-    `${times(alone.medianMs / floor.medianMs)} (${ms(alone.medianMs)} vs ${ms(floor.medianMs)}; the floor's watcher ran just before, baton's waiter ms before)`);
-  report.holds(2, 'ZK contended grants in queue order (strict FIFO)', ours.outOfOrder === 0 && ours.overlaps === 0,
-    `${ours.outOfOrder} out of order, ${ours.overlaps} overlaps in ${ours.acquisitions} grants`, 'none');
-  return { processes: PROCESSES, heldMs: HELD_MS, kinds: rows, floor, alone, floorHeld, aloneHeld, blocks: Object.fromEntries(Object.entries(measured).map(([kind, blocks]) => [kind, blocks.map(strip)])) };
+  report.atMost(
+    2,
+    'ZK server requests per contended acquisition',
+    Number(ours.requestsPerAcquisition.toFixed(2)),
+    5,
+    fixed(2),
+    `(kazoo ${theirs?.requestsPerAcquisition.toFixed(2) ?? '-'}, raw lock ${raw.requestsPerAcquisition.toFixed(2)})`,
+  );
+  report.atMost(
+    2,
+    'ZK handoff median / raw handoff floor',
+    ours.handoffMedianMs / floor.medianMs,
+    1.15,
+    times,
+    `(${ms(ours.handoffMedianMs)} vs ${ms(floor.medianMs)}; kazoo ${theirs === undefined ? '-' : ms(theirs.handoffMedianMs)}, raw lock ${ms(raw.handoffMedianMs)}: ${times(ours.handoffMedianMs / raw.handoffMedianMs)} of it)`,
+  );
+  report.atMost(
+    2,
+    `ZK handoff alone / raw handoff floor, both after ${HELD_MS} ms`,
+    aloneHeld.medianMs / floorHeld.medianMs,
+    1.15,
+    times,
+    `(${ms(aloneHeld.medianMs)} vs ${ms(floorHeld.medianMs)}: two processes, ${PROCESSES} entries queued, as the floor)`,
+  );
+  report.info(
+    2,
+    'ZK handoff alone at once / floor at once',
+    alone.medianMs / floor.medianMs,
+    `${times(alone.medianMs / floor.medianMs)} (${ms(alone.medianMs)} vs ${ms(floor.medianMs)}; the floor's watcher ran just before, baton's waiter ms before)`,
+  );
+  report.holds(
+    2,
+    'ZK contended grants in queue order (strict FIFO)',
+    ours.outOfOrder === 0 && ours.overlaps === 0,
+    `${ours.outOfOrder} out of order, ${ours.overlaps} overlaps in ${ours.acquisitions} grants`,
+    'none',
+  );
+  return {
+    processes: PROCESSES,
+    heldMs: HELD_MS,
+    kinds: rows,
+    floor,
+    alone,
+    floorHeld,
+    aloneHeld,
+    blocks: Object.fromEntries(Object.entries(measured).map(([kind, blocks]) => [kind, blocks.map(strip)])),
+  };
 }
 
 /** The median over blocks of one kind's rate over the other's in the block next to it in time. */
 function pairedRatio(ours: readonly Contender[], theirs: readonly Contender[]): number {
-  return quantile(ours.map((block, i) => block.perSecond / theirs[i]!.perSecond), 0.5);
+  return quantile(
+    ours.map((block, i) => block.perSecond / theirs[i]!.perSecond),
+    0.5,
+  );
 }
 
 /** A block without its samples, for the JSON file. */

@@ -39,7 +39,10 @@ async function main(): Promise<void> {
 type Cycle = () => Promise<{ order: string; release(): Promise<void> }>;
 
 async function baton(url: string, name: string): Promise<{ cycle: Cycle; close(): Promise<void> }> {
-  const session = await connect(url, url.startsWith('postgres') ? { sessionTimeoutMs: 10_000 } : { sessionTimeoutMs: 10_000, ttlSeconds: 10 });
+  const session = await connect(
+    url,
+    url.startsWith('postgres') ? { sessionTimeoutMs: 10_000 } : { sessionTimeoutMs: 10_000, ttlSeconds: 10 },
+  );
   const mutex = new FairMutex(session, name);
   const cycle: Cycle = async () => {
     const lock = await mutex.acquire();
@@ -72,7 +75,10 @@ async function advisory(url: string): Promise<{ cycle: Cycle; close(): Promise<v
   let grants = 0;
   const cycle: Cycle = async () => {
     await client.query('SELECT pg_advisory_lock(7)');
-    return { order: String((grants += 1)), release: async () => void (await client.query('SELECT pg_advisory_unlock(7)')) };
+    return {
+      order: String((grants += 1)),
+      release: async () => void (await client.query('SELECT pg_advisory_unlock(7)')),
+    };
   };
   return { cycle, close: () => client.end() };
 }

@@ -56,7 +56,10 @@ export function combine(blocks: readonly Contention[]): Contention {
 
 /** Median of the per-block rates: one slow block (a burst of load elsewhere) does not tip it. */
 export function medianRate(blocks: readonly Contention[]): number {
-  return quantile(blocks.map((b) => b.perSecond), 0.5);
+  return quantile(
+    blocks.map((b) => b.perSecond),
+    0.5,
+  );
 }
 
 /** One block of one contender kind, with what it cost. */

@@ -11,7 +11,10 @@ function sum(lines: readonly string[], matches: (line: string) => boolean): numb
 
 /** Sum of unary gRPC requests the server has handled. */
 export async function unaryHandled(endpoint: string): Promise<number> {
-  return sum(await metrics(endpoint), (line) => line.startsWith('grpc_server_handled_total{') && line.includes('grpc_type="unary"'));
+  return sum(
+    await metrics(endpoint),
+    (line) => line.startsWith('grpc_server_handled_total{') && line.includes('grpc_type="unary"'),
+  );
 }
 
 /** Unary requests the server handled while `run` ran. */

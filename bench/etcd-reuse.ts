@@ -2,7 +2,7 @@ import { FairMutex } from '../recipes/mutex.js';
 import { connect } from '../src/connect.js';
 import type { Case } from './case.js';
 import { times } from './report.js';
-import { alternate, type Block,summarize, timed } from './stats.js';
+import { alternate, type Block, summarize, timed } from './stats.js';
 import { heading, printCases } from './table.js';
 
 const cycle = (mutex: FairMutex): Block => timed(async () => (await mutex.acquire()).release());
@@ -25,21 +25,35 @@ export const etcdReuse: Case = {
       await cycle(new FairMutex(session, 'reuse-warm-up'))(200);
       const first = await cycle(reused)(window);
       await cycle(reused)(total - 2 * window);
-      const last = await alternate({ last: cycle(reused), fresh: cycle(new FairMutex(session, 'reuse-fresh')) }, { blocks: window / 125, perBlock: 125, warmup: 0 });
+      const last = await alternate(
+        { last: cycle(reused), fresh: cycle(new FairMutex(session, 'reuse-fresh')) },
+        { blocks: window / 125, perBlock: 125, warmup: 0 },
+      );
       const results = [
         summarize(`cycles 1-${window} on one lock`, first),
         summarize(`cycles ${total - window + 1}-${total} on the same lock`, last['last']!),
         summarize('a lock with no history, alternating with those', last['fresh']!),
       ];
-      const [early, late, fresh] = results as [typeof results[0], typeof results[0], typeof results[0]];
+      const [early, late, fresh] = results as [(typeof results)[0], (typeof results)[0], (typeof results)[0]];
       heading(`4. etcd key reuse: ${total} cycles on one lock`);
       printCases(results, { first: early, fresh });
       // The first and the last cycles are seconds apart, so their ratio carries the machine's drift too
       // (0.80x to 1.42x in three runs of one afternoon): shown, but the target is judged on the lock
       // against a fresh one measured in the same alternating blocks.
       const drift = late.medianMs / early.medianMs;
-      report.info(4, `etcd cycle: last ${window} / first ${window} of ${total} on one lock`, drift, `${times(drift)} (seconds apart: drift included)`);
-      report.atMost(4, `etcd cycle after ${total}: that lock / a fresh one, same time`, late.medianMs / fresh.medianMs, 1.1, times);
+      report.info(
+        4,
+        `etcd cycle: last ${window} / first ${window} of ${total} on one lock`,
+        drift,
+        `${times(drift)} (seconds apart: drift included)`,
+      );
+      report.atMost(
+        4,
+        `etcd cycle after ${total}: that lock / a fresh one, same time`,
+        late.medianMs / fresh.medianMs,
+        1.1,
+        times,
+      );
       return { total, window, results };
     } finally {
       await session.close();

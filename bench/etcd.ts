@@ -5,7 +5,7 @@ import { connect, etcdCounters } from '../src/testing.js';
 import type { Case } from './case.js';
 import { etcdRequestsDuring } from './etcd-metrics.js';
 import { fixed, times, timesRange } from './report.js';
-import { alternateBlocks, flatBlocks, ratioInterval, summarize, type Summary,timed } from './stats.js';
+import { alternateBlocks, flatBlocks, ratioInterval, summarize, type Summary, timed } from './stats.js';
 import { heading, printCases, printFigures } from './table.js';
 
 /** Cycles per case whose requests are counted. */
@@ -14,7 +14,7 @@ const COUNTED = 100;
 export const ETCD_CASES = {
   floor: 'raw floor (Txn put+range, delete)',
   floorDeadline: 'raw floor, each request with a deadline',
-  floorCopy: 'raw floor again (its copy: the run\'s noise)',
+  floorCopy: "raw floor again (its copy: the run's noise)",
   mutex: 'baton FairMutex acquire+release',
   etcd3: "etcd3's lock() acquire+release",
 } as const;
@@ -30,7 +30,10 @@ export interface EtcdCycleResult {
 }
 
 /** etcd uncontended acquire + release next to the raw one-Txn floor and to etcd3's own lock(). */
-export async function benchEtcdCycle(endpoint: string, options: { blocks: number; perBlock: number; warmup: number }): Promise<EtcdCycleResult> {
+export async function benchEtcdCycle(
+  endpoint: string,
+  options: { blocks: number; perBlock: number; warmup: number },
+): Promise<EtcdCycleResult> {
   const client = new Etcd3({ hosts: [endpoint] });
   const session = await connect(`etcd://${endpoint.replace(/^https?:\/\//, '')}/bench`, { ttlSeconds: 10 });
   try {
@@ -42,11 +45,17 @@ export async function benchEtcdCycle(endpoint: string, options: { blocks: number
     // With `deadline`, as baton sends every request: with a gRPC deadline, so that a member that stops
     // answering cannot hold a request forever (a third of the session's TTL).
     const floorCycle = async (floorKey: Buffer, deadline: boolean): Promise<void> => {
-      await client.kv.txn({
-        compare: [{ key: floorKey, target: 'Create', result: 'Equal', create_revision: 0 }],
-        success: [{ request_put: { key: floorKey, value: Buffer.alloc(0), lease: lease.ID } }, { request_range: range }],
-        failure: [{ request_range: range }],
-      }, deadline ? { deadline: Date.now() + 3_333 } : undefined);
+      await client.kv.txn(
+        {
+          compare: [{ key: floorKey, target: 'Create', result: 'Equal', create_revision: 0 }],
+          success: [
+            { request_put: { key: floorKey, value: Buffer.alloc(0), lease: lease.ID } },
+            { request_range: range },
+          ],
+          failure: [{ request_range: range }],
+        },
+        deadline ? { deadline: Date.now() + 3_333 } : undefined,
+      );
       await client.kv.deleteRange({ key: floorKey }, deadline ? { deadline: Date.now() + 3_333 } : undefined);
     };
     const mutex = new FairMutex(session, 'cycle');
@@ -84,7 +93,12 @@ export async function benchEtcdCycle(endpoint: string, options: { blocks: number
       rpcsPerCycle[name] = (rpcs - confirmed) / COUNTED;
     }
     await client.leaseClient.leaseRevoke({ ID: lease.ID });
-    return { results: Object.entries(samples).map(([name, values]) => summarize(name, values)), rpcsPerCycle, confirmations, intervals };
+    return {
+      results: Object.entries(samples).map(([name, values]) => summarize(name, values)),
+      rpcsPerCycle,
+      confirmations,
+      intervals,
+    };
   } finally {
     await session.close();
     client.close();
@@ -100,15 +114,42 @@ export const etcdCycle: Case = {
     for (const result of results) figures.set(`etcd ${result.name}`, result);
     heading('4. etcd uncontended cycle (standalone)');
     printCases(results, { floor: find(ETCD_CASES.floor), 'etcd3 lock': find(ETCD_CASES.etcd3) });
-    printFigures(`unary gRPC requests per cycle (server /metrics; ${confirmations} timed confirmations of holds left out):`, Object.fromEntries(Object.entries(rpcsPerCycle).map(([n, r]) => [n, r.toFixed(2)])));
+    printFigures(
+      `unary gRPC requests per cycle (server /metrics; ${confirmations} timed confirmations of holds left out):`,
+      Object.fromEntries(Object.entries(rpcsPerCycle).map(([n, r]) => [n, r.toFixed(2)])),
+    );
     const mutex = find(ETCD_CASES.mutex);
-    report.info(4, 'etcd FairMutex cycle, median / p99', mutex.medianMs, `${mutex.medianMs.toFixed(3)} / ${mutex.p99Ms.toFixed(3)} ms, ${mutex.opsPerSec.toFixed(0)} ops/s`);
-    report.exactly(4, 'etcd RPCs per FairMutex cycle', rpcsPerCycle[ETCD_CASES.mutex]!, 2, fixed(2), `(floor ${fixed(2)(rpcsPerCycle[ETCD_CASES.floor]!)}, etcd3 lock() ${fixed(2)(rpcsPerCycle[ETCD_CASES.etcd3]!)})`);
+    report.info(
+      4,
+      'etcd FairMutex cycle, median / p99',
+      mutex.medianMs,
+      `${mutex.medianMs.toFixed(3)} / ${mutex.p99Ms.toFixed(3)} ms, ${mutex.opsPerSec.toFixed(0)} ops/s`,
+    );
+    report.exactly(
+      4,
+      'etcd RPCs per FairMutex cycle',
+      rpcsPerCycle[ETCD_CASES.mutex]!,
+      2,
+      fixed(2),
+      `(floor ${fixed(2)(rpcsPerCycle[ETCD_CASES.floor]!)}, etcd3 lock() ${fixed(2)(rpcsPerCycle[ETCD_CASES.etcd3]!)})`,
+    );
     const withDeadlines = mutex.medianMs / find(ETCD_CASES.floorDeadline).medianMs;
     const floorMs = find(ETCD_CASES.floor).medianMs;
     const copy = find(ETCD_CASES.floorCopy).medianMs / floorMs;
-    report.atMost(4, 'etcd FairMutex / raw one-Txn floor', mutex.medianMs / floorMs, 1.05, times, `(95% ${timesRange(intervals.mutex)}; ${times(withDeadlines)} the floor with deadlines)`);
-    report.info(4, "etcd the floor's identical copy / the floor", copy, `${times(copy)} (95% ${timesRange(intervals.copy)}: this run's noise)`);
+    report.atMost(
+      4,
+      'etcd FairMutex / raw one-Txn floor',
+      mutex.medianMs / floorMs,
+      1.05,
+      times,
+      `(95% ${timesRange(intervals.mutex)}; ${times(withDeadlines)} the floor with deadlines)`,
+    );
+    report.info(
+      4,
+      "etcd the floor's identical copy / the floor",
+      copy,
+      `${times(copy)} (95% ${timesRange(intervals.copy)}: this run's noise)`,
+    );
     report.atMost(4, "etcd FairMutex / etcd3's lock()", mutex.medianMs / find(ETCD_CASES.etcd3).medianMs, 0.7, times);
     return { results, rpcsPerCycle, confirmations };
   },

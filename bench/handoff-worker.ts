@@ -26,7 +26,8 @@ async function main(): Promise<void> {
   for await (const line of createInterface({ input: process.stdin })) {
     const [command, path, count] = line.split(' ') as [string, string, string | undefined];
     if (command === 'fill') await fill(client, path, Number(count));
-    else if (command === 'create') say(await create(client, `${path}/${FLOOR_NODE}`, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL));
+    else if (command === 'create')
+      say(await create(client, `${path}/${FLOOR_NODE}`, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL));
     else if (command === 'watch') await watch(client, path);
     else if (command === 'delete') {
       const sentUs = nowUs();
@@ -39,7 +40,8 @@ async function main(): Promise<void> {
 
 async function fill(client: ZkClient, dir: string, count: number): Promise<void> {
   await mkdirp(client, dir);
-  for (let i = 0; i < count; i += 1) await create(client, `${dir}/${FLOOR_NODE}`, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL);
+  for (let i = 0; i < count; i += 1)
+    await create(client, `${dir}/${FLOOR_NODE}`, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL);
   say('filled');
 }
 

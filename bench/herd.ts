@@ -35,7 +35,8 @@ interface Probe {
 export async function batonHerd(url: string, probe: Probe): Promise<Herd> {
   const sessions: Session[] = [];
   try {
-    for (let i = 0; i <= HERD; i += 1) sessions.push(await connect(url, url.startsWith('etcd:') ? { ttlSeconds: 10 } : { sessionTimeoutMs: 10_000 }));
+    for (let i = 0; i <= HERD; i += 1)
+      sessions.push(await connect(url, url.startsWith('etcd:') ? { ttlSeconds: 10 } : { sessionTimeoutMs: 10_000 }));
     const [holderSession, ...waiterSessions] = sessions as [Session, ...Session[]];
     const holder = await new FairMutex(holderSession, 'herd').acquire();
     const tokens: bigint[] = [];
@@ -63,8 +64,19 @@ export async function batonHerd(url: string, probe: Probe): Promise<Herd> {
 
 export function reportHerd(context: Context, backend: string, herd: Herd, extra: Record<string, string> = {}): void {
   heading(`3. Herd on ${backend}: ${HERD} queued waiters, one release`);
-  printFigures(`${HERD} waiters, each on a session of its own, in one process:`, { 'notifications to the waiters (client side)': String(herd.notifications), 'grants out of queue order': String(herd.outOfOrder), ...extra });
-  context.report.exactly(3, `${backend} watch notifications per release (${HERD} waiting)`, herd.notifications, 1, fixed(0), herd.outOfOrder === 0 ? '' : `(${herd.outOfOrder} grants out of order)`);
+  printFigures(`${HERD} waiters, each on a session of its own, in one process:`, {
+    'notifications to the waiters (client side)': String(herd.notifications),
+    'grants out of queue order': String(herd.outOfOrder),
+    ...extra,
+  });
+  context.report.exactly(
+    3,
+    `${backend} watch notifications per release (${HERD} waiting)`,
+    herd.notifications,
+    1,
+    fixed(0),
+    herd.outOfOrder === 0 ? '' : `(${herd.outOfOrder} grants out of order)`,
+  );
 }
 
 /** Polls until `ready()` holds. */
@@ -81,15 +93,20 @@ export const zkHerd: Case = {
   async run(context) {
     const hosts = await context.zk();
     const serverBefore = (await zkMetrics(hosts)).watchesFired;
-    const herd = await batonHerd(`zk://${hosts}/bench`, { armed: () => untilWatches(hosts, HERD), notifications: () => zkCounters.notifications });
+    const herd = await batonHerd(`zk://${hosts}/bench`, {
+      armed: () => untilWatches(hosts, HERD),
+      notifications: () => zkCounters.notifications,
+    });
     // The server's count takes in the whole run: every handoff, the waiters' turns too.
     const serverFired = (await zkMetrics(hosts)).watchesFired - serverBefore;
     const kazoo = await kazooHerd(hosts, HERD, SETTLE_MS);
     reportHerd(context, 'ZK', herd, {
       'watches the server fired per handoff, whole run': (serverFired / HERD).toFixed(2),
-      "kazoo's Lock: watches the server fired for one release": kazoo === undefined ? 'kazoo not installed' : String(kazoo),
+      "kazoo's Lock: watches the server fired for one release":
+        kazoo === undefined ? 'kazoo not installed' : String(kazoo),
     });
-    if (kazoo !== undefined) context.report.info(3, `kazoo's Lock watch notifications per release (${HERD} waiting)`, kazoo, String(kazoo));
+    if (kazoo !== undefined)
+      context.report.info(3, `kazoo's Lock watch notifications per release (${HERD} waiting)`, kazoo, String(kazoo));
     return { ...herd, serverFiredPerHandoff: serverFired / HERD, kazoo };
   },
 };

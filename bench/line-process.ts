@@ -1,4 +1,4 @@
-import { type ChildProcessByStdio,spawn } from 'node:child_process';
+import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 
@@ -16,7 +16,11 @@ export class LineProcess {
   readonly #exited: Promise<number | null>;
   #gone: Error | undefined;
 
-  constructor(command: string, args: readonly string[], readonly label: string) {
+  constructor(
+    command: string,
+    args: readonly string[],
+    readonly label: string,
+  ) {
     this.#child = spawn(command, args, { stdio: ['pipe', 'pipe', 'inherit'] });
     createInterface({ input: this.#child.stdout }).on('line', (line) => {
       const waiter = this.#pending.shift();

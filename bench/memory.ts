@@ -30,8 +30,14 @@ export const memoryCycle: Case = {
       heading('7. memory backend cycle (in process)');
       printCases(results, zk === undefined ? {} : { 'ZK FairMutex': zk });
       const mutexCycle = results[0]!;
-      const beside = zk === undefined ? '' : `, ${((mutexCycle.medianMs / zk.medianMs) * 100).toFixed(1)}% of the ZooKeeper cycle`;
-      report.info(7, 'memory FairMutex cycle, median / p99', mutexCycle.medianMs, `${ms(mutexCycle.medianMs)} / ${ms(mutexCycle.p99Ms)}, ${mutexCycle.opsPerSec.toFixed(0)} ops/s${beside}`);
+      const beside =
+        zk === undefined ? '' : `, ${((mutexCycle.medianMs / zk.medianMs) * 100).toFixed(1)}% of the ZooKeeper cycle`;
+      report.info(
+        7,
+        'memory FairMutex cycle, median / p99',
+        mutexCycle.medianMs,
+        `${ms(mutexCycle.medianMs)} / ${ms(mutexCycle.p99Ms)}, ${mutexCycle.opsPerSec.toFixed(0)} ops/s${beside}`,
+      );
       return results;
     } finally {
       await session.close();

@@ -9,7 +9,7 @@ import { connect as connectCounted, etcdCounters, etcdWatches, zkCounters } from
 import type { Case, Context } from './case.js';
 import { sleep } from './clock.js';
 import { fixed, times } from './report.js';
-import { alternate, summarize, type Summary,timed } from './stats.js';
+import { alternate, summarize, type Summary, timed } from './stats.js';
 import { heading, printCases, printFigures } from './table.js';
 import { untilWatches } from './zk-metrics.js';
 
@@ -92,13 +92,31 @@ async function semaphoreHerd(url: string, probe: Probe): Promise<number> {
 
 function report(context: Context, backend: string, results: readonly Summary[], herd: number): void {
   const find = (name: string): Summary => results.find((r) => r.name === name)!;
-  heading(`8. Semaphore and MultiLock on ${backend}, uncontended, and one release of ${PERMITS} permits with ${WAITERS} waiting`);
+  heading(
+    `8. Semaphore and MultiLock on ${backend}, uncontended, and one release of ${PERMITS} permits with ${WAITERS} waiting`,
+  );
   printCases(results, { FairMutex: find(KINDS.mutex), 'two FairMutex': find(KINDS.twoMutexes) });
   printFigures('', { [`notifications to the waiters for one release of ${PERMITS} permits`]: String(herd) });
   const ratio = (a: string, b: string): number => find(a).medianMs / find(b).medianMs;
-  context.report.atMost(8, `${backend} Semaphore cycle / FairMutex cycle`, ratio(KINDS.semaphore, KINDS.mutex), 1.05, times);
-  context.report.info(8, `${backend} MultiLock of 2 / two FairMutex in sequence`, ratio(KINDS.multi, KINDS.twoMutexes), times(ratio(KINDS.multi, KINDS.twoMutexes)));
-  context.report.info(8, `${backend} Semaphore notifications, one release of ${PERMITS} (${WAITERS} waiting)`, herd, `${fixed(0)(herd)} for ${PERMITS} grants`);
+  context.report.atMost(
+    8,
+    `${backend} Semaphore cycle / FairMutex cycle`,
+    ratio(KINDS.semaphore, KINDS.mutex),
+    1.05,
+    times,
+  );
+  context.report.info(
+    8,
+    `${backend} MultiLock of 2 / two FairMutex in sequence`,
+    ratio(KINDS.multi, KINDS.twoMutexes),
+    times(ratio(KINDS.multi, KINDS.twoMutexes)),
+  );
+  context.report.info(
+    8,
+    `${backend} Semaphore notifications, one release of ${PERMITS} (${WAITERS} waiting)`,
+    herd,
+    `${fixed(0)(herd)} for ${PERMITS} grants`,
+  );
 }
 
 async function until(ready: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
@@ -115,7 +133,10 @@ export const zkPermits: Case = {
     const hosts = await context.zk();
     const url = `zk://${hosts}/bench`;
     const results = await cycles(url, context.size);
-    const herd = await semaphoreHerd(url, { armed: () => untilWatches(hosts, WAITERS), notifications: () => zkCounters.notifications });
+    const herd = await semaphoreHerd(url, {
+      armed: () => untilWatches(hosts, WAITERS),
+      notifications: () => zkCounters.notifications,
+    });
     report(context, 'ZK', results, herd);
     return { results, herd };
   },
@@ -126,7 +147,10 @@ export const etcdPermits: Case = {
   async run(context) {
     const url = `etcd://${(await context.etcd()).replace(/^https?:\/\//, '')}/bench`;
     const results = await cycles(url, context.size);
-    const herd = await semaphoreHerd(url, { armed: () => until(() => etcdWatches.size >= WAITERS, `${WAITERS} watches`), notifications: () => etcdCounters.notifications });
+    const herd = await semaphoreHerd(url, {
+      armed: () => until(() => etcdWatches.size >= WAITERS, `${WAITERS} watches`),
+      notifications: () => etcdCounters.notifications,
+    });
     report(context, 'etcd', results, herd);
     return { results, herd };
   },
@@ -135,7 +159,10 @@ export const etcdPermits: Case = {
 export const memoryPermits: Case = {
   name: 'memory.permits',
   async run(context) {
-    const results = await cycles('memory://bench-permits/bench', { ...context.size, perBlock: context.size.perBlock * 10 });
+    const results = await cycles('memory://bench-permits/bench', {
+      ...context.size,
+      perBlock: context.size.perBlock * 10,
+    });
     const store = memoryStore('bench-permits');
     const herd = await semaphoreHerd('memory://bench-permits/bench', {
       armed: () => until(() => store.watchedUnder('bench/permits/herd').length >= WAITERS, `${WAITERS} watches`),

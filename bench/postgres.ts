@@ -5,11 +5,11 @@ import { connect, postgresCounters, postgresWatches } from '../src/testing.js';
 import type { Case } from './case.js';
 import { sleep } from './clock.js';
 import { nodeWorker } from './contended.js';
-import { analyse, combine, type ContenderReport, type Contention,medianRate } from './contention.js';
+import { analyse, combine, type ContenderReport, type Contention, medianRate } from './contention.js';
 import { batonHerd, HERD, reportHerd } from './herd.js';
-import { type LineProcess,startAll, stopAll } from './line-process.js';
+import { type LineProcess, startAll, stopAll } from './line-process.js';
 import { fixed, times, timesRange } from './report.js';
-import { alternateBlocks, flatBlocks, ratioInterval, summarize, type Summary,timed } from './stats.js';
+import { alternateBlocks, flatBlocks, ratioInterval, summarize, type Summary, timed } from './stats.js';
 import { heading, printCases, printFigures } from './table.js';
 
 /** Cycles whose statements are counted. */
@@ -18,7 +18,7 @@ const PROCESSES = 8;
 
 export const POSTGRES_CASES = {
   floor: 'raw floor (SELECT enqueue(), DELETE; one pg connection)',
-  floorCopy: 'raw floor again (its copy: the run\'s noise)',
+  floorCopy: "raw floor again (its copy: the run's noise)",
   mutex: 'baton FairMutex acquire+release',
   advisory: 'pg_advisory_lock + pg_advisory_unlock (one connection)',
 } as const;
@@ -50,11 +50,21 @@ export const postgresCycle: Case = {
     const raw = await client(url);
     try {
       // The floor's session: a lease long enough for the run, its row removed at the end.
-      const row = String((await raw.query<{ id: string }>('SELECT baton.open_session(3600000, $1) AS id', ['bench floor'])).rows[0]!.id);
+      const row = String(
+        (await raw.query<{ id: string }>('SELECT baton.open_session(3600000, $1) AS id', ['bench floor'])).rows[0]!.id,
+      );
       let n = 0;
       const floorCycle = async (queue: string): Promise<void> => {
         const key = `floor${row}.${(n += 1)}`;
-        await raw.query('SELECT * FROM baton.enqueue($1, $2, $3, $4, $5, $6, $7)', [row, key, 'bench-raw', queue, 'lock', null, '']);
+        await raw.query('SELECT * FROM baton.enqueue($1, $2, $3, $4, $5, $6, $7)', [
+          row,
+          key,
+          'bench-raw',
+          queue,
+          'lock',
+          null,
+          '',
+        ]);
         await raw.query('DELETE FROM baton.entries WHERE key = $1 AND session = $2', [key, row]);
       };
       const mutex = new FairMutex(session, 'cycle');
@@ -70,7 +80,10 @@ export const postgresCycle: Case = {
           await raw.query('SELECT pg_advisory_unlock($1)', [42]);
         },
       };
-      const byBlock = await alternateBlocks(Object.fromEntries(Object.entries(contenders).map(([name, cycle]) => [name, timed(cycle)])), size);
+      const byBlock = await alternateBlocks(
+        Object.fromEntries(Object.entries(contenders).map(([name, cycle]) => [name, timed(cycle)])),
+        size,
+      );
       const results = Object.entries(flatBlocks(byBlock)).map(([name, values]) => summarize(name, values));
       const find = (name: string): Summary => results.find((r) => r.name === name)!;
       const before = postgresCounters.statements;
@@ -85,11 +98,28 @@ export const postgresCycle: Case = {
       const floorMs = find(POSTGRES_CASES.floor).medianMs;
       const interval = ratioInterval(byBlock[POSTGRES_CASES.mutex]!, byBlock[POSTGRES_CASES.floor]!);
       const copy = find(POSTGRES_CASES.floorCopy).medianMs / floorMs;
-      report.info(9, 'PostgreSQL FairMutex cycle, median / p99', mutexMs, `${mutexMs.toFixed(3)} / ${find(POSTGRES_CASES.mutex).p99Ms.toFixed(3)} ms`);
+      report.info(
+        9,
+        'PostgreSQL FairMutex cycle, median / p99',
+        mutexMs,
+        `${mutexMs.toFixed(3)} / ${find(POSTGRES_CASES.mutex).p99Ms.toFixed(3)} ms`,
+      );
       report.exactly(9, 'PostgreSQL statements per FairMutex cycle', statements, 2, fixed(2));
-      report.atMost(9, 'PostgreSQL FairMutex / raw floor (same two statements)', mutexMs / floorMs, 1.1, times, `(95% ${timesRange(interval)})`);
+      report.atMost(
+        9,
+        'PostgreSQL FairMutex / raw floor (same two statements)',
+        mutexMs / floorMs,
+        1.1,
+        times,
+        `(95% ${timesRange(interval)})`,
+      );
       report.info(9, "PostgreSQL the floor's identical copy / the floor", copy, `${times(copy)} (this run's noise)`);
-      report.info(9, 'PostgreSQL FairMutex / pg_advisory_lock+unlock', mutexMs / find(POSTGRES_CASES.advisory).medianMs, times(mutexMs / find(POSTGRES_CASES.advisory).medianMs));
+      report.info(
+        9,
+        'PostgreSQL FairMutex / pg_advisory_lock+unlock',
+        mutexMs / find(POSTGRES_CASES.advisory).medianMs,
+        times(mutexMs / find(POSTGRES_CASES.advisory).medianMs),
+      );
       return { results, statements, interval };
     } finally {
       await session.close();
@@ -117,9 +147,15 @@ export const postgresContended: Case = {
     const blockMs = quick ? 1_500 : 2_000;
     const started: LineProcess[][] = [];
     try {
-      const baton = await startAll((i) => nodeWorker('contender.js', [withNamespace(url, 'bench'), 'contended'], `baton contender ${i}`), PROCESSES);
+      const baton = await startAll(
+        (i) => nodeWorker('contender.js', [withNamespace(url, 'bench'), 'contended'], `baton contender ${i}`),
+        PROCESSES,
+      );
       started.push(baton);
-      const advisory = await startAll((i) => nodeWorker('contender.js', [`advisory+${url}`, 'contended'], `advisory contender ${i}`), PROCESSES);
+      const advisory = await startAll(
+        (i) => nodeWorker('contender.js', [`advisory+${url}`, 'contended'], `advisory contender ${i}`),
+        PROCESSES,
+      );
       started.push(advisory);
       const measured: { baton: Contention[]; advisory: Contention[] } = { baton: [], advisory: [] };
       await contendBlock(baton, 500); // warm-up
@@ -138,9 +174,25 @@ export const postgresContended: Case = {
         'baton grants out of queue order': String(batonAll.outOfOrder),
         'baton grants overlapping the previous hold': String(batonAll.overlaps),
       });
-      report.info(10, `PostgreSQL FairMutex acquisitions/s, ${PROCESSES} processes`, rates.baton, rates.baton.toFixed(0));
-      report.info(10, `pg_advisory_lock acquisitions/s, ${PROCESSES} processes`, rates.advisory, rates.advisory.toFixed(0));
-      report.holds(10, 'PostgreSQL FairMutex strict FIFO, no overlap', batonAll.outOfOrder === 0 && batonAll.overlaps === 0, `${batonAll.outOfOrder} out of order, ${batonAll.overlaps} overlaps`, '0, 0');
+      report.info(
+        10,
+        `PostgreSQL FairMutex acquisitions/s, ${PROCESSES} processes`,
+        rates.baton,
+        rates.baton.toFixed(0),
+      );
+      report.info(
+        10,
+        `pg_advisory_lock acquisitions/s, ${PROCESSES} processes`,
+        rates.advisory,
+        rates.advisory.toFixed(0),
+      );
+      report.holds(
+        10,
+        'PostgreSQL FairMutex strict FIFO, no overlap',
+        batonAll.outOfOrder === 0 && batonAll.overlaps === 0,
+        `${batonAll.outOfOrder} out of order, ${batonAll.overlaps} overlaps`,
+        '0, 0',
+      );
       return { rates, outOfOrder: batonAll.outOfOrder, overlaps: batonAll.overlaps };
     } finally {
       await stopAll(started.flat());

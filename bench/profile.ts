@@ -33,7 +33,12 @@ function add(into: Map<string, number>, key: string, ms: number): void {
   into.set(key, (into.get(key) ?? 0) + ms);
 }
 
-function summarize(profile: Profile, fromMs: number, layers: Map<string, number>, functions: Map<string, number>): number {
+function summarize(
+  profile: Profile,
+  fromMs: number,
+  layers: Map<string, number>,
+  functions: Map<string, number>,
+): number {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const parent = new Map<number, number>();
   for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
@@ -64,19 +69,25 @@ function main(): void {
   const args = process.argv.slice(2);
   const from = args[0] === '--from' ? Number(args[1]) * 1000 : 0;
   const files = args[0] === '--from' ? args.slice(2) : args;
-  if (files.length === 0 || Number.isNaN(from)) throw new Error('usage: node profile.js [--from <seconds>] <file.cpuprofile>...');
+  if (files.length === 0 || Number.isNaN(from))
+    throw new Error('usage: node profile.js [--from <seconds>] <file.cpuprofile>...');
   const layers = new Map<string, number>();
   const functions = new Map<string, number>();
   let total = 0;
-  for (const file of files) total += summarize(JSON.parse(readFileSync(file, 'utf8')) as Profile, from, layers, functions);
+  for (const file of files)
+    total += summarize(JSON.parse(readFileSync(file, 'utf8')) as Profile, from, layers, functions);
   const print = (title: string, rows: Map<string, number>, count: number): void => {
     process.stdout.write(`${title}\n`);
     for (const [name, ms] of [...rows].sort((a, b) => b[1] - a[1]).slice(0, count)) {
-      process.stdout.write(`${ms.toFixed(0).padStart(8)} ms ${((ms / total) * 100).toFixed(1).padStart(5)}%  ${name}\n`);
+      process.stdout.write(
+        `${ms.toFixed(0).padStart(8)} ms ${((ms / total) * 100).toFixed(1).padStart(5)}%  ${name}\n`,
+      );
     }
   };
   const skipped = from > 0 ? `, the first ${from / 1000} s of each` : '';
-  process.stdout.write(`${files.length} profile(s), ${total.toFixed(0)} ms on the CPU (idle and module loading left out${skipped})\n`);
+  process.stdout.write(
+    `${files.length} profile(s), ${total.toFixed(0)} ms on the CPU (idle and module loading left out${skipped})\n`,
+  );
   print('by layer:', layers, 20);
   print('by function (self time):', functions, 30);
 }

@@ -21,7 +21,10 @@ export class RawQueueLock {
   async acquire(): Promise<{ path: string; sequence: number }> {
     const { client, dir } = this;
     const [path, listing] = await Promise.all(
-      corked(client, () => [create(client, `${dir}/${FLOOR_NODE}`, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL), getChildren(client, dir)]),
+      corked(client, () => [
+        create(client, `${dir}/${FLOOR_NODE}`, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL),
+        getChildren(client, dir),
+      ]),
     );
     const name = path.slice(dir.length + 1);
     for (let children = listing.children; ; children = (await getChildren(client, dir)).children) {

@@ -27,7 +27,12 @@ export function redlockPeer(url: string, resource: string, retryDelayMs = 10): P
   const client = new Redis(url);
   client.on('error', () => undefined);
   const RedlockClass = require('redlock') as new (clients: Redis[], options: object) => Redlock;
-  const redlock = new RedlockClass([client], { retryCount: -1, retryDelay: retryDelayMs, retryJitter: 5, driftFactor: 0.01 });
+  const redlock = new RedlockClass([client], {
+    retryCount: -1,
+    retryDelay: retryDelayMs,
+    retryJitter: 5,
+    driftFactor: 0.01,
+  });
   return {
     acquire: async () => {
       const lock = await redlock.lock(resource, 10_000);
@@ -46,10 +51,17 @@ interface SemaphoreMutex {
 export function redisSemaphorePeer(url: string, resource: string): PeerLock {
   const client = new Redis(url);
   client.on('error', () => undefined);
-  const { Mutex } = require('redis-semaphore') as { Mutex: new (client: Redis, key: string, options: object) => SemaphoreMutex };
+  const { Mutex } = require('redis-semaphore') as {
+    Mutex: new (client: Redis, key: string, options: object) => SemaphoreMutex;
+  };
   return {
     acquire: async () => {
-      const mutex = new Mutex(client, resource, { lockTimeout: 10_000, acquireTimeout: 60_000, retryInterval: 10, refreshInterval: 0 });
+      const mutex = new Mutex(client, resource, {
+        lockTimeout: 10_000,
+        acquireTimeout: 60_000,
+        retryInterval: 10,
+        refreshInterval: 0,
+      });
       await mutex.acquire();
       return () => mutex.release();
     },

@@ -6,11 +6,11 @@ import { connect, redisCounters } from '../src/testing.js';
 import type { Case } from './case.js';
 import { sleep } from './clock.js';
 import { nodeWorker } from './contended.js';
-import { analyse, type ContenderReport,type Contention, medianRate } from './contention.js';
+import { analyse, type ContenderReport, type Contention, medianRate } from './contention.js';
 import { startAll, stopAll } from './line-process.js';
-import { type PeerLock,peersInstalled, redisSemaphorePeer, redlockPeer } from './redis-peers.js';
+import { type PeerLock, peersInstalled, redisSemaphorePeer, redlockPeer } from './redis-peers.js';
 import { fixed, times, timesRange } from './report.js';
-import { alternateBlocks, flatBlocks, quantile, ratioInterval, summarize, type Summary,timed } from './stats.js';
+import { alternateBlocks, flatBlocks, quantile, ratioInterval, summarize, type Summary, timed } from './stats.js';
 import { heading, printCases, printFigures } from './table.js';
 
 const COUNTED = 100;
@@ -25,10 +25,22 @@ export const REDIS_CASES = {
   semaphore: "redis-semaphore's Mutex acquire+release",
 } as const;
 
-const COMPARE_AND_DELETE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end";
+const COMPARE_AND_DELETE =
+  "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end";
 
 type Scripted = Redis & {
-  batonEnqueue(q: string, c: string, liveness: string, base: string, id: string, kind: string, data: string, at: string, timeoutMs: number, expected: '0' | '1'): Promise<string[]>;
+  batonEnqueue(
+    q: string,
+    c: string,
+    liveness: string,
+    base: string,
+    id: string,
+    kind: string,
+    data: string,
+    at: string,
+    timeoutMs: number,
+    expected: '0' | '1',
+  ): Promise<string[]>;
   batonRelease(q: string, session: string, id: string, channel: string, changes: string): Promise<number>;
   compareAndDelete(key: string, value: string): Promise<number>;
 };
@@ -64,9 +76,18 @@ async function requestsDuring(url: string, during: () => Promise<unknown>): Prom
 }
 
 /** The Redis uncontended cycle beside the raw floor (baton's two scripts on one connection), SET NX PX + Lua delete, and the polling libraries. */
-export async function benchRedisCycle(url: string, options: { blocks: number; perBlock: number; warmup: number }): Promise<{ results: Summary[]; requests: Record<string, number>; interval: [number, number]; copy: [number, number] }> {
+export async function benchRedisCycle(
+  url: string,
+  options: { blocks: number; perBlock: number; warmup: number },
+): Promise<{
+  results: Summary[];
+  requests: Record<string, number>;
+  interval: [number, number];
+  copy: [number, number];
+}> {
   const client = new Redis(url) as Scripted;
-  for (const [name, { numberOfKeys, lua }] of Object.entries(SCRIPTS)) client.defineCommand(name, numberOfKeys === undefined ? { lua } : { numberOfKeys, lua });
+  for (const [name, { numberOfKeys, lua }] of Object.entries(SCRIPTS))
+    client.defineCommand(name, numberOfKeys === undefined ? { lua } : { numberOfKeys, lua });
   client.defineCommand('compareAndDelete', { numberOfKeys: 1, lua: COMPARE_AND_DELETE });
   const session = await connect(`${url}?namespace=bench`, { sessionTimeoutMs: 10_000 });
   const installed = peersInstalled();
@@ -78,7 +99,18 @@ export async function benchRedisCycle(url: string, options: { blocks: number; pe
       const base = `baton:{bench-raw/${lock}}`;
       const id = `${floorSession}-${(n += 1)}`;
       // As a session's first entry in a lock: the script sets the session's key there.
-      await client.batonEnqueue(`${base}:q`, `${base}:c`, `${base}:s:${floorSession}`, base, id, 'lock', '', '', 3_600_000, '0');
+      await client.batonEnqueue(
+        `${base}:q`,
+        `${base}:c`,
+        `${base}:s:${floorSession}`,
+        base,
+        id,
+        'lock',
+        '',
+        '',
+        3_600_000,
+        '0',
+      );
       await client.batonRelease(`${base}:q`, floorSession, id, `${base}:e:${id}`, `${base}:q`);
     };
     const mutex = new FairMutex(session, 'cycle');
@@ -87,7 +119,8 @@ export async function benchRedisCycle(url: string, options: { blocks: number; pe
       [REDIS_CASES.floorCopy]: floorCycle('copy'),
       [REDIS_CASES.setnx]: async () => {
         const token = String((n += 1));
-        if ((await client.set('bench-setnx', token, 'PX', 10_000, 'NX')) !== 'OK') throw new Error('SET NX found the key taken');
+        if ((await client.set('bench-setnx', token, 'PX', 10_000, 'NX')) !== 'OK')
+          throw new Error('SET NX found the key taken');
         await client.compareAndDelete('bench-setnx', token);
       },
       [REDIS_CASES.mutex]: async () => {
@@ -105,10 +138,14 @@ export async function benchRedisCycle(url: string, options: { blocks: number; pe
       peers.push(peer);
       contenders[REDIS_CASES.semaphore] = async () => (await peer.acquire())();
     }
-    const byBlock = await alternateBlocks(Object.fromEntries(Object.entries(contenders).map(([name, cycle]) => [name, timed(cycle)])), options);
+    const byBlock = await alternateBlocks(
+      Object.fromEntries(Object.entries(contenders).map(([name, cycle]) => [name, timed(cycle)])),
+      options,
+    );
     const samples = flatBlocks(byBlock);
     const requests: Record<string, number> = {};
-    for (const [name, cycle] of Object.entries(contenders)) requests[name] = (await requestsDuring(url, () => timed(cycle)(COUNTED))) / COUNTED;
+    for (const [name, cycle] of Object.entries(contenders))
+      requests[name] = (await requestsDuring(url, () => timed(cycle)(COUNTED))) / COUNTED;
     return {
       results: Object.entries(samples).map(([name, values]) => summarize(name, values)),
       requests,
@@ -129,16 +166,53 @@ export const redisCycle: Case = {
     const { results, requests, interval, copy } = await benchRedisCycle(url, size);
     const find = (name: string): Summary | undefined => results.find((r) => r.name === name);
     heading(`${ITEM}. Redis uncontended cycle (standalone)`);
-    printCases(results, { floor: find(REDIS_CASES.floor), 'SET NX': find(REDIS_CASES.setnx), redlock: find(REDIS_CASES.redlock) });
-    printFigures('requests per cycle (the server\'s MONITOR; a script is one request):', Object.fromEntries(Object.entries(requests).map(([n, r]) => [n, r.toFixed(2)])));
+    printCases(results, {
+      floor: find(REDIS_CASES.floor),
+      'SET NX': find(REDIS_CASES.setnx),
+      redlock: find(REDIS_CASES.redlock),
+    });
+    printFigures(
+      "requests per cycle (the server's MONITOR; a script is one request):",
+      Object.fromEntries(Object.entries(requests).map(([n, r]) => [n, r.toFixed(2)])),
+    );
     const mutex = find(REDIS_CASES.mutex)!;
     const floor = find(REDIS_CASES.floor)!;
-    report.info(ITEM, 'Redis FairMutex cycle, median / p99', mutex.medianMs, `${mutex.medianMs.toFixed(3)} / ${mutex.p99Ms.toFixed(3)} ms, ${mutex.opsPerSec.toFixed(0)} ops/s`);
-    report.exactly(ITEM, 'Redis requests per FairMutex cycle', Math.round(requests[REDIS_CASES.mutex]! * 100) / 100, 2, fixed(2), `(SET NX + Lua delete ${fixed(2)(requests[REDIS_CASES.setnx]!)})`);
-    report.atMost(ITEM, 'Redis FairMutex / raw floor (same two scripts)', mutex.medianMs / floor.medianMs, 1.1, times, `(95% ${timesRange(interval)}; the floor's copy ${timesRange(copy)})`);
-    report.info(ITEM, 'Redis FairMutex / SET NX PX + Lua delete', mutex.medianMs / find(REDIS_CASES.setnx)!.medianMs, times(mutex.medianMs / find(REDIS_CASES.setnx)!.medianMs));
+    report.info(
+      ITEM,
+      'Redis FairMutex cycle, median / p99',
+      mutex.medianMs,
+      `${mutex.medianMs.toFixed(3)} / ${mutex.p99Ms.toFixed(3)} ms, ${mutex.opsPerSec.toFixed(0)} ops/s`,
+    );
+    report.exactly(
+      ITEM,
+      'Redis requests per FairMutex cycle',
+      Math.round(requests[REDIS_CASES.mutex]! * 100) / 100,
+      2,
+      fixed(2),
+      `(SET NX + Lua delete ${fixed(2)(requests[REDIS_CASES.setnx]!)})`,
+    );
+    report.atMost(
+      ITEM,
+      'Redis FairMutex / raw floor (same two scripts)',
+      mutex.medianMs / floor.medianMs,
+      1.1,
+      times,
+      `(95% ${timesRange(interval)}; the floor's copy ${timesRange(copy)})`,
+    );
+    report.info(
+      ITEM,
+      'Redis FairMutex / SET NX PX + Lua delete',
+      mutex.medianMs / find(REDIS_CASES.setnx)!.medianMs,
+      times(mutex.medianMs / find(REDIS_CASES.setnx)!.medianMs),
+    );
     const redlock = find(REDIS_CASES.redlock);
-    if (redlock !== undefined) report.info(ITEM, "Redis FairMutex / redlock's lock (one instance)", mutex.medianMs / redlock.medianMs, times(mutex.medianMs / redlock.medianMs));
+    if (redlock !== undefined)
+      report.info(
+        ITEM,
+        "Redis FairMutex / redlock's lock (one instance)",
+        mutex.medianMs / redlock.medianMs,
+        times(mutex.medianMs / redlock.medianMs),
+      );
     return { results, requests };
   },
 };
@@ -159,7 +233,10 @@ export const redisContended: Case = {
     const measured: Record<string, Contention[]> = {};
     const perAcquisition: Record<string, number> = {};
     for (const [kind, target] of Object.entries(kinds)) {
-      const workers = await startAll((i) => nodeWorker('contender.js', [target, `contended-${kind.split(' ')[0]}`], `${kind} ${i}`), PROCESSES);
+      const workers = await startAll(
+        (i) => nodeWorker('contender.js', [target, `contended-${kind.split(' ')[0]}`], `${kind} ${i}`),
+        PROCESSES,
+      );
       try {
         measured[kind] = [];
         const streaks: number[] = [];
@@ -181,7 +258,8 @@ export const redisContended: Case = {
         perAcquisition[kind] = requests / Math.max(1, counted!.acquisitions);
         const all = measured[kind];
         const handoffs = all.flatMap((b) => b.handoffsMs);
-        rates[kind] = `${medianRate(all).toFixed(0)} acquisitions/s, ${perAcquisition[kind].toFixed(1)} requests each, handoff median ${quantile(handoffs, 0.5).toFixed(2)} ms, p99 ${quantile(handoffs, 0.99).toFixed(2)} ms, overlaps ${all.reduce((s, b) => s + b.overlaps, 0)}; one process's longest run of grants ${Math.max(...streaks)}, the least-served process's share ${(Math.min(...shares) * 100).toFixed(1)}% (fair: ${(100 / PROCESSES).toFixed(1)}%)`;
+        rates[kind] =
+          `${medianRate(all).toFixed(0)} acquisitions/s, ${perAcquisition[kind].toFixed(1)} requests each, handoff median ${quantile(handoffs, 0.5).toFixed(2)} ms, p99 ${quantile(handoffs, 0.99).toFixed(2)} ms, overlaps ${all.reduce((s, b) => s + b.overlaps, 0)}; one process's longest run of grants ${Math.max(...streaks)}, the least-served process's share ${(Math.min(...shares) * 100).toFixed(1)}% (fair: ${(100 / PROCESSES).toFixed(1)}%)`;
       } finally {
         await stopAll(workers);
       }
@@ -190,10 +268,20 @@ export const redisContended: Case = {
     heading(`${ITEM}. Redis contended: ${PROCESSES} processes on one lock, released at once`);
     printFigures('', rates);
     const baton = medianRate(measured['baton']!);
-    report.info(ITEM, `Redis FairMutex, ${PROCESSES} contending processes`, baton, `${baton.toFixed(0)} acquisitions/s`);
+    report.info(
+      ITEM,
+      `Redis FairMutex, ${PROCESSES} contending processes`,
+      baton,
+      `${baton.toFixed(0)} acquisitions/s`,
+    );
     for (const kind of Object.keys(kinds).filter((k) => k !== 'baton')) {
       const rate = medianRate(measured[kind]!);
-      report.info(ITEM, `Redis ${kind}, ${PROCESSES} processes`, rate, `${rate.toFixed(0)} acquisitions/s (baton ${times(baton / rate)})`);
+      report.info(
+        ITEM,
+        `Redis ${kind}, ${PROCESSES} processes`,
+        rate,
+        `${rate.toFixed(0)} acquisitions/s (baton ${times(baton / rate)})`,
+      );
     }
     return { rates };
   },
@@ -205,7 +293,9 @@ export const redisContended: Case = {
  * least-served process got.
  */
 function fairnessOf(reports: readonly ContenderReport[]): { longestStreak: number; smallestShare: number } {
-  const grants = reports.flatMap((report, worker) => report.acquisitions.map(([granted]) => [granted, worker] as const)).sort((a, b) => a[0] - b[0]);
+  const grants = reports
+    .flatMap((report, worker) => report.acquisitions.map(([granted]) => [granted, worker] as const))
+    .sort((a, b) => a[0] - b[0]);
   let longestStreak = 0;
   let streak = 0;
   grants.forEach(([, worker], index) => {
@@ -220,10 +310,15 @@ const WAITERS = 50;
 
 /** baton: two sessions, 50 waiters queued behind a holder, each releasing as soon as granted. */
 async function batonHerd(url: string): Promise<{ perRelease: number; requests: number }> {
-  const sessions = [await connect(`${url}?namespace=bench-herd`, { sessionTimeoutMs: 10_000 }), await connect(`${url}?namespace=bench-herd`, { sessionTimeoutMs: 10_000 })];
+  const sessions = [
+    await connect(`${url}?namespace=bench-herd`, { sessionTimeoutMs: 10_000 }),
+    await connect(`${url}?namespace=bench-herd`, { sessionTimeoutMs: 10_000 }),
+  ];
   try {
     const held = await new FairMutex(sessions[0]!, 'herd').acquire();
-    const waiters = Array.from({ length: WAITERS }, (_, i) => new FairMutex(sessions[i % 2]!, 'herd').withLock(() => undefined));
+    const waiters = Array.from({ length: WAITERS }, (_, i) =>
+      new FairMutex(sessions[i % 2]!, 'herd').withLock(() => undefined),
+    );
     await sleep(500);
     const before = redisCounters.notifications;
     const requests = await requestsDuring(url, async () => {
@@ -260,12 +355,21 @@ export const redisHerd: Case = {
     const url = await redis();
     const figures: Record<string, string> = {};
     const baton = await batonHerd(url);
-    figures['baton FairMutex'] = `${baton.perRelease.toFixed(2)} notifications per release, ${baton.requests.toFixed(2)} requests per handoff`;
-    report.exactly(ITEM, `Redis notifications per release, ${WAITERS} waiters`, baton.perRelease, 1, fixed(2), `(${baton.requests.toFixed(2)} requests per handoff)`);
+    figures['baton FairMutex'] =
+      `${baton.perRelease.toFixed(2)} notifications per release, ${baton.requests.toFixed(2)} requests per handoff`;
+    report.exactly(
+      ITEM,
+      `Redis notifications per release, ${WAITERS} waiters`,
+      baton.perRelease,
+      1,
+      fixed(2),
+      `(${baton.requests.toFixed(2)} requests per handoff)`,
+    );
     const installed = peersInstalled();
     const peers: [string, () => PeerLock][] = [];
     if (installed.redlock) peers.push(['redlock (10 ms retry)', () => redlockPeer(url, 'herd-redlock')]);
-    if (installed.redisSemaphore) peers.push(['redis-semaphore Mutex (10 ms retry)', () => redisSemaphorePeer(url, 'herd-semaphore')]);
+    if (installed.redisSemaphore)
+      peers.push(['redis-semaphore Mutex (10 ms retry)', () => redisSemaphorePeer(url, 'herd-semaphore')]);
     for (const [name, make] of peers) {
       const attempts = await pollingHerd(url, make);
       figures[name] = `${attempts.toFixed(1)} requests per handoff (every waiter tries again every 10 ms)`;

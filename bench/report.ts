@@ -17,7 +17,8 @@ export const times: Format = (value) => `${value.toFixed(3)}x`;
 export const timesRange = ([low, high]: readonly [number, number]): string => `${times(low)}-${times(high)}`;
 export const fixed =
   (digits: number, unit = ''): Format =>
-  (value) => `${value.toFixed(digits)}${unit}`;
+  (value) =>
+    `${value.toFixed(digits)}${unit}`;
 
 /** The checks of a run, in the order they were made. */
 export class Report {

@@ -31,8 +31,32 @@ const WARMUP_CYCLES = 1_500;
 
 /** Every case, in the order a full run takes them. */
 const CASES: readonly Case[] = [
-  ...[zkCycle, zkContended, zkHerd, zkScale, zkWaiters, zkPermits, etcdCycle, etcdReuse, etcdHerd, etcdScale, etcdWaiters, etcdPermits],
-  ...[postgresCycle, postgresContended, postgresHerd, redisCycle, redisContended, redisHerd, memoryCycle, memoryHerd, memoryWaiters, memoryPermits],
+  ...[
+    zkCycle,
+    zkContended,
+    zkHerd,
+    zkScale,
+    zkWaiters,
+    zkPermits,
+    etcdCycle,
+    etcdReuse,
+    etcdHerd,
+    etcdScale,
+    etcdWaiters,
+    etcdPermits,
+  ],
+  ...[
+    postgresCycle,
+    postgresContended,
+    postgresHerd,
+    redisCycle,
+    redisContended,
+    redisHerd,
+    memoryCycle,
+    memoryHerd,
+    memoryWaiters,
+    memoryPermits,
+  ],
 ];
 
 const USAGE = `npm run bench [-- --quick] [-- --only <selector>[,<selector>...]] [-- --json results.json]
@@ -62,7 +86,8 @@ async function main(): Promise<void> {
   const startedAt = new Date();
   const load = sampleLoad();
   try {
-    for (const benchCase of CASES.filter((c) => selected(c.name, args.only))) results[benchCase.name] = await benchCase.run(context);
+    for (const benchCase of CASES.filter((c) => selected(c.name, args.only)))
+      results[benchCase.name] = await benchCase.run(context);
   } finally {
     await servers.stop();
     load.stop();
@@ -70,7 +95,13 @@ async function main(): Promise<void> {
   printSummary(context.report);
   process.stdout.write(`load average (1 min) during the run: ${load.describe()} (the run itself adds to it)\n`);
   if (args.json !== undefined) {
-    const run = { startedAt: startedAt.toISOString(), seconds: (Date.now() - startedAt.getTime()) / 1000, machine: machineFacts(), options: args, loadAverage: load.samples };
+    const run = {
+      startedAt: startedAt.toISOString(),
+      seconds: (Date.now() - startedAt.getTime()) / 1000,
+      machine: machineFacts(),
+      options: args,
+      loadAverage: load.samples,
+    };
     writeFileSync(args.json, `${JSON.stringify({ run, summary: context.report.checks, cases: results }, null, 2)}\n`);
     process.stdout.write(`\nwrote ${args.json}\n`);
   }
@@ -90,9 +121,13 @@ function parseArgs(args: readonly string[]): Args {
     if (given === undefined || given.startsWith('--')) throw new Error(`${flag} needs a value\n${USAGE}`);
     return given;
   };
-  for (const arg of args) if (arg.startsWith('--') && !['--quick', '--only', '--json'].includes(arg)) throw new Error(`unknown option ${arg}\n${USAGE}`);
+  for (const arg of args)
+    if (arg.startsWith('--') && !['--quick', '--only', '--json'].includes(arg))
+      throw new Error(`unknown option ${arg}\n${USAGE}`);
   const only = value('--only')?.split(',');
-  for (const selector of only ?? []) if (!CASES.some((c) => selected(c.name, [selector]))) throw new Error(`--only ${selector} selects nothing\n${USAGE}`);
+  for (const selector of only ?? [])
+    if (!CASES.some((c) => selected(c.name, [selector])))
+      throw new Error(`--only ${selector} selects nothing\n${USAGE}`);
   return { quick: args.includes('--quick'), only, json: value('--json') };
 }
 
@@ -117,12 +152,20 @@ function sampleLoad(): { samples: number[]; stop(): void; describe(): string } {
       clearInterval(timer);
       samples.push(os.loadavg()[0]!);
     },
-    describe: () => `start ${samples[0]!.toFixed(2)}, min ${Math.min(...samples).toFixed(2)}, max ${Math.max(...samples).toFixed(2)}, end ${samples.at(-1)!.toFixed(2)}`,
+    describe: () =>
+      `start ${samples[0]!.toFixed(2)}, min ${Math.min(...samples).toFixed(2)}, max ${Math.max(...samples).toFixed(2)}, end ${samples.at(-1)!.toFixed(2)}`,
   };
 }
 
 function machineFacts(): Record<string, unknown> {
-  return { summary: machine(), cpus: os.cpus().length, memoryBytes: os.totalmem(), loadAverage: os.loadavg(), platform: `${os.type()} ${os.release()}`, node: process.version };
+  return {
+    summary: machine(),
+    cpus: os.cpus().length,
+    memoryBytes: os.totalmem(),
+    loadAverage: os.loadavg(),
+    platform: `${os.type()} ${os.release()}`,
+    node: process.version,
+  };
 }
 
 main().catch((error: unknown) => {

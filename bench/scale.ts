@@ -58,14 +58,28 @@ async function block(cycle: Cycle, perLoop: number, into: Throughput, serverPid:
  * `WARMUP_CYCLES` in run.ts), in whole periods of the balanced order (`wholePeriods`), with about as many
  * cycles in all (more or fewer per block).
  */
-async function alternateBlocks(kinds: Record<string, Cycle>, serverPid: number | undefined, warmup: number, blocks: number, perLoop: number): Promise<Throughput[]> {
-  const fresh = (name: string): Throughput => ({ name, perSecond: [], samples: [], clientCpuMs: 0, serverCpuMs: 0, cycles: 0 });
+async function alternateBlocks(
+  kinds: Record<string, Cycle>,
+  serverPid: number | undefined,
+  warmup: number,
+  blocks: number,
+  perLoop: number,
+): Promise<Throughput[]> {
+  const fresh = (name: string): Throughput => ({
+    name,
+    perSecond: [],
+    samples: [],
+    clientCpuMs: 0,
+    serverCpuMs: 0,
+    cycles: 0,
+  });
   const results = Object.keys(kinds).map(fresh);
   for (const cycle of Object.values(kinds)) await block(cycle, Math.ceil(warmup / LOCKS), fresh('warm-up'), serverPid);
   const rounds = wholePeriods(blocks, results.length);
   const cycles = Math.max(1, Math.round((blocks * perLoop) / rounds));
   for (let b = 0; b < rounds; b += 1) {
-    for (const [index, cycle] of balancedRound([...Object.values(kinds).entries()], b)) await block(cycle, cycles, results[index]!, serverPid);
+    for (const [index, cycle] of balancedRound([...Object.values(kinds).entries()], b))
+      await block(cycle, cycles, results[index]!, serverPid);
   }
   return results;
 }
@@ -99,11 +113,30 @@ function rate(result: Throughput): number {
 }
 
 function reportScale(context: Context, backend: string, results: readonly Throughput[]): unknown {
-  const [ours, createDelete, lockOps, withDeadlines] = results as [Throughput, Throughput, Throughput, Throughput | undefined];
-  const deadlines = withDeadlines === undefined ? '' : `, ${times(rate(ours) / rate(withDeadlines))} them with deadlines`;
-  context.report.atLeast(6, `${backend} ${LOCKS} locks at once / raw create+delete, one connection`, rate(ours) / rate(createDelete), 0.8, times,
-    `(${rate(ours).toFixed(0)} vs ${rate(createDelete).toFixed(0)} cycles/s, blocks ${timesRange(pairedRange(ours.perSecond, createDelete.perSecond))}; ${times(rate(ours) / rate(lockOps))} the lock's own requests${deadlines})`);
-  return results.map((r) => ({ name: r.name, perSecond: r.perSecond, medianMs: quantile(r.samples, 0.5), p99Ms: quantile(r.samples, 0.99), clientCpuMsPerCycle: r.clientCpuMs / r.cycles, serverCpuMsPerCycle: r.serverCpuMs / r.cycles }));
+  const [ours, createDelete, lockOps, withDeadlines] = results as [
+    Throughput,
+    Throughput,
+    Throughput,
+    Throughput | undefined,
+  ];
+  const deadlines =
+    withDeadlines === undefined ? '' : `, ${times(rate(ours) / rate(withDeadlines))} them with deadlines`;
+  context.report.atLeast(
+    6,
+    `${backend} ${LOCKS} locks at once / raw create+delete, one connection`,
+    rate(ours) / rate(createDelete),
+    0.8,
+    times,
+    `(${rate(ours).toFixed(0)} vs ${rate(createDelete).toFixed(0)} cycles/s, blocks ${timesRange(pairedRange(ours.perSecond, createDelete.perSecond))}; ${times(rate(ours) / rate(lockOps))} the lock's own requests${deadlines})`,
+  );
+  return results.map((r) => ({
+    name: r.name,
+    perSecond: r.perSecond,
+    medianMs: quantile(r.samples, 0.5),
+    p99Ms: quantile(r.samples, 0.99),
+    clientCpuMsPerCycle: r.clientCpuMs / r.cycles,
+    serverCpuMsPerCycle: r.serverCpuMs / r.cycles,
+  }));
 }
 
 /** Blocks and cycles per loop per block: about a second a block (etcd's writes are slower here). */
@@ -126,10 +159,16 @@ export const zkScale: Case = {
       const results = await alternateBlocks(
         {
           [`baton: ${LOCKS} FairMutexes on one session`]: batonLoops(session),
-          'floor 1: raw create, delete': async (i) => remove(client, await create(client, `/bench-scale/cd/${i}/${FLOOR_NODE}`, EPHEMERAL_SEQUENTIAL)),
+          'floor 1: raw create, delete': async (i) =>
+            remove(client, await create(client, `/bench-scale/cd/${i}/${FLOOR_NODE}`, EPHEMERAL_SEQUENTIAL)),
           "floor 2: raw create+getChildren, delete (a lock's requests)": async (i) => {
             const dir = `/bench-scale/lock/${i}`;
-            const [path] = await Promise.all(corked(client, () => [create(client, `${dir}/${FLOOR_NODE}`, EPHEMERAL_SEQUENTIAL), getChildren(client, dir)]));
+            const [path] = await Promise.all(
+              corked(client, () => [
+                create(client, `${dir}/${FLOOR_NODE}`, EPHEMERAL_SEQUENTIAL),
+                getChildren(client, dir),
+              ]),
+            );
             await remove(client, path);
           },
         },
@@ -157,7 +196,11 @@ export const etcdScale: Case = {
       const key = (kind: string, i: number): Buffer => Buffer.from(`bench-scale/${kind}/${i}/#/entry`);
       const txnCycle = async (i: number, kind: string, options?: { deadline: number }): Promise<void> => {
         const own = key(kind, i);
-        const range = { key: Buffer.from(`bench-scale/${kind}/${i}/#/`), range_end: Buffer.from(`bench-scale/${kind}/${i}/#0`), keys_only: true };
+        const range = {
+          key: Buffer.from(`bench-scale/${kind}/${i}/#/`),
+          range_end: Buffer.from(`bench-scale/${kind}/${i}/#0`),
+          keys_only: true,
+        };
         await client.kv.txn(
           {
             compare: [{ key: own, target: 'Create', result: 'Equal', create_revision: 0 }],
@@ -178,7 +221,8 @@ export const etcdScale: Case = {
           "floor 2: raw Txn put+range, delete (a lock's requests)": (i) => txnCycle(i, 'lock'),
           // baton gives every attempt a deadline (a member that stops answering must not hold a
           // release for minutes); gRPC then keeps a timer per call. The same floor with one:
-          'floor 3: floor 2, each request with a deadline, as baton sends them': (i) => txnCycle(i, 'deadline', { deadline: Date.now() + 3_333 }),
+          'floor 3: floor 2, each request with a deadline, as baton sends them': (i) =>
+            txnCycle(i, 'deadline', { deadline: Date.now() + 3_333 }),
         },
         context.serverPid('etcd'),
         context.size.warmup,

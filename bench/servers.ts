@@ -16,7 +16,12 @@ export class Servers {
   #redis: Promise<string> | undefined;
   readonly #stops: (() => Promise<void>)[] = [];
   /** PIDs of the servers started here, for their CPU time (none for external servers). */
-  readonly pids: { zk?: number | undefined; etcd?: number | undefined; postgres?: number | undefined; redis?: number | undefined } = {};
+  readonly pids: {
+    zk?: number | undefined;
+    etcd?: number | undefined;
+    postgres?: number | undefined;
+    redis?: number | undefined;
+  } = {};
 
   zk(): Promise<string> {
     this.#zk ??= this.#startZk();

@@ -17,7 +17,13 @@ export interface Summary {
 export function summarize(name: string, samples: readonly number[]): Summary {
   const medianMs = quantile(samples, 0.5);
   const total = samples.reduce((sum, value) => sum + value, 0);
-  return { name, samples: samples.length, medianMs, p99Ms: quantile(samples, 0.99), opsPerSec: (samples.length / total) * 1000 };
+  return {
+    name,
+    samples: samples.length,
+    medianMs,
+    p99Ms: quantile(samples, 0.99),
+    opsPerSec: (samples.length / total) * 1000,
+  };
 }
 
 /** A contender runs `count` cycles and reports each cycle's milliseconds. */
@@ -96,7 +102,8 @@ export async function alternateBlocks(
   const blocks = wholePeriods(options.blocks, Object.keys(contenders).length);
   const perBlock = Math.max(1, Math.round((options.blocks * options.perBlock) / blocks));
   for (let block = 0; block < blocks; block += 1) {
-    for (const [name, run] of balancedRound(Object.entries(contenders), block)) samples[name]!.push(await run(perBlock));
+    for (const [name, run] of balancedRound(Object.entries(contenders), block))
+      samples[name]!.push(await run(perBlock));
   }
   return samples;
 }
@@ -107,8 +114,14 @@ export async function alternateBlocks(
  * kept together, since they shared its conditions). Seeded, so that the same samples give the same
  * interval. On a noisy machine most of the spread is between rounds, which this captures.
  */
-export function ratioInterval(a: readonly (readonly number[])[], b: readonly (readonly number[])[], resamples = 1_000, seed = 1): [number, number] {
-  if (a.length !== b.length || a.length === 0) throw new Error(`ratioInterval needs the same rounds on both sides, got ${a.length} and ${b.length}`);
+export function ratioInterval(
+  a: readonly (readonly number[])[],
+  b: readonly (readonly number[])[],
+  resamples = 1_000,
+  seed = 1,
+): [number, number] {
+  if (a.length !== b.length || a.length === 0)
+    throw new Error(`ratioInterval needs the same rounds on both sides, got ${a.length} and ${b.length}`);
   let state = seed >>> 0;
   const next = (): number => {
     state = (Math.imul(state, 1_664_525) + 1_013_904_223) >>> 0;
@@ -133,7 +146,8 @@ export function ratioInterval(a: readonly (readonly number[])[], b: readonly (re
  * how far a single block's figure strayed in this run.
  */
 export function pairedRange(a: readonly number[], b: readonly number[]): [number, number] {
-  if (a.length !== b.length || a.length === 0) throw new Error(`pairedRange needs the same blocks on both sides, got ${a.length} and ${b.length}`);
+  if (a.length !== b.length || a.length === 0)
+    throw new Error(`pairedRange needs the same blocks on both sides, got ${a.length} and ${b.length}`);
   const ratios = a.map((value, i) => value / b[i]!);
   return [Math.min(...ratios), Math.max(...ratios)];
 }

@@ -19,10 +19,14 @@ export function heading(title: string): void {
 /** Medians side by side, with each case's ratio to every reference measured in the same run. */
 export function printCases(results: readonly Summary[], references: Record<string, Summary | undefined> = {}): void {
   const refs = Object.entries(references).filter((entry): entry is [string, Summary] => entry[1] !== undefined);
-  out(`${'case'.padEnd(56)} ${'median'.padStart(9)} ${'p99'.padStart(9)} ${'ops/s'.padStart(8)}${refs.map(([n]) => ` ${`/${n}`.padStart(12)}`).join('')}`);
+  out(
+    `${'case'.padEnd(56)} ${'median'.padStart(9)} ${'p99'.padStart(9)} ${'ops/s'.padStart(8)}${refs.map(([n]) => ` ${`/${n}`.padStart(12)}`).join('')}`,
+  );
   for (const result of results) {
     const ratios = refs.map(([, ref]) => ` ${`${(result.medianMs / ref.medianMs).toFixed(3)}x`.padStart(12)}`);
-    out(`${result.name.padEnd(56)} ${ms(result.medianMs).padStart(9)} ${ms(result.p99Ms).padStart(9)} ${result.opsPerSec.toFixed(0).padStart(8)}${ratios.join('')}`);
+    out(
+      `${result.name.padEnd(56)} ${ms(result.medianMs).padStart(9)} ${ms(result.p99Ms).padStart(9)} ${result.opsPerSec.toFixed(0).padStart(8)}${ratios.join('')}`,
+    );
   }
 }
 
@@ -40,10 +44,19 @@ export function ms(value: number): string {
 /** The one table a reader looks at: every figure with its target and whether it was met. */
 export function printSummary(report: Report): void {
   heading('Summary');
-  const rows = report.checks.map((c) => [String(c.item), c.name, c.measured, c.target, c.verdict === 'info' ? '' : c.verdict]);
+  const rows = report.checks.map((c) => [
+    String(c.item),
+    c.name,
+    c.measured,
+    c.target,
+    c.verdict === 'info' ? '' : c.verdict,
+  ]);
   const widths = [1, 2, 3].map((column) => Math.max(...rows.map((row) => row[column]!.length), 6));
   out(`${'#'} ${'case'.padEnd(widths[0]!)}  ${'measured'.padEnd(widths[1]!)}  ${'target'.padEnd(widths[2]!)}  verdict`);
-  for (const row of rows) out(`${row[0]} ${row[1]!.padEnd(widths[0]!)}  ${row[2]!.padEnd(widths[1]!)}  ${row[3]!.padEnd(widths[2]!)}  ${row[4]}`);
+  for (const row of rows)
+    out(
+      `${row[0]} ${row[1]!.padEnd(widths[0]!)}  ${row[2]!.padEnd(widths[1]!)}  ${row[3]!.padEnd(widths[2]!)}  ${row[4]}`,
+    );
   const missed = report.checks.filter((c) => c.verdict === 'MISSED').length;
   const met = report.checks.filter((c) => c.verdict === 'met').length;
   out(`${met} targets met, ${missed} missed`);

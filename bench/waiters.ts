@@ -43,7 +43,8 @@ async function measureWaiters(url: string, armed: () => Promise<void>): Promise<
     const mutex = new FairMutex(session, 'waiters');
     for (let i = 0; i < 50; i += 1) await (await mutex.acquire()).release(); // every path compiled and allocated once
     const holder = await mutex.acquire();
-    const listeners = (): number => getEventListeners(session.signal, 'abort').length + internalsOf(session).waitingCount;
+    const listeners = (): number =>
+      getEventListeners(session.signal, 'abort').length + internalsOf(session).waitingCount;
     const before = { heap: await heapUsed(), listeners: listeners() };
     const turns = Array.from({ length: WAITERS }, async () => (await mutex.acquire()).release());
     await armed();
@@ -73,9 +74,19 @@ function reportWaiters(context: Context, backend: string, result: Waiters): Wait
     'waits registered with the session and listeners on its signal: before, waiting, after': `${result.listeners.before}, ${result.listeners.waiting}, ${result.listeners.after}`,
     [`all ${WAITERS} turns, one after another`]: `${result.drainMs.toFixed(0)} ms`,
   });
-  context.report.info(6, `${backend} heap per queued waiter (${WAITERS} in one process)`, result.heapBytesPerWaiter, `${fixed(2)(result.heapBytesPerWaiter / 1024)} KiB (${(result.heapBytesLeft / 1024).toFixed(0)} KiB left after)`);
-  context.report.holds(6, `${backend} session registrations back to the baseline after ${WAITERS}`, result.listeners.after === result.listeners.before,
-    `${result.listeners.before} -> ${result.listeners.waiting} -> ${result.listeners.after}`, `${result.listeners.before} after`);
+  context.report.info(
+    6,
+    `${backend} heap per queued waiter (${WAITERS} in one process)`,
+    result.heapBytesPerWaiter,
+    `${fixed(2)(result.heapBytesPerWaiter / 1024)} KiB (${(result.heapBytesLeft / 1024).toFixed(0)} KiB left after)`,
+  );
+  context.report.holds(
+    6,
+    `${backend} session registrations back to the baseline after ${WAITERS}`,
+    result.listeners.after === result.listeners.before,
+    `${result.listeners.before} -> ${result.listeners.waiting} -> ${result.listeners.after}`,
+    `${result.listeners.before} after`,
+  );
   return result;
 }
 
@@ -92,7 +103,11 @@ export const zkWaiters: Case = {
   name: 'zk.waiters',
   async run(context) {
     const hosts = await context.zk();
-    return reportWaiters(context, 'ZK', await measureWaiters(`zk://${hosts}/bench`, () => untilWatches(hosts, WAITERS, 60_000)));
+    return reportWaiters(
+      context,
+      'ZK',
+      await measureWaiters(`zk://${hosts}/bench`, () => untilWatches(hosts, WAITERS, 60_000)),
+    );
   },
 };
 
@@ -100,7 +115,11 @@ export const etcdWaiters: Case = {
   name: 'etcd.waiters',
   async run(context) {
     const endpoint = (await context.etcd()).replace(/^https?:\/\//, '');
-    return reportWaiters(context, 'etcd', await measureWaiters(`etcd://${endpoint}/bench`, () => until(() => etcdWatches.size >= WAITERS)));
+    return reportWaiters(
+      context,
+      'etcd',
+      await measureWaiters(`etcd://${endpoint}/bench`, () => until(() => etcdWatches.size >= WAITERS)),
+    );
   },
 };
 
@@ -108,6 +127,12 @@ export const memoryWaiters: Case = {
   name: 'memory.waiters',
   async run(context) {
     const store = memoryStore('bench-waiters');
-    return reportWaiters(context, 'memory', await measureWaiters('memory://bench-waiters/bench', () => until(() => store.watchedUnder('bench/waiters').length >= WAITERS)));
+    return reportWaiters(
+      context,
+      'memory',
+      await measureWaiters('memory://bench-waiters/bench', () =>
+        until(() => store.watchedUnder('bench/waiters').length >= WAITERS),
+      ),
+    );
   },
 };

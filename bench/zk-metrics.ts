@@ -10,7 +10,9 @@ export interface ZkMetrics {
   readonly watchCount: number;
 }
 
-const FIRED = ['node_created', 'node_deleted', 'node_changed', 'node_children'].map((kind) => `zk_sum_${kind}_watch_count`);
+const FIRED = ['node_created', 'node_deleted', 'node_changed', 'node_children'].map(
+  (kind) => `zk_sum_${kind}_watch_count`,
+);
 
 /** Reads `mntr` from the first server of a connect string (the benchmarks use a standalone one). */
 export async function zkMetrics(connectString: string): Promise<ZkMetrics> {

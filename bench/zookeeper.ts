@@ -11,7 +11,7 @@ import type { Case } from './case.js';
 import { FLOOR_NODE } from './floor-name.js';
 import { KAZOO_MISSING, KazooPeer } from './kazoo.js';
 import { fixed, times } from './report.js';
-import { alternate, type Block, summarize, type Summary,timed } from './stats.js';
+import { alternate, type Block, summarize, type Summary, timed } from './stats.js';
 import { heading, printCases, printFigures } from './table.js';
 import { openClient } from './zk-client.js';
 import { zkRequestsDuring } from './zk-metrics.js';
@@ -52,7 +52,10 @@ export interface ZkCycleResult {
 const COUNTED = 200;
 
 /** ZooKeeper uncontended cycles: baton's recipes beside the raw floor and kazoo's, in one run. */
-export async function benchZkCycle(connectString: string, options: { blocks: number; perBlock: number; warmup: number }): Promise<ZkCycleResult> {
+export async function benchZkCycle(
+  connectString: string,
+  options: { blocks: number; perBlock: number; warmup: number },
+): Promise<ZkCycleResult> {
   const client = await openClient(connectString);
   const session = await connect(`zk://${connectString}/bench`);
   const kazoo = await KazooPeer.start(connectString);
@@ -110,23 +113,57 @@ export const zkCycle: Case = {
     const find = (name: string): Summary | undefined => results.find((r) => r.name === name);
     for (const result of results) figures.set(`zk ${result.name}`, result);
     heading('1, 5. ZooKeeper uncontended cycle (standalone, forceSync on)');
-    printCases(results, { awaited: find(CASES.awaited), pipelined: find(CASES.pipelined), 'one write': find(CASES.oneWrite), 'kazoo Lock': find(CASES.kazooLock) });
-    printFigures('server requests per cycle (mntr zk_packets_received):', Object.fromEntries(Object.entries(requestsPerCycle).map(([n, r]) => [n, r.toFixed(2)])));
+    printCases(results, {
+      awaited: find(CASES.awaited),
+      pipelined: find(CASES.pipelined),
+      'one write': find(CASES.oneWrite),
+      'kazoo Lock': find(CASES.kazooLock),
+    });
+    printFigures(
+      'server requests per cycle (mntr zk_packets_received):',
+      Object.fromEntries(Object.entries(requestsPerCycle).map(([n, r]) => [n, r.toFixed(2)])),
+    );
     const ratio = (a: string, b: string): number | undefined => {
       const [x, y] = [find(a), find(b)];
       return x === undefined || y === undefined ? undefined : x.medianMs / y.medianMs;
     };
     const mutex = find(CASES.mutex)!;
-    report.info(1, 'ZK FairMutex cycle, median / p99', mutex.medianMs, `${mutex.medianMs.toFixed(3)} / ${mutex.p99Ms.toFixed(3)} ms, ${mutex.opsPerSec.toFixed(0)} ops/s`);
-    report.atMost(1, 'ZK FairMutex / raw floor pipelined', ratio(CASES.mutex, CASES.pipelined)!, 1.05, times, `(awaited floor ${times(ratio(CASES.mutex, CASES.awaited)!)})`);
+    report.info(
+      1,
+      'ZK FairMutex cycle, median / p99',
+      mutex.medianMs,
+      `${mutex.medianMs.toFixed(3)} / ${mutex.p99Ms.toFixed(3)} ms, ${mutex.opsPerSec.toFixed(0)} ops/s`,
+    );
+    report.atMost(
+      1,
+      'ZK FairMutex / raw floor pipelined',
+      ratio(CASES.mutex, CASES.pipelined)!,
+      1.05,
+      times,
+      `(awaited floor ${times(ratio(CASES.mutex, CASES.awaited)!)})`,
+    );
     const kazooLock = ratio(CASES.mutex, CASES.kazooLock);
     if (kazooLock !== undefined) report.atMost(1, "ZK FairMutex / kazoo's Lock", kazooLock, 0.6, times);
-    const requests = (name: string): string => (requestsPerCycle[name] === undefined ? '-' : requestsPerCycle[name].toFixed(2));
-    report.info(1, 'ZK server requests per cycle', requestsPerCycle[CASES.mutex]!, `baton ${requests(CASES.mutex)}, floor ${requests(CASES.pipelined)}, kazoo ${requests(CASES.kazooLock)}`);
-    for (const [half, ours, theirs] of [['readLock', CASES.read, CASES.kazooRead], ['writeLock', CASES.write, CASES.kazooWrite]] as const) {
+    const requests = (name: string): string =>
+      requestsPerCycle[name] === undefined ? '-' : requestsPerCycle[name].toFixed(2);
+    report.info(
+      1,
+      'ZK server requests per cycle',
+      requestsPerCycle[CASES.mutex]!,
+      `baton ${requests(CASES.mutex)}, floor ${requests(CASES.pipelined)}, kazoo ${requests(CASES.kazooLock)}`,
+    );
+    for (const [half, ours, theirs] of [
+      ['readLock', CASES.read, CASES.kazooRead],
+      ['writeLock', CASES.write, CASES.kazooWrite],
+    ] as const) {
       const vsKazoo = ratio(ours, theirs);
       const vsMutex = ratio(ours, CASES.mutex)!;
-      report.info(5, `ZK ${half} / kazoo's ${half === 'readLock' ? 'ReadLock' : 'WriteLock'}`, vsKazoo ?? Number.NaN, `${vsKazoo === undefined ? 'no kazoo' : times(vsKazoo)} (${times(vsMutex)} the FairMutex, ${fixed(3, ' ms')(find(ours)!.medianMs)})`);
+      report.info(
+        5,
+        `ZK ${half} / kazoo's ${half === 'readLock' ? 'ReadLock' : 'WriteLock'}`,
+        vsKazoo ?? Number.NaN,
+        `${vsKazoo === undefined ? 'no kazoo' : times(vsKazoo)} (${times(vsMutex)} the FairMutex, ${fixed(3, ' ms')(find(ours)!.medianMs)})`,
+      );
     }
     return { results, requestsPerCycle };
   },

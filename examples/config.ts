@@ -27,7 +27,10 @@ export function readConfig(session: Session, store: ConfigStore): Promise<Config
 }
 
 export function updateConfig(session: Session, store: ConfigStore, change: (current: Config) => Config): Promise<void> {
-  return new ReadWriteLock(session, 'config/pricing').writeLock.withLock(async () => store.write(change(await store.read())), { timeoutMs: 10_000 });
+  return new ReadWriteLock(session, 'config/pricing').writeLock.withLock(
+    async () => store.write(change(await store.read())),
+    { timeoutMs: 10_000 },
+  );
 }
 
 /** Three readers reading while a writer updates three times; every read is whole (fee = version here). */
@@ -43,7 +46,8 @@ export async function main(url: string, log = console.log): Promise<Config[]> {
         await new Promise((resolve) => setTimeout(resolve, 1));
       }
     });
-    for (let i = 0; i < 3; i += 1) await updateConfig(writer!, store, (c) => ({ version: c.version + 1, fee: c.fee + 1 }));
+    for (let i = 0; i < 3; i += 1)
+      await updateConfig(writer!, store, (c) => ({ version: c.version + 1, fee: c.fee + 1 }));
     writing = false;
     await Promise.all(reading);
     log(`${seen.length} reads, versions seen: ${[...new Set(seen.map((c) => c.version))].join(', ')}`);

@@ -25,7 +25,8 @@ export async function serveWhileLeader(
 export async function followLeader(session: Session, log: (line: string) => void, signal: AbortSignal): Promise<void> {
   const election = new LeaderElection(session, 'reports/leader', { id: 'follower' });
   try {
-    for await (const leader of election.observe({ signal })) log(leader ? `leader: ${leader.id} (term ${leader.fencingToken})` : 'leader: none');
+    for await (const leader of election.observe({ signal }))
+      log(leader ? `leader: ${leader.id} (term ${leader.fencingToken})` : 'leader: none');
   } catch (error) {
     if (!signal.aborted) throw error;
   }
@@ -43,9 +44,11 @@ export async function main(url: string, log = console.log): Promise<string[]> {
     await new Promise((resolve) => setTimeout(resolve, 100)); // a shift of work; watch `lost` in real code
     if (shifts.length >= 6 && !stop.signal.aborted) stop.abort();
   };
-  const nodes = ['node-a', 'node-b', 'node-c'].map((id, i) => serveWhileLeader(sessions[i]!, id, work(id), stop.signal).catch((error) => {
-    if (!stop.signal.aborted) throw error;
-  }));
+  const nodes = ['node-a', 'node-b', 'node-c'].map((id, i) =>
+    serveWhileLeader(sessions[i]!, id, work(id), stop.signal).catch((error) => {
+      if (!stop.signal.aborted) throw error;
+    }),
+  );
   try {
     await Promise.all([...nodes, following]);
     return shifts;

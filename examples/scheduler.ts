@@ -16,12 +16,17 @@ export interface Ledger {
 export async function runPeriod(session: Session, ledger: Ledger, node: string, period: number): Promise<string> {
   const mutex = new FairMutex(session, 'payments/settlement');
   try {
-    return await mutex.withLock(async (lock) => {
-      if (await ledger.isSettled(period)) return 'already settled';
-      // ... compute the batch here, passing lock.signal to whatever can be cancelled ...
-      if (!lock.held) return 'lock lost: not writing';
-      return (await ledger.settle(period, node, lock.fencingToken)) ? `settled (token ${lock.fencingToken})` : 'refused as stale';
-    }, { timeoutMs: 10_000 });
+    return await mutex.withLock(
+      async (lock) => {
+        if (await ledger.isSettled(period)) return 'already settled';
+        // ... compute the batch here, passing lock.signal to whatever can be cancelled ...
+        if (!lock.held) return 'lock lost: not writing';
+        return (await ledger.settle(period, node, lock.fencingToken))
+          ? `settled (token ${lock.fencingToken})`
+          : 'refused as stale';
+      },
+      { timeoutMs: 10_000 },
+    );
   } catch (error) {
     if (error instanceof LockTimeoutError) return 'gave up waiting';
     throw error;
@@ -46,7 +51,9 @@ export class MemoryLedger implements Ledger {
 /** Three nodes, three periods: each period is settled once. */
 export async function main(url: string, log = console.log): Promise<MemoryLedger> {
   const ledger = new MemoryLedger();
-  const nodes = await Promise.all(['node-a', 'node-b', 'node-c'].map(async (name) => ({ name, session: await connect(url) })));
+  const nodes = await Promise.all(
+    ['node-a', 'node-b', 'node-c'].map(async (name) => ({ name, session: await connect(url) })),
+  );
   try {
     for (const period of [1, 2, 3]) {
       const outcomes = await Promise.all(nodes.map(({ name, session }) => runPeriod(session, ledger, name, period)));

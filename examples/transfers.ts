@@ -15,7 +15,8 @@ export class FencedLedger {
   readonly #tokens = new Map<string, bigint>();
   async move(from: string, to: string, amount: number, tokens: ReadonlyMap<string, bigint>): Promise<string> {
     const [fromToken, toToken] = [tokens.get(`accounts/${from}`)!, tokens.get(`accounts/${to}`)!];
-    if (fromToken < (this.#tokens.get(from) ?? -1n) || toToken < (this.#tokens.get(to) ?? -1n)) return 'refused as stale';
+    if (fromToken < (this.#tokens.get(from) ?? -1n) || toToken < (this.#tokens.get(to) ?? -1n))
+      return 'refused as stale';
     if (this.balances.get(from)! < amount) return 'insufficient funds';
     this.#tokens.set(from, fromToken).set(to, toToken);
     this.balances.set(from, this.balances.get(from)! - amount).set(to, this.balances.get(to)! + amount);
@@ -24,13 +25,22 @@ export class FencedLedger {
 }
 
 /** Moves `amount` from one account to another while holding both accounts' locks. */
-export async function transfer(session: Session, ledger: FencedLedger, from: string, to: string, amount: number): Promise<string> {
+export async function transfer(
+  session: Session,
+  ledger: FencedLedger,
+  from: string,
+  to: string,
+  amount: number,
+): Promise<string> {
   const both = new MultiLock(session, [`accounts/${from}`, `accounts/${to}`]);
-  return both.withLock(async (locks) => {
-    // ... check limits, write an audit line, passing locks.signal to whatever can be cancelled ...
-    if (!locks.held) return 'locks lost: not writing';
-    return ledger.move(from, to, amount, locks.fencingTokens);
-  }, { timeoutMs: 10_000 });
+  return both.withLock(
+    async (locks) => {
+      // ... check limits, write an audit line, passing locks.signal to whatever can be cancelled ...
+      if (!locks.held) return 'locks lost: not writing';
+      return ledger.move(from, to, amount, locks.fencingTokens);
+    },
+    { timeoutMs: 10_000 },
+  );
 }
 
 /** The bank's API, which allows two calls at once per client; counts what it sees. */
@@ -57,14 +67,18 @@ export async function main(url: string, log = console.log): Promise<{ ledger: Fe
   const [ledger, bank] = [new FencedLedger(), new Bank()];
   const sessions = await Promise.all([0, 1, 2].map(() => connect(url)));
   try {
-    await Promise.all(sessions.flatMap((session, node) => [
-      ...[0, 1, 2, 3, 4, 5].map(async (i) => {
-        const [from, to] = [ACCOUNTS[(node + i) % 3]!, ACCOUNTS[(node + i + 1 + (i % 2)) % 3]!];
-        log(`node ${node}: ${from} -> ${to} 10: ${await transfer(session, ledger, from, to, 10)}`);
-      }),
-      ...[0, 1, 2, 3].map((batch) => settle(session, bank, node * 4 + batch)),
-    ]));
-    log(`balances ${JSON.stringify(Object.fromEntries(ledger.balances))}; bank calls ${bank.calls}, at most ${bank.peak} at once`);
+    await Promise.all(
+      sessions.flatMap((session, node) => [
+        ...[0, 1, 2, 3, 4, 5].map(async (i) => {
+          const [from, to] = [ACCOUNTS[(node + i) % 3]!, ACCOUNTS[(node + i + 1 + (i % 2)) % 3]!];
+          log(`node ${node}: ${from} -> ${to} 10: ${await transfer(session, ledger, from, to, 10)}`);
+        }),
+        ...[0, 1, 2, 3].map((batch) => settle(session, bank, node * 4 + batch)),
+      ]),
+    );
+    log(
+      `balances ${JSON.stringify(Object.fromEntries(ledger.balances))}; bank calls ${bank.calls}, at most ${bank.peak} at once`,
+    );
     return { ledger, bank };
   } finally {
     await Promise.all(sessions.map((session) => session.close()));

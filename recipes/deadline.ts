@@ -44,7 +44,12 @@ class CombinedDeadline implements Deadline, Abortable {
   /** The sources' abort listeners, as [source, listener, source, listener, ...]. */
   #sources: (AbortSignal | (() => void))[] = [];
 
-  constructor(what: string, timeoutMs: number | undefined, signals: readonly (AbortSignal | undefined)[], statedMs: number | undefined) {
+  constructor(
+    what: string,
+    timeoutMs: number | undefined,
+    signals: readonly (AbortSignal | undefined)[],
+    statedMs: number | undefined,
+  ) {
     for (const source of signals) {
       if (source === undefined) continue;
       if (source.aborted) {
@@ -87,7 +92,8 @@ class CombinedDeadline implements Deadline, Abortable {
     this.#disposed = true;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     const sources = this.#sources;
-    for (let i = 0; i < sources.length; i += 2) (sources[i] as AbortSignal).removeEventListener('abort', sources[i + 1] as () => void);
+    for (let i = 0; i < sources.length; i += 2)
+      (sources[i] as AbortSignal).removeEventListener('abort', sources[i + 1] as () => void);
     this.#sources = [];
   }
 

@@ -1,11 +1,11 @@
-import { coreOf, type Entry, type Session, type SessionCore,untilAborted } from './contract.js';
+import { coreOf, type Entry, type Session, type SessionCore, untilAborted } from './contract.js';
 import { deadline } from './deadline.js';
 import { exclusive } from './decide.js';
 import { InvalidArgumentError } from './errors.js';
 import { LockHandle } from './handle.js';
-import { ELECTION_INTEROP, type Interop,validateRecipeOptions } from './interop.js';
+import { ELECTION_INTEROP, type Interop, validateRecipeOptions } from './interop.js';
 import { checkSession } from './mutex.js';
-import { assertUsable, type QueueRequest,waitForTurn } from './queue.js';
+import { assertUsable, type QueueRequest, waitForTurn } from './queue.js';
 import { checkOptionKeys, validateName, validateSignal, validateWaitOptions, type WaitOptions } from './validate.js';
 
 export const MAX_ID_LENGTH = 1_024;
@@ -90,7 +90,16 @@ export class LeaderElection {
     const dialect = validateRecipeOptions(options, this.#session, ELECTION_INTEROP, ['id', 'interop']);
     this.id = validateId(options);
     this.#leading = leadingKinds(dialect);
-    this.#request = { session, core: this.#core, queue: this.name, kind: 'candidate', decide: exclusive, what: `leadership of "${this.name}"`, data: this.id, dialect };
+    this.#request = {
+      session,
+      core: this.#core,
+      queue: this.name,
+      kind: 'candidate',
+      decide: exclusive,
+      what: `leadership of "${this.name}"`,
+      data: this.id,
+      dialect,
+    };
   }
 
   /**
@@ -201,7 +210,8 @@ function validateObserveOptions(options: unknown): ObserveOptions {
 }
 
 function validateId(options: unknown): string {
-  if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options', options, 'an object such as { id: "worker-7" }');
+  if (typeof options !== 'object' || options === null)
+    throw new InvalidArgumentError('options', options, 'an object such as { id: "worker-7" }');
   const { id } = options as Record<string, unknown>;
   if (typeof id !== 'string' || id.length === 0 || id.length > MAX_ID_LENGTH) {
     throw new InvalidArgumentError('id', id, `a non-empty string of at most ${MAX_ID_LENGTH} characters`);

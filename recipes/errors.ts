@@ -111,7 +111,10 @@ export class NotHeldError extends BatonError {
 export class LockUpgradeError extends BatonError {
   /** `what`: the read/write lock, for the message. */
   constructor(what: string) {
-    super(`cannot upgrade ${what}: this owner holds its read lock; release it first (upgrading would deadlock)`, 'LOCK_UPGRADE');
+    super(
+      `cannot upgrade ${what}: this owner holds its read lock; release it first (upgrading would deadlock)`,
+      'LOCK_UPGRADE',
+    );
   }
 }
 
@@ -140,8 +143,14 @@ export class PermitsMismatchError extends BatonError {
 
   /** `what` names the semaphore (`semaphore "jobs"`). */
   constructor(what: string, permits: number, found: number | string) {
-    const other = typeof found === 'number' ? `an entry made with permits ${found}` : `an entry of another recipe (kind "${found}")`;
-    const rule = typeof found === 'number' ? 'every participant must give the same permits' : "a semaphore's name must not be shared with other recipes";
+    const other =
+      typeof found === 'number'
+        ? `an entry made with permits ${found}`
+        : `an entry of another recipe (kind "${found}")`;
+    const rule =
+      typeof found === 'number'
+        ? 'every participant must give the same permits'
+        : "a semaphore's name must not be shared with other recipes";
     super(`${what} was asked for with permits ${permits}, but its queue holds ${other}: ${rule}`, 'PERMITS_MISMATCH');
     this.permits = permits;
     this.found = found;

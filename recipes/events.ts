@@ -107,7 +107,8 @@ export interface LockLost extends LockEventBase {
  * `requested` and ends with one of `granted`, `busy`, `timedOut`, `aborted`, `failed`; every grant ends
  * with `released` or `lost`.
  */
-export type LockEvent = LockRequested | LockGranted | LockBusy | LockTimedOut | LockAborted | LockFailed | LockReleased | LockLost;
+export type LockEvent =
+  LockRequested | LockGranted | LockBusy | LockTimedOut | LockAborted | LockFailed | LockReleased | LockLost;
 
 /** A listener of the session's `'lock'` event (`session.on('lock', listener)`). */
 export type LockListener = (event: LockEvent) => void;

@@ -1,6 +1,6 @@
 import type { Entry, Hold, SessionCore } from './contract.js';
 import { LockLostError } from './errors.js';
-import { type ReportedHold,reportHold } from './report.js';
+import { type ReportedHold, reportHold } from './report.js';
 
 const LOSE = Symbol('lose');
 const RELEASING = Symbol('releasing');

@@ -24,7 +24,8 @@ export interface LockOptions {
 export const LOCK_INTEROP: readonly Interop[] = ['curator', 'kazoo'];
 export const ELECTION_INTEROP: readonly Interop[] = ['curator', 'curator-selector', 'kazoo'];
 
-const NO_DIALECTS = "no value on this backend: only ZooKeeper's peers need baton to write their names (etcd's Go recipes see baton's keys as they are)";
+const NO_DIALECTS =
+  "no value on this backend: only ZooKeeper's peers need baton to write their names (etcd's Go recipes see baton's keys as they are)";
 
 /**
  * Checks a recipe constructor's options: an object with only `allowed` keys, and an `interop` the

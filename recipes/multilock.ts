@@ -45,7 +45,8 @@ export class MultiLock {
       }
     } catch (error) {
       await releaseAll(held);
-      if (error instanceof LockTimeoutError && timeoutMs !== undefined) throw new LockTimeoutError(this.#what, timeoutMs, { cause: error });
+      if (error instanceof LockTimeoutError && timeoutMs !== undefined)
+        throw new LockTimeoutError(this.#what, timeoutMs, { cause: error });
       throw error;
     }
     return new MultiLockHandle(held);
@@ -143,7 +144,8 @@ function canonicalNames(names: unknown): string[] {
   if (names.length === 0) throw new InvalidArgumentError('names', names, 'a non-empty array of lock names');
   const sorted = names.map((name: unknown) => validateName(name)).sort();
   for (let i = 1; i < sorted.length; i += 1) {
-    if (sorted[i] === sorted[i - 1]) throw new InvalidArgumentError('names', names, `distinct lock names ("${sorted[i]}" appears twice)`);
+    if (sorted[i] === sorted[i - 1])
+      throw new InvalidArgumentError('names', names, `distinct lock names ("${sorted[i]}" appears twice)`);
   }
   return sorted;
 }

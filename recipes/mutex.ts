@@ -5,8 +5,8 @@ import { coreOf, isSession } from './contract.js';
 import { exclusive } from './decide.js';
 import { InvalidArgumentError } from './errors.js';
 import { LockHandle } from './handle.js';
-import { LOCK_INTEROP, type LockOptions,validateRecipeOptions } from './interop.js';
-import { assertUsable, type QueueRequest,tryTurn, waitForTurn } from './queue.js';
+import { LOCK_INTEROP, type LockOptions, validateRecipeOptions } from './interop.js';
+import { assertUsable, type QueueRequest, tryTurn, waitForTurn } from './queue.js';
 import { validateName, validateWaitOptions, type WaitOptions } from './validate.js';
 
 /** What FairMutex, a ReadWriteLock's readLock and its writeLock have in common. */
@@ -114,7 +114,12 @@ export class QueueLock implements Lock {
 
 /** The session a recipe is made on: one from connect() (awaited), still open. */
 export function checkSession(session: unknown): Session {
-  if (session instanceof Promise) throw new InvalidArgumentError('session', session, 'a session from connect(), awaited: this is the Promise connect() returned');
+  if (session instanceof Promise)
+    throw new InvalidArgumentError(
+      'session',
+      session,
+      'a session from connect(), awaited: this is the Promise connect() returned',
+    );
   if (!isSession(session)) throw new InvalidArgumentError('session', session, 'a session from connect()');
   assertUsable(session);
   return session;
@@ -155,7 +160,15 @@ export class FairMutex implements Lock {
     const checked = checkSession(session);
     const dialect = validateRecipeOptions(options, checked, LOCK_INTEROP);
     this.name = queue;
-    this.#lock = new QueueLock({ session: checked, core: coreOf(checked), queue, kind: 'lock', decide: exclusive, what: `lock "${queue}"`, dialect });
+    this.#lock = new QueueLock({
+      session: checked,
+      core: coreOf(checked),
+      queue,
+      kind: 'lock',
+      decide: exclusive,
+      what: `lock "${queue}"`,
+      dialect,
+    });
   }
 
   /**

@@ -61,7 +61,8 @@ export function semaphoreDecide(permits: number, what: string): Decide {
     for (const entry of queue) {
       if (entry.order >= self.order) break;
       const ask = askOf(entry.kind);
-      if (ask === null || ask.permits !== permits) throw new PermitsMismatchError(what, permits, ask?.permits ?? entry.kind);
+      if (ask === null || ask.permits !== permits)
+        throw new PermitsMismatchError(what, permits, ask?.permits ?? entry.kind);
       if (entry.order !== place) used += ask.count;
       place = entry.order;
       previousHolds = used <= permits;

@@ -58,7 +58,10 @@ export async function waitForTurn(request: QueueRequest, options: WaitOptions): 
       // alive for as long as the wait lasts (see `firstLook`).
       let look: FirstLook;
       try {
-        look = firstLook(turn, await core.backend.enqueue(turn.queue, entryKindOf(turn), turn.at, turn.data, turn.dialect));
+        look = firstLook(
+          turn,
+          await core.backend.enqueue(turn.queue, entryKindOf(turn), turn.at, turn.data, turn.dialect),
+        );
       } catch (error) {
         throw gaveUpFirst(request.what, options, startedAt, error);
       }
@@ -102,7 +105,8 @@ function gaveUpFirst(what: string, options: WaitOptions, startedAt: number, erro
   if (!(error instanceof SessionLostError || error instanceof ClosedError)) return error;
   if (options.signal?.aborted === true) return options.signal.reason;
   const { timeoutMs } = options;
-  if (timeoutMs !== undefined && performance.now() - startedAt >= timeoutMs) return new LockTimeoutError(what, timeoutMs, { cause: error });
+  if (timeoutMs !== undefined && performance.now() - startedAt >= timeoutMs)
+    return new LockTimeoutError(what, timeoutMs, { cause: error });
   return error;
 }
 
@@ -110,10 +114,17 @@ function gaveUpFirst(what: string, options: WaitOptions, startedAt: number, erro
  * Waits until `self` (queued, with `first` ahead of it) may proceed, or throws: timeout, abort, the
  * session's end, or `EntryVanished`. The caller withdraws the entry on any throw.
  */
-async function waitInLine(request: QueueRequest, options: WaitOptions, startedAt: number, self: Entry, first: Entry | readonly Entry[] | typeof MISSING): Promise<void> {
+async function waitInLine(
+  request: QueueRequest,
+  options: WaitOptions,
+  startedAt: number,
+  self: Entry,
+  first: Entry | readonly Entry[] | typeof MISSING,
+): Promise<void> {
   const { session, core, what } = request;
   // One deadline for the whole wait, counted from the call, and across a requeue too.
-  const remaining = options.timeoutMs === undefined ? undefined : Math.max(0, options.timeoutMs - (performance.now() - startedAt));
+  const remaining =
+    options.timeoutMs === undefined ? undefined : Math.max(0, options.timeoutMs - (performance.now() - startedAt));
   const wait = deadline(what, remaining, [options.signal], options.timeoutMs);
   // The session's end reaches the wait through its registration (`ended`); an end before it, here.
   if (session.signal.aborted) wait.cancel(session.signal.reason);
@@ -153,7 +164,13 @@ export async function tryTurn(request: QueueRequest): Promise<Entry | null> {
   const leave = core.enter();
   const report = reportWait(core, request.queue, request.kind);
   try {
-    const { entry, queue } = await core.backend.enqueue(request.queue, entryKindOf(request), request.at, request.data, request.dialect);
+    const { entry, queue } = await core.backend.enqueue(
+      request.queue,
+      entryKindOf(request),
+      request.at,
+      request.data,
+      request.dialect,
+    );
     let blocker: ReturnType<Decide>;
     try {
       const placeLost = lostPlace(request, queue);
@@ -243,7 +260,9 @@ function entryKindOf(request: QueueRequest): string {
 function lostPlace(request: QueueRequest, queue: readonly Entry[]): LockLostError | undefined {
   const { at } = request;
   if (at === undefined || queue.some((e) => e.key === at.key)) return undefined;
-  return new LockLostError(request.what, { cause: new Error(`the entry whose place was to be taken (${at.key}) is gone`) });
+  return new LockLostError(request.what, {
+    cause: new Error(`the entry whose place was to be taken (${at.key}) is gone`),
+  });
 }
 
 /** Our entry left the queue while we waited, and not with the session: someone deleted it. */
@@ -291,9 +310,16 @@ function isMany(entries: Entry | readonly Entry[]): entries is readonly Entry[] 
  */
 async function announceGrant(request: QueueRequest, entry: Entry): Promise<Entry> {
   const { backend } = request.core;
-  const { entry: moved, queue } = await backend.enqueue(request.queue, entryKindOf(request), entry, request.data, request.dialect);
+  const { entry: moved, queue } = await backend.enqueue(
+    request.queue,
+    entryKindOf(request),
+    entry,
+    request.data,
+    request.dialect,
+  );
   try {
-    if (!queue.some((e) => e.key === entry.key)) throw new EntryVanished('our entry was gone when it was put again at its place');
+    if (!queue.some((e) => e.key === entry.key))
+      throw new EntryVanished('our entry was gone when it was put again at its place');
     await backend.withdraw(entry);
   } catch (error) {
     await backend.withdraw(moved);

@@ -3,7 +3,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { deadline } from './deadline.js';
 import { InvalidArgumentError, NotHeldError } from './errors.js';
 import type { LockHandle } from './handle.js';
-import { type Lock, type QueueLock,queueLockOf } from './mutex.js';
+import { type Lock, type QueueLock, queueLockOf } from './mutex.js';
 import { validateWaitOptions, type WaitOptions } from './validate.js';
 
 /** Options of `Reentrant.acquire` and `withLock`: a timeout and signal, and who the owner is. */
@@ -103,7 +103,7 @@ export class Reentrant {
    * Throws `InvalidArgumentError` for anything else.
    */
   constructor(lock: Lock) {
-    if (typeof lock !== 'object' || lock === null || typeof (lock).acquire !== 'function') {
+    if (typeof lock !== 'object' || lock === null || typeof lock.acquire !== 'function') {
       throw new InvalidArgumentError('lock', lock, 'a FairMutex, readLock or writeLock');
     }
     this.#lock = lock;
@@ -149,11 +149,13 @@ export class Reentrant {
       // Join the owner's acquire in flight, within this call's own timeout and signal.
       const started = performance.now();
       await settledWithin(pending, checked, `lock "${this.name}"`);
-      const left = checked.timeoutMs === undefined ? undefined : Math.max(0, checked.timeoutMs - (performance.now() - started));
+      const left =
+        checked.timeoutMs === undefined ? undefined : Math.max(0, checked.timeoutMs - (performance.now() - started));
       return this.acquire({ ...options, owner, timeoutMs: left });
     }
     // On behalf of the owner, where the lock tells owners apart (the halves of a ReadWriteLock).
-    const acquiring = this.#queueLock !== undefined ? this.#queueLock.acquireAs(owner, checked) : this.#lock.acquire(checked);
+    const acquiring =
+      this.#queueLock !== undefined ? this.#queueLock.acquireAs(owner, checked) : this.#lock.acquire(checked);
     this.#pending.set(owner, acquiring);
     try {
       const hold: Hold = { lock: await acquiring, count: 1 };
@@ -169,7 +171,8 @@ export class Reentrant {
    * `NotHeldError` if that owner holds no level, `InvalidArgumentError` for options that are not an object.
    */
   async release(options: { owner?: unknown } = {}): Promise<void> {
-    if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options', options, 'an object such as { owner }');
+    if (typeof options !== 'object' || options === null)
+      throw new InvalidArgumentError('options', options, 'an object such as { owner }');
     const owner = 'owner' in options ? options.owner : this.#context.getStore();
     const held = this.#holds.get(owner);
     if (held === undefined) throw new NotHeldError(`${this.name}: released more often than acquired by this owner`);
@@ -225,7 +228,10 @@ async function settledWithin(pending: Promise<unknown>, options: WaitOptions, wh
     await new Promise<void>((resolve, reject) => {
       if (wait.signal.aborted) reject(wait.signal.reason);
       wait.signal.addEventListener('abort', () => reject(wait.signal.reason), { once: true });
-      pending.then(() => resolve(), () => resolve());
+      pending.then(
+        () => resolve(),
+        () => resolve(),
+      );
     });
   } finally {
     wait.dispose();

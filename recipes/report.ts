@@ -31,7 +31,13 @@ export class ReportedWait {
     if (!this.#end()) return;
     const now = performance.now();
     grants.set(entry, { at: now, kind: this.kind });
-    this.session.report({ type: 'granted', name: this.name, kind: this.kind, waitMs: now - this.startedAt, fencingToken: entry.fencingToken });
+    this.session.report({
+      type: 'granted',
+      name: this.name,
+      kind: this.kind,
+      waitMs: now - this.startedAt,
+      fencingToken: entry.fencingToken,
+    });
   }
 
   busy(): void {
@@ -44,7 +50,8 @@ export class ReportedWait {
     if (!this.#end()) return;
     const about = { name: this.name, kind: this.kind, waitMs: performance.now() - this.startedAt };
     // By identity, not class: a caller's signal may abort with any reason, a LockTimeoutError included.
-    if (signal?.aborted === true && error === signal.reason) this.session.report({ type: 'aborted', ...about, reason: error });
+    if (signal?.aborted === true && error === signal.reason)
+      this.session.report({ type: 'aborted', ...about, reason: error });
     else if (error instanceof LockTimeoutError) this.session.report({ type: 'timedOut', ...about });
     else this.session.report({ type: 'failed', ...about, error });
   }
@@ -58,7 +65,12 @@ export class ReportedWait {
 }
 
 /** The report of a wait, or undefined when nobody listens. `startedAt`: a clock reading the caller has. */
-export function reportWait(session: SessionCore, name: string, kind: LockKind, startedAt?: number): ReportedWait | undefined {
+export function reportWait(
+  session: SessionCore,
+  name: string,
+  kind: LockKind,
+  startedAt?: number,
+): ReportedWait | undefined {
   if (!session.reporting) return undefined;
   return new ReportedWait(session, name, kind, startedAt ?? performance.now());
 }
@@ -85,7 +97,12 @@ export class ReportedHold {
   }
 
   #about(): { name: string; kind: LockKind; holdMs: number; fencingToken: bigint } {
-    return { name: this.entry.queue, kind: this.kind, holdMs: performance.now() - this.grantedAt, fencingToken: this.entry.fencingToken };
+    return {
+      name: this.entry.queue,
+      kind: this.kind,
+      holdMs: performance.now() - this.grantedAt,
+      fencingToken: this.entry.fencingToken,
+    };
   }
 
   /** True the first time: a hold ends once. */

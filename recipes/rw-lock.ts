@@ -4,8 +4,8 @@ import { coreOf, type Entry, type Session } from './contract.js';
 import { exclusive, shared } from './decide.js';
 import { InvalidArgumentError, LockUpgradeError } from './errors.js';
 import { entryOf, type LockHandle } from './handle.js';
-import { LOCK_INTEROP, type LockOptions,validateRecipeOptions } from './interop.js';
-import { checkSession, type Lock,QueueLock } from './mutex.js';
+import { LOCK_INTEROP, type LockOptions, validateRecipeOptions } from './interop.js';
+import { checkSession, type Lock, QueueLock } from './mutex.js';
 import { validateName, type WaitOptions } from './validate.js';
 
 /**
@@ -56,7 +56,8 @@ export class ReadWriteLock {
       { session: checked, core, queue, kind: 'write', decide: exclusive, what: `write lock "${queue}"`, dialect },
       {
         place: (owner) => {
-          for (const holder of prune(this.#reads).values()) if (holder === owner) throw new LockUpgradeError(`read/write lock "${queue}"`);
+          for (const holder of prune(this.#reads).values())
+            if (holder === owner) throw new LockUpgradeError(`read/write lock "${queue}"`);
           return undefined;
         },
         granted: (lock, owner) => prune(this.#writes).set(lock, owner), // pruned here too: a lock used only for writes
@@ -74,7 +75,11 @@ export class ReadWriteLock {
    */
   async downgrade(write: LockHandle, options?: WaitOptions): Promise<LockHandle> {
     if (!this.#writes.has(write) || !write.held) {
-      throw new InvalidArgumentError('write lock handle', write, `a held write lock of this ReadWriteLock ("${this.name}")`);
+      throw new InvalidArgumentError(
+        'write lock handle',
+        write,
+        `a held write lock of this ReadWriteLock ("${this.name}")`,
+      );
     }
     // As the write lock's owner, whose write the read is placed at.
     const read = await (this.readLock as QueueLock).acquireAs(this.#writes.get(write), options ?? {});

@@ -3,8 +3,15 @@ import { InvalidArgumentError } from './errors.js';
 import { entryOf, LockHandle } from './handle.js';
 import { checkSession } from './mutex.js';
 import { askOf, semaphoreDecide, semaphoreKind } from './permits.js';
-import { type QueueRequest,tryTurn, waitForTurn } from './queue.js';
-import { checkOptionKeys, quoted, validateName, validateSignal, validateTimeout, type WaitOptions } from './validate.js';
+import { type QueueRequest, tryTurn, waitForTurn } from './queue.js';
+import {
+  checkOptionKeys,
+  quoted,
+  validateName,
+  validateSignal,
+  validateTimeout,
+  type WaitOptions,
+} from './validate.js';
 
 /** The largest `permits`: what every peer language counts in a 32-bit integer. */
 export const MAX_PERMITS = 2_147_483_647;
@@ -117,7 +124,16 @@ export class Semaphore {
     let request = this.#requests.get(count);
     if (request === undefined) {
       const entryKind = semaphoreKind(count, this.permits);
-      request = { session: this.#session, core: this.#core, queue: this.name, kind: 'semaphore', entryKind, decide: this.#decide, what: this.#what, announceGrant: true };
+      request = {
+        session: this.#session,
+        core: this.#core,
+        queue: this.name,
+        kind: 'semaphore',
+        entryKind,
+        decide: this.#decide,
+        what: this.#what,
+        announceGrant: true,
+      };
       this.#requests.set(count, request);
       if (count === 1) this.#one = request;
     }
@@ -130,7 +146,10 @@ export class Semaphore {
   #checkAcquire(options: unknown): { count: number; wait: WaitOptions } {
     if (options === undefined) return DEFAULT_ACQUIRE;
     const { count, timeoutMs, signal } = checkedObject(options, ACQUIRE_OPTIONS);
-    return { count: this.#checkCount(count), wait: { timeoutMs: validateTimeout(timeoutMs), signal: validateSignal(signal) } };
+    return {
+      count: this.#checkCount(count),
+      wait: { timeoutMs: validateTimeout(timeoutMs), signal: validateSignal(signal) },
+    };
   }
 
   #checkCount(count: unknown): number {
@@ -157,7 +176,8 @@ function checkedObject(options: unknown, known: readonly string[]): Record<strin
 }
 
 function validatePermits(options: unknown): number {
-  if (options === undefined) throw new InvalidArgumentError('options', options, 'an object with "permits" (how many permits the semaphore has)');
+  if (options === undefined)
+    throw new InvalidArgumentError('options', options, 'an object with "permits" (how many permits the semaphore has)');
   const { permits } = checkedObject(options, ['permits']);
   if (typeof permits !== 'number' || !Number.isInteger(permits) || permits < 1 || permits > MAX_PERMITS) {
     throw new InvalidArgumentError('permits', permits, `an integer from 1 to ${MAX_PERMITS}`);

@@ -27,7 +27,8 @@ export function validateName(name: unknown): string {
       throw new InvalidNameError(name, 'segments may contain only A-Z, a-z, 0-9, ".", "_" and "-"');
     }
     if (segment.startsWith('_c_')) throw new InvalidNameError(name, 'segments may not start with "_c_"');
-    if (ENTRY_LIKE.test(segment)) throw new InvalidNameError(name, `segment "${segment}" is named like a lock client's queue entry`);
+    if (ENTRY_LIKE.test(segment))
+      throw new InvalidNameError(name, `segment "${segment}" is named like a lock client's queue entry`);
   }
   return name;
 }
@@ -78,7 +79,11 @@ export function checkOptionKeys(options: object, known: readonly string[]): void
     if (!Object.prototype.hasOwnProperty.call(options, key) || known.includes(key)) continue;
     const nearest = nearestOf(key, known);
     const hint = nearest === undefined ? '' : ` (did you mean "${nearest}"?)`;
-    throw new InvalidArgumentError(`option "${key}"`, (options as Record<string, unknown>)[key], `one of the known options ${quoted(known)}${hint}`);
+    throw new InvalidArgumentError(
+      `option "${key}"`,
+      (options as Record<string, unknown>)[key],
+      `one of the known options ${quoted(known)}${hint}`,
+    );
   }
 }
 
@@ -97,7 +102,8 @@ function editDistance(a: string, b: string): number {
   let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
   for (let i = 1; i <= a.length; i += 1) {
     const current = [i];
-    for (let j = 1; j <= b.length; j += 1) current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    for (let j = 1; j <= b.length; j += 1)
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
     previous = current;
   }
   return previous[b.length]!;

@@ -174,7 +174,13 @@ function replaceWhenLost(session: Session, url: string, options: ConnectOptions,
 
 async function open(url: string, options: ConnectOptions, probes: Probes | undefined): Promise<BatonSession> {
   const parsed = parseUrl(url);
-  const { deadlineMarginMs, onSuspend, onWaiterLost, reconnectAfterLoss: _reconnect, ...settings } = validateConnectOptions(options);
+  const {
+    deadlineMarginMs,
+    onSuspend,
+    onWaiterLost,
+    reconnectAfterLoss: _reconnect,
+    ...settings
+  } = validateConnectOptions(options);
   if (parsed.scheme !== 'postgres' && settings.createSchema !== undefined) {
     throw new InvalidArgumentError('createSchema', settings.createSchema, 'postgres: URLs only');
   }
@@ -182,21 +188,37 @@ async function open(url: string, options: ConnectOptions, probes: Probes | undef
     throw new InvalidArgumentError('redis', '(not shown)', 'redis: and rediss: URLs only');
   }
   if (parsed.scheme !== 'zk' && (settings.auth.length > 0 || settings.acl !== 'open')) {
-    throw new InvalidArgumentError('auth/acl', `${parsed.scheme}:`, `zk: URLs only; on etcd pass etcd: { auth: { username, password }, credentials } instead`);
+    throw new InvalidArgumentError(
+      'auth/acl',
+      `${parsed.scheme}:`,
+      `zk: URLs only; on etcd pass etcd: { auth: { username, password }, credentials } instead`,
+    );
   }
   if (settings.redis !== undefined && parsed.scheme !== 'redis') {
     throw new InvalidArgumentError('redis', `${parsed.scheme}:`, 'redis: and rediss: URLs only');
   }
   if (settings.redis?.tls !== undefined && parsed.redis?.tls === false) {
-    throw new InvalidArgumentError('redis.tls', 'redis:', 'a rediss:// URL (TLS settings with a plain-text URL would be ignored)');
+    throw new InvalidArgumentError(
+      'redis.tls',
+      'redis:',
+      'a rediss:// URL (TLS settings with a plain-text URL would be ignored)',
+    );
   }
-  const sessionOptions = { onSuspend, onWaiterLost, ...(deadlineMarginMs === undefined ? {} : { marginMs: deadlineMarginMs }) };
+  const sessionOptions = {
+    onSuspend,
+    onWaiterLost,
+    ...(deadlineMarginMs === undefined ? {} : { marginMs: deadlineMarginMs }),
+  };
   const opening: Opening = { sessionOptions, marginMs: deadlineMarginMs, signal: settings.signal, probes };
   settings.signal?.throwIfAborted();
   if (parsed.scheme === 'zk' || parsed.scheme === 'etcd' || parsed.scheme === 'redis') {
     // A name that does not exist fails at once; the dial gets what is left of the connect timeout.
     const deadline = performance.now() + settings.connectTimeoutMs;
-    await refuseUnknownNames(parsed.scheme === 'zk' ? 'ZooKeeper' : parsed.scheme === 'redis' ? 'Redis' : 'etcd', parsed.hosts, { deadline, signal: settings.signal });
+    await refuseUnknownNames(
+      parsed.scheme === 'zk' ? 'ZooKeeper' : parsed.scheme === 'redis' ? 'Redis' : 'etcd',
+      parsed.hosts,
+      { deadline, signal: settings.signal },
+    );
     settings.connectTimeoutMs = Math.max(1, Math.ceil(deadline - performance.now()));
   }
   switch (parsed.scheme) {
@@ -207,51 +229,63 @@ async function open(url: string, options: ConnectOptions, probes: Probes | undef
       // Each server's client is loaded only when used: etcd3 brings gRPC, which a ZooKeeper user never needs.
       const { ZkDriver } = await import('./backends/zookeeper/driver.js');
       const probe = probes?.zk();
-      const driver = await ZkDriver.open({ hosts: parsed.hosts.join(','), namespace: `/${parsed.namespace}`, ...timeouts, auth, acl }, probe);
+      const driver = await ZkDriver.open(
+        { hosts: parsed.hosts.join(','), namespace: `/${parsed.namespace}`, ...timeouts, auth, acl },
+        probe,
+      );
       return sessionOver(driver, probe, opening);
     }
     case 'postgres': {
       const { PostgresDriver } = await import('./backends/postgres/driver.js');
       const { connectionString, shown, schema } = parsed.postgres!;
       const probe = probes?.postgres();
-      const driver = await PostgresDriver.open({
-        connectionString,
-        shown,
-        namespace: parsed.namespace,
-        schema,
-        sessionTimeoutMs: settings.sessionTimeoutMs,
-        connectTimeoutMs: settings.connectTimeoutMs,
-        createSchema: settings.createSchema ?? true,
-        signal: settings.signal,
-      }, probe);
+      const driver = await PostgresDriver.open(
+        {
+          connectionString,
+          shown,
+          namespace: parsed.namespace,
+          schema,
+          sessionTimeoutMs: settings.sessionTimeoutMs,
+          connectTimeoutMs: settings.connectTimeoutMs,
+          createSchema: settings.createSchema ?? true,
+          signal: settings.signal,
+        },
+        probe,
+      );
       return sessionOver(driver, probe, opening);
     }
     case 'etcd': {
       const tls = settings.etcd?.credentials !== undefined;
       const { EtcdDriver } = await import('./backends/etcd/driver.js');
       const probe = probes?.etcd();
-      const driver = await EtcdDriver.open({
-        hosts: parsed.hosts.map((host) => `${tls ? 'https' : 'http'}://${host}`),
-        namespace: parsed.namespace,
-        ttlSeconds: settings.ttlSeconds,
-        connectTimeoutMs: settings.connectTimeoutMs,
-        ...(settings.signal === undefined ? {} : { signal: settings.signal }),
-        ...(settings.etcd === undefined ? {} : { client: settings.etcd }),
-      }, probe);
+      const driver = await EtcdDriver.open(
+        {
+          hosts: parsed.hosts.map((host) => `${tls ? 'https' : 'http'}://${host}`),
+          namespace: parsed.namespace,
+          ttlSeconds: settings.ttlSeconds,
+          connectTimeoutMs: settings.connectTimeoutMs,
+          ...(settings.signal === undefined ? {} : { signal: settings.signal }),
+          ...(settings.etcd === undefined ? {} : { client: settings.etcd }),
+        },
+        probe,
+      );
       return sessionOver(driver, probe, opening);
     }
     case 'redis': {
       const { RedisDriver } = await import('./backends/redis/driver.js');
       const probe = probes?.redis();
-      const driver = await RedisDriver.open({
-        hosts: parsed.hosts,
-        target: withCredentials(parsed.redis!, settings.redis),
-        namespace: parsed.namespace,
-        sessionTimeoutMs: settings.sessionTimeoutMs,
-        connectTimeoutMs: settings.connectTimeoutMs,
-        signal: settings.signal,
-        tls: settings.redis?.tls,
-      }, probe);
+      const driver = await RedisDriver.open(
+        {
+          hosts: parsed.hosts,
+          target: withCredentials(parsed.redis!, settings.redis),
+          namespace: parsed.namespace,
+          sessionTimeoutMs: settings.sessionTimeoutMs,
+          connectTimeoutMs: settings.connectTimeoutMs,
+          signal: settings.signal,
+          tls: settings.redis?.tls,
+        },
+        probe,
+      );
       return sessionOver(driver, probe, opening);
     }
   }
@@ -269,7 +303,11 @@ interface Opening {
  * A driver just opened becomes a session: closed again if the connect was given up meanwhile or the
  * margin is as long as the timeout the server granted; a test probe hears of the session.
  */
-async function sessionOver(driver: Driver, probe: Parameters<Probes['opened']>[1] | undefined, opening: Opening): Promise<BatonSession> {
+async function sessionOver(
+  driver: Driver,
+  probe: Parameters<Probes['opened']>[1] | undefined,
+  opening: Opening,
+): Promise<BatonSession> {
   await closeIfAborted(driver, opening.signal);
   await refuseMargin(opening.marginMs, driver);
   const session = new BatonSession(driver, opening.sessionOptions);
@@ -288,7 +326,11 @@ async function closeIfAborted(driver: Driver, signal: AbortSignal | undefined): 
 async function refuseMargin(marginMs: number | undefined, driver: Driver): Promise<void> {
   if (marginMs === undefined || marginMs < driver.timeoutMs) return;
   await driver.close();
-  throw new InvalidArgumentError('deadlineMarginMs', marginMs, `less than the session timeout the server granted (${driver.timeoutMs} ms)`);
+  throw new InvalidArgumentError(
+    'deadlineMarginMs',
+    marginMs,
+    `less than the session timeout the server granted (${driver.timeoutMs} ms)`,
+  );
 }
 
 interface Settings {
@@ -333,12 +375,18 @@ function validateConnectOptions(options: unknown): Settings {
   return {
     sessionTimeoutMs,
     connectTimeoutMs: positiveMs(given['connectTimeoutMs'], 'connectTimeoutMs', DEFAULTS.connectTimeoutMs),
-    deadlineMarginMs: given['deadlineMarginMs'] === undefined ? undefined : positiveMs(given['deadlineMarginMs'], 'deadlineMarginMs', 0),
+    deadlineMarginMs:
+      given['deadlineMarginMs'] === undefined
+        ? undefined
+        : positiveMs(given['deadlineMarginMs'], 'deadlineMarginMs', 0),
     onSuspend: oneOf(given['onSuspend'], 'onSuspend', ['wait', 'abort']),
     onWaiterLost: oneOf(given['onWaiterLost'], 'onWaiterLost', ['requeue', 'fail']),
     reconnectAfterLoss: flag(given['reconnectAfterLoss'], 'reconnectAfterLoss'),
     // One session timeout for every backend: etcd's lease TTL follows it unless given itself.
-    ttlSeconds: given['ttlSeconds'] === undefined && given['sessionTimeoutMs'] !== undefined ? ttlFor(sessionTimeoutMs) : ttl(given['ttlSeconds']),
+    ttlSeconds:
+      given['ttlSeconds'] === undefined && given['sessionTimeoutMs'] !== undefined
+        ? ttlFor(sessionTimeoutMs)
+        : ttl(given['ttlSeconds']),
     etcd: etcdClientOptions(given['etcd']),
     redis: redisClientOptions(given['redis']),
     ...zkAccess(given['auth'], given['acl']),
@@ -353,15 +401,33 @@ function zkAccess(auth: unknown, acl: unknown): { auth: ZkAuth[]; acl: AclPolicy
   for (const [index, item] of list.entries()) {
     const where = Array.isArray(auth) ? `auth[${index}]` : 'auth';
     // Whatever was passed may be a secret (a string instead of an object): it is described, never shown.
-    if (typeof item !== 'object' || item === null) throw new InvalidArgumentError(where, `(not shown, a ${typeof item})`, "an object such as { scheme: 'digest', credentials: 'user:password' }");
+    if (typeof item !== 'object' || item === null)
+      throw new InvalidArgumentError(
+        where,
+        `(not shown, a ${typeof item})`,
+        "an object such as { scheme: 'digest', credentials: 'user:password' }",
+      );
     const { scheme, credentials } = item as Record<string, unknown>;
-    if (scheme !== 'digest') throw new InvalidArgumentError(`${where}.scheme`, typeof scheme === 'string' && scheme.length <= 16 ? scheme : '(not shown)', '"digest"');
+    if (scheme !== 'digest')
+      throw new InvalidArgumentError(
+        `${where}.scheme`,
+        typeof scheme === 'string' && scheme.length <= 16 ? scheme : '(not shown)',
+        '"digest"',
+      );
     if (typeof credentials !== 'string' || !/^[^:]+:.+$/s.test(credentials)) {
-      throw new InvalidArgumentError(`${where}.credentials`, '(not shown)', 'a "user:password" string with a non-empty user and password');
+      throw new InvalidArgumentError(
+        `${where}.credentials`,
+        '(not shown)',
+        'a "user:password" string with a non-empty user and password',
+      );
     }
   }
   if (list.length === 0 && (acl === 'creator-all-world-read' || acl === 'creator-only')) {
-    throw new InvalidArgumentError('acl', acl, '"open" unless auth credentials are given: ZooKeeper knows a creator only by its credentials');
+    throw new InvalidArgumentError(
+      'acl',
+      acl,
+      '"open" unless auth credentials are given: ZooKeeper knows a creator only by its credentials',
+    );
   }
   const policy = oneOf(acl, 'acl', list.length > 0 ? ['creator-all-world-read', 'creator-only', 'open'] : ['open']);
   return { auth: list as ZkAuth[], acl: policy };
@@ -376,7 +442,8 @@ function flag(value: unknown, what: string): boolean {
 /** One of the allowed words; the first is the default. */
 function oneOf<T extends string>(value: unknown, what: string, allowed: readonly [T, ...T[]]): T {
   if (value === undefined) return allowed[0];
-  if (!allowed.includes(value as T)) throw new InvalidArgumentError(what, value, allowed.map((word) => `"${word}"`).join(' or '));
+  if (!allowed.includes(value as T))
+    throw new InvalidArgumentError(what, value, allowed.map((word) => `"${word}"`).join(' or '));
   return value as T;
 }
 
@@ -399,17 +466,25 @@ function etcdClientOptions(value: unknown): EtcdClientOptions | undefined {
     throw new InvalidArgumentError('etcd options', value, 'an object with auth, credentials or grpcOptions');
   }
   const { auth, credentials, grpcOptions } = value as Record<string, unknown>;
-  return { ...(auth === undefined ? {} : { auth }), ...(credentials === undefined ? {} : { credentials }), ...(grpcOptions === undefined ? {} : { grpcOptions }) } as EtcdClientOptions;
+  return {
+    ...(auth === undefined ? {} : { auth }),
+    ...(credentials === undefined ? {} : { credentials }),
+    ...(grpcOptions === undefined ? {} : { grpcOptions }),
+  } as EtcdClientOptions;
 }
 
 function redisClientOptions(value: unknown): RedisClientOptions | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidArgumentError('redis options', value, 'an object with tls');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new InvalidArgumentError('redis options', value, 'an object with tls');
   checkOptionKeys(value, ['tls', 'username', 'password']);
   const { tls, username, password } = value as Record<string, unknown>;
-  if (tls !== undefined && (typeof tls !== 'object' || tls === null)) throw new InvalidArgumentError('redis.tls', '(not shown)', 'an object of TLS settings');
-  if (username !== undefined && (typeof username !== 'string' || username === '')) throw new InvalidArgumentError('redis.username', '(not shown)', 'a non-empty string');
-  if (password !== undefined && typeof password !== 'string') throw new InvalidArgumentError('redis.password', '(not shown)', 'a string');
+  if (tls !== undefined && (typeof tls !== 'object' || tls === null))
+    throw new InvalidArgumentError('redis.tls', '(not shown)', 'an object of TLS settings');
+  if (username !== undefined && (typeof username !== 'string' || username === ''))
+    throw new InvalidArgumentError('redis.username', '(not shown)', 'a non-empty string');
+  if (password !== undefined && typeof password !== 'string')
+    throw new InvalidArgumentError('redis.password', '(not shown)', 'a string');
   return {
     ...(tls === undefined ? {} : { tls: tls }),
     ...(username === undefined ? {} : { username: username }),
@@ -420,7 +495,12 @@ function redisClientOptions(value: unknown): RedisClientOptions | undefined {
 /** The URL's target with the credentials of the `redis` option, where given. */
 function withCredentials(target: RedisTarget, options: RedisClientOptions | undefined): RedisTarget {
   if (options?.username === undefined && options?.password === undefined) return target;
-  return new RedisTarget(target.db, target.tls, options.username ?? target.username, options.password ?? target.password());
+  return new RedisTarget(
+    target.db,
+    target.tls,
+    options.username ?? target.username,
+    options.password ?? target.password(),
+  );
 }
 
 function positiveMs(value: unknown, what: string, fallback: number): number {

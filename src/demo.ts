@@ -23,8 +23,17 @@ export interface DemoOptions {
 export interface DemoResult {
   readonly settled: ReadonlyMap<number, { worker: string; token: bigint }>;
   readonly refused: readonly { worker: string; period: number; token: bigint; newest: bigint }[];
-  readonly cut?: { readonly worker: string; readonly period: number; readonly lost?: string; readonly takenOverBy?: string };
-  readonly config: { readonly readersOverlapped: boolean; readonly lateReadersSaw: readonly number[]; readonly written: number };
+  readonly cut?: {
+    readonly worker: string;
+    readonly period: number;
+    readonly lost?: string;
+    readonly takenOverBy?: string;
+  };
+  readonly config: {
+    readonly readersOverlapped: boolean;
+    readonly lateReadersSaw: readonly number[];
+    readonly written: number;
+  };
   readonly violations: readonly string[];
 }
 
@@ -45,7 +54,9 @@ interface Runner {
  */
 export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const inProcess = parseUrl(options.url).scheme === 'memory';
-  const connectOptions: ConnectOptions = inProcess ? {} : { sessionTimeoutMs: options.sessionTimeoutMs, ttlSeconds: options.ttlSeconds };
+  const connectOptions: ConnectOptions = inProcess
+    ? {}
+    : { sessionTimeoutMs: options.sessionTimeoutMs, ttlSeconds: options.ttlSeconds };
   const waitMs = Math.max(30_000, options.sessionTimeoutMs * 6);
   const ledger = new Ledger();
   const config = new ConfigStore();
@@ -65,10 +76,16 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const observer = await connect(options.url, connectOptions);
   const runners: Runner[] = [];
   try {
-    options.write(`baton demo on ${options.url}: ${options.workers} workers, ${options.ticks} settlement periods${inProcess ? '' : ', each worker in its own process'}\n\n`);
+    options.write(
+      `baton demo on ${options.url}: ${options.workers} workers, ${options.ticks} settlement periods${inProcess ? '' : ', each worker in its own process'}\n\n`,
+    );
     for (let i = 1; i <= options.workers; i += 1) {
       const name = `worker-${i}`;
-      runners.push(inProcess ? localRunner(name, options.url, parent, waitMs) : await remoteRunner(name, options.url, connectOptions, waitMs, parent));
+      runners.push(
+        inProcess
+          ? localRunner(name, options.url, parent, waitMs)
+          : await remoteRunner(name, options.url, connectOptions, waitMs, parent),
+      );
     }
     cutter.runners = runners;
     for (let period = 1; period <= options.ticks; period += 1) {
@@ -77,12 +94,20 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     }
     const configResult = await configPhase(runners, cutter.victim, observer, timeline);
     const violations = [...ledger.violations, ...cutter.violations, ...configResult.violations];
-    for (let period = 1; period <= options.ticks; period += 1) if (!ledger.isSettled(period)) violations.push(`period ${period} never settled`);
+    for (let period = 1; period <= options.ticks; period += 1)
+      if (!ledger.isSettled(period)) violations.push(`period ${period} never settled`);
     violations.push(...timeline.failures());
     if (!configResult.readersOverlapped) violations.push('the first two readers did not share the read lock');
-    if (configResult.lateReadersSaw.some((version) => version !== config.version)) violations.push('a reader queued behind the writer read an old configuration');
+    if (configResult.lateReadersSaw.some((version) => version !== config.version))
+      violations.push('a reader queued behind the writer read an old configuration');
     timeline.summary(ledger, config, configResult, violations);
-    return { settled: ledger.settledBy, refused: ledger.refused, ...(cutter.result() === undefined ? {} : { cut: cutter.result()! }), config: configResult, violations };
+    return {
+      settled: ledger.settledBy,
+      refused: ledger.refused,
+      ...(cutter.result() === undefined ? {} : { cut: cutter.result()! }),
+      config: configResult,
+      violations,
+    };
   } finally {
     cutter.dispose();
     await Promise.allSettled(runners.map((runner) => runner.close()));
@@ -101,7 +126,13 @@ function localRunner(name: string, url: string, parent: Parent, waitMs: number):
   };
 }
 
-async function remoteRunner(name: string, url: string, options: ConnectOptions, waitMs: number, parent: Parent): Promise<Runner> {
+async function remoteRunner(
+  name: string,
+  url: string,
+  options: ConnectOptions,
+  waitMs: number,
+  parent: Parent,
+): Promise<Runner> {
   const worker = new RemoteWorker(name, url, options, waitMs, parent);
   try {
     await worker.ready;
@@ -148,7 +179,12 @@ class Cutter {
       this.#start(event.worker, event.period);
     } else if (event.type === 'lost' && event.worker === this.victim) {
       this.#lost = event.detail;
-    } else if (event.type === 'settled' && event.period === this.#period && event.worker !== this.victim && this.victim !== undefined) {
+    } else if (
+      event.type === 'settled' &&
+      event.period === this.#period &&
+      event.worker !== this.victim &&
+      this.victim !== undefined
+    ) {
       this.#takenOverBy = event.worker;
       this.#end();
     }
@@ -167,14 +203,22 @@ class Cutter {
 
   result(): DemoResult['cut'] {
     if (this.victim === undefined) return undefined;
-    return { worker: this.victim, period: this.#period, ...(this.#lost === undefined ? {} : { lost: this.#lost }), ...(this.#takenOverBy === undefined ? {} : { takenOverBy: this.#takenOverBy }) };
+    return {
+      worker: this.victim,
+      period: this.#period,
+      ...(this.#lost === undefined ? {} : { lost: this.#lost }),
+      ...(this.#takenOverBy === undefined ? {} : { takenOverBy: this.#takenOverBy }),
+    };
   }
 
   #start(worker: string, period: number): void {
     this.victim = worker;
     this.#period = period;
     this.#resumed = new Promise((resolve) => (this.#resume = resolve));
-    const how = parseUrl(this.options.url).scheme === 'memory' ? 'its session is expired by the "server"' : 'its process is frozen (SIGSTOP), as in a long GC pause';
+    const how =
+      parseUrl(this.options.url).scheme === 'memory'
+        ? 'its session is expired by the "server"'
+        : 'its process is frozen (SIGSTOP), as in a long GC pause';
     this.timeline.note(`CUT OFF ${worker} while it computes period ${period}: ${how}`);
     void this.runners.find((runner) => runner.name === worker)?.cut();
     // Bounded: the server expires the frozen session after its timeout; the next worker must follow.
@@ -194,8 +238,16 @@ class Cutter {
 }
 
 /** Two readers hold the configuration, a writer queues, two more readers queue behind the writer. */
-async function configPhase(runners: Runner[], victim: string | undefined, observer: Session, timeline: Timeline): Promise<DemoResult['config'] & { violations: string[] }> {
-  const [writer, ...readers] = [...runners.filter((r) => r.name !== victim), ...runners.filter((r) => r.name === victim)];
+async function configPhase(
+  runners: Runner[],
+  victim: string | undefined,
+  observer: Session,
+  timeline: Timeline,
+): Promise<DemoResult['config'] & { violations: string[] }> {
+  const [writer, ...readers] = [
+    ...runners.filter((r) => r.name !== victim),
+    ...runners.filter((r) => r.name === victim),
+  ];
   const early = readers.slice(0, 2);
   const late = readers.slice(2, 4);
   const queued = async (count: number): Promise<void> => {
@@ -204,12 +256,18 @@ async function configPhase(runners: Runner[], victim: string | undefined, observ
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
   };
-  timeline.note('configuration: two readers read, a writer queues behind them, two more readers queue behind the writer');
+  timeline.note(
+    'configuration: two readers read, a writer queues behind them, two more readers queue behind the writer',
+  );
   const running = early.map((reader) => reader.run({ type: 'read', holdMs: 300 }));
   await queued(early.length);
   running.push(writer!.run({ type: 'write', holdMs: 100 }));
   await queued(early.length + 1);
   running.push(...late.map((reader) => reader.run({ type: 'read', holdMs: 50 })));
   await Promise.all(running);
-  return timeline.configReport(writer!.name, early.map((r) => r.name), late.map((r) => r.name));
+  return timeline.configReport(
+    writer!.name,
+    early.map((r) => r.name),
+    late.map((r) => r.name),
+  );
 }

@@ -1,5 +1,11 @@
-export type { ForeignKey,Session, SessionState, StateListener } from '../recipes/contract.js';
-export { type ElectionOptions, type Leader, LeaderElection, Leadership, type ObserveOptions } from '../recipes/election.js';
+export type { ForeignKey, Session, SessionState, StateListener } from '../recipes/contract.js';
+export {
+  type ElectionOptions,
+  type Leader,
+  LeaderElection,
+  Leadership,
+  type ObserveOptions,
+} from '../recipes/election.js';
 export {
   AccessDeniedError,
   BackendError,
@@ -35,7 +41,19 @@ export { MultiLock, MultiLockHandle } from '../recipes/multilock.js';
 export { FairMutex, type Lock } from '../recipes/mutex.js';
 export { Reentrant, ReentrantHandle, type ReentrantOptions } from '../recipes/reentrant.js';
 export { ReadWriteLock } from '../recipes/rw-lock.js';
-export { PermitHandle, type PermitOptions, Semaphore, type SemaphoreOptions, type TryPermitOptions } from '../recipes/semaphore.js';
+export {
+  PermitHandle,
+  type PermitOptions,
+  Semaphore,
+  type SemaphoreOptions,
+  type TryPermitOptions,
+} from '../recipes/semaphore.js';
 export type { WaitOptions } from '../recipes/validate.js';
 export type { AclPolicy } from './backends/zookeeper/acl.js';
-export { connect, type ConnectOptions, type EtcdClientOptions, type RedisClientOptions, type ZkAuth } from './connect.js';
+export {
+  connect,
+  type ConnectOptions,
+  type EtcdClientOptions,
+  type RedisClientOptions,
+  type ZkAuth,
+} from './connect.js';

@@ -46,7 +46,10 @@ export async function inspectQueue(session: Session, name: string): Promise<Queu
 async function look(session: Session, name: string): Promise<{ view: QueueView; entries: Entry[] }> {
   const infos = await internalsOf(session).describe(name);
   const now = Date.now();
-  return { view: { name, at: new Date(now).toISOString(), entries: viewEntries(infos, now) }, entries: infos.map((info) => info.entry) };
+  return {
+    view: { name, at: new Date(now).toISOString(), entries: viewEntries(infos, now) },
+    entries: infos.map((info) => info.entry),
+  };
 }
 
 function viewEntries(infos: readonly EntryInfo[], now: number): EntryView[] {
@@ -91,7 +94,11 @@ export function formatQueue(view: QueueView): string {
     entry.data,
   ]);
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
-  const line = (cells: readonly string[]): string => `${cells.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()}\n`;
+  const line = (cells: readonly string[]): string =>
+    `${cells
+      .map((cell, column) => cell.padEnd(widths[column]!))
+      .join('  ')
+      .trimEnd()}\n`;
   const taken = permits === undefined ? '' : ` (${held} of ${permits} permits)`;
   const summary = `${view.name}: ${holders} holder${holders === 1 ? '' : 's'}${taken}, ${view.entries.length - holders} waiting, at ${view.at}\n`;
   return summary + line(header) + rows.map(line).join('');
@@ -121,7 +128,8 @@ export interface InspectOptions {
 export async function runInspect(options: InspectOptions): Promise<void> {
   const name = validateName(options.name);
   const session = await connect(options.url, { ...options.connect, connectTimeoutMs: options.connectTimeoutMs });
-  const print = (view: QueueView): void => options.write(options.json ? `${JSON.stringify(view)}\n` : formatQueue(view));
+  const print = (view: QueueView): void =>
+    options.write(options.json ? `${JSON.stringify(view)}\n` : formatQueue(view));
   try {
     for (;;) {
       const { view, entries } = await look(session, name);

@@ -10,7 +10,7 @@ import type { Registry } from 'prom-client';
 import { isSession, type Session } from '../recipes/contract.js';
 import { InvalidArgumentError } from '../recipes/errors.js';
 import type { LockEvent } from '../recipes/events.js';
-import { HOLD_BUCKETS, Instruments, type PromClient,WAIT_BUCKETS } from './metrics/instruments.js';
+import { HOLD_BUCKETS, Instruments, type PromClient, WAIT_BUCKETS } from './metrics/instruments.js';
 import { loadPeer } from './metrics/peer.js';
 
 const prom: PromClient = await loadPeer('prom-client', 'baton-locks/metrics', () => import('prom-client'));
@@ -105,25 +105,37 @@ export class BatonMetrics {
 }
 
 function checkOptions(options: unknown): BatonMetricsOptions {
-  if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('metrics options', options, 'an object');
+  if (typeof options !== 'object' || options === null)
+    throw new InvalidArgumentError('metrics options', options, 'an object');
   const { prefix, lockLabel, waitBuckets, holdBuckets } = options as Record<string, unknown>;
   if (prefix !== undefined && (typeof prefix !== 'string' || !/^[a-zA-Z_:][a-zA-Z0-9_:]*$|^$/.test(prefix))) {
     throw new InvalidArgumentError('prefix', prefix, 'letters, digits, _ and : not starting with a digit');
   }
-  if (lockLabel !== undefined && typeof lockLabel !== 'function') throw new InvalidArgumentError('lockLabel', lockLabel, 'a function');
-  for (const [what, buckets] of [['waitBuckets', waitBuckets], ['holdBuckets', holdBuckets]] as const) {
-    if (buckets !== undefined && !isBuckets(buckets)) throw new InvalidArgumentError(what, buckets, 'a non-empty array of increasing positive numbers');
+  if (lockLabel !== undefined && typeof lockLabel !== 'function')
+    throw new InvalidArgumentError('lockLabel', lockLabel, 'a function');
+  for (const [what, buckets] of [
+    ['waitBuckets', waitBuckets],
+    ['holdBuckets', holdBuckets],
+  ] as const) {
+    if (buckets !== undefined && !isBuckets(buckets))
+      throw new InvalidArgumentError(what, buckets, 'a non-empty array of increasing positive numbers');
   }
   return options;
 }
 
 function isBuckets(value: unknown): boolean {
-  return Array.isArray(value) && value.length > 0 && value.every((bound, i) => typeof bound === 'number' && bound > 0 && (i === 0 || bound > value[i - 1]));
+  return (
+    Array.isArray(value) &&
+    value.length > 0 &&
+    value.every((bound, i) => typeof bound === 'number' && bound > 0 && (i === 0 || bound > value[i - 1]))
+  );
 }
 
 function checkWatchOptions(options: unknown): WatchOptions {
-  if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('watch options', options, 'an object');
+  if (typeof options !== 'object' || options === null)
+    throw new InvalidArgumentError('watch options', options, 'an object');
   const { name } = options as Record<string, unknown>;
-  if (name !== undefined && (typeof name !== 'string' || name.length === 0)) throw new InvalidArgumentError('name', name, 'a non-empty string');
+  if (name !== undefined && (typeof name !== 'string' || name.length === 0))
+    throw new InvalidArgumentError('name', name, 'a non-empty string');
   return options;
 }

@@ -1,6 +1,16 @@
 import { EventEmitter, setMaxListeners } from 'node:events';
 
-import { bindCore, type ForeignKey, type Hold, type Session, type SessionCore, type SessionState, type StateListener, type WaiterLostPolicy, type Waiting } from '../recipes/contract.js';
+import {
+  bindCore,
+  type ForeignKey,
+  type Hold,
+  type Session,
+  type SessionCore,
+  type SessionState,
+  type StateListener,
+  type WaiterLostPolicy,
+  type Waiting,
+} from '../recipes/contract.js';
 import { ClosedError, SessionLostError } from '../recipes/errors.js';
 import type { LockListener } from '../recipes/events.js';
 import type { Driver, DriverStatus, EntryInfo } from './driver-port.js';
@@ -101,7 +111,9 @@ export class BatonSession implements Session {
     const wait = this.#deadlineAt() - performance.now();
     if (wait <= 0) {
       const silent = Math.round(performance.now() - this.#lastAck);
-      const reason = new SessionLostError(`no answer from the server for ${silent} ms (session timeout ${this.#driver.timeoutMs} ms)`);
+      const reason = new SessionLostError(
+        `no answer from the server for ${silent} ms (session timeout ${this.#driver.timeoutMs} ms)`,
+      );
       this.#driver.abandon(reason);
       this.#onStatus('lost', reason);
       return;
@@ -246,7 +258,8 @@ export class BatonSession implements Session {
   #onStatus(status: DriverStatus, cause?: unknown): void {
     if (this.#state === 'closed' || this.#state === 'lost') return;
     if (status === 'lost') {
-      const reason = cause instanceof SessionLostError ? cause : new SessionLostError('the session was lost', { cause });
+      const reason =
+        cause instanceof SessionLostError ? cause : new SessionLostError('the session was lost', { cause });
       clearTimeout(this.#deadline);
       clearInterval(this.#holdCheck);
       this.#abortAll(reason);
@@ -294,7 +307,10 @@ export class BatonSession implements Session {
         }
       } catch (error) {
         // A hold being released was given up by its holder: its signal must not abort afterwards.
-        if (!hold.releasing) hold.lose(error instanceof Error ? error : new SessionLostError('could not confirm the entry', { cause: error }));
+        if (!hold.releasing)
+          hold.lose(
+            error instanceof Error ? error : new SessionLostError('could not confirm the entry', { cause: error }),
+          );
       }
     }
   }
@@ -305,7 +321,8 @@ export class BatonSession implements Session {
    * per acquisition. The fencing token covers the window, as it does a server-side expiry.
    */
   #checkHoldsNow(): void {
-    if (this.#checkingHolds || this.#holds.size === 0 || this.#state !== 'connected' || this.#closing !== undefined) return;
+    if (this.#checkingHolds || this.#holds.size === 0 || this.#state !== 'connected' || this.#closing !== undefined)
+      return;
     this.#checkingHolds = true;
     void this.#confirmHolds().finally(() => (this.#checkingHolds = false));
   }

@@ -23,10 +23,19 @@ import {
   type ZkProbe,
   type ZkView,
 } from './backends/probe.js';
-import { type ConnectOptions,connectWith } from './connect.js';
+import { type ConnectOptions, connectWith } from './connect.js';
 import { internalsOf } from './session.js';
 
-export type { EtcdCounters, EtcdView, PostgresCounters, PostgresView, RedisCounters, RedisView, ZkCounters, ZkView } from './backends/probe.js';
+export type {
+  EtcdCounters,
+  EtcdView,
+  PostgresCounters,
+  PostgresView,
+  RedisCounters,
+  RedisView,
+  ZkCounters,
+  ZkView,
+} from './backends/probe.js';
 export type { AfterLook } from './backends/probe.js';
 
 /** What the ZooKeeper sessions of this process opened here counted (see `ZkCounters`). */
@@ -172,28 +181,40 @@ export function connect(url: string, options: ConnectOptions = {}): Promise<Sess
 /** The probe of a ZooKeeper session opened with this module's `connect`. */
 export function zkProbeOf(session: Session): ZkSessionProbe {
   const probe = zkProbes.get(session);
-  if (probe === undefined) throw new InvalidArgumentError('session', session.id, "a ZooKeeper session opened with baton-locks/testing's connect");
+  if (probe === undefined)
+    throw new InvalidArgumentError(
+      'session',
+      session.id,
+      "a ZooKeeper session opened with baton-locks/testing's connect",
+    );
   return probe;
 }
 
 /** The probe of an etcd session opened with this module's `connect`. */
 export function etcdProbeOf(session: Session): EtcdSessionProbe {
   const probe = etcdProbes.get(session);
-  if (probe === undefined) throw new InvalidArgumentError('session', session.id, "an etcd session opened with baton-locks/testing's connect");
+  if (probe === undefined)
+    throw new InvalidArgumentError('session', session.id, "an etcd session opened with baton-locks/testing's connect");
   return probe;
 }
 
 /** The probe of a PostgreSQL session opened with this module's `connect`. */
 export function postgresProbeOf(session: Session): PostgresSessionProbe {
   const probe = postgresProbes.get(session);
-  if (probe === undefined) throw new InvalidArgumentError('session', session.id, "a PostgreSQL session opened with baton-locks/testing's connect");
+  if (probe === undefined)
+    throw new InvalidArgumentError(
+      'session',
+      session.id,
+      "a PostgreSQL session opened with baton-locks/testing's connect",
+    );
   return probe;
 }
 
 /** The probe of a Redis session opened with this module's `connect`. */
 export function redisProbeOf(session: Session): RedisSessionProbe {
   const probe = redisProbes.get(session);
-  if (probe === undefined) throw new InvalidArgumentError('session', session.id, "a Redis session opened with baton-locks/testing's connect");
+  if (probe === undefined)
+    throw new InvalidArgumentError('session', session.id, "a Redis session opened with baton-locks/testing's connect");
   return probe;
 }
 

@@ -39,7 +39,12 @@ export class RedisTarget {
   }
 
   toJSON(): object {
-    return { db: this.db, tls: this.tls, username: this.username, password: this.#password === undefined ? undefined : '(not shown)' };
+    return {
+      db: this.db,
+      tls: this.tls,
+      username: this.username,
+      password: this.#password === undefined ? undefined : '(not shown)',
+    };
   }
 }
 
@@ -68,9 +73,14 @@ export function parseUrl(url: unknown): ParsedUrl {
   if (match === null) throw new InvalidArgumentError('url', redactUrl(url), EXPECTED);
   const [, rawScheme = '', authority = '', path = ''] = match;
   const scheme = SCHEMES[rawScheme.toLowerCase()];
-  if (scheme === undefined) throw new InvalidArgumentError('url scheme', `${rawScheme}:`, 'zk:, etcd:, postgres:, redis:, rediss: or memory:');
+  if (scheme === undefined)
+    throw new InvalidArgumentError('url scheme', `${rawScheme}:`, 'zk:, etcd:, postgres:, redis:, rediss: or memory:');
   if (authority.includes('@')) {
-    throw new InvalidArgumentError('url', `${rawScheme}://…@…`, 'no credentials in the URL; pass them as connect() options');
+    throw new InvalidArgumentError(
+      'url',
+      `${rawScheme}://…@…`,
+      'no credentials in the URL; pass them as connect() options',
+    );
   }
   const hosts = authority.split(',').map((host) => host.trim());
   if (scheme === 'memory') {
@@ -81,12 +91,20 @@ export function parseUrl(url: unknown): ParsedUrl {
     for (const host of hosts) validateHost(host, url);
     // node-zookeeper-client splits host and port at the first colon: an IPv6 address would crash the process.
     if (scheme === 'zk' && hosts.some((host) => host.startsWith('['))) {
-      throw new InvalidArgumentError('url', url, 'host names or IPv4 addresses: the ZooKeeper client cannot dial an IPv6 address (use a name that resolves to it)');
+      throw new InvalidArgumentError(
+        'url',
+        url,
+        'host names or IPv4 addresses: the ZooKeeper client cannot dial an IPv6 address (use a name that resolves to it)',
+      );
     }
   }
   const namespace = parseNamespace(path);
   if (scheme === 'zk' && namespace.split('/')[0] === 'zookeeper') {
-    throw new InvalidArgumentError('url namespace', path, 'a namespace outside /zookeeper, which is reserved by ZooKeeper for its own use');
+    throw new InvalidArgumentError(
+      'url namespace',
+      path,
+      'a namespace outside /zookeeper, which is reserved by ZooKeeper for its own use',
+    );
   }
   return { scheme, hosts, namespace };
 }
@@ -105,7 +123,11 @@ function parseNamespace(path: string): string {
   try {
     return validateName(trimmed);
   } catch (error) {
-    throw new InvalidArgumentError('url namespace', path, `path segments of [A-Za-z0-9._-] (${(error as Error).message})`);
+    throw new InvalidArgumentError(
+      'url namespace',
+      path,
+      `path segments of [A-Za-z0-9._-] (${(error as Error).message})`,
+    );
   }
 }
 
@@ -145,12 +167,17 @@ function parseRedisUrl(url: string): ParsedUrl {
   }
   const db = rawDb.replace(/\/+$/, '') === '' ? 0 : Number(rawDb.replace(/\/+$/, ''));
   if (!/^\d{1,5}$/.test(rawDb.replace(/\/+$/, '') || '0') || !Number.isInteger(db) || db > 65_535) {
-    throw new InvalidArgumentError('url database', rawDb, 'a database number after the host, as in redis://host:6379/0');
+    throw new InvalidArgumentError(
+      'url database',
+      rawDb,
+      'a database number after the host, as in redis://host:6379/0',
+    );
   }
   let namespace = DEFAULT_NAMESPACE;
   for (const pair of query === '' ? [] : query.split('&')) {
     const [name = '', value = ''] = pair.split('=');
-    if (name !== 'namespace') throw new InvalidArgumentError('url query', name, 'namespace=ns, the only parameter of a redis URL');
+    if (name !== 'namespace')
+      throw new InvalidArgumentError('url query', name, 'namespace=ns, the only parameter of a redis URL');
     namespace = parseNamespace(decodeURIComponent(value));
   }
   let username: string | undefined;
@@ -164,5 +191,10 @@ function parseRedisUrl(url: string): ParsedUrl {
       throw new InvalidArgumentError('url credentials', '(not shown)', 'user:password percent-encoded');
     }
   }
-  return { scheme: 'redis', hosts, namespace, redis: new RedisTarget(db, rawScheme.toLowerCase() === 'rediss', username, password) };
+  return {
+    scheme: 'redis',
+    hosts,
+    namespace,
+    redis: new RedisTarget(db, rawScheme.toLowerCase() === 'rediss', username, password),
+  };
 }

@@ -63,19 +63,40 @@ describe('connect: URLs and options', () => {
     expect(parseUrl('memory://test').hosts).toEqual(['test']);
   });
 
-  it.each([[{ ttlSeconds: 0 }], [{ ttlSeconds: 1.5 }], [{ ttlSeconds: 100_000 }], [{ etcd: 'x' }]])('refuses etcd options %j', async (options) => {
-    await expect(connect('etcd://127.0.0.1:1/ns', options as object)).rejects.toBeInstanceOf(InvalidArgumentError);
-  });
+  it.each([[{ ttlSeconds: 0 }], [{ ttlSeconds: 1.5 }], [{ ttlSeconds: 100_000 }], [{ etcd: 'x' }]])(
+    'refuses etcd options %j',
+    async (options) => {
+      await expect(connect('etcd://127.0.0.1:1/ns', options as object)).rejects.toBeInstanceOf(InvalidArgumentError);
+    },
+  );
 
   // 224.0.0.1 is a multicast address: a TCP connect to it fails at once with ENETUNREACH on Linux.
   // Names under .invalid never resolve (RFC 6761); localhost resolves from the hosts file.
   it.each([
-    ['zk://127.0.0.1:1/ns', /could not connect to ZooKeeper at 127\.0\.0\.1:1 within 300 ms: connection refused \(connect ECONNREFUSED/],
-    ['zk://localhost:1/ns', /could not connect to ZooKeeper at localhost:1 within \d+ ms: connection refused \(connect ECONNREFUSED/],
-    ['zk://224.0.0.1:2181/ns', /could not connect to ZooKeeper at 224\.0\.0\.1:2181 within 300 ms: network unreachable \(connect ENETUNREACH/],
-    ['etcd://127.0.0.1:1/ns', /could not open an etcd session at http:\/\/127\.0\.0\.1:1 within 300 ms: connection refused \(.*ECONNREFUSED/],
-    ['etcd://localhost:1/ns', /could not open an etcd session at http:\/\/localhost:1 within \d+ ms: connection refused \(.*ECONNREFUSED/],
-    ['etcd://224.0.0.1:2379/ns', /could not open an etcd session at http:\/\/224\.0\.0\.1:2379 within 300 ms: network unreachable \(.*ENETUNREACH/],
+    [
+      'zk://127.0.0.1:1/ns',
+      /could not connect to ZooKeeper at 127\.0\.0\.1:1 within 300 ms: connection refused \(connect ECONNREFUSED/,
+    ],
+    [
+      'zk://localhost:1/ns',
+      /could not connect to ZooKeeper at localhost:1 within \d+ ms: connection refused \(connect ECONNREFUSED/,
+    ],
+    [
+      'zk://224.0.0.1:2181/ns',
+      /could not connect to ZooKeeper at 224\.0\.0\.1:2181 within 300 ms: network unreachable \(connect ENETUNREACH/,
+    ],
+    [
+      'etcd://127.0.0.1:1/ns',
+      /could not open an etcd session at http:\/\/127\.0\.0\.1:1 within 300 ms: connection refused \(.*ECONNREFUSED/,
+    ],
+    [
+      'etcd://localhost:1/ns',
+      /could not open an etcd session at http:\/\/localhost:1 within \d+ ms: connection refused \(.*ECONNREFUSED/,
+    ],
+    [
+      'etcd://224.0.0.1:2379/ns',
+      /could not open an etcd session at http:\/\/224\.0\.0\.1:2379 within 300 ms: network unreachable \(.*ENETUNREACH/,
+    ],
   ])('%s: the error says what happened', async (url, expected) => {
     const error = await connect(url, { connectTimeoutMs: 300 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(BackendError);
@@ -90,24 +111,39 @@ describe('connect: URLs and options', () => {
     // A connect timeout far beyond the test's own: only the resolver's answer can end this connect in time.
     const error = await connect(url, { connectTimeoutMs: 600_000 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(BackendError);
-    expect((error as Error).message).toBe(`could not connect to ${server} at no-such-host.invalid:${url.split(':')[2]!.split('/')[0]}: the name no-such-host.invalid was not found (getaddrinfo ENOTFOUND no-such-host.invalid)`);
+    expect((error as Error).message).toBe(
+      `could not connect to ${server} at no-such-host.invalid:${url.split(':')[2]!.split('/')[0]}: the name no-such-host.invalid was not found (getaddrinfo ENOTFOUND no-such-host.invalid)`,
+    );
     expect(((error as Error).cause as { code?: string }).code).toBe('ENOTFOUND');
   });
 
   it.each([
-    ['zk', () => inject('zkStandalone').ports[0]!, (address: string) => `zk://${address}/ns`, /could not connect to ZooKeeper at 127\.0\.0\.1:\d+ within 500 ms: timed out: no answer within 500 ms$/],
-    ['etcd', () => Number(new URL(inject('etcdStandalone').endpoints[0]!).port), (address: string) => `etcd://${address}/ns`, /could not open an etcd session at http:\/\/127\.0\.0\.1:\d+ within 500 ms: timed out: no answer within 500 ms$/],
-  ] as const)('%s: a server that takes the connection and never answers: the error says it timed out', async (_kind, port, url, expected) => {
-    const proxy = await TcpProxy.start({ port: port() });
-    try {
-      proxy.blackhole();
-      const error = await connect(url(proxy.address), { connectTimeoutMs: 500 }).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(BackendError);
-      expect((error as Error).message).toMatch(expected);
-    } finally {
-      await proxy.close();
-    }
-  });
+    [
+      'zk',
+      () => inject('zkStandalone').ports[0]!,
+      (address: string) => `zk://${address}/ns`,
+      /could not connect to ZooKeeper at 127\.0\.0\.1:\d+ within 500 ms: timed out: no answer within 500 ms$/,
+    ],
+    [
+      'etcd',
+      () => Number(new URL(inject('etcdStandalone').endpoints[0]!).port),
+      (address: string) => `etcd://${address}/ns`,
+      /could not open an etcd session at http:\/\/127\.0\.0\.1:\d+ within 500 ms: timed out: no answer within 500 ms$/,
+    ],
+  ] as const)(
+    '%s: a server that takes the connection and never answers: the error says it timed out',
+    async (_kind, port, url, expected) => {
+      const proxy = await TcpProxy.start({ port: port() });
+      try {
+        proxy.blackhole();
+        const error = await connect(url(proxy.address), { connectTimeoutMs: 500 }).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(BackendError);
+        expect((error as Error).message).toMatch(expected);
+      } finally {
+        await proxy.close();
+      }
+    },
+  );
 
   it("loads a server's client only when a URL of that server is opened (gRPC is not loaded for memory or ZooKeeper)", async () => {
     const script = [
@@ -115,10 +151,14 @@ describe('connect: URLs and options', () => {
       "const { connect } = await import('./src/index.ts');",
       "const session = await connect('memory://lazy');",
       'await session.close();',
-      "const loaded = Object.keys(createRequire(import.meta.url).cache);",
+      'const loaded = Object.keys(createRequire(import.meta.url).cache);',
       "console.log(JSON.stringify({ grpc: loaded.some((p) => p.includes('@grpc')), zookeeper: loaded.some((p) => p.includes('node-zookeeper-client')) }));",
     ].join('\n');
-    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { timeout: 20_000 });
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['--import', 'tsx', '--input-type=module', '-e', script],
+      { timeout: 20_000 },
+    );
     expect(JSON.parse(stdout)).toEqual({ grpc: false, zookeeper: false });
   });
 });

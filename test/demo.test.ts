@@ -30,7 +30,8 @@ function demoSuite(getFixture: () => Fixture): void {
       expect(result.violations, output).toEqual([]);
       expect([...result.settled.keys()].sort()).toEqual([1, 2, 3, 4]);
       const tokens = [1, 2, 3, 4].map((period) => result.settled.get(period)!.token);
-      for (let i = 1; i < tokens.length; i += 1) expect(tokens[i]! > tokens[i - 1]!, 'tokens grow period by period').toBe(true);
+      for (let i = 1; i < tokens.length; i += 1)
+        expect(tokens[i]! > tokens[i - 1]!, 'tokens grow period by period').toBe(true);
       // The cut-off worker: told by its signal, replaced by another worker, its late write refused.
       const cut = result.cut!;
       expect(cut.period).toBe(2);

@@ -68,7 +68,9 @@ describe('the recipes page (docs/recipes.md, linked from the README)', () => {
     const readme = await readFile(new URL('../docs/recipes.md', import.meta.url), 'utf8');
     for (const file of ['scheduler.ts', 'leader-service.ts', 'config.ts', 'transfers.ts']) {
       const source = await readFile(new URL(`../examples/${file}`, import.meta.url), 'utf8');
-      expect(readme, `examples/${file} in docs/recipes.md`).toContain(`<!-- examples/${file} -->\n\`\`\`ts\n${source}\`\`\``);
+      expect(readme, `examples/${file} in docs/recipes.md`).toContain(
+        `<!-- examples/${file} -->\n\`\`\`ts\n${source}\`\`\``,
+      );
     }
   });
 });

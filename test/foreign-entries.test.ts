@@ -26,7 +26,9 @@ const plantZk: Plant = (namespace, queue) => {
     await new Promise<void>((resolve, reject) => client.mkdirp(dir, (error) => (error ? reject(error) : resolve())));
     for (const name of names) {
       await new Promise<void>((resolve, reject) =>
-        client.create(`${dir}/${name}`, Buffer.from('x'), zookeeper.CreateMode.PERSISTENT, (error) => (error ? reject(error) : resolve())),
+        client.create(`${dir}/${name}`, Buffer.from('x'), zookeeper.CreateMode.PERSISTENT, (error) =>
+          error ? reject(error) : resolve(),
+        ),
       );
     }
     return names.map((name) => `${dir}/${name}`);
@@ -37,7 +39,11 @@ const plantEtcd: Plant = async (namespace, queue) => {
   const client = new Etcd3({ hosts: inject('etcdStandalone').endpoints });
   try {
     // The last is named like an entry, but has no lease (put by hand, or copied by `etcdctl make-mirror`).
-    const keys = [`${namespace}/${queue}/#/not-ours`, `${namespace}/${queue}/#/zzzz-1-lock`, `${namespace}/${queue}/#/00000000deadbeef-0-lock`];
+    const keys = [
+      `${namespace}/${queue}/#/not-ours`,
+      `${namespace}/${queue}/#/zzzz-1-lock`,
+      `${namespace}/${queue}/#/00000000deadbeef-0-lock`,
+    ];
     for (const key of keys) await client.put(key).value('x');
     return keys;
   } finally {

@@ -2,7 +2,13 @@ import { describe, expect, inject, it } from 'vitest';
 
 import type { Session } from '../recipes/contract.js';
 import { LeaderElection } from '../recipes/election.js';
-import { type BatonError, ClosedError, InvalidArgumentError, InvalidNameError, NotHeldError } from '../recipes/errors.js';
+import {
+  type BatonError,
+  ClosedError,
+  InvalidArgumentError,
+  InvalidNameError,
+  NotHeldError,
+} from '../recipes/errors.js';
 import { FairMutex } from '../recipes/mutex.js';
 import { Reentrant } from '../recipes/reentrant.js';
 import { ReadWriteLock } from '../recipes/rw-lock.js';
@@ -47,8 +53,8 @@ const NAMES: [string, unknown, string][] = [
   ['257 characters', 'x'.repeat(257), 'at most 256'],
   ['an entry name pattern', '_c_x-lock-0000000001', 'may not start with "_c_"'],
   ['an entry name pattern as a segment', 'jobs/_c_0c1f-lock-0000000007', 'may not start with "_c_"'],
-  ['a segment named like a Curator entry', 'jobs/lock-0000000007', 'named like a lock client\'s queue entry'],
-  ['a segment named like a kazoo entry', 'f00d__rlock__0000000001', 'named like a lock client\'s queue entry'],
+  ['a segment named like a Curator entry', 'jobs/lock-0000000007', "named like a lock client's queue entry"],
+  ['a segment named like a kazoo entry', 'f00d__rlock__0000000001', "named like a lock client's queue entry"],
   ['a "." segment inside', 'a/./b', 'segment "."'],
   ['a ".." segment inside', 'a/../b', 'segment ".."'],
   ['a number', 42, 'must be a string'],
@@ -72,30 +78,145 @@ const WAITS: [string, unknown, string][] = [
 function cases(): Case[] {
   const list: Case[] = [];
   for (const [what, name, mention] of NAMES) {
-    list.push({ what: `FairMutex name: ${what}`, run: (s) => new FairMutex(s, name as string), error: InvalidNameError, mentions: [mention], sync: true });
+    list.push({
+      what: `FairMutex name: ${what}`,
+      run: (s) => new FairMutex(s, name as string),
+      error: InvalidNameError,
+      mentions: [mention],
+      sync: true,
+    });
   }
   // The other constructors share the check; one of each is enough to show they use it.
-  list.push({ what: 'ReadWriteLock name: a double slash', run: (s) => new ReadWriteLock(s, 'a//b'), error: InvalidNameError, mentions: ['"a//b"'], sync: true });
-  list.push({ what: 'LeaderElection name: empty', run: (s) => new LeaderElection(s, '', { id: 'x' }), error: InvalidNameError, mentions: ['must not be empty'], sync: true });
+  list.push({
+    what: 'ReadWriteLock name: a double slash',
+    run: (s) => new ReadWriteLock(s, 'a//b'),
+    error: InvalidNameError,
+    mentions: ['"a//b"'],
+    sync: true,
+  });
+  list.push({
+    what: 'LeaderElection name: empty',
+    run: (s) => new LeaderElection(s, '', { id: 'x' }),
+    error: InvalidNameError,
+    mentions: ['must not be empty'],
+    sync: true,
+  });
   for (const [what, options, mention] of WAITS) {
-    list.push({ what: `acquire: ${what}`, run: (s) => new FairMutex(s, 'jobs').acquire(options as never), error: InvalidArgumentError, mentions: [mention, 'expected'] });
+    list.push({
+      what: `acquire: ${what}`,
+      run: (s) => new FairMutex(s, 'jobs').acquire(options as never),
+      error: InvalidArgumentError,
+      mentions: [mention, 'expected'],
+    });
   }
-  list.push({ what: 'campaign: a negative timeout', run: (s) => new LeaderElection(s, 'jobs', { id: 'x' }).campaign({ timeoutMs: -5 }), error: InvalidArgumentError, mentions: ['-5', 'expected'] });
-  list.push({ what: 'readLock: a NaN timeout', run: (s) => new ReadWriteLock(s, 'cfg').readLock.acquire({ timeoutMs: Number.NaN }), error: InvalidArgumentError, mentions: ['NaN', 'expected'] });
-  list.push({ what: 'reentrant acquire: a negative timeout', run: (s) => new Reentrant(new FairMutex(s, 'jobs')).acquire({ timeoutMs: -1 }), error: InvalidArgumentError, mentions: ['-1', 'expected'] });
-  list.push({ what: 'withLock: a callback that is not a function', run: (s) => new FairMutex(s, 'jobs').withLock('run' as never), error: InvalidArgumentError, mentions: ['"run"', 'function'] });
-  list.push({ what: 'observe: a signal that is not an AbortSignal', run: (s) => new LeaderElection(s, 'jobs', { id: 'x' }).observe({ signal: 'stop' as never }), error: InvalidArgumentError, mentions: ['"stop"', 'AbortSignal'], sync: true });
-  list.push({ what: 'election id: empty', run: (s) => new LeaderElection(s, 'jobs', { id: '' }), error: InvalidArgumentError, mentions: ['""', 'non-empty string'], sync: true });
-  list.push({ what: 'election id: a number', run: (s) => new LeaderElection(s, 'jobs', { id: 7 as never }), error: InvalidArgumentError, mentions: ['7', 'non-empty string'], sync: true });
-  list.push({ what: 'interop: an unknown peer', run: (s) => new FairMutex(s, 'jobs', { interop: 'redisson' as never }), error: InvalidArgumentError, mentions: ['"redisson"', '"kazoo"'], sync: true });
-  list.push({ what: 'interop: LeaderSelector names for a lock', run: (s) => new ReadWriteLock(s, 'cfg', { interop: 'curator-selector' as never }), error: InvalidArgumentError, mentions: ['"curator-selector"', '"curator"'], sync: true });
-  list.push({ what: 'recipe options: an unknown key', run: (s) => new FairMutex(s, 'jobs', { interrop: 'kazoo' } as never), error: InvalidArgumentError, mentions: ['"interrop"', 'known options'], sync: true });
-  list.push({ what: 'election options: a misspelled id', run: (s) => new LeaderElection(s, 'jobs', { idd: 'x' } as never), error: InvalidArgumentError, mentions: ['"idd"', 'did you mean "id"?'], sync: true });
-  list.push({ what: 'election options: an unknown key', run: (s) => new LeaderElection(s, 'jobs', { id: 'x', timeoutMs: 5 } as never), error: InvalidArgumentError, mentions: ['"timeoutMs"', '"id"'], sync: true });
-  list.push({ what: 'recipe options: a string', run: (s) => new FairMutex(s, 'jobs', 'kazoo' as never), error: InvalidArgumentError, mentions: ['"kazoo"', 'object'], sync: true });
-  list.push({ what: 'Reentrant of something that is not a lock', run: () => new Reentrant({} as never), error: InvalidArgumentError, mentions: ['object', 'FairMutex'], sync: true });
-  list.push({ what: 'a recipe given something that is not a session', run: () => new FairMutex({ backend: 1 } as never, 'jobs'), error: InvalidArgumentError, mentions: ['session'], sync: true });
-  list.push({ what: 'a recipe given the Promise of a session', run: (s) => new FairMutex(Promise.resolve(s) as never, 'jobs'), error: InvalidArgumentError, mentions: ['awaited', 'Promise'], sync: true });
+  list.push({
+    what: 'campaign: a negative timeout',
+    run: (s) => new LeaderElection(s, 'jobs', { id: 'x' }).campaign({ timeoutMs: -5 }),
+    error: InvalidArgumentError,
+    mentions: ['-5', 'expected'],
+  });
+  list.push({
+    what: 'readLock: a NaN timeout',
+    run: (s) => new ReadWriteLock(s, 'cfg').readLock.acquire({ timeoutMs: Number.NaN }),
+    error: InvalidArgumentError,
+    mentions: ['NaN', 'expected'],
+  });
+  list.push({
+    what: 'reentrant acquire: a negative timeout',
+    run: (s) => new Reentrant(new FairMutex(s, 'jobs')).acquire({ timeoutMs: -1 }),
+    error: InvalidArgumentError,
+    mentions: ['-1', 'expected'],
+  });
+  list.push({
+    what: 'withLock: a callback that is not a function',
+    run: (s) => new FairMutex(s, 'jobs').withLock('run' as never),
+    error: InvalidArgumentError,
+    mentions: ['"run"', 'function'],
+  });
+  list.push({
+    what: 'observe: a signal that is not an AbortSignal',
+    run: (s) => new LeaderElection(s, 'jobs', { id: 'x' }).observe({ signal: 'stop' as never }),
+    error: InvalidArgumentError,
+    mentions: ['"stop"', 'AbortSignal'],
+    sync: true,
+  });
+  list.push({
+    what: 'election id: empty',
+    run: (s) => new LeaderElection(s, 'jobs', { id: '' }),
+    error: InvalidArgumentError,
+    mentions: ['""', 'non-empty string'],
+    sync: true,
+  });
+  list.push({
+    what: 'election id: a number',
+    run: (s) => new LeaderElection(s, 'jobs', { id: 7 as never }),
+    error: InvalidArgumentError,
+    mentions: ['7', 'non-empty string'],
+    sync: true,
+  });
+  list.push({
+    what: 'interop: an unknown peer',
+    run: (s) => new FairMutex(s, 'jobs', { interop: 'redisson' as never }),
+    error: InvalidArgumentError,
+    mentions: ['"redisson"', '"kazoo"'],
+    sync: true,
+  });
+  list.push({
+    what: 'interop: LeaderSelector names for a lock',
+    run: (s) => new ReadWriteLock(s, 'cfg', { interop: 'curator-selector' as never }),
+    error: InvalidArgumentError,
+    mentions: ['"curator-selector"', '"curator"'],
+    sync: true,
+  });
+  list.push({
+    what: 'recipe options: an unknown key',
+    run: (s) => new FairMutex(s, 'jobs', { interrop: 'kazoo' } as never),
+    error: InvalidArgumentError,
+    mentions: ['"interrop"', 'known options'],
+    sync: true,
+  });
+  list.push({
+    what: 'election options: a misspelled id',
+    run: (s) => new LeaderElection(s, 'jobs', { idd: 'x' } as never),
+    error: InvalidArgumentError,
+    mentions: ['"idd"', 'did you mean "id"?'],
+    sync: true,
+  });
+  list.push({
+    what: 'election options: an unknown key',
+    run: (s) => new LeaderElection(s, 'jobs', { id: 'x', timeoutMs: 5 } as never),
+    error: InvalidArgumentError,
+    mentions: ['"timeoutMs"', '"id"'],
+    sync: true,
+  });
+  list.push({
+    what: 'recipe options: a string',
+    run: (s) => new FairMutex(s, 'jobs', 'kazoo' as never),
+    error: InvalidArgumentError,
+    mentions: ['"kazoo"', 'object'],
+    sync: true,
+  });
+  list.push({
+    what: 'Reentrant of something that is not a lock',
+    run: () => new Reentrant({} as never),
+    error: InvalidArgumentError,
+    mentions: ['object', 'FairMutex'],
+    sync: true,
+  });
+  list.push({
+    what: 'a recipe given something that is not a session',
+    run: () => new FairMutex({ backend: 1 } as never, 'jobs'),
+    error: InvalidArgumentError,
+    mentions: ['session'],
+    sync: true,
+  });
+  list.push({
+    what: 'a recipe given the Promise of a session',
+    run: (s) => new FairMutex(Promise.resolve(s) as never, 'jobs'),
+    error: InvalidArgumentError,
+    mentions: ['awaited', 'Promise'],
+    sync: true,
+  });
   list.push({
     what: 'downgrade of a write lock held through another session',
     run: async (s, other) => {
@@ -109,14 +230,25 @@ function cases(): Case[] {
     error: InvalidArgumentError,
     mentions: ['write lock handle', 'held write lock of this ReadWriteLock'],
   });
-  list.push({ what: 'reentrant release by an owner that holds nothing', run: (s) => new Reentrant(new FairMutex(s, 'jobs')).release({ owner: 'nobody' }), error: NotHeldError, mentions: ['released more often than acquired'] });
-  list.push({ what: 'reentrant release with null options', run: (s) => new Reentrant(new FairMutex(s, 'jobs')).release(null as never), error: InvalidArgumentError, mentions: ['null', 'owner'] });
+  list.push({
+    what: 'reentrant release by an owner that holds nothing',
+    run: (s) => new Reentrant(new FairMutex(s, 'jobs')).release({ owner: 'nobody' }),
+    error: NotHeldError,
+    mentions: ['released more often than acquired'],
+  });
+  list.push({
+    what: 'reentrant release with null options',
+    run: (s) => new Reentrant(new FairMutex(s, 'jobs')).release(null as never),
+    error: InvalidArgumentError,
+    mentions: ['null', 'owner'],
+  });
   return list;
 }
 
 /** Everything under the namespace on the server, directories included, sorted. */
 async function onServer(fixture: Fixture, namespace: string): Promise<string[]> {
-  if (fixture.name.startsWith('ZooKeeper')) return (await zkTree(inject('zkStandalone').connectString, `/${namespace}`)).map((node) => node.path).sort();
+  if (fixture.name.startsWith('ZooKeeper'))
+    return (await zkTree(inject('zkStandalone').connectString, `/${namespace}`)).map((node) => node.path).sort();
   return (await fixture.entries(namespace)).sort(); // etcd: every key under the prefix; memory: every key of the store
 }
 
@@ -140,7 +272,10 @@ function hostileSuite(getFixture: () => Fixture): void {
         if (hostile.sync) expect(thrown, `${hostile.what}: thrown synchronously`).toBeInstanceOf(hostile.error);
         else {
           expect(thrown, `${hostile.what}: a rejection, not a throw`).toBeUndefined();
-          thrown = await (returned as Promise<unknown>).then(() => undefined, (error: unknown) => error);
+          thrown = await (returned as Promise<unknown>).then(
+            () => undefined,
+            (error: unknown) => error,
+          );
         }
         expect(thrown, hostile.what).toBeInstanceOf(hostile.error);
         for (const word of hostile.mentions) expect((thrown as Error).message, hostile.what).toContain(word);
@@ -187,7 +322,7 @@ const URLS: [string, unknown, string][] = [
   ['a port that is not a number', 'zk://127.0.0.1:abc/x', 'host:port'],
   ['credentials in the URL', 'zk://admin:hunter2@127.0.0.1:2181/x', 'no credentials in the URL'],
   ['an empty host in a list', 'zk://127.0.0.1:2181,/x', 'host:port'],
-  ['ZooKeeper\'s reserved /zookeeper tree as namespace', 'zk://127.0.0.1:2181/zookeeper', 'reserved'],
+  ["ZooKeeper's reserved /zookeeper tree as namespace", 'zk://127.0.0.1:2181/zookeeper', 'reserved'],
   ['a namespace with a double slash', 'zk://127.0.0.1:2181/a//b', 'namespace'],
   ['a namespace with a space', 'etcd://127.0.0.1:2379/a b', 'url'],
   ['a memory URL without a name', 'memory://', 'memory store name'],
@@ -213,16 +348,19 @@ const OPTIONS: [string, unknown, string][] = [
 ];
 
 describe('hostile connect() input', () => {
-  it.each([...URLS.map(([what, url, mention]) => [what, url, {}, mention] as const), ...OPTIONS.map(([what, options, mention]) => [what, 'memory://hostile', options, mention] as const)])(
-    'refuses %s with InvalidArgumentError before connecting',
-    async (_what, url, options, mention) => {
-      const error = await connect(url as string, options as never).then(async (session) => {
+  it.each([
+    ...URLS.map(([what, url, mention]) => [what, url, {}, mention] as const),
+    ...OPTIONS.map(([what, options, mention]) => [what, 'memory://hostile', options, mention] as const),
+  ])('refuses %s with InvalidArgumentError before connecting', async (_what, url, options, mention) => {
+    const error = await connect(url as string, options as never).then(
+      async (session) => {
         await session.close();
         return undefined;
-      }, (e: unknown) => e);
-      expect(error).toBeInstanceOf(InvalidArgumentError);
-      expect((error as Error).message).toContain(mention);
-      expect((error as Error).message).not.toContain('hunter2');
-    },
-  );
+      },
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(InvalidArgumentError);
+    expect((error as Error).message).toContain(mention);
+    expect((error as Error).message).not.toContain('hunter2');
+  });
 });

@@ -58,37 +58,61 @@ type Scenario = (a: Session, b: Session) => Promise<void>;
 const scenarios: [string, number, Scenario][] = [
   ['acquire and release', 2, async (a) => (await new FairMutex(a, 'm').acquire()).release()],
   ['tryAcquire and release', 1, async (a) => (await new FairMutex(a, 'm').tryAcquire())!.release()],
-  ['tryAcquire of a taken lock', 2, async (a, b) => {
-    const held = await new FairMutex(a, 'm').acquire();
-    await new FairMutex(b, 'm').tryAcquire();
-    await held.release();
-  }],
-  ['a wait that times out', 4, async (a, b) => {
-    const held = await new FairMutex(a, 'm').acquire();
-    await new FairMutex(b, 'm').acquire({ timeoutMs: 20 }).catch(() => undefined);
-    await held.release();
-  }],
-  ['a wait that is granted', 4, async (a, b) => {
-    const held = await new FairMutex(a, 'm').acquire();
-    const waiting = new FairMutex(b, 'm').acquire();
-    await new Promise((resolve) => setTimeout(resolve, 10));
-    await held.release();
-    await (await waiting).release();
-  }],
-  ['a downgrade', 6, async (a) => {
-    const rw = new ReadWriteLock(a, 'rw');
-    await (await rw.downgrade(await rw.writeLock.acquire())).release();
-  }],
-  ['a reentrant hold, re-entered', 3, async (a) => {
-    const re = new Reentrant(new FairMutex(a, 're'));
-    await re.withLock(() => re.withLock(() => undefined));
-  }],
+  [
+    'tryAcquire of a taken lock',
+    2,
+    async (a, b) => {
+      const held = await new FairMutex(a, 'm').acquire();
+      await new FairMutex(b, 'm').tryAcquire();
+      await held.release();
+    },
+  ],
+  [
+    'a wait that times out',
+    4,
+    async (a, b) => {
+      const held = await new FairMutex(a, 'm').acquire();
+      await new FairMutex(b, 'm').acquire({ timeoutMs: 20 }).catch(() => undefined);
+      await held.release();
+    },
+  ],
+  [
+    'a wait that is granted',
+    4,
+    async (a, b) => {
+      const held = await new FairMutex(a, 'm').acquire();
+      const waiting = new FairMutex(b, 'm').acquire();
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      await held.release();
+      await (await waiting).release();
+    },
+  ],
+  [
+    'a downgrade',
+    6,
+    async (a) => {
+      const rw = new ReadWriteLock(a, 'rw');
+      await (await rw.downgrade(await rw.writeLock.acquire())).release();
+    },
+  ],
+  [
+    'a reentrant hold, re-entered',
+    3,
+    async (a) => {
+      const re = new Reentrant(new FairMutex(a, 're'));
+      await re.withLock(() => re.withLock(() => undefined));
+    },
+  ],
   ['an election', 2, async (a) => (await new LeaderElection(a, 'e', { id: 'a' }).campaign()).resign()],
-  ['a hold lost with its session', 2, async (a) => {
-    const held = await new FairMutex(a, 'm').acquire();
-    expireMemorySession(a);
-    await held.release();
-  }],
+  [
+    'a hold lost with its session',
+    2,
+    async (a) => {
+      const held = await new FairMutex(a, 'm').acquire();
+      expireMemorySession(a);
+      await held.release();
+    },
+  ],
 ];
 
 describe('lock events when nobody listens', () => {
@@ -97,11 +121,14 @@ describe('lock events when nobody listens', () => {
     expect(await clockReads(() => scenario(a, b))).toBe(before);
   });
 
-  it.each(scenarios)('%s reads the clock more often with a listener (the count sees the reporting)', async (_, before, scenario) => {
-    const [a, b] = [await open(), await open()];
-    for (const session of [a, b]) session.on('lock', () => undefined);
-    expect(await clockReads(() => scenario(a, b))).toBeGreaterThan(before);
-  });
+  it.each(scenarios)(
+    '%s reads the clock more often with a listener (the count sees the reporting)',
+    async (_, before, scenario) => {
+      const [a, b] = [await open(), await open()];
+      for (const session of [a, b]) session.on('lock', () => undefined);
+      expect(await clockReads(() => scenario(a, b))).toBeGreaterThan(before);
+    },
+  );
 });
 
 describe('the end of a hold', () => {

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-import { register,Registry } from 'prom-client';
+import { register, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 
 import type { Session } from '../recipes/contract.js';
@@ -92,8 +92,12 @@ function metricsOn(getFixture: () => Fixture): void {
       expect(sample(text, 'baton_lock_wait_seconds_sum', handoff)).toBeLessThan(10);
       expect(sample(text, 'baton_lock_hold_seconds_count', jobs)).toBe(4);
       expect(sample(text, 'baton_lock_hold_seconds_count', { lock: 'lease', kind: 'lock' })).toBe(1);
-      expect(sample(text, 'baton_lock_hold_seconds_sum', { lock: 'lease', kind: 'lock' })).toBeGreaterThanOrEqual(0.028);
-      expect(sample(text, 'baton_lock_hold_seconds_sum', { lock: 'lease', kind: 'lock' })).toBeLessThan(fixture.lossDeadlineMs / 1_000 + 5);
+      expect(sample(text, 'baton_lock_hold_seconds_sum', { lock: 'lease', kind: 'lock' })).toBeGreaterThanOrEqual(
+        0.028,
+      );
+      expect(sample(text, 'baton_lock_hold_seconds_sum', { lock: 'lease', kind: 'lock' })).toBeLessThan(
+        fixture.lossDeadlineMs / 1_000 + 5,
+      );
       expect(sample(text, 'baton_lock_hold_seconds_bucket', { lock: 'lease', kind: 'lock', le: '0.01' })).toBe(0);
       expect(states(text, 'a')).toEqual({ connected: 0, suspended: 0, lost: 1, closed: 0 });
       expect(states(text, 'b')).toEqual({ connected: 1, suspended: 0, lost: 0, closed: 0 });
@@ -110,7 +114,9 @@ function metricsOn(getFixture: () => Fixture): void {
       metrics.watch(b, { name: 'b' });
       const all = await new Semaphore(a, 'bank-api', { permits: 2 }).acquire({ count: 2 });
       const waiting = new Semaphore(b, 'bank-api', { permits: 2 }).acquire();
-      await expect(new Semaphore(b, 'bank-api', { permits: 2 }).acquire({ timeoutMs: 30 })).rejects.toBeInstanceOf(LockTimeoutError);
+      await expect(new Semaphore(b, 'bank-api', { permits: 2 }).acquire({ timeoutMs: 30 })).rejects.toBeInstanceOf(
+        LockTimeoutError,
+      );
       await all.release();
       await (await waiting).release();
       await (await new MultiLock(a, ['accounts/1', 'accounts/2']).acquire()).release();
@@ -202,14 +208,24 @@ describe('baton-locks/metrics watching and options', () => {
 
   it('takes a prefix, a lock label mapping and buckets; registers in the default registry unless told', async () => {
     const registry = new Registry();
-    const metrics = new BatonMetrics({ registry, prefix: 'app_', lockLabel: (name) => name.split('/')[0]!, waitBuckets: [0.5, 2], holdBuckets: [7] });
+    const metrics = new BatonMetrics({
+      registry,
+      prefix: 'app_',
+      lockLabel: (name) => name.split('/')[0]!,
+      waitBuckets: [0.5, 2],
+      holdBuckets: [7],
+    });
     const session = await scope.open();
     metrics.watch(session, { name: 'main' });
     await cycle(session, 'orders/1');
     await cycle(session, 'orders/2');
     const text = await registry.metrics();
     expect(sample(text, 'app_lock_acquisitions_total', { lock: 'orders', kind: 'lock' })).toBe(2);
-    expect(series(text, 'app_lock_wait_seconds_bucket')).toEqual(['{le="0.5",lock="orders",kind="lock"}', '{le="2",lock="orders",kind="lock"}', '{le="+Inf",lock="orders",kind="lock"}']);
+    expect(series(text, 'app_lock_wait_seconds_bucket')).toEqual([
+      '{le="0.5",lock="orders",kind="lock"}',
+      '{le="2",lock="orders",kind="lock"}',
+      '{le="+Inf",lock="orders",kind="lock"}',
+    ]);
     expect(series(text, 'app_lock_hold_seconds_bucket')).toHaveLength(2);
     expect(sample(text, 'app_session_state', { session: 'main', state: 'connected' })).toBe(1);
 
@@ -226,8 +242,17 @@ describe('baton-locks/metrics watching and options', () => {
 
   it('refuses bad options and a non-session with InvalidArgumentError', async () => {
     const registry = new Registry();
-    for (const options of [{ prefix: '1x' }, { prefix: 7 }, { lockLabel: 'x' }, { waitBuckets: [] }, { holdBuckets: [2, 1] }, { waitBuckets: [0, 1] }]) {
-      expect(() => new BatonMetrics({ registry, ...(options as object) }), JSON.stringify(options)).toThrow(InvalidArgumentError);
+    for (const options of [
+      { prefix: '1x' },
+      { prefix: 7 },
+      { lockLabel: 'x' },
+      { waitBuckets: [] },
+      { holdBuckets: [2, 1] },
+      { waitBuckets: [0, 1] },
+    ]) {
+      expect(() => new BatonMetrics({ registry, ...(options as object) }), JSON.stringify(options)).toThrow(
+        InvalidArgumentError,
+      );
     }
     expect(() => new BatonMetrics(null as never)).toThrow(InvalidArgumentError);
     const metrics = new BatonMetrics({ registry });
@@ -241,12 +266,25 @@ describe('baton-locks/metrics watching and options', () => {
 describe('baton-locks/metrics without prom-client', () => {
   it('fails to import with a message saying to install prom-client', () => {
     // A separate Node in which prom-client cannot be resolved, as in a project that never installed it.
-    const script = "import('./src/metrics.ts').then(() => console.log('loaded'), (e) => console.log(JSON.stringify({ code: e.code, message: e.message, cause: e.cause?.code })))";
-    const run = spawnSync(process.execPath, ['--import', 'tsx', '--import', './test/support/workers/hide-prom-client.mjs', '--input-type=module', '-e', script], {
-      cwd: ROOT,
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
+    const script =
+      "import('./src/metrics.ts').then(() => console.log('loaded'), (e) => console.log(JSON.stringify({ code: e.code, message: e.message, cause: e.cause?.code })))";
+    const run = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--import',
+        './test/support/workers/hide-prom-client.mjs',
+        '--input-type=module',
+        '-e',
+        script,
+      ],
+      {
+        cwd: ROOT,
+        encoding: 'utf8',
+        timeout: 60_000,
+      },
+    );
     expect(run.status, run.stderr).toBe(0);
     const outcome = JSON.parse(run.stdout) as { code: string; message: string; cause: string };
     expect(outcome.message).toContain('npm install prom-client');

@@ -1,5 +1,15 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,7 +17,13 @@ import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { type EntryPoint,hoverProblems, reachedDeclarations, surfaceProblems, TEST_HOOKS } from './support/checkers/package-surface.js';
+import {
+  type EntryPoint,
+  hoverProblems,
+  reachedDeclarations,
+  surfaceProblems,
+  TEST_HOOKS,
+} from './support/checkers/package-surface.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
@@ -62,19 +78,39 @@ afterAll(() => {
   for (const dir of made) rmSync(dir, { recursive: true, force: true });
 });
 
-const COMPILER_OPTIONS = { strict: true, skipLibCheck: false, noEmit: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', lib: ['ES2023', 'ESNext.Disposable'], types: ['node'] };
+const COMPILER_OPTIONS = {
+  strict: true,
+  skipLibCheck: false,
+  noEmit: true,
+  module: 'NodeNext',
+  moduleResolution: 'NodeNext',
+  target: 'ES2022',
+  lib: ['ES2023', 'ESNext.Disposable'],
+  types: ['node'],
+};
 
 /** A user's project with the packed tarball installed (its dependencies from this checkout). */
 function installPacked(): { dir: string; packageDir: string } {
   const dir = mkdtempSync(join(tmpdir(), 'baton-consumer-'));
   made.push(dir);
   // What `npm install` of the packed tarball puts in place; its dependencies from this checkout.
-  const tarball = execFileSync('npm', ['pack', '--silent', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim().split('\n').pop()!;
+  const tarball = execFileSync('npm', ['pack', '--silent', '--pack-destination', dir], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'ignore'],
+  })
+    .trim()
+    .split('\n')
+    .pop()!;
   const modules = join(dir, 'node_modules');
   mkdirSync(modules);
   execFileSync('tar', ['-xzf', join(dir, tarball), '-C', dir]);
   renameSync(join(dir, 'package'), join(modules, manifest.name));
-  for (const dependency of [...Object.keys(manifest.dependencies), ...Object.keys(manifest.peerDependencies ?? {}), '@types/node']) {
+  for (const dependency of [
+    ...Object.keys(manifest.dependencies),
+    ...Object.keys(manifest.peerDependencies ?? {}),
+    '@types/node',
+  ]) {
     mkdirSync(dirname(join(modules, dependency)), { recursive: true });
     symlinkSync(join(ROOT, 'node_modules', dependency), join(modules, dependency));
   }
@@ -97,7 +133,10 @@ describe('the package as a user installs it', () => {
   const options = ts.convertCompilerOptionsFromJson(COMPILER_OPTIONS, ROOT).options;
   beforeAll(() => {
     installed = installPacked();
-    const entries = Object.entries(manifest.exports).map(([subpath, target]) => ({ subpath, types: join(installed.packageDir, target.types) }));
+    const entries = Object.entries(manifest.exports).map(([subpath, target]) => ({
+      subpath,
+      types: join(installed.packageDir, target.types),
+    }));
     production = entries.filter((entry) => !/testing/.test(entry.subpath));
     testing = entries.filter((entry) => /testing/.test(entry.subpath));
   }, 180_000);
@@ -122,11 +161,17 @@ describe('the package as a user installs it', () => {
 
   it('compiles in a strict TypeScript project that checks libraries too (skipLibCheck false)', () => {
     const { dir } = installed;
-    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: COMPILER_OPTIONS, files: ['index.ts'] }));
+    writeFileSync(
+      join(dir, 'tsconfig.json'),
+      JSON.stringify({ compilerOptions: COMPILER_OPTIONS, files: ['index.ts'] }),
+    );
     writeFileSync(join(dir, 'index.ts'), CONSUMER);
     let output = '';
     try {
-      execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', dir], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+      execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', dir], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
     } catch (error) {
       output = String((error as { stdout?: string }).stdout ?? error);
     }
@@ -136,7 +181,9 @@ describe('the package as a user installs it', () => {
   it("shows documentation on hover over every name a user's file takes from the package, and no internal class", () => {
     const file = join(installed.dir, 'hover.ts');
     writeFileSync(file, CONSUMER);
-    expect(hoverProblems(file, installed.packageDir, options, ['QueueLock', 'BatonSession', 'SessionCore', 'Entry'])).toEqual([]);
+    expect(
+      hoverProblems(file, installed.packageDir, options, ['QueueLock', 'BatonSession', 'SessionCore', 'Entry']),
+    ).toEqual([]);
   }, 60_000);
 
   it('documents every export and each of its members, and shows no internal member nor an unexported class', () => {
@@ -146,7 +193,9 @@ describe('the package as a user installs it', () => {
   it('ships no @internal declaration, and no test hook in a .d.ts that a production entry point reaches', () => {
     // Files reached only through a `testing` subpath may hold test powers: that is where they belong.
     const reached = new Set(reachedDeclarations(installed.packageDir, production, options));
-    const testingOnly = new Set(reachedDeclarations(installed.packageDir, testing, options).filter((file) => !reached.has(file)));
+    const testingOnly = new Set(
+      reachedDeclarations(installed.packageDir, testing, options).filter((file) => !reached.has(file)),
+    );
     const found: string[] = [];
     for (const file of declarationFiles(installed.packageDir)) {
       const text = readFileSync(file, 'utf8');

@@ -179,5 +179,8 @@ export class DriverCore {
  */
 export function withdrawRefused(key: string, failure: Error): Error {
   if (!(failure instanceof AccessDeniedError)) return failure;
-  return new AccessDeniedError(`${failure.message}; the entry ${key} stays in its queue until this session ends (close the session to free the queue)`, { cause: failure.cause });
+  return new AccessDeniedError(
+    `${failure.message}; the entry ${key} stays in its queue until this session ends (close the session to free the queue)`,
+    { cause: failure.cause },
+  );
 }

@@ -56,31 +56,56 @@ export interface LookupLimits {
  * after the connect rejected). Names that resolve, a temporary resolver failure and IP addresses go
  * on to the client as given: it looks names up again on every reconnect, as servers may move.
  */
-export async function refuseUnknownNames(server: string, hosts: readonly string[], limits: LookupLimits): Promise<void> {
+export async function refuseUnknownNames(
+  server: string,
+  hosts: readonly string[],
+  limits: LookupLimits,
+): Promise<void> {
   const all = new Set(hosts.map(hostOf));
   const names = [...all].filter((host) => isIP(host) === 0);
   if (names.length === 0 || names.length < all.size) return; // an IP address needs no lookup
   const where = `could not connect to ${server} at ${hosts.join(',')}`;
   const outcomes = await Promise.all(names.map((name) => lookupWithin(name, limits, where)));
-  const unknown = outcomes.filter((outcome): outcome is Error => outcome instanceof Error && dialErrorCode(outcome) === 'ENOTFOUND');
+  const unknown = outcomes.filter(
+    (outcome): outcome is Error => outcome instanceof Error && dialErrorCode(outcome) === 'ENOTFOUND',
+  );
   if (unknown.length < names.length) return;
-  const what = names.length === 1 ? `the name ${names[0]!} was not found` : `none of the names ${names.join(', ')} was found`;
+  const what =
+    names.length === 1 ? `the name ${names[0]!} was not found` : `none of the names ${names.join(', ')} was found`;
   throw new BackendError(`${where}: ${what} (${unknown[0]!.message})`, { cause: unknown[0] });
 }
 
 /** Resolves with the lookup's error (or nothing); throws when the connect's time or signal ends first. */
-async function lookupWithin(name: string, { deadline, signal }: LookupLimits, where: string): Promise<Error | undefined> {
+async function lookupWithin(
+  name: string,
+  { deadline, signal }: LookupLimits,
+  where: string,
+): Promise<Error | undefined> {
   signal?.throwIfAborted();
   const waitMs = Math.max(0, deadline - performance.now());
   let timer: NodeJS.Timeout | undefined;
   let onAbort: (() => void) | undefined;
   const givenUp = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new BackendError(`${where}: timed out looking up the name ${name} (no answer from the resolver within ${Math.round(waitMs)} ms)`)), waitMs);
+    timer = setTimeout(
+      () =>
+        reject(
+          new BackendError(
+            `${where}: timed out looking up the name ${name} (no answer from the resolver within ${Math.round(waitMs)} ms)`,
+          ),
+        ),
+      waitMs,
+    );
     onAbort = () => reject(signal!.reason);
     signal?.addEventListener('abort', onAbort, { once: true });
   });
   try {
-    return await Promise.race([lookup(name, { all: true }).then(() => undefined, (error: Error) => error), givenUp]);
+    return await Promise.race([
+      lookup(name, { all: true }).then(
+        () => undefined,
+        (error: Error) => error,
+      ),
+      givenUp,
+    ]);
   } finally {
     clearTimeout(timer);
     if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);

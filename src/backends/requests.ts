@@ -15,7 +15,10 @@ export function started<T>(start: Start<T>): Promise<T> {
 /** A request made of promises (several requests, or a client's promise API) in callback form. */
 export function fromPromise<T>(request: () => Promise<T>): Start<T> {
   return (done) => {
-    request().then((value) => done(null, value), (error: unknown) => done(error || new Error(`request failed: ${String(error)}`)));
+    request().then(
+      (value) => done(null, value),
+      (error: unknown) => done(error || new Error(`request failed: ${String(error)}`)),
+    );
   };
 }
 
@@ -57,13 +60,16 @@ export class InFlight {
   call<T>(start: Start<T>, recover?: Recover<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       // Every failure goes the same way: the request's own, one before it was sent, and the session's end.
-      const fail = recover === undefined ? reject : (error: unknown): void => {
-        try {
-          resolve(recover(error));
-        } catch (failure) {
-          reject(failure);
-        }
-      };
+      const fail =
+        recover === undefined
+          ? reject
+          : (error: unknown): void => {
+              try {
+                resolve(recover(error));
+              } catch (failure) {
+                reject(failure);
+              }
+            };
       if (this.#ended !== undefined) return fail(this.#ended.reason);
       const slot = this.#free.pop() ?? this.#slots.length;
       this.#slots[slot] = fail;

@@ -15,7 +15,11 @@ export function addWaiter(waiters: Set<Waiter>, signal: Abortable, onLeave: () =
 }
 
 /** `addWaiter`, also giving the waiter itself (a backend that settles one waiter of a set alone needs it). */
-export function enlist(waiters: Set<Waiter>, signal: Abortable, onLeave: () => void): { done: Promise<void>; waiter: Waiter } {
+export function enlist(
+  waiters: Set<Waiter>,
+  signal: Abortable,
+  onLeave: () => void,
+): { done: Promise<void>; waiter: Waiter } {
   signal.throwIfAborted();
   let waiter!: Waiter;
   const done = new Promise<void>((resolve, reject) => {

@@ -31,7 +31,12 @@ const parent: Parent = {
   pause: (worker, period) => call('pause', worker, period),
   report: (event) => send({ kind: 'event', event }),
 };
-const worker = new DemoWorker(name, () => connect(url, JSON.parse(optionsJson) as ConnectOptions), parent, Number(waitMs));
+const worker = new DemoWorker(
+  name,
+  () => connect(url, JSON.parse(optionsJson) as ConnectOptions),
+  parent,
+  Number(waitMs),
+);
 
 let closing = false;
 // The parent is gone (killed, crashed): end at once, which ends the session and frees its locks.

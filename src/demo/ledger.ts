@@ -19,7 +19,8 @@ export class Ledger {
     }
     this.#newest = token;
     const earlier = this.settledBy.get(period);
-    if (earlier !== undefined) this.violations.push(`period ${period} settled twice: by ${earlier.worker} and by ${worker}`);
+    if (earlier !== undefined)
+      this.violations.push(`period ${period} settled twice: by ${earlier.worker} and by ${worker}`);
     this.settledBy.set(period, { worker, token });
     return true;
   }

@@ -5,7 +5,18 @@ export type Command =
   | { readonly type: 'write'; readonly holdMs: number }
   | { readonly type: 'close' };
 
-export type EventType = 'granted' | 'computing' | 'skipped' | 'settled' | 'refused' | 'lost' | 'releasing' | 'reconnected' | 'read' | 'wrote' | 'failed';
+export type EventType =
+  | 'granted'
+  | 'computing'
+  | 'skipped'
+  | 'settled'
+  | 'refused'
+  | 'lost'
+  | 'releasing'
+  | 'reconnected'
+  | 'read'
+  | 'wrote'
+  | 'failed';
 
 export interface WorkerEvent {
   readonly worker: string;

@@ -1,4 +1,4 @@
-import { type ChildProcess,fork } from 'node:child_process';
+import { type ChildProcess, fork } from 'node:child_process';
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -27,7 +27,10 @@ export class RemoteWorker {
     const here = fileURLToPath(import.meta.url);
     const script = here.replace(/remote(\.[jt]s)$/, 'child$1');
     const execArgv = extname(here) === '.ts' ? ['--import', 'tsx'] : [];
-    this.#child = fork(script, [name, url, JSON.stringify(options), String(waitMs)], { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    this.#child = fork(script, [name, url, JSON.stringify(options), String(waitMs)], {
+      execArgv,
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     living.add(this.#child);
     this.#child.once('exit', () => living.delete(this.#child));
     let markReady: () => void = () => undefined;
@@ -36,7 +39,8 @@ export class RemoteWorker {
     this.#child.once('exit', (code, signal) => {
       failReady(new Error(`demo worker ${name} exited with code ${code} before it was ready`));
       // Whatever it was doing will never be done: the demo goes on, and the crash is on its timeline.
-      if (this.#done.size > 0) parent.report({ worker: name, type: 'failed', detail: `the process exited (code ${code}, signal ${signal})` });
+      if (this.#done.size > 0)
+        parent.report({ worker: name, type: 'failed', detail: `the process exited (code ${code}, signal ${signal})` });
       for (const done of this.#done.values()) done();
       this.#done.clear();
     });

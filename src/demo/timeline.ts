@@ -41,7 +41,9 @@ export class Timeline {
       stats.waits.push(event.waitedMs ?? 0);
       this.#intervals.push({ worker: event.worker, what: event.what ?? '', from: now, to: Number.POSITIVE_INFINITY });
     } else if (event.type === 'releasing') {
-      const open = this.#intervals.findLast((i) => i.worker === event.worker && i.what === event.what && i.to === Number.POSITIVE_INFINITY);
+      const open = this.#intervals.findLast(
+        (i) => i.worker === event.worker && i.what === event.what && i.to === Number.POSITIVE_INFINITY,
+      );
       if (open !== undefined) open.to = now;
     } else if (event.type === 'read') {
       const open = this.#intervals.findLast((i) => i.worker === event.worker && i.what === 'read lock');
@@ -61,12 +63,18 @@ export class Timeline {
   }
 
   /** Readers shared, no reader overlapped the writer, late readers saw the writer's version. */
-  configReport(writer: string, early: string[], late: string[]): { readersOverlapped: boolean; lateReadersSaw: number[]; written: number; violations: string[] } {
+  configReport(
+    writer: string,
+    early: string[],
+    late: string[],
+  ): { readersOverlapped: boolean; lateReadersSaw: number[]; written: number; violations: string[] } {
     const holds = this.#intervals.filter((i) => i.what === 'read lock' || i.what === 'write lock');
     const write = holds.find((i) => i.worker === writer && i.what === 'write lock');
     const reads = holds.filter((i) => i.what === 'read lock');
     const overlap = (a: Interval, b: Interval): boolean => a.from < b.to && b.from < a.to;
-    const violations = reads.filter((read) => write !== undefined && overlap(read, write)).map((read) => `${read.worker} read while ${writer} wrote`);
+    const violations = reads
+      .filter((read) => write !== undefined && overlap(read, write))
+      .map((read) => `${read.worker} read while ${writer} wrote`);
     const earlyReads = reads.filter((read) => early.includes(read.worker));
     const lateReads = reads.filter((read) => late.includes(read.worker));
     const readersOverlapped = earlyReads.length === 2 && overlap(earlyReads[0]!, earlyReads[1]!);
@@ -74,26 +82,45 @@ export class Timeline {
     return { readersOverlapped, lateReadersSaw: lateReads.map((read) => read.version ?? 0), written, violations };
   }
 
-  summary(ledger: Ledger, config: ConfigStore, shared: { readersOverlapped: boolean; lateReadersSaw: readonly number[] }, violations: readonly string[]): void {
+  summary(
+    ledger: Ledger,
+    config: ConfigStore,
+    shared: { readersOverlapped: boolean; lateReadersSaw: readonly number[] },
+    violations: readonly string[],
+  ): void {
     this.write('\nworker     grants  settled         skipped  mean wait   max wait  refused  lost\n');
-    for (const [worker, stats] of [...this.#stats].sort(([a], [b]) => a.localeCompare(b, undefined, { numeric: true }))) {
+    for (const [worker, stats] of [...this.#stats].sort(([a], [b]) =>
+      a.localeCompare(b, undefined, { numeric: true }),
+    )) {
       const mean = stats.waits.reduce((sum, wait) => sum + wait, 0) / Math.max(stats.waits.length, 1);
       this.write(
         `${worker.padEnd(9)}  ${String(stats.grants).padStart(6)}  ${(stats.settled.join(',') || '-').padEnd(14)}  ${String(stats.skipped).padStart(7)}  ${ms(mean).padStart(9)}  ${ms(Math.max(0, ...stats.waits)).padStart(9)}  ${String(stats.refused).padStart(7)}  ${String(stats.lost).padStart(4)}\n`,
       );
     }
-    const tokens = [...ledger.settledBy.entries()].sort(([a], [b]) => a - b).map(([period, { worker, token }]) => `${period}:${worker}@${token}`);
-    this.write(`\nledger: ${ledger.settledBy.size} periods settled once each (${tokens.join(' ')}), ${ledger.refused.length} stale write${ledger.refused.length === 1 ? '' : 's'} refused\n`);
-    for (const refused of ledger.refused) this.write(`        refused: ${refused.worker} for period ${refused.period} with token ${refused.token} (the ledger had seen ${refused.newest})\n`);
+    const tokens = [...ledger.settledBy.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([period, { worker, token }]) => `${period}:${worker}@${token}`);
+    this.write(
+      `\nledger: ${ledger.settledBy.size} periods settled once each (${tokens.join(' ')}), ${ledger.refused.length} stale write${ledger.refused.length === 1 ? '' : 's'} refused\n`,
+    );
+    for (const refused of ledger.refused)
+      this.write(
+        `        refused: ${refused.worker} for period ${refused.period} with token ${refused.token} (the ledger had seen ${refused.newest})\n`,
+      );
     this.write(
       `configuration: now v${config.version}; the first readers ${shared.readersOverlapped ? 'held the read lock together' : 'did NOT overlap'}, the readers queued behind the writer read ${shared.lateReadersSaw.map((v) => `v${v}`).join(' and ')}\n`,
     );
-    this.write(violations.length === 0 ? 'no violation: one settler per period, stale writes refused, no reader overlapped the writer\n' : `VIOLATIONS:\n${violations.map((v) => `  ${v}\n`).join('')}`);
+    this.write(
+      violations.length === 0
+        ? 'no violation: one settler per period, stale writes refused, no reader overlapped the writer\n'
+        : `VIOLATIONS:\n${violations.map((v) => `  ${v}\n`).join('')}`,
+    );
   }
 
   #of(worker: string): Stats {
     let stats = this.#stats.get(worker);
-    if (stats === undefined) this.#stats.set(worker, (stats = { grants: 0, settled: [], skipped: 0, waits: [], refused: 0, lost: 0 }));
+    if (stats === undefined)
+      this.#stats.set(worker, (stats = { grants: 0, settled: [], skipped: 0, waits: [], refused: 0, lost: 0 }));
     return stats;
   }
 

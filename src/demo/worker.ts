@@ -34,7 +34,10 @@ export class DemoWorker {
       else if (command.type === 'write') await this.#write(command.holdMs);
       else await this.#session?.close();
     } catch (error) {
-      this.#report({ type: 'failed', detail: error instanceof Error ? `${error.name}: ${error.message}` : String(error) });
+      this.#report({
+        type: 'failed',
+        detail: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+      });
     }
   }
 
@@ -52,23 +55,39 @@ export class DemoWorker {
   }
 
   async #read(holdMs: number): Promise<void> {
-    await this.#holding(new ReadWriteLock(await this.session(), CONFIG).readLock, 'read lock', undefined, async (lock) => {
-      this.#report({ type: 'read', version: await this.parent.readConfig(), token: token(lock) });
-      await sleep(holdMs);
-    });
+    await this.#holding(
+      new ReadWriteLock(await this.session(), CONFIG).readLock,
+      'read lock',
+      undefined,
+      async (lock) => {
+        this.#report({ type: 'read', version: await this.parent.readConfig(), token: token(lock) });
+        await sleep(holdMs);
+      },
+    );
   }
 
   async #write(holdMs: number): Promise<void> {
-    await this.#holding(new ReadWriteLock(await this.session(), CONFIG).writeLock, 'write lock', undefined, async (lock) => {
-      const version = (await this.parent.readConfig()) + 1;
-      await sleep(holdMs / 2); // a configuration written in two steps: readers must never see half of it
-      if (await this.parent.writeConfig(version, token(lock))) this.#report({ type: 'wrote', version, token: token(lock) });
-      await sleep(holdMs / 2);
-    });
+    await this.#holding(
+      new ReadWriteLock(await this.session(), CONFIG).writeLock,
+      'write lock',
+      undefined,
+      async (lock) => {
+        const version = (await this.parent.readConfig()) + 1;
+        await sleep(holdMs / 2); // a configuration written in two steps: readers must never see half of it
+        if (await this.parent.writeConfig(version, token(lock)))
+          this.#report({ type: 'wrote', version, token: token(lock) });
+        await sleep(holdMs / 2);
+      },
+    );
   }
 
   /** Runs `body` holding `lock`, told on the timeline from the grant to the moment it lets go. */
-  async #holding(lock: Lock, what: string, period: number | undefined, body: (lock: LockHandle) => Promise<void>): Promise<void> {
+  async #holding(
+    lock: Lock,
+    what: string,
+    period: number | undefined,
+    body: (lock: LockHandle) => Promise<void>,
+  ): Promise<void> {
     const asked = performance.now();
     await lock.withLock(
       async (held) => {
@@ -81,10 +100,21 @@ export class DemoWorker {
   }
 
   #granted(lock: LockHandle, what: string, asked: number, period?: number): void {
-    this.#report({ type: 'granted', what, token: token(lock), waitedMs: performance.now() - asked, ...(period === undefined ? {} : { period }) });
+    this.#report({
+      type: 'granted',
+      what,
+      token: token(lock),
+      waitedMs: performance.now() - asked,
+      ...(period === undefined ? {} : { period }),
+    });
     lock.signal.addEventListener('abort', () => {
       const reason = lock.signal.reason as Error;
-      this.#report({ type: 'lost', what, token: token(lock), detail: `${reason.name}: ${reason.message}; lock.held is ${lock.held}` });
+      this.#report({
+        type: 'lost',
+        what,
+        token: token(lock),
+        detail: `${reason.name}: ${reason.message}; lock.held is ${lock.held}`,
+      });
     });
   }
 

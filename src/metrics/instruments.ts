@@ -10,7 +10,9 @@ export type PromClient = typeof promClient;
  * Lock waits run from a grant without contention (a fraction of a millisecond on memory, one round trip
  * on a server) to minutes behind a long holder; most interest lies between 1 ms and a few seconds.
  */
-export const WAIT_BUCKETS: readonly number[] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+export const WAIT_BUCKETS: readonly number[] = [
+  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+];
 
 /** Holds run from a short critical section to a leadership of hours. */
 export const HOLD_BUCKETS: readonly number[] = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3_600];
@@ -46,24 +48,40 @@ export class Instruments {
     this.#wait = new prom.Histogram({
       name: `${prefix}lock_wait_seconds`,
       help: 'Time from asking for a lock, read/write lock or leadership to getting it (granted waits only).',
-      labelNames, buckets: [...settings.waitBuckets], registers,
+      labelNames,
+      buckets: [...settings.waitBuckets],
+      registers,
     });
     this.#hold = new prom.Histogram({
       name: `${prefix}lock_hold_seconds`,
       help: 'Time from a grant to its release or loss.',
-      labelNames, buckets: [...settings.holdBuckets], registers,
+      labelNames,
+      buckets: [...settings.holdBuckets],
+      registers,
     });
-    this.#acquisitions = new prom.Counter({ name: `${prefix}lock_acquisitions_total`, help: 'Grants.', labelNames, registers });
-    this.#timeouts = new prom.Counter({ name: `${prefix}lock_timeouts_total`, help: 'Waits that ran out of time.', labelNames, registers });
+    this.#acquisitions = new prom.Counter({
+      name: `${prefix}lock_acquisitions_total`,
+      help: 'Grants.',
+      labelNames,
+      registers,
+    });
+    this.#timeouts = new prom.Counter({
+      name: `${prefix}lock_timeouts_total`,
+      help: 'Waits that ran out of time.',
+      labelNames,
+      registers,
+    });
     this.#losses = new prom.Counter({
       name: `${prefix}lock_losses_total`,
       help: 'Holds that ended while still held: session lost or closed, or the entry deleted by someone else.',
-      labelNames, registers,
+      labelNames,
+      registers,
     });
     this.#state = new prom.Gauge({
       name: `${prefix}session_state`,
       help: 'Session state: 1 for the state the session is in, 0 for the others.',
-      labelNames: ['session', 'state'] as const, registers,
+      labelNames: ['session', 'state'] as const,
+      registers,
     });
   }
 

@@ -9,7 +9,11 @@ export async function loadPeer<T>(name: string, needed: string, load: () => Prom
     return await load();
   } catch (error) {
     if (!isMissingModule(error)) throw error;
-    throw new BatonError(`${needed} needs the optional peer dependency ${name}; install it with: npm install ${name}`, 'MISSING_DEPENDENCY', { cause: error });
+    throw new BatonError(
+      `${needed} needs the optional peer dependency ${name}; install it with: npm install ${name}`,
+      'MISSING_DEPENDENCY',
+      { cause: error },
+    );
   }
 }
 

@@ -4,7 +4,7 @@ import { LeaderElection } from '../../recipes/election.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import { Semaphore } from '../../recipes/semaphore.js';
-import { type QueueView,runInspect } from '../../src/inspect.js';
+import { type QueueView, runInspect } from '../../src/inspect.js';
 import { freePort } from '../harness/ports.js';
 import { etcdFixture } from '../support/backends/etcd.js';
 import type { Fixture } from '../support/backends/fixture.js';
@@ -24,17 +24,35 @@ function inspectSuite(getFixture: () => Fixture): void {
 
     it('shows holders and waiters in order with kind, session, age, fencing token and candidate id', async () => {
       const [r1, r2, w, r3] = [await scope.open(), await scope.open(), await scope.open(), await scope.open()];
-      const readers = [await new ReadWriteLock(r1, 'config/pricing').readLock.acquire(), await new ReadWriteLock(r2, 'config/pricing').readLock.acquire()];
+      const readers = [
+        await new ReadWriteLock(r1, 'config/pricing').readLock.acquire(),
+        await new ReadWriteLock(r2, 'config/pricing').readLock.acquire(),
+      ];
       const writer = later(new ReadWriteLock(w, 'config/pricing').writeLock.acquire());
-      await eventually('the writer queued', async () => (await backendOf(w).list('config/pricing')).length === 3, 2_000);
+      await eventually(
+        'the writer queued',
+        async () => (await backendOf(w).list('config/pricing')).length === 3,
+        2_000,
+      );
       const lateReader = later(new ReadWriteLock(r3, 'config/pricing').readLock.acquire());
-      await eventually('the late reader queued', async () => (await backendOf(w).list('config/pricing')).length === 4, 2_000);
+      await eventually(
+        'the late reader queued',
+        async () => (await backendOf(w).list('config/pricing')).length === 4,
+        2_000,
+      );
       const leader = await new LeaderElection(r1, 'scheduler', { id: 'worker-7' }).campaign();
 
       const views: QueueView[] = [];
       const inspect = async (name: string, json: boolean): Promise<string> => {
         let out = '';
-        await runInspect({ url: url(), name, json, watch: false, connectTimeoutMs: 5_000, write: (text) => (out += text) });
+        await runInspect({
+          url: url(),
+          name,
+          json,
+          watch: false,
+          connectTimeoutMs: 5_000,
+          write: (text) => (out += text),
+        });
         if (json) views.push(JSON.parse(out) as QueueView);
         return out;
       };
@@ -49,11 +67,13 @@ function inspectSuite(getFixture: () => Fixture): void {
       // On ZooKeeper baton names its entries as Curator does, by default.
       const client = scope.fixture.name.startsWith('ZooKeeper') ? 'curator' : 'baton';
       expect(view.entries.map((e) => e.client)).toEqual([client, client, client, client]);
-      expect(view.entries.slice(0, 2).map((e) => e.fencingToken)).toEqual(readers.map((lock) => lock.fencingToken.toString()));
+      expect(view.entries.slice(0, 2).map((e) => e.fencingToken)).toEqual(
+        readers.map((lock) => lock.fencingToken.toString()),
+      );
       for (const entry of view.entries) {
         if (scope.fixture.name.startsWith('postgres')) {
           expect(entry.ageMs).toBeGreaterThanOrEqual(0);
-          expect(entry.expiresInMs, 'the owner\'s lease left, by the server\'s clock').toBeGreaterThan(0);
+          expect(entry.expiresInMs, "the owner's lease left, by the server's clock").toBeGreaterThan(0);
         } else if (scope.fixture.name.startsWith('etcd')) {
           expect(entry.ageMs, 'etcd keeps no time with a key').toBeNull();
           expect(entry.expiresInMs).toBeGreaterThan(0);
@@ -73,7 +93,9 @@ function inspectSuite(getFixture: () => Fixture): void {
       expect(table.split('\n').filter((line) => line.includes(w.id))[0]).toMatch(/^3\s+waiter\s+write/);
 
       await inspect('scheduler', true);
-      expect(views[1]!.entries).toMatchObject([{ role: 'holder', kind: 'candidate', data: 'worker-7', fencingToken: leader.fencingToken.toString() }]);
+      expect(views[1]!.entries).toMatchObject([
+        { role: 'holder', kind: 'candidate', data: 'worker-7', fencingToken: leader.fencingToken.toString() },
+      ]);
       expect(await inspect('nobody/here', false)).toMatch(/^nobody\/here: free/);
 
       await leader.resign();
@@ -89,7 +111,14 @@ function inspectSuite(getFixture: () => Fixture): void {
       const waiting = later(new Semaphore(c, 'bank-api', { permits: 3 }).acquire({ count: 2 }));
       await eventually('the waiter queued', async () => (await backendOf(c).list('bank-api')).length === 3, 2_000);
       let json = '';
-      await runInspect({ url: url(), name: 'bank-api', json: true, watch: false, connectTimeoutMs: 5_000, write: (text) => (json += text) });
+      await runInspect({
+        url: url(),
+        name: 'bank-api',
+        json: true,
+        watch: false,
+        connectTimeoutMs: 5_000,
+        write: (text) => (json += text),
+      });
       const view = JSON.parse(json) as QueueView;
       expect(view.entries.map((e) => [e.role, e.kind, e.count, e.permits, e.session])).toEqual([
         ['holder', 'semaphore', 2, 3, a.id],
@@ -98,7 +127,14 @@ function inspectSuite(getFixture: () => Fixture): void {
       ]);
       expect(view.entries.map((e) => e.client)).toEqual(['baton', 'baton', 'baton']);
       let table = '';
-      await runInspect({ url: url(), name: 'bank-api', json: false, watch: false, connectTimeoutMs: 5_000, write: (text) => (table += text) });
+      await runInspect({
+        url: url(),
+        name: 'bank-api',
+        json: false,
+        watch: false,
+        connectTimeoutMs: 5_000,
+        write: (text) => (table += text),
+      });
       expect(table).toMatch(/bank-api: 2 holders \(3 of 3 permits\), 1 waiting/);
       expect(table.split('\n').filter((line) => line.includes(c.id))[0]).toMatch(/^3\s+waiter\s+semaphore 2\/3/);
       await one.release();
@@ -112,22 +148,37 @@ function inspectSuite(getFixture: () => Fixture): void {
       const printed: QueueView[] = [];
       const stop = new AbortController();
       const watching = later(
-        runInspect({ url: url(), name: 'jobs', json: true, watch: true, connectTimeoutMs: 5_000, signal: stop.signal, write: (text) => printed.push(JSON.parse(text) as QueueView) }),
+        runInspect({
+          url: url(),
+          name: 'jobs',
+          json: true,
+          watch: true,
+          connectTimeoutMs: 5_000,
+          signal: stop.signal,
+          write: (text) => printed.push(JSON.parse(text) as QueueView),
+        }),
       );
       await eventually('the first picture', () => printed.length === 1, 5_000);
       expect(printed[0]!.entries.map((e) => e.session)).toEqual([a.id]);
       const next = later(new FairMutex(b, 'jobs').acquire());
       await eventually('b shown waiting', () => printed.at(-1)!.entries.length === 2, 5_000);
-      expect(printed.at(-1)!.entries.map((e) => [e.role, e.session])).toEqual([['holder', a.id], ['waiter', b.id]]);
+      expect(printed.at(-1)!.entries.map((e) => [e.role, e.session])).toEqual([
+        ['holder', a.id],
+        ['waiter', b.id],
+      ]);
       await held.release();
       const taken = await next;
-      await eventually('b shown holding', () => printed.at(-1)!.entries.length === 1 && printed.at(-1)!.entries[0]!.session === b.id, 5_000);
+      await eventually(
+        'b shown holding',
+        () => printed.at(-1)!.entries.length === 1 && printed.at(-1)!.entries[0]!.session === b.id,
+        5_000,
+      );
       await taken.release();
       await eventually('the queue shown empty', () => printed.at(-1)!.entries.length === 0, 5_000);
       stop.abort();
       await watching;
       // The watching session is closed; what it watched is gone with it (the scope checks the server).
-      expect((await backendOf(operator).list('jobs'))).toEqual([]);
+      expect(await backendOf(operator).list('jobs')).toEqual([]);
     });
   });
 }
@@ -150,14 +201,24 @@ describe('baton inspect, the command', () => {
 
   it('exits 1 with a clear message when the server is unreachable', async () => {
     const port = await freePort(); // nothing listens on it
-    const urlOf = (scheme: string): string => (scheme === 'redis' ? `redis://127.0.0.1:${port}/0?namespace=x` : `${scheme}://127.0.0.1:${port}/x`);
+    const urlOf = (scheme: string): string =>
+      scheme === 'redis' ? `redis://127.0.0.1:${port}/0?namespace=x` : `${scheme}://127.0.0.1:${port}/x`;
     for (const scheme of ['zk', 'etcd', 'redis']) {
       const result = await runBaton(['inspect', urlOf(scheme), 'a', '--connect-timeout', '1000']);
       expect(result.code, `${scheme}: ${result.stderr}`).toBe(1);
-      expect(result.stderr).toMatch(new RegExp(`could not (connect to ZooKeeper|open an etcd session|connect to Redis) at (http://)?127\\.0\\.0\\.1:${port} within 1000 ms`));
+      expect(result.stderr).toMatch(
+        new RegExp(
+          `could not (connect to ZooKeeper|open an etcd session|connect to Redis) at (http://)?127\\.0\\.0\\.1:${port} within 1000 ms`,
+        ),
+      );
     }
     // Credentials of every backend in the environment: each URL takes only its own, and none is printed.
-    const env = { BATON_ZK_DIGEST: 'ops:zk-secret-1', BATON_ETCD_USER: 'ops', BATON_ETCD_PASSWORD: 'etcd-secret-2', BATON_REDIS_PASSWORD: 'redis-secret-3' };
+    const env = {
+      BATON_ZK_DIGEST: 'ops:zk-secret-1',
+      BATON_ETCD_USER: 'ops',
+      BATON_ETCD_PASSWORD: 'etcd-secret-2',
+      BATON_REDIS_PASSWORD: 'redis-secret-3',
+    };
     for (const scheme of ['zk', 'etcd', 'redis']) {
       const result = await runBaton(['inspect', urlOf(scheme), 'a', '--connect-timeout', '1000'], env);
       expect(result.code, `${scheme}: ${result.stderr}`).toBe(1);

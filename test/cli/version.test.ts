@@ -6,7 +6,9 @@ import { runBaton } from '../support/run-cli.js';
 
 describe('baton --version', () => {
   it("prints the package's version and exits 0", async () => {
-    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
     for (const flag of ['--version', '-V']) {
       const result = await runBaton([flag]);
       expect(result.code).toBe(0);

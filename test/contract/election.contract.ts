@@ -48,7 +48,9 @@ export function electionContract(getFixture: () => Fixture): void {
     it('leadership ends with LockLostError when the session is lost, and the next candidate is elected', async () => {
       const [a, b] = [await scope.open(), await scope.open()];
       const leading = await new LeaderElection(a, 'expiry', { id: 'a' }).campaign();
-      const next = later(new LeaderElection(b, 'expiry', { id: 'b' }).campaign({ timeoutMs: scope.fixture.lossDeadlineMs * 2 }));
+      const next = later(
+        new LeaderElection(b, 'expiry', { id: 'b' }).campaign({ timeoutMs: scope.fixture.lossDeadlineMs * 2 }),
+      );
       await eventually('b queued', async () => (await backendOf(b).list('expiry')).length === 2, 2_000);
       await scope.fixture.expire(a);
       const leaderB = await next;
@@ -62,7 +64,9 @@ export function electionContract(getFixture: () => Fixture): void {
     it('a campaign that times out withdraws its candidacy', async () => {
       const [a, b] = [await scope.open(), await scope.open()];
       const leading = await new LeaderElection(a, 'timeout', { id: 'a' }).campaign();
-      await expect(new LeaderElection(b, 'timeout', { id: 'b' }).campaign({ timeoutMs: 50 })).rejects.toBeInstanceOf(LockTimeoutError);
+      await expect(new LeaderElection(b, 'timeout', { id: 'b' }).campaign({ timeoutMs: 50 })).rejects.toBeInstanceOf(
+        LockTimeoutError,
+      );
       expect((await backendOf(b).list('timeout')).map((entry) => entry.key)).toEqual([entryOf(leading).key]);
       await leading.resign();
     });
@@ -70,7 +74,10 @@ export function electionContract(getFixture: () => Fixture): void {
     it("a lock or read/write lock held on the election's name is no leader; a candidate behind it waits", async () => {
       const [a, b] = [await scope.open(), await scope.open()];
       const election = new LeaderElection(b, 'shared-name', { id: 'b' });
-      for (const take of [() => new FairMutex(a, 'shared-name').acquire(), () => new ReadWriteLock(a, 'shared-name').writeLock.acquire()]) {
+      for (const take of [
+        () => new FairMutex(a, 'shared-name').acquire(),
+        () => new ReadWriteLock(a, 'shared-name').writeLock.acquire(),
+      ]) {
         const held = await take();
         expect(await election.leader()).toBeNull();
         const campaign = track(later(election.campaign()));
@@ -92,11 +99,21 @@ export function electionContract(getFixture: () => Fixture): void {
     });
 
     it('observe() reports every change of leader in order, from a session that does not campaign', async () => {
-      const [a, b, c, c2, bystander] = [await scope.open(), await scope.open(), await scope.open(), await scope.open(), await scope.open()];
+      const [a, b, c, c2, bystander] = [
+        await scope.open(),
+        await scope.open(),
+        await scope.open(),
+        await scope.open(),
+        await scope.open(),
+      ];
       const observer = new LeaderElection(bystander, 'observed', { id: 'bystander' }).observe();
       const next = async (): Promise<unknown> => (await observer.next()).value;
       const queued = (count: number): Promise<void> =>
-        eventually(`${count} queued`, async () => (await backendOf(bystander).list('observed')).length === count, 2_000);
+        eventually(
+          `${count} queued`,
+          async () => (await backendOf(bystander).list('observed')).length === count,
+          2_000,
+        );
       expect(await next()).toBeNull();
       // Each time the observer is already waiting (on the empty queue, on the leader) when the change happens.
       let change = later(next());
@@ -105,7 +122,9 @@ export function electionContract(getFixture: () => Fixture): void {
       change = later(next());
       const electB = later(new LeaderElection(b, 'observed', { id: 'b' }).campaign());
       await queued(2);
-      const electC = later(new LeaderElection(c, 'observed', { id: 'c' }).campaign({ timeoutMs: scope.fixture.lossDeadlineMs * 4 }));
+      const electC = later(
+        new LeaderElection(c, 'observed', { id: 'c' }).campaign({ timeoutMs: scope.fixture.lossDeadlineMs * 4 }),
+      );
       await queued(3);
       await leaderA.resign();
       const leaderB = await electB;
@@ -148,13 +167,19 @@ export function electionContract(getFixture: () => Fixture): void {
 
     it('observe() gives up on abort (withdrawing its watch) and ends with the session', async () => {
       const [bystander, doomed, candidate] = [await scope.open(), await scope.open(), await scope.open()];
-      expect(() => new LeaderElection(bystander, 'quiet', { id: 'x' }).observe({ signal: 'no' } as never)).toThrow(InvalidArgumentError);
+      expect(() => new LeaderElection(bystander, 'quiet', { id: 'x' }).observe({ signal: 'no' } as never)).toThrow(
+        InvalidArgumentError,
+      );
       const stop = new AbortController();
       const observer = new LeaderElection(bystander, 'quiet', { id: 'x' }).observe({ signal: stop.signal });
       expect((await observer.next()).value).toBeNull();
       const waiting = later(observer.next());
       // The observer now waits on the empty queue; wait until its watch is on the server, then abort.
-      await eventually('the observer watches the queue', async () => (await scope.fixture.watched(scope.namespace)).length > 0, 2_000);
+      await eventually(
+        'the observer watches the queue',
+        async () => (await scope.fixture.watched(scope.namespace)).length > 0,
+        2_000,
+      );
       const reason = new Error('enough');
       stop.abort(reason);
       await expect(waiting).rejects.toBe(reason);
@@ -165,7 +190,11 @@ export function electionContract(getFixture: () => Fixture): void {
         expect(left).toEqual([`/${scope.namespace}/quiet`]);
         const leading = await new LeaderElection(candidate, 'quiet', { id: 'c' }).campaign();
         await leading.resign();
-        await eventually('the leftover watch fired, not armed again', async () => (await scope.fixture.watched(scope.namespace)).length === 0, 2_000);
+        await eventually(
+          'the leftover watch fired, not armed again',
+          async () => (await scope.fixture.watched(scope.namespace)).length === 0,
+          2_000,
+        );
       } else {
         expect(left).toEqual([]);
       }
@@ -199,7 +228,9 @@ export function electionContract(getFixture: () => Fixture): void {
           const session = sessions[index]!;
           if (session.state === 'lost') sessions[index] = await scope.open();
           const id = `c${index}-${round}`;
-          const leading = await new LeaderElection(sessions[index]!, 'churn', { id }).campaign({ timeoutMs: scope.fixture.lossDeadlineMs * 4 });
+          const leading = await new LeaderElection(sessions[index]!, 'churn', { id }).campaign({
+            timeoutMs: scope.fixture.lossDeadlineMs * 4,
+          });
           const from = performance.now();
           let to = Number.NaN;
           leading.signal.addEventListener('abort', () => (to = performance.now()), { once: true });
@@ -223,7 +254,9 @@ export function electionContract(getFixture: () => Fixture): void {
       const observing = [bystander, sessions[3]!].map((session, index) =>
         later(
           (async () => {
-            for await (const leader of new LeaderElection(session, 'churn', { id: 'observer' }).observe({ signal: stop.signal })) {
+            for await (const leader of new LeaderElection(session, 'churn', { id: 'observer' }).observe({
+              signal: stop.signal,
+            })) {
               observed[index]!.push(leader?.id ?? null);
               if (leader !== null) tokens[index]!.push(leader.fencingToken);
             }
@@ -232,7 +265,11 @@ export function electionContract(getFixture: () => Fixture): void {
       );
       await eventually('both observers started', () => observed.every((seen) => seen.length > 0), 2_000);
       await Promise.all(sessions.map((_, index) => candidate(index)));
-      await eventually('both observers see nobody leading', () => observed.every((seen) => seen.at(-1) === null), 2_000);
+      await eventually(
+        'both observers see nobody leading',
+        () => observed.every((seen) => seen.at(-1) === null),
+        2_000,
+      );
       stop.abort(new Error('done'));
       for (const ending of observing) await expect(ending).rejects.toThrow('done');
       const elected = [...beliefs].sort((x, y) => x.from - y.from).map((belief) => belief.id);
@@ -247,14 +284,17 @@ export function electionContract(getFixture: () => Fixture): void {
           at = found;
         }
         const own = tokens[index]!;
-        for (let i = 1; i < own.length; i += 1) expect(own[i]!, `observer ${index}: fencing tokens increase`).toBeGreaterThan(own[i - 1]!);
+        for (let i = 1; i < own.length; i += 1)
+          expect(own[i]!, `observer ${index}: fencing tokens increase`).toBeGreaterThan(own[i - 1]!);
         expect(leaders.length, `observer ${index} saw some of the leaders`).toBeGreaterThan(0);
       }
       beliefs.sort((x, y) => x.from - y.from);
       for (let i = 1; i < beliefs.length; i += 1) {
         // Server-side expiry can overlap the next leader (the lost one learns of it afterwards): fencing's case.
         if (beliefs[i - 1]!.id === 'c0-1') continue;
-        expect(beliefs[i]!.from, `${beliefs[i]!.id} elected while ${beliefs[i - 1]!.id} led`).toBeGreaterThanOrEqual(beliefs[i - 1]!.to);
+        expect(beliefs[i]!.from, `${beliefs[i]!.id} elected while ${beliefs[i - 1]!.id} led`).toBeGreaterThanOrEqual(
+          beliefs[i - 1]!.to,
+        );
       }
       expect(beliefs).toHaveLength(16);
     });

@@ -38,7 +38,11 @@ export function eventsContract(getFixture: () => Fixture): void {
   describe(`Lock events on ${getFixture().name}`, () => {
     const scope = useScope(getFixture);
     const queued = (session: Session, name: string, length: number): Promise<void> =>
-      eventually(`"${name}" holding ${length}`, async () => (await backendOf(session).list(name)).length === length, 2_000);
+      eventually(
+        `"${name}" holding ${length}`,
+        async () => (await backendOf(session).list(name)).length === length,
+        2_000,
+      );
 
     it('an acquire tells requested, granted (wait, token) and released (hold), once each', async () => {
       const session = await scope.open();
@@ -78,7 +82,10 @@ export function eventsContract(getFixture: () => Fixture): void {
       // Listed by the waiter's own session the moment it is told: a session reads its own deletes.
       let listing: Promise<string[]> | undefined;
       b.on('lock', (event) => {
-        if (event.type === 'timedOut') listing = backendOf(b).list('timeout').then((entries) => entries.map((entry) => entry.key));
+        if (event.type === 'timedOut')
+          listing = backendOf(b)
+            .list('timeout')
+            .then((entries) => entries.map((entry) => entry.key));
       });
       await expect(new FairMutex(b, 'timeout').acquire({ timeoutMs: 60 })).rejects.toBeInstanceOf(LockTimeoutError);
       expect(story(events)).toEqual(['requested lock timeout', 'timedOut lock timeout']);
@@ -101,7 +108,12 @@ export function eventsContract(getFixture: () => Fixture): void {
       await queued(a, 'abort', 2);
       await b.close();
       await expect(closing).rejects.toBeInstanceOf(ClosedError);
-      expect(story(events)).toEqual(['requested lock abort', 'aborted lock abort', 'requested lock abort', 'failed lock abort']);
+      expect(story(events)).toEqual([
+        'requested lock abort',
+        'aborted lock abort',
+        'requested lock abort',
+        'failed lock abort',
+      ]);
       expect(events[1]).toMatchObject({ type: 'aborted', reason });
       expect((events[3] as { error: unknown }).error).toBeInstanceOf(ClosedError);
       await held.release();
@@ -132,7 +144,11 @@ export function eventsContract(getFixture: () => Fixture): void {
       await expect(ownWaiter).rejects.toBeInstanceOf(SessionLostError);
       await held.release();
       await sleep(50);
-      expect(story(eventsA.slice(0, 3))).toEqual(['requested lock expiry', 'granted lock expiry', 'requested lock expiry']);
+      expect(story(eventsA.slice(0, 3))).toEqual([
+        'requested lock expiry',
+        'granted lock expiry',
+        'requested lock expiry',
+      ]);
       // Which is told first depends on the backend (etcd may wake the waiter before the holder is told).
       expect(story(eventsA.slice(3)).sort()).toEqual(['failed lock expiry', 'lost lock expiry']);
       const lost = eventsA.find((event) => event.type === 'lost')!;
@@ -164,7 +180,11 @@ export function eventsContract(getFixture: () => Fixture): void {
       expect(confirmed).not.toContain(entryOf(held).key);
       await held.release();
       await other.release();
-      expect(story(events).filter((line) => line.endsWith(' deleted'))).toEqual(['requested lock deleted', 'granted lock deleted', 'lost lock deleted']);
+      expect(story(events).filter((line) => line.endsWith(' deleted'))).toEqual([
+        'requested lock deleted',
+        'granted lock deleted',
+        'lost lock deleted',
+      ]);
     });
 
     it('read and write locks tell their kind; a downgrade tells the read grant, then the write release', async () => {
@@ -192,9 +212,15 @@ export function eventsContract(getFixture: () => Fixture): void {
       const [a, b] = [await scope.open(), await scope.open()];
       const [eventsA, eventsB] = [record(a), record(b)];
       const leading = await new LeaderElection(a, 'leader', { id: 'a' }).campaign();
-      await expect(new LeaderElection(b, 'leader', { id: 'b' }).campaign({ timeoutMs: 30 })).rejects.toBeInstanceOf(LockTimeoutError);
+      await expect(new LeaderElection(b, 'leader', { id: 'b' }).campaign({ timeoutMs: 30 })).rejects.toBeInstanceOf(
+        LockTimeoutError,
+      );
       await leading.resign();
-      expect(story(eventsA)).toEqual(['requested candidate leader', 'granted candidate leader', 'released candidate leader']);
+      expect(story(eventsA)).toEqual([
+        'requested candidate leader',
+        'granted candidate leader',
+        'released candidate leader',
+      ]);
       expect(story(eventsB)).toEqual(['requested candidate leader', 'timedOut candidate leader']);
     });
 
@@ -242,7 +268,9 @@ export function eventsContract(getFixture: () => Fixture): void {
       }
       const held = await new FairMutex(a, 'quiet').acquire();
       await expect(new FairMutex(b, 'quiet').acquire({ timeoutMs: 20 })).rejects.toBeInstanceOf(LockTimeoutError);
-      await expect(new FairMutex(b, 'quiet').acquire({ signal: AbortSignal.timeout(20) })).rejects.toBeInstanceOf(DOMException);
+      await expect(new FairMutex(b, 'quiet').acquire({ signal: AbortSignal.timeout(20) })).rejects.toBeInstanceOf(
+        DOMException,
+      );
       expect(await new FairMutex(b, 'quiet').tryAcquire()).toBeNull();
       const waiting = later(new FairMutex(b, 'quiet').acquire());
       await queued(a, 'quiet', 2);
@@ -279,7 +307,7 @@ export function eventsContract(getFixture: () => Fixture): void {
       expect(internalsOf(session).reporting).toBe(false);
     });
 
-    it('a semaphore tells its stories with kind semaphore, a grant after a wait once, with the handle\'s token', async () => {
+    it("a semaphore tells its stories with kind semaphore, a grant after a wait once, with the handle's token", async () => {
       const [a, b] = [await scope.open(), await scope.open()];
       const [eventsA, eventsB] = [record(a), record(b)];
       const held = await new Semaphore(a, 'pool', { permits: 1 }).acquire();
@@ -289,7 +317,13 @@ export function eventsContract(getFixture: () => Fixture): void {
       await held.release();
       const next = await waiting;
       await next.release();
-      expect(story(eventsA)).toEqual(['requested semaphore pool', 'granted semaphore pool', 'requested semaphore pool', 'busy semaphore pool', 'released semaphore pool']);
+      expect(story(eventsA)).toEqual([
+        'requested semaphore pool',
+        'granted semaphore pool',
+        'requested semaphore pool',
+        'busy semaphore pool',
+        'released semaphore pool',
+      ]);
       expect(story(eventsB)).toEqual(['requested semaphore pool', 'granted semaphore pool', 'released semaphore pool']);
       expect(eventsB[1]).toMatchObject({ fencingToken: next.fencingToken });
       expect(eventsB[2]).toMatchObject({ fencingToken: next.fencingToken });
@@ -300,7 +334,12 @@ export function eventsContract(getFixture: () => Fixture): void {
       const events = record(a);
       const locks = await new MultiLock(a, ['m/2', 'm/1']).acquire();
       await locks.release();
-      expect(story(events).slice(0, 4)).toEqual(['requested lock m/1', 'granted lock m/1', 'requested lock m/2', 'granted lock m/2']);
+      expect(story(events).slice(0, 4)).toEqual([
+        'requested lock m/1',
+        'granted lock m/1',
+        'requested lock m/2',
+        'granted lock m/2',
+      ]);
       expect(story(events).slice(4).sort()).toEqual(['released lock m/1', 'released lock m/2']);
     });
   });

@@ -14,8 +14,14 @@ const TIMEOUT_MS = 2_000;
  * Runs the worker and resolves with its exit code and how long it lived on after it closed its
  * session, or 'hung' if it is still alive after `limitMs`.
  */
-function run(url: string, limitMs: number, scenario = 'cycles'): Promise<{ code: number; afterCloseMs: number } | 'hung'> {
-  const child = spawn(process.execPath, ['--import', 'tsx', WORKER, url, scenario], { stdio: ['ignore', 'pipe', 'inherit'] });
+function run(
+  url: string,
+  limitMs: number,
+  scenario = 'cycles',
+): Promise<{ code: number; afterCloseMs: number } | 'hung'> {
+  const child = spawn(process.execPath, ['--import', 'tsx', WORKER, url, scenario], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let closedAt = 0;
   child.stdout.on('data', () => (closedAt ||= performance.now()));
   return new Promise((resolve) => {
@@ -50,18 +56,26 @@ describe('a program that closes its session ends on its own (no socket, stream o
     ['PostgreSQL', () => withParams(inject('postgres'), { namespace: 'exit-test' })],
     ['Redis', () => `${inject('redisStandalone').url}?namespace=exit-test`],
     ['memory', () => 'memory://exit-test'],
-  ])('%s', async (_name, url) => {
-    await expectPromptExit(url());
-  }, 40_000);
+  ])(
+    '%s',
+    async (_name, url) => {
+      await expectPromptExit(url());
+    },
+    40_000,
+  );
 
   it.each([
     ['memory', () => 'memory://exit-test'],
     ['ZooKeeper', () => `zk://${inject('zkStandalone').connectString}/exit-test`],
     ['PostgreSQL', () => withParams(inject('postgres'), { namespace: 'exit-test' })],
     ['Redis', () => `${inject('redisStandalone').url}?namespace=exit-test`],
-  ])('%s: a waiter keeps the process alive until its AbortSignal.timeout() gives it up', async (_name, url) => {
-    await expectPromptExit(url(), 'waiting');
-  }, 40_000);
+  ])(
+    '%s: a waiter keeps the process alive until its AbortSignal.timeout() gives it up',
+    async (_name, url) => {
+      await expectPromptExit(url(), 'waiting');
+    },
+    40_000,
+  );
 
   // 224.0.0.1 is a multicast address (a TCP connect to it fails with ENETUNREACH); .invalid names never
   // resolve. The issue's bound: the process ends within a second of the rejection.
@@ -75,17 +89,32 @@ describe('a program that closes its session ends on its own (no socket, stream o
     ['ZooKeeper, a name that does not exist', 'zk://no-such-host.invalid:2181/exit-test', 'unknown-name'],
     ['etcd, a name that does not exist', 'etcd://no-such-host.invalid:2379/exit-test', 'unknown-name'],
     ['PostgreSQL, a refused port', 'postgres://baton@127.0.0.1:1/postgres?namespace=exit-test', 'failed-connect'],
-    ['PostgreSQL, an unreachable address', 'postgres://baton@224.0.0.1:5432/postgres?namespace=exit-test', 'failed-connect'],
-    ['PostgreSQL, a name that does not exist', 'postgres://baton@no-such-host.invalid:5432/postgres?namespace=exit-test', 'unknown-name'],
+    [
+      'PostgreSQL, an unreachable address',
+      'postgres://baton@224.0.0.1:5432/postgres?namespace=exit-test',
+      'failed-connect',
+    ],
+    [
+      'PostgreSQL, a name that does not exist',
+      'postgres://baton@no-such-host.invalid:5432/postgres?namespace=exit-test',
+      'unknown-name',
+    ],
     ['Redis, a refused port', 'redis://127.0.0.1:1?namespace=exit-test', 'failed-connect'],
     ['Redis, a refused port by name', 'redis://localhost:1?namespace=exit-test', 'failed-connect'],
     ['Redis, an unreachable address', 'redis://224.0.0.1:6379?namespace=exit-test', 'failed-connect'],
     ['Redis, a name that does not exist', 'redis://no-such-host.invalid:6379?namespace=exit-test', 'unknown-name'],
-  ])('%s: a program whose connect failed ends on its own within a second', async (_name, url, scenario) => {
-    await expectPromptExit(url, scenario, 1_000);
-  }, 40_000);
+  ])(
+    '%s: a program whose connect failed ends on its own within a second',
+    async (_name, url, scenario) => {
+      await expectPromptExit(url, scenario, 1_000);
+    },
+    40_000,
+  );
 
   it('etcd, closed while a watch is being created on a connection that is cut and refused', async () => {
-    await expectPromptExit(`etcd://${inject('etcdStandalone').endpoints[0]!.replace('http://', '')}/exit-test`, 'pending-watch');
+    await expectPromptExit(
+      `etcd://${inject('etcdStandalone').endpoints[0]!.replace('http://', '')}/exit-test`,
+      'pending-watch',
+    );
   }, 40_000);
 });

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 
-import { InvalidArgumentError, InvalidNameError, LockLostError, LockTimeoutError, SessionLostError } from '../../recipes/errors.js';
+import {
+  InvalidArgumentError,
+  InvalidNameError,
+  LockLostError,
+  LockTimeoutError,
+  SessionLostError,
+} from '../../recipes/errors.js';
 import { MultiLock } from '../../recipes/multilock.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import type { Fixture } from '../support/backends/fixture.js';
@@ -69,14 +75,23 @@ export function multiLockContract(getFixture: () => Fixture): void {
       expect(error).toBeInstanceOf(LockTimeoutError);
       expect((error as LockTimeoutError).timeoutMs).toBe(100);
       expect((error as Error).message).toContain('multi-lock ["x", "y", "z"]');
-      for (const [name, length] of [['x', 0], ['y', 0], ['z', 1]] as const) await expectQueueLength(a, name, length);
+      for (const [name, length] of [
+        ['x', 0],
+        ['y', 0],
+        ['z', 1],
+      ] as const)
+        await expectQueueLength(a, name, length);
       const controller = new AbortController();
       const waiting = later(new MultiLock(b, ['x', 'z']).acquire({ signal: controller.signal }));
       await expectQueueLength(a, 'z', 2);
       const reason = new Error('caller gave up');
       controller.abort(reason);
       await expect(waiting).rejects.toBe(reason);
-      for (const [name, length] of [['x', 0], ['z', 1]] as const) await expectQueueLength(a, name, length);
+      for (const [name, length] of [
+        ['x', 0],
+        ['z', 1],
+      ] as const)
+        await expectQueueLength(a, name, length);
       await expect(new MultiLock(b, ['x']).acquire({ signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
       await blocker.release();
     });
@@ -84,7 +99,9 @@ export function multiLockContract(getFixture: () => Fixture): void {
     it('rejects empty, duplicate and bad names and options with typed errors before touching the server', async () => {
       const a = await scope.open();
       for (const names of [[], ['a', 'b', 'a'], 'a', undefined, [1]] as unknown[]) {
-        expect(() => new MultiLock(a, names as string[]), JSON.stringify(names)).toThrow(names instanceof Array && names[0] === 1 ? InvalidNameError : InvalidArgumentError);
+        expect(() => new MultiLock(a, names as string[]), JSON.stringify(names)).toThrow(
+          names instanceof Array && names[0] === 1 ? InvalidNameError : InvalidArgumentError,
+        );
       }
       expect(() => new MultiLock(a, ['a', 'a'])).toThrow(/"a" appears twice/);
       expect(() => new MultiLock(a, ['a', 'b//c'])).toThrow(InvalidNameError);

@@ -29,12 +29,14 @@ export function mutexContract(getFixture: () => Fixture): void {
       const waits: Promise<void>[] = [];
       for (let index = 0; index < 12; index += 1) {
         const session = sessions[index % 3]!;
-        waits.push(later(
-          new FairMutex(session, 'fifo').acquire().then(async (lock) => {
-            granted.push({ index, token: lock.fencingToken });
-            await lock.release();
-          }),
-        ));
+        waits.push(
+          later(
+            new FairMutex(session, 'fifo').acquire().then(async (lock) => {
+              granted.push({ index, token: lock.fencingToken });
+              await lock.release();
+            }),
+          ),
+        );
         await eventually(`waiter ${index} queued`, async () => (await queueLength(session, 'fifo')) === index + 2);
       }
       await first.release();
@@ -172,7 +174,10 @@ export function mutexContract(getFixture: () => Fixture): void {
         waiters.push(new FairMutex(sessions[i % 2]!, 'herd').withLock(() => undefined));
       }
       // Watches on entries (on ZooKeeper a session may also keep one on the directory it found quiet).
-      await eventually('50 waiters watching', async () => (await fixture.watched(scope.namespace)).filter((path) => !path.endsWith('/herd')).length === 50);
+      await eventually(
+        '50 waiters watching',
+        async () => (await fixture.watched(scope.namespace)).filter((path) => !path.endsWith('/herd')).length === 50,
+      );
       const before = fixture.notifications();
       await held.release();
       await Promise.all(waiters);
@@ -210,37 +215,72 @@ export function mutexContract(getFixture: () => Fixture): void {
       await held.release();
     });
 
-    it.each(['requeue', 'fail'] as const)("a waiter whose entry another client deleted: onWaiterLost '%s' ('requeue' is the default)", async (policy) => {
-      const [holder, waiter] = [await scope.open(), await scope.open(policy === 'fail' ? { onWaiterLost: 'fail' } : {})];
-      const held = await new FairMutex(holder, 'vanished').acquire();
-      const waiting = later(new FairMutex(waiter, 'vanished').acquire({ timeoutMs: 20_000 }));
-      await expectQueueLength(holder, 'vanished', 2);
-      const [, deleted] = await backendOf(holder).list('vanished');
-      // Read first: a ZooKeeper listing has no entry's own stat, so another session's token is known once read.
-      await backendOf(holder).read(deleted!);
-      await scope.fixture.removeEntry(deleted!.key);
-      await held.release();
-      if (policy === 'fail') {
-        await expect(waiting).rejects.toBeInstanceOf(LockLostError);
-        await expectQueueLength(holder, 'vanished', 0);
-        return;
-      }
-      const lock = await waiting; // queued again, behind the deleted place
-      expect(lock.fencingToken > deleted!.fencingToken).toBe(true);
-      await expectQueueLength(holder, 'vanished', 1);
-      await lock.release();
-    });
+    it.each(['requeue', 'fail'] as const)(
+      "a waiter whose entry another client deleted: onWaiterLost '%s' ('requeue' is the default)",
+      async (policy) => {
+        const [holder, waiter] = [
+          await scope.open(),
+          await scope.open(policy === 'fail' ? { onWaiterLost: 'fail' } : {}),
+        ];
+        const held = await new FairMutex(holder, 'vanished').acquire();
+        const waiting = later(new FairMutex(waiter, 'vanished').acquire({ timeoutMs: 20_000 }));
+        await expectQueueLength(holder, 'vanished', 2);
+        const [, deleted] = await backendOf(holder).list('vanished');
+        // Read first: a ZooKeeper listing has no entry's own stat, so another session's token is known once read.
+        await backendOf(holder).read(deleted!);
+        await scope.fixture.removeEntry(deleted!.key);
+        await held.release();
+        if (policy === 'fail') {
+          await expect(waiting).rejects.toBeInstanceOf(LockLostError);
+          await expectQueueLength(holder, 'vanished', 0);
+          return;
+        }
+        const lock = await waiting; // queued again, behind the deleted place
+        expect(lock.fencingToken > deleted!.fencingToken).toBe(true);
+        await expectQueueLength(holder, 'vanished', 1);
+        await lock.release();
+      },
+    );
 
     it('rejects bad names and options with typed errors before touching the server', async () => {
       const a = await scope.open();
-      const badNames: unknown[] = ['', '.', '..', 'a//b', 'a/', '/a', 'a/./b', 'a b', 'a\u0000b', 'é', 'x'.repeat(257), '_c_x', 'a/_c_1-lock-0000000001', 42, null, undefined, {}];
+      const badNames: unknown[] = [
+        '',
+        '.',
+        '..',
+        'a//b',
+        'a/',
+        '/a',
+        'a/./b',
+        'a b',
+        'a\u0000b',
+        'é',
+        'x'.repeat(257),
+        '_c_x',
+        'a/_c_1-lock-0000000001',
+        42,
+        null,
+        undefined,
+        {},
+      ];
       for (const name of badNames) {
         expect(() => new FairMutex(a, name as string), `name ${String(name)}`).toThrow(InvalidNameError);
       }
       const mutex = new FairMutex(a, 'options');
-      const badOptions: unknown[] = [{ timeoutMs: -1 }, { timeoutMs: Number.NaN }, { timeoutMs: Infinity }, { timeoutMs: '5' }, { timeoutMs: 2 ** 31 }, { signal: 'x' }, 'fast', 7];
+      const badOptions: unknown[] = [
+        { timeoutMs: -1 },
+        { timeoutMs: Number.NaN },
+        { timeoutMs: Infinity },
+        { timeoutMs: '5' },
+        { timeoutMs: 2 ** 31 },
+        { signal: 'x' },
+        'fast',
+        7,
+      ];
       for (const options of badOptions) {
-        await expect(mutex.acquire(options as object), JSON.stringify(options)).rejects.toBeInstanceOf(InvalidArgumentError);
+        await expect(mutex.acquire(options as object), JSON.stringify(options)).rejects.toBeInstanceOf(
+          InvalidArgumentError,
+        );
       }
       await expect(mutex.withLock('not a function' as never)).rejects.toBeInstanceOf(InvalidArgumentError);
       expect(() => new FairMutex({} as Session, 'x')).toThrow(InvalidArgumentError);
@@ -292,7 +332,7 @@ export function mutexContract(getFixture: () => Fixture): void {
       }
     });
 
-    it('close() withdraws waiters, releases holds and aborts the holders\' signals', async () => {
+    it("close() withdraws waiters, releases holds and aborts the holders' signals", async () => {
       const [a, b] = [await scope.open(), await scope.open()];
       const held = await new FairMutex(a, 'close').acquire();
       const waiter = new FairMutex(a, 'close').acquire().catch((e: unknown) => e);

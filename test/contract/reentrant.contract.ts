@@ -134,7 +134,7 @@ export function reentrantContract(getFixture: () => Fixture): void {
       await outer.release();
     });
 
-    it('tells owners apart around both halves of one ReadWriteLock: one owner\'s write keeps another\'s read out, another\'s read does not refuse a write', async () => {
+    it("tells owners apart around both halves of one ReadWriteLock: one owner's write keeps another's read out, another's read does not refuse a write", async () => {
       const session = await scope.open();
       const rw = new ReadWriteLock(session, 'halves');
       const reads = new Reentrant(rw.readLock);
@@ -161,15 +161,18 @@ export function reentrantContract(getFixture: () => Fixture): void {
       await held.release();
     });
 
-    it('nests across the halves of one ReadWriteLock: a read inside a write is the same owner\'s, at once; a write inside a read is an upgrade', async () => {
+    it("nests across the halves of one ReadWriteLock: a read inside a write is the same owner's, at once; a write inside a read is an upgrade", async () => {
       const session = await scope.open();
       const rw = new ReadWriteLock(session, 'nest-halves');
       const reads = new Reentrant(rw.readLock);
       const writes = new Reentrant(rw.writeLock);
       await writes.withLock(async (write) => {
-        await reads.withLock(async (read) => {
-          expect(read.fencingToken).toBe(write.fencingToken); // placed at the write
-        }, { timeoutMs: 0 });
+        await reads.withLock(
+          async (read) => {
+            expect(read.fencingToken).toBe(write.fencingToken); // placed at the write
+          },
+          { timeoutMs: 0 },
+        );
       });
       await reads.withLock(async () => {
         await expect(writes.withLock(() => undefined, { timeoutMs: 5_000 })).rejects.toBeInstanceOf(LockUpgradeError);

@@ -24,7 +24,8 @@ export function rwContract(getFixture: () => Fixture): void {
     it('lets 5 readers hold at once; a writer waits for the last of them', async () => {
       const sessions = [await scope.open(), await scope.open()];
       const readers: LockHandle[] = [];
-      for (let i = 0; i < 5; i += 1) readers.push(await new ReadWriteLock(sessions[i % 2]!, 'share').readLock.acquire({ timeoutMs: 5_000 }));
+      for (let i = 0; i < 5; i += 1)
+        readers.push(await new ReadWriteLock(sessions[i % 2]!, 'share').readLock.acquire({ timeoutMs: 5_000 }));
       expect(readers.every((r) => r.held)).toBe(true);
       const writer = track(new ReadWriteLock(sessions[0]!, 'share').writeLock.acquire());
       await eventually('writer queued', async () => (await queue(sessions[0]!, 'share')).length === 6);
@@ -63,15 +64,17 @@ export function rwContract(getFixture: () => Fixture): void {
       let inside = 0;
       for (let i = 0; i < 6; i += 1) {
         const session = sessions[i % 3]!;
-        waits.push(later(
-          new ReadWriteLock(session, 'writers').writeLock.withLock(async () => {
-            inside += 1;
-            expect(inside).toBe(1);
-            order.push(i);
-            await new Promise((resolve) => setImmediate(resolve));
-            inside -= 1;
-          }),
-        ));
+        waits.push(
+          later(
+            new ReadWriteLock(session, 'writers').writeLock.withLock(async () => {
+              inside += 1;
+              expect(inside).toBe(1);
+              order.push(i);
+              await new Promise((resolve) => setImmediate(resolve));
+              inside -= 1;
+            }),
+          ),
+        );
         await eventually(`writer ${i} queued`, async () => (await queue(session, 'writers')).length === i + 2);
       }
       await first.release();
@@ -114,9 +117,15 @@ export function rwContract(getFixture: () => Fixture): void {
       await eventually('writer queued', async () => (await queue(a, 'gone')).length === 2);
       await scope.fixture.removeEntry(entryOf(write).key); // deleted by another client or an operator
       const granted = await next;
-      const refused = await owner.downgrade(write).then(() => undefined, (error: unknown) => error);
+      const refused = await owner.downgrade(write).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
       expect(refused instanceof LockLostError || refused instanceof InvalidArgumentError).toBe(true);
-      await eventually('only the granted writer is queued', async () => (await queue(b, 'gone')).map((e) => e.key).join() === entryOf(granted).key);
+      await eventually(
+        'only the granted writer is queued',
+        async () => (await queue(b, 'gone')).map((e) => e.key).join() === entryOf(granted).key,
+      );
       await granted.release();
       await write.release();
     });
@@ -130,15 +139,21 @@ export function rwContract(getFixture: () => Fixture): void {
       await scope.fixture.removeEntry(entryOf(write).key); // deleted by another client or an operator
       const granted = await next;
       // The owner has not yet noticed the loss: its read would be placed at the write's (gone) place.
-      const refused = await owner.readLock.tryAcquire().then((read) => read, (error: unknown) => error);
+      const refused = await owner.readLock.tryAcquire().then(
+        (read) => read,
+        (error: unknown) => error,
+      );
       expect(refused).toBeInstanceOf(LockLostError);
       expect(granted.held).toBe(true);
-      await eventually('only the granted writer is queued', async () => (await queue(b, 'gone-try')).map((e) => e.key).join() === entryOf(granted).key);
+      await eventually(
+        'only the granted writer is queued',
+        async () => (await queue(b, 'gone-try')).map((e) => e.key).join() === entryOf(granted).key,
+      );
       await granted.release();
       await write.release();
     });
 
-    it('downgrades without a gap: the read takes the writer\'s place, earlier readers proceed, later writers wait', async () => {
+    it("downgrades without a gap: the read takes the writer's place, earlier readers proceed, later writers wait", async () => {
       const [a, b, c] = [await scope.open(), await scope.open(), await scope.open()];
       const owner = new ReadWriteLock(a, 'downgrade');
       const write = await owner.writeLock.acquire();
@@ -195,7 +210,9 @@ export function rwContract(getFixture: () => Fixture): void {
       const read = await owner.readLock.acquire({ timeoutMs: 0 });
       await write.release();
       // The writer's blocker left, but the read entry sits ahead of it now: it must wait for that one.
-      await eventually('the writer waits for the read entry', async () => (await scope.fixture.watched(scope.namespace)).includes(entryOf(read).key));
+      await eventually('the writer waits for the read entry', async () =>
+        (await scope.fixture.watched(scope.namespace)).includes(entryOf(read).key),
+      );
       expect(writer.settled).toBe(false);
       await read.release();
       await (await writer.promise).release();
@@ -228,9 +245,13 @@ export function rwContract(getFixture: () => Fixture): void {
 
       const first = await new ReadWriteLock(sessions[0]!, 'herd').writeLock.acquire();
       const writers: Promise<void>[] = [];
-      for (let i = 0; i < 50; i += 1) writers.push(new ReadWriteLock(sessions[i % 2]!, 'herd').writeLock.withLock(() => undefined));
+      for (let i = 0; i < 50; i += 1)
+        writers.push(new ReadWriteLock(sessions[i % 2]!, 'herd').writeLock.withLock(() => undefined));
       // Watches on entries (on ZooKeeper a session may also keep one on the directory it found quiet).
-      await eventually('50 writers watching', async () => (await watched()).filter((path) => !path.endsWith('/herd')).length === 50);
+      await eventually(
+        '50 writers watching',
+        async () => (await watched()).filter((path) => !path.endsWith('/herd')).length === 50,
+      );
       const before = fixture.notifications();
       await first.release();
       await Promise.all(writers);

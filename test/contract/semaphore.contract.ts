@@ -1,8 +1,16 @@
 import { describe, expect, it } from 'vitest';
 
-import { ClosedError, InvalidArgumentError, InvalidNameError, LockLostError, LockTimeoutError, PermitsMismatchError, SessionLostError } from '../../recipes/errors.js';
+import {
+  ClosedError,
+  InvalidArgumentError,
+  InvalidNameError,
+  LockLostError,
+  LockTimeoutError,
+  PermitsMismatchError,
+  SessionLostError,
+} from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { type PermitHandle,Semaphore } from '../../recipes/semaphore.js';
+import { type PermitHandle, Semaphore } from '../../recipes/semaphore.js';
 import type { Fixture } from '../support/backends/fixture.js';
 import { useScope } from '../support/backends/scope.js';
 import { runCounting } from '../support/contention/counting-contender.js';
@@ -68,10 +76,13 @@ export function semaphoreContract(getFixture: () => Fixture): void {
       await granted[0]!.release();
       await (await waiters[3]!.promise).release();
       await Promise.all(granted.map((permit) => permit.release()));
-      const inside = await new Semaphore(sessions[1]!, 'many', { permits: 3 }).withPermit(async (permit) => {
-        await expectQueueLength(sessions[0]!, 'many', 1);
-        return permit.count;
-      }, { count: 2 });
+      const inside = await new Semaphore(sessions[1]!, 'many', { permits: 3 }).withPermit(
+        async (permit) => {
+          await expectQueueLength(sessions[0]!, 'many', 1);
+          return permit.count;
+        },
+        { count: 2 },
+      );
       expect(inside).toBe(2);
       await expectQueueLength(sessions[0]!, 'many', 0);
     });
@@ -81,10 +92,14 @@ export function semaphoreContract(getFixture: () => Fixture): void {
       const sessions = [await scope.open(), await scope.open()];
       const held = await new Semaphore(sessions[0]!, 'herd', { permits: 4 }).acquire({ count: 4 });
       const waiters: Promise<void>[] = [];
-      for (let i = 0; i < 50; i += 1) waiters.push(new Semaphore(sessions[i % 2]!, 'herd', { permits: 4 }).withPermit(() => undefined));
+      for (let i = 0; i < 50; i += 1)
+        waiters.push(new Semaphore(sessions[i % 2]!, 'herd', { permits: 4 }).withPermit(() => undefined));
       await expectQueueLength(sessions[0]!, 'herd', 51);
       // Each waiter watches one entry, except the first, which watches the holder ahead of it.
-      await eventually('50 waiters watching', async () => (await fixture.watched(scope.namespace)).filter((path) => !path.endsWith('/herd')).length === 50);
+      await eventually(
+        '50 waiters watching',
+        async () => (await fixture.watched(scope.namespace)).filter((path) => !path.endsWith('/herd')).length === 50,
+      );
       const before = fixture.notifications();
       await held.release();
       await Promise.all(waiters);
@@ -139,7 +154,9 @@ export function semaphoreContract(getFixture: () => Fixture): void {
       expect(error).toBeInstanceOf(PermitsMismatchError);
       expect(error).toMatchObject({ code: 'PERMITS_MISMATCH', permits: 2, found: 3 });
       expect((error as Error).message).toMatch(/permits 2.*permits 3/);
-      await expect(new Semaphore(b, 'mismatch', { permits: 4 }).tryAcquire()).rejects.toBeInstanceOf(PermitsMismatchError);
+      await expect(new Semaphore(b, 'mismatch', { permits: 4 }).tryAcquire()).rejects.toBeInstanceOf(
+        PermitsMismatchError,
+      );
       await expectQueueLength(a, 'mismatch', 1);
       await held.release();
       const lock = await new FairMutex(a, 'mixed').acquire();
@@ -151,14 +168,38 @@ export function semaphoreContract(getFixture: () => Fixture): void {
     it('rejects bad names, permits, counts and options with typed errors before touching the server', async () => {
       const a = await scope.open();
       expect(() => new Semaphore(a, 'a//b', { permits: 1 })).toThrow(InvalidNameError);
-      const badPermits: unknown[] = [undefined, {}, { permits: 0 }, { permits: -1 }, { permits: 1.5 }, { permits: '2' }, { permits: 2 ** 31 }, { permits: 2, interop: 'kazoo' }, { permit: 2 }, 3];
+      const badPermits: unknown[] = [
+        undefined,
+        {},
+        { permits: 0 },
+        { permits: -1 },
+        { permits: 1.5 },
+        { permits: '2' },
+        { permits: 2 ** 31 },
+        { permits: 2, interop: 'kazoo' },
+        { permit: 2 },
+        3,
+      ];
       for (const options of badPermits) {
-        expect(() => new Semaphore(a, 'bad', options as { permits: number }), JSON.stringify(options)).toThrow(InvalidArgumentError);
+        expect(() => new Semaphore(a, 'bad', options as { permits: number }), JSON.stringify(options)).toThrow(
+          InvalidArgumentError,
+        );
       }
       const semaphore = new Semaphore(a, 'bad', { permits: 2 });
-      const badAcquire: unknown[] = [{ count: 0 }, { count: 3 }, { count: 1.5 }, { count: '1' }, { timeoutMs: -1 }, { signal: 'x' }, { timout: 5 }, 'fast'];
+      const badAcquire: unknown[] = [
+        { count: 0 },
+        { count: 3 },
+        { count: 1.5 },
+        { count: '1' },
+        { timeoutMs: -1 },
+        { signal: 'x' },
+        { timout: 5 },
+        'fast',
+      ];
       for (const options of badAcquire) {
-        await expect(semaphore.acquire(options as object), JSON.stringify(options)).rejects.toBeInstanceOf(InvalidArgumentError);
+        await expect(semaphore.acquire(options as object), JSON.stringify(options)).rejects.toBeInstanceOf(
+          InvalidArgumentError,
+        );
       }
       await expect(semaphore.acquire({ count: 3 })).rejects.toThrow(/permits \(2\)/);
       await expect(semaphore.tryAcquire({ count: 3 })).rejects.toBeInstanceOf(InvalidArgumentError);

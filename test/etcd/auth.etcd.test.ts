@@ -6,7 +6,7 @@ import type { Session } from '../../recipes/contract.js';
 import { AccessDeniedError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { runInspect } from '../../src/inspect.js';
-import { type EtcdCluster,startEtcd } from '../harness/etcd.js';
+import { type EtcdCluster, startEtcd } from '../harness/etcd.js';
 import { backendOf, entryOf } from '../support/internals.js';
 import { eventually } from '../support/wait.js';
 
@@ -23,7 +23,10 @@ describe('etcd users and roles', () => {
   const open = (namespace: string, auth: { username: string; password: string }): Promise<Session> =>
     connect(`etcd://${host()}/${namespace}`, { ttlSeconds: 2, connectTimeoutMs: 5_000, etcd: { auth } });
   const refusal = async (promise: Promise<unknown>): Promise<void> => {
-    const error = await promise.then(() => undefined, (e: unknown) => e);
+    const error = await promise.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(AccessDeniedError);
     texts.push(String(error), (error as Error).stack ?? '');
   };
@@ -35,7 +38,11 @@ describe('etcd users and roles', () => {
       await admin.role('root').create();
       await admin.user(ROOT.username).create(ROOT.password);
       await admin.user(ROOT.username).addRole('root');
-      for (const [user, prefix] of [[ALICE, 'tenant-a/'], [BOB, 'tenant-b/'], [CAROL, 'tenant-c/']] as const) {
+      for (const [user, prefix] of [
+        [ALICE, 'tenant-a/'],
+        [BOB, 'tenant-b/'],
+        [CAROL, 'tenant-c/'],
+      ] as const) {
         const role = await admin.role(`${user.username}-role`).create();
         await role.grant({ permission: 'Readwrite', range: admin.range({ prefix }) });
         await admin.user(user.username).create(user.password);
@@ -52,7 +59,7 @@ describe('etcd users and roles', () => {
     for (const text of texts) for (const user of [ROOT, ALICE, BOB, CAROL]) expect(text).not.toContain(user.password);
   });
 
-  it('a user limited to one prefix gets AccessDeniedError, not a hang, on another tenant\'s queue', async () => {
+  it("a user limited to one prefix gets AccessDeniedError, not a hang, on another tenant's queue", async () => {
     const bob = await open('tenant-b', BOB);
     const alice = await open('tenant-a', ALICE);
     const intruder = await open('tenant-b', ALICE);
@@ -62,7 +69,17 @@ describe('etcd users and roles', () => {
       await refusal(new FairMutex(intruder, 'jobs').acquire({ timeoutMs: 10_000 }));
       await refusal(new FairMutex(intruder, 'jobs').tryAcquire());
       await refusal(backendOf(intruder).list('jobs'));
-      await refusal(runInspect({ url: `etcd://${host()}/tenant-b`, name: 'jobs', json: true, watch: false, connectTimeoutMs: 5_000, connect: { etcd: { auth: ALICE } }, write: () => undefined }));
+      await refusal(
+        runInspect({
+          url: `etcd://${host()}/tenant-b`,
+          name: 'jobs',
+          json: true,
+          watch: false,
+          connectTimeoutMs: 5_000,
+          connect: { etcd: { auth: ALICE } },
+          write: () => undefined,
+        }),
+      );
       expect(held.held).toBe(true);
       expect((await backendOf(bob).list('jobs')).map((entry) => entry.key)).toEqual([entryOf(held).key]);
       await held.release();
@@ -86,14 +103,21 @@ describe('etcd users and roles', () => {
     try {
       const held = await new FairMutex(carol, 'frozen').acquire();
       await root.role('carol-role').grant({ permission: 'Read', ...prefix }); // write taken away
-      const error = await held.release().then(() => undefined, (e: unknown) => e);
+      const error = await held.release().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(error).toBeInstanceOf(AccessDeniedError);
       expect((error as Error).message).toContain(`${entryOf(held).key} stays in its queue until this session ends`);
       texts.push(String(error), (error as Error).stack ?? '');
       expect(held.held).toBe(true);
       await carol.close();
       // Its lease is not kept alive any more (its revoke may be refused as well): the entry goes with it.
-      await eventually('the entry gone with the lease', async () => (await root.getAll().prefix('tenant-c/').keys()).length === 0, 4 * 2_000);
+      await eventually(
+        'the entry gone with the lease',
+        async () => (await root.getAll().prefix('tenant-c/').keys()).length === 0,
+        4 * 2_000,
+      );
     } finally {
       await root.role('carol-role').grant({ permission: 'Readwrite', ...prefix });
       root.close();

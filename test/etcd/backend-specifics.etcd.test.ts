@@ -43,7 +43,10 @@ describe('FairMutex on etcd: backend specifics', () => {
     const first = await mutex.acquire();
     const second = mutex.acquire();
     await eventually('second queued', async () => (await keys('reuse')).length === 2);
-    expect((await keys('reuse')).sort()).toEqual([`${scope.namespace}/reuse/#/${session.id}-0-lock`, `${scope.namespace}/reuse/#/${session.id}-1-lock`]);
+    expect((await keys('reuse')).sort()).toEqual([
+      `${scope.namespace}/reuse/#/${session.id}-0-lock`,
+      `${scope.namespace}/reuse/#/${session.id}-1-lock`,
+    ]);
     await first.release();
     await (await second).release();
   });
@@ -93,7 +96,11 @@ describe('FairMutex on etcd: backend specifics', () => {
    */
   const plantOrphan = async (session: { id: string }, name: string, slot: number): Promise<string> => {
     const key = `${scope.namespace}/${name}/#/${session.id}-${slot}-lock`;
-    await admin.put(key).value('').lease(BigInt(`0x${session.id}`).toString()).exec();
+    await admin
+      .put(key)
+      .value('')
+      .lease(BigInt(`0x${session.id}`).toString())
+      .exec();
     return key;
   };
 
@@ -142,8 +149,15 @@ describe('FairMutex on etcd: backend specifics', () => {
     expect(second.entry.key).toBe(first.entry.key);
     const y = await backendOf(waiter).enqueue('incarnations', 'lock');
     const stopY = new AbortController();
-    const yWaits = backendOf(waiter).waitGone(y.queue.find((e) => e.key === second.entry.key)!, stopY.signal).catch(() => undefined);
-    await eventually('the newer incarnation watched', async () => (await scope.fixture.watched(scope.namespace)).includes(second.entry.key));
+    const yWaits = backendOf(waiter)
+      .waitGone(
+        y.queue.find((e) => e.key === second.entry.key)!,
+        stopY.signal,
+      )
+      .catch(() => undefined);
+    await eventually('the newer incarnation watched', async () =>
+      (await scope.fixture.watched(scope.namespace)).includes(second.entry.key),
+    );
     // x's wait for the incarnation that is already gone must end at once, not join y's watch.
     await backendOf(waiter).waitGone(old, AbortSignal.timeout(info.ttlSeconds * 1_000));
     stopY.abort();

@@ -27,16 +27,22 @@ describe('etcd: waits whose start revision was compacted away (a wait for an ent
     expect(queue.map((e) => e.key)).toEqual([entryOf(held).key, entry.key]);
     await compactToHead();
     const outcome: string[] = [];
-    const gone = backendOf(b).waitGone(queue[0]!, new AbortController().signal).then(
-      () => outcome.push('woken'),
-      (error: unknown) => outcome.push(`failed: ${String(error)}`),
-    );
+    const gone = backendOf(b)
+      .waitGone(queue[0]!, new AbortController().signal)
+      .then(
+        () => outcome.push('woken'),
+        (error: unknown) => outcome.push(`failed: ${String(error)}`),
+      );
     await held.release();
     await gone;
     expect(outcome).toEqual(['woken']);
     // The watch etcd cancelled is not cancelled again: etcd would never answer, and etcd3 would keep it.
     const probe = etcdProbeOf(b);
-    await eventually('no watcher left waiting for its cancel', () => probe.view.watchersClosing === 0, TTL_SECONDS * 1_000);
+    await eventually(
+      'no watcher left waiting for its cancel',
+      () => probe.view.watchersClosing === 0,
+      TTL_SECONDS * 1_000,
+    );
     await backendOf(b).withdraw(entry);
   });
 
@@ -49,10 +55,12 @@ describe('etcd: waits whose start revision was compacted away (a wait for an ent
       probe.beforePrefixWatch = undefined;
       await compactToHead();
     };
-    const outcome = await backendOf(b).waitChange('q', seen, new AbortController().signal).then(
-      () => 'woken',
-      (error: unknown) => `failed: ${String(error)}`,
-    );
+    const outcome = await backendOf(b)
+      .waitChange('q', seen, new AbortController().signal)
+      .then(
+        () => 'woken',
+        (error: unknown) => `failed: ${String(error)}`,
+      );
     expect(outcome).toBe('woken');
     expect(probe.beforePrefixWatch).toBeUndefined(); // the compaction did happen in between
     // Woken early, it looks again and finds nothing changed: waiting again works, and sees the release.
@@ -60,6 +68,10 @@ describe('etcd: waits whose start revision was compacted away (a wait for an ent
     await held.release();
     await again;
     expect(await backendOf(b).list('q')).toEqual([]);
-    await eventually('no watcher left waiting for its cancel', () => probe.view.watchersClosing === 0, TTL_SECONDS * 1_000);
+    await eventually(
+      'no watcher left waiting for its cancel',
+      () => probe.view.watchersClosing === 0,
+      TTL_SECONDS * 1_000,
+    );
   });
 });

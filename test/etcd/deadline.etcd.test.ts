@@ -30,7 +30,11 @@ describe('the client-side lease deadline on etcd', () => {
       await cutOff.close();
       expect(performance.now() - closing).toBeLessThan(info.ttlSeconds * 1_000);
       // Declared lost on our side first; the server lets the lease run out a little later.
-      await eventually('the server expired the lease', async () => (await scope.fixture.entries(scope.namespace)).length === 0, info.ttlSeconds * 2_000);
+      await eventually(
+        'the server expired the lease',
+        async () => (await scope.fixture.entries(scope.namespace)).length === 0,
+        info.ttlSeconds * 2_000,
+      );
     } finally {
       await proxy.close();
     }

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { Session } from '../../recipes/contract.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { type EtcdCluster,startEtcd } from '../harness/etcd.js';
+import { type EtcdCluster, startEtcd } from '../harness/etcd.js';
 import { backendOf } from '../support/internals.js';
 import { eventually, later } from '../support/wait.js';
 
@@ -26,13 +26,18 @@ describe('FairMutex on a 3-node etcd cluster when a member dies', () => {
     const order: number[] = [];
     const waits: Promise<void>[] = [];
     for (let i = 1; i < 4; i += 1) {
-      waits.push(later(
-        new FairMutex(sessions[i]!, 'ordered').acquire({ timeoutMs: 30_000 }).then(async (lock) => {
-          order.push(i);
-          await lock.release();
-        }),
-      ));
-      await eventually(`waiter ${i} queued`, async () => (await backendOf(sessions[0]!).list('ordered')).length === i + 1);
+      waits.push(
+        later(
+          new FairMutex(sessions[i]!, 'ordered').acquire({ timeoutMs: 30_000 }).then(async (lock) => {
+            order.push(i);
+            await lock.release();
+          }),
+        ),
+      );
+      await eventually(
+        `waiter ${i} queued`,
+        async () => (await backendOf(sessions[0]!).list('ordered')).length === i + 1,
+      );
     }
     const leader = await cluster.leader();
     expect(leader).toBeDefined();

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SessionState } from '../../recipes/contract.js';
 import type { Session } from '../../recipes/contract.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { type EtcdCluster,startEtcd } from '../harness/etcd.js';
+import { type EtcdCluster, startEtcd } from '../harness/etcd.js';
 import { etcdFixtureOf } from '../support/backends/etcd.js';
 import { useScope } from '../support/backends/scope.js';
 import { backendOf } from '../support/internals.js';
@@ -26,7 +26,9 @@ describe('etcd: a member cut off from its peers while clients still reach it', (
   afterAll(async () => {
     await cluster?.stop();
   });
-  const scope = useScope(() => etcdFixtureOf({ endpoints: cluster.endpoints, ttlSeconds: TTL_SECONDS }, 'etcd (3 members behind peer proxies)'));
+  const scope = useScope(() =>
+    etcdFixtureOf({ endpoints: cluster.endpoints, ttlSeconds: TTL_SECONDS }, 'etcd (3 members behind peer proxies)'),
+  );
 
   /** Cuts member `index` off from its peers; returns the heal. */
   async function cutOff(index: number): Promise<() => Promise<void>> {
@@ -36,12 +38,20 @@ describe('etcd: a member cut off from its peers while clients still reach it', (
     const others = cluster.peerProxies.filter((proxy) => proxy !== own);
     own.blackhole();
     for (const proxy of others) proxy.isolate((first) => first.includes(from));
-    await eventually(`${member.name} has no leader`, async () => (await cluster.leaderSeenBy(member)) === '0', TTL_SECONDS * 5_000);
+    await eventually(
+      `${member.name} has no leader`,
+      async () => (await cluster.leaderSeenBy(member)) === '0',
+      TTL_SECONDS * 5_000,
+    );
     return async () => {
       own.drop();
       own.restore();
       for (const proxy of others) proxy.heal();
-      await eventually(`${member.name} follows a leader again`, async () => (await cluster.leaderSeenBy(member)) !== '0', TTL_SECONDS * 5_000);
+      await eventually(
+        `${member.name} follows a leader again`,
+        async () => (await cluster.leaderSeenBy(member)) !== '0',
+        TTL_SECONDS * 5_000,
+      );
     };
   }
 
@@ -51,7 +61,8 @@ describe('etcd: a member cut off from its peers while clients still reach it', (
     expect(leader).toBeDefined();
     // A follower: cutting the leader off would also make the test wait for an election.
     const index = cluster.members.findIndex((member) => member !== leader);
-    const hosts = (members: readonly number[]): string => members.map((i) => cluster.endpoints[i]!.replace('http://', '')).join(',');
+    const hosts = (members: readonly number[]): string =>
+      members.map((i) => cluster.endpoints[i]!.replace('http://', '')).join(',');
     const elsewhere = [0, 1, 2].filter((i) => i !== index);
     const sessions: Session[] = [];
     const states: SessionState[][] = [];
@@ -76,13 +87,21 @@ describe('etcd: a member cut off from its peers while clients still reach it', (
       for (let i = 1; i <= waiters; i += 1) {
         // Every member, the cut-off one too: a waiter's watch stream is on it one time in three.
         const session = await open([0, 1, 2]);
-        waits.push(later(new FairMutex(session, 'queue').acquire({ timeoutMs: 10 * ttlMs }).then(async (lock) => {
-          granted.push(performance.now());
-          order.push(i);
-          await lock.release();
-          released.push(performance.now());
-        })));
-        await eventually(`waiter ${i} queued`, async () => (await backendOf(holding).list('queue')).length === i + 1, 2 * ttlMs);
+        waits.push(
+          later(
+            new FairMutex(session, 'queue').acquire({ timeoutMs: 10 * ttlMs }).then(async (lock) => {
+              granted.push(performance.now());
+              order.push(i);
+              await lock.release();
+              released.push(performance.now());
+            }),
+          ),
+        );
+        await eventually(
+          `waiter ${i} queued`,
+          async () => (await backendOf(holding).list('queue')).length === i + 1,
+          2 * ttlMs,
+        );
       }
       heal = await cutOff(index);
       released.push(performance.now());
@@ -94,8 +113,13 @@ describe('etcd: a member cut off from its peers while clients still reach it', (
       // the queue, at worst first from the member cut off (an attempt runs out after a third of the TTL,
       // and that member is tried last from then on) and then from one that has a leader: well within a TTL.
       const handoffs = granted.map((at, i) => at - released[i]!);
-      console.info(`etcd member cut off: handoffs ${handoffs.map((ms) => ms.toFixed(0)).join(', ')} ms (TTL ${ttlMs} ms)`);
-      expect(handoffs.filter((ms) => ms > ttlMs), 'handoffs slower than one TTL').toEqual([]);
+      console.info(
+        `etcd member cut off: handoffs ${handoffs.map((ms) => ms.toFixed(0)).join(', ')} ms (TTL ${ttlMs} ms)`,
+      );
+      expect(
+        handoffs.filter((ms) => ms > ttlMs),
+        'handoffs slower than one TTL',
+      ).toEqual([]);
       expect(states.filter((seen) => seen.includes('lost'))).toEqual([]);
     } finally {
       await heal?.();

@@ -24,12 +24,18 @@ describe('etcd: out of space (the NOSPACE alarm raised)', () => {
     await nospace(admin(), 'Activate');
     try {
       // Without a limit of their own: before, both were retried for as long as the alarm stood.
-      const refused = await new FairMutex(b, 'job').acquire().then(() => undefined, (error: unknown) => error);
+      const refused = await new FairMutex(b, 'job').acquire().then(
+        () => undefined,
+        (error: unknown) => error,
+      );
       expect(refused).toBeInstanceOf(BackendError);
       expect((refused as Error).message).toMatch(/out of space.*NOSPACE/);
       await expect(new FairMutex(b, 'job').tryAcquire()).rejects.toBeInstanceOf(BackendError);
       // A new session needs a lease, which etcd refuses too: said so, not a connect timeout.
-      const opening = await connect(scope.fixture.url(scope.namespace), { ...scope.fixture.options, connectTimeoutMs: 60_000 }).then(
+      const opening = await connect(scope.fixture.url(scope.namespace), {
+        ...scope.fixture.options,
+        connectTimeoutMs: 60_000,
+      }).then(
         async (session) => {
           await session.close();
           return undefined;

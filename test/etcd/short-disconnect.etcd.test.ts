@@ -27,9 +27,16 @@ describe('etcd: a short disconnect, and what holders see', () => {
   });
   afterAll(() => admin.close());
 
-  async function throughProxy(onSuspend: 'wait' | 'abort', more: ConnectOptions = {}): Promise<{ session: Session; states: string[] }> {
+  async function throughProxy(
+    onSuspend: 'wait' | 'abort',
+    more: ConnectOptions = {},
+  ): Promise<{ session: Session; states: string[] }> {
     proxy = await TcpProxy.start({ port: Number(new URL(info.endpoints[0]!).port) });
-    session = await connect(`etcd://${proxy.address}/${scope.namespace}`, { ttlSeconds: info.ttlSeconds, onSuspend, ...more });
+    session = await connect(`etcd://${proxy.address}/${scope.namespace}`, {
+      ttlSeconds: info.ttlSeconds,
+      onSuspend,
+      ...more,
+    });
     const states: string[] = [];
     session.on('state', (state) => states.push(state));
     return { session, states };
@@ -51,7 +58,9 @@ describe('etcd: a short disconnect, and what holders see', () => {
       const reason = new Error('operator pressed Ctrl-C');
       stop.abort(reason);
       // Well within the session's deadline, which is when a request to an unreachable server gives up.
-      await expect(Promise.race([next, new Promise((resolve) => setTimeout(resolve, ttlMs / 4, 'still waiting'))])).rejects.toBe(reason);
+      await expect(
+        Promise.race([next, new Promise((resolve) => setTimeout(resolve, ttlMs / 4, 'still waiting'))]),
+      ).rejects.toBe(reason);
       proxy.restore();
     } finally {
       await cleanup();
@@ -92,13 +101,25 @@ describe('etcd: a short disconnect, and what holders see', () => {
     }
   });
 
-  it.each(['fail', 'requeue'] as const)("a waiter whose entry vanished while it was cut off is told at the reconnect (onWaiterLost '%s')", async (policy) => {
-    try {
-      const { session } = await throughProxy('wait', { onWaiterLost: policy });
-      const holder = await scope.open();
-      await waiterVanishesAcrossReconnect({ waiter: session, proxy, holder, removeEntry: async (key) => void (await admin.delete().key(key)), reconnectMs: ttlMs }, policy);
-    } finally {
-      await cleanup();
-    }
-  });
+  it.each(['fail', 'requeue'] as const)(
+    "a waiter whose entry vanished while it was cut off is told at the reconnect (onWaiterLost '%s')",
+    async (policy) => {
+      try {
+        const { session } = await throughProxy('wait', { onWaiterLost: policy });
+        const holder = await scope.open();
+        await waiterVanishesAcrossReconnect(
+          {
+            waiter: session,
+            proxy,
+            holder,
+            removeEntry: async (key) => void (await admin.delete().key(key)),
+            reconnectMs: ttlMs,
+          },
+          policy,
+        );
+      } finally {
+        await cleanup();
+      }
+    },
+  );
 });

@@ -44,7 +44,10 @@ describe('etcd: waits whose watch stays silent', () => {
     expect((await observer.next()).value).toBeNull();
     const next = observer.next();
     const leading = await new LeaderElection(candidate, 'e', { id: 'c' }).campaign();
-    const seen = await Promise.race([next, new Promise((resolve) => setTimeout(() => resolve('nothing seen'), withinMs() * 2))]);
+    const seen = await Promise.race([
+      next,
+      new Promise((resolve) => setTimeout(() => resolve('nothing seen'), withinMs() * 2)),
+    ]);
     expect(seen).toEqual({ done: false, value: { id: 'c', fencingToken: leading.fencingToken } });
     await leading.resign();
     stop.abort(new Error('done'));

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { BackendError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { type EtcdCluster,startEtcd } from '../harness/etcd.js';
+import { type EtcdCluster, startEtcd } from '../harness/etcd.js';
 import { backendOf } from '../support/internals.js';
 import { makeCertificates, type TestCertificates } from '../support/tls-certificates.js';
 
@@ -16,7 +16,9 @@ describe('etcd over TLS with client certificates', () => {
   const url = (): string => `etcd://${etcd.endpoints[0]!.replace('https://', '')}/tls`;
   const credentials = (ca: string, withClient = true) => ({
     rootCertificate: readFileSync(ca),
-    ...(withClient ? { certChain: readFileSync(certs.clientCertFile), privateKey: readFileSync(certs.clientKeyFile) } : {}),
+    ...(withClient
+      ? { certChain: readFileSync(certs.clientCertFile), privateKey: readFileSync(certs.clientKeyFile) }
+      : {}),
   });
 
   beforeAll(async () => {

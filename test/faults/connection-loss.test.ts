@@ -15,7 +15,9 @@ describe.each(layouts)('connection loss mid-request on $name', (layout) => {
 
   // On ZooKeeper also with kazoo's names, which carry the creator's id in another form.
   const dialects = layout.name.startsWith('zk') ? ([undefined, 'kazoo'] as const) : ([undefined] as const);
-  for (const [when, interop] of (['after', 'before'] as const).flatMap((when) => dialects.map((interop) => [when, interop] as const))) {
+  for (const [when, interop] of (['after', 'before'] as const).flatMap((when) =>
+    dialects.map((interop) => [when, interop] as const),
+  )) {
     it(`an enqueue cut ${when} it reached the server is repaired: one entry, ours, never an orphan${interop === undefined ? '' : ` (${interop} names)`}`, async () => {
       const { proxy, session, close } = await throughProxy(layout, scope.namespace);
       try {
@@ -35,7 +37,11 @@ describe.each(layouts)('connection loss mid-request on $name', (layout) => {
         const acquiring = later(mutex.acquire({ timeoutMs: layout.timeoutMs() * 5 }));
         await cut;
         if (when === 'after') {
-          await eventually('the cut enqueue applied', async () => (await scope.fixture.entries(scope.namespace)).length === 1, layout.timeoutMs());
+          await eventually(
+            'the cut enqueue applied',
+            async () => (await scope.fixture.entries(scope.namespace)).length === 1,
+            layout.timeoutMs(),
+          );
         } else {
           await eventually('enqueue sent into the blackhole', () => proxy.bytesUp > sentBefore, layout.timeoutMs());
           proxy.drop();
@@ -62,7 +68,11 @@ describe.each(layouts)('connection loss mid-request on $name', (layout) => {
       const held = await new FairMutex(session, 'release').acquire();
       await writeWhileHeld(register().url, held);
       const next = later(new FairMutex(other, 'release').acquire({ timeoutMs: layout.timeoutMs() * 5 }));
-      await eventually('waiter queued', async () => (await backendOf(other).list('release')).length === 2, layout.timeoutMs());
+      await eventually(
+        'waiter queued',
+        async () => (await backendOf(other).list('release')).length === 2,
+        layout.timeoutMs(),
+      );
       const cut = proxy.dropAfterNextRequest((chunk) => chunk.includes(lastSegment(entryOf(held).key)));
       const releasing = held.release();
       await cut;

@@ -39,7 +39,11 @@ describe.each(standaloneLayouts())('an event-loop stall past the session deadlin
     expect((lock.signal.reason as LockLostError).cause).toBeInstanceOf(SessionLostError);
     expect(session.state).toBe('lost');
     // The server lets the session run out on its own; its entry goes with it.
-    await eventually('the server expired the session', async () => (await scope.fixture.entries(scope.namespace)).length === 0, layout.timeoutMs() * 3);
+    await eventually(
+      'the server expired the session',
+      async () => (await scope.fixture.entries(scope.namespace)).length === 0,
+      layout.timeoutMs() * 3,
+    );
   });
 
   it('`held` reads the clock: after a stall past the deadline it is false before the deadline timer has run', async () => {
@@ -52,6 +56,10 @@ describe.each(standaloneLayouts())('an event-loop stall past the session deadlin
     expect(lock.held).toBe(false);
     expect(lock.signal.aborted).toBe(true);
     expect(session.state).toBe('lost');
-    await eventually('the server expired the session', async () => (await scope.fixture.entries(scope.namespace)).length === 0, layout.timeoutMs() * 3);
+    await eventually(
+      'the server expired the session',
+      async () => (await scope.fixture.entries(scope.namespace)).length === 0,
+      layout.timeoutMs() * 3,
+    );
   });
 });

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 
 import { LockLostError, SessionLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { type Scope,useScope } from '../support/backends/scope.js';
+import { type Scope, useScope } from '../support/backends/scope.js';
 import { expectLateWriteRefused, useRegister, writeWhileHeld } from '../support/checkers/fenced-writes.js';
 import { layouts } from '../support/faults/layouts.js';
 import { backendOf } from '../support/internals.js';
@@ -27,8 +27,14 @@ async function expiryTrial(scope: Scope, registerUrl: string, name: string): Pro
   let abortedAt = Number.NaN;
   held.signal.addEventListener('abort', () => (abortedAt = performance.now()), { once: true });
   await writeWhileHeld(registerUrl, held);
-  const next = new FairMutex(other, name).acquire({ timeoutMs: fixture.lossDeadlineMs * 2 }).then((lock) => ({ lock, grantedAt: performance.now() }));
-  await eventually('waiter queued', async () => (await backendOf(other).list(name)).length === 2, fixture.lossDeadlineMs);
+  const next = new FairMutex(other, name)
+    .acquire({ timeoutMs: fixture.lossDeadlineMs * 2 })
+    .then((lock) => ({ lock, grantedAt: performance.now() }));
+  await eventually(
+    'waiter queued',
+    async () => (await backendOf(other).list(name)).length === 2,
+    fixture.lossDeadlineMs,
+  );
   await fixture.expire(expiring);
   const { lock, grantedAt } = await next;
   await writeWhileHeld(registerUrl, lock);
@@ -49,7 +55,8 @@ describe.each(layouts)('server-side expiry on $name', (layout) => {
   it(`the holder is told within the loss deadline and its late write is refused (${TRIALS} trials)`, async () => {
     const overlaps: number[] = [];
     // One after another: the trials write to one register, whose tokens must not interleave.
-    for (let trial = 0; trial < TRIALS; trial += 1) overlaps.push(await expiryTrial(scope, register().url, `expiry-${trial}`));
+    for (let trial = 0; trial < TRIALS; trial += 1)
+      overlaps.push(await expiryTrial(scope, register().url, `expiry-${trial}`));
     console.info(
       `${layout.name}: server-side expiry, ${TRIALS} late writes refused; the expired holder was told from ` +
         `${Math.min(...overlaps).toFixed(1)} to ${Math.max(...overlaps).toFixed(1)} ms after the next grant (negative: before)`,

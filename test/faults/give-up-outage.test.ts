@@ -35,7 +35,10 @@ describe.each(standaloneLayouts())('giving up while the server does not answer, 
       expect((await backendOf(other).list('brief')).length, 'the waiter is still queued on the server').toBe(2);
       proxied.proxy.restore();
       await expect(waiting.promise).rejects.toBe(reason);
-      expect((await backendOf(other).list('brief')).map((entry) => entry.key), 'only the holder is left').toEqual([entryOf(held).key]);
+      expect(
+        (await backendOf(other).list('brief')).map((entry) => entry.key),
+        'only the holder is left',
+      ).toEqual([entryOf(held).key]);
       expect(proxied.session.state).not.toBe('lost');
       await held.release();
     } finally {
@@ -54,7 +57,11 @@ describe.each(standaloneLayouts())('giving up while the server does not answer, 
         proxied.proxy.blackhole();
         // The enqueue goes out into the silence: whether its entry was written is not known.
         const startedAt = performance.now();
-        const acquiring = later(new FairMutex(session, 'long').acquire(how === 'timeout' ? { timeoutMs: timeoutMs / 8 } : { signal: stop.signal }));
+        const acquiring = later(
+          new FairMutex(session, 'long').acquire(
+            how === 'timeout' ? { timeoutMs: timeoutMs / 8 } : { signal: stop.signal },
+          ),
+        );
         if (how === 'abort') setTimeout(() => stop.abort(reason), timeoutMs / 8);
         const error = await acquiring.then(
           () => undefined,
@@ -76,7 +83,9 @@ describe.each(standaloneLayouts())('giving up while the server does not answer, 
         proxied.proxy.restore();
         await eventually(
           'the server ended the session, and its entry with it',
-          async () => (await scope.fixture.liveSessions([session.id])).length === 0 && (await scope.fixture.entries(scope.namespace)).length === 0,
+          async () =>
+            (await scope.fixture.liveSessions([session.id])).length === 0 &&
+            (await scope.fixture.entries(scope.namespace)).length === 0,
           timeoutMs * 3,
         );
       } finally {

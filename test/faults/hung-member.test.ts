@@ -33,7 +33,11 @@ describe('a hung member of a ZooKeeper ensemble', () => {
       const held = await new FairMutex(session, 'hung').acquire();
       const hung = proxies.find((proxy) => proxy.connections > 0)!;
       hung.blackhole();
-      await eventually('moved to another member', () => states.includes('suspended') && session.state === 'connected', info.sessionTimeoutMs * 2);
+      await eventually(
+        'moved to another member',
+        () => states.includes('suspended') && session.state === 'connected',
+        info.sessionTimeoutMs * 2,
+      );
       expect(states).not.toContain('lost');
       expect(held.held).toBe(true);
       expect(await backendOf(session).confirm(entryOf(held))).toBe(true);
@@ -59,10 +63,20 @@ describe('a hung member of an etcd cluster', () => {
    * that a loaded machine has room between a renewal sent elsewhere and the suspension these tests say
    * must not come.
    */
-  async function sessionsThroughProxies(count: number): Promise<{ sessions: Session[]; proxies: TcpProxy[]; states: SessionState[][]; ttlMs: number; close(): Promise<void> }> {
+  async function sessionsThroughProxies(
+    count: number,
+  ): Promise<{
+    sessions: Session[];
+    proxies: TcpProxy[];
+    states: SessionState[][];
+    ttlMs: number;
+    close(): Promise<void>;
+  }> {
     const info = inject('etcdCluster');
     const ttlSeconds = 2 * info.ttlSeconds;
-    const proxies = await Promise.all(info.endpoints.map((endpoint) => TcpProxy.start({ port: Number(new URL(endpoint).port) })));
+    const proxies = await Promise.all(
+      info.endpoints.map((endpoint) => TcpProxy.start({ port: Number(new URL(endpoint).port) })),
+    );
     const sessions: Session[] = [];
     const states: SessionState[][] = [];
     const close = async (): Promise<void> => {
@@ -71,7 +85,9 @@ describe('a hung member of an etcd cluster', () => {
     };
     try {
       for (let i = 0; i < count; i += 1) {
-        const session = await connect(`etcd://${proxies.map((proxy) => proxy.address).join(',')}/${scope.namespace}`, { ttlSeconds });
+        const session = await connect(`etcd://${proxies.map((proxy) => proxy.address).join(',')}/${scope.namespace}`, {
+          ttlSeconds,
+        });
         const seen: SessionState[] = [];
         session.on('state', (state) => seen.push(state));
         sessions.push(session);
@@ -96,16 +112,25 @@ describe('a hung member of an etcd cluster', () => {
     try {
       expect(sessions.every((session) => driver(session).prefersLiveMembers)).toBe(true);
       const holds = await Promise.all(sessions.map((session, i) => new FairMutex(session, `hung-${i}`).acquire()));
-      await eventually('every keepalive stream dialled', () => sessions.every((session) => driver(session).keepAliveMember !== undefined), ttlMs);
+      await eventually(
+        'every keepalive stream dialled',
+        () => sessions.every((session) => driver(session).keepAliveMember !== undefined),
+        ttlMs,
+      );
       // The member with the most keepalive streams on it: at least a third of the sessions.
       const hung = busiest(proxies, sessions);
       expect(keepAlivesOn(hung, sessions)).toBeGreaterThanOrEqual(3);
       hung.blackhole();
       // A renewal unanswered for half a keepalive interval is sent again through another member.
-      await eventually('every keepalive moved off the hung member', () => sessions.every((session) => {
-        const member = driver(session).keepAliveMember;
-        return member !== undefined && member !== hung.address;
-      }), ttlMs);
+      await eventually(
+        'every keepalive moved off the hung member',
+        () =>
+          sessions.every((session) => {
+            const member = driver(session).keepAliveMember;
+            return member !== undefined && member !== hung.address;
+          }),
+        ttlMs,
+      );
       // Two more lease times with the member still hung: no session may lose its lease meanwhile, nor
       // even be suspended (with onSuspend: 'abort' that would cost its holds): the renewal that went
       // unanswered was answered through another member within the keepalive interval.
@@ -117,7 +142,10 @@ describe('a hung member of an etcd cluster', () => {
       await Promise.all(holds.map((hold) => hold.release()));
       // A session opened while the member hangs: connecting tries the next member, not only the first.
       for (let i = 0; i < 3; i += 1) {
-        const late = await connect(`etcd://${proxies.map((proxy) => proxy.address).join(',')}/${scope.namespace}`, { ttlSeconds: ttlMs / 1000, connectTimeoutMs: 3 * ttlMs });
+        const late = await connect(`etcd://${proxies.map((proxy) => proxy.address).join(',')}/${scope.namespace}`, {
+          ttlSeconds: ttlMs / 1000,
+          connectTimeoutMs: 3 * ttlMs,
+        });
         sessions.push(late);
         await (await new FairMutex(late, 'late').acquire({ timeoutMs: ttlMs })).release();
       }
@@ -137,13 +165,25 @@ describe('a hung member of an etcd cluster', () => {
       const order: number[] = [];
       const waits: Promise<void>[] = [];
       for (let i = 1; i < sessions.length; i += 1) {
-        waits.push(later(new FairMutex(sessions[i]!, 'queue').acquire({ timeoutMs: 6 * ttlMs }).then(async (lock) => {
-          order.push(i);
-          await lock.release();
-        })));
-        await eventually(`waiter ${i} queued`, async () => (await scope.fixture.entries(scope.namespace)).length === i + 1, ttlMs * 2);
+        waits.push(
+          later(
+            new FairMutex(sessions[i]!, 'queue').acquire({ timeoutMs: 6 * ttlMs }).then(async (lock) => {
+              order.push(i);
+              await lock.release();
+            }),
+          ),
+        );
+        await eventually(
+          `waiter ${i} queued`,
+          async () => (await scope.fixture.entries(scope.namespace)).length === i + 1,
+          ttlMs * 2,
+        );
       }
-      await eventually('every keepalive stream dialled', () => sessions.every((session) => driver(session).keepAliveMember !== undefined), ttlMs);
+      await eventually(
+        'every keepalive stream dialled',
+        () => sessions.every((session) => driver(session).keepAliveMember !== undefined),
+        ttlMs,
+      );
       busiest(proxies, sessions).blackhole();
       await holder.release();
       await Promise.all(waits);
@@ -162,18 +202,26 @@ describe('a hung member of an etcd cluster', () => {
     try {
       // The servers turn slow (a stalled disk, a busy leader) once the sessions have a connection to
       // each member: a slow server, not a slow network, where dialling a member costs round trips too.
-      await eventually('a connection to every member', async () => {
-        await Promise.all(sessions.map((session) => backendOf(session).list('warm-up')));
-        return proxies.every((proxy) => proxy.connections > 0);
-      }, ttlMs);
+      await eventually(
+        'a connection to every member',
+        async () => {
+          await Promise.all(sessions.map((session) => backendOf(session).list('warm-up')));
+          return proxies.every((proxy) => proxy.connections > 0);
+        },
+        ttlMs,
+      );
       for (const proxy of proxies) proxy.delayReplies(delayMs);
-      const holds = await Promise.all(sessions.map((session, i) => new FairMutex(session, `slow-${i}`).acquire({ timeoutMs: 2 * ttlMs })));
+      const holds = await Promise.all(
+        sessions.map((session, i) => new FairMutex(session, `slow-${i}`).acquire({ timeoutMs: 2 * ttlMs })),
+      );
       await sleep(ttlMs);
       // Once the answers have been slow for a while, renewals wait longer before being sent again:
       // not a second stream every interval (four per lease time), at most one in the next lease time.
       const opened = sessions.map((session) => driver(session).keepAliveOpens);
       await sleep(ttlMs);
-      expect(sessions.map((session, i) => driver(session).keepAliveOpens - opened[i]!).filter((opens) => opens > 1)).toEqual([]);
+      expect(
+        sessions.map((session, i) => driver(session).keepAliveOpens - opened[i]!).filter((opens) => opens > 1),
+      ).toEqual([]);
       expect(states.filter((seen) => seen.length > 0)).toEqual([]);
       expect(holds.every((hold) => hold.held)).toBe(true);
       await Promise.all(holds.map((hold) => hold.release()));

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { type EtcdCluster,startEtcd } from '../harness/etcd.js';
+import { type EtcdCluster, startEtcd } from '../harness/etcd.js';
 import { startZooKeeper, type ZkCluster } from '../harness/zookeeper.js';
 import { etcdFixtureOf } from '../support/backends/etcd.js';
 import type { Fixture } from '../support/backends/fixture.js';
@@ -29,7 +29,11 @@ interface Deployment {
 }
 
 function zkDeployment(zk: ZkCluster, name: string): Deployment {
-  const info = { connectString: zk.connectString, ports: zk.members.map((m) => m.clientPort), sessionTimeoutMs: ZK_SESSION_TIMEOUT_MS };
+  const info = {
+    connectString: zk.connectString,
+    ports: zk.members.map((m) => m.clientPort),
+    sessionTimeoutMs: ZK_SESSION_TIMEOUT_MS,
+  };
   return {
     fixture: zkFixtureOf(info, name),
     // A standalone server elects nobody: the server itself is what goes down and comes back.
@@ -49,8 +53,14 @@ function etcdDeployment(etcd: EtcdCluster, name: string): Deployment {
 }
 
 const layouts: { name: string; start(): Promise<Deployment> }[] = [
-  { name: 'zkStandalone', start: async () => zkDeployment(await startZooKeeper({ size: 1 }), 'ZooKeeper (standalone)') },
-  { name: 'zkEnsemble', start: async () => zkDeployment(await startZooKeeper({ size: 3 }), 'ZooKeeper (3-node ensemble)') },
+  {
+    name: 'zkStandalone',
+    start: async () => zkDeployment(await startZooKeeper({ size: 1 }), 'ZooKeeper (standalone)'),
+  },
+  {
+    name: 'zkEnsemble',
+    start: async () => zkDeployment(await startZooKeeper({ size: 3 }), 'ZooKeeper (3-node ensemble)'),
+  },
   { name: 'etcdStandalone', start: async () => etcdDeployment(await startEtcd({ size: 1 }), 'etcd (standalone)') },
   { name: 'etcdCluster', start: async () => etcdDeployment(await startEtcd({ size: 3 }), 'etcd (3-node cluster)') },
 ];
@@ -64,7 +74,11 @@ async function killLeader(deployment: Deployment, times: number, progressed: () 
   for (let i = 0; i < times; i += 1) {
     await progressed();
     let leader: Awaited<ReturnType<Killable['leader']>>;
-    await eventually('a leader', async () => (leader = await deployment.cluster.leader()) !== undefined, deployment.timeoutMs * 5);
+    await eventually(
+      'a leader',
+      async () => (leader = await deployment.cluster.leader()) !== undefined,
+      deployment.timeoutMs * 5,
+    );
     await leader!.kill();
     kills += 1;
     await leader!.start();
@@ -75,49 +89,55 @@ async function killLeader(deployment: Deployment, times: number, progressed: () 
 
 const pool = useContenderPool(WORKERS);
 
-describe.each(layouts)(`leader killed ${KILLS} times while ${WORKERS} processes contend on one lock: $name`, (layout) => {
-  let deployment: Deployment;
-  let register: FencedRegister;
-  beforeAll(async () => {
-    [deployment, register] = await Promise.all([layout.start(), FencedRegister.start()]);
-  }, 60_000);
-  afterAll(async () => {
-    await Promise.allSettled([deployment?.stop(), register?.close()]);
-  });
-
-  it('no two holders that believe they hold overlap, and every write made while holding is accepted', async () => {
-    const { fixture, timeoutMs } = deployment;
-    const run = pool().run({
-      url: fixture.url(NAMESPACE),
-      options: fixture.options,
-      count: 5_000,
-      holdMs: 5,
-      registerUrl: register.url,
-      limitMs: timeoutMs * 30,
+describe.each(layouts)(
+  `leader killed ${KILLS} times while ${WORKERS} processes contend on one lock: $name`,
+  (layout) => {
+    let deployment: Deployment;
+    let register: FencedRegister;
+    beforeAll(async () => {
+      [deployment, register] = await Promise.all([layout.start(), FencedRegister.start()]);
+    }, 60_000);
+    afterAll(async () => {
+      await Promise.allSettled([deployment?.stop(), register?.close()]);
     });
-    const progressed = async (): Promise<void> => {
-      const mark = run.intervals.length;
-      await eventually('the processes keep acquiring', () => run.intervals.length >= mark + WORKERS, timeoutMs * 10);
-    };
-    // The run ends (and the pool is free for the next layout) also when a kill or a wait fails.
-    const [killed, finished] = await Promise.allSettled([killLeader(deployment, KILLS, progressed).finally(() => run.stop()), run.done]);
-    if (killed.status === 'rejected') throw killed.reason;
-    if (finished.status === 'rejected') throw finished.reason;
-    const [kills, { sessions }] = [killed.value, finished.value];
-    const intervals = run.intervals;
-    expect(kills).toBe(KILLS);
-    expect(checkIntervals(intervals)).toEqual([]);
-    const refusedWhileHeld = intervals.filter((i) => i.write?.whileHeld === true && !i.write.accepted);
-    expect(refusedWhileHeld, 'writes refused although their holder still believed it held').toEqual([]);
-    const late = intervals.filter((i) => i.late !== undefined);
-    console.info(
-      `${layout.name}: ${intervals.length} holds by ${WORKERS} processes over ${sessions} sessions, ${kills} leader kills; ` +
-        `${intervals.filter((i) => i.write?.whileHeld).length} writes while holding, all accepted; ` +
-        `${intervals.filter((i) => i.lost).length} holds told they were lost, ${late.length} late writes, ${late.filter((i) => !i.late!.accepted).length} refused`,
-    );
-    // Entries of sessions lost on the client side go when the server expires them.
-    await eventually('no orphan entry', async () => (await fixture.entries(NAMESPACE)).length === 0, timeoutMs * 2);
-    expect(await fixture.watched(NAMESPACE), 'watches left behind').toEqual([]);
-    await fixture.cleanup(NAMESPACE);
-  }, 180_000);
-});
+
+    it('no two holders that believe they hold overlap, and every write made while holding is accepted', async () => {
+      const { fixture, timeoutMs } = deployment;
+      const run = pool().run({
+        url: fixture.url(NAMESPACE),
+        options: fixture.options,
+        count: 5_000,
+        holdMs: 5,
+        registerUrl: register.url,
+        limitMs: timeoutMs * 30,
+      });
+      const progressed = async (): Promise<void> => {
+        const mark = run.intervals.length;
+        await eventually('the processes keep acquiring', () => run.intervals.length >= mark + WORKERS, timeoutMs * 10);
+      };
+      // The run ends (and the pool is free for the next layout) also when a kill or a wait fails.
+      const [killed, finished] = await Promise.allSettled([
+        killLeader(deployment, KILLS, progressed).finally(() => run.stop()),
+        run.done,
+      ]);
+      if (killed.status === 'rejected') throw killed.reason;
+      if (finished.status === 'rejected') throw finished.reason;
+      const [kills, { sessions }] = [killed.value, finished.value];
+      const intervals = run.intervals;
+      expect(kills).toBe(KILLS);
+      expect(checkIntervals(intervals)).toEqual([]);
+      const refusedWhileHeld = intervals.filter((i) => i.write?.whileHeld === true && !i.write.accepted);
+      expect(refusedWhileHeld, 'writes refused although their holder still believed it held').toEqual([]);
+      const late = intervals.filter((i) => i.late !== undefined);
+      console.info(
+        `${layout.name}: ${intervals.length} holds by ${WORKERS} processes over ${sessions} sessions, ${kills} leader kills; ` +
+          `${intervals.filter((i) => i.write?.whileHeld).length} writes while holding, all accepted; ` +
+          `${intervals.filter((i) => i.lost).length} holds told they were lost, ${late.length} late writes, ${late.filter((i) => !i.late!.accepted).length} refused`,
+      );
+      // Entries of sessions lost on the client side go when the server expires them.
+      await eventually('no orphan entry', async () => (await fixture.entries(NAMESPACE)).length === 0, timeoutMs * 2);
+      expect(await fixture.watched(NAMESPACE), 'watches left behind').toEqual([]);
+      await fixture.cleanup(NAMESPACE);
+    }, 180_000);
+  },
+);

@@ -25,7 +25,10 @@ describe.each(standaloneLayouts())('observe() cut off from $name', (layout) => {
       const reason = new Error('enough');
       stop.abort(reason);
       // Well before the session's deadline could end the observation with SessionLostError.
-      const told = await Promise.race([first, new Promise((resolve) => setTimeout(() => resolve('still waiting'), layout.timeoutMs() / 4))]);
+      const told = await Promise.race([
+        first,
+        new Promise((resolve) => setTimeout(() => resolve('still waiting'), layout.timeoutMs() / 4)),
+      ]);
       expect(told).toBe(reason);
       expect(session.state).not.toBe('lost');
       proxy.restore();

@@ -12,7 +12,7 @@ describe.each(layouts)('short disconnect on $name', (layout) => {
   const scope = useScope(() => layout.fixture());
   const register = useRegister();
 
-  it("the holder stays holder (suspended, then connected), its entry is confirmed, and the waiter is granted on release", async () => {
+  it('the holder stays holder (suspended, then connected), its entry is confirmed, and the waiter is granted on release', async () => {
     const { proxy, session, close } = await throughProxy(layout, scope.namespace, { onSuspend: 'wait' });
     try {
       const states: string[] = [];
@@ -21,9 +21,17 @@ describe.each(layouts)('short disconnect on $name', (layout) => {
       const held = await new FairMutex(session, 'short').acquire();
       await writeWhileHeld(register().url, held);
       const next = later(new FairMutex(other, 'short').acquire({ timeoutMs: layout.timeoutMs() * 5 }));
-      await eventually('waiter queued', async () => (await backendOf(other).list('short')).length === 2, layout.timeoutMs());
+      await eventually(
+        'waiter queued',
+        async () => (await backendOf(other).list('short')).length === 2,
+        layout.timeoutMs(),
+      );
       proxy.drop();
-      await eventually('suspended, then connected again', () => states.includes('suspended') && session.state === 'connected', layout.timeoutMs());
+      await eventually(
+        'suspended, then connected again',
+        () => states.includes('suspended') && session.state === 'connected',
+        layout.timeoutMs(),
+      );
       expect(states[0]).toBe('suspended');
       expect(states).not.toContain('lost');
       expect(held.signal.aborted).toBe(false);

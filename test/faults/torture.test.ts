@@ -22,16 +22,28 @@ const pool = useContenderPool(WORKERS);
  * contend on one lock. The run checks every hold the processes report.
  */
 describe.each<TortureBackend>(['zk', 'etcd', 'postgres'])('torture: %s', (backend) => {
-  it(`${DURATION_MS / 1_000} s of random faults: no overlap, tokens increase, no stale write accepted, no stalled waiter, no orphan`, async () => {
-    const summary = await torture({ backend, durationMs: DURATION_MS, workers: WORKERS, timeoutMs: TIMEOUT_MS, seed: seed(), pool: pool() });
-    console.info(describeSummary(summary));
-    const replay = `replay with BATON_TORTURE_SEED=${summary.seed}`;
-    expect(summary.violations, replay).toEqual([]);
-    expect(summary.stalls, `waiters that nothing woke (${replay})`).toBe(0);
-    expect(summary.orphans, `left on the server after the faults healed (${replay})`).toEqual([]);
-    const { server, client } = faultKindsOf(backend);
-    for (const kind of [...server, ...client]) expect(summary.faults[kind], `${kind} faults injected`).toBeGreaterThan(0);
-    expect(summary.acquisitions, 'the workload progressed under the faults').toBeGreaterThan(WORKERS * 5);
-    expect(summary.ok).toBe(true);
-  }, DURATION_MS + TIMEOUT_MS * 60);
+  it(
+    `${DURATION_MS / 1_000} s of random faults: no overlap, tokens increase, no stale write accepted, no stalled waiter, no orphan`,
+    async () => {
+      const summary = await torture({
+        backend,
+        durationMs: DURATION_MS,
+        workers: WORKERS,
+        timeoutMs: TIMEOUT_MS,
+        seed: seed(),
+        pool: pool(),
+      });
+      console.info(describeSummary(summary));
+      const replay = `replay with BATON_TORTURE_SEED=${summary.seed}`;
+      expect(summary.violations, replay).toEqual([]);
+      expect(summary.stalls, `waiters that nothing woke (${replay})`).toBe(0);
+      expect(summary.orphans, `left on the server after the faults healed (${replay})`).toEqual([]);
+      const { server, client } = faultKindsOf(backend);
+      for (const kind of [...server, ...client])
+        expect(summary.faults[kind], `${kind} faults injected`).toBeGreaterThan(0);
+      expect(summary.acquisitions, 'the workload progressed under the faults').toBeGreaterThan(WORKERS * 5);
+      expect(summary.ok).toBe(true);
+    },
+    DURATION_MS + TIMEOUT_MS * 60,
+  );
 });

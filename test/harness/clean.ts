@@ -12,7 +12,11 @@ export interface ZNode {
 }
 
 /** A raw client for the duration of `use`; `digest` (`user:password`) is sent as its credentials. */
-export async function withZkClient<T>(connectString: string, use: (client: Client) => Promise<T>, digest?: string): Promise<T> {
+export async function withZkClient<T>(
+  connectString: string,
+  use: (client: Client) => Promise<T>,
+  digest?: string,
+): Promise<T> {
   const client = zookeeper.createClient(connectString, { sessionTimeout: 4_000, retries: 0 });
   if (digest !== undefined) client.addAuthInfo('digest', Buffer.from(digest));
   try {
@@ -63,7 +67,11 @@ async function tree(client: Client, root: string): Promise<ZNode[]> {
  * under the load of a full test run can fall behind its leader for `syncLimit` ticks and drop its
  * clients, and these checks (which read or delete, and may be repeated) must not fail a test for it.
  */
-async function withZkClientRetried<T>(connectString: string, use: (client: Client) => Promise<T>, digest?: string): Promise<T> {
+async function withZkClientRetried<T>(
+  connectString: string,
+  use: (client: Client) => Promise<T>,
+  digest?: string,
+): Promise<T> {
   for (let attempt = 0; ; attempt += 1) {
     try {
       return await withZkClient(connectString, use, digest);
@@ -81,12 +89,16 @@ export function zkTree(connectString: string, path: string, digest?: string): Pr
 
 /** Deletes `path` and everything under it; a missing path is fine. */
 export function zkRemoveTree(connectString: string, path: string, digest?: string): Promise<void> {
-  return withZkClientRetried(connectString, async (client) => {
-    const nodes = (await tree(client, path)).sort((a, b) => b.path.length - a.path.length);
-    for (const node of nodes) {
-      await call<void>((cb) => client.remove(node.path, -1, (e) => cb(isNoNode(e) ? null : e, undefined)));
-    }
-  }, digest);
+  return withZkClientRetried(
+    connectString,
+    async (client) => {
+      const nodes = (await tree(client, path)).sort((a, b) => b.path.length - a.path.length);
+      for (const node of nodes) {
+        await call<void>((cb) => client.remove(node.path, -1, (e) => cb(isNoNode(e) ? null : e, undefined)));
+      }
+    },
+    digest,
+  );
 }
 
 /**

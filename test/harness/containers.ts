@@ -23,9 +23,9 @@ export interface ContainerServers {
 export async function containerEngineAnswers(withinMs = 15_000): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const silent = new Promise<boolean>((resolve) => (timer = setTimeout(resolve, withinMs, false)).unref());
-  const asking = import('testcontainers').then(
-    ({ getContainerRuntimeClient }) => getContainerRuntimeClient().then(() => true),
-  ).catch(() => false);
+  const asking = import('testcontainers')
+    .then(({ getContainerRuntimeClient }) => getContainerRuntimeClient().then(() => true))
+    .catch(() => false);
   try {
     return await Promise.race([asking, silent]);
   } finally {
@@ -55,14 +55,32 @@ export async function startContainers(tickTimeMs: number): Promise<ContainerServ
     'forceSync=no',
     'admin.enableServer=false',
   ].join('\n');
-  const etcdArgs = ['--name', 'etcd1', '--data-dir', '/tmp/etcd', '--listen-client-urls', 'http://0.0.0.0:2379', '--advertise-client-urls', 'http://127.0.0.1:2379'];
+  const etcdArgs = [
+    '--name',
+    'etcd1',
+    '--data-dir',
+    '/tmp/etcd',
+    '--listen-client-urls',
+    'http://0.0.0.0:2379',
+    '--advertise-client-urls',
+    'http://127.0.0.1:2379',
+  ];
   const [zk, etcd] = await Promise.all([
     onLoopback(ZOOKEEPER_IMAGE, 2181)
       .withCopyContentToContainer([{ content: `${zooCfg}\n`, target: '/conf/zoo.cfg' }])
       .withStartupTimeout(120_000)
       .start(),
     onLoopback(ETCD_IMAGE, 2379)
-      .withCommand(['/usr/local/bin/etcd', ...etcdArgs, '--heartbeat-interval', '50', '--election-timeout', '500', '--log-level', 'warn'])
+      .withCommand([
+        '/usr/local/bin/etcd',
+        ...etcdArgs,
+        '--heartbeat-interval',
+        '50',
+        '--election-timeout',
+        '500',
+        '--log-level',
+        'warn',
+      ])
       .withWaitStrategy(Wait.forHttp('/health', 2379).forStatusCode(200))
       .withStartupTimeout(120_000)
       .start(),

@@ -65,23 +65,49 @@ class Member extends ServerProcess implements EtcdMember {
   async start(): Promise<void> {
     if (this.isAlive()) return;
     const binary = etcdBinary();
-    if (binary === undefined) throw new Error('etcd is not installed (apt-get install -y etcd-server): this suite starts servers of its own, which containers do not stand in for');
+    if (binary === undefined)
+      throw new Error(
+        'etcd is not installed (apt-get install -y etcd-server): this suite starts servers of its own, which containers do not stand in for',
+      );
     // The same flags serve a restart: with a data dir in place, etcd ignores the initial-cluster ones.
     const args = [
-      '--name', this.name,
-      '--data-dir', path.join(this.dir, 'data'),
-      '--listen-client-urls', this.clientUrl,
-      '--advertise-client-urls', this.clientUrl,
-      '--listen-peer-urls', this.peerUrl,
-      '--initial-advertise-peer-urls', this.advertisedPeerUrl,
-      '--initial-cluster', this.cluster.initial,
-      '--initial-cluster-token', this.cluster.token,
-      '--initial-cluster-state', 'new',
-      '--heartbeat-interval', '50',
-      '--election-timeout', '500',
-      '--logger', 'zap',
-      '--log-level', 'warn',
-      ...(this.tls === undefined ? [] : ['--cert-file', this.tls.certFile, '--key-file', this.tls.keyFile, '--trusted-ca-file', this.tls.caFile, '--client-cert-auth']),
+      '--name',
+      this.name,
+      '--data-dir',
+      path.join(this.dir, 'data'),
+      '--listen-client-urls',
+      this.clientUrl,
+      '--advertise-client-urls',
+      this.clientUrl,
+      '--listen-peer-urls',
+      this.peerUrl,
+      '--initial-advertise-peer-urls',
+      this.advertisedPeerUrl,
+      '--initial-cluster',
+      this.cluster.initial,
+      '--initial-cluster-token',
+      this.cluster.token,
+      '--initial-cluster-state',
+      'new',
+      '--heartbeat-interval',
+      '50',
+      '--election-timeout',
+      '500',
+      '--logger',
+      'zap',
+      '--log-level',
+      'warn',
+      ...(this.tls === undefined
+        ? []
+        : [
+            '--cert-file',
+            this.tls.certFile,
+            '--key-file',
+            this.tls.keyFile,
+            '--trusted-ca-file',
+            this.tls.caFile,
+            '--client-cert-auth',
+          ]),
     ];
     this.pid = startServer(binary, args, path.join(this.dir, 'server.log'));
     await this.ready();
@@ -90,11 +116,14 @@ class Member extends ServerProcess implements EtcdMember {
   async ready(): Promise<void> {
     const deadline = Date.now() + READY_TIMEOUT_MS;
     while (Date.now() < deadline) {
-      if (!this.isAlive()) throw new Error(`etcd ${this.name} exited during start:\n${tail(path.join(this.dir, 'server.log'))}`);
+      if (!this.isAlive())
+        throw new Error(`etcd ${this.name} exited during start:\n${tail(path.join(this.dir, 'server.log'))}`);
       if (await (this.tls === undefined ? healthy(this.clientUrl) : healthyOverTls(this.clientUrl, this.tls))) return;
       await sleep(50);
     }
-    throw new Error(`etcd ${this.name} not healthy after ${READY_TIMEOUT_MS} ms:\n${tail(path.join(this.dir, 'server.log'))}`);
+    throw new Error(
+      `etcd ${this.name} not healthy after ${READY_TIMEOUT_MS} ms:\n${tail(path.join(this.dir, 'server.log'))}`,
+    );
   }
 }
 
@@ -112,7 +141,12 @@ function healthyOverTls(clientUrl: string, tls: EtcdTls): Promise<boolean> {
   return new Promise((resolve) => {
     const request = https.get(
       `${clientUrl}/health`,
-      { ca: readFileSync(tls.caFile), cert: readFileSync(tls.clientCertFile), key: readFileSync(tls.clientKeyFile), timeout: 1_000 },
+      {
+        ca: readFileSync(tls.caFile),
+        cert: readFileSync(tls.clientCertFile),
+        key: readFileSync(tls.clientKeyFile),
+        timeout: 1_000,
+      },
       (response) => {
         let body = '';
         response.on('data', (chunk: Buffer) => (body += chunk.toString()));
@@ -127,7 +161,11 @@ function healthyOverTls(clientUrl: string, tls: EtcdTls): Promise<boolean> {
 /** The member's own id and the leader's id, from the grpc-gateway's maintenance status. */
 async function status(clientUrl: string): Promise<{ member: string; leader: string } | undefined> {
   try {
-    const response = await fetch(`${clientUrl}/v3/maintenance/status`, { method: 'POST', body: '{}', signal: AbortSignal.timeout(1_000) });
+    const response = await fetch(`${clientUrl}/v3/maintenance/status`, {
+      method: 'POST',
+      body: '{}',
+      signal: AbortSignal.timeout(1_000),
+    });
     const body = (await response.json()) as { header?: { member_id?: string }; leader?: string };
     if (body.header?.member_id === undefined) return undefined;
     // A member that knows of no leader leaves the field out (and says "etcdserver: no leader").
@@ -145,11 +183,16 @@ async function statusOf(member: EtcdMember): Promise<{ member: string; leader: s
 }
 
 /** Starts a standalone etcd or a 3-member cluster on free 127.0.0.1 ports, each in its own temp dir. */
-export async function startEtcd(opts: { size?: 1 | 3; tls?: EtcdTls; peerProxies?: boolean } = {}): Promise<EtcdCluster> {
+export async function startEtcd(
+  opts: { size?: 1 | 3; tls?: EtcdTls; peerProxies?: boolean } = {},
+): Promise<EtcdCluster> {
   const size = opts.size ?? 1;
   const scheme = opts.tls === undefined ? 'http' : 'https';
-  const ports = await Promise.all(Array.from({ length: size }, async () => ({ client: await freePort(), peer: await freePort() })));
-  const peerProxies = opts.peerProxies === true ? await Promise.all(ports.map((p) => TcpProxy.start({ port: p.peer }))) : [];
+  const ports = await Promise.all(
+    Array.from({ length: size }, async () => ({ client: await freePort(), peer: await freePort() })),
+  );
+  const peerProxies =
+    opts.peerProxies === true ? await Promise.all(ports.map((p) => TcpProxy.start({ port: p.peer }))) : [];
   const advertised = ports.map((p, i) => `http://${peerProxies[i]?.address ?? `127.0.0.1:${p.peer}`}`);
   const initial = advertised.map((url, i) => `etcd${i + 1}=${url}`).join(',');
   const token = `baton-${randomUUID()}`;

@@ -4,11 +4,11 @@ import type { EtcdInfo } from '../support/backends/etcd.js';
 import type { RedisClusterInfo, RedisStandaloneInfo } from '../support/backends/redis.js';
 import type { ZkInfo } from '../support/backends/zookeeper.js';
 import type { ContainerServers } from './containers.js';
-import { type EtcdCluster,startEtcd } from './etcd.js';
+import { type EtcdCluster, startEtcd } from './etcd.js';
 import { chooseServerSource, ensureServersInstalled, postgresInstalled, serverSituation } from './install.js';
 import { removePortClaims } from './ports.js';
-import { type PgServer,startPostgres } from './postgres.js';
-import { type RedisCluster, type RedisServer,startRedis, startRedisCluster } from './redis.js';
+import { type PgServer, startPostgres } from './postgres.js';
+import { type RedisCluster, type RedisServer, startRedis, startRedisCluster } from './redis.js';
 import { startZooKeeper, type ZkCluster } from './zookeeper.js';
 
 declare module 'vitest' {
@@ -53,10 +53,13 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const externalRedisCluster = process.env['BATON_TEST_REDIS_CLUSTER'] || undefined;
   let externalZk = process.env['BATON_TEST_ZK'] || undefined;
   let externalEtcd = process.env['BATON_TEST_ETCD'] || undefined;
-  const source = await chooseServerSource(serverSituation(async () => (await import('./containers.js')).containerEngineAnswers()));
+  const source = await chooseServerSource(
+    serverSituation(async () => (await import('./containers.js')).containerEngineAnswers()),
+  );
   if (source === 'local' || source === 'install') await ensureServersInstalled();
   const externalPostgres = process.env['BATON_TEST_POSTGRES'] || undefined;
-  if (externalPostgres === undefined && !postgresInstalled() && source !== 'local' && source !== 'install') await ensureServersInstalled();
+  if (externalPostgres === undefined && !postgresInstalled() && source !== 'local' && source !== 'install')
+    await ensureServersInstalled();
   let containers: ContainerServers | undefined;
   if (source === 'containers') {
     process.stderr.write('baton tests: no local ZooKeeper or etcd; starting them in containers (testcontainers)\n');
@@ -65,24 +68,45 @@ export default async function setup(project: TestProject): Promise<() => Promise
     externalEtcd ??= containers.etcdEndpoint;
   }
   try {
-    const [zkStandalone, zkEnsemble, etcdStandalone, etcdCluster, postgres, redisStandalone, redisCluster] = await Promise.all([
-      externalZk ? undefined : track(started, startZooKeeper({ size: 1, tickTimeMs: TICK_MS })),
-      externalZk ? undefined : track(started, startZooKeeper({ size: 3, tickTimeMs: TICK_MS })),
-      externalEtcd ? undefined : track(started, startEtcd({ size: 1 })),
-      externalEtcd ? undefined : track(started, startEtcd({ size: 3 })),
-      externalPostgres ? undefined : track(started, startPostgres()),
-      externalRedis ? undefined : track(started, startRedis()),
-      externalRedisCluster ? undefined : track(started, startRedisCluster({ masters: 3 })),
-    ]);
+    const [zkStandalone, zkEnsemble, etcdStandalone, etcdCluster, postgres, redisStandalone, redisCluster] =
+      await Promise.all([
+        externalZk ? undefined : track(started, startZooKeeper({ size: 1, tickTimeMs: TICK_MS })),
+        externalZk ? undefined : track(started, startZooKeeper({ size: 3, tickTimeMs: TICK_MS })),
+        externalEtcd ? undefined : track(started, startEtcd({ size: 1 })),
+        externalEtcd ? undefined : track(started, startEtcd({ size: 3 })),
+        externalPostgres ? undefined : track(started, startPostgres()),
+        externalRedis ? undefined : track(started, startRedis()),
+        externalRedisCluster ? undefined : track(started, startRedisCluster({ masters: 3 })),
+      ]);
     // A container runs with the harness's tickTime; a server of the user's may not.
-    const externalSessionMs = containers !== undefined && externalZk === containers.zkConnectString ? SESSION_TIMEOUT_MS : 4_000;
+    const externalSessionMs =
+      containers !== undefined && externalZk === containers.zkConnectString ? SESSION_TIMEOUT_MS : 4_000;
     project.provide('zkStandalone', zkStandalone ? zkInfo(zkStandalone) : zkExternal(externalZk!, externalSessionMs));
     project.provide('zkEnsemble', zkEnsemble ? zkInfo(zkEnsemble) : zkExternal(externalZk!, externalSessionMs));
-    project.provide('etcdStandalone', { endpoints: etcdStandalone?.endpoints ?? externalEtcd!.split(','), ttlSeconds: ETCD_TTL_SECONDS });
+    project.provide('etcdStandalone', {
+      endpoints: etcdStandalone?.endpoints ?? externalEtcd!.split(','),
+      ttlSeconds: ETCD_TTL_SECONDS,
+    });
     project.provide('postgres', postgres?.url ?? externalPostgres!);
-    project.provide('redisStandalone', { url: redisStandalone === undefined ? externalRedis!.replace(/\/+$/, '') : `redis://${redisStandalone.address}`, sessionTimeoutMs: REDIS_SESSION_TIMEOUT_MS });
-    project.provide('redisCluster', redisCluster === undefined ? redisClusterExternal(externalRedisCluster!) : { url: redisCluster.url, nodes: redisCluster.addresses, cluster: true, sessionTimeoutMs: REDIS_SESSION_TIMEOUT_MS });
-    project.provide('etcdCluster', { endpoints: etcdCluster?.endpoints ?? externalEtcd!.split(','), ttlSeconds: ETCD_TTL_SECONDS });
+    project.provide('redisStandalone', {
+      url: redisStandalone === undefined ? externalRedis!.replace(/\/+$/, '') : `redis://${redisStandalone.address}`,
+      sessionTimeoutMs: REDIS_SESSION_TIMEOUT_MS,
+    });
+    project.provide(
+      'redisCluster',
+      redisCluster === undefined
+        ? redisClusterExternal(externalRedisCluster!)
+        : {
+            url: redisCluster.url,
+            nodes: redisCluster.addresses,
+            cluster: true,
+            sessionTimeoutMs: REDIS_SESSION_TIMEOUT_MS,
+          },
+    );
+    project.provide('etcdCluster', {
+      endpoints: etcdCluster?.endpoints ?? externalEtcd!.split(','),
+      ttlSeconds: ETCD_TTL_SECONDS,
+    });
   } catch (error) {
     await Promise.allSettled([...started.map((cluster) => cluster.stop()), containers?.stop()]);
     throw error;
@@ -117,5 +141,10 @@ function zkExternal(connectString: string, sessionTimeoutMs: number): ZkInfo {
 /** A cluster of the user's, from the URL of one node: the clients find the other nodes from it. */
 function redisClusterExternal(url: string): RedisClusterInfo {
   const seed = new URL(url);
-  return { url: url.replace(/\/+$/, ''), nodes: [`${seed.hostname}:${seed.port || '6379'}`], cluster: true, sessionTimeoutMs: REDIS_SESSION_TIMEOUT_MS };
+  return {
+    url: url.replace(/\/+$/, ''),
+    nodes: [`${seed.hostname}:${seed.port || '6379'}`],
+    cluster: true,
+    sessionTimeoutMs: REDIS_SESSION_TIMEOUT_MS,
+  };
 }

@@ -8,11 +8,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { eventually } from '../support/wait.js';
 import { zkTree } from './clean.js';
-import { type EtcdCluster,startEtcd } from './etcd.js';
+import { type EtcdCluster, startEtcd } from './etcd.js';
 import { fourLetterWord } from './four-letter.js';
 import { startPostgres } from './postgres.js';
 import { TcpProxy } from './proxy.js';
-import { type RedisCluster,reply, startRedisCluster } from './redis.js';
+import { type RedisCluster, reply, startRedisCluster } from './redis.js';
 import { startZooKeeper, type ZkCluster } from './zookeeper.js';
 
 /** The harness itself: real servers start, fail over, restart and stop; the proxy cuts as told. */
@@ -60,13 +60,25 @@ describe('test harness', () => {
     });
 
     const clusterInfo = async (port: number): Promise<Record<string, string>> =>
-      Object.fromEntries((await reply(port, ['CLUSTER', 'INFO'])).split(/\r?\n/).filter(Boolean).map((line) => line.split(':') as [string, string]));
+      Object.fromEntries(
+        (await reply(port, ['CLUSTER', 'INFO']))
+          .split(/\r?\n/)
+          .filter(Boolean)
+          .map((line) => line.split(':') as [string, string]),
+      );
 
     it('serves every slot, each master a share, to a cluster client that found the nodes from one seed', async () => {
       for (const member of cluster.members) {
-        expect(await clusterInfo(member.port)).toMatchObject({ cluster_state: 'ok', cluster_slots_ok: '16384', cluster_known_nodes: '3', cluster_size: '3' });
+        expect(await clusterInfo(member.port)).toMatchObject({
+          cluster_state: 'ok',
+          cluster_slots_ok: '16384',
+          cluster_known_nodes: '3',
+          cluster_size: '3',
+        });
       }
-      const client = new Cluster([{ host: '127.0.0.1', port: cluster.members[0]!.port }], { clusterRetryStrategy: () => null });
+      const client = new Cluster([{ host: '127.0.0.1', port: cluster.members[0]!.port }], {
+        clusterRetryStrategy: () => null,
+      });
       try {
         const masters = await new Promise<number>((resolve, reject) => {
           client.once('ready', () => resolve(client.nodes('master').length));
@@ -88,10 +100,14 @@ describe('test harness', () => {
       await node.kill();
       expect(node.isAlive()).toBe(false);
       await node.start();
-      await eventually('the cluster whole again', async () => {
-        const infos = await Promise.all(cluster.members.map((m) => clusterInfo(m.port)));
-        return infos.every((info) => info['cluster_state'] === 'ok' && info['cluster_known_nodes'] === '3');
-      }, 20_000);
+      await eventually(
+        'the cluster whole again',
+        async () => {
+          const infos = await Promise.all(cluster.members.map((m) => clusterInfo(m.port)));
+          return infos.every((info) => info['cluster_state'] === 'ok' && info['cluster_known_nodes'] === '3');
+        },
+        20_000,
+      );
     }, 30_000);
   });
 
@@ -101,12 +117,29 @@ describe('test harness', () => {
       expect(cluster.members).toHaveLength(6);
       expect(cluster.members).toEqual([...cluster.masters, ...cluster.replicas.flat()]);
       const info = async (port: number, section: string[]): Promise<Record<string, string>> =>
-        Object.fromEntries((await reply(port, section)).split(/\r?\n/).filter((line) => line.includes(':')).map((line) => line.split(':', 2) as [string, string]));
-      for (const member of cluster.members) expect(await info(member.port, ['CLUSTER', 'INFO'])).toMatchObject({ cluster_state: 'ok', cluster_known_nodes: '6', cluster_size: '3' });
+        Object.fromEntries(
+          (await reply(port, section))
+            .split(/\r?\n/)
+            .filter((line) => line.includes(':'))
+            .map((line) => line.split(':', 2) as [string, string]),
+        );
+      for (const member of cluster.members)
+        expect(await info(member.port, ['CLUSTER', 'INFO'])).toMatchObject({
+          cluster_state: 'ok',
+          cluster_known_nodes: '6',
+          cluster_size: '3',
+        });
       for (const [m, master] of cluster.masters.entries()) {
-        expect(await info(master.port, ['INFO', 'replication'])).toMatchObject({ role: 'master', connected_slaves: '1' });
+        expect(await info(master.port, ['INFO', 'replication'])).toMatchObject({
+          role: 'master',
+          connected_slaves: '1',
+        });
         expect(cluster.replicas[m]).toHaveLength(1);
-        expect(await info(cluster.replicas[m]![0]!.port, ['INFO', 'replication'])).toMatchObject({ role: 'slave', master_port: String(master.port), master_link_status: 'up' });
+        expect(await info(cluster.replicas[m]![0]!.port, ['INFO', 'replication'])).toMatchObject({
+          role: 'slave',
+          master_port: String(master.port),
+          master_link_status: 'up',
+        });
       }
     } finally {
       await cluster.stop();
@@ -210,7 +243,9 @@ describe('test harness', () => {
     });
 
     const exists = (path: string): Promise<boolean> =>
-      new Promise((resolve, reject) => client.exists(path, (error, stat) => (error ? reject(error) : resolve(stat !== null && stat !== undefined))));
+      new Promise((resolve, reject) =>
+        client.exists(path, (error, stat) => (error ? reject(error) : resolve(stat !== null && stat !== undefined))),
+      );
 
     it('forwards, stalls requests in a blackhole, and resumes on restore', async () => {
       expect(await exists('/')).toBe(true);
@@ -246,7 +281,11 @@ describe('test harness', () => {
       expect((error as zookeeper.Exception).getCode()).toBe(zookeeper.Exception.CONNECTION_LOSS);
       // Seen by a client of its own, straight on the server: the request got there, its reply did not.
       const direct = `127.0.0.1:${zk.members[0]!.clientPort}`;
-      await eventually('the cut create applied', async () => (await zkTree(direct, '/proxied')).length === 1, SESSION_TIMEOUT_MS);
+      await eventually(
+        'the cut create applied',
+        async () => (await zkTree(direct, '/proxied')).length === 1,
+        SESSION_TIMEOUT_MS,
+      );
       proxy.restore();
       await reconnected;
       expect(await exists('/proxied')).toBe(true);

@@ -18,7 +18,9 @@ export function postgresBinDir(): string {
   if (existsSync(`${root}/15/bin/postgres`)) return `${root}/15/bin`;
   let versions: number[] = [];
   try {
-    versions = readdirSync(root).map(Number).filter((v) => Number.isInteger(v) && existsSync(`${root}/${v}/bin/postgres`));
+    versions = readdirSync(root)
+      .map(Number)
+      .filter((v) => Number.isInteger(v) && existsSync(`${root}/${v}/bin/postgres`));
   } catch {
     // none installed
   }
@@ -80,9 +82,12 @@ export interface PeerTools {
 
 /** Which of the interop peers can run here. */
 export function peerTools(): PeerTools {
-  const kazoo = existsSync(KAZOO_PYTHON) && spawnSync(KAZOO_PYTHON, ['-c', 'import kazoo.client'], { stdio: 'ignore', timeout: 30_000 }).status === 0;
+  const kazoo =
+    existsSync(KAZOO_PYTHON) &&
+    spawnSync(KAZOO_PYTHON, ['-c', 'import kazoo.client'], { stdio: 'ignore', timeout: 30_000 }).status === 0;
   return {
-    curator: CURATOR_JARS.every((jar) => existsSync(jar)) && binary('java') !== undefined && binary('javac') !== undefined,
+    curator:
+      CURATOR_JARS.every((jar) => existsSync(jar)) && binary('java') !== undefined && binary('javac') !== undefined,
     kazoo,
     etcdctl: etcdctlBinary() !== undefined,
   };
@@ -101,11 +106,17 @@ function missingPeerPackages(): string[] {
   return missing;
 }
 
-const PEER_PACKAGES = ['libcurator-recipes-java', 'libcurator-framework-java', 'libcurator-client-java', 'python3-kazoo', 'etcd-client'];
+const PEER_PACKAGES = [
+  'libcurator-recipes-java',
+  'libcurator-framework-java',
+  'libcurator-client-java',
+  'python3-kazoo',
+  'etcd-client',
+];
 
 const HOW = [
-  'ZooKeeper 3.8, etcd 3.4, PostgreSQL 15 and Redis 7.0 are needed for the tests, and so are the interop tests\' peers: Apache',
-  'Curator 5.4 (with a JDK\'s javac), kazoo for Debian\'s /usr/bin/python3, and etcdctl. Install them with',
+  "ZooKeeper 3.8, etcd 3.4, PostgreSQL 15 and Redis 7.0 are needed for the tests, and so are the interop tests' peers: Apache",
+  "Curator 5.4 (with a JDK's javac), kazoo for Debian's /usr/bin/python3, and etcdctl. Install them with",
   `  sudo apt-get install -y zookeeper etcd-server postgresql redis-server ${PEER_PACKAGES.join(' ')}`,
   'or point the tests at running servers with',
   '  BATON_TEST_ZK=host:port BATON_TEST_ETCD=http://host:port BATON_TEST_POSTGRES=postgres://user@host:port/db BATON_TEST_REDIS=redis://host:port npm test',
@@ -164,8 +175,13 @@ export async function ensureServersInstalled(): Promise<void> {
   // Redis: the shared server may be a running one, but the fault tests start servers of their own.
   const redisMissing = redisServerBinary() === undefined;
   const root = process.getuid?.() === 0;
-  const missing = [...(serversMissing ? ['zookeeper', 'etcd-server'] : []), ...(postgresMissing ? ['postgresql'] : []), ...(redisMissing ? ['redis-server'] : [])];
-  if (missing.length > 0 && !root && !(missing.length === 1 && redisMissing && process.env['BATON_TEST_REDIS'])) throw new Error(`missing: ${missing.join(' ')}\n${HOW}`);
+  const missing = [
+    ...(serversMissing ? ['zookeeper', 'etcd-server'] : []),
+    ...(postgresMissing ? ['postgresql'] : []),
+    ...(redisMissing ? ['redis-server'] : []),
+  ];
+  if (missing.length > 0 && !root && !(missing.length === 1 && redisMissing && process.env['BATON_TEST_REDIS']))
+    throw new Error(`missing: ${missing.join(' ')}\n${HOW}`);
   const packages = [...(root ? missing : []), ...(root ? missingPeerPackages() : [])];
   if (packages.length === 0) return;
   process.stderr.write(`baton tests: installing ${packages.join(' ')} from Debian packages\n`);
@@ -174,8 +190,10 @@ export async function ensureServersInstalled(): Promise<void> {
     const run = spawnSync('apt-get', args, { stdio: ['ignore', 2, 2], env, timeout: 600_000 });
     if (run.status !== 0) throw new Error(`apt-get ${args.join(' ')} failed (status ${run.status})\n${HOW}`);
   }
-  if (!external && (!existsSync(ZOOKEEPER_JAR) || etcdBinary() === undefined)) throw new Error(`installation did not provide the servers\n${HOW}`);
-  if (postgresMissing && !postgresInstalled()) throw new Error(`installation did not provide PostgreSQL 15 (${postgresBinDir()})\n${HOW}`);
+  if (!external && (!existsSync(ZOOKEEPER_JAR) || etcdBinary() === undefined))
+    throw new Error(`installation did not provide the servers\n${HOW}`);
+  if (postgresMissing && !postgresInstalled())
+    throw new Error(`installation did not provide PostgreSQL 15 (${postgresBinDir()})\n${HOW}`);
   if (root && redisServerBinary() === undefined) throw new Error(`installation did not provide redis-server\n${HOW}`);
   const still = missingPeerPackages();
   if (still.length > 0) throw new Error(`installation did not provide the interop peers (${still.join(' ')})\n${HOW}`);

@@ -38,7 +38,10 @@ function serverUser(): { uid: number; gid: number } | undefined {
   const id = (flag: string): number => Number(spawnSync('id', [flag, 'postgres'], { encoding: 'utf8' }).stdout.trim());
   const uid = id('-u');
   const gid = id('-g');
-  if (!Number.isInteger(uid) || uid <= 0) throw new Error('PostgreSQL refuses to run as root and there is no "postgres" user (apt-get install -y postgresql creates it)');
+  if (!Number.isInteger(uid) || uid <= 0)
+    throw new Error(
+      'PostgreSQL refuses to run as root and there is no "postgres" user (apt-get install -y postgresql creates it)',
+    );
   return { uid, gid };
 }
 
@@ -60,17 +63,34 @@ class Server extends ServerProcess implements PgServer {
   async start(): Promise<void> {
     if (this.isAlive()) return;
     const args = [
-      '-D', path.join(this.dir, 'data'),
-      '-p', String(this.port),
-      '-h', '127.0.0.1',
-      '-k', this.dir, // the Unix socket in the temp dir, not /var/run/postgresql
+      '-D',
+      path.join(this.dir, 'data'),
+      '-p',
+      String(this.port),
+      '-h',
+      '127.0.0.1',
+      '-k',
+      this.dir, // the Unix socket in the temp dir, not /var/run/postgresql
       // The tests need no durability across an OS crash; a benchmark runs with PostgreSQL's defaults.
       ...(this.durable ? [] : ['-c', 'fsync=off', '-c', 'full_page_writes=off']),
-      ...(this.tls ? ['-c', 'ssl=on', '-c', `ssl_cert_file=${path.join(this.dir, 'server.pem')}`, '-c', `ssl_key_file=${path.join(this.dir, 'server.key')}`] : []),
-      '-c', 'max_connections=400',
-      '-c', 'shared_buffers=32MB',
-      '-c', 'log_min_messages=warning',
-      '-c', 'log_min_error_statement=panic',
+      ...(this.tls
+        ? [
+            '-c',
+            'ssl=on',
+            '-c',
+            `ssl_cert_file=${path.join(this.dir, 'server.pem')}`,
+            '-c',
+            `ssl_key_file=${path.join(this.dir, 'server.key')}`,
+          ]
+        : []),
+      '-c',
+      'max_connections=400',
+      '-c',
+      'shared_buffers=32MB',
+      '-c',
+      'log_min_messages=warning',
+      '-c',
+      'log_min_error_statement=panic',
     ];
     this.pid = startServer(path.join(postgresBinDir(), 'postgres'), args, path.join(this.dir, 'server.log'), this.user);
     await this.ready();
@@ -102,7 +122,13 @@ class Server extends ServerProcess implements PgServer {
  */
 async function accepts(port: number): Promise<boolean> {
   const { default: pg } = await import('pg');
-  const client = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', database: 'postgres', connectionTimeoutMillis: 1_000 });
+  const client = new pg.Client({
+    host: '127.0.0.1',
+    port,
+    user: 'postgres',
+    database: 'postgres',
+    connectionTimeoutMillis: 1_000,
+  });
   client.on('error', () => undefined);
   try {
     await client.connect();
@@ -120,26 +146,38 @@ async function accepts(port: number): Promise<boolean> {
  * authentication; fsync off unless `durable`; TLS with `tls`'s certificate and key), then `postgres` itself as a child whose PID the harness keeps, stopped by
  * that PID. As root both run as the `postgres` user, which owns the temp dir.
  */
-export async function startPostgres(options: { durable?: boolean; tls?: { certFile: string; keyFile: string } } = {}): Promise<PgServer> {
+export async function startPostgres(
+  options: { durable?: boolean; tls?: { certFile: string; keyFile: string } } = {},
+): Promise<PgServer> {
   const user = serverUser();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-pg-'));
   if (user !== undefined) chownSync(dir, user.uid, user.gid);
-  const init = spawnSync(path.join(postgresBinDir(), 'initdb'), ['-D', path.join(dir, 'data'), '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8', '--locale', 'C'], {
-    encoding: 'utf8',
-    timeout: 120_000,
-    ...(user ?? {}),
-  });
+  const init = spawnSync(
+    path.join(postgresBinDir(), 'initdb'),
+    ['-D', path.join(dir, 'data'), '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8', '--locale', 'C'],
+    {
+      encoding: 'utf8',
+      timeout: 120_000,
+      ...(user ?? {}),
+    },
+  );
   if (init.status !== 0) {
     rmSync(dir, { recursive: true, force: true });
     throw new Error(`initdb failed (status ${init.status}):\n${init.stderr}`);
   }
   // Trust on loopback, except for the role the tests log in with a password (PASSWORD_ROLE).
   const hba = path.join(dir, 'data', 'pg_hba.conf');
-  writeFileSync(hba, `local all all trust\nhost all ${PASSWORD_ROLE} 127.0.0.1/32 scram-sha-256\nhost all all 127.0.0.1/32 trust\n`);
+  writeFileSync(
+    hba,
+    `local all all trust\nhost all ${PASSWORD_ROLE} 127.0.0.1/32 scram-sha-256\nhost all all 127.0.0.1/32 trust\n`,
+  );
   if (user !== undefined) chownSync(hba, user.uid, user.gid);
   if (options.tls !== undefined) {
     // The server reads its key only if the key is its own and nobody else may read it.
-    for (const [from, to] of [[options.tls.certFile, 'server.pem'], [options.tls.keyFile, 'server.key']] as const) {
+    for (const [from, to] of [
+      [options.tls.certFile, 'server.pem'],
+      [options.tls.keyFile, 'server.key'],
+    ] as const) {
       copyFileSync(from, path.join(dir, to));
       chmodSync(path.join(dir, to), 0o600);
       if (user !== undefined) chownSync(path.join(dir, to), user.uid, user.gid);

@@ -25,7 +25,10 @@ function hookExit(): void {
     started.clear();
   };
   process.on('exit', killAll);
-  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  for (const [signal, code] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ] as const) {
     process.once(signal, () => {
       killAll();
       process.exit(code);
@@ -37,7 +40,12 @@ function hookExit(): void {
  * Starts a server with its output in `logFile`; the child never keeps Node's event loop alive. `as`
  * runs it as another OS user (PostgreSQL refuses to run as root): the PID is still the server's own.
  */
-export function startServer(command: string, args: readonly string[], logFile: string, as?: { uid: number; gid: number }): number {
+export function startServer(
+  command: string,
+  args: readonly string[],
+  logFile: string,
+  as?: { uid: number; gid: number },
+): number {
   hookExit();
   const log = openSync(logFile, 'a');
   try {
@@ -66,7 +74,11 @@ export function isAlive(pid: number | undefined): boolean {
 }
 
 /** Stops a process we started: the given signal, then SIGKILL after `graceMs`; waits until it is gone. */
-export async function stopPid(pid: number | undefined, signal: NodeJS.Signals = 'SIGTERM', graceMs = 5_000): Promise<void> {
+export async function stopPid(
+  pid: number | undefined,
+  signal: NodeJS.Signals = 'SIGTERM',
+  graceMs = 5_000,
+): Promise<void> {
   if (pid === undefined || !started.has(pid)) return;
   send(pid, signal);
   const deadline = Date.now() + graceMs;

@@ -3,7 +3,9 @@ import net from 'node:net';
 type Mode = 'forward' | 'blackhole';
 
 /** A TCP server on a free 127.0.0.1 port (not keeping the process alive), for the test proxies. */
-export async function listenOnLoopback(onConnection: (client: net.Socket) => void): Promise<{ server: net.Server; port: number }> {
+export async function listenOnLoopback(
+  onConnection: (client: net.Socket) => void,
+): Promise<{ server: net.Server; port: number }> {
   const server = net.createServer(onConnection);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -63,7 +65,10 @@ export class TcpProxy {
    * `rewriteFirst`, if given, makes each connection's first chunk from the client what it returns (a
    * handshake that names an address to dial back, say, pointed at another proxy).
    */
-  static async start(target: { host?: string; port: number }, rewriteFirst?: (chunk: Buffer) => Buffer): Promise<TcpProxy> {
+  static async start(
+    target: { host?: string; port: number },
+    rewriteFirst?: (chunk: Buffer) => Buffer,
+  ): Promise<TcpProxy> {
     let proxy: TcpProxy | undefined;
     const { server, port } = await listenOnLoopback((client) => proxy?.accept(client, target));
     proxy = new TcpProxy(server, port);
@@ -206,7 +211,15 @@ export class TcpProxy {
     }
     const to = this.#target ?? target;
     const server = net.connect({ host: to.host ?? '127.0.0.1', port: to.port });
-    const pair: Pair = { client, server, mute: false, held: { up: [], down: [], bytes: 0 }, first: undefined, cut: false, holding: false };
+    const pair: Pair = {
+      client,
+      server,
+      mute: false,
+      held: { up: [], down: [], bytes: 0 },
+      first: undefined,
+      cut: false,
+      holding: false,
+    };
     this.#pairs.add(pair);
     client.on('data', (chunk: Buffer) => this.#up(pair, chunk, true));
     server.on('data', (chunk: Buffer) => this.#down(pair, chunk, true));

@@ -43,15 +43,23 @@ export class RedisServer extends ServerProcess {
     if (binary === undefined) throw new Error('redis-server is not installed (apt-get install -y redis-server)');
     const persistence = this.options.persistence === true;
     const args = [
-      '--port', String(this.port),
-      '--bind', '127.0.0.1',
-      '--dir', this.dir,
-      '--daemonize', 'no',
-      '--save', '',
-      '--appendonly', persistence ? 'yes' : 'no',
+      '--port',
+      String(this.port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      this.dir,
+      '--daemonize',
+      'no',
+      '--save',
+      '',
+      '--appendonly',
+      persistence ? 'yes' : 'no',
       ...(persistence ? ['--appendfsync', 'always'] : []),
-      '--logfile', '',
-      '--loglevel', 'warning',
+      '--logfile',
+      '',
+      '--loglevel',
+      'warning',
       ...(this.options.replicaOf === undefined ? [] : ['--replicaof', ...this.options.replicaOf.split(':')]),
       ...(this.options.cluster === undefined ? [] : this.clusterArgs(this.options.cluster)),
       ...(this.options.args ?? []),
@@ -59,7 +67,8 @@ export class RedisServer extends ServerProcess {
     this.pid = startServer(binary, args, path.join(this.dir, 'server.log'));
     const deadline = Date.now() + READY_TIMEOUT_MS;
     while (Date.now() < deadline) {
-      if (!this.isAlive()) throw new Error(`redis-server exited during start:\n${tail(path.join(this.dir, 'server.log'))}`);
+      if (!this.isAlive())
+        throw new Error(`redis-server exited during start:\n${tail(path.join(this.dir, 'server.log'))}`);
       // With a password the server answers NOAUTH: it is up all the same.
       if (/^(\+PONG|-NOAUTH)/.test(await command(this.port, ['PING']).catch(() => ''))) return;
       await sleep(20);
@@ -74,12 +83,17 @@ export class RedisServer extends ServerProcess {
   /** The bus port is chosen like the client port: the default, port + 10000, may be anyone's. */
   private clusterArgs(cluster: NonNullable<RedisServerOptions['cluster']>): string[] {
     return [
-      '--cluster-enabled', 'yes',
-      '--cluster-config-file', path.join(this.dir, 'nodes.conf'),
-      '--cluster-node-timeout', String(cluster.nodeTimeoutMs),
-      '--cluster-port', String(cluster.busPort),
+      '--cluster-enabled',
+      'yes',
+      '--cluster-config-file',
+      path.join(this.dir, 'nodes.conf'),
+      '--cluster-node-timeout',
+      String(cluster.nodeTimeoutMs),
+      '--cluster-port',
+      String(cluster.busPort),
       // A replica's first sync starts at once, not after the 5 s a primary waits for more replicas.
-      '--repl-diskless-sync-delay', '0',
+      '--repl-diskless-sync-delay',
+      '0',
     ];
   }
 }
@@ -134,7 +148,9 @@ export function reply(port: number, args: readonly string[]): Promise<string> {
       else resolve(parsed.text);
     });
     socket.on('error', reject);
-    socket.on('close', () => reject(new Error(`127.0.0.1:${port} closed the connection before replying to ${args.join(' ')}`)));
+    socket.on('close', () =>
+      reject(new Error(`127.0.0.1:${port} closed the connection before replying to ${args.join(' ')}`)),
+    );
   });
 }
 
@@ -202,20 +218,35 @@ export interface RedisCluster {
 export async function startRedisCluster(options: RedisClusterOptions = {}): Promise<RedisCluster> {
   const masterCount = options.masters ?? 3;
   const replicaCount = options.replicas ?? 0;
-  if (!Number.isInteger(masterCount) || masterCount < 1 || masterCount > SLOTS) throw new Error(`masters must be an integer from 1 to ${SLOTS}, not ${masterCount}`);
-  if (!Number.isInteger(replicaCount) || replicaCount < 0 || replicaCount > 5) throw new Error(`replicas must be an integer from 0 to 5, not ${replicaCount}`);
+  if (!Number.isInteger(masterCount) || masterCount < 1 || masterCount > SLOTS)
+    throw new Error(`masters must be an integer from 1 to ${SLOTS}, not ${masterCount}`);
+  if (!Number.isInteger(replicaCount) || replicaCount < 0 || replicaCount > 5)
+    throw new Error(`replicas must be an integer from 0 to 5, not ${replicaCount}`);
   const nodeTimeoutMs = options.nodeTimeoutMs ?? 1_000;
   const total = masterCount * (1 + replicaCount);
-  const ports = await Promise.all(Array.from({ length: total }, async () => ({ client: await freePort(), bus: await freePort() })));
+  const ports = await Promise.all(
+    Array.from({ length: total }, async () => ({ client: await freePort(), bus: await freePort() })),
+  );
   const members: RedisServer[] = [];
   const masters: RedisServer[] = [];
   const replicas: RedisServer[][] = [];
   try {
-    for (const [i, p] of ports.entries()) members.push(new RedisServer(p.client, { args: [...(options.args ?? []), ...(await announceArgs(options, i, p.client))], cluster: { busPort: p.bus, nodeTimeoutMs } }));
+    for (const [i, p] of ports.entries())
+      members.push(
+        new RedisServer(p.client, {
+          args: [...(options.args ?? []), ...(await announceArgs(options, i, p.client))],
+          cluster: { busPort: p.bus, nodeTimeoutMs },
+        }),
+      );
     masters.push(...members.slice(0, masterCount));
-    for (let m = 0; m < masterCount; m += 1) replicas.push(members.slice(masterCount + m * replicaCount, masterCount + (m + 1) * replicaCount));
+    for (let m = 0; m < masterCount; m += 1)
+      replicas.push(members.slice(masterCount + m * replicaCount, masterCount + (m + 1) * replicaCount));
     await startMembers(members);
-    await formCluster(masters, members, ports.map((p) => p.bus));
+    await formCluster(
+      masters,
+      members,
+      ports.map((p) => p.bus),
+    );
     await attachReplicas(members, masters, replicas);
   } catch (error) {
     await stopMembers(members);
@@ -234,11 +265,17 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
 /** The arguments that make a member announce the port `options.announce` gives it, if any. */
 async function announceArgs(options: RedisClusterOptions, member: number, port: number): Promise<string[]> {
   const announced = await options.announce?.(member, port);
-  return announced === undefined ? [] : ['--cluster-announce-ip', '127.0.0.1', '--cluster-announce-port', String(announced)];
+  return announced === undefined
+    ? []
+    : ['--cluster-announce-ip', '127.0.0.1', '--cluster-announce-port', String(announced)];
 }
 
 /** What redis-cli --cluster create does: distinct epochs and slots for the masters, then the meeting of all. */
-async function formCluster(masters: readonly RedisServer[], members: readonly RedisServer[], busPorts: readonly number[]): Promise<void> {
+async function formCluster(
+  masters: readonly RedisServer[],
+  members: readonly RedisServer[],
+  busPorts: readonly number[],
+): Promise<void> {
   const share = Math.ceil(SLOTS / masters.length);
   await Promise.all(
     masters.map(async (member, i) => {
@@ -250,7 +287,8 @@ async function formCluster(masters: readonly RedisServer[], members: readonly Re
     }),
   );
   const [seed, ...others] = members;
-  for (const [i, other] of others.entries()) await reply(seed!.port, ['CLUSTER', 'MEET', '127.0.0.1', String(other.port), String(busPorts[i + 1])]);
+  for (const [i, other] of others.entries())
+    await reply(seed!.port, ['CLUSTER', 'MEET', '127.0.0.1', String(other.port), String(busPorts[i + 1])]);
   await untilClusterOk(members);
 }
 
@@ -263,7 +301,11 @@ export function nodeId(member: RedisServer): Promise<string> {
  * Each replica replicates its master (every node knows every other by now, so the master's id is
  * known to it), and the cluster is waited for until it has taken that in everywhere.
  */
-async function attachReplicas(members: readonly RedisServer[], masters: readonly RedisServer[], replicas: readonly (readonly RedisServer[])[]): Promise<void> {
+async function attachReplicas(
+  members: readonly RedisServer[],
+  masters: readonly RedisServer[],
+  replicas: readonly (readonly RedisServer[])[],
+): Promise<void> {
   const pairs = masters.flatMap((master, m) => replicas[m]!.map((replica) => ({ master, replica })));
   if (pairs.length === 0) return;
   const ids = new Map(await Promise.all(members.map(async (member) => [member, await nodeId(member)] as const)));
@@ -274,13 +316,15 @@ async function attachReplicas(members: readonly RedisServer[], masters: readonly
     missing = [];
     for (const { master, replica } of pairs) {
       const replication = await reply(replica.port, ['INFO', 'replication']).catch((error: Error) => error.message);
-      if (!/^master_link_status:up\r?$/m.test(replication)) missing.push(`${replica.address}: link to ${master.address} not up`);
+      if (!/^master_link_status:up\r?$/m.test(replication))
+        missing.push(`${replica.address}: link to ${master.address} not up`);
     }
     for (const member of members) {
       const nodes = await reply(member.port, ['CLUSTER', 'NODES']).catch((error: Error) => error.message);
       for (const { master, replica } of pairs) {
         const line = nodes.split(/\r?\n/).find((entry) => entry.startsWith(`${ids.get(replica)!} `));
-        if (line?.split(' ')[3] !== ids.get(master)) missing.push(`${member.address} does not see ${replica.address} as ${master.address}'s replica`);
+        if (line?.split(' ')[3] !== ids.get(master))
+          missing.push(`${member.address} does not see ${replica.address} as ${master.address}'s replica`);
       }
     }
     if (missing.length === 0) {
@@ -289,7 +333,9 @@ async function attachReplicas(members: readonly RedisServer[], masters: readonly
     }
     await sleep(50);
   }
-  throw new Error(`Redis Cluster replicas not attached after ${CLUSTER_READY_TIMEOUT_MS} ms:\n${missing.join('\n')}\n${tail(path.join(pairs[0]!.replica.dir, 'server.log'))}`);
+  throw new Error(
+    `Redis Cluster replicas not attached after ${CLUSTER_READY_TIMEOUT_MS} ms:\n${missing.join('\n')}\n${tail(path.join(pairs[0]!.replica.dir, 'server.log'))}`,
+  );
 }
 
 /** Waits until every node reports `cluster_state:ok` and knows all the nodes. */
@@ -297,10 +343,27 @@ async function untilClusterOk(members: readonly RedisServer[]): Promise<void> {
   const deadline = Date.now() + CLUSTER_READY_TIMEOUT_MS;
   let infos: string[] = [];
   while (Date.now() < deadline) {
-    infos = await Promise.all(members.map((m) => reply(m.port, ['CLUSTER', 'INFO']).catch((error: Error) => error.message)));
-    if (infos.every((info) => /^cluster_state:ok\r?$/m.test(info) && new RegExp(`^cluster_known_nodes:${members.length}\\r?$`, 'm').test(info))) return;
+    infos = await Promise.all(
+      members.map((m) => reply(m.port, ['CLUSTER', 'INFO']).catch((error: Error) => error.message)),
+    );
+    if (
+      infos.every(
+        (info) =>
+          /^cluster_state:ok\r?$/m.test(info) &&
+          new RegExp(`^cluster_known_nodes:${members.length}\\r?$`, 'm').test(info),
+      )
+    )
+      return;
     await sleep(50);
   }
-  const seen = members.map((m, i) => `${m.address}: ${(infos[i] ?? '').split(/\r?\n/).filter((line) => /^cluster_(state|slots_assigned|known_nodes)/.test(line)).join(' ')}`);
-  throw new Error(`Redis Cluster not formed after ${CLUSTER_READY_TIMEOUT_MS} ms:\n${seen.join('\n')}\n${tail(path.join(members[0]!.dir, 'server.log'))}`);
+  const seen = members.map(
+    (m, i) =>
+      `${m.address}: ${(infos[i] ?? '')
+        .split(/\r?\n/)
+        .filter((line) => /^cluster_(state|slots_assigned|known_nodes)/.test(line))
+        .join(' ')}`,
+  );
+  throw new Error(
+    `Redis Cluster not formed after ${CLUSTER_READY_TIMEOUT_MS} ms:\n${seen.join('\n')}\n${tail(path.join(members[0]!.dir, 'server.log'))}`,
+  );
 }

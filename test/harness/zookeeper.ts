@@ -30,7 +30,14 @@ export interface ZkCluster {
 }
 
 const READY_TIMEOUT_MS = 30_000;
-const JVM = ['-Xmx128m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Xshare:auto', '-Djava.net.preferIPv4Stack=true', '-Dzookeeper.admin.enableServer=false'];
+const JVM = [
+  '-Xmx128m',
+  '-XX:+UseSerialGC',
+  '-XX:TieredStopAtLevel=1',
+  '-Xshare:auto',
+  '-Djava.net.preferIPv4Stack=true',
+  '-Dzookeeper.admin.enableServer=false',
+];
 
 class Member extends ServerProcess implements ZkMember {
   constructor(
@@ -44,8 +51,13 @@ class Member extends ServerProcess implements ZkMember {
 
   async start(): Promise<void> {
     if (this.isAlive()) return;
-    if (!existsSync(ZOOKEEPER_JAR)) throw new Error('ZooKeeper is not installed (apt-get install -y zookeeper): this suite starts servers of its own, which containers do not stand in for');
-    const main = this.standalone ? 'org.apache.zookeeper.server.ZooKeeperServerMain' : 'org.apache.zookeeper.server.quorum.QuorumPeerMain';
+    if (!existsSync(ZOOKEEPER_JAR))
+      throw new Error(
+        'ZooKeeper is not installed (apt-get install -y zookeeper): this suite starts servers of its own, which containers do not stand in for',
+      );
+    const main = this.standalone
+      ? 'org.apache.zookeeper.server.ZooKeeperServerMain'
+      : 'org.apache.zookeeper.server.quorum.QuorumPeerMain';
     this.pid = startServer('java', [...JVM, '-cp', zkClasspath(), main, path.join(this.dir, 'zoo.cfg')], this.log);
     await this.ready();
   }
@@ -63,7 +75,9 @@ class Member extends ServerProcess implements ZkMember {
       if (this.standalone ? mode === 'standalone' : mode === 'leader' || mode === 'follower') return;
       await sleep(50);
     }
-    throw new Error(`ZooKeeper ${this.id} on port ${this.clientPort} not ready after ${READY_TIMEOUT_MS} ms:\n${tail(this.log)}`);
+    throw new Error(
+      `ZooKeeper ${this.id} on port ${this.clientPort} not ready after ${READY_TIMEOUT_MS} ms:\n${tail(this.log)}`,
+    );
   }
 }
 
@@ -89,7 +103,13 @@ export async function startZooKeeper(opts: ZkStartOptions = {}): Promise<ZkClust
   const size = opts.size ?? 1;
   const tickTimeMs = opts.tickTimeMs ?? 200;
   const standalone = size === 1;
-  const ports = await Promise.all(Array.from({ length: size }, async () => ({ client: await freePort(), peer: await freePort(), election: await freePort() })));
+  const ports = await Promise.all(
+    Array.from({ length: size }, async () => ({
+      client: await freePort(),
+      peer: await freePort(),
+      election: await freePort(),
+    })),
+  );
   const route = opts.peerRoute ?? ((_from: number, _to: number, port: number) => Promise.resolve(port));
   // Each member's own view of the ensemble: its own line as it listens, the others as it reaches them.
   const views = await Promise.all(

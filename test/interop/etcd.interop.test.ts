@@ -10,7 +10,7 @@ import { Semaphore } from '../../recipes/semaphore.js';
 import { inspectQueue } from '../../src/inspect.js';
 import { etcdFixture } from '../support/backends/etcd.js';
 import { useScope } from '../support/backends/scope.js';
-import { etcdctlPeer, type Peer,requirePeers, stopAllPeers } from '../support/interop-peers.js';
+import { etcdctlPeer, type Peer, requirePeers, stopAllPeers } from '../support/interop-peers.js';
 import { eventually } from '../support/wait.js';
 import { campaignContender, enqueue, exclusionAndFifo, lockContender, oneLeader, staysWaiting } from './scenarios.js';
 
@@ -26,22 +26,43 @@ describe("etcd: baton next to etcd's Go recipes on the same prefix", { timeout: 
   const queued = (name: string) => async (): Promise<number> => {
     const client = new Etcd3({ hosts: endpoints() });
     try {
-      return (await client.getAll().prefix(`${goPrefix(name)}/`).keys()).length;
+      return (
+        await client
+          .getAll()
+          .prefix(`${goPrefix(name)}/`)
+          .keys()
+      ).length;
     } finally {
       client.close();
     }
   };
-  const goLock = (name: string) => (n: number | string): Promise<Peer> => etcdctlPeer({ endpoints: endpoints(), name: goPrefix(name), recipe: 'lock', id: `go-${n}` });
+  const goLock =
+    (name: string) =>
+    (n: number | string): Promise<Peer> =>
+      etcdctlPeer({ endpoints: endpoints(), name: goPrefix(name), recipe: 'lock', id: `go-${n}` });
 
   beforeAll(() => requirePeers('etcdctl'));
   afterEach(stopAllPeers);
 
   it('FairMutex and Go Mutex (etcdctl lock): excluded both ways, handed off, FIFO across clients', async () => {
-    await exclusionAndFifo({ baton: async (n) => lockContender(`baton-${n}`, new FairMutex(await scope.open(), 'jobs')), peer: goLock('jobs') }, queued('jobs'));
+    await exclusionAndFifo(
+      {
+        baton: async (n) => lockContender(`baton-${n}`, new FairMutex(await scope.open(), 'jobs')),
+        peer: goLock('jobs'),
+      },
+      queued('jobs'),
+    );
   });
 
   it('the write lock of a ReadWriteLock and Go Mutex: excluded both ways, handed off, FIFO across clients', async () => {
-    await exclusionAndFifo({ baton: async (n) => lockContender(`baton-write-${n}`, new ReadWriteLock(await scope.open(), 'config').writeLock), peer: goLock('config') }, queued('config'));
+    await exclusionAndFifo(
+      {
+        baton: async (n) =>
+          lockContender(`baton-write-${n}`, new ReadWriteLock(await scope.open(), 'config').writeLock),
+        peer: goLock('config'),
+      },
+      queued('config'),
+    );
   });
 
   it('readers wait for a Go Mutex holder, and it waits for them', async () => {
@@ -116,7 +137,12 @@ describe("etcd: baton next to etcd's Go recipes on the same prefix", { timeout: 
   it("baton inspect lists Go's keys as entries of etcd-go", async () => {
     const session = await scope.open();
     const held = await new FairMutex(session, 'jobs').acquire();
-    const go = await etcdctlPeer({ endpoints: endpoints(), name: goPrefix('jobs'), recipe: 'elect', id: 'go-proposal' });
+    const go = await etcdctlPeer({
+      endpoints: endpoints(),
+      name: goPrefix('jobs'),
+      recipe: 'elect',
+      id: 'go-proposal',
+    });
     await enqueue(go, queued('jobs'), 2);
     const view = await inspectQueue(session, 'jobs');
     expect(view.entries.map((e) => [e.role, e.client, e.kind, e.data])).toEqual([
@@ -130,7 +156,10 @@ describe("etcd: baton next to etcd's Go recipes on the same prefix", { timeout: 
 
   it('the interop option is refused on etcd and on memory, where no peer needs it', async () => {
     const session = await scope.open();
-    for (const make of [() => new FairMutex(session, 'jobs', { interop: 'curator' }), () => new LeaderElection(session, 'x', { id: 'x', interop: 'kazoo' })]) {
+    for (const make of [
+      () => new FairMutex(session, 'jobs', { interop: 'curator' }),
+      () => new LeaderElection(session, 'x', { id: 'x', interop: 'kazoo' }),
+    ]) {
       expect(make).toThrow(InvalidArgumentError);
       expect(make).toThrow(/see baton's keys as they are/);
     }
@@ -162,7 +191,8 @@ describe("etcd cluster: baton next to etcd's Go Mutex", { timeout: 90_000 }, () 
     await exclusionAndFifo(
       {
         baton: async (n) => lockContender(`baton-${n}`, new FairMutex(await scope.open(), 'jobs')),
-        peer: (n) => etcdctlPeer({ endpoints: endpoints(), name: `${scope.namespace}/jobs/#`, recipe: 'lock', id: `go-${n}` }),
+        peer: (n) =>
+          etcdctlPeer({ endpoints: endpoints(), name: `${scope.namespace}/jobs/#`, recipe: 'lock', id: `go-${n}` }),
       },
       queued,
     );

@@ -123,7 +123,9 @@ function zkLockTests(library: string, start: ZkPeer): void {
 
   it(`${library}: readers share a read/write lock, a writer waits for them`, async () => {
     const dir = zkPath();
-    const [r1, r2, w] = await Promise.all((['read', 'read', 'write'] as const).map((recipe, i) => start(dir, recipe, `${recipe}${i}`)));
+    const [r1, r2, w] = await Promise.all(
+      (['read', 'read', 'write'] as const).map((recipe, i) => start(dir, recipe, `${recipe}${i}`)),
+    );
     r1!.acquire();
     r2!.acquire();
     await Promise.all([r1!.granted(), r2!.granted()]);
@@ -144,7 +146,9 @@ describe('Curator peers', () => {
   it('LeaderLatch and LeaderSelector: one leader at a time, leader() names it', async () => {
     for (const recipe of ['latch', 'selector'] as const) {
       const dir = zkPath();
-      const [a, b] = await Promise.all(['a', 'b'].map((id) => curatorPeer({ connectString: zk(), path: dir, recipe, id })));
+      const [a, b] = await Promise.all(
+        ['a', 'b'].map((id) => curatorPeer({ connectString: zk(), path: dir, recipe, id })),
+      );
       expect(await a!.leader()).toBeNull();
       await excludes(a!, b!);
       expect(await a!.leader()).toBe('b');
@@ -162,7 +166,9 @@ describe('kazoo peers', () => {
   it('Election: one leader at a time, leader() names it', async () => {
     const dir = zkPath();
     const [a, b, observer] = await Promise.all(
-      (['election', 'election', 'observe'] as const).map((recipe, i) => kazooPeer({ connectString: zk(), path: dir, recipe, id: ['a', 'b', 'o'][i]! })),
+      (['election', 'election', 'observe'] as const).map((recipe, i) =>
+        kazooPeer({ connectString: zk(), path: dir, recipe, id: ['a', 'b', 'o'][i]! }),
+      ),
     );
     expect(await observer!.leader()).toBeNull();
     await excludes(a!, b!);
@@ -176,7 +182,9 @@ describe('kazoo peers', () => {
 describe('etcdctl peers', () => {
   it('two `etcdctl lock` peers exclude each other; SIGINT deletes the key, of a waiter too', async () => {
     const name = etcdName();
-    const [a, b, c] = await Promise.all(['a', 'b', 'c'].map((id) => etcdctlPeer({ endpoints: endpoints(), name, recipe: 'lock', id })));
+    const [a, b, c] = await Promise.all(
+      ['a', 'b', 'c'].map((id) => etcdctlPeer({ endpoints: endpoints(), name, recipe: 'lock', id })),
+    );
     await excludes(a!, b!);
     await cancels(b!, c!, async () => (await etcdKeys(name)).length);
     expect(b!.key).toMatch(new RegExp(`^${name}/[0-9a-f]+$`));
@@ -189,7 +197,9 @@ describe('etcdctl peers', () => {
 
   it('`etcdctl elect`: one leader at a time, leader() names its proposal; stop() (SIGTERM) resigns', async () => {
     const name = etcdName();
-    const [a, b, c] = await Promise.all(['a', 'b', 'c'].map((id) => etcdctlPeer({ endpoints: endpoints(), name, recipe: 'elect', id })));
+    const [a, b, c] = await Promise.all(
+      ['a', 'b', 'c'].map((id) => etcdctlPeer({ endpoints: endpoints(), name, recipe: 'elect', id })),
+    );
     expect(await a!.leader()).toBeNull();
     await excludes(a!, b!);
     expect(await a!.leader()).toBe('b');

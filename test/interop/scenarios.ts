@@ -30,13 +30,17 @@ const GRANT_TIMEOUT_MS = 15_000;
 
 /** A baton lock (or a campaign) as a contender. Releasing before the grant gives the wait up. */
 export function batonContender(name: string, take: (signal: AbortSignal) => Promise<LockHandle>): Contender {
-  let attempt: { stop: AbortController; handle: ReturnType<typeof track<LockHandle>>; grantedAt: number | undefined } | undefined;
+  let attempt:
+    { stop: AbortController; handle: ReturnType<typeof track<LockHandle>>; grantedAt: number | undefined } | undefined;
   return {
     name,
     acquire() {
       const stop = new AbortController();
       const current = { stop, handle: track(later(take(stop.signal))), grantedAt: undefined as number | undefined };
-      current.handle.promise.then(() => void (current.grantedAt = performance.now()), () => undefined);
+      current.handle.promise.then(
+        () => void (current.grantedAt = performance.now()),
+        () => undefined,
+      );
       attempt = current;
     },
     get grantedAt() {
@@ -72,7 +76,9 @@ export async function handOff(holder: Contender, next: Contender): Promise<void>
   const asked = performance.now();
   await holder.release();
   await next.granted();
-  expect(next.grantedAt, `${next.name} granted before ${holder.name} was asked to release`).toBeGreaterThanOrEqual(asked);
+  expect(next.grantedAt, `${next.name} granted before ${holder.name} was asked to release`).toBeGreaterThanOrEqual(
+    asked,
+  );
 }
 
 /** Fails if the contender is granted within the window: it must be waiting. */
@@ -88,7 +94,11 @@ export async function staysWaiting(contender: Contender, why: string): Promise<v
 /** Starts `contender` and waits until its entry is in the queue (`queued()` counts the queue's entries). */
 export async function enqueue(contender: Contender, queued: () => Promise<number>, expected: number): Promise<void> {
   contender.acquire();
-  await eventually(`${contender.name} queued as entry ${expected}`, async () => (await queued()) >= expected, GRANT_TIMEOUT_MS);
+  await eventually(
+    `${contender.name} queued as entry ${expected}`,
+    async () => (await queued()) >= expected,
+    GRANT_TIMEOUT_MS,
+  );
 }
 
 /**
@@ -127,7 +137,8 @@ export async function servedInOrder(order: readonly Contender[]): Promise<void> 
   for (let i = 0; i < order.length; i += 1) {
     const [holder, next] = [order[i]!, order[i + 1]];
     if (next !== undefined) await staysWaiting(next, `${holder.name} holds`);
-    for (const behind of order.slice(i + 2)) expect(behind.isGranted(), `${behind.name} granted out of turn`).toBe(false);
+    for (const behind of order.slice(i + 2))
+      expect(behind.isGranted(), `${behind.name} granted out of turn`).toBe(false);
     if (next !== undefined) await handOff(holder, next);
     else await holder.release();
   }
@@ -144,7 +155,11 @@ export interface RwClient {
  * for a reader of the other holding alone, and the reverse; readers of both share; a reader of one that
  * queued behind a writer of the other waits for it (no starvation of writers).
  */
-export async function sharedReadsExclusiveWrites(x: RwClient, y: RwClient, queued: () => Promise<number>): Promise<void> {
+export async function sharedReadsExclusiveWrites(
+  x: RwClient,
+  y: RwClient,
+  queued: () => Promise<number>,
+): Promise<void> {
   const [xr1, xr2, xw] = await Promise.all([x.read(), x.read(), x.write()]);
   const [yr1, yr2, yw] = await Promise.all([y.read(), y.read(), y.write()]);
   // y's writer waits for x's lone reader; x's next reader waits for y's writer.
@@ -189,7 +204,7 @@ export async function oneLeader(opts: {
   const seen: (string | null)[] = [];
   const observing = later(
     (async () => {
-      for await (const leader of opts.observer.observe({ signal: stop.signal })) seen.push((leader)?.id ?? null);
+      for await (const leader of opts.observer.observe({ signal: stop.signal })) seen.push(leader?.id ?? null);
     })(),
   );
   const [peerA, peerB] = await Promise.all([opts.peer('peer-a'), opts.peer('peer-b')]);

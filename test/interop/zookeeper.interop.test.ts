@@ -9,8 +9,26 @@ import { inspectQueue } from '../../src/inspect.js';
 import { withZkClient } from '../harness/clean.js';
 import { useScope } from '../support/backends/scope.js';
 import { zkFixture } from '../support/backends/zookeeper.js';
-import { compileCuratorPeer, curatorPeer, type CuratorRecipe, kazooPeer, type KazooRecipe, type Peer,requirePeers, stopAllPeers } from '../support/interop-peers.js';
-import { campaignContender, type Contender,enqueue, exclusionAndFifo, lockContender, oneLeader, sharedReadsExclusiveWrites, staysWaiting } from './scenarios.js';
+import {
+  compileCuratorPeer,
+  curatorPeer,
+  type CuratorRecipe,
+  kazooPeer,
+  type KazooRecipe,
+  type Peer,
+  requirePeers,
+  stopAllPeers,
+} from '../support/interop-peers.js';
+import {
+  campaignContender,
+  type Contender,
+  enqueue,
+  exclusionAndFifo,
+  lockContender,
+  oneLeader,
+  sharedReadsExclusiveWrites,
+  staysWaiting,
+} from './scenarios.js';
 
 /**
  * baton next to the real Curator 5.4 (Java) and kazoo 2.8 (Python) on one ZooKeeper path: never two
@@ -23,7 +41,13 @@ describe('ZooKeeper: baton next to Curator and kazoo on the same path', { timeou
   const dir = (name: string): string => `/${scope.namespace}/${name}`;
   /** How many children the lock's directory has (none while it does not exist). */
   const queued = (name: string) => async (): Promise<number> =>
-    withZkClient(connectString(), (client) => new Promise<number>((resolve) => client.getChildren(dir(name), (error, children) => resolve(error ? 0 : children.length))));
+    withZkClient(
+      connectString(),
+      (client) =>
+        new Promise<number>((resolve) =>
+          client.getChildren(dir(name), (error, children) => resolve(error ? 0 : children.length)),
+        ),
+    );
 
   beforeAll(async () => {
     requirePeers('curator', 'kazoo');
@@ -31,10 +55,21 @@ describe('ZooKeeper: baton next to Curator and kazoo on the same path', { timeou
   }, 120_000);
   afterEach(stopAllPeers);
 
-  const curator = (name: string, recipe: CuratorRecipe) => (n: number | string): Promise<Peer> => curatorPeer({ connectString: connectString(), path: dir(name), recipe, id: `curator-${n}` });
-  const kazoo = (name: string, recipe: KazooRecipe) => (n: number | string): Promise<Peer> => kazooPeer({ connectString: connectString(), path: dir(name), recipe, id: `kazoo-${n}` });
-  const batonLock = (name: string, interop?: LockInterop) => async (n: number): Promise<Contender> =>
-    lockContender(`baton-${n}`, new FairMutex(await scope.open(), name, interop === undefined ? undefined : { interop }));
+  const curator =
+    (name: string, recipe: CuratorRecipe) =>
+    (n: number | string): Promise<Peer> =>
+      curatorPeer({ connectString: connectString(), path: dir(name), recipe, id: `curator-${n}` });
+  const kazoo =
+    (name: string, recipe: KazooRecipe) =>
+    (n: number | string): Promise<Peer> =>
+      kazooPeer({ connectString: connectString(), path: dir(name), recipe, id: `kazoo-${n}` });
+  const batonLock =
+    (name: string, interop?: LockInterop) =>
+    async (n: number): Promise<Contender> =>
+      lockContender(
+        `baton-${n}`,
+        new FairMutex(await scope.open(), name, interop === undefined ? undefined : { interop }),
+      );
 
   it('FairMutex and Curator InterProcessMutex: excluded both ways, handed off, FIFO across clients', async () => {
     await exclusionAndFifo({ baton: batonLock('jobs'), peer: curator('jobs', 'mutex') }, queued('jobs'));
@@ -49,8 +84,16 @@ describe('ZooKeeper: baton next to Curator and kazoo on the same path', { timeou
   });
 
   const batonRw = (name: string, interop?: LockInterop) => ({
-    read: async () => lockContender('baton-read', new ReadWriteLock(await scope.open(), name, interop === undefined ? undefined : { interop }).readLock),
-    write: async () => lockContender('baton-write', new ReadWriteLock(await scope.open(), name, interop === undefined ? undefined : { interop }).writeLock),
+    read: async () =>
+      lockContender(
+        'baton-read',
+        new ReadWriteLock(await scope.open(), name, interop === undefined ? undefined : { interop }).readLock,
+      ),
+    write: async () =>
+      lockContender(
+        'baton-write',
+        new ReadWriteLock(await scope.open(), name, interop === undefined ? undefined : { interop }).writeLock,
+      ),
   });
 
   it('ReadWriteLock and Curator InterProcessReadWriteLock: readers share, writers exclude, both ways', async () => {
@@ -81,7 +124,10 @@ describe('ZooKeeper: baton next to Curator and kazoo on the same path', { timeou
   });
 
   const batonCandidate = (name: string, interop?: Interop) => async (id: string) => {
-    const election = new LeaderElection(await scope.open(), name, { id, ...(interop === undefined ? {} : { interop }) });
+    const election = new LeaderElection(await scope.open(), name, {
+      id,
+      ...(interop === undefined ? {} : { interop }),
+    });
     return { contender: campaignContender(id, election), election };
   };
   // An observer reads the leader as the campaigners' names make it: with their interop option.
@@ -89,20 +135,43 @@ describe('ZooKeeper: baton next to Curator and kazoo on the same path', { timeou
     new LeaderElection(await scope.open(), name, { id: 'observer', ...(interop === undefined ? {} : { interop }) });
 
   it('LeaderElection and Curator LeaderLatch: one leader at a time, named alike by both clients', async () => {
-    await oneLeader({ baton: batonCandidate('leader'), peer: (id) => curatorPeer({ connectString: connectString(), path: dir('leader'), recipe: 'latch', id }), observer: await observer('leader'), queued: queued('leader') });
+    await oneLeader({
+      baton: batonCandidate('leader'),
+      peer: (id) => curatorPeer({ connectString: connectString(), path: dir('leader'), recipe: 'latch', id }),
+      observer: await observer('leader'),
+      queued: queued('leader'),
+    });
   });
 
   it("LeaderElection with interop 'curator-selector' and Curator LeaderSelector: one leader at a time, named alike", async () => {
-    await oneLeader({ baton: batonCandidate('leader', 'curator-selector'), peer: (id) => curatorPeer({ connectString: connectString(), path: dir('leader'), recipe: 'selector', id }), observer: await observer('leader', 'curator-selector'), queued: queued('leader') });
+    await oneLeader({
+      baton: batonCandidate('leader', 'curator-selector'),
+      peer: (id) => curatorPeer({ connectString: connectString(), path: dir('leader'), recipe: 'selector', id }),
+      observer: await observer('leader', 'curator-selector'),
+      queued: queued('leader'),
+    });
   });
 
   it("LeaderElection with interop 'kazoo' and kazoo Election: one leader at a time, named alike", async () => {
-    await oneLeader({ baton: batonCandidate('leader', 'kazoo'), peer: (id) => kazooPeer({ connectString: connectString(), path: dir('leader'), recipe: 'election', id }), observer: await observer('leader', 'kazoo'), queued: queued('leader') });
+    await oneLeader({
+      baton: batonCandidate('leader', 'kazoo'),
+      peer: (id) => kazooPeer({ connectString: connectString(), path: dir('leader'), recipe: 'election', id }),
+      observer: await observer('leader', 'kazoo'),
+      queued: queued('leader'),
+    });
   });
 
   for (const [peerName, interop, start] of [
-    ['Curator', undefined, (path: string) => curatorPeer({ connectString: connectString(), path, recipe: 'write', id: 'curator-writer' })],
-    ['kazoo', 'kazoo', (path: string) => kazooPeer({ connectString: connectString(), path, recipe: 'write', id: 'kazoo-writer' })],
+    [
+      'Curator',
+      undefined,
+      (path: string) => curatorPeer({ connectString: connectString(), path, recipe: 'write', id: 'curator-writer' }),
+    ],
+    [
+      'kazoo',
+      'kazoo',
+      (path: string) => kazooPeer({ connectString: connectString(), path, recipe: 'write', id: 'kazoo-writer' }),
+    ],
   ] as const) {
     it(`a downgrade keeps a ${peerName} writer that queued behind the write lock waiting until the read is released`, async () => {
       const rw = new ReadWriteLock(await scope.open(), 'config', interop === undefined ? undefined : { interop });
@@ -143,8 +212,11 @@ describe('ZooKeeper: baton next to Curator and kazoo on the same path', { timeou
       expect(new FairMutex(session, 'jobs', { interop }).name).toBe('jobs');
       expect(new ReadWriteLock(session, 'cfg', { interop }).name).toBe('cfg');
     }
-    for (const interop of ['curator', 'curator-selector', 'kazoo'] as const) expect(new LeaderElection(session, 'leader', { id: 'x', interop }).name).toBe('leader');
-    expect(() => new FairMutex(session, 'jobs', { interop: 'curator-selector' as never })).toThrow(InvalidArgumentError);
+    for (const interop of ['curator', 'curator-selector', 'kazoo'] as const)
+      expect(new LeaderElection(session, 'leader', { id: 'x', interop }).name).toBe('leader');
+    expect(() => new FairMutex(session, 'jobs', { interop: 'curator-selector' as never })).toThrow(
+      InvalidArgumentError,
+    );
   });
 });
 
@@ -152,7 +224,13 @@ describe('ZooKeeper ensemble: baton next to Curator and kazoo', { timeout: 90_00
   const scope = useScope(() => zkFixture('zkEnsemble'));
   const connectString = (): string => inject('zkEnsemble').connectString;
   const queued = async (): Promise<number> =>
-    withZkClient(connectString(), (client) => new Promise<number>((resolve) => client.getChildren(`/${scope.namespace}/jobs`, (error, children) => resolve(error ? 0 : children.length))));
+    withZkClient(
+      connectString(),
+      (client) =>
+        new Promise<number>((resolve) =>
+          client.getChildren(`/${scope.namespace}/jobs`, (error, children) => resolve(error ? 0 : children.length)),
+        ),
+    );
 
   beforeAll(async () => {
     requirePeers('curator', 'kazoo');
@@ -165,7 +243,13 @@ describe('ZooKeeper ensemble: baton next to Curator and kazoo', { timeout: 90_00
     await exclusionAndFifo(
       {
         baton: async (n) => lockContender(`baton-${n}`, new FairMutex(await scope.open(), 'jobs')),
-        peer: (n) => curatorPeer({ connectString: connectString(), path: `/${scope.namespace}/jobs`, recipe: 'mutex', id: `curator-${n}` }),
+        peer: (n) =>
+          curatorPeer({
+            connectString: connectString(),
+            path: `/${scope.namespace}/jobs`,
+            recipe: 'mutex',
+            id: `curator-${n}`,
+          }),
       },
       queued,
     );

@@ -17,16 +17,21 @@ export class GrantChecks {
     this.#holders.set(lock, holders);
     for (const [other, holder] of holders) {
       if (kind !== 'read' || holder.kind !== 'read') {
-        this.#violations.push(`${what} granted while entry ${other} (${holder.kind}, token ${holder.token}) holds lock "${lock}"`);
+        this.#violations.push(
+          `${what} granted while entry ${other} (${holder.kind}, token ${holder.token}) holds lock "${lock}"`,
+        );
       }
     }
     holders.set(id, { kind, token });
     const grants = this.#grants.get(lock) ?? [];
     this.#grants.set(lock, grants);
     for (const earlier of grants) {
-      const inOrder = earlier.place < place ? earlier.token < token : earlier.place > place ? earlier.token > token : true;
+      const inOrder =
+        earlier.place < place ? earlier.token < token : earlier.place > place ? earlier.token > token : true;
       if (!inOrder) {
-        this.#violations.push(`${what} has fencing token ${token} at place ${place}, ${earlier.what} had ${earlier.token} at place ${earlier.place}`);
+        this.#violations.push(
+          `${what} has fencing token ${token} at place ${place}, ${earlier.what} had ${earlier.token} at place ${earlier.place}`,
+        );
       }
     }
     grants.push({ place, token, what });

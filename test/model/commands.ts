@@ -101,7 +101,10 @@ class TryAcquire implements LockCommand {
     const entry = model.enqueue(this.lock, this.slot, this.kind);
     if (!expected) model.remove(entry.id);
     const handle = await real.tryAcquire(entry);
-    if ((handle !== null) !== expected) throw new Error(`${this}: expected ${expected ? 'the lock' : 'null'}, got ${handle === null ? 'null' : 'the lock'}`);
+    if ((handle !== null) !== expected)
+      throw new Error(
+        `${this}: expected ${expected ? 'the lock' : 'null'}, got ${handle === null ? 'null' : 'the lock'}`,
+      );
     await real.settle(model);
   }
 
@@ -240,20 +243,43 @@ export function lockCommands(shape: CommandShape): fc.Arbitrary<LockCommand>[] {
   const pick = fc.nat({ max: 7 });
   const often = <T>(arbitrary: fc.Arbitrary<T>, weight: number): fc.WeightedArbitrary<T> => ({ arbitrary, weight });
   const steps = [
-    often(fc.tuple(slot, lock, kind).map(([s, l, k]): LockCommand => new Acquire(s, l, k)), 4),
+    often(
+      fc.tuple(slot, lock, kind).map(([s, l, k]): LockCommand => new Acquire(s, l, k)),
+      4,
+    ),
     often(
       fc
-        .tuple(slot, lock, kind, fc.constantFrom(...shape.timeoutsMs), fc.array(fc.record({ slot, kind }), { maxLength: 2 }))
+        .tuple(
+          slot,
+          lock,
+          kind,
+          fc.constantFrom(...shape.timeoutsMs),
+          fc.array(fc.record({ slot, kind }), { maxLength: 2 }),
+        )
         .map(([s, l, k, t, behind]): LockCommand => new TimedAcquire(s, l, k, t, behind)),
       1,
     ),
-    often(fc.tuple(slot, lock, kind).map(([s, l, k]): LockCommand => new TryAcquire(s, l, k)), 1),
-    often(pick.map((p): LockCommand => new Release(p)), 4),
-    often(pick.map((p): LockCommand => new Abort(p)), 1),
-    often(pick.map((p): LockCommand => new Downgrade(p)), 2),
+    often(
+      fc.tuple(slot, lock, kind).map(([s, l, k]): LockCommand => new TryAcquire(s, l, k)),
+      1,
+    ),
+    often(
+      pick.map((p): LockCommand => new Release(p)),
+      4,
+    ),
+    often(
+      pick.map((p): LockCommand => new Abort(p)),
+      1,
+    ),
+    often(
+      pick.map((p): LockCommand => new Downgrade(p)),
+      2,
+    ),
   ];
   const others = steps.reduce((sum, step) => sum + step.weight, 0);
-  const end = fc.tuple(slot, fc.constantFrom('expired' as const, 'expired' as const, 'closed' as const)).map(([s, how]): LockCommand => new EndSession(s, how));
+  const end = fc
+    .tuple(slot, fc.constantFrom('expired' as const, 'expired' as const, 'closed' as const))
+    .map(([s, how]): LockCommand => new EndSession(s, how));
   // Weighted so that one step in `endEvery` ends a session. One arbitrary for fc.commands, which
   // would pick evenly among several.
   const scaled = steps.map(({ arbitrary, weight }) => often(arbitrary, weight * (shape.endEvery - 1)));

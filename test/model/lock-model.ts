@@ -91,7 +91,14 @@ export class LockModel {
     const queue = this.#queues.get(this.entries().find((entry) => entry.id === id)!.lock)!;
     const at = queue.findIndex((entry) => entry.id === id);
     const write = queue[at]!;
-    const read: ModelEntry = { id: this.#nextId++, lock: write.lock, slot: write.slot, kind: 'read', place: write.place, granted: true };
+    const read: ModelEntry = {
+      id: this.#nextId++,
+      lock: write.lock,
+      slot: write.slot,
+      kind: 'read',
+      place: write.place,
+      granted: true,
+    };
     queue.splice(at, 1, read);
     this.grant();
     return read;

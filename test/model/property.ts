@@ -2,7 +2,7 @@ import { fc, test } from '@fast-check/vitest';
 import { afterAll } from 'vitest';
 
 import type { Fixture } from '../support/backends/fixture.js';
-import { type CommandShape,drain, lockCommands, tally } from './commands.js';
+import { type CommandShape, drain, lockCommands, tally } from './commands.js';
 import { LockModel } from './lock-model.js';
 import { RealLocks } from './real-locks.js';
 
@@ -36,9 +36,17 @@ export function lockModelTest(getFixture: () => Fixture, size: ModelTestSize): v
   const seed = env['BATON_MODEL_SEED'] === undefined ? undefined : Number(env['BATON_MODEL_SEED']);
   const path = env['BATON_MODEL_PATH'];
   const replayPath = env['BATON_MODEL_REPLAY'];
-  const commands = fc.commands(lockCommands(size), { maxCommands, size: 'max', ...(replayPath === undefined ? {} : { replayPath }) });
+  const commands = fc.commands(lockCommands(size), {
+    maxCommands,
+    size: 'max',
+    ...(replayPath === undefined ? {} : { replayPath }),
+  });
   const scale = runs / size.runs;
-  test.prop([commands], { numRuns: runs, ...(seed === undefined ? {} : { seed }), ...(path === undefined ? {} : { path, endOnFailure: true }) })(
+  test.prop([commands], {
+    numRuns: runs,
+    ...(seed === undefined ? {} : { seed }),
+    ...(path === undefined ? {} : { path, endOnFailure: true }),
+  })(
     `locks on ${getFixture().name} behave as the model: ${runs} runs of up to ${maxCommands} steps`,
     async (steps) => {
       const model = new LockModel(size.locks, size.slots);
@@ -53,5 +61,6 @@ export function lockModelTest(getFixture: () => Fixture, size: ModelTestSize): v
     },
     size.timeoutMs * Math.max(1, scale),
   );
-  if (env['BATON_MODEL_STATS'] !== undefined) afterAll(() => console.log(`steps run: ${JSON.stringify(Object.fromEntries(tally))}`));
+  if (env['BATON_MODEL_STATS'] !== undefined)
+    afterAll(() => console.log(`steps run: ${JSON.stringify(Object.fromEntries(tally))}`));
 }

@@ -121,7 +121,8 @@ export class RealLocks {
     const reason = new Error(`abort of entry ${entry.id}`);
     waiting.controller.abort(reason);
     await this.#within(waiting.done, `the aborted acquire of entry ${entry.id} to settle`);
-    if (waiting.failure?.error !== reason) throw new Error(`entry ${entry.id} aborted: expected its reason, got ${describe(waiting)}`);
+    if (waiting.failure?.error !== reason)
+      throw new Error(`entry ${entry.id} aborted: expected its reason, got ${describe(waiting)}`);
     this.#acquisitions.delete(entry.id);
   }
 
@@ -129,7 +130,8 @@ export class RealLocks {
   async timedOut(entry: ModelEntry): Promise<void> {
     const waiting = this.acquisition(entry);
     await this.#within(waiting.done, `the timed acquire of entry ${entry.id} to settle`);
-    if (!(waiting.failure?.error instanceof LockTimeoutError)) throw new Error(`entry ${entry.id}: expected LockTimeoutError, got ${describe(waiting)}`);
+    if (!(waiting.failure?.error instanceof LockTimeoutError))
+      throw new Error(`entry ${entry.id}: expected LockTimeoutError, got ${describe(waiting)}`);
     this.#acquisitions.delete(entry.id);
   }
 
@@ -158,14 +160,21 @@ export class RealLocks {
   async settle(model: LockModel): Promise<void> {
     for (const entry of model.granted()) {
       const acquisition = this.acquisition(entry);
-      await this.#within(acquisition.done, `entry ${entry.id} (${entry.kind} of "${entry.lock}" by slot ${entry.slot}) to be granted`);
-      if (acquisition.handle === undefined) throw new Error(`entry ${entry.id} should be granted: ${describe(acquisition)}`);
+      await this.#within(
+        acquisition.done,
+        `entry ${entry.id} (${entry.kind} of "${entry.lock}" by slot ${entry.slot}) to be granted`,
+      );
+      if (acquisition.handle === undefined)
+        throw new Error(`entry ${entry.id} should be granted: ${describe(acquisition)}`);
     }
     // Listed after the expected grants: a grant out of turn on its way has arrived by the end.
     await this.compareQueues(model);
     for (const entry of model.waiting()) {
       const acquisition = this.acquisition(entry);
-      if (acquisition.settled) throw new Error(`entry ${entry.id} (${entry.kind} of "${entry.lock}") should still wait: ${describe(acquisition)}`);
+      if (acquisition.settled)
+        throw new Error(
+          `entry ${entry.id} (${entry.kind} of "${entry.lock}") should still wait: ${describe(acquisition)}`,
+        );
     }
     this.checks.throwIfViolated();
   }
@@ -184,19 +193,29 @@ export class RealLocks {
    * before it starts the next one, whose place is behind it.
    */
   async awaitQueued(model: LockModel, lock: string, maybeGone?: ModelEntry): Promise<void> {
-    const describeQueue = (entries: readonly ModelEntry[]): string => entries.map((entry) => `${entry.kind} of ${this.session(entry.slot).id}`).join(', ');
+    const describeQueue = (entries: readonly ModelEntry[]): string =>
+      entries.map((entry) => `${entry.kind} of ${this.session(entry.slot).id}`).join(', ');
     const expected = describeQueue(model.queue(lock));
-    const withoutGone = maybeGone === undefined ? undefined : describeQueue(model.queue(lock).filter((entry) => entry !== maybeGone));
+    const withoutGone =
+      maybeGone === undefined ? undefined : describeQueue(model.queue(lock).filter((entry) => entry !== maybeGone));
     let seen = '';
     try {
-      await eventually(`queue "${lock}"`, async () => {
-        // Whether it gave up is read before the listing: a listing without it then shows it gone, not yet to come.
-        const gaveUp = maybeGone !== undefined && this.acquisition(maybeGone).failure !== undefined;
-        seen = (await inspectQueue(this.session(0), lock)).entries.map((entry) => `${entry.kind} of ${entry.session}`).join(', ');
-        return seen === expected || (gaveUp && seen === withoutGone);
-      }, this.patienceMs);
+      await eventually(
+        `queue "${lock}"`,
+        async () => {
+          // Whether it gave up is read before the listing: a listing without it then shows it gone, not yet to come.
+          const gaveUp = maybeGone !== undefined && this.acquisition(maybeGone).failure !== undefined;
+          seen = (await inspectQueue(this.session(0), lock)).entries
+            .map((entry) => `${entry.kind} of ${entry.session}`)
+            .join(', ');
+          return seen === expected || (gaveUp && seen === withoutGone);
+        },
+        this.patienceMs,
+      );
     } catch {
-      throw new Error(`queue "${lock}" on the server: [${seen}], expected [${expected}]${withoutGone === undefined ? '' : ` or, once it gave up, [${withoutGone}]`}`);
+      throw new Error(
+        `queue "${lock}" on the server: [${seen}], expected [${expected}]${withoutGone === undefined ? '' : ` or, once it gave up, [${withoutGone}]`}`,
+      );
     }
   }
 
@@ -210,14 +229,22 @@ export class RealLocks {
       await this.#within(Promise.all(acquisitions.map((a) => a.done)), `the waits of a session ${how} to end`);
       for (const acquisition of acquisitions) {
         if (acquisition.handle === undefined && !(acquisition.failure?.error instanceof expected)) {
-          throw new Error(`a wait of the session ${how} (entry ${acquisition.entry.id}): expected ${expected.name}, got ${describe(acquisition)}`);
+          throw new Error(
+            `a wait of the session ${how} (entry ${acquisition.entry.id}): expected ${expected.name}, got ${describe(acquisition)}`,
+          );
         }
       }
       const handles = acquisitions.flatMap((a) => (a.handle === undefined ? [] : [a.handle]));
-      await eventually(`the handles of a session ${how} to be lost`, () => handles.every((handle) => !handle.held), this.patienceMs);
-      if (how === 'expired') await eventually('the expired session to be lost', () => session.state === 'lost', this.patienceMs);
+      await eventually(
+        `the handles of a session ${how} to be lost`,
+        () => handles.every((handle) => !handle.held),
+        this.patienceMs,
+      );
+      if (how === 'expired')
+        await eventually('the expired session to be lost', () => session.state === 'lost', this.patienceMs);
     }
-    if (this.#acquisitions.size > 0) throw new Error(`acquisitions left at the end of the run: ${[...this.#acquisitions.keys()].join(', ')}`);
+    if (this.#acquisitions.size > 0)
+      throw new Error(`acquisitions left at the end of the run: ${[...this.#acquisitions.keys()].join(', ')}`);
     // Before the sessions close, which would take their watches with them.
     const quiet = new Set(this.#sessions.flatMap((session) => quietDirectoriesOf(this.fixture, session)));
     const watched = (await this.fixture.watched(this.namespace)).filter((path) => !quiet.has(path));
@@ -246,7 +273,13 @@ export class RealLocks {
     return session;
   }
 
-  #track(entry: ModelEntry, session: Session, controller: AbortController, rw: ReadWriteLock | undefined, call: Promise<LockHandle>): Acquisition {
+  #track(
+    entry: ModelEntry,
+    session: Session,
+    controller: AbortController,
+    rw: ReadWriteLock | undefined,
+    call: Promise<LockHandle>,
+  ): Acquisition {
     const acquisition: Acquisition = {
       entry,
       session,
@@ -259,7 +292,14 @@ export class RealLocks {
         (handle) => {
           acquisition.handle = handle;
           acquisition.settled = true;
-          this.checks.granted(entry.lock, entry.id, entry.kind, entry.place, handle.fencingToken, `entry ${entry.id} (${entry.kind} by slot ${entry.slot})`);
+          this.checks.granted(
+            entry.lock,
+            entry.id,
+            entry.kind,
+            entry.place,
+            handle.fencingToken,
+            `entry ${entry.id} (${entry.kind} by slot ${entry.slot})`,
+          );
         },
         (error: unknown) => {
           acquisition.failure = { error };
@@ -286,7 +326,10 @@ export class RealLocks {
 }
 
 /** A fresh recipe object for an entry: a FairMutex, or a ReadWriteLock's half (kept, for a downgrade). */
-function lockFor(session: Session, entry: ModelEntry): { lock: FairMutex | ReadWriteLock['readLock']; rw: ReadWriteLock | undefined } {
+function lockFor(
+  session: Session,
+  entry: ModelEntry,
+): { lock: FairMutex | ReadWriteLock['readLock']; rw: ReadWriteLock | undefined } {
   if (entry.kind === 'lock') return { lock: new FairMutex(session, entry.lock), rw: undefined };
   const rw = new ReadWriteLock(session, entry.lock);
   return { lock: entry.kind === 'read' ? rw.readLock : rw.writeLock, rw };

@@ -10,7 +10,7 @@ import { AccessDeniedError, BackendError, InvalidArgumentError } from '../../rec
 import { FairMutex } from '../../recipes/mutex.js';
 import { parsePostgresUrl } from '../../src/backends/postgres/url.js';
 import { runInspect } from '../../src/inspect.js';
-import { PASSWORD_ROLE, type PgServer,startPostgres } from '../harness/postgres.js';
+import { PASSWORD_ROLE, type PgServer, startPostgres } from '../harness/postgres.js';
 import { postgresUrl, withParams, withPostgres } from '../support/backends/postgres.js';
 import { runBaton } from '../support/run-cli.js';
 import { makeCertificates, type TestCertificates } from '../support/tls-certificates.js';
@@ -48,14 +48,21 @@ describe('postgres:// URLs, credentials and the schema', () => {
   });
 
   it('takes the namespace and schema parameters out of the URL before node-postgres sees it, and keeps the rest', () => {
-    const parsed = parsePostgresUrl(`postgresql://alice:${PASSWORD}@db.example:6432/app?namespace=pay/eu&schema=locks&sslmode=require&application_name=x`);
+    const parsed = parsePostgresUrl(
+      `postgresql://alice:${PASSWORD}@db.example:6432/app?namespace=pay/eu&schema=locks&sslmode=require&application_name=x`,
+    );
     expect(parsed).toMatchObject({ namespace: 'pay/eu', schema: 'locks' });
     expect(parsed.connectionString).not.toMatch(/namespace|schema=/);
     expect(parsed.connectionString).toContain('sslmode=require');
     expect(parsed.connectionString).toContain(PASSWORD); // node-postgres needs it...
     expect(parsed.shown).not.toContain(PASSWORD); // ...nobody else sees it
     expect(parsePostgresUrl('postgres://db/app')).toMatchObject({ namespace: 'baton', schema: 'baton' });
-    for (const bad of [`postgres://u:${PASSWORD}@db/app?schema=Drop;`, `postgres://u:${PASSWORD}@db/app?namespace=a//b`, `postgres://u:${PASSWORD}@db/app?namespace=a&namespace=b`, `postgres://u:${PASSWORD}@db:99999/app`]) {
+    for (const bad of [
+      `postgres://u:${PASSWORD}@db/app?schema=Drop;`,
+      `postgres://u:${PASSWORD}@db/app?namespace=a//b`,
+      `postgres://u:${PASSWORD}@db/app?namespace=a&namespace=b`,
+      `postgres://u:${PASSWORD}@db:99999/app`,
+    ]) {
       const error = (() => {
         try {
           parsePostgresUrl(bad);
@@ -80,7 +87,14 @@ describe('postgres:// URLs, credentials and the schema', () => {
       const held = await new FairMutex(session, 'secret').acquire();
       texts.push(inspect(session, { depth: 20, showHidden: true }), inspect(held, { depth: 20, showHidden: true }));
       let out = '';
-      await runInspect({ url: url.toString(), name: 'secret', json: false, watch: false, connectTimeoutMs: 5_000, write: (text) => (out += text) });
+      await runInspect({
+        url: url.toString(),
+        name: 'secret',
+        json: false,
+        watch: false,
+        connectTimeoutMs: 5_000,
+        write: (text) => (out += text),
+      });
       expect(out).toContain('holder');
       texts.push(out);
       await held.release();
@@ -89,7 +103,10 @@ describe('postgres:// URLs, credentials and the schema', () => {
     }
     if (process.env['BATON_TEST_POSTGRES'] === undefined) {
       url.password = WRONG;
-      const refused = await connect(url.toString(), { connectTimeoutMs: 5_000 }).then(() => undefined, (e: unknown) => e as Error);
+      const refused = await connect(url.toString(), { connectTimeoutMs: 5_000 }).then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
       expect(refused).toBeInstanceOf(AccessDeniedError);
       texts.push(String(refused), refused?.stack ?? '', inspect(refused, { depth: 20, showHidden: true }));
     }
@@ -98,14 +115,22 @@ describe('postgres:// URLs, credentials and the schema', () => {
   it('creates the schema once when many sessions connect at once, and refuses to connect without it when createSchema is false', async () => {
     const schema = freshSchema();
     schemas.push(schema);
-    const refused = await connect(schemaUrl(schema), { createSchema: false }).then(() => undefined, (e: unknown) => e as Error);
+    const refused = await connect(schemaUrl(schema), { createSchema: false }).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
     expect(refused).toBeInstanceOf(BackendError);
     expect(refused?.message).toContain('baton schema');
-    const sessions = await Promise.all(Array.from({ length: 8 }, () => connect(schemaUrl(schema), { sessionTimeoutMs: 2_000 })));
+    const sessions = await Promise.all(
+      Array.from({ length: 8 }, () => connect(schemaUrl(schema), { sessionTimeoutMs: 2_000 })),
+    );
     await Promise.all(sessions.map((session) => session.close()));
     const later = await connect(schemaUrl(schema), { createSchema: false });
     await later.close();
-    const versions = await withPostgres(postgresUrl(), async (client) => (await client.query(`SELECT version FROM ${schema}.version`)).rows);
+    const versions = await withPostgres(
+      postgresUrl(),
+      async (client) => (await client.query(`SELECT version FROM ${schema}.version`)).rows,
+    );
     expect(versions).toEqual([{ version: 1 }]);
   });
 
@@ -132,7 +157,10 @@ describe('postgres:// URLs, credentials and the schema', () => {
     schemas.push(schema);
     await (await connect(schemaUrl(schema))).close();
     await withPostgres(postgresUrl(), (client) => client.query(`UPDATE ${schema}.version SET version = 99`));
-    const refused = await connect(schemaUrl(schema)).then(() => undefined, (e: unknown) => e as Error);
+    const refused = await connect(schemaUrl(schema)).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
     expect(refused).toBeInstanceOf(BackendError);
     expect(refused?.message).toMatch(/version 99.*needs version 1/);
   });
@@ -140,9 +168,16 @@ describe('postgres:// URLs, credentials and the schema', () => {
   it('takes what the URL leaves out from the PG* environment variables, as node-postgres does', async () => {
     const server = new URL(postgresUrl());
     const saved = { PGHOST: process.env['PGHOST'], PGPORT: process.env['PGPORT'], PGUSER: process.env['PGUSER'] };
-    Object.assign(process.env, { PGHOST: server.hostname, PGPORT: server.port, PGUSER: decodeURIComponent(server.username) });
+    Object.assign(process.env, {
+      PGHOST: server.hostname,
+      PGPORT: server.port,
+      PGUSER: decodeURIComponent(server.username),
+    });
     try {
-      const session = await connect(`postgres:///${server.pathname.slice(1)}?namespace=env-${randomUUID().slice(0, 8)}`, { sessionTimeoutMs: 2_000 });
+      const session = await connect(
+        `postgres:///${server.pathname.slice(1)}?namespace=env-${randomUUID().slice(0, 8)}`,
+        { sessionTimeoutMs: 2_000 },
+      );
       const held = await new FairMutex(session, 'env').acquire();
       expect(held.fencingToken).toBeGreaterThan(0n);
       await held.release();
@@ -156,7 +191,12 @@ describe('postgres:// URLs, credentials and the schema', () => {
   });
 
   it('passes TLS parameters through to node-postgres: sslmode=require on a server without TLS fails to connect', async () => {
-    const error = await connect(withParams(postgresUrl(), { sslmode: 'require', namespace: 'tls' }), { connectTimeoutMs: 1_000 }).then(() => undefined, (e: unknown) => e as Error);
+    const error = await connect(withParams(postgresUrl(), { sslmode: 'require', namespace: 'tls' }), {
+      connectTimeoutMs: 1_000,
+    }).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
     expect(error).toBeInstanceOf(BackendError);
     expect(String((error?.cause as Error | undefined)?.message)).toMatch(/SSL/i);
   });
@@ -166,7 +206,7 @@ describe('postgres:// URLs, credentials and the schema', () => {
   });
 });
 
-describe('postgres:// over TLS, as node-postgres reads the URL\'s parameters', () => {
+describe("postgres:// over TLS, as node-postgres reads the URL's parameters", () => {
   let server: PgServer | undefined;
   let certificates: TestCertificates | undefined;
   beforeAll(async () => {
@@ -179,20 +219,35 @@ describe('postgres:// over TLS, as node-postgres reads the URL\'s parameters', (
   });
 
   it('sslmode=verify-full with the CA in sslrootcert: both connections of the session use TLS; another CA is refused', async () => {
-    const url = withParams(server!.url, { namespace: 'tls', sslmode: 'verify-full', sslrootcert: certificates!.caFile });
+    const url = withParams(server!.url, {
+      namespace: 'tls',
+      sslmode: 'verify-full',
+      sslrootcert: certificates!.caFile,
+    });
     const session = await connect(url, { sessionTimeoutMs: 2_000 });
     try {
       const held = await new FairMutex(session, 'tls').acquire();
       const pids = Object.values(await postgresProbeOf(session).view.backendPids());
-      const ssl = await withPostgres(server!.url, async (client) => (await client.query('SELECT pid, ssl FROM pg_stat_ssl WHERE pid = ANY($1::int[])', [pids])).rows);
+      const ssl = await withPostgres(
+        server!.url,
+        async (client) =>
+          (await client.query('SELECT pid, ssl FROM pg_stat_ssl WHERE pid = ANY($1::int[])', [pids])).rows,
+      );
       expect(ssl).toHaveLength(2);
       expect(ssl.every((row: { ssl: boolean }) => row.ssl)).toBe(true);
       await held.release();
     } finally {
       await session.close();
     }
-    const untrusted = withParams(server!.url, { namespace: 'tls', sslmode: 'verify-full', sslrootcert: certificates!.otherCaFile });
-    const refused = await connect(untrusted, { connectTimeoutMs: 1_000 }).then(() => undefined, (e: unknown) => e as Error);
+    const untrusted = withParams(server!.url, {
+      namespace: 'tls',
+      sslmode: 'verify-full',
+      sslrootcert: certificates!.otherCaFile,
+    });
+    const refused = await connect(untrusted, { connectTimeoutMs: 1_000 }).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
     expect(refused).toBeInstanceOf(BackendError);
     expect(refused?.message).toMatch(/certificate/i);
   });
@@ -203,11 +258,15 @@ describe('postgres:// without node-postgres installed', () => {
     // A separate Node in which pg cannot be resolved, as in a project that never installed it.
     const script =
       "import('./src/connect.ts').then((m) => m.connect('postgres://127.0.0.1:1/x')).then(() => console.log('connected'), (e) => console.log(JSON.stringify({ code: e.code, message: e.message, cause: e.cause?.code })))";
-    const run = spawnSync(process.execPath, ['--import', 'tsx', '--import', './test/support/workers/hide-pg.mjs', '--input-type=module', '-e', script], {
-      cwd: ROOT,
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
+    const run = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', '--import', './test/support/workers/hide-pg.mjs', '--input-type=module', '-e', script],
+      {
+        cwd: ROOT,
+        encoding: 'utf8',
+        timeout: 60_000,
+      },
+    );
     expect(run.status, run.stderr).toBe(0);
     const outcome = JSON.parse(run.stdout) as { code: string; message: string; cause: string };
     expect(outcome.message).toContain('npm install pg');

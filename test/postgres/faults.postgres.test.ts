@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Session } from '../../recipes/contract.js';
 import { BackendError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { type PgServer,startPostgres } from '../harness/postgres.js';
+import { type PgServer, startPostgres } from '../harness/postgres.js';
 import { postgresFixtureOf, postgresUrl, withPostgres } from '../support/backends/postgres.js';
 import { useScope } from '../support/backends/scope.js';
 import { expectLateWriteRefused, useRegister, writeWhileHeld } from '../support/checkers/fenced-writes.js';
@@ -15,7 +15,11 @@ import { eventually, track } from '../support/wait.js';
 
 /** Every row of the namespace, those of expired sessions too: after a fault, none may be left. */
 async function rowsLeft(url: string, schema: string, namespace: string): Promise<number> {
-  return withPostgres(url, async (client) => Number((await client.query(`SELECT count(*) AS n FROM ${schema}.entries WHERE namespace = $1`, [namespace])).rows[0].n));
+  return withPostgres(url, async (client) =>
+    Number(
+      (await client.query(`SELECT count(*) AS n FROM ${schema}.entries WHERE namespace = $1`, [namespace])).rows[0].n,
+    ),
+  );
 }
 
 /** Records a session's states. */
@@ -41,7 +45,10 @@ describe('PostgreSQL restarted under its sessions', () => {
   const scope = useScope(() => postgresFixtureOf(server!.url, 'postgres (own server)', 'baton', LEASE_MS));
   const register = useRegister();
 
-  for (const [how, signal] of [['a fast shutdown (SIGINT)', 'SIGINT'], ['an immediate shutdown (SIGQUIT: crash recovery at the restart)', 'SIGQUIT']] as const) {
+  for (const [how, signal] of [
+    ['a fast shutdown (SIGINT)', 'SIGINT'],
+    ['an immediate shutdown (SIGQUIT: crash recovery at the restart)', 'SIGQUIT'],
+  ] as const) {
     it(`after ${how} the holder still holds, the waiter is granted only on its release, and no row is left`, async () => {
       const [holder, waiter] = [await scope.open(), await scope.open()];
       const [holderStates, waiterStates] = [statesOf(holder), statesOf(waiter)];
@@ -51,7 +58,15 @@ describe('PostgreSQL restarted under its sessions', () => {
       await eventually('waiter queued', async () => (await backendOf(waiter).list('restart')).length === 2, LEASE_MS);
       await server!.kill(signal);
       await server!.start();
-      await eventually('both sessions suspended, then connected again', () => holderStates.includes('suspended') && waiterStates.includes('suspended') && holder.state === 'connected' && waiter.state === 'connected', LEASE_MS);
+      await eventually(
+        'both sessions suspended, then connected again',
+        () =>
+          holderStates.includes('suspended') &&
+          waiterStates.includes('suspended') &&
+          holder.state === 'connected' &&
+          waiter.state === 'connected',
+        LEASE_MS,
+      );
       expect([...holderStates, ...waiterStates]).not.toContain('lost');
       expect(held.signal.aborted).toBe(false);
       expect(await backendOf(holder).confirm(entryOf(held))).toBe(true);
@@ -109,11 +124,18 @@ describe('PostgreSQL: statements held up or failing part-way, a terminated backe
     const session = await scope.open();
     // A trigger of the test's own fails the statement after the entry's row was inserted, for one queue.
     await withPostgres(postgresUrl(), async (client) => {
-      await client.query(`CREATE FUNCTION ${schema}.fail_partway() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'failed part-way'; END $$`);
-      await client.query(`CREATE TRIGGER fail_partway AFTER INSERT ON ${schema}.entries FOR EACH ROW WHEN (NEW.queue = 'partway') EXECUTE FUNCTION ${schema}.fail_partway()`);
+      await client.query(
+        `CREATE FUNCTION ${schema}.fail_partway() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'failed part-way'; END $$`,
+      );
+      await client.query(
+        `CREATE TRIGGER fail_partway AFTER INSERT ON ${schema}.entries FOR EACH ROW WHEN (NEW.queue = 'partway') EXECUTE FUNCTION ${schema}.fail_partway()`,
+      );
     });
     try {
-      const failed = await new FairMutex(session, 'partway').acquire({ timeoutMs: scope.fixture.lossDeadlineMs }).then(() => undefined, (e: unknown) => e as Error);
+      const failed = await new FairMutex(session, 'partway').acquire({ timeoutMs: scope.fixture.lossDeadlineMs }).then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
       expect(failed).toBeInstanceOf(BackendError);
       expect((failed?.cause as { code?: string } | undefined)?.code).toBe('P0001');
       expect(await rowsLeft(postgresUrl(), schema, scope.namespace)).toBe(0);
@@ -132,10 +154,23 @@ describe('PostgreSQL: statements held up or failing part-way, a terminated backe
     const [late, other] = [await scope.open(), await scope.open()];
     const held = await new FairMutex(late, 'late').acquire();
     const waiting = track(new FairMutex(other, 'late').acquire({ timeoutMs: scope.fixture.lossDeadlineMs }));
-    await eventually('waiter queued', async () => (await backendOf(other).list('late')).length === 2, scope.fixture.lossDeadlineMs);
+    await eventually(
+      'waiter queued',
+      async () => (await backendOf(other).list('late')).length === 2,
+      scope.fixture.lossDeadlineMs,
+    );
     // The lease ran out by the server's clock (as if the client had been silent); its row is still there.
-    await withPostgres(postgresUrl(), (client) => client.query(`UPDATE ${schema}.sessions SET expires_at = clock_timestamp() - interval '1 millisecond' WHERE id = $1`, [late.id.replace(/^pg-/, '')]));
-    await eventually('the late session lost at its next heartbeat', () => late.state === 'lost', scope.fixture.lossDeadlineMs);
+    await withPostgres(postgresUrl(), (client) =>
+      client.query(
+        `UPDATE ${schema}.sessions SET expires_at = clock_timestamp() - interval '1 millisecond' WHERE id = $1`,
+        [late.id.replace(/^pg-/, '')],
+      ),
+    );
+    await eventually(
+      'the late session lost at its next heartbeat',
+      () => late.state === 'lost',
+      scope.fixture.lossDeadlineMs,
+    );
     expect(held.signal.aborted).toBe(true);
     const lock = await waiting.promise;
     expect(await rowsLeft(postgresUrl(), schema, scope.namespace)).toBe(1); // the waiter's, now holder's
@@ -150,13 +185,25 @@ describe('PostgreSQL: statements held up or failing part-way, a terminated backe
     // while the first, with the smaller token, is not yet committed: both would be granted. A trigger
     // of the test's own holds the first one up right after its insert, to open that window wide.
     await withPostgres(postgresUrl(), async (client) => {
-      await client.query(`CREATE FUNCTION ${schema}.hold_up() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NULL; END $$`);
-      await client.query(`CREATE TRIGGER hold_up AFTER INSERT ON ${schema}.entries FOR EACH ROW WHEN (NEW.queue = 'race' AND NEW.session = ${first.id.replace(/^pg-/, '')}) EXECUTE FUNCTION ${schema}.hold_up()`);
+      await client.query(
+        `CREATE FUNCTION ${schema}.hold_up() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NULL; END $$`,
+      );
+      await client.query(
+        `CREATE TRIGGER hold_up AFTER INSERT ON ${schema}.entries FOR EACH ROW WHEN (NEW.queue = 'race' AND NEW.session = ${first.id.replace(/^pg-/, '')}) EXECUTE FUNCTION ${schema}.hold_up()`,
+      );
     });
     try {
       const firstAcquire = track(new FairMutex(first, 'race').acquire({ timeoutMs: scope.fixture.lossDeadlineMs }));
       await eventually('the first enqueue held up after its insert', () =>
-        withPostgres(postgresUrl(), async (client) => (await client.query("SELECT 1 FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query LIKE '%.enqueue(%'")).rows.length === 1),
+        withPostgres(
+          postgresUrl(),
+          async (client) =>
+            (
+              await client.query(
+                "SELECT 1 FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query LIKE '%.enqueue(%'",
+              )
+            ).rows.length === 1,
+        ),
       );
       const second_ = await new FairMutex(second, 'race').tryAcquire();
       const held = await firstAcquire.promise;
@@ -174,9 +221,13 @@ describe('PostgreSQL: statements held up or failing part-way, a terminated backe
     const leaseMs = scope.fixture.options.sessionTimeoutMs!;
     const held = await new FairMutex(holder, 'silent').acquire();
     const waiting = track(new FairMutex(waiter, 'silent').acquire({ timeoutMs: scope.fixture.lossDeadlineMs }));
-    await eventually('waiter watching', async () => (await scope.fixture.watched(scope.namespace)).includes(entryOf(held).key));
+    await eventually('waiter watching', async () =>
+      (await scope.fixture.watched(scope.namespace)).includes(entryOf(held).key),
+    );
     // Deletes notify nobody while the trigger is off: the release's notification is lost.
-    await withPostgres(postgresUrl(), (client) => client.query(`ALTER TABLE ${schema}.entries DISABLE TRIGGER entry_gone`));
+    await withPostgres(postgresUrl(), (client) =>
+      client.query(`ALTER TABLE ${schema}.entries DISABLE TRIGGER entry_gone`),
+    );
     try {
       const notified = postgresCounters.notifications;
       const releasedAt = performance.now();
@@ -187,7 +238,9 @@ describe('PostgreSQL: statements held up or failing part-way, a terminated backe
       expect(postgresCounters.notifications).toBe(notified);
       await lock.release();
     } finally {
-      await withPostgres(postgresUrl(), (client) => client.query(`ALTER TABLE ${schema}.entries ENABLE TRIGGER entry_gone`));
+      await withPostgres(postgresUrl(), (client) =>
+        client.query(`ALTER TABLE ${schema}.entries ENABLE TRIGGER entry_gone`),
+      );
     }
   });
 
@@ -197,14 +250,34 @@ describe('PostgreSQL: statements held up or failing part-way, a terminated backe
     const held = await new FairMutex(holder, 'terminated').acquire();
     await writeWhileHeld(register().url, held);
     const waiting = track(new FairMutex(waiter, 'terminated').acquire({ timeoutMs: scope.fixture.lossDeadlineMs * 2 }));
-    await eventually('waiter queued', async () => (await backendOf(waiter).list('terminated')).length === 2, scope.fixture.lossDeadlineMs);
-    const pids = [...Object.values(await postgresProbeOf(holder).view.backendPids()), ...Object.values(await postgresProbeOf(waiter).view.backendPids())];
+    await eventually(
+      'waiter queued',
+      async () => (await backendOf(waiter).list('terminated')).length === 2,
+      scope.fixture.lossDeadlineMs,
+    );
+    const pids = [
+      ...Object.values(await postgresProbeOf(holder).view.backendPids()),
+      ...Object.values(await postgresProbeOf(waiter).view.backendPids()),
+    ];
     expect(pids.every((pid) => typeof pid === 'number')).toBe(true);
-    await withPostgres(postgresUrl(), (client) => client.query('SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid', [pids]));
-    await eventually('both sessions suspended, then connected again', () => holderStates.includes('suspended') && waiterStates.includes('suspended') && holder.state === 'connected' && waiter.state === 'connected', scope.fixture.lossDeadlineMs);
+    await withPostgres(postgresUrl(), (client) =>
+      client.query('SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid', [pids]),
+    );
+    await eventually(
+      'both sessions suspended, then connected again',
+      () =>
+        holderStates.includes('suspended') &&
+        waiterStates.includes('suspended') &&
+        holder.state === 'connected' &&
+        waiter.state === 'connected',
+      scope.fixture.lossDeadlineMs,
+    );
     expect(held.signal.aborted).toBe(false);
     expect(await backendOf(holder).confirm(entryOf(held))).toBe(true);
-    const now = [...Object.values(await postgresProbeOf(holder).view.backendPids()), ...Object.values(await postgresProbeOf(waiter).view.backendPids())];
+    const now = [
+      ...Object.values(await postgresProbeOf(holder).view.backendPids()),
+      ...Object.values(await postgresProbeOf(waiter).view.backendPids()),
+    ];
     expect(now.filter((pid) => pids.includes(pid))).toEqual([]);
     expect(waiting.settled).toBe(false);
     const notified = postgresCounters.notifications;

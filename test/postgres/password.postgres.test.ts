@@ -15,12 +15,23 @@ const PASSWORD = 'pg-secret-5d0c81';
 
 /** Everything an error lets a user or a log see. */
 function exposed(error: unknown): string {
-  return [String(error), (error as Error).stack ?? '', JSON.stringify((error as { value?: unknown }).value ?? null), inspect(error, { depth: 20, showHidden: true })].join('\n');
+  return [
+    String(error),
+    (error as Error).stack ?? '',
+    JSON.stringify((error as { value?: unknown }).value ?? null),
+    inspect(error, { depth: 20, showHidden: true }),
+  ].join('\n');
 }
 
 describe('PostgreSQL URLs whose password holds a character that ends the user-info part', () => {
   const secret = 'sEcReT';
-  for (const url of [`postgres://u:q7Z/${secret}@h/db`, `postgres://u:q7Z#${secret}@h/db`, `postgres://u:q7Z?${secret}@h/db`, `postgres://u:q7Z@${secret}@h/db#x`, `postgres://u:1234/${secret}@h/db?namespace=a//b`]) {
+  for (const url of [
+    `postgres://u:q7Z/${secret}@h/db`,
+    `postgres://u:q7Z#${secret}@h/db`,
+    `postgres://u:q7Z?${secret}@h/db`,
+    `postgres://u:q7Z@${secret}@h/db#x`,
+    `postgres://u:1234/${secret}@h/db?namespace=a//b`,
+  ]) {
     it(`${url.replace(secret, '…')}: refused without showing any part of the password`, () => {
       let error: unknown;
       try {
@@ -43,7 +54,9 @@ describe('baton schema and baton inspect: the password from PGPASSWORD, a warnin
   const schema = `p_${randomUUID().slice(0, 8)}`;
   beforeAll(async () => {
     await withPostgres(postgresUrl(), async (client) => {
-      await client.query(`DO $$ BEGIN CREATE ROLE ${PASSWORD_ROLE} LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$`);
+      await client.query(
+        `DO $$ BEGIN CREATE ROLE ${PASSWORD_ROLE} LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$`,
+      );
       await client.query(`ALTER ROLE ${PASSWORD_ROLE} LOGIN PASSWORD '${PASSWORD}'`);
       await client.query(`GRANT CREATE ON DATABASE postgres TO ${PASSWORD_ROLE}`);
     });

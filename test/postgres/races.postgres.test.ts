@@ -14,7 +14,13 @@ import { Link } from '../../src/backends/postgres/link.js';
 import { ensureSchema } from '../../src/backends/postgres/open.js';
 import { LOCK_CLASS, schemaSql } from '../../src/backends/postgres/schema.js';
 import { TcpProxy } from '../harness/proxy.js';
-import { POSTGRES_SESSION_MS, postgresFixture, postgresFixtureOf, postgresUrl, withPostgres } from '../support/backends/postgres.js';
+import {
+  POSTGRES_SESSION_MS,
+  postgresFixture,
+  postgresFixtureOf,
+  postgresUrl,
+  withPostgres,
+} from '../support/backends/postgres.js';
 import { useScope } from '../support/backends/scope.js';
 import { backendOf, entryOf } from '../support/internals.js';
 import { eventually, track } from '../support/wait.js';
@@ -29,7 +35,7 @@ async function statementsDuring(ms: number): Promise<number> {
   return postgresCounters.statements - before;
 }
 
-describe('PostgreSQL: a waiter behind an entry placed at another\'s place sends a bounded number of statements', () => {
+describe("PostgreSQL: a waiter behind an entry placed at another's place sends a bounded number of statements", () => {
   const scope = useScope(postgresFixture);
 
   it('a writer waiting behind a downgraded read: at most a look per backstop period, not a loop', async () => {
@@ -39,7 +45,9 @@ describe('PostgreSQL: a waiter behind an entry placed at another\'s place sends 
     const waiting = track(new ReadWriteLock(other, 'spin').writeLock.acquire({ timeoutMs: 20_000 }));
     await eventually('writer queued', async () => (await backendOf(other).list('spin')).length === 2);
     const read = await rw.downgrade(write);
-    await eventually('the writer waits for the read', async () => (await scope.fixture.watched(scope.namespace)).includes(entryOf(read).key));
+    await eventually('the writer waits for the read', async () =>
+      (await scope.fixture.watched(scope.namespace)).includes(entryOf(read).key),
+    );
     // Two backstop periods: a look each, and nothing else while the read is held.
     expect(await statementsDuring(2 * BACKSTOP_MS)).toBeLessThanOrEqual(6);
     expect(waiting.settled).toBe(false);
@@ -56,7 +64,9 @@ describe('PostgreSQL: a waiter behind an entry placed at another\'s place sends 
     await eventually('third queued', async () => (await backendOf(a).list('spin')).length === 3);
     await first.release();
     const granted = await second.promise;
-    await eventually('the third waits behind the announced grant', async () => (await scope.fixture.watched(scope.namespace)).includes(entryOf(granted).key));
+    await eventually('the third waits behind the announced grant', async () =>
+      (await scope.fixture.watched(scope.namespace)).includes(entryOf(granted).key),
+    );
     expect(await statementsDuring(2 * BACKSTOP_MS)).toBeLessThanOrEqual(6);
     expect(third.settled).toBe(false);
     await granted.release();
@@ -68,7 +78,10 @@ describe('PostgreSQL: a waiter behind an entry placed at another\'s place sends 
     const stop = new AbortController();
     const seen: unknown[] = [];
     const observing = (async () => {
-      for await (const leader of new LeaderElection(observer, 'quiet', { id: 'observer' }).observe({ signal: stop.signal })) seen.push(leader);
+      for await (const leader of new LeaderElection(observer, 'quiet', { id: 'observer' }).observe({
+        signal: stop.signal,
+      }))
+        seen.push(leader);
     })().catch(() => undefined);
     await eventually('observing', async () => (await scope.fixture.watched(scope.namespace)).length === 1);
     await new Promise((resolve) => setTimeout(resolve, BACKSTOP_MS));
@@ -90,7 +103,12 @@ async function client(): Promise<pg.Client> {
 /** Until `pid`'s statement waits for a lock another transaction holds. */
 async function blockedOnLock(pid: number): Promise<void> {
   await eventually(`backend ${pid} waiting for a lock`, () =>
-    withPostgres(postgresUrl(), async (c) => (await c.query("SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'", [pid])).rows.length === 1),
+    withPostgres(
+      postgresUrl(),
+      async (c) =>
+        (await c.query("SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'", [pid])).rows
+          .length === 1,
+    ),
   );
 }
 
@@ -106,11 +124,18 @@ describe('PostgreSQL schema: concurrent sweeps, renewals and enqueues', () => {
     clients.push(c);
     return c;
   };
-  const pidOf = async (c: pg.Client): Promise<number> => Number((await c.query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
-  const session = async (c: pg.Client, ttlMs = 60_000): Promise<string> => String((await c.query(`SELECT ${s}.open_session($1, 'test') AS id`, [ttlMs])).rows[0].id);
+  const pidOf = async (c: pg.Client): Promise<number> =>
+    Number((await c.query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
+  const session = async (c: pg.Client, ttlMs = 60_000): Promise<string> =>
+    String((await c.query(`SELECT ${s}.open_session($1, 'test') AS id`, [ttlMs])).rows[0].id);
   const enqueue = async (c: pg.Client, sessionId: string, key: string, queue: string): Promise<string[]> =>
-    (await c.query(`SELECT * FROM ${s}.enqueue($1, $2, 'ns', $3, 'mutex', NULL, '')`, [sessionId, key, queue])).rows.map((row: { key: string }) => row.key);
-  const keys = async (c: pg.Client, queue: string): Promise<string[]> => (await c.query(`SELECT key FROM ${s}.entries WHERE namespace = 'ns' AND queue = $1 ORDER BY token`, [queue])).rows.map((row: { key: string }) => row.key);
+    (
+      await c.query(`SELECT * FROM ${s}.enqueue($1, $2, 'ns', $3, 'mutex', NULL, '')`, [sessionId, key, queue])
+    ).rows.map((row: { key: string }) => row.key);
+  const keys = async (c: pg.Client, queue: string): Promise<string[]> =>
+    (
+      await c.query(`SELECT key FROM ${s}.entries WHERE namespace = 'ns' AND queue = $1 ORDER BY token`, [queue])
+    ).rows.map((row: { key: string }) => row.key);
 
   beforeAll(async () => {
     await withPostgres(postgresUrl(), (c) => c.query(`BEGIN; ${schemaSql(s)} COMMIT;`));
@@ -125,9 +150,14 @@ describe('PostgreSQL schema: concurrent sweeps, renewals and enqueues', () => {
     const [expired, renewed] = [await session(main), await session(main)];
     await enqueue(main, expired, 'x1', 'held');
     await enqueue(main, renewed, 'a1', 'held');
-    await main.query(`UPDATE ${s}.sessions SET expires_at = clock_timestamp() - interval '1 millisecond' WHERE id = $1`, [expired]);
+    await main.query(
+      `UPDATE ${s}.sessions SET expires_at = clock_timestamp() - interval '1 millisecond' WHERE id = $1`,
+      [expired],
+    );
     // The renewed session's lease runs out in 2 s, unless renewed before.
-    await main.query(`UPDATE ${s}.sessions SET expires_at = clock_timestamp() + interval '2 seconds' WHERE id = $1`, [renewed]);
+    await main.query(`UPDATE ${s}.sessions SET expires_at = clock_timestamp() + interval '2 seconds' WHERE id = $1`, [
+      renewed,
+    ]);
     const leaseEnd = performance.now() + 2_000;
     // Another transaction holds the expired session's entry (as a withdraw of it would, not yet committed).
     await holder.query('BEGIN');
@@ -137,7 +167,10 @@ describe('PostgreSQL schema: concurrent sweeps, renewals and enqueues', () => {
     listing.catch(() => undefined);
     await blockedOnLock(listerPid);
     // The renewal, sent in time, is answered: the session is live for another minute.
-    const renewal = await renewer.query(`UPDATE ${s}.sessions SET expires_at = clock_timestamp() + ttl WHERE id = $1 AND expires_at > clock_timestamp()`, [renewed]);
+    const renewal = await renewer.query(
+      `UPDATE ${s}.sessions SET expires_at = clock_timestamp() + ttl WHERE id = $1 AND expires_at > clock_timestamp()`,
+      [renewed],
+    );
     expect(renewal.rowCount).toBe(1);
     await new Promise((resolve) => setTimeout(resolve, leaseEnd + 200 - performance.now())); // past the lease the listing's snapshot saw
     await holder.query('COMMIT');
@@ -149,10 +182,18 @@ describe('PostgreSQL schema: concurrent sweeps, renewals and enqueues', () => {
   it("a listing removes the observer rows of expired sessions on its queue (an election's observe of an empty queue)", async () => {
     const main = await open();
     const [gone, live] = [await session(main), await session(main)];
-    for (const id of [gone, live]) await main.query(`INSERT INTO ${s}.observers (namespace, queue, session) VALUES ('ns', 'observed', $1)`, [id]);
-    await main.query(`UPDATE ${s}.sessions SET expires_at = clock_timestamp() - interval '1 millisecond' WHERE id = $1`, [gone]);
+    for (const id of [gone, live])
+      await main.query(`INSERT INTO ${s}.observers (namespace, queue, session) VALUES ('ns', 'observed', $1)`, [id]);
+    await main.query(
+      `UPDATE ${s}.sessions SET expires_at = clock_timestamp() - interval '1 millisecond' WHERE id = $1`,
+      [gone],
+    );
     await main.query(`SELECT * FROM ${s}.list('ns', 'observed')`);
-    const left = (await main.query(`SELECT session::text AS session FROM ${s}.observers WHERE namespace = 'ns' AND queue = 'observed'`)).rows.map((row: { session: string }) => row.session);
+    const left = (
+      await main.query(
+        `SELECT session::text AS session FROM ${s}.observers WHERE namespace = 'ns' AND queue = 'observed'`,
+      )
+    ).rows.map((row: { session: string }) => row.session);
     expect(left).toEqual([live]);
   });
 });
@@ -170,7 +211,15 @@ describe('PostgreSQL: an enqueue sent again after its connection was dropped', (
       await blocker.query(`SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext($1))`, [`${scope.namespace}/late`]);
       const acquiring = track(new FairMutex(session, 'late').acquire({ timeoutMs: 10_000 }));
       const waiting = async (): Promise<{ pid: number }[]> =>
-        withPostgres(postgresUrl(), async (c) => (await c.query("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%.enqueue(%' ORDER BY query_start")).rows);
+        withPostgres(
+          postgresUrl(),
+          async (c) =>
+            (
+              await c.query(
+                "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%.enqueue(%' ORDER BY query_start",
+              )
+            ).rows,
+        );
       await eventually('both attempts waiting for the lock', async () => (await waiting()).length === 2, 5_000);
       // The first attempt's backend ends before it could make anything; the second makes the entry.
       const [first] = await waiting();
@@ -180,7 +229,13 @@ describe('PostgreSQL: an enqueue sent again after its connection was dropped', (
       const key = entryOf(held).key;
       await held.release();
       // The first attempt's bytes, held up on the way, reach the server now: the same enqueue again.
-      await withPostgres(postgresUrl(), (c) => c.query(`SELECT * FROM baton.enqueue($1, $2, $3, 'late', 'mutex', NULL, '')`, [sessionRowOf(session.id), key, scope.namespace]));
+      await withPostgres(postgresUrl(), (c) =>
+        c.query(`SELECT * FROM baton.enqueue($1, $2, $3, 'late', 'mutex', NULL, '')`, [
+          sessionRowOf(session.id),
+          key,
+          scope.namespace,
+        ]),
+      );
       expect(await scope.fixture.entries(scope.namespace), 'an orphan entry of a live session').toEqual([]);
     } finally {
       await blocker.end().catch(() => undefined);
@@ -214,13 +269,22 @@ describe('PostgreSQL: a database whose default is REPEATABLE READ and synchronou
   it('two enqueues into one queue, the first held up before its commit: the second still waits for it', async () => {
     const [first, second] = [await scope.open(), await scope.open()];
     await withPostgres(dbUrl(), async (c) => {
-      await c.query(`CREATE FUNCTION baton.hold_up() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NULL; END $$`);
-      await c.query(`CREATE TRIGGER hold_up AFTER INSERT ON baton.entries FOR EACH ROW WHEN (NEW.queue = 'race' AND NEW.session = ${sessionRowOf(first.id)}) EXECUTE FUNCTION baton.hold_up()`);
+      await c.query(
+        `CREATE FUNCTION baton.hold_up() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NULL; END $$`,
+      );
+      await c.query(
+        `CREATE TRIGGER hold_up AFTER INSERT ON baton.entries FOR EACH ROW WHEN (NEW.queue = 'race' AND NEW.session = ${sessionRowOf(first.id)}) EXECUTE FUNCTION baton.hold_up()`,
+      );
     });
     try {
       const firstAcquire = track(new FairMutex(first, 'race').acquire({ timeoutMs: 5_000 }));
       await eventually('the first enqueue held up after its insert', () =>
-        withPostgres(dbUrl(), async (c) => (await c.query("SELECT 1 FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query LIKE '%.enqueue(%'")).rows.length === 1),
+        withPostgres(
+          dbUrl(),
+          async (c) =>
+            (await c.query("SELECT 1 FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query LIKE '%.enqueue(%'"))
+              .rows.length === 1,
+        ),
       );
       const secondLock = await new FairMutex(second, 'race').tryAcquire();
       const held = await firstAcquire.promise;
@@ -248,10 +312,12 @@ describe('PostgreSQL: a database whose default is REPEATABLE READ and synchronou
     await (await scope.open()).close(); // the schema made
     await withPostgres(dbUrl(), async (c) => {
       const session = String((await c.query("SELECT baton.open_session(60000, 'test') AS id")).rows[0].id);
-      const refused = await c.query(`SELECT * FROM baton.enqueue($1, 'k1', $2, 'q', 'mutex', NULL, '')`, [session, scope.namespace]).then(
-        () => undefined,
-        (e: unknown) => e as { code?: string },
-      );
+      const refused = await c
+        .query(`SELECT * FROM baton.enqueue($1, 'k1', $2, 'q', 'mutex', NULL, '')`, [session, scope.namespace])
+        .then(
+          () => undefined,
+          (e: unknown) => e as { code?: string },
+        );
       expect(refused?.code, 'an enqueue run under REPEATABLE READ').toBe('BT002');
       await c.query('BEGIN ISOLATION LEVEL READ COMMITTED');
       await c.query('SET LOCAL synchronous_commit = off');
@@ -313,11 +379,18 @@ describe('PostgreSQL: a lease that runs out while the enqueue waits for the queu
     try {
       await blocker.query('BEGIN');
       await blocker.query(`SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext($1))`, [`${scope.namespace}/expiring`]);
-      await withPostgres(postgresUrl(), (c) => c.query("UPDATE baton.sessions SET expires_at = clock_timestamp() + interval '300 milliseconds' WHERE id = $1", [sessionRowOf(session.id)]));
-      const enqueue = backendOf(session).enqueue('expiring', 'mutex').then(
-        () => undefined,
-        (e: unknown) => e,
+      await withPostgres(postgresUrl(), (c) =>
+        c.query(
+          "UPDATE baton.sessions SET expires_at = clock_timestamp() + interval '300 milliseconds' WHERE id = $1",
+          [sessionRowOf(session.id)],
+        ),
       );
+      const enqueue = backendOf(session)
+        .enqueue('expiring', 'mutex')
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
       await new Promise((resolve) => setTimeout(resolve, 600));
       await blocker.query('COMMIT');
       expect(await enqueue).toBeInstanceOf(SessionLostError);
@@ -338,7 +411,11 @@ describe('PostgreSQL: the listening connection terminated', () => {
     await new Promise((resolve) => setTimeout(resolve, 200)); // just after a heartbeat, not just before one
     const killedAt = performance.now();
     await withPostgres(postgresUrl(), (c) => c.query('SELECT pg_terminate_backend($1)', [listen]));
-    await eventually('suspended, then connected again', () => states.includes('suspended') && session.state === 'connected', 4_000);
+    await eventually(
+      'suspended, then connected again',
+      () => states.includes('suspended') && session.state === 'connected',
+      4_000,
+    );
     expect(performance.now() - killedAt).toBeLessThan(1_500);
     expect((await postgresProbeOf(session).view.backendPids()).listen).not.toBe(listen);
   });
@@ -365,8 +442,15 @@ describe("PostgreSQL: baton's schema created on a connection that breaks", () =>
         () => 'created',
         () => 'failed',
       );
-      const version = await withPostgres(postgresUrl(), async (c) =>
-        (await c.query('SELECT 1 FROM pg_catalog.pg_namespace n JOIN pg_catalog.pg_class t ON t.relnamespace = n.oid WHERE n.nspname = $1 AND t.relname = $2', [schema, 'version'])).rows.length,
+      const version = await withPostgres(
+        postgresUrl(),
+        async (c) =>
+          (
+            await c.query(
+              'SELECT 1 FROM pg_catalog.pg_namespace n JOIN pg_catalog.pg_class t ON t.relnamespace = n.oid WHERE n.nspname = $1 AND t.relname = $2',
+              [schema, 'version'],
+            )
+          ).rows.length,
       );
       // The DDL committed as it ran: created, and there (before the fix: "created", and not there).
       expect({ outcome, version }).toEqual({ outcome: 'created', version: 1 });

@@ -20,7 +20,7 @@ import { eventually, track } from '../support/wait.js';
  * channel its delete notifies. A waiter behind such an entry must be woken by that notification, not
  * by the backstop's re-read a quarter of the lease later.
  */
-describe('PostgreSQL: the requests of a cycle, and waiters behind entries placed at another\'s place', () => {
+describe("PostgreSQL: the requests of a cycle, and waiters behind entries placed at another's place", () => {
   const scope = useScope(postgresFixture);
 
   it('an uncontended acquire and release is two statements (the enqueue function, the delete)', async () => {
@@ -32,19 +32,26 @@ describe('PostgreSQL: the requests of a cycle, and waiters behind entries placed
     expect((postgresCounters.statements - before) / 10).toBe(2);
   });
 
-  it('a writer queued behind a downgraded read is woken by the read\'s release notification', async () => {
+  it("a writer queued behind a downgraded read is woken by the read's release notification", async () => {
     const [owner, other] = [await scope.open(), await scope.open()];
     const rw = new ReadWriteLock(owner, 'downgraded');
     const write = await rw.writeLock.acquire();
-    const waiting = track(new ReadWriteLock(other, 'downgraded').writeLock.acquire({ timeoutMs: scope.fixture.lossDeadlineMs }));
+    const waiting = track(
+      new ReadWriteLock(other, 'downgraded').writeLock.acquire({ timeoutMs: scope.fixture.lossDeadlineMs }),
+    );
     await eventually('writer queued', async () => (await backendOf(other).list('downgraded')).length === 2);
     const read = await rw.downgrade(write);
     // The waiting writer woke at the write's release, listed, and now waits for the read at its place.
-    await eventually('the writer waits for the read', async () => (await scope.fixture.watched(scope.namespace)).includes(entryOf(read).key));
+    await eventually('the writer waits for the read', async () =>
+      (await scope.fixture.watched(scope.namespace)).includes(entryOf(read).key),
+    );
     const notified = postgresCounters.notifications;
     await read.release();
     const lock = await waiting.promise;
-    expect(postgresCounters.notifications - notified, 'woken by the read\'s notification, not the backstop').toBeGreaterThan(0);
+    expect(
+      postgresCounters.notifications - notified,
+      "woken by the read's notification, not the backstop",
+    ).toBeGreaterThan(0);
     await lock.release();
   });
 
@@ -57,7 +64,9 @@ describe('PostgreSQL: the requests of a cycle, and waiters behind entries placed
     await eventually('third queued', async () => (await backendOf(a).list('pool')).length === 3);
     await first.release();
     const granted = await second.promise; // granted after waiting: announced, at its own old place
-    await eventually('the third waits behind the announced entry', async () => (await scope.fixture.watched(scope.namespace)).includes(entryOf(granted).key));
+    await eventually('the third waits behind the announced entry', async () =>
+      (await scope.fixture.watched(scope.namespace)).includes(entryOf(granted).key),
+    );
     const notified = postgresCounters.notifications;
     await granted.release();
     const last = await third.promise;
@@ -82,7 +91,10 @@ describe('PostgreSQL: the requests of a cycle, and waiters behind entries placed
     const [owner, other] = [await scope.open(), await scope.open()];
     await plantOrphan(owner, 'orphan');
     const waiting = track(new FairMutex(other, 'orphan').acquire({ timeoutMs: scope.fixture.lossDeadlineMs }));
-    await eventually('the other waits behind the orphan', async () => (await backendOf(other).list('orphan')).length === 2);
+    await eventually(
+      'the other waits behind the orphan',
+      async () => (await backendOf(other).list('orphan')).length === 2,
+    );
     const removed = postgresCounters.orphansRemoved;
     expect(await backendOf(owner).list('orphan')).toHaveLength(1); // the orphan left out, and deleted
     const lock = await waiting.promise;

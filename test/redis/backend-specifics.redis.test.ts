@@ -7,11 +7,17 @@ import { connect, redisCounters, redisProbeOf, redisWatches } from 'baton-locks/
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 
-import { AccessDeniedError, BackendError, BatonError, InvalidArgumentError, SessionLostError } from '../../recipes/errors.js';
+import {
+  AccessDeniedError,
+  BackendError,
+  BatonError,
+  InvalidArgumentError,
+  SessionLostError,
+} from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { SCRIPTS } from '../../src/backends/redis/scripts.js';
 import { parseUrl } from '../../src/url.js';
-import { type RedisServer,startRedis } from '../harness/redis.js';
+import { type RedisServer, startRedis } from '../harness/redis.js';
 import { redisFixture, withRedisAdmin } from '../support/backends/redis.js';
 import { useScope } from '../support/backends/scope.js';
 import { backendOf, entryOf } from '../support/internals.js';
@@ -27,12 +33,21 @@ describe('Redis URLs', () => {
     expect(parsed.redis!.password()).toBe(SECRET);
     expect(inspect(parsed, { depth: 10, showHidden: true })).not.toContain(SECRET);
     expect(JSON.stringify(parsed)).not.toContain(SECRET);
-    expect(parseUrl(`rediss://:${encodeURIComponent('p@ss:w/rd')}@[::1]:6379`).redis).toMatchObject({ db: 0, tls: true, username: undefined });
+    expect(parseUrl(`rediss://:${encodeURIComponent('p@ss:w/rd')}@[::1]:6379`).redis).toMatchObject({
+      db: 0,
+      tls: true,
+      username: undefined,
+    });
     expect(parseUrl('redis://127.0.0.1:6379').namespace).toBe('baton');
   });
 
   it('refuses a bad URL without echoing the password', () => {
-    for (const url of [`redis://ops:${SECRET}@127.0.0.1/0`, `redis://ops:${SECRET}@127.0.0.1:6379/db`, `redis://ops:${SECRET}@127.0.0.1:6379?ns=x`, `redis://ops:${SECRET}@127.0.0.1:6379?namespace=a//b`]) {
+    for (const url of [
+      `redis://ops:${SECRET}@127.0.0.1/0`,
+      `redis://ops:${SECRET}@127.0.0.1:6379/db`,
+      `redis://ops:${SECRET}@127.0.0.1:6379?ns=x`,
+      `redis://ops:${SECRET}@127.0.0.1:6379?namespace=a//b`,
+    ]) {
       let error: unknown;
       try {
         parseUrl(url);
@@ -45,9 +60,13 @@ describe('Redis URLs', () => {
   });
 
   it('refuses the redis option where it would be ignored', async () => {
-    await expect(connect('etcd://127.0.0.1:2379/x', { redis: { password: SECRET } })).rejects.toThrow(InvalidArgumentError);
+    await expect(connect('etcd://127.0.0.1:2379/x', { redis: { password: SECRET } })).rejects.toThrow(
+      InvalidArgumentError,
+    );
     await expect(connect('redis://127.0.0.1:6379?namespace=x', { redis: { tls: {} } })).rejects.toThrow(/rediss/);
-    await expect(connect('redis://127.0.0.1:6379?namespace=x', { redis: { passwort: SECRET } as never })).rejects.toThrow(/password/);
+    await expect(
+      connect('redis://127.0.0.1:6379?namespace=x', { redis: { passwort: SECRET } as never }),
+    ).rejects.toThrow(/password/);
   });
 });
 
@@ -66,7 +85,13 @@ describe('Redis URLs: a password holding ? / # or @ unencoded', () => {
 
   it('a bad URL with such a password is refused without showing the password or naming a host made of it', () => {
     for (const password of passwords) {
-      for (const url of [`redis://u:${password}@h`, `redis://u:${password}@h:1/x`, `redis://u:${password}@h:99999`, `redis://u:${password}@h:1?ns=1`, `redis://u:${password}@`]) {
+      for (const url of [
+        `redis://u:${password}@h`,
+        `redis://u:${password}@h:1/x`,
+        `redis://u:${password}@h:99999`,
+        `redis://u:${password}@h:1?ns=1`,
+        `redis://u:${password}@`,
+      ]) {
         let error: unknown;
         try {
           parseUrl(url);
@@ -85,12 +110,17 @@ describe('Redis URLs: a password holding ? / # or @ unencoded', () => {
 describe('Redis without ioredis installed', () => {
   it('connect rejects with MISSING_DEPENDENCY, saying to install ioredis', () => {
     // A separate Node in which ioredis cannot be resolved, as in a project that never installed it.
-    const script = "import('./src/connect.ts').then((m) => m.connect('redis://127.0.0.1:1?namespace=x')).then(() => console.log('connected'), (e) => console.log(JSON.stringify({ code: e.code, message: e.message, cause: e.cause?.code })))";
-    const run = spawnSync(process.execPath, ['--import', 'tsx', '--import', './test/support/workers/hide-ioredis.mjs', '--input-type=module', '-e', script], {
-      cwd: fileURLToPath(new URL('../..', import.meta.url)),
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
+    const script =
+      "import('./src/connect.ts').then((m) => m.connect('redis://127.0.0.1:1?namespace=x')).then(() => console.log('connected'), (e) => console.log(JSON.stringify({ code: e.code, message: e.message, cause: e.cause?.code })))";
+    const run = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', '--import', './test/support/workers/hide-ioredis.mjs', '--input-type=module', '-e', script],
+      {
+        cwd: fileURLToPath(new URL('../..', import.meta.url)),
+        encoding: 'utf8',
+        timeout: 60_000,
+      },
+    );
     expect(run.status, run.stderr).toBe(0);
     const outcome = JSON.parse(run.stdout) as { code: string; message: string; cause: string };
     expect(outcome.message).toContain('npm install ioredis');
@@ -113,14 +143,23 @@ describe('Redis: a server with a password', () => {
     expect(lock.fencingToken).toBeGreaterThan(0n);
     await lock.release();
     await session.close();
-    const other = await connect(`redis://${server.address}?namespace=auth`, { sessionTimeoutMs: 2_000, redis: { password: SECRET } });
+    const other = await connect(`redis://${server.address}?namespace=auth`, {
+      sessionTimeoutMs: 2_000,
+      redis: { password: SECRET },
+    });
     await other.close();
 
     const wrong = 'wrong-pw-Kx3';
-    const refused = await connect(`redis://:${wrong}@${server.address}?namespace=auth`, { sessionTimeoutMs: 2_000, connectTimeoutMs: 3_000 }).catch((error: unknown) => error);
+    const refused = await connect(`redis://:${wrong}@${server.address}?namespace=auth`, {
+      sessionTimeoutMs: 2_000,
+      connectTimeoutMs: 3_000,
+    }).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(AccessDeniedError);
     expect(inspect(refused, { depth: 10 })).not.toContain(wrong);
-    const none = await connect(`redis://${server.address}?namespace=auth`, { sessionTimeoutMs: 2_000, connectTimeoutMs: 3_000 }).catch((error: unknown) => error);
+    const none = await connect(`redis://${server.address}?namespace=auth`, {
+      sessionTimeoutMs: 2_000,
+      connectTimeoutMs: 3_000,
+    }).catch((error: unknown) => error);
     expect(none).toBeInstanceOf(AccessDeniedError);
   });
 });
@@ -135,7 +174,8 @@ describe('Redis: servers refused at open', () => {
     servers.push(server);
     return server;
   }
-  const open = (server: RedisServer) => connect(`redis://${server.address}?namespace=config`, { sessionTimeoutMs: 2_000, connectTimeoutMs: 5_000 });
+  const open = (server: RedisServer) =>
+    connect(`redis://${server.address}?namespace=config`, { sessionTimeoutMs: 2_000, connectTimeoutMs: 5_000 });
 
   it('refuses a server that may evict keys (maxmemory with a policy other than noeviction), naming the policy', async () => {
     for (const policy of ['volatile-lru', 'volatile-ttl', 'allkeys-lru', 'allkeys-random']) {
@@ -144,13 +184,18 @@ describe('Redis: servers refused at open', () => {
       expect(refused, policy).toBeInstanceOf(BatonError);
       expect(refused, policy).toMatchObject({ code: 'UNSAFE_SERVER_CONFIG' });
       expect((refused as Error).message, policy).toContain(policy);
-      await withRedisAdmin({ url: `redis://${server.address}`, sessionTimeoutMs: 2_000 }, async (client) => expect(await client.keys('baton:*')).toEqual([]));
+      await withRedisAdmin({ url: `redis://${server.address}`, sessionTimeoutMs: 2_000 }, async (client) =>
+        expect(await client.keys('baton:*')).toEqual([]),
+      );
       await server.stop();
     }
   });
 
   it('opens on noeviction with maxmemory, and on any policy without maxmemory', async () => {
-    for (const args of [['--maxmemory', '64mb', '--maxmemory-policy', 'noeviction'], ['--maxmemory', '0', '--maxmemory-policy', 'allkeys-lru']]) {
+    for (const args of [
+      ['--maxmemory', '64mb', '--maxmemory-policy', 'noeviction'],
+      ['--maxmemory', '0', '--maxmemory-policy', 'allkeys-lru'],
+    ]) {
       const server = await serverWith(args);
       const session = await open(server);
       const lock = await new FairMutex(session, 'x').acquire();
@@ -165,18 +210,27 @@ describe('Redis: servers refused at open', () => {
     const server = await serverWith(['--cluster-enabled', 'yes', '--cluster-announce-ip', '127.0.0.1']);
     await withRedisAdmin({ url: `redis://${server.address}`, sessionTimeoutMs: 2_000 }, async (client) => {
       await client.call('CLUSTER', 'ADDSLOTSRANGE', '0', '16383');
-      await eventually('the one-node cluster serves every slot', async () => /cluster_state:ok/.test(String(await client.call('CLUSTER', 'INFO'))), 10_000);
+      await eventually(
+        'the one-node cluster serves every slot',
+        async () => /cluster_state:ok/.test(String(await client.call('CLUSTER', 'INFO'))),
+        10_000,
+      );
     });
     const session = await open(server);
     const lock = await new FairMutex(session, 'x').acquire();
     await lock.release();
     await session.close();
-    const refused = await connect(`redis://${server.address}/1?namespace=config`, { sessionTimeoutMs: 2_000, connectTimeoutMs: 5_000 }).catch((error: unknown) => error);
+    const refused = await connect(`redis://${server.address}/1?namespace=config`, {
+      sessionTimeoutMs: 2_000,
+      connectTimeoutMs: 5_000,
+    }).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(BatonError);
     expect(refused).toMatchObject({ code: 'UNSUPPORTED_SERVER' });
     expect((refused as Error).message).toContain('database 0');
     // Only the lock's counter stays (tokens never go back): no session's key, no entry.
-    await withRedisAdmin({ url: `redis://${server.address}`, sessionTimeoutMs: 2_000 }, async (client) => expect(await client.keys('*')).toEqual(['baton:{config/x}:c']));
+    await withRedisAdmin({ url: `redis://${server.address}`, sessionTimeoutMs: 2_000 }, async (client) =>
+      expect(await client.keys('*')).toEqual(['baton:{config/x}:c']),
+    );
   });
 });
 
@@ -196,7 +250,10 @@ describe('Redis: a password rotated on the server while sessions run', () => {
       const [x, y] = [await new FairMutex(a, 'x').acquire(), await new FairMutex(a, 'y').acquire()];
       // b waits for x: its subscriber connection is in subscribe mode.
       const first = later(new FairMutex(b, 'x').acquire({ timeoutMs: 10_000 }));
-      await eventually('b subscribed', async () => ((await admin.call('PUBSUB', 'NUMSUB', entryOf(x).key)) as [string, number])[1] === 1);
+      await eventually(
+        'b subscribed',
+        async () => ((await admin.call('PUBSUB', 'NUMSUB', entryOf(x).key)) as [string, number])[1] === 1,
+      );
       // The password changes; b's subscriber is dropped and dials again with the old one: AUTH fails.
       await admin.config('SET', 'requirepass', 'rotated-pw-Lm2');
       await admin.auth('rotated-pw-Lm2');
@@ -232,7 +289,9 @@ describe('Redis: sessions, tokens and scripts', () => {
     expect(tokens[2]).toBeGreaterThan(tokens[1]!);
     // Microseconds of the server clock: above 2^50, below 2^63.
     expect(tokens[0]!).toBeGreaterThan(2n ** 50n);
-    await withRedisAdmin(info, async (client) => expect(await client.get(`baton:{${scope.namespace}/tokens}:c`)).toBe(String(tokens[2])));
+    await withRedisAdmin(info, async (client) =>
+      expect(await client.get(`baton:{${scope.namespace}/tokens}:c`)).toBe(String(tokens[2])),
+    );
     // A server that lost its data (no persistence) starts the counter again from its clock.
     await withRedisAdmin(info, async (client) => void (await client.del(`baton:{${scope.namespace}/tokens}:c`)));
     const after = await mutex.acquire();
@@ -268,7 +327,11 @@ describe('Redis: sessions, tokens and scripts', () => {
     probe.view.stopWatchdog();
     // The holder hears of it before the server lets the key go: the deadline is local.
     await eventually('the holder told', () => lock.signal.aborted, info.sessionTimeoutMs * 2);
-    await eventually('the key expired on the server', () => withRedisAdmin(info, async (client) => (await client.exists(probe.view.sessionKey)) === 0), info.sessionTimeoutMs * 2);
+    await eventually(
+      'the key expired on the server',
+      () => withRedisAdmin(info, async (client) => (await client.exists(probe.view.sessionKey)) === 0),
+      info.sessionTimeoutMs * 2,
+    );
     // What a late renewal would send: it answers nothing and creates nothing.
     await withRedisAdmin(info, async (client) => {
       expect(await client.pexpire(probe.view.sessionKey, info.sessionTimeoutMs)).toBe(0);
@@ -306,7 +369,11 @@ describe('Redis: sessions, tokens and scripts', () => {
     const wakes = redisCounters.backstopWakes;
     const at = entryOf(held).key.lastIndexOf(':e:');
     const started = performance.now();
-    await withRedisAdmin(info, async (client) => void (await client.hdel(`${entryOf(held).key.slice(0, at)}:q`, entryOf(held).key.slice(at + 3))));
+    await withRedisAdmin(
+      info,
+      async (client) =>
+        void (await client.hdel(`${entryOf(held).key.slice(0, at)}:q`, entryOf(held).key.slice(at + 3))),
+    );
     const granted = await waiting;
     // Two backstop reads, an eighth of the timeout apart: a quarter of it (half, for a loaded machine's late timers).
     expect(performance.now() - started).toBeLessThan(info.sessionTimeoutMs / 2);
@@ -315,16 +382,25 @@ describe('Redis: sessions, tokens and scripts', () => {
     await eventually('a told its entry is gone', () => held.signal.aborted, scope.fixture.lossDeadlineMs);
   });
 
-  it("the backstop of waiters looks only at the entries they wait for, every quarter of the timeout: no waiter reads the whole queue", async () => {
+  it('the backstop of waiters looks only at the entries they wait for, every quarter of the timeout: no waiter reads the whole queue', async () => {
     const holder = await scope.open();
     const waiters = await Promise.all([1, 2, 3, 4, 5].map(() => scope.open()));
     const held = await new FairMutex(holder, 'backstop').acquire();
     const queueKey = `baton:{${scope.namespace}/backstop}:q`;
     const waiting = waiters.map((session) => later(new FairMutex(session, 'backstop').acquire({ timeoutMs: 20_000 })));
     await eventually('all queued', async () => (await backendOf(holder).list('backstop')).length === 6);
-    await eventually('all watching', async () => (await scope.fixture.watched(scope.namespace)).length >= 1 && redisCountersWatchers(scope.namespace) === 5);
+    await eventually(
+      'all watching',
+      async () =>
+        (await scope.fixture.watched(scope.namespace)).length >= 1 && redisCountersWatchers(scope.namespace) === 5,
+    );
     const sha = (lua: string): string => createHash('sha1').update(lua).digest('hex');
-    const named = new Map([[sha(SCRIPTS.batonList.lua), 'list'], [sha(SCRIPTS.batonGone.lua), 'gone'], [SCRIPTS.batonList.lua, 'list'], [SCRIPTS.batonGone.lua, 'gone']]);
+    const named = new Map([
+      [sha(SCRIPTS.batonList.lua), 'list'],
+      [sha(SCRIPTS.batonGone.lua), 'gone'],
+      [SCRIPTS.batonList.lua, 'list'],
+      [SCRIPTS.batonGone.lua, 'gone'],
+    ]);
     const counts = { list: 0, gone: 0 };
     const monitorClient = new Redis(info.url, { lazyConnect: true });
     const monitor = await monitorClient.monitor();
@@ -363,9 +439,13 @@ describe('Redis: sessions, tokens and scripts', () => {
     const [a, b] = [await scope.open(), await scope.open()];
     const held = await new FairMutex(a, 'aborted').acquire();
     const reason = new Error('given up before');
-    const refused = await backendOf(b).waitGone(entryOf(held), AbortSignal.abort(reason)).catch((error: unknown) => error);
+    const refused = await backendOf(b)
+      .waitGone(entryOf(held), AbortSignal.abort(reason))
+      .catch((error: unknown) => error);
     expect(refused).toBe(reason);
-    const changes = await backendOf(b).waitChange('aborted', [], AbortSignal.abort(reason)).catch((error: unknown) => error);
+    const changes = await backendOf(b)
+      .waitChange('aborted', [], AbortSignal.abort(reason))
+      .catch((error: unknown) => error);
     expect(changes).toBe(reason);
     expect(redisProbeOf(b).view.waitedChannels).toBe(0);
     await held.release();
@@ -402,7 +482,9 @@ describe('Redis: sessions, tokens and scripts', () => {
     await eventually('b watching', async () => (await scope.fixture.watched(scope.namespace)).length === 1);
     expect(redisWatches.get(entryOf(held).key)).toBe(1);
     const giveUp = new AbortController();
-    const gone = backendOf(c).waitGone(entryOf(held), giveUp.signal).catch(() => undefined);
+    const gone = backendOf(c)
+      .waitGone(entryOf(held), giveUp.signal)
+      .catch(() => undefined);
     giveUp.abort(new Error('at once'));
     await gone;
     await new Promise((resolve) => setTimeout(resolve, 50)); // c's subscribe and unsubscribe answered
@@ -438,7 +520,11 @@ describe('Redis: sessions, tokens and scripts', () => {
     const lock = await new FairMutex(a, 'kept').acquire();
     await withRedisAdmin(info, async (client) => {
       // A whole timeout later it still has most of one left: the watchdog renews it.
-      await eventually('renewed', async () => (await client.pttl(liveness)) > info.sessionTimeoutMs / 2, info.sessionTimeoutMs);
+      await eventually(
+        'renewed',
+        async () => (await client.pttl(liveness)) > info.sessionTimeoutMs / 2,
+        info.sessionTimeoutMs,
+      );
       await new Promise((resolve) => setTimeout(resolve, info.sessionTimeoutMs));
       expect(await client.pttl(liveness)).toBeGreaterThan(info.sessionTimeoutMs / 2);
     });
@@ -455,7 +541,10 @@ describe('Redis: sessions, tokens and scripts', () => {
 
   it('a lock key of another type (an operator mistake) fails the acquire and touches nothing', async () => {
     const a = await scope.open();
-    await withRedisAdmin(info, async (client) => void (await client.set(`baton:{${scope.namespace}/wrong}:q`, 'not a hash')));
+    await withRedisAdmin(
+      info,
+      async (client) => void (await client.set(`baton:{${scope.namespace}/wrong}:q`, 'not a hash')),
+    );
     const failed = await new FairMutex(a, 'wrong').acquire().catch((error: unknown) => error);
     expect(failed).toBeInstanceOf(BackendError);
     await withRedisAdmin(info, async (client) => {
@@ -470,7 +559,15 @@ describe('Redis: sessions, tokens and scripts', () => {
     const a = await scope.open();
     const lock = await new FairMutex(a, 'slots/one').acquire();
     await withRedisAdmin(info, async (client: Redis) => {
-      const slots = new Set(await Promise.all([`baton:{${scope.namespace}/slots/one}:q`, `baton:{${scope.namespace}/slots/one}:c`, `baton:{${scope.namespace}/slots/one}:s:${a.id}`].map((key) => client.call('CLUSTER', 'KEYSLOT', key).catch(() => keyslotWithoutCluster(key)))));
+      const slots = new Set(
+        await Promise.all(
+          [
+            `baton:{${scope.namespace}/slots/one}:q`,
+            `baton:{${scope.namespace}/slots/one}:c`,
+            `baton:{${scope.namespace}/slots/one}:s:${a.id}`,
+          ].map((key) => client.call('CLUSTER', 'KEYSLOT', key).catch(() => keyslotWithoutCluster(key))),
+        ),
+      );
       expect(slots.size).toBe(1);
     });
     await lock.release();

@@ -6,7 +6,7 @@ import type { Session } from '../../recipes/contract.js';
 import { SessionLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { TcpProxy } from '../harness/proxy.js';
-import { type RedisCluster, type RedisServer,startRedisCluster } from '../harness/redis.js';
+import { type RedisCluster, type RedisServer, startRedisCluster } from '../harness/redis.js';
 import { eventually, track } from '../support/wait.js';
 
 /** Short: the reply is held longer than this; every wait below is derived from it. */
@@ -47,19 +47,26 @@ function direct(member: RedisServer): Redis {
 }
 
 async function open(): Promise<Session> {
-  const session = await connect(`redis://${cluster!.addresses[0]}?namespace=${NAMESPACE}`, { sessionTimeoutMs: TIMEOUT_MS });
+  const session = await connect(`redis://${cluster!.addresses[0]}?namespace=${NAMESPACE}`, {
+    sessionTimeoutMs: TIMEOUT_MS,
+  });
   sessions.push(session);
   return session;
 }
 
 /** The slot ranges of the node that clients reach at `port`, from the cluster's slot map. */
 async function slotsAt(admin: Redis, port: number): Promise<[number, number][]> {
-  const map = (await admin.call('CLUSTER', 'SLOTS')) as [number, number, [string, number, ...unknown[]], ...unknown[]][];
+  const map = (await admin.call('CLUSTER', 'SLOTS')) as [
+    number,
+    number,
+    [string, number, ...unknown[]],
+    ...unknown[],
+  ][];
   return map.filter(([, , [, nodePort]]) => nodePort === port).map(([first, last]) => [first, last]);
 }
 
-describe('Redis Cluster: an enqueue answered after the lock\'s key expired', () => {
-  it('a first enqueue whose reply from its lock\'s node is held past the timeout, while the session\'s own key is renewed on another node, is not granted: the session is lost, and the next holder keeps the lock alone', async () => {
+describe("Redis Cluster: an enqueue answered after the lock's key expired", () => {
+  it("a first enqueue whose reply from its lock's node is held past the timeout, while the session's own key is renewed on another node, is not granted: the session is lost, and the next holder keeps the lock alone", async () => {
     const seed = direct(cluster!.members[0]!);
     const onX = direct(cluster!.members[X]!);
     const slotsOfX = await slotsAt(seed, proxy!.port);
@@ -103,7 +110,10 @@ describe('Redis Cluster: an enqueue answered after the lock\'s key expired', () 
 
     // The partition heals: A's enqueue is answered, with A's entry alone at the head of the queue.
     let grantedWhileBHeld = false;
-    void acquiring.promise.then(() => (grantedWhileBHeld = !held.signal.aborted), () => undefined);
+    void acquiring.promise.then(
+      () => (grantedWhileBHeld = !held.signal.aborted),
+      () => undefined,
+    );
     const releasedAt = performance.now();
     proxy!.releaseReplies();
     await eventually("A's acquire settled", () => acquiring.settled, TIMEOUT_MS);
@@ -116,7 +126,9 @@ describe('Redis Cluster: an enqueue answered after the lock\'s key expired', () 
     expect(await onX.hkeys(`${base}:q`)).toEqual(onlyB);
     expect(await onX.hlen(`${base}:q`)).toBe(1);
     expect(await onX.pttl(`${base}:s:${b.id}`)).toBeGreaterThan(0);
-    console.log(`reply held ${Math.round(releasedAt - startedAt)} ms (A's key gone after ${Math.round(expiredAfterMs)} ms); A's acquire settled ${Math.round(settledAfterMs)} ms after the release`);
+    console.log(
+      `reply held ${Math.round(releasedAt - startedAt)} ms (A's key gone after ${Math.round(expiredAfterMs)} ms); A's acquire settled ${Math.round(settledAfterMs)} ms after the release`,
+    );
     await held.release();
   });
 });

@@ -10,8 +10,13 @@ import { MultiLock } from '../../recipes/multilock.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { freePort } from '../harness/ports.js';
 import { listenOnLoopback } from '../harness/proxy.js';
-import { type RedisCluster, type RedisServer,reply, startRedisCluster } from '../harness/redis.js';
-import { redisClusterFixture, type RedisClusterInfo,redisFixtureOf, withRedisAdmin } from '../support/backends/redis.js';
+import { type RedisCluster, type RedisServer, reply, startRedisCluster } from '../harness/redis.js';
+import {
+  redisClusterFixture,
+  type RedisClusterInfo,
+  redisFixtureOf,
+  withRedisAdmin,
+} from '../support/backends/redis.js';
 import { useScope } from '../support/backends/scope.js';
 import { expectQueueLength } from '../support/internals.js';
 import { eventually, later, track } from '../support/wait.js';
@@ -81,7 +86,11 @@ describe('Redis Cluster: one multi-lock over locks on different masters', () => 
     const next = await waiting.promise;
     for (const name of names) expect(next.fencingTokens.get(name)!).toBeGreaterThan(held.fencingTokens.get(name)!);
     await withRedisAdmin(info(), async (admin) => {
-      for (const { name, master } of locks) expect(await nodeAt(admin, master).exists(`${baseOf(scope.namespace, name)}:s:${b.id}`), `${name} on ${master}`).toBe(1);
+      for (const { name, master } of locks)
+        expect(
+          await nodeAt(admin, master).exists(`${baseOf(scope.namespace, name)}:s:${b.id}`),
+          `${name} on ${master}`,
+        ).toBe(1);
     });
     await next.release();
   });
@@ -117,7 +126,10 @@ class Tap {
 
   relay(client: net.Socket, target: { host: string; port: number }): void {
     const upstream = net.connect(target);
-    for (const [from, to] of [[client, upstream], [upstream, client]] as const) {
+    for (const [from, to] of [
+      [client, upstream],
+      [upstream, client],
+    ] as const) {
       this.#sockets.add(from);
       from.on('data', (chunk: Buffer) => {
         if (from === client) this.#sent += chunk.toString('latin1');
@@ -159,20 +171,29 @@ describe('Redis Cluster: URLs with several hosts, and the refusals', () => {
     const down = `127.0.0.1:${await freePort()}`; // nobody listens there
     const connectTimeoutMs = cluster.sessionTimeoutMs * 2;
     const startedAt = performance.now();
-    const session = await connect(`redis://${down},${seed}?namespace=${scope.namespace}`, { sessionTimeoutMs: cluster.sessionTimeoutMs, connectTimeoutMs });
+    const session = await connect(`redis://${down},${seed}?namespace=${scope.namespace}`, {
+      sessionTimeoutMs: cluster.sessionTimeoutMs,
+      connectTimeoutMs,
+    });
     const tookMs = performance.now() - startedAt;
     let closed = false;
     try {
       // The down host is given its share of the connect timeout (half, of two hosts), then the next one answers.
       expect(tookMs).toBeLessThan(connectTimeoutMs);
       const names = Array.from({ length: 12 }, (_, i) => `spread-${i}`);
-      const masters = await withRedisAdmin(cluster, async (admin) => new Set(await Promise.all(names.map((name) => masterOf(admin, `${baseOf(scope.namespace, name)}:q`)))));
+      const masters = await withRedisAdmin(
+        cluster,
+        async (admin) =>
+          new Set(await Promise.all(names.map((name) => masterOf(admin, `${baseOf(scope.namespace, name)}:q`)))),
+      );
       expect(masters.size).toBeGreaterThan(1);
       const all = await new MultiLock(session, names).acquire({ timeoutMs: cluster.sessionTimeoutMs });
       await all.release();
       await session.close();
       closed = true;
-      expect(await scope.fixture.liveSessions([session.id]), 'the session left on the server after close()').toEqual([]);
+      expect(await scope.fixture.liveSessions([session.id]), 'the session left on the server after close()').toEqual(
+        [],
+      );
     } finally {
       if (!closed) await session.close();
     }
@@ -180,7 +201,10 @@ describe('Redis Cluster: URLs with several hosts, and the refusals', () => {
 
   it('a database other than 0 on a cluster is refused with UNSUPPORTED_SERVER, before any session key is made', async () => {
     const tap = await tapTo(new URL(inject('redisCluster').url).host);
-    const refused = await connect(`redis://${tap.address}/1?namespace=${scope.namespace}`, { sessionTimeoutMs: 2_000, connectTimeoutMs: 4_000 }).catch((error: unknown) => error);
+    const refused = await connect(`redis://${tap.address}/1?namespace=${scope.namespace}`, {
+      sessionTimeoutMs: 2_000,
+      connectTimeoutMs: 4_000,
+    }).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(BatonError);
     expect(refused).toMatchObject({ code: 'UNSUPPORTED_SERVER' });
     expect((refused as Error).message).toMatch(/database 0/);
@@ -190,7 +214,10 @@ describe('Redis Cluster: URLs with several hosts, and the refusals', () => {
   it('two hosts of a server that is not a cluster are refused with INVALID_ARGUMENT, before any session key is made', async () => {
     const standalone = new URL(inject('redisStandalone').url).host;
     const [first, second] = [await tapTo(standalone), await tapTo(standalone)];
-    const refused = await connect(`redis://${first.address},${second.address}?namespace=${scope.namespace}`, { sessionTimeoutMs: 2_000, connectTimeoutMs: 4_000 }).catch((error: unknown) => error);
+    const refused = await connect(`redis://${first.address},${second.address}?namespace=${scope.namespace}`, {
+      sessionTimeoutMs: 2_000,
+      connectTimeoutMs: 4_000,
+    }).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(InvalidArgumentError);
     expect(refused).toMatchObject({ code: 'INVALID_ARGUMENT' });
     expect((refused as Error).message).toMatch(/not in cluster mode/);
@@ -225,10 +252,12 @@ async function clusterNodes(port: number): Promise<NodeLine[]> {
         master: flagged.includes('master'),
         masterId: masterId === '-' ? undefined : masterId,
         failing: flagged.some((flag) => flag.startsWith('fail')),
-        slots: slots.filter((range) => /^\d/.test(range)).map((range) => {
-          const [first = '', last = first] = range.split('-');
-          return [Number(first), Number(last)] as const;
-        }),
+        slots: slots
+          .filter((range) => /^\d/.test(range))
+          .map((range) => {
+            const [first = '', last = first] = range.split('-');
+            return [Number(first), Number(last)] as const;
+          }),
       };
     });
 }
@@ -261,17 +290,23 @@ describe('Redis Cluster: a master fails over to its replica', () => {
   afterEach(async () => {
     const dead = cluster.members.filter((member) => !member.isAlive());
     for (const member of dead) await member.start();
-    await eventually('the cluster whole again, every master with a replica whose link is up', async () => {
-      for (const member of cluster.members) {
-        if (!(await clusterOk(member))) return false;
-        const nodes = await clusterNodes(member.port);
-        if (nodes.length !== cluster.members.length || nodes.some((node) => node.failing)) return false;
-        const masters = nodes.filter((node) => node.master && node.slots.length > 0);
-        if (!masters.every((master) => nodes.some((node) => node.masterId === master.id))) return false;
-      }
-      const replication = await Promise.all(cluster.members.map((member) => reply(member.port, ['INFO', 'replication'])));
-      return replication.every((text) => /^role:master\r?$/m.test(text) || /^master_link_status:up\r?$/m.test(text));
-    }, SESSION_MS * 2);
+    await eventually(
+      'the cluster whole again, every master with a replica whose link is up',
+      async () => {
+        for (const member of cluster.members) {
+          if (!(await clusterOk(member))) return false;
+          const nodes = await clusterNodes(member.port);
+          if (nodes.length !== cluster.members.length || nodes.some((node) => node.failing)) return false;
+          const masters = nodes.filter((node) => node.master && node.slots.length > 0);
+          if (!masters.every((master) => nodes.some((node) => node.masterId === master.id))) return false;
+        }
+        const replication = await Promise.all(
+          cluster.members.map((member) => reply(member.port, ['INFO', 'replication'])),
+        );
+        return replication.every((text) => /^role:master\r?$/m.test(text) || /^master_link_status:up\r?$/m.test(text));
+      },
+      SESSION_MS * 2,
+    );
   }, SESSION_MS * 3);
 
   const serverAt = (address: string): RedisServer => cluster.members.find((found) => found.address === address)!;
@@ -280,29 +315,40 @@ describe('Redis Cluster: a master fails over to its replica', () => {
   async function masterAndReplica(key: string): Promise<{ master: RedisServer; replica: RedisServer }> {
     const slot = Number(await reply(alive()[0]!.port, ['CLUSTER', 'KEYSLOT', key]));
     const nodes = await clusterNodes(alive()[0]!.port);
-    const master = nodes.find((node) => node.master && !node.failing && node.slots.some(([first, last]) => first <= slot && slot <= last))!;
+    const master = nodes.find(
+      (node) => node.master && !node.failing && node.slots.some(([first, last]) => first <= slot && slot <= last),
+    )!;
     const replica = nodes.find((node) => node.masterId === master.id && !node.failing)!;
     return { master: serverAt(master.address), replica: serverAt(replica.address) };
   }
 
   /** The replica has every write its master answered so far (replication is asynchronous). */
   async function caughtUp(master: RedisServer, replica: RedisServer): Promise<void> {
-    const offset = (text: string, field: string): number => Number(new RegExp(`^${field}:(\\d+)\\r?$`, 'm').exec(text)?.[1] ?? -1);
+    const offset = (text: string, field: string): number =>
+      Number(new RegExp(`^${field}:(\\d+)\\r?$`, 'm').exec(text)?.[1] ?? -1);
     const target = offset(await reply(master.port, ['INFO', 'replication']), 'master_repl_offset');
-    await eventually(`${replica.address} caught up with ${master.address}`, async () => offset(await reply(replica.port, ['INFO', 'replication']), 'slave_repl_offset') >= target, SESSION_MS / 4);
+    await eventually(
+      `${replica.address} caught up with ${master.address}`,
+      async () => offset(await reply(replica.port, ['INFO', 'replication']), 'slave_repl_offset') >= target,
+      SESSION_MS / 4,
+    );
   }
 
   /** Waits until `replica` is a master and every other survivor serves the whole slot space again; the time it took since `since`. */
   async function promoted(replica: RedisServer, since: number): Promise<number> {
-    await eventually(`${replica.address} promoted, and the cluster ok on every survivor`, async () => {
-      if (!/^role:master\r?$/m.test(await reply(replica.port, ['INFO', 'replication']).catch(() => ''))) return false;
-      for (const survivor of alive()) {
-        if (!(await clusterOk(survivor))) return false;
-        const self = (await clusterNodes(survivor.port)).find((node) => node.address === replica.address);
-        if (self?.master !== true || self.slots.length === 0) return false;
-      }
-      return true;
-    }, SESSION_MS);
+    await eventually(
+      `${replica.address} promoted, and the cluster ok on every survivor`,
+      async () => {
+        if (!/^role:master\r?$/m.test(await reply(replica.port, ['INFO', 'replication']).catch(() => ''))) return false;
+        for (const survivor of alive()) {
+          if (!(await clusterOk(survivor))) return false;
+          const self = (await clusterNodes(survivor.port)).find((node) => node.address === replica.address);
+          if (self?.master !== true || self.slots.length === 0) return false;
+        }
+        return true;
+      },
+      SESSION_MS,
+    );
     return performance.now() - since;
   }
 
@@ -328,94 +374,133 @@ describe('Redis Cluster: a master fails over to its replica', () => {
     return states;
   }
 
-  it("the holder's master is killed: its replica is promoted, the holder's session lives through it, and on release the waiter is granted with a larger token", async () => {
-    const lock = 'ledger';
-    const base = baseOf(scope.namespace, lock);
-    const { master, replica } = await masterAndReplica(`${base}:q`);
-    const [holder, waiter] = [await scope.open(), await scope.open()];
-    const [holderStates, waiterStates] = [watchStates(holder), watchStates(waiter)];
-    const held = await new FairMutex(holder, lock).acquire();
-    const waiting = track(new FairMutex(waiter, lock).acquire({ timeoutMs: SESSION_MS * 3 }));
-    await expectQueueLength(holder, lock, 2);
-    // The premise: the replica has both entries and both liveness keys (no write lost in the failover).
-    await caughtUp(master, replica);
-    const killedAt = Date.now();
-    const killedAtPerf = performance.now();
-    await master.kill('SIGKILL');
-    const failoverMs = await promoted(replica, killedAtPerf);
-    // The holder's renewals waited and were sent again to the promoted replica: its key in the lock now
-    // expires later than any setting made before the kill could have made it.
-    await eventually("the holder's liveness key renewed on the promoted replica", async () => (await expiresAt(replica, `${base}:s:${holder.id}`)) > killedAt + SESSION_MS, SESSION_MS / 2);
-    const renewedMs = performance.now() - killedAtPerf;
-    expect(held.signal.aborted, `failover ${Math.round(failoverMs)} ms, renewed ${Math.round(renewedMs)} ms after the kill`).toBe(false);
-    expect(held.held).toBe(true);
-    expect(holder.state).toBe('connected');
-    expect(waiting.settled).toBe(false);
-    const { notifications, backstopWakes } = redisCounters;
-    const releasedAt = performance.now();
-    await held.release();
-    const granted = await waiting.promise;
-    const grantedMs = performance.now() - releasedAt;
-    const woken = { notifications: redisCounters.notifications - notifications, backstopWakes: redisCounters.backstopWakes - backstopWakes };
-    console.info(`failover: promoted ${Math.round(failoverMs)} ms after the kill, holder renewed ${Math.round(renewedMs)} ms after it; states holder ${JSON.stringify(holderStates)} waiter ${JSON.stringify(waiterStates)}; granted ${Math.round(grantedMs)} ms after the release, woken by ${JSON.stringify(woken)}`);
-    expect(woken.notifications + woken.backstopWakes).toBe(1);
-    // At worst the backstop, which looks every quarter of the timeout.
-    expect(grantedMs).toBeLessThan(SESSION_MS / 4 + 1_000);
-    expect(granted.fencingToken).toBeGreaterThan(held.fencingToken);
-    expect(holder.state).toBe('connected');
-    expect(waiter.state).toBe('connected');
-    await granted.release();
-  }, SESSION_MS * 5);
+  it(
+    "the holder's master is killed: its replica is promoted, the holder's session lives through it, and on release the waiter is granted with a larger token",
+    async () => {
+      const lock = 'ledger';
+      const base = baseOf(scope.namespace, lock);
+      const { master, replica } = await masterAndReplica(`${base}:q`);
+      const [holder, waiter] = [await scope.open(), await scope.open()];
+      const [holderStates, waiterStates] = [watchStates(holder), watchStates(waiter)];
+      const held = await new FairMutex(holder, lock).acquire();
+      const waiting = track(new FairMutex(waiter, lock).acquire({ timeoutMs: SESSION_MS * 3 }));
+      await expectQueueLength(holder, lock, 2);
+      // The premise: the replica has both entries and both liveness keys (no write lost in the failover).
+      await caughtUp(master, replica);
+      const killedAt = Date.now();
+      const killedAtPerf = performance.now();
+      await master.kill('SIGKILL');
+      const failoverMs = await promoted(replica, killedAtPerf);
+      // The holder's renewals waited and were sent again to the promoted replica: its key in the lock now
+      // expires later than any setting made before the kill could have made it.
+      await eventually(
+        "the holder's liveness key renewed on the promoted replica",
+        async () => (await expiresAt(replica, `${base}:s:${holder.id}`)) > killedAt + SESSION_MS,
+        SESSION_MS / 2,
+      );
+      const renewedMs = performance.now() - killedAtPerf;
+      expect(
+        held.signal.aborted,
+        `failover ${Math.round(failoverMs)} ms, renewed ${Math.round(renewedMs)} ms after the kill`,
+      ).toBe(false);
+      expect(held.held).toBe(true);
+      expect(holder.state).toBe('connected');
+      expect(waiting.settled).toBe(false);
+      const { notifications, backstopWakes } = redisCounters;
+      const releasedAt = performance.now();
+      await held.release();
+      const granted = await waiting.promise;
+      const grantedMs = performance.now() - releasedAt;
+      const woken = {
+        notifications: redisCounters.notifications - notifications,
+        backstopWakes: redisCounters.backstopWakes - backstopWakes,
+      };
+      console.info(
+        `failover: promoted ${Math.round(failoverMs)} ms after the kill, holder renewed ${Math.round(renewedMs)} ms after it; states holder ${JSON.stringify(holderStates)} waiter ${JSON.stringify(waiterStates)}; granted ${Math.round(grantedMs)} ms after the release, woken by ${JSON.stringify(woken)}`,
+      );
+      expect(woken.notifications + woken.backstopWakes).toBe(1);
+      // At worst the backstop, which looks every quarter of the timeout.
+      expect(grantedMs).toBeLessThan(SESSION_MS / 4 + 1_000);
+      expect(granted.fencingToken).toBeGreaterThan(held.fencingToken);
+      expect(holder.state).toBe('connected');
+      expect(waiter.state).toBe('connected');
+      await granted.release();
+    },
+    SESSION_MS * 5,
+  );
 
-  it("the node of the waiter's subscriber connection is killed: the waiter subscribes again on another node, and the release wakes it by notification", async () => {
-    const [holder, waiter] = [await scope.open(), await scope.open()];
-    const [holderStates, waiterStates] = [watchStates(holder), watchStates(waiter)];
-    // A first wait shows which node the waiter's subscriber is on (the only connection in this cluster holding a channel).
-    const scout = await new FairMutex(holder, 'scout').acquire();
-    const giveUp = new AbortController();
-    const scouting = later(new FairMutex(waiter, 'scout').acquire({ signal: giveUp.signal }));
-    let nodes: RedisServer[] = [];
-    await eventually("the waiter's subscription", async () => (nodes = await subscribedOn()).length > 0, SESSION_MS / 2);
-    expect(nodes).toHaveLength(1);
-    const doomed = nodes[0]!;
-    giveUp.abort(new Error('scouted'));
-    await expect(scouting).rejects.toThrow('scouted');
-    await scout.release();
-    // The lock of the test lives on a master other than that node (a replica's death leaves its master's slots alone).
-    const doomedLine = (await clusterNodes(doomed.port)).find((node) => node.address === doomed.address)!;
-    let lock = '';
-    for (let i = 0; lock === '' && i < 200; i += 1) {
-      const { master } = await masterAndReplica(`${baseOf(scope.namespace, `job-${i}`)}:q`);
-      if (master !== doomed) lock = `job-${i}`;
-    }
-    const held = await new FairMutex(holder, lock).acquire();
-    const waiting = track(new FairMutex(waiter, lock).acquire({ timeoutMs: SESSION_MS * 3 }));
-    await expectQueueLength(holder, lock, 2);
-    await eventually("the waiter's subscription, on the same node", async () => (nodes = await subscribedOn()).length > 0, SESSION_MS / 2);
-    expect(nodes).toEqual([doomed]);
-    const replica = doomedLine.master ? (await clusterNodes(doomed.port)).find((node) => node.masterId === doomedLine.id) : undefined;
-    const killedAt = performance.now();
-    await doomed.kill('SIGKILL');
-    await eventually('the waiter subscribed on another node', async () => {
-      nodes = await subscribedOn();
-      return nodes.length === 1 && nodes[0] !== doomed;
-    }, SESSION_MS);
-    const next = nodes[0]!;
-    const movedMs = performance.now() - killedAt;
-    // A killed master is failed over first (its slots hold the sessions' keys too).
-    const failoverMs = replica === undefined ? undefined : await promoted(serverAt(replica.address), killedAt);
-    expect(waiting.settled).toBe(false);
-    const { notifications, backstopWakes } = redisCounters;
-    await held.release();
-    const granted = await waiting.promise;
-    const woken = { notifications: redisCounters.notifications - notifications, backstopWakes: redisCounters.backstopWakes - backstopWakes };
-    console.info(`subscriber: its node ${doomed.address} (${doomedLine.master ? 'a master' : 'a replica'}) killed; subscribed again on ${next.address} ${Math.round(movedMs)} ms later${failoverMs === undefined ? '' : `, failover ${Math.round(failoverMs)} ms`}; states holder ${JSON.stringify(holderStates)} waiter ${JSON.stringify(waiterStates)}; woken by ${JSON.stringify(woken)}`);
-    expect(woken).toEqual({ notifications: 1, backstopWakes: 0 });
-    expect(granted.fencingToken).toBeGreaterThan(held.fencingToken);
-    expect(waiter.state).toBe('connected');
-    expect(held.signal.aborted).toBe(false);
-    await granted.release();
-  }, SESSION_MS * 5);
+  it(
+    "the node of the waiter's subscriber connection is killed: the waiter subscribes again on another node, and the release wakes it by notification",
+    async () => {
+      const [holder, waiter] = [await scope.open(), await scope.open()];
+      const [holderStates, waiterStates] = [watchStates(holder), watchStates(waiter)];
+      // A first wait shows which node the waiter's subscriber is on (the only connection in this cluster holding a channel).
+      const scout = await new FairMutex(holder, 'scout').acquire();
+      const giveUp = new AbortController();
+      const scouting = later(new FairMutex(waiter, 'scout').acquire({ signal: giveUp.signal }));
+      let nodes: RedisServer[] = [];
+      await eventually(
+        "the waiter's subscription",
+        async () => (nodes = await subscribedOn()).length > 0,
+        SESSION_MS / 2,
+      );
+      expect(nodes).toHaveLength(1);
+      const doomed = nodes[0]!;
+      giveUp.abort(new Error('scouted'));
+      await expect(scouting).rejects.toThrow('scouted');
+      await scout.release();
+      // The lock of the test lives on a master other than that node (a replica's death leaves its master's slots alone).
+      const doomedLine = (await clusterNodes(doomed.port)).find((node) => node.address === doomed.address)!;
+      let lock = '';
+      for (let i = 0; lock === '' && i < 200; i += 1) {
+        const { master } = await masterAndReplica(`${baseOf(scope.namespace, `job-${i}`)}:q`);
+        if (master !== doomed) lock = `job-${i}`;
+      }
+      const held = await new FairMutex(holder, lock).acquire();
+      const waiting = track(new FairMutex(waiter, lock).acquire({ timeoutMs: SESSION_MS * 3 }));
+      await expectQueueLength(holder, lock, 2);
+      await eventually(
+        "the waiter's subscription, on the same node",
+        async () => (nodes = await subscribedOn()).length > 0,
+        SESSION_MS / 2,
+      );
+      expect(nodes).toEqual([doomed]);
+      const replica = doomedLine.master
+        ? (await clusterNodes(doomed.port)).find((node) => node.masterId === doomedLine.id)
+        : undefined;
+      const killedAt = performance.now();
+      await doomed.kill('SIGKILL');
+      await eventually(
+        'the waiter subscribed on another node',
+        async () => {
+          nodes = await subscribedOn();
+          return nodes.length === 1 && nodes[0] !== doomed;
+        },
+        SESSION_MS,
+      );
+      const next = nodes[0]!;
+      const movedMs = performance.now() - killedAt;
+      // A killed master is failed over first (its slots hold the sessions' keys too).
+      const failoverMs = replica === undefined ? undefined : await promoted(serverAt(replica.address), killedAt);
+      expect(waiting.settled).toBe(false);
+      const { notifications, backstopWakes } = redisCounters;
+      await held.release();
+      const granted = await waiting.promise;
+      const woken = {
+        notifications: redisCounters.notifications - notifications,
+        backstopWakes: redisCounters.backstopWakes - backstopWakes,
+      };
+      console.info(
+        `subscriber: its node ${doomed.address} (${doomedLine.master ? 'a master' : 'a replica'}) killed; subscribed again on ${next.address} ${Math.round(movedMs)} ms later${failoverMs === undefined ? '' : `, failover ${Math.round(failoverMs)} ms`}; states holder ${JSON.stringify(holderStates)} waiter ${JSON.stringify(waiterStates)}; woken by ${JSON.stringify(woken)}`,
+      );
+      expect(woken).toEqual({ notifications: 1, backstopWakes: 0 });
+      expect(granted.fencingToken).toBeGreaterThan(held.fencingToken);
+      expect(waiter.state).toBe('connected');
+      expect(held.signal.aborted).toBe(false);
+      await granted.release();
+    },
+    SESSION_MS * 5,
+  );
 });
 
 describe('Redis Cluster: connecting while a master is down', () => {
@@ -432,14 +517,19 @@ describe('Redis Cluster: connecting while a master is down', () => {
     const [down, ...up] = cluster!.masters;
     await down!.kill('SIGKILL');
     const url = `redis://${up.map((member) => member.address).join(',')}?namespace=master-down`;
-    await eventually('the masters that are up see the other down', async () => {
-      const nodes = await reply(up[0]!.port, ['CLUSTER', 'NODES']);
-      return nodes.split(/\r?\n/).some((line) => line.includes(`:${down!.port}@`) && /\bfail\b/.test(line));
-    }, 10_000);
+    await eventually(
+      'the masters that are up see the other down',
+      async () => {
+        const nodes = await reply(up[0]!.port, ['CLUSTER', 'NODES']);
+        return nodes.split(/\r?\n/).some((line) => line.includes(`:${down!.port}@`) && /\bfail\b/.test(line));
+      },
+      10_000,
+    );
     const sessions: Session[] = [];
     try {
       // Each session key lands on the down master's slots with one chance in three.
-      for (let i = 0; i < 6; i += 1) sessions.push(await connect(url, { sessionTimeoutMs: 2_000, connectTimeoutMs: 8_000 }));
+      for (let i = 0; i < 6; i += 1)
+        sessions.push(await connect(url, { sessionTimeoutMs: 2_000, connectTimeoutMs: 8_000 }));
       for (const session of sessions) expect(session.state).toBe('connected');
     } finally {
       await Promise.all(sessions.map((session) => session.close()));

@@ -6,7 +6,7 @@ import type { Session } from '../../recipes/contract.js';
 import { LockLostError, SessionLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { TcpProxy } from '../harness/proxy.js';
-import { type RedisServer,startRedis } from '../harness/redis.js';
+import { type RedisServer, startRedis } from '../harness/redis.js';
 import { eventually, later } from '../support/wait.js';
 
 /** Short: expiry, loss and restart tests take a few seconds; every wait below is derived from it. */
@@ -15,7 +15,12 @@ const TIMEOUT_MS = 2_000;
 const MARGIN_MS = TIMEOUT_MS / 8;
 
 /** What each test started, stopped after it by PID (servers) or closed (proxies, sessions, clients). */
-const started: { servers: RedisServer[]; proxies: TcpProxy[]; sessions: Session[]; clients: Redis[] } = { servers: [], proxies: [], sessions: [], clients: [] };
+const started: { servers: RedisServer[]; proxies: TcpProxy[]; sessions: Session[]; clients: Redis[] } = {
+  servers: [],
+  proxies: [],
+  sessions: [],
+  clients: [],
+};
 
 afterEach(async () => {
   await Promise.allSettled(started.sessions.splice(0).map((session) => session.close()));
@@ -139,7 +144,9 @@ describe('Redis faults: a silent subscriber connection', () => {
     // The waiter's subscriber is the one connection of the proxy in subscribe mode.
     let port = 0;
     await eventually('the waiter subscribed', async () => {
-      const line = String(await direct.call('CLIENT', 'LIST', 'TYPE', 'pubsub')).split('\n').find((entry) => /sub=1/.test(entry));
+      const line = String(await direct.call('CLIENT', 'LIST', 'TYPE', 'pubsub'))
+        .split('\n')
+        .find((entry) => /sub=1/.test(entry));
       port = Number(/ addr=127\.0\.0\.1:(\d+)/.exec(line ?? '')?.[1] ?? 0);
       return port > 0;
     });
@@ -180,7 +187,7 @@ describe('Redis faults: the recovery from a silent connection', () => {
 });
 
 describe('Redis faults: a lost reply', () => {
-  it("an enqueue whose reply was lost while the acquire gave up: sent again, it finds its entry, which is withdrawn; the queue goes on", async () => {
+  it('an enqueue whose reply was lost while the acquire gave up: sent again, it finds its entry, which is withdrawn; the queue goes on', async () => {
     const redis = await server();
     const proxy = await proxyTo(redis);
     const { session } = await open(proxy.address, 'lost-reply');
@@ -189,7 +196,9 @@ describe('Redis faults: a lost reply', () => {
     const adopted = redisCounters.adopted;
     // The enqueue reaches the server, its reply never comes back, and the connection stays down a while.
     proxy.refuse();
-    const cut = proxy.dropAfterNextRequest((chunk) => /eval/i.test(chunk.toString()) && chunk.toString().includes('{lost-reply/gone}:q'));
+    const cut = proxy.dropAfterNextRequest(
+      (chunk) => /eval/i.test(chunk.toString()) && chunk.toString().includes('{lost-reply/gone}:q'),
+    );
     const giveUp = new AbortController();
     const gaveUp = new FairMutex(session, 'gone').acquire({ signal: giveUp.signal }).catch((error: unknown) => error);
     await cut;
@@ -200,7 +209,11 @@ describe('Redis faults: a lost reply', () => {
     // The enqueue is never abandoned half way: the acquire settles once its reply came, and gives up then.
     expect(await gaveUp).toMatchObject({ message: 'given up' });
     // Sent again after the reconnect, the enqueue finds its entry; the recipe then withdraws it.
-    await eventually('the entry withdrawn', async () => (await direct.hlen('baton:{lost-reply/gone}:q')) === 0, TIMEOUT_MS);
+    await eventually(
+      'the entry withdrawn',
+      async () => (await direct.hlen('baton:{lost-reply/gone}:q')) === 0,
+      TIMEOUT_MS,
+    );
     expect(redisCounters.adopted - adopted).toBe(1);
     expect(session.state).toBe('connected');
     const next = await new FairMutex(other, 'gone').acquire({ timeoutMs: TIMEOUT_MS });
@@ -232,7 +245,9 @@ describe('Redis faults: a full server', () => {
       expect(states).toEqual([]);
       expect(lock.signal.aborted).toBe(false);
       await expect(direct.set('probe', '1')).rejects.toThrow(/OOM/); // still full
-      const refused = await new FairMutex(other, 'other').acquire({ timeoutMs: TIMEOUT_MS }).catch((error: unknown) => error);
+      const refused = await new FairMutex(other, 'other')
+        .acquire({ timeoutMs: TIMEOUT_MS })
+        .catch((error: unknown) => error);
       expect(refused).toBeInstanceOf(Error);
       expect(String((refused as Error).cause ?? refused)).toMatch(/OOM/);
       await lock.release();
@@ -247,7 +262,9 @@ describe('Redis faults: the open', () => {
   it('the reply to the SET NX that makes the session key is lost: sent again, it finds the key it made, and the open succeeds', async () => {
     const redis = await server();
     const proxy = await proxyTo(redis);
-    const cut = proxy.dropAfterNextRequest((chunk) => /baton:session:/.test(chunk.toString()) && /\bNX\b/i.test(chunk.toString()));
+    const cut = proxy.dropAfterNextRequest(
+      (chunk) => /baton:session:/.test(chunk.toString()) && /\bNX\b/i.test(chunk.toString()),
+    );
     const opening = open(proxy.address, 'open-lost');
     await cut;
     const { session } = await opening;
@@ -283,7 +300,11 @@ describe('Redis faults: the server restarted', () => {
     await new Promise((resolve) => setTimeout(resolve, 50)); // the waiter's enqueue is written
     await redis.kill('SIGKILL');
     await redis.start();
-    await eventually('connected again', () => session.state === 'connected' && states.includes('suspended'), TIMEOUT_MS);
+    await eventually(
+      'connected again',
+      () => session.state === 'connected' && states.includes('suspended'),
+      TIMEOUT_MS,
+    );
     expect(lock.signal.aborted).toBe(false);
     expect(waiter.state).not.toBe('lost');
     // The scripts were forgotten with the restart: ioredis sends them again (NOSCRIPT, then EVAL).
@@ -301,7 +322,11 @@ describe('Redis faults: a failover to a replica that missed a write', () => {
     const replica = await server({ replicaOf: link.address });
     const replicaAdmin = admin(replica);
     const primaryAdmin = admin(primary);
-    await eventually('the replica in sync', async () => /master_link_status:up/.test(await replicaAdmin.info('replication')), 10_000);
+    await eventually(
+      'the replica in sync',
+      async () => /master_link_status:up/.test(await replicaAdmin.info('replication')),
+      10_000,
+    );
     const toA = await proxyTo(primary);
     const toB = await proxyTo(primary);
     const { session: a } = await open(toA.address, 'failover');
@@ -315,7 +340,11 @@ describe('Redis faults: a failover to a replica that missed a write', () => {
     // The replication link breaks; B's acquisition is written on the primary only.
     link.refuse();
     link.drop();
-    await eventually('the replica cut off', async () => /master_link_status:down/.test(await replicaAdmin.info('replication')), 5_000);
+    await eventually(
+      'the replica cut off',
+      async () => /master_link_status:down/.test(await replicaAdmin.info('replication')),
+      5_000,
+    );
     const held = await new FairMutex(b, 'fenced').acquire();
     expect(held.fencingToken).toBeGreaterThan(first.fencingToken);
     expect(await primaryAdmin.wait(1, 100)).toBe(0); // not on the replica
@@ -352,14 +381,22 @@ describe('Redis faults: a failover to a replica that missed a write', () => {
     const replica = await server({ replicaOf: link.address });
     const replicaAdmin = admin(replica);
     const primaryAdmin = admin(primary);
-    await eventually('the replica in sync', async () => /master_link_status:up/.test(await replicaAdmin.info('replication')), 10_000);
+    await eventually(
+      'the replica in sync',
+      async () => /master_link_status:up/.test(await replicaAdmin.info('replication')),
+      10_000,
+    );
     const toA = await proxyTo(primary);
     const { session: a } = await open(toA.address, 'failover');
     const held = await new FairMutex(a, 'released').acquire();
     expect(await primaryAdmin.wait(1, 1_000)).toBe(1);
     link.refuse();
     link.drop();
-    await eventually('the replica cut off', async () => /master_link_status:down/.test(await replicaAdmin.info('replication')), 5_000);
+    await eventually(
+      'the replica cut off',
+      async () => /master_link_status:down/.test(await replicaAdmin.info('replication')),
+      5_000,
+    );
     await held.release(); // answered by the primary, never replicated
     await replicaAdmin.replicaof('NO', 'ONE');
     toA.retarget({ port: replica.port });

@@ -25,5 +25,9 @@ export async function queueLength(session: Session, name: string): Promise<numbe
  * count is given a moment to settle; it must never stay wrong.
  */
 export async function expectQueueLength(session: Session, name: string, length: number): Promise<void> {
-  await eventually(`queue "${name}" holding ${length}`, async () => (await queueLength(session, name)) === length, 2_000);
+  await eventually(
+    `queue "${name}" holding ${length}`,
+    async () => (await queueLength(session, name)) === length,
+    2_000,
+  );
 }

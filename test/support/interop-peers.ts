@@ -1,11 +1,11 @@
-import { type ChildProcess,execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
-import { CURATOR_JARS, etcdctlBinary, KAZOO_PYTHON, type PeerTools,peerTools } from '../harness/install.js';
+import { CURATOR_JARS, etcdctlBinary, KAZOO_PYTHON, type PeerTools, peerTools } from '../harness/install.js';
 
 /**
  * Peers that lock with the real client libraries of other ecosystems, for interop tests: Apache
@@ -101,7 +101,9 @@ export function requirePeers(...kinds: (keyof PeerTools)[]): void {
   const available = peersAvailable();
   const missing = kinds.filter((kind) => !available[kind]);
   if (missing.length > 0) {
-    throw new Error(`interop peers missing: ${missing.join(', ')}; install with: sudo apt-get install -y ${missing.map((k) => PACKAGES[k]).join(' ')}`);
+    throw new Error(
+      `interop peers missing: ${missing.join(', ')}; install with: sudo apt-get install -y ${missing.map((k) => PACKAGES[k]).join(' ')}`,
+    );
   }
 }
 
@@ -210,7 +212,8 @@ class LineProcess {
   }
 
   send(command: string): void {
-    if (!this.alive || this.child.stdin === null || this.child.stdin.destroyed) throw this.failure(`cannot send "${command}": not running`);
+    if (!this.alive || this.child.stdin === null || this.child.stdin.destroyed)
+      throw this.failure(`cannot send "${command}": not running`);
     this.child.stdin.write(`${command}\n`);
   }
 
@@ -218,12 +221,19 @@ class LineProcess {
    * The first line from index `from` on that `match`es; rejects on a line that `fail`s first, on exit,
    * or after `timeoutMs`.
    */
-  waitLine(what: string, from: number, timeoutMs: number, match: (line: string) => boolean, fail: (line: string) => boolean = () => false): Promise<string> {
+  waitLine(
+    what: string,
+    from: number,
+    timeoutMs: number,
+    match: (line: string) => boolean,
+    fail: (line: string) => boolean = () => false,
+  ): Promise<string> {
     for (const line of this.lines.slice(from)) {
       if (match(line)) return Promise.resolve(line);
       if (fail(line)) return Promise.reject(this.failure(line));
     }
-    if (!this.alive) return Promise.reject(this.failure(`exited with ${this.exit?.code ?? this.exit?.signal} before ${what}`));
+    if (!this.alive)
+      return Promise.reject(this.failure(`exited with ${this.exit?.code ?? this.exit?.signal} before ${what}`));
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiters.delete(waiter);
@@ -303,7 +313,13 @@ class ProtocolPeer implements Peer {
     const proc = new LineProcess(name, command, args, (line) => peer?.onLine(line), { stdin: true });
     peer = new ProtocolPeer(name, proc);
     try {
-      await proc.waitLine('ready', 0, READY_TIMEOUT_MS, (line) => line === 'ready', (line) => line.startsWith('error '));
+      await proc.waitLine(
+        'ready',
+        0,
+        READY_TIMEOUT_MS,
+        (line) => line === 'ready',
+        (line) => line.startsWith('error '),
+      );
     } catch (error) {
       await proc.stop();
       throw error;
@@ -334,7 +350,13 @@ class ProtocolPeer implements Peer {
 
   async granted(timeoutMs = DEFAULT_TIMEOUT_MS): Promise<void> {
     if (this.acquiredFrom === undefined) throw this.proc.failure('granted() without acquire()');
-    await this.proc.waitLine('granted', this.acquiredFrom, timeoutMs, (line) => line === 'granted', (line) => line.startsWith('error ') || line === 'released');
+    await this.proc.waitLine(
+      'granted',
+      this.acquiredFrom,
+      timeoutMs,
+      (line) => line === 'granted',
+      (line) => line.startsWith('error ') || line === 'released',
+    );
   }
 
   isGranted(): boolean {
@@ -345,7 +367,13 @@ class ProtocolPeer implements Peer {
     const from = this.proc.lines.length;
     this.acquiredFrom = undefined;
     this.proc.send('release');
-    await this.proc.waitLine('released', from, timeoutMs, (line) => line === 'released', (line) => line.startsWith('error '));
+    await this.proc.waitLine(
+      'released',
+      from,
+      timeoutMs,
+      (line) => line === 'released',
+      (line) => line.startsWith('error '),
+    );
   }
 
   leader(timeoutMs = DEFAULT_TIMEOUT_MS): Promise<string | null> {
@@ -353,7 +381,13 @@ class ProtocolPeer implements Peer {
     const asked = this.leaderQueue.then(async () => {
       const from = this.proc.lines.length;
       this.proc.send('leader');
-      const line = await this.proc.waitLine('leader answer', from, timeoutMs, (l) => l === 'leader' || l.startsWith('leader '), (l) => l.startsWith('error leader'));
+      const line = await this.proc.waitLine(
+        'leader answer',
+        from,
+        timeoutMs,
+        (l) => l === 'leader' || l.startsWith('leader '),
+        (l) => l.startsWith('error leader'),
+      );
       const id = line.slice('leader '.length);
       return id === '' ? null : id;
     });
@@ -379,7 +413,13 @@ export function compileCuratorPeer(): Promise<string> {
     hookExit();
     const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-curator-peer-'));
     tempDirs.add(dir);
-    const javac = new LineProcess('javac CuratorPeer.java', 'javac', ['-cp', curatorClasspath(), '-d', dir, path.join(PEERS_DIR, 'CuratorPeer.java')], () => undefined, { stdin: false });
+    const javac = new LineProcess(
+      'javac CuratorPeer.java',
+      'javac',
+      ['-cp', curatorClasspath(), '-d', dir, path.join(PEERS_DIR, 'CuratorPeer.java')],
+      () => undefined,
+      { stdin: false },
+    );
     if (!(await javac.waitExit(60_000))) {
       javac.kill('SIGKILL');
       await javac.waitExit(5_000);
@@ -394,18 +434,46 @@ export function compileCuratorPeer(): Promise<string> {
 }
 
 /** A Curator peer on `path`, connected (resolves after `ready`). `id` is its participant id and node data. */
-export async function curatorPeer(opts: { connectString: string; path: string; recipe: CuratorRecipe; id?: string }): Promise<Peer> {
+export async function curatorPeer(opts: {
+  connectString: string;
+  path: string;
+  recipe: CuratorRecipe;
+  id?: string;
+}): Promise<Peer> {
   const dir = await compileCuratorPeer();
   const id = opts.id ?? defaultId('curator');
-  return ProtocolPeer.start(`curator ${opts.recipe} ${id}`, 'java', [...JVM, '-cp', curatorClasspath(dir), 'CuratorPeer', opts.connectString, opts.path, opts.recipe, id]);
+  return ProtocolPeer.start(`curator ${opts.recipe} ${id}`, 'java', [
+    ...JVM,
+    '-cp',
+    curatorClasspath(dir),
+    'CuratorPeer',
+    opts.connectString,
+    opts.path,
+    opts.recipe,
+    id,
+  ]);
 }
 
 /** A kazoo peer on `path`, connected (resolves after `ready`). `id` is its lock identifier (node data). */
-export async function kazooPeer(opts: { connectString: string; path: string; recipe: KazooRecipe; id?: string }): Promise<Peer> {
+export async function kazooPeer(opts: {
+  connectString: string;
+  path: string;
+  recipe: KazooRecipe;
+  id?: string;
+}): Promise<Peer> {
   requirePeers('kazoo');
   const id = opts.id ?? defaultId('kazoo');
   // -u: unbuffered; -s and -E: none of the user's site packages or PYTHON* variables.
-  return ProtocolPeer.start(`kazoo ${opts.recipe} ${id}`, KAZOO_PYTHON, ['-u', '-s', '-E', path.join(PEERS_DIR, 'kazoo_peer.py'), opts.connectString, opts.path, opts.recipe, id]);
+  return ProtocolPeer.start(`kazoo ${opts.recipe} ${id}`, KAZOO_PYTHON, [
+    '-u',
+    '-s',
+    '-E',
+    path.join(PEERS_DIR, 'kazoo_peer.py'),
+    opts.connectString,
+    opts.path,
+    opts.recipe,
+    id,
+  ]);
 }
 
 // ---- etcdctl ----
@@ -454,7 +522,10 @@ class EtcdctlProcessPeer implements EtcdctlPeer {
     const onLine = (line: string): void => {
       if (line.startsWith(`${this.lockName}/`)) this.grantedAt ??= performance.now();
     };
-    this.proc = new LineProcess(this.name, this.binary, [...this.global(), ...args], onLine, { stdin: false, stopSignal: 'SIGTERM' });
+    this.proc = new LineProcess(this.name, this.binary, [...this.global(), ...args], onLine, {
+      stdin: false,
+      stopSignal: 'SIGTERM',
+    });
   }
 
   async granted(timeoutMs = DEFAULT_TIMEOUT_MS): Promise<void> {
@@ -479,12 +550,23 @@ class EtcdctlProcessPeer implements EtcdctlPeer {
     // A holder unlocks and exits 0; a waiter's Lock/Campaign fails with "context canceled" (1); one
     // that was not yet listening for signals (it has no key yet then) dies of the SIGINT.
     const { code, signal } = proc.exit!;
-    if (!(code === 0 || (!wasGranted && (code === 1 || signal === 'SIGINT')))) throw proc.failure(`exited with ${code ?? signal} on SIGINT`);
+    if (!(code === 0 || (!wasGranted && (code === 1 || signal === 'SIGINT'))))
+      throw proc.failure(`exited with ${code ?? signal} on SIGINT`);
   }
 
   /** election: the leader's proposal; lock: the holder's key. Read as etcd's Election.Leader reads. */
   leader(timeoutMs = DEFAULT_TIMEOUT_MS): Promise<string | null> {
-    const args = [...this.global(), 'get', `${this.lockName}/`, '--prefix', '--sort-by=CREATE', '--order=ASCEND', '--limit=1', '-w', 'json'];
+    const args = [
+      ...this.global(),
+      'get',
+      `${this.lockName}/`,
+      '--prefix',
+      '--sort-by=CREATE',
+      '--order=ASCEND',
+      '--limit=1',
+      '-w',
+      'json',
+    ];
     return new Promise((resolve, reject) => {
       execFile(this.binary, args, { timeout: timeoutMs, encoding: 'utf8' }, (error, stdout, stderr) => {
         if (error) return reject(new Error(`${this.name}: etcdctl get failed: ${error.message}\n${stderr}`));
@@ -511,8 +593,20 @@ class EtcdctlProcessPeer implements EtcdctlPeer {
  * An etcdctl peer for `name` (its keys are `name/LEASE_HEX`); `acquire()` starts the etcdctl process.
  * `id` is the election proposal (its key's value); lock keys hold no value.
  */
-export async function etcdctlPeer(opts: { endpoints: string[]; name: string; recipe: EtcdctlRecipe; id?: string }): Promise<EtcdctlPeer> {
+export async function etcdctlPeer(opts: {
+  endpoints: string[];
+  name: string;
+  recipe: EtcdctlRecipe;
+  id?: string;
+}): Promise<EtcdctlPeer> {
   requirePeers('etcdctl');
   const id = opts.id ?? defaultId('etcdctl');
-  return new EtcdctlProcessPeer(`etcdctl ${opts.recipe} ${id}`, etcdctlBinary()!, opts.endpoints, opts.name, opts.recipe, id);
+  return new EtcdctlProcessPeer(
+    `etcdctl ${opts.recipe} ${id}`,
+    etcdctlBinary()!,
+    opts.endpoints,
+    opts.name,
+    opts.recipe,
+    id,
+  );
 }

@@ -1,5 +1,9 @@
 /** Polls `check` until it returns true; bounded by `timeoutMs`, after which it throws naming `what`. */
-export async function eventually(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+export async function eventually(
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 10_000,
+): Promise<void> {
   const started = Date.now();
   let delay = 2;
   while (!(await check())) {
@@ -10,8 +14,16 @@ export async function eventually(what: string, check: () => boolean | Promise<bo
 }
 
 /** A promise's settled state without waiting for it, and its rejection if it rejected. */
-export function track<T>(promise: Promise<T>): { readonly settled: boolean; readonly failure: { readonly error: unknown } | undefined; readonly promise: Promise<T> } {
-  const state: { settled: boolean; failure: { error: unknown } | undefined; promise: Promise<T> } = { settled: false, failure: undefined, promise };
+export function track<T>(promise: Promise<T>): {
+  readonly settled: boolean;
+  readonly failure: { readonly error: unknown } | undefined;
+  readonly promise: Promise<T>;
+} {
+  const state: { settled: boolean; failure: { error: unknown } | undefined; promise: Promise<T> } = {
+    settled: false,
+    failure: undefined,
+    promise,
+  };
   promise.then(
     () => (state.settled = true),
     (error: unknown) => {

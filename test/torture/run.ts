@@ -15,24 +15,48 @@ function number(what: string, min: number, max: number, integer: boolean) {
   return (value: string): number => {
     const parsed = Number(value);
     if (!Number.isFinite(parsed) || parsed < min || parsed > max || (integer && !Number.isInteger(parsed))) {
-      throw new InvalidArgumentError(`${what} must be ${integer ? 'an integer' : 'a number'} from ${min} to ${max}, got "${value}"`);
+      throw new InvalidArgumentError(
+        `${what} must be ${integer ? 'an integer' : 'a number'} from ${min} to ${max}, got "${value}"`,
+      );
     }
     return parsed;
   };
 }
 
 const program = new Command('torture')
-  .description('Contend on one lock from several processes under random faults (member kills or server restarts, partitions, short disconnects, server-side expiries, terminated backends) and check mutual exclusion and fencing. On a Redis Cluster the contender faults are server-side expiries only (its client finds the nodes itself, past any proxy).')
-  .addOption(new Option('--backend <backend>', 'the layout to start: a 3-node ZooKeeper ensemble or etcd cluster, one PostgreSQL server, one Redis primary, or a Redis Cluster of 3 masters').choices(['zk', 'etcd', 'postgres', 'redis', 'redis-cluster']).makeOptionMandatory())
+  .description(
+    'Contend on one lock from several processes under random faults (member kills or server restarts, partitions, short disconnects, server-side expiries, terminated backends) and check mutual exclusion and fencing. On a Redis Cluster the contender faults are server-side expiries only (its client finds the nodes itself, past any proxy).',
+  )
+  .addOption(
+    new Option(
+      '--backend <backend>',
+      'the layout to start: a 3-node ZooKeeper ensemble or etcd cluster, one PostgreSQL server, one Redis primary, or a Redis Cluster of 3 masters',
+    )
+      .choices(['zk', 'etcd', 'postgres', 'redis', 'redis-cluster'])
+      .makeOptionMandatory(),
+  )
   .option('--minutes <n>', 'how long to inject faults', number('--minutes', 0.1, 24 * 60, false), 1)
   .option('--workers <n>', 'contending processes', number('--workers', 2, 32, true), 8)
   .option('--seed <n>', 'seed of the fault schedule (default: random, printed)', number('--seed', 0, 2 ** 31 - 1, true))
-  .option('--timeout <ms>', 'ZooKeeper session timeout / etcd lease TTL (whole seconds on etcd) / PostgreSQL lease / Redis session key expiry', number('--timeout', 2_000, 60_000, true), 4_000)
+  .option(
+    '--timeout <ms>',
+    'ZooKeeper session timeout / etcd lease TTL (whole seconds on etcd) / PostgreSQL lease / Redis session key expiry',
+    number('--timeout', 2_000, 60_000, true),
+    4_000,
+  )
   .option('--json <file>', 'also write the summary as JSON to this file')
   .option('--quiet', 'do not print each fault as it is injected');
 
 program.parse();
-const opts = program.opts<{ backend: TortureBackend; minutes: number; workers: number; seed?: number; timeout: number; json?: string; quiet?: boolean }>();
+const opts = program.opts<{
+  backend: TortureBackend;
+  minutes: number;
+  workers: number;
+  seed?: number;
+  timeout: number;
+  json?: string;
+  quiet?: boolean;
+}>();
 
 await ensureServersInstalled();
 const summary = await torture({

@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest';
 
-import { alternate, alternateBlocks, balancedPeriod, balancedRound, pairedRange, quantile, ratioInterval, wholePeriods } from '../../bench/stats.js';
+import {
+  alternate,
+  alternateBlocks,
+  balancedPeriod,
+  balancedRound,
+  pairedRange,
+  quantile,
+  ratioInterval,
+  wholePeriods,
+} from '../../bench/stats.js';
 
 // The benchmark's ratios are only fair if every kind meets the same neighbours and places over a run:
 // a kind always run last in a round, or always right after the same other kind, measured differently.
@@ -15,7 +24,8 @@ describe('balancedRound (the order of alternating benchmark blocks)', () => {
         const order = balancedRound(kinds, round);
         expect([...order].sort()).toEqual(kinds);
         order.forEach((kind, place) => places.set(`${kind}@${place}`, (places.get(`${kind}@${place}`) ?? 0) + 1));
-        for (let i = 1; i < n; i += 1) follows.set(`${order[i - 1]}>${order[i]}`, (follows.get(`${order[i - 1]}>${order[i]}`) ?? 0) + 1);
+        for (let i = 1; i < n; i += 1)
+          follows.set(`${order[i - 1]}>${order[i]}`, (follows.get(`${order[i - 1]}>${order[i]}`) ?? 0) + 1);
       }
       const perPlace = period / n;
       expect(places.size).toBe(n * n);
@@ -41,19 +51,24 @@ describe('balancedRound (the order of alternating benchmark blocks)', () => {
   it('runs whole periods, with about as many cycles in all as asked for', async () => {
     const ran: string[] = [];
     const cycles: Record<string, number> = {};
-    const block = (name: string) => async (count: number): Promise<number[]> => {
-      ran.push(name);
-      cycles[name] = (cycles[name] ?? 0) + count;
-      return Array.from({ length: count }, () => 1);
-    };
-    const samples = await alternate({ A: block('A'), B: block('B'), C: block('C') }, { blocks: 4, perBlock: 30, warmup: 0 });
+    const block =
+      (name: string) =>
+      async (count: number): Promise<number[]> => {
+        ran.push(name);
+        cycles[name] = (cycles[name] ?? 0) + count;
+        return Array.from({ length: count }, () => 1);
+      };
+    const samples = await alternate(
+      { A: block('A'), B: block('B'), C: block('C') },
+      { blocks: 4, perBlock: 30, warmup: 0 },
+    );
     // Four asked-for blocks of 30 of three kinds become one period, six blocks of 20.
     expect(ran.length).toBe(3 + 6 * 3); // the warm-up block of each, then the rounds
     expect(cycles).toEqual({ A: 120, B: 120, C: 120 });
     expect(samples.A).toHaveLength(120);
   });
 
-  it('keeps each round\'s block apart when asked (alternateBlocks): block i of every kind ran in round i', async () => {
+  it("keeps each round's block apart when asked (alternateBlocks): block i of every kind ran in round i", async () => {
     let calls = 0;
     // Calls 0 and 1 are the warm-ups; from then on every two calls make a round. Each block answers
     // with the round it ran in.
@@ -73,14 +88,32 @@ describe('ratioInterval (how far a ratio of medians would move in another run)',
   const rounds = (values: number[][]): number[][] => values;
 
   it('is a single point when every round gives the same ratio', () => {
-    const a = rounds([[1, 2, 3], [10, 20, 30], [4, 5, 6]]);
+    const a = rounds([
+      [1, 2, 3],
+      [10, 20, 30],
+      [4, 5, 6],
+    ]);
     const b = a.map((block) => block.map((x) => x * 2));
     expect(ratioInterval(a, b)).toEqual([0.5, 0.5]);
   });
 
   it('spans the ratios of rounds that differ, around the ratio of the whole run, and is the same for the same samples', () => {
-    const a = rounds([[1.0, 1.0, 1.0], [1.2, 1.2, 1.2], [1.0, 1.0, 1.0], [1.1, 1.1, 1.1], [0.9, 0.9, 0.9], [1.05, 1.05, 1.05]]);
-    const b = rounds([[1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]);
+    const a = rounds([
+      [1.0, 1.0, 1.0],
+      [1.2, 1.2, 1.2],
+      [1.0, 1.0, 1.0],
+      [1.1, 1.1, 1.1],
+      [0.9, 0.9, 0.9],
+      [1.05, 1.05, 1.05],
+    ]);
+    const b = rounds([
+      [1.0, 1.0, 1.0],
+      [1.0, 1.0, 1.0],
+      [1.0, 1.0, 1.0],
+      [1.0, 1.0, 1.0],
+      [1.0, 1.0, 1.0],
+      [1.0, 1.0, 1.0],
+    ]);
     const [low, high] = ratioInterval(a, b);
     const whole = quantile(a.flat(), 0.5) / quantile(b.flat(), 0.5);
     expect(low).toBeLessThan(high);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import type { Entry } from '../../recipes/contract.js';
-import { type Decide,exclusive, shared } from '../../recipes/decide.js';
+import { type Decide, exclusive, shared } from '../../recipes/decide.js';
 import { PermitsMismatchError } from '../../recipes/errors.js';
 import { semaphoreDecide } from '../../recipes/permits.js';
 import { entriesFromRange, entryKey, queuePrefix, type StoredKey } from '../../src/backends/etcd/keys.js';
@@ -59,7 +59,13 @@ const DOWNGRADE: Row[] = [
   ["the read at its writer's order: does not wait for that writer", shared, 'write@4 read@4 write@6', 1, null],
   ['the read, alone once the writer is gone: proceeds', shared, 'read@4 write@6', 0, null],
   ['a writer that queued later: waits for the read', exclusive, 'write@4 read@4 write@6', 2, 1],
-  ['readers that queued right behind the writer: proceed once the writer is gone', shared, 'read@4 read@5 read@6 write@7', 2, null],
+  [
+    'readers that queued right behind the writer: proceed once the writer is gone',
+    shared,
+    'read@4 read@5 read@6 write@7',
+    2,
+    null,
+  ],
   ['readers that queued right behind the writer: still wait while it is there', shared, 'write@4 read@4 read@5', 2, 0],
   ['a reader that queued later waits for the later writer only', shared, 'read@4 write@6 read@7', 2, 1],
   ['a mutex entry that queued later: waits for the read', exclusive, 'read@4 lock@5', 1, 0],
@@ -106,7 +112,9 @@ describe('decide: who must go first', () => {
     for (const decide of [exclusive, shared]) {
       for (let self = 0; self < queue.length; self += 1) {
         const upTo = queue.slice(0, self + 1);
-        expect(decide(upTo, queue[self]!), `${decide === exclusive ? 'exclusive' : 'shared'} at ${self}`).toBe(decide(queue, queue[self]!));
+        expect(decide(upTo, queue[self]!), `${decide === exclusive ? 'exclusive' : 'shared'} at ${self}`).toBe(
+          decide(queue, queue[self]!),
+        );
       }
     }
   });
@@ -124,18 +132,95 @@ const BATON = '_c_7c9e6679-7425-40de-944b-e07fc1f90ae7-';
 const seq = (n: number): string => String(n).padStart(10, '0');
 
 const ZOOKEEPER: NamedRow[] = [
-  ['mutex behind a Curator InterProcessMutex', exclusive, [`${BATON}lock-${seq(2)}`, `${CURATOR}lock-${seq(1)}`], `${BATON}lock-${seq(2)}`, `${CURATOR}lock-${seq(1)}`],
-  ['mutex behind an unprotected Curator lock', exclusive, [`lock-${seq(1)}`, `${BATON}lock-${seq(2)}`], `${BATON}lock-${seq(2)}`, `lock-${seq(1)}`],
-  ['mutex behind a kazoo Lock', exclusive, [`${KAZOO}__lock__${seq(1)}`, `${BATON}lock-${seq(2)}`], `${BATON}lock-${seq(2)}`, `${KAZOO}__lock__${seq(1)}`],
-  ['read behind a Curator __READ__ and a kazoo __rlock__: proceeds', shared, [`${CURATOR}__READ__${seq(1)}`, `${KAZOO}__rlock__${seq(2)}`, `${BATON}__READ__${seq(3)}`], `${BATON}__READ__${seq(3)}`, null],
-  ['read behind a Curator __WRIT__: waits for it', shared, [`${CURATOR}__WRIT__${seq(1)}`, `${BATON}__READ__${seq(2)}`], `${BATON}__READ__${seq(2)}`, `${CURATOR}__WRIT__${seq(1)}`],
-  ["read behind a kazoo WriteLock (kazoo names it __lock__): waits for it", shared, [`${KAZOO}__lock__${seq(1)}`, `${BATON}__READ__${seq(2)}`], `${BATON}__READ__${seq(2)}`, `${KAZOO}__lock__${seq(1)}`],
-  ['write behind a kazoo ReadLock: waits for it', exclusive, [`${KAZOO}__rlock__${seq(1)}`, `${BATON}__WRIT__${seq(2)}`], `${BATON}__WRIT__${seq(2)}`, `${KAZOO}__rlock__${seq(1)}`],
-  ['candidate behind a Curator LeaderLatch', exclusive, [`${CURATOR}latch-${seq(3)}`, `${BATON}latch-${seq(4)}`], `${BATON}latch-${seq(4)}`, `${CURATOR}latch-${seq(3)}`],
-  ['read behind a baton 0.1 write (still read): waits for it', shared, [`${CURATOR}write-${seq(1)}`, `${BATON}__READ__${seq(2)}`], `${BATON}__READ__${seq(2)}`, `${CURATOR}write-${seq(1)}`],
-  ['downgrade: the read at the write\'s sequence sorts after it, and a later writer waits for the read', exclusive, [`${BATON}__WRIT__${seq(5)}`, `${CURATOR}__WRIT__${seq(6)}`, `${BATON}__READ__${seq(4)}`, `${BATON}__WRIT__${seq(4)}`], `${CURATOR}__WRIT__${seq(6)}`, `${BATON}__WRIT__${seq(5)}`],
-  ['downgrade: the read placed at the write does not wait for it', shared, [`${BATON}__READ__${seq(4)}`, `${BATON}__WRIT__${seq(4)}`], `${BATON}__READ__${seq(4)}`, null],
-  ['a foreign child is no entry: it blocks nobody', exclusive, ['stray', `${BATON}lock-${seq(2)}`], `${BATON}lock-${seq(2)}`, null],
+  [
+    'mutex behind a Curator InterProcessMutex',
+    exclusive,
+    [`${BATON}lock-${seq(2)}`, `${CURATOR}lock-${seq(1)}`],
+    `${BATON}lock-${seq(2)}`,
+    `${CURATOR}lock-${seq(1)}`,
+  ],
+  [
+    'mutex behind an unprotected Curator lock',
+    exclusive,
+    [`lock-${seq(1)}`, `${BATON}lock-${seq(2)}`],
+    `${BATON}lock-${seq(2)}`,
+    `lock-${seq(1)}`,
+  ],
+  [
+    'mutex behind a kazoo Lock',
+    exclusive,
+    [`${KAZOO}__lock__${seq(1)}`, `${BATON}lock-${seq(2)}`],
+    `${BATON}lock-${seq(2)}`,
+    `${KAZOO}__lock__${seq(1)}`,
+  ],
+  [
+    'read behind a Curator __READ__ and a kazoo __rlock__: proceeds',
+    shared,
+    [`${CURATOR}__READ__${seq(1)}`, `${KAZOO}__rlock__${seq(2)}`, `${BATON}__READ__${seq(3)}`],
+    `${BATON}__READ__${seq(3)}`,
+    null,
+  ],
+  [
+    'read behind a Curator __WRIT__: waits for it',
+    shared,
+    [`${CURATOR}__WRIT__${seq(1)}`, `${BATON}__READ__${seq(2)}`],
+    `${BATON}__READ__${seq(2)}`,
+    `${CURATOR}__WRIT__${seq(1)}`,
+  ],
+  [
+    'read behind a kazoo WriteLock (kazoo names it __lock__): waits for it',
+    shared,
+    [`${KAZOO}__lock__${seq(1)}`, `${BATON}__READ__${seq(2)}`],
+    `${BATON}__READ__${seq(2)}`,
+    `${KAZOO}__lock__${seq(1)}`,
+  ],
+  [
+    'write behind a kazoo ReadLock: waits for it',
+    exclusive,
+    [`${KAZOO}__rlock__${seq(1)}`, `${BATON}__WRIT__${seq(2)}`],
+    `${BATON}__WRIT__${seq(2)}`,
+    `${KAZOO}__rlock__${seq(1)}`,
+  ],
+  [
+    'candidate behind a Curator LeaderLatch',
+    exclusive,
+    [`${CURATOR}latch-${seq(3)}`, `${BATON}latch-${seq(4)}`],
+    `${BATON}latch-${seq(4)}`,
+    `${CURATOR}latch-${seq(3)}`,
+  ],
+  [
+    'read behind a baton 0.1 write (still read): waits for it',
+    shared,
+    [`${CURATOR}write-${seq(1)}`, `${BATON}__READ__${seq(2)}`],
+    `${BATON}__READ__${seq(2)}`,
+    `${CURATOR}write-${seq(1)}`,
+  ],
+  [
+    "downgrade: the read at the write's sequence sorts after it, and a later writer waits for the read",
+    exclusive,
+    [
+      `${BATON}__WRIT__${seq(5)}`,
+      `${CURATOR}__WRIT__${seq(6)}`,
+      `${BATON}__READ__${seq(4)}`,
+      `${BATON}__WRIT__${seq(4)}`,
+    ],
+    `${CURATOR}__WRIT__${seq(6)}`,
+    `${BATON}__WRIT__${seq(5)}`,
+  ],
+  [
+    'downgrade: the read placed at the write does not wait for it',
+    shared,
+    [`${BATON}__READ__${seq(4)}`, `${BATON}__WRIT__${seq(4)}`],
+    `${BATON}__READ__${seq(4)}`,
+    null,
+  ],
+  [
+    'a foreign child is no entry: it blocks nobody',
+    exclusive,
+    ['stray', `${BATON}lock-${seq(2)}`],
+    `${BATON}lock-${seq(2)}`,
+    null,
+  ],
 ];
 
 describe("decide on ZooKeeper listings: Curator's, kazoo's and baton's names in one queue", () => {
@@ -159,19 +244,59 @@ const baton = (lease: string, kind: string, revision: number, at?: number, slot 
   lease,
 });
 /** The key etcd's Go Mutex or Election writes: the prefix and the lease id in hex, with that lease. */
-const goKey = (lease: string, revision: number): StoredKey => ({ key: `${PREFIX}${hex(lease)}`, create_revision: String(revision), lease });
+const goKey = (lease: string, revision: number): StoredKey => ({
+  key: `${PREFIX}${hex(lease)}`,
+  create_revision: String(revision),
+  lease,
+});
 
 /** [what, rule, stored keys in any order, index of the deciding key, index of the key it waits for or null] */
 type EtcdRow = [what: string, rule: Decide, kvs: StoredKey[], self: number, blocker: number | null];
 
 const ETCD: EtcdRow[] = [
   ['mutex behind a Go Mutex key: waits for it', exclusive, [goKey(LEASE_B, 10), baton(LEASE_A, 'lock', 11)], 1, 0],
-  ['read behind a Go key: waits for it', shared, [baton(LEASE_A, 'read', 12), goKey(LEASE_B, 10), baton(LEASE_A, 'read', 11, undefined, 1)], 0, 1],
-  ['candidate behind a Go Election key: waits for it', exclusive, [goKey(LEASE_B, 3), baton(LEASE_A, 'candidate', 7)], 1, 0],
-  ['a Go-named key without its lease is no entry: blocks nobody', exclusive, [{ ...goKey(LEASE_B, 3), lease: '0' }, baton(LEASE_A, 'lock', 7)], 1, null],
-  ['a baton-named key without its lease is no entry: blocks nobody', exclusive, [{ ...baton(LEASE_B, 'lock', 3), lease: LEASE_A }, baton(LEASE_A, 'lock', 7)], 1, null],
-  ['downgrade: the read placed at order 5 sorts right after the write at 5, ahead of a writer at 6', exclusive, [baton(LEASE_B, 'write', 6), baton(LEASE_A, 'read', 9, 5, 1), baton(LEASE_A, 'write', 5)], 0, 1],
-  ['downgrade: the placed read does not wait for its write', shared, [baton(LEASE_A, 'read', 9, 5, 1), baton(LEASE_A, 'write', 5)], 0, null],
+  [
+    'read behind a Go key: waits for it',
+    shared,
+    [baton(LEASE_A, 'read', 12), goKey(LEASE_B, 10), baton(LEASE_A, 'read', 11, undefined, 1)],
+    0,
+    1,
+  ],
+  [
+    'candidate behind a Go Election key: waits for it',
+    exclusive,
+    [goKey(LEASE_B, 3), baton(LEASE_A, 'candidate', 7)],
+    1,
+    0,
+  ],
+  [
+    'a Go-named key without its lease is no entry: blocks nobody',
+    exclusive,
+    [{ ...goKey(LEASE_B, 3), lease: '0' }, baton(LEASE_A, 'lock', 7)],
+    1,
+    null,
+  ],
+  [
+    'a baton-named key without its lease is no entry: blocks nobody',
+    exclusive,
+    [{ ...baton(LEASE_B, 'lock', 3), lease: LEASE_A }, baton(LEASE_A, 'lock', 7)],
+    1,
+    null,
+  ],
+  [
+    'downgrade: the read placed at order 5 sorts right after the write at 5, ahead of a writer at 6',
+    exclusive,
+    [baton(LEASE_B, 'write', 6), baton(LEASE_A, 'read', 9, 5, 1), baton(LEASE_A, 'write', 5)],
+    0,
+    1,
+  ],
+  [
+    'downgrade: the placed read does not wait for its write',
+    shared,
+    [baton(LEASE_A, 'read', 9, 5, 1), baton(LEASE_A, 'write', 5)],
+    0,
+    null,
+  ],
 ];
 
 describe("decide on etcd ranges: baton's keys and etcd's Go recipes' keys in one queue", () => {
@@ -191,8 +316,20 @@ const SEMAPHORE_CASES: [string, number, string, number, number | number[] | null
   ['fits beside the holders', 4, [s(1, 1), s(2, 2), s(1, 3)].join(' '), 2, null],
   ['the first waiter watches every holder ahead', 4, [s(1, 1), s(2, 2), s(2, 3)].join(' '), 2, [0, 1]],
   ['a later waiter watches the waiter before it', 4, [s(3, 1), s(2, 2), s(1, 3)].join(' '), 2, 1],
-  ['strict FIFO: a small ask behind a large one waits although it would fit', 4, [s(2, 1), s(3, 2), s(1, 3)].join(' '), 2, 1],
-  ['a waiter granted and put again at its place counts once', 4, [s(2, 1), s(2, 2), s(2, 2), s(1, 3)].join(' '), 3, [0, 1, 2]],
+  [
+    'strict FIFO: a small ask behind a large one waits although it would fit',
+    4,
+    [s(2, 1), s(3, 2), s(1, 3)].join(' '),
+    2,
+    1,
+  ],
+  [
+    'a waiter granted and put again at its place counts once',
+    4,
+    [s(2, 1), s(2, 2), s(2, 2), s(1, 3)].join(' '),
+    3,
+    [0, 1, 2],
+  ],
   ['entries behind it do not matter', 2, [s(1, 1, 2), s(2, 2, 2)].join(' '), 0, null],
 ];
 
@@ -200,7 +337,8 @@ describe('decide: semaphore', () => {
   it.each(SEMAPHORE_CASES)('%s', (_what, permits, spec, self, blockers) => {
     const queue = queueOf(spec);
     const found = semaphoreDecide(permits, 'semaphore "q"')(queue, queue[self]!);
-    const indexes = found === null ? null : Array.isArray(found) ? found.map((e) => queue.indexOf(e)) : queue.indexOf(found as Entry);
+    const indexes =
+      found === null ? null : Array.isArray(found) ? found.map((e) => queue.indexOf(e)) : queue.indexOf(found as Entry);
     expect(indexes).toEqual(blockers);
   });
 

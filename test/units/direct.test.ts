@@ -2,7 +2,15 @@ import zookeeper from 'node-zookeeper-client';
 import { afterEach, describe, expect, it } from 'vitest';
 
 import type { Start } from '../../src/backends/requests.js';
-import { aclFor, createEntryStart, createStart, getChildrenStart, reachLeaderStart, removeStart, watchDataStart } from '../../src/backends/zookeeper/client.js';
+import {
+  aclFor,
+  createEntryStart,
+  createStart,
+  getChildrenStart,
+  reachLeaderStart,
+  removeStart,
+  watchDataStart,
+} from '../../src/backends/zookeeper/client.js';
 import { directQueue, sendDirectly } from '../../src/backends/zookeeper/direct.js';
 import { compiledRecords } from '../../src/backends/zookeeper/jute.js';
 
@@ -26,7 +34,9 @@ function recordingClient(options: { retries?: number } = {}): { client: zookeepe
   const client = zookeeper.createClient('127.0.0.1:1', { sessionTimeout: 4_000, ...options });
   clients.push(client);
   const queued: Queued[] = [];
-  const manager = (client as unknown as { connectionManager: { queue(request: Queued['request'], callback: Callback): void } }).connectionManager;
+  const manager = (
+    client as unknown as { connectionManager: { queue(request: Queued['request'], callback: Callback): void } }
+  ).connectionManager;
   manager.queue = (request, callback) => {
     queued.push({ request, callback });
   };
@@ -47,17 +57,42 @@ const watcher = (): void => undefined;
 
 /** The paths the client holds a data watcher for (registered by a watched read that succeeded). */
 function watchedPaths(client: zookeeper.Client): string[] {
-  return (client as unknown as { connectionManager: { watcherManager: { getDataWatcherPaths(): string[] } } }).connectionManager.watcherManager.getDataWatcherPaths();
+  return (
+    client as unknown as { connectionManager: { watcherManager: { getDataWatcherPaths(): string[] } } }
+  ).connectionManager.watcherManager.getDataWatcherPaths();
 }
 
 describe('requests handed to the connection manager directly', () => {
   const cases: [string, (client: zookeeper.Client) => Start<unknown>, Record<string, unknown>][] = [
-    ['create, open ACL, sequential', (c) => createStart(c, '/baton/q/_c_x-lock-', zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL), { path: '/baton/q/_c_x-lock-0000000007' }],
-    ['create with data and a creator ACL', (c) => createStart(c, '/a/b', zookeeper.CreateMode.PERSISTENT, Buffer.from('candidate-7'), aclFor('creator-all-world-read')), { path: '/a/b' }],
-    ['create with empty data', (c) => createStart(c, '/a', zookeeper.CreateMode.EPHEMERAL, Buffer.alloc(0), aclFor('creator-only')), { path: '/a' }],
+    [
+      'create, open ACL, sequential',
+      (c) => createStart(c, '/baton/q/_c_x-lock-', zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL),
+      { path: '/baton/q/_c_x-lock-0000000007' },
+    ],
+    [
+      'create with data and a creator ACL',
+      (c) =>
+        createStart(
+          c,
+          '/a/b',
+          zookeeper.CreateMode.PERSISTENT,
+          Buffer.from('candidate-7'),
+          aclFor('creator-all-world-read'),
+        ),
+      { path: '/a/b' },
+    ],
+    [
+      'create with empty data',
+      (c) => createStart(c, '/a', zookeeper.CreateMode.EPHEMERAL, Buffer.alloc(0), aclFor('creator-only')),
+      { path: '/a' },
+    ],
     ['delete', (c) => removeStart(c, '/baton/q/_c_x-lock-0000000007'), {}],
     ['list', (c) => getChildrenStart(c, '/baton/q'), { children: ['_c_x-lock-0000000007', 'y'], stat }],
-    ['watched read', (c) => watchDataStart(c, '/baton/q/_c_x-lock-0000000006', watcher), { data: Buffer.from('x'), stat }],
+    [
+      'watched read',
+      (c) => watchDataStart(c, '/baton/q/_c_x-lock-0000000006', watcher),
+      { data: Buffer.from('x'), stat },
+    ],
   ];
 
   it.each(cases)('%s: the same bytes, the same answers as through the client', (_name, make, payload) => {
@@ -65,7 +100,13 @@ describe('requests handed to the connection manager directly', () => {
     const through = recordingClient({ retries: 1 }); // a client with retries goes through its own methods
     expect(directQueue(direct.client)).toBeDefined();
     expect(directQueue(through.client)).toBeUndefined();
-    const [noNode, exists, lost] = [zookeeper.Exception.NO_NODE, zookeeper.Exception.NODE_EXISTS, zookeeper.Exception.CONNECTION_LOSS].map((code) => (zookeeper.Exception as unknown as { create(code: number, path: string): Error }).create(code, '/baton/q'));
+    const [noNode, exists, lost] = [
+      zookeeper.Exception.NO_NODE,
+      zookeeper.Exception.NODE_EXISTS,
+      zookeeper.Exception.CONNECTION_LOSS,
+    ].map((code) =>
+      (zookeeper.Exception as unknown as { create(code: number, path: string): Error }).create(code, '/baton/q'),
+    );
     const answers: ((callback: Callback) => void)[] = [
       (callback) => callback(null, { payload }),
       (callback) => callback(undefined, { payload }),
@@ -87,7 +128,12 @@ describe('requests handed to the connection manager directly', () => {
 
   it('refuses a bad path as the client does, before anything is queued', () => {
     const { client, queued } = recordingClient();
-    for (const make of [(c: zookeeper.Client) => createStart(c, 'relative', 0), (c: zookeeper.Client) => removeStart(c, '/trailing/'), (c: zookeeper.Client) => getChildrenStart(c, ''), (c: zookeeper.Client) => watchDataStart(c, 'x/', watcher)]) {
+    for (const make of [
+      (c: zookeeper.Client) => createStart(c, 'relative', 0),
+      (c: zookeeper.Client) => removeStart(c, '/trailing/'),
+      (c: zookeeper.Client) => getChildrenStart(c, ''),
+      (c: zookeeper.Client) => watchDataStart(c, 'x/', watcher),
+    ]) {
       expect(() => make(client)(() => undefined)).toThrow(/path/i);
     }
     expect(queued).toEqual([]);
@@ -102,9 +148,15 @@ describe('requests handed to the connection manager directly', () => {
   it('registers the watcher of a watched read as the client does: once it succeeded, not for a missing node', () => {
     const direct = recordingClient();
     const through = recordingClient({ retries: 1 });
-    const noNode = (zookeeper.Exception as unknown as { create(code: number, path: string): Error }).create(zookeeper.Exception.NO_NODE, '/gone');
+    const noNode = (zookeeper.Exception as unknown as { create(code: number, path: string): Error }).create(
+      zookeeper.Exception.NO_NODE,
+      '/gone',
+    );
     for (const { client, queued } of [direct, through]) {
-      expect(outcome(watchDataStart(client, '/gone', watcher), queued, (callback) => callback(noNode))).toEqual([null, false]);
+      expect(outcome(watchDataStart(client, '/gone', watcher), queued, (callback) => callback(noNode))).toEqual([
+        null,
+        false,
+      ]);
       const told: unknown[] = [];
       watchDataStart(client, '/here', watcher)((...args) => told.push(args));
       // Not before the answer: a read that fails leaves no watch behind.
@@ -117,18 +169,32 @@ describe('requests handed to the connection manager directly', () => {
 });
 
 describe('the create of an entry, a CREATE2 the client has no method for', () => {
-  it('goes on the wire as the client\'s create would, with the type CREATE2 (15), and gives back the path and the czxid', () => {
+  it("goes on the wire as the client's create would, with the type CREATE2 (15), and gives back the path and the czxid", () => {
     const direct = recordingClient();
     const through = recordingClient({ retries: 1 });
     const path = '/baton/q/_c_x-lock-';
     const told: unknown[][] = [];
-    createEntryStart(direct.client, path, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, Buffer.from('d'), aclFor('creator-only'))((...args) => told.push(args));
-    createStart(through.client, path, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, Buffer.from('d'), aclFor('creator-only'))(() => undefined);
+    createEntryStart(
+      direct.client,
+      path,
+      zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL,
+      Buffer.from('d'),
+      aclFor('creator-only'),
+    )((...args) => told.push(args));
+    createStart(
+      through.client,
+      path,
+      zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL,
+      Buffer.from('d'),
+      aclFor('creator-only'),
+    )(() => undefined);
     const [ours, theirs] = [direct.queued.at(-1)!.request.toBuffer(), through.queued.at(-1)!.request.toBuffer()];
     expect(ours.readInt32BE(8)).toBe(15);
     expect(theirs.readInt32BE(8)).toBe(1); // the client's CREATE
     // Everything else (length, xid, path, data, ACL, flags) is the very same bytes.
-    expect(Buffer.concat([ours.subarray(0, 8), ours.subarray(12)])).toEqual(Buffer.concat([theirs.subarray(0, 8), theirs.subarray(12)]));
+    expect(Buffer.concat([ours.subarray(0, 8), ours.subarray(12)])).toEqual(
+      Buffer.concat([theirs.subarray(0, 8), theirs.subarray(12)]),
+    );
     direct.queued.at(-1)!.callback(null, { payload: { path: `${path}0000000003`, stat } });
     expect(told).toEqual([[null, { path: `${path}0000000003`, czxid: 9n }]]);
   });
@@ -136,7 +202,11 @@ describe('the create of an entry, a CREATE2 the client has no method for', () =>
   it('is a create and an exists through a client baton cannot hand requests to', () => {
     const { client, queued } = recordingClient({ retries: 1 });
     const told: unknown[][] = [];
-    createEntryStart(client, '/baton/q/_c_x-lock-', zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL)((...args) => told.push(args));
+    createEntryStart(
+      client,
+      '/baton/q/_c_x-lock-',
+      zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL,
+    )((...args) => told.push(args));
     expect(queued.at(-1)!.request.toBuffer().readInt32BE(8)).toBe(1); // CREATE
     queued.at(-1)!.callback(null, { payload: { path: '/baton/q/_c_x-lock-0000000003' } });
     expect(queued.at(-1)!.request.toBuffer().readInt32BE(8)).toBe(3); // EXISTS
@@ -146,7 +216,7 @@ describe('the create of an entry, a CREATE2 the client has no method for', () =>
 });
 
 describe('the heartbeat, a sync the client has no method for', () => {
-  it('goes on the wire as a sync of the path, filed as a sync (baton\'s reader reads its reply as a path)', () => {
+  it("goes on the wire as a sync of the path, filed as a sync (baton's reader reads its reply as a path)", () => {
     const { client, queued } = recordingClient();
     const { start, leader } = reachLeaderStart(client, '/');
     expect(leader).toBe(true);
@@ -164,7 +234,10 @@ describe('the heartbeat, a sync the client has no method for', () => {
     expect(bytes).toEqual(expected);
     expect(request.header.type).toBe(9); // filed as what it is: replies.ts reads a sync's reply
     queued.at(-1)!.callback(null, { payload: { path: '/' } });
-    const lost = (zookeeper.Exception as unknown as { create(code: number, path: string): Error }).create(zookeeper.Exception.CONNECTION_LOSS, '/');
+    const lost = (zookeeper.Exception as unknown as { create(code: number, path: string): Error }).create(
+      zookeeper.Exception.CONNECTION_LOSS,
+      '/',
+    );
     start((...args) => told.push(args));
     queued.at(-1)!.callback(lost);
     expect(told).toEqual([[null], [lost]]);

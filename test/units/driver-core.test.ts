@@ -33,9 +33,21 @@ function core(): { core: DriverCore; ended: Error[]; lost: number; statuses: Dri
     onEnd: (reason) => ended.push(reason),
     onLost: () => (lost += 1),
   });
-  const events: DriverEvents = { status: (status) => statuses.push(status), ack: () => undefined, foreign: () => undefined };
+  const events: DriverEvents = {
+    status: (status) => statuses.push(status),
+    ack: () => undefined,
+    foreign: () => undefined,
+  };
   made.attach(events);
-  return { core: made, ended, get lost() { return lost; }, statuses, sent: () => sent };
+  return {
+    core: made,
+    ended,
+    get lost() {
+      return lost;
+    },
+    statuses,
+    sent: () => sent,
+  };
 }
 
 /** A request that fails with each of `errors` in turn, then answers `value`. */
@@ -120,7 +132,11 @@ describe('DriverCore', () => {
 
   it("tells the session it is lost before the driver's clean-up runs (a clean-up may free entries that still stood for its holders)", () => {
     const order: string[] = [];
-    const made = new DriverCore(failures, { beforeSend: () => undefined, onEnd: () => order.push('end'), onLost: () => order.push('clean-up') });
+    const made = new DriverCore(failures, {
+      beforeSend: () => undefined,
+      onEnd: () => order.push('end'),
+      onLost: () => order.push('clean-up'),
+    });
     made.attach({ status: (status) => order.push(status), ack: () => undefined, foreign: () => undefined });
     made.lose(new SessionLostError('gone'));
     expect(order).toEqual(['end', 'lost', 'clean-up']);

@@ -36,12 +36,16 @@ describe('excusedFrom (when a server-side end of a session may cut a hold short 
 
 describe('checkIntervals', () => {
   it('finds a grant while an earlier holder still believed it held, unless that holder was excused before the grant', () => {
-    expect(checkIntervals([hold(1, 1, 0, 100), hold(2, 2, 50, 150)])).toEqual(['worker 2 (session s2, token 2) granted while worker 1 (session s1, token 1) still believed it held']);
+    expect(checkIntervals([hold(1, 1, 0, 100), hold(2, 2, 50, 150)])).toEqual([
+      'worker 2 (session s2, token 2) granted while worker 1 (session s1, token 1) still believed it held',
+    ]);
     expect(checkIntervals([hold(1, 1, 0, 100, 40n), hold(2, 2, 50, 150)])).toEqual([]);
     expect(checkIntervals([hold(1, 1, 0, 100, 60n), hold(2, 2, 50, 150)])).toHaveLength(1);
   });
 
   it('finds tokens that do not increase in grant order, excused or not', () => {
-    expect(checkIntervals([hold(1, 2, 0, 100, 40n), hold(2, 2, 50, 150)])).toEqual(['worker 2 (session s2, token 2) granted after worker 1 (session s1, token 2) with a token not higher']);
+    expect(checkIntervals([hold(1, 2, 0, 100, 40n), hold(2, 2, 50, 150)])).toEqual([
+      'worker 2 (session s2, token 2) granted after worker 1 (session s1, token 2) with a token not higher',
+    ]);
   });
 });

@@ -71,9 +71,9 @@ describe('InFlight.call', () => {
     const reason = new Error('ended');
     requests.end(reason);
     const outcomes = await Promise.allSettled([...first, ...later]);
-    expect(outcomes.map((o) => (o.status === 'fulfilled' ? o.value : o.reason === reason ? 'ended' : o.reason))).toEqual([
-      'ended', 1, 'ended', 3, 'ended', 'ended', 6, 'ended',
-    ]);
+    expect(
+      outcomes.map((o) => (o.status === 'fulfilled' ? o.value : o.reason === reason ? 'ended' : o.reason)),
+    ).toEqual(['ended', 1, 'ended', 3, 'ended', 'ended', 6, 'ended']);
   });
 
   it("with recover, every failure settles through it once: the request's own, a refusal as it is sent, and the end", async () => {
@@ -85,7 +85,9 @@ describe('InFlight.call', () => {
       throw new Error(`mapped ${(error as Error).message}`);
     };
     await expect(requests.call<number>((done) => done(new Error('lost reply')), recover)).resolves.toBe(42);
-    await expect(requests.call<number>((done) => done(new Error('refused')), recover)).rejects.toThrow('mapped refused');
+    await expect(requests.call<number>((done) => done(new Error('refused')), recover)).rejects.toThrow(
+      'mapped refused',
+    );
     await expect(
       requests.call<number>(() => {
         throw new Error('invalid path');
@@ -101,8 +103,10 @@ describe('InFlight.call', () => {
     answer!(new Error('connection loss'));
     await expect(requests.call<number>((done) => done(null, 2), recover)).rejects.toThrow('mapped closed');
     expect(seen).toEqual([
-      'hook lost reply', 'recover lost reply',
-      'hook refused', 'recover refused',
+      'hook lost reply',
+      'recover lost reply',
+      'hook refused',
+      'recover refused',
       'recover invalid path',
       'recover closed',
       'hook connection loss',

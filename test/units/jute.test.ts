@@ -19,7 +19,10 @@ type RecordLike = Record<string, unknown> & {
 };
 type RecordClass = new (...args: unknown[]) => RecordLike;
 
-const jute = createRequire(import.meta.url)('node-zookeeper-client/lib/jute/index.js') as Record<'data' | 'protocol', Record<string, RecordClass>> & {
+const jute = createRequire(import.meta.url)('node-zookeeper-client/lib/jute/index.js') as Record<
+  'data' | 'protocol',
+  Record<string, RecordClass>
+> & {
   Request: new (header: RecordLike | null, payload: RecordLike | null) => { toBuffer(): Buffer };
 };
 
@@ -33,21 +36,34 @@ function random(seed: number): () => number {
 }
 
 function valueOf(type: string, next: () => number): unknown {
-  const pick = <T,>(options: T[]): T => options[Math.floor(next() * options.length)]!;
+  const pick = <T>(options: T[]): T => options[Math.floor(next() * options.length)]!;
   switch (type) {
     case 'int':
       return pick([0, 1, -1, 2 ** 31 - 1, -(2 ** 31), Math.floor(next() * 2 ** 32) - 2 ** 31]);
     case 'long':
       return pick([undefined, Buffer.from(Array.from({ length: 8 }, () => Math.floor(next() * 256)))]);
     case 'buffer':
-      return pick([undefined, Buffer.alloc(0), Buffer.from(Array.from({ length: Math.floor(next() * 40) }, () => Math.floor(next() * 256)))]);
+      return pick([
+        undefined,
+        Buffer.alloc(0),
+        Buffer.from(Array.from({ length: Math.floor(next() * 40) }, () => Math.floor(next() * 256))),
+      ]);
     case 'ustring':
-      return pick([undefined, '', '/', '/a/b', '/baton/q/_c_x-lock-0000000001', 'zé€𝄞', 'x'.repeat(Math.floor(next() * 300))]);
+      return pick([
+        undefined,
+        '',
+        '/',
+        '/a/b',
+        '/baton/q/_c_x-lock-0000000001',
+        'zé€𝄞',
+        'x'.repeat(Math.floor(next() * 300)),
+      ]);
     case 'boolean':
       return pick([undefined, true, false]);
   }
   const vector = /^vector<(.+)>$/.exec(type);
-  if (vector !== null) return next() < 0.2 ? undefined : Array.from({ length: Math.floor(next() * 4) }, () => item(vector[1]!, next));
+  if (vector !== null)
+    return next() < 0.2 ? undefined : Array.from({ length: Math.floor(next() * 4) }, () => item(vector[1]!, next));
   const nested = /^data\.(\w+)$/.exec(type);
   if (nested !== null) return next() < 0.3 ? undefined : build(jute.data[nested[1]!]!, next);
   throw new Error(`no values for ${type}`);
@@ -73,7 +89,9 @@ function outcome<T>(run: () => T): { value: T } | { error: string } {
 }
 
 const ours = compiledRecords() as unknown as Record<'data' | 'protocol', Record<string, RecordClass>>;
-const classes = (['data', 'protocol'] as const).flatMap((module) => Object.keys(ours[module]).map((name) => [module, name] as const));
+const classes = (['data', 'protocol'] as const).flatMap((module) =>
+  Object.keys(ours[module]).map((name) => [module, name] as const),
+);
 const theirToBuffer = jute.Request.prototype.toBuffer;
 
 describe('compiled jute records', () => {
@@ -81,12 +99,17 @@ describe('compiled jute records', () => {
     const installed = createRequire(import.meta.url)('node-zookeeper-client/package.json') as { version: string };
     expect(compatibleClient(installed.version)).toBe(true);
     for (const version of ['1.1.0', '1.1.3', '1.1.12']) expect(compatibleClient(version)).toBe(true);
-    for (const version of ['1.2.0', '2.0.0', '1.10.1', '0.2.2', '1.1.3-beta', '', undefined, 113]) expect(compatibleClient(version)).toBe(false);
+    for (const version of ['1.2.0', '2.0.0', '1.10.1', '0.2.2', '1.1.3-beta', '', undefined, 113])
+      expect(compatibleClient(version)).toBe(false);
   });
 
   it('leaves the record layer alone where other code changed a record class', () => {
     const Record = Object.getPrototypeOf(jute.data['Stat']!.prototype).constructor as RecordClass;
-    const layer = (extra: Record<string, RecordClass>) => ({ Request: jute.Request, data: { ...jute.data }, protocol: { ...jute.protocol, ...extra } });
+    const layer = (extra: Record<string, RecordClass>) => ({
+      Request: jute.Request,
+      data: { ...jute.data },
+      protocol: { ...jute.protocol, ...extra },
+    });
     expect(untouched(layer({}) as never, Record)).toBe(true);
     const Wrapped = function Wrapped() {} as unknown as RecordClass;
     Wrapped.prototype = Object.create(Record.prototype, { serialize: { value: () => 0 } }) as RecordLike;
@@ -129,7 +152,9 @@ describe('compiled jute records', () => {
         const bytes = written.subarray(0, end);
         const [read, readOurs] = [new Original(), new Compiled()];
         read.chrootPath = readOurs.chrootPath = chroot;
-        expect(outcome(() => readOurs.deserialize(bytes, offset))).toEqual(outcome(() => read.deserialize(bytes, offset)));
+        expect(outcome(() => readOurs.deserialize(bytes, offset))).toEqual(
+          outcome(() => read.deserialize(bytes, offset)),
+        );
         expect(readOurs).toEqual(read);
       }
     }
@@ -146,11 +171,23 @@ describe('compiled jute records', () => {
     }
   });
 
-  it('refuses misuse with the client\'s errors', () => {
-    const [theirs, mine] = [new jute.protocol['GetDataRequest']!('/a', true), new ours.protocol['GetDataRequest']!('/a', true)];
-    for (const [buffer, offset] of [[Buffer.alloc(4), 0], [Buffer.alloc(20), 20], [Buffer.alloc(20), -1], ['not a buffer', 0]] as const) {
-      expect(outcome(() => mine.serialize(buffer as Buffer, offset))).toEqual(outcome(() => theirs.serialize(buffer as Buffer, offset)));
-      expect(outcome(() => mine.deserialize(buffer as Buffer, offset))).toEqual(outcome(() => theirs.deserialize(buffer as Buffer, offset)));
+  it("refuses misuse with the client's errors", () => {
+    const [theirs, mine] = [
+      new jute.protocol['GetDataRequest']!('/a', true),
+      new ours.protocol['GetDataRequest']!('/a', true),
+    ];
+    for (const [buffer, offset] of [
+      [Buffer.alloc(4), 0],
+      [Buffer.alloc(20), 20],
+      [Buffer.alloc(20), -1],
+      ['not a buffer', 0],
+    ] as const) {
+      expect(outcome(() => mine.serialize(buffer as Buffer, offset))).toEqual(
+        outcome(() => theirs.serialize(buffer as Buffer, offset)),
+      );
+      expect(outcome(() => mine.deserialize(buffer as Buffer, offset))).toEqual(
+        outcome(() => theirs.deserialize(buffer as Buffer, offset)),
+      );
     }
   });
 

@@ -1,10 +1,19 @@
 import { describe, expect, it } from 'vitest';
 
 import { BackendError } from '../../recipes/errors.js';
-import { entryPrefix, foreignChildren, hasNegativeSequence, learnToken, ListingParser, parseEntryName, UuidSequence } from '../../src/backends/zookeeper/names.js';
+import {
+  entryPrefix,
+  foreignChildren,
+  hasNegativeSequence,
+  learnToken,
+  ListingParser,
+  parseEntryName,
+  UuidSequence,
+} from '../../src/backends/zookeeper/names.js';
 
 const uuid = (n: number): string => `${String(n).padStart(8, '0')}-0000-4000-8000-000000000000`;
-const child = (n: number, kind: string, sequence: number): string => `_c_${uuid(n)}-${kind}-${String(sequence).padStart(10, '0')}`;
+const child = (n: number, kind: string, sequence: number): string =>
+  `_c_${uuid(n)}-${kind}-${String(sequence).padStart(10, '0')}`;
 
 // The ZooKeeper backend parses every listing of a queue with one ListingParser per session, which
 // keeps the entries of recent listings: what it returns must be what parsing afresh would return.
@@ -46,7 +55,12 @@ describe('ListingParser', () => {
 
   it('sorts a downgraded read right after the write at its sequence, and flags foreign children', () => {
     const parser = new ListingParser();
-    const { entries, foreign } = parser.parse('q', '/baton/q', [child(2, 'read', 7), 'stray', child(1, 'write', 7), child(3, 'write', 8)], 1n);
+    const { entries, foreign } = parser.parse(
+      'q',
+      '/baton/q',
+      [child(2, 'read', 7), 'stray', child(1, 'write', 7), child(3, 'write', 8)],
+      1n,
+    );
     expect(entries.map((e) => `${e.kind}-${e.order}`)).toEqual(['write-7', 'read-7', 'write-8']);
     expect(foreign).toBe(true);
     expect(parser.parse('q', '/baton/q', [child(1, 'write', 7)], 1n).foreign).toBe(false);
@@ -76,7 +90,10 @@ describe('ListingParser', () => {
       const kinds = ['lock', 'read', 'write'];
       const names = Array.from({ length }, (_, i) => child(i, kinds[i % 3]!, Math.floor(i / 2)));
       // A fixed shuffle: each name moves to a place its index decides.
-      const shuffled = names.map((name, i) => [(i * 7919) % 104729, name] as const).sort((a, b) => a[0] - b[0]).map(([, name]) => name);
+      const shuffled = names
+        .map((name, i) => [(i * 7919) % 104729, name] as const)
+        .sort((a, b) => a[0] - b[0])
+        .map(([, name]) => name);
       const entries = parser.parse(`s${length}`, `/baton/s${length}`, shuffled, 1n).entries;
       const rank = (e: { order: bigint; kind: string }): number => Number(e.order) * 2 + (e.kind === 'read' ? 1 : 0);
       expect(entries.length).toBe(length);
@@ -118,8 +135,28 @@ describe('ListingParser', () => {
     ];
     const { entries, foreign } = parser.parse('q', '/baton/q', [...children].reverse(), 1n);
     expect(foreign).toBe(false);
-    expect(entries.map((e) => `${e.kind}-${e.order}`)).toEqual(['lock-1', 'lock-2', 'lock-3', 'write-4', 'read-5', 'candidate-6', 'lock-7', 'read-8', 'write-9']);
-    expect(children.map((c) => parseEntryName(c)?.form)).toEqual(['curator', 'curator', 'curator', 'curator', 'curator', 'curator', 'kazoo', 'kazoo', 'baton-0.1']);
+    expect(entries.map((e) => `${e.kind}-${e.order}`)).toEqual([
+      'lock-1',
+      'lock-2',
+      'lock-3',
+      'write-4',
+      'read-5',
+      'candidate-6',
+      'lock-7',
+      'read-8',
+      'write-9',
+    ]);
+    expect(children.map((c) => parseEntryName(c)?.form)).toEqual([
+      'curator',
+      'curator',
+      'curator',
+      'curator',
+      'curator',
+      'curator',
+      'kazoo',
+      'kazoo',
+      'baton-0.1',
+    ]);
     expect(parseEntryName(children[0]!)?.uuid).toBe(goId);
     expect(parseEntryName(children[1]!)?.uuid).toBeUndefined();
     expect(parseEntryName(children[6]!)?.uuid).toBe(goId);
@@ -127,12 +164,22 @@ describe('ListingParser', () => {
 
   it('reads what a peer itself would wait for: any name ending in a kazoo marker, any protected Curator name', () => {
     const parser = new ListingParser();
-    const loose = ['4f1c9a__lock__0000000001', '__rlock__0000000002', '_c_garbage-lock-0000000003', '_c_0F8FAD5B-D9CB-469F-A165-70867728950E-__WRIT__0000000004'];
+    const loose = [
+      '4f1c9a__lock__0000000001',
+      '__rlock__0000000002',
+      '_c_garbage-lock-0000000003',
+      '_c_0F8FAD5B-D9CB-469F-A165-70867728950E-__WRIT__0000000004',
+    ];
     const { entries, foreign } = parser.parse('q', '/baton/q', loose, 1n);
     expect(foreign).toBe(false);
     expect(entries.map((e) => `${e.kind}-${e.order}`)).toEqual(['lock-1', 'read-2', 'lock-3', 'write-4']);
     // An id only where it has the form its client writes: a lost create is found by its own id only.
-    expect(loose.map((c) => parseEntryName(c)?.uuid)).toEqual([undefined, undefined, 'garbage', '0F8FAD5BD9CB469FA16570867728950E']);
+    expect(loose.map((c) => parseEntryName(c)?.uuid)).toEqual([
+      undefined,
+      undefined,
+      'garbage',
+      '0F8FAD5BD9CB469FA16570867728950E',
+    ]);
   });
 
   it('leaves names that only resemble an entry foreign', () => {
@@ -152,7 +199,9 @@ describe('ListingParser', () => {
     expect(entries).toEqual([]);
     expect(foreign).toBe(true);
     // Valid lock names without a sequence could be nested locks' directories: not reported.
-    expect(foreignChildren(strays).sort()).toEqual(strays.filter((s) => s !== 'nested-lock' && s !== 'lock-000000001').sort());
+    expect(foreignChildren(strays).sort()).toEqual(
+      strays.filter((s) => s !== 'nested-lock' && s !== 'lock-000000001').sort(),
+    );
   });
 
   // ZooKeeper writes a sequence with %010d of a signed 32-bit count: past 2^31 - 1 it reads -2147483648,
@@ -194,8 +243,22 @@ describe('ListingParser', () => {
   });
 
   it('reads no negative sequence into a positive name or a stray', () => {
-    const positives = [child(1, 'lock', 0), child(1, 'lock', 2147483647), 'lock-0000000005', '__READ__0000000001', `${'a'.repeat(32)}__lock__1000000000`];
-    const strays = ['lock-000000001', 'member--2147483648', 'x-lock--2147483648', 'lock--21474836480', 'lock---000000001', 'lock--00000001', '-2147483648'];
+    const positives = [
+      child(1, 'lock', 0),
+      child(1, 'lock', 2147483647),
+      'lock-0000000005',
+      '__READ__0000000001',
+      `${'a'.repeat(32)}__lock__1000000000`,
+    ];
+    const strays = [
+      'lock-000000001',
+      'member--2147483648',
+      'x-lock--2147483648',
+      'lock--21474836480',
+      'lock---000000001',
+      'lock--00000001',
+      '-2147483648',
+    ];
     for (const name of [...positives, ...strays]) expect(hasNegativeSequence(name), name).toBe(false);
     const parser = new ListingParser();
     const { entries, foreign } = parser.parse('q', '/baton/q', [...positives, ...strays], 1n);
@@ -223,7 +286,9 @@ describe('ListingParser', () => {
       expect(parseEntryName(child)).toMatchObject({ uuid: uuid.replaceAll('-', ''), sequence: 42n });
       expect(uuids.owns(child)).toBe(true);
     }
-    expect(new UuidSequence().owns(`${entryPrefix('/d', uuids.next(), 'lock', 'kazoo').slice(3)}0000000001`)).toBe(false);
+    expect(new UuidSequence().owns(`${entryPrefix('/d', uuids.next(), 'lock', 'kazoo').slice(3)}0000000001`)).toBe(
+      false,
+    );
   });
 
   it('writes a kind with parameters in the protected form and reads it back as it was written', () => {
@@ -232,10 +297,20 @@ describe('ListingParser', () => {
     for (const dialect of [undefined, 'kazoo'] as const) {
       const name = `${entryPrefix('/d', uuid, 'semaphore_2_5', dialect).slice(3)}0000000042`;
       expect(name).toBe(`_c_${uuid}-semaphore_2_5-0000000042`);
-      expect(parseEntryName(name)).toEqual({ uuid: uuid.replaceAll('-', ''), kind: 'semaphore_2_5', form: 'baton', sequence: 42n });
+      expect(parseEntryName(name)).toEqual({
+        uuid: uuid.replaceAll('-', ''),
+        kind: 'semaphore_2_5',
+        form: 'baton',
+        sequence: 42n,
+      });
     }
     const parser = new ListingParser();
-    const { entries, foreign } = parser.parse('q', '/d', [child(2, 'semaphore_1_5', 8), child(1, 'semaphore_2_5', 7)], 1n);
+    const { entries, foreign } = parser.parse(
+      'q',
+      '/d',
+      [child(2, 'semaphore_1_5', 8), child(1, 'semaphore_2_5', 7)],
+      1n,
+    );
     expect(entries.map((e) => `${e.kind}@${e.order}`)).toEqual(['semaphore_2_5@7', 'semaphore_1_5@8']);
     expect(foreign).toBe(false);
   });

@@ -32,5 +32,4 @@ describe('Redis liveness keys: the session is acknowledged at the oldest setting
     expect(keys.acknowledge()).toBe(50);
     expect(keys.lockKeys()).toEqual(['baton:{ns/q}:s:s']);
   });
-
 });

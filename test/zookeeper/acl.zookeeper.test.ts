@@ -8,7 +8,7 @@ import type { Session } from '../../recipes/contract.js';
 import { AccessDeniedError, InvalidArgumentError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { aclFor } from '../../src/backends/zookeeper/client.js';
-import { type QueueView,runInspect } from '../../src/inspect.js';
+import { type QueueView, runInspect } from '../../src/inspect.js';
 import { withZkClient, zkRemoveTree, zkTree } from '../harness/clean.js';
 import { TcpProxy } from '../harness/proxy.js';
 import { backendOf, entryOf } from '../support/internals.js';
@@ -19,7 +19,9 @@ const TENANT_B = 'tenant-b:secret-of-b-91c2';
 
 /** The ZooKeeper error code of a raw client request, or 0 when it succeeded. */
 function code(run: (callback: (error: unknown) => void) => void): Promise<number> {
-  return new Promise((resolve) => run((error) => resolve(error instanceof zookeeper.Exception ? error.getCode() : error ? -1 : 0)));
+  return new Promise((resolve) =>
+    run((error) => resolve(error instanceof zookeeper.Exception ? error.getCode() : error ? -1 : 0)),
+  );
 }
 
 describe('ZooKeeper ACLs and digest credentials', () => {
@@ -34,12 +36,22 @@ describe('ZooKeeper ACLs and digest credentials', () => {
   };
   const inspect = async (name: string): Promise<QueueView> => {
     let out = '';
-    await runInspect({ url: `zk://${zk().connectString}/${namespace}`, name, json: true, watch: false, connectTimeoutMs: 5_000, write: (text) => (out += text) });
+    await runInspect({
+      url: `zk://${zk().connectString}/${namespace}`,
+      name,
+      json: true,
+      watch: false,
+      connectTimeoutMs: 5_000,
+      write: (text) => (out += text),
+    });
     texts.push(out);
     return JSON.parse(out) as QueueView;
   };
   const refusal = async (promise: Promise<unknown>): Promise<AccessDeniedError> => {
-    const error = await promise.then(() => undefined, (e: unknown) => e);
+    const error = await promise.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(AccessDeniedError);
     texts.push(String(error), (error as Error).stack ?? '');
     return error as AccessDeniedError;
@@ -72,11 +84,27 @@ describe('ZooKeeper ACLs and digest credentials', () => {
       async (client) => {
         const NO_AUTH = zookeeper.Exception.NO_AUTH;
         expect(await code((cb) => client.remove(entryOf(held).key, -1, cb)), 'delete the holder').toBe(NO_AUTH);
-        expect(await code((cb) => client.setData(entryOf(held).key, Buffer.from('mine'), -1, cb)), 'change the holder').toBe(NO_AUTH);
+        expect(
+          await code((cb) => client.setData(entryOf(held).key, Buffer.from('mine'), -1, cb)),
+          'change the holder',
+        ).toBe(NO_AUTH);
         // An entry named to sort ahead of every sequence number.
         const ahead = `${dir}/_c_00000000-0000-0000-0000-000000000000-lock-0000000000`;
-        expect(await code((cb) => client.create(ahead, Buffer.alloc(0), zookeeper.CreateMode.EPHEMERAL, cb)), 'queue ahead').toBe(NO_AUTH);
-        expect(await code((cb) => client.setACL(dir, (zookeeper.ACL as unknown as { OPEN_ACL_UNSAFE: zookeeper.ACL[] }).OPEN_ACL_UNSAFE, -1, cb)), 'open the directory').toBe(NO_AUTH);
+        expect(
+          await code((cb) => client.create(ahead, Buffer.alloc(0), zookeeper.CreateMode.EPHEMERAL, cb)),
+          'queue ahead',
+        ).toBe(NO_AUTH);
+        expect(
+          await code((cb) =>
+            client.setACL(
+              dir,
+              (zookeeper.ACL as unknown as { OPEN_ACL_UNSAFE: zookeeper.ACL[] }).OPEN_ACL_UNSAFE,
+              -1,
+              cb,
+            ),
+          ),
+          'open the directory',
+        ).toBe(NO_AUTH);
       },
       TENANT_B,
     );
@@ -110,8 +138,12 @@ describe('ZooKeeper ACLs and digest credentials', () => {
       async (client) => {
         const ownerOnly = aclFor('creator-all-world-read');
         const open = aclFor('open');
-        expect(await code((cb) => client.create(`/${top}`, Buffer.alloc(0), ownerOnly, zookeeper.CreateMode.PERSISTENT, cb))).toBe(0);
-        expect(await code((cb) => client.create(`/${top}/app`, Buffer.alloc(0), open, zookeeper.CreateMode.PERSISTENT, cb))).toBe(0);
+        expect(
+          await code((cb) => client.create(`/${top}`, Buffer.alloc(0), ownerOnly, zookeeper.CreateMode.PERSISTENT, cb)),
+        ).toBe(0);
+        expect(
+          await code((cb) => client.create(`/${top}/app`, Buffer.alloc(0), open, zookeeper.CreateMode.PERSISTENT, cb)),
+        ).toBe(0);
       },
       TENANT_A,
     );
@@ -136,8 +168,22 @@ describe('ZooKeeper ACLs and digest credentials', () => {
     await withZkClient(
       zk().connectString,
       async (client) => {
-        expect(await code((cb) => client.create(`/${namespace}`, Buffer.alloc(0), aclFor('creator-all-world-read'), zookeeper.CreateMode.PERSISTENT, cb))).toBe(0);
-        expect(await code((cb) => client.create(`/${namespace}/blind`, Buffer.alloc(0), blind, zookeeper.CreateMode.PERSISTENT, cb))).toBe(0);
+        expect(
+          await code((cb) =>
+            client.create(
+              `/${namespace}`,
+              Buffer.alloc(0),
+              aclFor('creator-all-world-read'),
+              zookeeper.CreateMode.PERSISTENT,
+              cb,
+            ),
+          ),
+        ).toBe(0);
+        expect(
+          await code((cb) =>
+            client.create(`/${namespace}/blind`, Buffer.alloc(0), blind, zookeeper.CreateMode.PERSISTENT, cb),
+          ),
+        ).toBe(0);
       },
       TENANT_A,
     );
@@ -147,9 +193,13 @@ describe('ZooKeeper ACLs and digest credentials', () => {
     const children = await withZkClient(
       zk().connectString,
       async (client) => {
-        expect(await code((cb) => client.setACL(`/${namespace}/blind`, aclFor('creator-all-world-read'), -1, cb))).toBe(0);
+        expect(await code((cb) => client.setACL(`/${namespace}/blind`, aclFor('creator-all-world-read'), -1, cb))).toBe(
+          0,
+        );
         for (let i = 0; i < 50; i += 1) {
-          const listed = await new Promise<string[]>((resolve, reject) => client.getChildren(`/${namespace}/blind`, (error, found) => (error ? reject(error) : resolve(found))));
+          const listed = await new Promise<string[]>((resolve, reject) =>
+            client.getChildren(`/${namespace}/blind`, (error, found) => (error ? reject(error) : resolve(found))),
+          );
           if (listed.length === 0) return listed;
           await new Promise((resolve) => setTimeout(resolve, 20));
         }
@@ -176,7 +226,10 @@ describe('ZooKeeper ACLs and digest credentials', () => {
     // An operator takes DELETE on the lock's directory away from the tenant (ZooKeeper checks a delete against the parent's ACL).
     const setAcl = (acl: zookeeper.ACL[]): Promise<number> =>
       withZkClient(zk().connectString, (client) => code((cb) => client.setACL(dir, acl, -1, cb)), TENANT_A);
-    const noDelete = [new ACL(Permission.READ | Permission.WRITE | Permission.CREATE | Permission.ADMIN, new Id('auth', '')), new ACL(Permission.READ, new Id('world', 'anyone'))];
+    const noDelete = [
+      new ACL(Permission.READ | Permission.WRITE | Permission.CREATE | Permission.ADMIN, new Id('auth', '')),
+      new ACL(Permission.READ, new Id('world', 'anyone')),
+    ];
     expect(await setAcl(noDelete)).toBe(0);
     try {
       const refused = await refusal(held.release());
@@ -203,7 +256,11 @@ describe('ZooKeeper ACLs and digest credentials', () => {
     it(`a release made while disconnected is sent with the credentials once reconnected (${acl})`, async () => {
       const proxy = await TcpProxy.start({ port: zk().ports[0]! });
       try {
-        const options = { sessionTimeoutMs: zk().sessionTimeoutMs, auth: { scheme: 'digest' as const, credentials: TENANT_A }, acl };
+        const options = {
+          sessionTimeoutMs: zk().sessionTimeoutMs,
+          auth: { scheme: 'digest' as const, credentials: TENANT_A },
+          acl,
+        };
         const session = await connect(`zk://${proxy.address}/${namespace}`, options);
         sessions.push(session);
         const other = await open(options);
@@ -212,7 +269,9 @@ describe('ZooKeeper ACLs and digest credentials', () => {
         next.catch(() => undefined);
         await eventually('queued', async () => (await backendOf(other).list('blip')).length === 2);
         // The connection drops and the server cannot be reached for a moment: the release is queued.
-        const suspended = new Promise<void>((resolve) => session.on('state', (state) => state === 'suspended' && resolve()));
+        const suspended = new Promise<void>((resolve) =>
+          session.on('state', (state) => state === 'suspended' && resolve()),
+        );
         proxy.refuse();
         proxy.drop();
         await suspended;
@@ -244,11 +303,17 @@ describe('ZooKeeper ACLs and digest credentials', () => {
       { acl: 'everyone', auth: { scheme: 'digest', credentials: TENANT_A } },
     ];
     for (const options of cases) {
-      const error = await connect(url, options as never).then(() => undefined, (e: unknown) => e);
+      const error = await connect(url, options as never).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(error, `case ${cases.indexOf(options)}`).toBeInstanceOf(InvalidArgumentError);
       texts.push(String(error));
     }
-    const etcd = await connect('etcd://127.0.0.1:1/x', { auth: { scheme: 'digest', credentials: TENANT_A } }).then(() => undefined, (e: unknown) => e);
+    const etcd = await connect('etcd://127.0.0.1:1/x', { auth: { scheme: 'digest', credentials: TENANT_A } }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(etcd).toBeInstanceOf(InvalidArgumentError);
     texts.push(String(etcd));
   });

@@ -13,7 +13,9 @@ import { fourLetterWord } from '../harness/four-letter.js';
 import { useScope } from '../support/backends/scope.js';
 import { useZkAdmin, zkFixture } from '../support/backends/zookeeper.js';
 
-const ConnectionManager = createRequire(import.meta.url)('node-zookeeper-client/lib/ConnectionManager.js') as { prototype: object };
+const ConnectionManager = createRequire(import.meta.url)('node-zookeeper-client/lib/ConnectionManager.js') as {
+  prototype: object;
+};
 
 const ENTRY_NAME = /^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lock-\d{10}$/;
 
@@ -48,7 +50,9 @@ describe('FairMutex on ZooKeeper: backend specifics', () => {
       Socket.prototype._writev = writev;
     }
     const dir = Buffer.from(`/${scope.namespace}/one-write`);
-    expect(batches.filter((batch) => batch.length === 2 && batch.every((chunk) => chunk.includes(dir)))).toHaveLength(1);
+    expect(batches.filter((batch) => batch.length === 2 && batch.every((chunk) => chunk.includes(dir)))).toHaveLength(
+      1,
+    );
   });
 
   it('keeps working past 2^31 requests in one session: request ids wrap around instead of overflowing', async () => {
@@ -68,7 +72,9 @@ describe('FairMutex on ZooKeeper: backend specifics', () => {
       prototype.queue = queue;
     }
     // A plain data property: an accessor would turn the manager into a slow (dictionary-mode) object.
-    expect(Object.getOwnPropertyDescriptor(manager, 'xid')).toEqual(expect.objectContaining({ writable: true, value: expect.any(Number) }));
+    expect(Object.getOwnPropertyDescriptor(manager, 'xid')).toEqual(
+      expect.objectContaining({ writable: true, value: expect.any(Number) }),
+    );
     manager!.xid = 2 ** 31 - 4; // as after two weeks of a busy session
     for (let i = 0; i < 4; i += 1) await (await mutex.acquire({ timeoutMs: 5_000 })).release();
     expect(manager!.xid).toBeGreaterThan(0);
@@ -81,7 +87,10 @@ describe('FairMutex on ZooKeeper: backend specifics', () => {
     const driver = zkProbeOf(b).view;
     const before = driver.waitedPaths;
     const held = await Promise.all(Array.from({ length: 20 }, (_, i) => new FairMutex(a, `given-up/${i}`).acquire()));
-    for (let i = 0; i < 20; i += 1) await expect(new FairMutex(b, `given-up/${i}`).acquire({ timeoutMs: 20 })).rejects.toBeInstanceOf(LockTimeoutError);
+    for (let i = 0; i < 20; i += 1)
+      await expect(new FairMutex(b, `given-up/${i}`).acquire({ timeoutMs: 20 })).rejects.toBeInstanceOf(
+        LockTimeoutError,
+      );
     expect(driver.waitedPaths).toBe(before);
     for (const lock of held) await lock.release();
   });

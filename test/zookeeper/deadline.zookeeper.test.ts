@@ -15,7 +15,9 @@ describe('the client-side session deadline on ZooKeeper', () => {
 
   it('settles an acquire sent into a partition with SessionLostError once the deadline passes', async () => {
     const proxy = await TcpProxy.start({ port: info.ports[0]! });
-    const cutOff = await connect(`zk://${proxy.address}/${scope.namespace}`, { sessionTimeoutMs: info.sessionTimeoutMs });
+    const cutOff = await connect(`zk://${proxy.address}/${scope.namespace}`, {
+      sessionTimeoutMs: info.sessionTimeoutMs,
+    });
     try {
       proxy.blackhole();
       const started = performance.now();
@@ -27,7 +29,11 @@ describe('the client-side session deadline on ZooKeeper', () => {
       await cutOff.close();
       expect(performance.now() - closing).toBeLessThan(info.sessionTimeoutMs);
       // Declared lost on our side first; the server lets the session run out a little later.
-      await eventually('the server expired the session', async () => (await scope.fixture.entries(scope.namespace)).length === 0, info.sessionTimeoutMs * 2);
+      await eventually(
+        'the server expired the session',
+        async () => (await scope.fixture.entries(scope.namespace)).length === 0,
+        info.sessionTimeoutMs * 2,
+      );
     } finally {
       await proxy.close();
     }
@@ -38,7 +44,10 @@ describe('the client-side session deadline on ZooKeeper', () => {
     const everyMs = timeoutMs / 6;
     const proxy = await TcpProxy.start({ port: info.ports[0]! });
     // A margin that covers an interval and more, as README advises for sessions on followers.
-    const slow = await connect(`zk://${proxy.address}/${scope.namespace}`, { sessionTimeoutMs: timeoutMs, deadlineMarginMs: Math.round(timeoutMs * 0.3) });
+    const slow = await connect(`zk://${proxy.address}/${scope.namespace}`, {
+      sessionTimeoutMs: timeoutMs,
+      deadlineMarginMs: Math.round(timeoutMs * 0.3),
+    });
     try {
       const states: string[] = [];
       slow.on('state', (state) => states.push(state));
@@ -61,7 +70,9 @@ describe('the client-side session deadline on ZooKeeper', () => {
 
   it('a reconnect counts from when its connect request was written, before its answer was read', async () => {
     const proxy = await TcpProxy.start({ port: info.ports[0]! });
-    const session = await connect(`zk://${proxy.address}/${scope.namespace}`, { sessionTimeoutMs: info.sessionTimeoutMs });
+    const session = await connect(`zk://${proxy.address}/${scope.namespace}`, {
+      sessionTimeoutMs: info.sessionTimeoutMs,
+    });
     try {
       const driver = zkProbeOf(session).view;
       const opened = driver.connectingAt;

@@ -24,22 +24,33 @@ const MARGIN_MS = Math.ceil(SESSION_MS / 6 + TICK_MS / 2) + 50;
  * connected to it is told of its loss before the leader expires its session and grants the lock on.
  */
 describe('ZooKeeper: a holder on a follower cut off from the leader', () => {
-  const { links, cluster, scope } = useCuttableEnsemble({ tickTimeMs: TICK_MS, syncLimit: SYNC_LIMIT, sessionTimeoutMs: SESSION_MS });
+  const { links, cluster, scope } = useCuttableEnsemble({
+    tickTimeMs: TICK_MS,
+    syncLimit: SYNC_LIMIT,
+    sessionTimeoutMs: SESSION_MS,
+  });
 
   it('is told it lost the lock before the lock is granted to the next holder', async () => {
     const members = cluster().members;
     const modes = await Promise.all(members.map((member) => zkMode(member.clientPort)));
     const leader = members[modes.indexOf('leader')]!;
     const follower = members[modes.indexOf('follower')]!;
-    const atFollower = await connect(`zk://127.0.0.1:${follower.clientPort}/${scope.namespace}`, { sessionTimeoutMs: SESSION_MS, deadlineMarginMs: MARGIN_MS });
+    const atFollower = await connect(`zk://127.0.0.1:${follower.clientPort}/${scope.namespace}`, {
+      sessionTimeoutMs: SESSION_MS,
+      deadlineMarginMs: MARGIN_MS,
+    });
     try {
       expect(zkProbeOf(atFollower).view.heartbeatReachesLeader).toBe(true);
       // The next holder reaches the leader directly (through the whole ensemble it could land on the follower cut off).
-      const atLeader = await connect(`zk://127.0.0.1:${leader.clientPort}/${scope.namespace}`, { sessionTimeoutMs: SESSION_MS });
+      const atLeader = await connect(`zk://127.0.0.1:${leader.clientPort}/${scope.namespace}`, {
+        sessionTimeoutMs: SESSION_MS,
+      });
       const held = await new FairMutex(atFollower, 'cut').acquire();
       let toldAt = Number.NaN;
       held.signal.addEventListener('abort', () => (toldAt = performance.now()), { once: true });
-      const next = new FairMutex(atLeader, 'cut').acquire({ timeoutMs: SESSION_MS * 10 }).then((lock) => ({ lock, grantedAt: performance.now() }));
+      const next = new FairMutex(atLeader, 'cut')
+        .acquire({ timeoutMs: SESSION_MS * 10 })
+        .then((lock) => ({ lock, grantedAt: performance.now() }));
       // The follower's links to the leader go silent both ways; its clients still reach it.
       links.cut(follower.id, leader.id);
       const cutAt = performance.now();

@@ -35,9 +35,16 @@ async function heartbeatRelay(port: number, onSync: () => void): Promise<{ port:
     upstream.on('data', (chunk: Buffer) => {
       client.write(chunk);
       const end = chunk.length;
-      if (end >= 25 && chunk.readInt32BE(end - 25) === 21 && chunk.readInt32BE(end - 5) === 1 && chunk[end - 1] === 0x2f) onSync();
+      if (
+        end >= 25 &&
+        chunk.readInt32BE(end - 25) === 21 &&
+        chunk.readInt32BE(end - 5) === 1 &&
+        chunk[end - 1] === 0x2f
+      )
+        onSync();
     });
-    for (const socket of [client, upstream]) socket.on('error', () => undefined).on('close', () => (client.destroy(), upstream.destroy()));
+    for (const socket of [client, upstream])
+      socket.on('error', () => undefined).on('close', () => (client.destroy(), upstream.destroy()));
   });
   return {
     port: relayPort,
@@ -54,22 +61,38 @@ async function heartbeatRelay(port: number, onSync: () => void): Promise<{ port:
  * lost its lock before the leader expires its session and grants the lock to a client of its own.
  */
 describe('ZooKeeper: holders on a follower cut off from the leader, default options', () => {
-  const { links, cluster, scope } = useCuttableEnsemble({ tickTimeMs: TICK_MS, syncLimit: SYNC_LIMIT, sessionTimeoutMs: SESSION_MS });
+  const { links, cluster, scope } = useCuttableEnsemble({
+    tickTimeMs: TICK_MS,
+    syncLimit: SYNC_LIMIT,
+    sessionTimeoutMs: SESSION_MS,
+  });
 
   async function roles(): Promise<{ leader: ZkMember; follower: ZkMember }> {
     const members = cluster().members;
     let modes: (string | undefined)[] = [];
-    await eventually('a leader and two followers', async () => {
-      modes = await Promise.all(members.map((member) => zkMode(member.clientPort)));
-      return modes.filter((mode) => mode === 'follower').length === 2 && modes.includes('leader');
-    }, SESSION_MS * 20);
+    await eventually(
+      'a leader and two followers',
+      async () => {
+        modes = await Promise.all(members.map((member) => zkMode(member.clientPort)));
+        return modes.filter((mode) => mode === 'follower').length === 2 && modes.includes('leader');
+      },
+      SESSION_MS * 20,
+    );
     return { leader: members[modes.indexOf('leader')]!, follower: members[modes.indexOf('follower')]! };
   }
 
   it('every pair of members talks through the proxies only, election dial-backs included', async () => {
     await roles();
-    for (const [a, b] of [[1, 2], [1, 3], [2, 3]] as const) {
-      await eventually(`an election connection between ${a} and ${b} through a proxy`, () => links.proxy(a, b, 'election').connections + links.proxy(b, a, 'election').connections > 0, SESSION_MS * 5);
+    for (const [a, b] of [
+      [1, 2],
+      [1, 3],
+      [2, 3],
+    ] as const) {
+      await eventually(
+        `an election connection between ${a} and ${b} through a proxy`,
+        () => links.proxy(a, b, 'election').connections + links.proxy(b, a, 'election').connections > 0,
+        SESSION_MS * 5,
+      );
     }
   });
 
@@ -93,7 +116,9 @@ describe('ZooKeeper: holders on a follower cut off from the leader, default opti
           Array.from({ length: HOLDERS }, async (_, i) => {
             const url = (port: number): string => `zk://127.0.0.1:${port}/${scope.namespace}`;
             // Default options: only the session timeout is chosen (short, to keep the test short).
-            const atFollower = await connect(url(i === 0 ? relay.port : follower.clientPort), { sessionTimeoutMs: SESSION_MS });
+            const atFollower = await connect(url(i === 0 ? relay.port : follower.clientPort), {
+              sessionTimeoutMs: SESSION_MS,
+            });
             const atLeader = await connect(url(leader.clientPort), { sessionTimeoutMs: SESSION_MS });
             sessions.push(atFollower, atLeader);
             const name = `cut-${round}-${i}`;
@@ -113,8 +138,12 @@ describe('ZooKeeper: holders on a follower cut off from the leader, default opti
         for (const [i, trial] of trials.entries()) {
           const gap = grants[i]! - trial.told();
           gaps.push(gap);
-          if (!(trial.held.signal.reason instanceof LockLostError)) late.push(`round ${round}, holder ${i}: not told it lost the lock`);
-          else if (!(gap > 0)) late.push(`round ${round}, holder ${i}${i === 0 ? ' (cut right after its heartbeat)' : ''}: told ${(-gap).toFixed(1)} ms after the next grant`);
+          if (!(trial.held.signal.reason instanceof LockLostError))
+            late.push(`round ${round}, holder ${i}: not told it lost the lock`);
+          else if (!(gap > 0))
+            late.push(
+              `round ${round}, holder ${i}${i === 0 ? ' (cut right after its heartbeat)' : ''}: told ${(-gap).toFixed(1)} ms after the next grant`,
+            );
         }
       } finally {
         links.heal(follower.id, leader.id);

@@ -59,7 +59,9 @@ describe('ZooKeeper: a session deletes its own orphaned queue children', () => {
     // The first create's reply is lost (the client is told CONNECTION_LOSS, the request is held back);
     // the held create reaches the server just after the search for it was answered, as from a member
     // that had not applied it yet. It then takes a lower sequence than the attempt that follows.
-    const manager = ConnectionManager.prototype as { queue(request: QueuedRequest, callback: (error: unknown, response?: unknown) => void): void };
+    const manager = ConnectionManager.prototype as {
+      queue(request: QueuedRequest, callback: (error: unknown, response?: unknown) => void): void;
+    };
     const queue = manager.queue;
     let stage: 'first create' | 'its listing' | 'the search' | 'done' = 'first create';
     let heldBack: QueuedRequest | undefined;
@@ -69,7 +71,13 @@ describe('ZooKeeper: a session deletes its own orphaned queue children', () => {
       if (stage === 'first create' && CREATES.has(type as number) && path.startsWith(`/${scope.namespace}/copy/`)) {
         stage = 'its listing';
         heldBack = request;
-        setImmediate(() => callback((zookeeper.Exception as unknown as { create(code: number): Error }).create(zookeeper.Exception.CONNECTION_LOSS)));
+        setImmediate(() =>
+          callback(
+            (zookeeper.Exception as unknown as { create(code: number): Error }).create(
+              zookeeper.Exception.CONNECTION_LOSS,
+            ),
+          ),
+        );
         return;
       }
       if (type === GET_CHILDREN2 && path === `/${scope.namespace}/copy`) {
@@ -108,7 +116,9 @@ describe('ZooKeeper: a session deletes its own orphaned queue children', () => {
     // ZooKeeper refuses children.
     await mkdirp(zkAdmin(), `/${scope.namespace}`);
     await create(zkAdmin(), `/${scope.namespace}/ephemeral`, zookeeper.CreateMode.EPHEMERAL);
-    await expect(new FairMutex(session, 'ephemeral').acquire({ timeoutMs: withinMs() })).rejects.toBeInstanceOf(BackendError);
+    await expect(new FairMutex(session, 'ephemeral').acquire({ timeoutMs: withinMs() })).rejects.toBeInstanceOf(
+      BackendError,
+    );
     expect(driverOf(session).searchesForOrphans).toBe(true);
     await remove(zkAdmin(), `/${scope.namespace}/ephemeral`);
     // Searched from then on: a child of the session's own that it does not know of is deleted.
@@ -123,7 +133,11 @@ describe('ZooKeeper: a session deletes its own orphaned queue children', () => {
     const held = await new FairMutex(owner, 'held').acquire(); // an entry of the owner's that must survive the sweep
     await driverOf(owner).createOrphan('shared');
     const waiting = new FairMutex(other, 'shared').acquire({ timeoutMs: withinMs() });
-    await eventually('the other session queued', async () => (await backendOf(other).list('shared')).length === 2, withinMs());
+    await eventually(
+      'the other session queued',
+      async () => (await backendOf(other).list('shared')).length === 2,
+      withinMs(),
+    );
     // Any listing by the owner finds the orphan: here a tryAcquire on the queue, which is busy meanwhile or not.
     const attempt = await new FairMutex(owner, 'shared').tryAcquire();
     const granted = await waiting;

@@ -87,7 +87,8 @@ describe('ZooKeeper: enqueues into a quiet directory', () => {
     // then b's entry, the fifth create: sequence 4, the number a's next create would have taken.
     await remove(zkAdmin(), dir);
     await mkdirp(zkAdmin(), dir);
-    for (let i = 0; i < 3; i += 1) await remove(zkAdmin(), await create(zkAdmin(), `${dir}/x`, zookeeper.CreateMode.PERSISTENT_SEQUENTIAL));
+    for (let i = 0; i < 3; i += 1)
+      await remove(zkAdmin(), await create(zkAdmin(), `${dir}/x`, zookeeper.CreateMode.PERSISTENT_SEQUENTIAL));
     const held = await new FairMutex(b, 'again').acquire();
     expect(entryOf(held).key.endsWith('0000000003')).toBe(true);
     const unlisted = zkCounters.unlisted;

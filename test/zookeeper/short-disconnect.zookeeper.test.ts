@@ -21,9 +21,16 @@ describe('ZooKeeper: a short disconnect, and what holders and waiters see', () =
   let proxy: TcpProxy;
   const proxied: Session[] = [];
 
-  async function throughProxy(onSuspend: 'wait' | 'abort', more: ConnectOptions = {}): Promise<{ session: Session; states: string[] }> {
+  async function throughProxy(
+    onSuspend: 'wait' | 'abort',
+    more: ConnectOptions = {},
+  ): Promise<{ session: Session; states: string[] }> {
     proxy = await TcpProxy.start({ port: info.ports[0]! });
-    const session = await connect(`zk://${proxy.address}/${scope.namespace}`, { sessionTimeoutMs: info.sessionTimeoutMs, onSuspend, ...more });
+    const session = await connect(`zk://${proxy.address}/${scope.namespace}`, {
+      sessionTimeoutMs: info.sessionTimeoutMs,
+      onSuspend,
+      ...more,
+    });
     proxied.push(session);
     const states: string[] = [];
     session.on('state', (state) => states.push(state));
@@ -77,7 +84,9 @@ describe('ZooKeeper: a short disconnect, and what holders and waiters see', () =
       const holder = await scope.open();
       const held = await new FairMutex(holder, 'rewatch').acquire();
       const waiting = later(new FairMutex(session, 'rewatch').acquire({ timeoutMs: info.sessionTimeoutMs * 5 }));
-      await eventually('waiter watching', async () => (await scope.fixture.watched(scope.namespace)).includes(entryOf(held).key));
+      await eventually('waiter watching', async () =>
+        (await scope.fixture.watched(scope.namespace)).includes(entryOf(held).key),
+      );
       proxy.blackhole();
       await held.release();
       proxy.drop();
@@ -90,13 +99,25 @@ describe('ZooKeeper: a short disconnect, and what holders and waiters see', () =
     }
   });
 
-  it.each(['fail', 'requeue'] as const)("a waiter whose entry vanished while it was cut off is told at the reconnect (onWaiterLost '%s')", async (policy) => {
-    try {
-      const { session } = await throughProxy('wait', { onWaiterLost: policy });
-      const holder = await scope.open();
-      await waiterVanishesAcrossReconnect({ waiter: session, proxy, holder, removeEntry: (key) => remove(zkAdmin(), key), reconnectMs: info.sessionTimeoutMs }, policy);
-    } finally {
-      await cleanup();
-    }
-  });
+  it.each(['fail', 'requeue'] as const)(
+    "a waiter whose entry vanished while it was cut off is told at the reconnect (onWaiterLost '%s')",
+    async (policy) => {
+      try {
+        const { session } = await throughProxy('wait', { onWaiterLost: policy });
+        const holder = await scope.open();
+        await waiterVanishesAcrossReconnect(
+          {
+            waiter: session,
+            proxy,
+            holder,
+            removeEntry: (key) => remove(zkAdmin(), key),
+            reconnectMs: info.sessionTimeoutMs,
+          },
+          policy,
+        );
+      } finally {
+        await cleanup();
+      }
+    },
+  );
 });

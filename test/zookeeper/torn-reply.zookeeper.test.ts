@@ -20,7 +20,9 @@ describe('a ZooKeeper connection that dies in the middle of a reply', () => {
   it('the next connection starts from a clean frame: the session comes back and keeps its lock', async () => {
     const info = inject('zkStandalone');
     const proxy = await TcpProxy.start({ port: info.ports[0]! });
-    const session = await connect(`zk://${proxy.address}/${scope.namespace}`, { sessionTimeoutMs: info.sessionTimeoutMs });
+    const session = await connect(`zk://${proxy.address}/${scope.namespace}`, {
+      sessionTimeoutMs: info.sessionTimeoutMs,
+    });
     try {
       const states: SessionState[] = [];
       session.on('state', (state) => states.push(state));
@@ -29,7 +31,11 @@ describe('a ZooKeeper connection that dies in the middle of a reply', () => {
       proxy.truncateNextReply();
       // Its reply is the one torn (or a heartbeat's is); it is sent again on the next connection.
       const listing = later(backendOf(session).list('torn'));
-      await eventually('back on a new connection', () => states.includes('suspended') && session.state === 'connected', info.sessionTimeoutMs * 2);
+      await eventually(
+        'back on a new connection',
+        () => states.includes('suspended') && session.state === 'connected',
+        info.sessionTimeoutMs * 2,
+      );
       expect(await listing).toHaveLength(1);
       expect(states).not.toContain('lost');
       expect(session.id).toBe(id);

@@ -20,7 +20,10 @@ describe('ZooKeeper: replies the client library does not expect', () => {
 
   async function throughRewriter(run: (session: Session, rewriter: ZkReplyRewriter) => Promise<void>): Promise<void> {
     const rewriter = await ZkReplyRewriter.start(info.ports[0]!);
-    const session = await connect(scope.fixture.url(scope.namespace).replace(info.connectString, rewriter.address), scope.fixture.options);
+    const session = await connect(
+      scope.fixture.url(scope.namespace).replace(info.connectString, rewriter.address),
+      scope.fixture.options,
+    );
     try {
       await run(session, rewriter);
     } finally {
@@ -44,11 +47,13 @@ describe('ZooKeeper: replies the client library does not expect', () => {
         const answered = rewriter.answerNext(ZkOp.getChildren2, `/${scope.namespace}/gone`, code);
         let stateWhenTold: string | undefined;
         let holdAbortedWhenTold: boolean | undefined;
-        const listing = backendOf(session).list('gone').catch((error: unknown) => {
-          stateWhenTold = session.state;
-          holdAbortedWhenTold = held.signal.aborted;
-          throw error;
-        });
+        const listing = backendOf(session)
+          .list('gone')
+          .catch((error: unknown) => {
+            stateWhenTold = session.state;
+            holdAbortedWhenTold = held.signal.aborted;
+            throw error;
+          });
         await expect(listing).rejects.toBeInstanceOf(SessionLostError);
         await answered;
         expect(stateWhenTold).toBe('lost');
@@ -64,7 +69,9 @@ describe('ZooKeeper: replies the client library does not expect', () => {
   it('a session lost to such a reply on a server that then goes silent does not keep its socket open', async () => {
     await throughRewriter(async (session, rewriter) => {
       const held = await new FairMutex(session, 'silent').acquire();
-      const answered = rewriter.answerNext(ZkOp.getChildren2, `/${scope.namespace}/silent`, -112, { thenSilence: true });
+      const answered = rewriter.answerNext(ZkOp.getChildren2, `/${scope.namespace}/silent`, -112, {
+        thenSilence: true,
+      });
       await expect(backendOf(session).list('silent')).rejects.toBeInstanceOf(SessionLostError);
       await answered;
       expect(held.signal.aborted).toBe(true);
@@ -72,7 +79,11 @@ describe('ZooKeeper: replies the client library does not expect', () => {
       // the server could expire the session and hang up (a session timeout after the last request).
       await eventually('the socket closed', () => rewriter.connections === 0, session.timeoutMs * 0.9);
       // The session never heard the close: the server expires it, and its entry goes with it.
-      await eventually('the server expired the session', async () => (await scope.fixture.entries(scope.namespace)).length === 0, scope.fixture.lossDeadlineMs);
+      await eventually(
+        'the server expired the session',
+        async () => (await scope.fixture.entries(scope.namespace)).length === 0,
+        scope.fixture.lossDeadlineMs,
+      );
     });
   });
 
@@ -106,10 +117,12 @@ describe('ZooKeeper: replies the client library does not expect', () => {
       await throughRewriter(async (session, rewriter) => {
         const held = await new FairMutex(session, 'odd').acquire();
         const answered = rewriter.answerNext(ZkOp.getChildren2, `/${scope.namespace}/odd`, code);
-        const failed = await backendOf(session).list('odd').then(
-          () => undefined,
-          (error: unknown) => error,
-        );
+        const failed = await backendOf(session)
+          .list('odd')
+          .then(
+            () => undefined,
+            (error: unknown) => error,
+          );
         await answered;
         expect(failed).toBeInstanceOf(BackendError);
         expect(zkCode(failed)).toBe(code);

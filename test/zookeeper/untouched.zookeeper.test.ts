@@ -10,7 +10,12 @@ import { describe, expect, inject, it } from 'vitest';
 const require = createRequire(import.meta.url);
 const LIB = join(dirname(require.resolve('node-zookeeper-client/package.json')), 'lib');
 /** Every module of the client. */
-const MODULES = ['node-zookeeper-client', ...readdirSync(LIB, { recursive: true, encoding: 'utf8' }).filter((file) => file.endsWith('.js')).map((file) => join(LIB, file))];
+const MODULES = [
+  'node-zookeeper-client',
+  ...readdirSync(LIB, { recursive: true, encoding: 'utf8' })
+    .filter((file) => file.endsWith('.js'))
+    .map((file) => join(LIB, file)),
+];
 /** Where the walk stops: objects every module reaches, that are not the client's. */
 const BEYOND = new Set<unknown>([Object.prototype, Function.prototype, globalThis, process]);
 
@@ -24,7 +29,13 @@ function reachable(): Map<string, unknown> {
   const seen = new WeakSet<object>();
   const visit = (where: string, value: unknown): void => {
     found.set(where, value);
-    if (value === null || (typeof value !== 'object' && typeof value !== 'function') || BEYOND.has(value) || seen.has(value)) return;
+    if (
+      value === null ||
+      (typeof value !== 'object' && typeof value !== 'function') ||
+      BEYOND.has(value) ||
+      seen.has(value)
+    )
+      return;
     seen.add(value);
     for (const key of Reflect.ownKeys(value)) {
       if (key === 'caller' || key === 'callee' || key === 'arguments') continue;
@@ -59,7 +70,7 @@ describe('node-zookeeper-client is left as it is for everyone else in the proces
       user.once('connected', () => resolve());
       user.connect();
     });
-    const call = <T,>(run: (done: (error: unknown, value?: T) => void) => void): Promise<T> =>
+    const call = <T>(run: (done: (error: unknown, value?: T) => void) => void): Promise<T> =>
       new Promise((resolve, reject) => run((error, value) => (error ? reject(error) : resolve(value as T))));
     try {
       const session = await connect(`zk://${connectString}/${namespace}`, { sessionTimeoutMs });
@@ -78,21 +89,31 @@ describe('node-zookeeper-client is left as it is for everyone else in the proces
       await other.close().catch(() => undefined);
 
       // The user's client still reads and writes as it always did.
-      const path = await call<string>((done) => user.create(`/${namespace}-user`, Buffer.from('x'), zookeeper.CreateMode.EPHEMERAL, done));
+      const path = await call<string>((done) =>
+        user.create(`/${namespace}-user`, Buffer.from('x'), zookeeper.CreateMode.EPHEMERAL, done),
+      );
       expect((await call<Buffer>((done) => user.getData(path, done))).toString()).toBe('x');
-      expect(await call<string[]>((done) => user.getChildren(`/${namespace}`, done))).toEqual(expect.arrayContaining(['jobs', 'config', 'leader']));
-      await expect(call((done) => user.getData(`/${namespace}/nothing`, done))).rejects.toMatchObject({ code: zookeeper.Exception.NO_NODE });
+      expect(await call<string[]>((done) => user.getChildren(`/${namespace}`, done))).toEqual(
+        expect.arrayContaining(['jobs', 'config', 'leader']),
+      );
+      await expect(call((done) => user.getData(`/${namespace}/nothing`, done))).rejects.toMatchObject({
+        code: zookeeper.Exception.NO_NODE,
+      });
       await call((done) => user.remove(path, -1, done));
-      for (const child of await call<string[]>((done) => user.getChildren(`/${namespace}`, done))) await call((done) => user.remove(`/${namespace}/${child}`, -1, done));
+      for (const child of await call<string[]>((done) => user.getChildren(`/${namespace}`, done)))
+        await call((done) => user.remove(`/${namespace}/${child}`, -1, done));
       await call((done) => user.remove(`/${namespace}`, -1, done));
     } finally {
       user.close();
     }
     const after = reachable();
-    const changed = [...new Set([...before.keys(), ...after.keys()])].filter((where) => !Object.is(before.get(where), after.get(where)));
+    const changed = [...new Set([...before.keys(), ...after.keys()])].filter(
+      (where) => !Object.is(before.get(where), after.get(where)),
+    );
     expect(changed).toEqual([]);
     // And the user's own client was not touched either: its connection manager has only its own state.
     const manager = (user as unknown as { connectionManager: object }).connectionManager;
-    for (const method of ['onSocketData', 'connect', 'onSocketConnected', 'queue']) expect(Object.hasOwn(manager, method), method).toBe(false);
+    for (const method of ['onSocketData', 'connect', 'onSocketConnected', 'queue'])
+      expect(Object.hasOwn(manager, method), method).toBe(false);
   });
 });

@@ -68,7 +68,8 @@ export class WatchBackstop {
       if (waits === undefined) byQueue.set(prefix, (waits = { keys: [], changes: [] }));
       return waits;
     };
-    for (const [id, watched] of this.#keys.entries()) of(watched.key.slice(0, watched.key.lastIndexOf('/') + 1)).keys.push([id, watched]);
+    for (const [id, watched] of this.#keys.entries())
+      of(watched.key.slice(0, watched.key.lastIndexOf('/') + 1)).keys.push([id, watched]);
     for (const wait of this.#prefixes.values()) of(wait.prefix).changes.push(wait);
     await Promise.all(
       [...byQueue].map(async ([prefix, { keys, changes }]) => {

@@ -12,7 +12,9 @@ type Host = { getServiceClient?: (name: string) => Service };
  */
 export function closeServicesPromptly(client: Etcd3): { restore(): void } {
   const made = new Set<Service>();
-  const hosts = ((client as unknown as { pool?: { hosts?: Host[] } }).pool?.hosts ?? []).filter((host) => typeof host.getServiceClient === 'function');
+  const hosts = ((client as unknown as { pool?: { hosts?: Host[] } }).pool?.hosts ?? []).filter(
+    (host) => typeof host.getServiceClient === 'function',
+  );
   for (const host of hosts) {
     const make = host.getServiceClient!;
     host.getServiceClient = function (this: Host, name: string) {

@@ -1,7 +1,7 @@
 import type { Etcd3, IKeyValue, IRangeResponse } from 'etcd3';
 import { isRecoverableError } from 'etcd3';
 
-import { type Abortable, type Enqueued,type Entry, untilAborted } from '../../../recipes/contract.js';
+import { type Abortable, type Enqueued, type Entry, untilAborted } from '../../../recipes/contract.js';
 import { BackendError, ClosedError, LockDowngradeError, PermitsMismatchError } from '../../../recipes/errors.js';
 import { askOf } from '../../../recipes/permits.js';
 import { backoff } from '../../backoff.js';
@@ -12,10 +12,21 @@ import type { Start } from '../requests.js';
 import { sameEntries } from '../waiters.js';
 import { WatchBackstop } from './backstop.js';
 import { attemptMs, etcdFailures, outOfSpace } from './failures.js';
-import { clientOf, entriesFromRange, entryKey, EtcdEntry, foreignKeys, leaseHex, prefixEnd, queuePrefix, slotOf, type StoredKey } from './keys.js';
+import {
+  clientOf,
+  entriesFromRange,
+  entryKey,
+  EtcdEntry,
+  foreignKeys,
+  leaseHex,
+  prefixEnd,
+  queuePrefix,
+  slotOf,
+  type StoredKey,
+} from './keys.js';
 import { Lease } from './lease.js';
 import type { Members } from './members.js';
-import { type EtcdDriverOptions, type OpenedLease,openLease } from './open.js';
+import { type EtcdDriverOptions, type OpenedLease, openLease } from './open.js';
 import { guardedDelete, OwnKeys } from './orphans.js';
 import { PrefixWatches } from './prefix-watches.js';
 import { EtcdWatchers, KeyWatches } from './watches.js';
@@ -54,7 +65,11 @@ export class EtcdDriver implements Driver {
     return new EtcdDriver(await openLease(options), options, probe);
   }
 
-  private constructor({ client, members, lease, timeoutMs, openedAt }: OpenedLease, options: EtcdDriverOptions, probe: EtcdProbe | undefined) {
+  private constructor(
+    { client, members, lease, timeoutMs, openedAt }: OpenedLease,
+    options: EtcdDriverOptions,
+    probe: EtcdProbe | undefined,
+  ) {
     this.#client = client;
     this.#lease = lease;
     this.#namespace = options.namespace;
@@ -81,10 +96,31 @@ export class EtcdDriver implements Driver {
       list: (queue) => this.list(queue),
     });
     this.#watchers = new EtcdWatchers(client, probe, this.#counters);
-    this.#keyWatches = new KeyWatches(this.#watchers, { endError, isOpen, streamFailed, lookUp: (entry) => this.#lookUp(entry) });
+    this.#keyWatches = new KeyWatches(this.#watchers, {
+      endError,
+      isOpen,
+      streamFailed,
+      lookUp: (entry) => this.#lookUp(entry),
+    });
     this.#prefixWatches = new PrefixWatches(this.#watchers, { endError, streamFailed });
-    this.#backstop = new WatchBackstop(this.#keyWatches, this.#prefixWatches, { isOpen, listing: (prefix) => this.#listing(prefix) }, Math.max(Math.floor(timeoutMs / 4), 50));
-    this.#leaseKeeper = new Lease({ client, members, lease, id: this.id, timeoutMs, rpc: (request) => this.#rpc(request), attempt: () => this.#attempt() }, this.#core);
+    this.#backstop = new WatchBackstop(
+      this.#keyWatches,
+      this.#prefixWatches,
+      { isOpen, listing: (prefix) => this.#listing(prefix) },
+      Math.max(Math.floor(timeoutMs / 4), 50),
+    );
+    this.#leaseKeeper = new Lease(
+      {
+        client,
+        members,
+        lease,
+        id: this.id,
+        timeoutMs,
+        rpc: (request) => this.#rpc(request),
+        attempt: () => this.#attempt(),
+      },
+      this.#core,
+    );
     probe?.expose(this.#view());
   }
 
@@ -130,16 +166,29 @@ export class EtcdDriver implements Driver {
     try {
       // One request: put our key with the lease if it is absent, and read the queue as it then stands.
       // A retry after a lost reply finds the key it wrote (the failure branch) instead of adding another.
-      const response = await this.#core.retry(this.#rpc(() => {
-        attempts += 1;
-        return this.#client.kv.txn({
-          compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }],
-          success: [{ request_put: { key, value: data === undefined ? EMPTY : Buffer.from(data), lease: this.#lease } }, { request_range: range }],
-          failure: [{ request_range: { key } }, { request_range: range }],
-        }, this.#attempt());
-      }));
+      const response = await this.#core.retry(
+        this.#rpc(() => {
+          attempts += 1;
+          return this.#client.kv.txn(
+            {
+              compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }],
+              success: [
+                { request_put: { key, value: data === undefined ? EMPTY : Buffer.from(data), lease: this.#lease } },
+                { request_range: range },
+              ],
+              failure: [{ request_range: { key } }, { request_range: range }],
+            },
+            this.#attempt(),
+          );
+        }),
+      );
       if (!response.succeeded) this.#adopt(key, response.responses[0]?.response_range);
-      const entries = this.#parseAndSweep(queue, prefix, response.responses[1]?.response_range.kvs ?? [], response.header.revision);
+      const entries = this.#parseAndSweep(
+        queue,
+        prefix,
+        response.responses[1]?.response_range.kvs ?? [],
+        response.header.revision,
+      );
       const entry = entries.find((e) => e.key === keyText);
       if (entry === undefined) throw new BackendError(`wrote ${keyText} but the queue read does not show it`);
       own.live.set(entry.key, EtcdEntry.createdAt(entry));
@@ -155,7 +204,8 @@ export class EtcdDriver implements Driver {
       // The key may exist or appear later: its slot is retired (never adopted by a later enqueue), and
       // the queue is looked at until any late attempt must have been applied. Not after a single
       // attempt refused for lack of space: etcd refuses that before applying anything.
-      if (attempts > 1 || (attempts === 1 && !outOfSpace(error instanceof BackendError ? error.cause : error))) own.unsettle(queue);
+      if (attempts > 1 || (attempts === 1 && !outOfSpace(error instanceof BackendError ? error.cause : error)))
+        own.unsettle(queue);
       else own.slots.free(queue, slot);
       throw error;
     } finally {
@@ -166,7 +216,8 @@ export class EtcdDriver implements Driver {
   /** The failure branch of an enqueue's Txn: our key exists already, written by an attempt whose reply was lost. */
   #adopt(key: Buffer, found: IRangeResponse | undefined): void {
     const kv = found?.kvs[0];
-    if (kv === undefined || kv.lease !== this.#lease) throw new BackendError(`${key.toString()} exists but does not belong to lease ${this.id}`);
+    if (kv === undefined || kv.lease !== this.#lease)
+      throw new BackendError(`${key.toString()} exists but does not belong to lease ${this.id}`);
     this.#counters.adopted += 1;
   }
 
@@ -179,7 +230,9 @@ export class EtcdDriver implements Driver {
   async #refuseOvertakenDowngrade(queue: string, { entry: read, queue: entries }: Enqueued, at: Entry): Promise<void> {
     const prefix = queuePrefix(this.#namespace, queue);
     const createdAt = EtcdEntry.createdAt(read);
-    const peer = entries.find((e) => e.order > at.order && e.order < createdAt && clientOf(prefix, e.key) === 'etcd-go');
+    const peer = entries.find(
+      (e) => e.order > at.order && e.order < createdAt && clientOf(prefix, e.key) === 'etcd-go',
+    );
     if (peer === undefined) return;
     await this.withdraw(read);
     // A semaphore moves its entry so too (announcing its grant): a Go lock's key on its name is another recipe's.
@@ -279,9 +332,14 @@ export class EtcdDriver implements Driver {
    * reused), and the revision of that read.
    */
   async #lookUp(entry: Entry): Promise<{ kv: IKeyValue | undefined; revision: bigint }> {
-    const response = await this.#core.retry(this.#rpc(() => this.#client.kv.range({ key: Buffer.from(entry.key) }, this.#attempt())));
+    const response = await this.#core.retry(
+      this.#rpc(() => this.#client.kv.range({ key: Buffer.from(entry.key) }, this.#attempt())),
+    );
     const kv = response.kvs[0];
-    return { kv: kv !== undefined && BigInt(kv.create_revision) === EtcdEntry.createdAt(entry) ? kv : undefined, revision: BigInt(response.header.revision) };
+    return {
+      kv: kv !== undefined && BigInt(kv.create_revision) === EtcdEntry.createdAt(entry) ? kv : undefined,
+      revision: BigInt(response.header.revision),
+    };
   }
 
   async read(entry: Entry): Promise<string | null> {
@@ -290,14 +348,20 @@ export class EtcdDriver implements Driver {
 
   async describe(queue: string): Promise<EntryInfo[]> {
     const prefix = queuePrefix(this.#namespace, queue);
-    const response = await this.#core.retry(this.#rpc(() => this.#client.kv.range({ key: Buffer.from(prefix), range_end: prefixEnd(prefix) }, this.#attempt())));
+    const response = await this.#core.retry(
+      this.#rpc(() =>
+        this.#client.kv.range({ key: Buffer.from(prefix), range_end: prefixEnd(prefix) }, this.#attempt()),
+      ),
+    );
     const values = new Map(response.kvs.map((kv) => [kv.key.toString(), kv]));
     const entries = entriesFromRange(queue, prefix, response.kvs, response.header.revision);
     const leases = [...new Set(entries.map((entry) => values.get(entry.key)!.lease))];
     const ttls = new Map(
       await Promise.all(
         leases.map(async (lease) => {
-          const { TTL } = await this.#core.retry(this.#rpc(() => this.#client.leaseClient.leaseTimeToLive({ ID: lease, keys: false }, this.#attempt())));
+          const { TTL } = await this.#core.retry(
+            this.#rpc(() => this.#client.leaseClient.leaseTimeToLive({ ID: lease, keys: false }, this.#attempt())),
+          );
           return [lease, Number(TTL)] as const;
         }),
       ),
@@ -305,7 +369,13 @@ export class EtcdDriver implements Driver {
     return entries.map((entry) => {
       const kv = values.get(entry.key)!;
       const ttl = ttls.get(kv.lease) ?? -1;
-      return { entry, owner: leaseHex(kv.lease), client: clientOf(prefix, entry.key), data: kv.value.toString(), ...(ttl >= 0 ? { expiresInMs: ttl * 1_000 } : {}) };
+      return {
+        entry,
+        owner: leaseHex(kv.lease),
+        client: clientOf(prefix, entry.key),
+        data: kv.value.toString(),
+        ...(ttl >= 0 ? { expiresInMs: ttl * 1_000 } : {}),
+      };
     });
   }
 

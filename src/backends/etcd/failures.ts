@@ -27,7 +27,8 @@ export function attemptMs(ttlMs: number): number {
 
 /** How etcd's failures read, for the lease `id` (hex) under `namespace`. */
 export function etcdFailures(id: string, namespace: string): FailurePolicy {
-  const gone = (cause?: unknown): SessionLostError => new SessionLostError(`etcd lease ${id} is gone`, cause === undefined ? undefined : { cause });
+  const gone = (cause?: unknown): SessionLostError =>
+    new SessionLostError(`etcd lease ${id} is gone`, cause === undefined ? undefined : { cause });
   return {
     retriable,
     // A request naming the lease (a put) is refused once the lease is gone: the session is lost.
@@ -37,7 +38,10 @@ export function etcdFailures(id: string, namespace: string): FailurePolicy {
       if (error instanceof BatonError) return error;
       if (outOfSpace(error)) return new BackendError(OUT_OF_SPACE, { cause: error });
       if (error instanceof EtcdPermissionDeniedError) {
-        return new AccessDeniedError(`etcd refused the request (permission denied): this user may not use ${namespace}/`, { cause: error });
+        return new AccessDeniedError(
+          `etcd refused the request (permission denied): this user may not use ${namespace}/`,
+          { cause: error },
+        );
       }
       if (error instanceof EtcdLeaseInvalidError) return gone(error);
       return new BackendError('etcd request failed', { cause: error });

@@ -69,7 +69,13 @@ export class KeepAlive {
   #downTimer: NodeJS.Timeout | undefined;
   #stopped = false;
 
-  constructor(lease: { lease: LeaseClient; member: (stream: object) => string | undefined }, members: Members, id: string, intervalMs: number, events: KeepAliveEvents) {
+  constructor(
+    lease: { lease: LeaseClient; member: (stream: object) => string | undefined },
+    members: Members,
+    id: string,
+    intervalMs: number,
+    events: KeepAliveEvents,
+  ) {
     this.#lease = lease.lease;
     this.#member = lease.member;
     this.#members = members;
@@ -127,10 +133,13 @@ export class KeepAlive {
   #waitingSince(at: number): void {
     if (this.#unanswered !== undefined) return;
     this.#unanswered = at;
-    this.#downTimer = setTimeout(() => {
-      this.#downTimer = undefined;
-      if (!this.#stopped && this.#unanswered !== undefined) this.#events.down();
-    }, Math.max(0, at + this.#intervalMs - performance.now()));
+    this.#downTimer = setTimeout(
+      () => {
+        this.#downTimer = undefined;
+        if (!this.#stopped && this.#unanswered !== undefined) this.#events.down();
+      },
+      Math.max(0, at + this.#intervalMs - performance.now()),
+    );
     this.#downTimer.unref();
   }
 

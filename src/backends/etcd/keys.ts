@@ -97,12 +97,16 @@ export function entriesFromRange(queue: string, prefix: string, kvs: readonly St
     entries.push(new EtcdEntry(queue, key, match === null ? GO_KIND : match[3]!, order, seenAt, createdAt));
   }
   // An entry placed at another's order (a downgrade's read) sorts right after it.
-  return entries.sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : Number(a.kind === 'read') - Number(b.kind === 'read')));
+  return entries.sort((a, b) =>
+    a.order < b.order ? -1 : a.order > b.order ? 1 : Number(a.kind === 'read') - Number(b.kind === 'read'),
+  );
 }
 
 /** Keys in a queue's range that are no client's entry (nested locks live outside it, under their own `#/`). */
 export function foreignKeys(prefix: string, kvs: readonly StoredKey[]): string[] {
-  return kvs.filter((kv) => entryMatch(prefix, kv.key.toString(), kv) === null && !isGoEntry(prefix, kv.key.toString(), kv)).map((kv) => kv.key.toString());
+  return kvs
+    .filter((kv) => entryMatch(prefix, kv.key.toString(), kv) === null && !isGoEntry(prefix, kv.key.toString(), kv))
+    .map((kv) => kv.key.toString());
 }
 
 /** Which client wrote an entry's key: `baton`, or `etcd-go` for etcd's Go recipes. */
@@ -112,7 +116,12 @@ export function clientOf(prefix: string, key: string): 'baton' | 'etcd-go' {
 
 /** A key named as Go's recipes name theirs, and attached to the lease its name gives. */
 function isGoEntry(prefix: string, key: string, kv: StoredKey): boolean {
-  return isGoKeyName(prefix, key) && kv.lease !== undefined && kv.lease !== '0' && hexOf(kv.lease) === key.slice(prefix.length).padStart(16, '0');
+  return (
+    isGoKeyName(prefix, key) &&
+    kv.lease !== undefined &&
+    kv.lease !== '0' &&
+    hexOf(kv.lease) === key.slice(prefix.length).padStart(16, '0')
+  );
 }
 
 function isGoKeyName(prefix: string, key: string): boolean {

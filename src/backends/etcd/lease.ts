@@ -1,4 +1,4 @@
-import { type Etcd3,EtcdLeaseInvalidError, isRecoverableError } from 'etcd3';
+import { type Etcd3, EtcdLeaseInvalidError, isRecoverableError } from 'etcd3';
 
 import { SessionLostError } from '../../../recipes/errors.js';
 import { backoff } from '../../backoff.js';
@@ -36,21 +36,27 @@ export class Lease {
   constructor(host: LeaseHost, core: DriverCore) {
     this.#host = host;
     this.#core = core;
-    this.#keepAlive = new KeepAlive(host.members.leaseClient(host.client), host.members, host.lease, Math.max(Math.floor(host.timeoutMs / 4), 50), {
-      ack: (sentAt) => {
-        if (this.#suspended) {
-          this.#suspended = false;
-          core.events?.status('connected');
-        }
-        core.events?.ack(sentAt);
+    this.#keepAlive = new KeepAlive(
+      host.members.leaseClient(host.client),
+      host.members,
+      host.lease,
+      Math.max(Math.floor(host.timeoutMs / 4), 50),
+      {
+        ack: (sentAt) => {
+          if (this.#suspended) {
+            this.#suspended = false;
+            core.events?.status('connected');
+          }
+          core.events?.ack(sentAt);
+        },
+        down: () => {
+          if (this.#suspended || !core.isOpen) return;
+          this.#suspended = true;
+          core.events?.status('suspended');
+        },
+        gone: () => core.lose(new SessionLostError(`etcd lease ${host.id} expired or was revoked`)),
       },
-      down: () => {
-        if (this.#suspended || !core.isOpen) return;
-        this.#suspended = true;
-        core.events?.status('suspended');
-      },
-      gone: () => core.lose(new SessionLostError(`etcd lease ${host.id} expired or was revoked`)),
-    });
+    );
   }
 
   /** The member the keepalive stream is dialled to. */
@@ -70,7 +76,9 @@ export class Lease {
   /** Our entry is gone: if the lease went with it, the session is lost now rather than at the next keepalive. */
   async assertAlive(): Promise<void> {
     const { client, lease } = this.#host;
-    const live = await this.#core.retry(this.#host.rpc(() => client.leaseClient.leaseTimeToLive({ ID: lease, keys: false }, this.#host.attempt())));
+    const live = await this.#core.retry(
+      this.#host.rpc(() => client.leaseClient.leaseTimeToLive({ ID: lease, keys: false }, this.#host.attempt())),
+    );
     if (Number(live.TTL) > 0) return;
     const reason = new SessionLostError(`etcd lease ${this.#host.id} expired or was revoked`);
     this.#core.lose(reason);
@@ -86,7 +94,11 @@ export class Lease {
     const { client, members, lease, timeoutMs } = this.#host;
     for (let attempt = 0; Date.now() < until; attempt += 1) {
       try {
-        await members.attempt(() => client.leaseClient.leaseRevoke({ ID: lease }, { deadline: Math.min(until, this.#host.attempt().deadline) }), timeoutMs);
+        await members.attempt(
+          () =>
+            client.leaseClient.leaseRevoke({ ID: lease }, { deadline: Math.min(until, this.#host.attempt().deadline) }),
+          timeoutMs,
+        );
         return;
       } catch (error) {
         if (error instanceof EtcdLeaseInvalidError || !isRecoverableError(error as Error)) return;

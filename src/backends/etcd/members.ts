@@ -1,6 +1,6 @@
-import { type Etcd3, GRPCDeadlineExceededError, GRPCUnavailableError, type ICallable,LeaseClient } from 'etcd3';
+import { type Etcd3, GRPCDeadlineExceededError, GRPCUnavailableError, type ICallable, LeaseClient } from 'etcd3';
 
-import { type Done,started } from '../requests.js';
+import { type Done, started } from '../requests.js';
 
 /** What etcd3 1.x keeps per member; only the address is read. */
 interface Member {
@@ -42,7 +42,12 @@ export class Members {
 
   constructor(client: Etcd3) {
     const pool = (client as unknown as { pool?: Partial<Pool> }).pool;
-    if (pool === undefined || !Array.isArray(pool.hosts) || typeof pool.withConnection !== 'function' || typeof pool.shuffledHosts !== 'function') {
+    if (
+      pool === undefined ||
+      !Array.isArray(pool.hosts) ||
+      typeof pool.withConnection !== 'function' ||
+      typeof pool.shuffledHosts !== 'function'
+    ) {
       this.#pool = undefined;
       return;
     }
@@ -77,7 +82,10 @@ export class Members {
     call.then(
       (value) => done(null, value),
       (error: unknown) => {
-        if (pick?.member !== undefined && (error instanceof GRPCDeadlineExceededError || error instanceof GRPCUnavailableError)) {
+        if (
+          pick?.member !== undefined &&
+          (error instanceof GRPCDeadlineExceededError || error instanceof GRPCUnavailableError)
+        ) {
           this.suspect(pick.member, forMs);
         }
         done(error || new Error(`etcd request failed: ${String(error)}`));
@@ -104,7 +112,8 @@ export class Members {
       withConnection: (service, fn) =>
         pool.withConnection(service, (args) => {
           const made = fn(args);
-          if (typeof made === 'object' && made !== null && !(made instanceof Promise)) members.set(made, args.resource.host);
+          if (typeof made === 'object' && made !== null && !(made instanceof Promise))
+            members.set(made, args.resource.host);
           return made;
         }),
       markFailed: (resource, error) => pool.markFailed(resource as Member, error),

@@ -1,5 +1,12 @@
-import { type IBackoff,noop } from 'cockatiel';
-import { Etcd3, EtcdAuthenticationFailedError, EtcdPermissionDeniedError, GRPCDeadlineExceededError, type IOptions,isRecoverableError } from 'etcd3';
+import { type IBackoff, noop } from 'cockatiel';
+import {
+  Etcd3,
+  EtcdAuthenticationFailedError,
+  EtcdPermissionDeniedError,
+  GRPCDeadlineExceededError,
+  type IOptions,
+  isRecoverableError,
+} from 'etcd3';
 
 import { untilAborted } from '../../../recipes/contract.js';
 import { AccessDeniedError, BackendError } from '../../../recipes/errors.js';
@@ -57,14 +64,23 @@ function tunedClient(options: EtcdDriverOptions): Etcd3 {
     // No circuit breaker and no retries inside etcd3: its breaker fails every call to a member for
     // 5 s after three errors, longer than a short lease. The driver retries until the session's
     // deadline instead, each attempt on a randomly chosen member.
-    faultHandling: { host: () => noop, global: noop, watchBackoff: new WatchBackoff(0, Math.min(1_000, options.ttlSeconds * 250)) },
+    faultHandling: {
+      host: () => noop,
+      global: noop,
+      watchBackoff: new WatchBackoff(0, Math.min(1_000, options.ttlSeconds * 250)),
+    },
     ...options.client,
     // etcd3 fetches the auth token from the members in a fixed order, with no deadline of its own:
     // a member that hangs would hold every call (connect and close included). Each try gets a third
     // of the TTL, then the next member is asked.
     ...(options.client?.auth === undefined
       ? {}
-      : { auth: { callOptions: () => ({ deadline: Date.now() + attemptMs(options.ttlSeconds * 1000) }), ...options.client.auth } }),
+      : {
+          auth: {
+            callOptions: () => ({ deadline: Date.now() + attemptMs(options.ttlSeconds * 1000) }),
+            ...options.client.auth,
+          },
+        }),
     // gRPC waits 1 s (growing to 2 min) before dialling a member again, longer than a short lease
     // leaves; a coordination client wants to be back within a fraction of its TTL. Keepalive pings
     // find a connection whose member stopped answering (a watch stream on it would stay silent);
@@ -93,8 +109,14 @@ export async function openLease(options: EtcdDriverOptions): Promise<OpenedLease
       // Each attempt gets a part of the budget, so that a member that hangs does not take all of it;
       // the part doubles with each attempt, so that a slow link (whose first attempt also dials the
       // connection, and a timed-out attempt closes it) still gets through.
-      const attemptDeadline = Math.min(deadline, Date.now() + attemptMs(options.ttlSeconds * 1000) * 2 ** Math.min(attempt, 6));
-      const granting = members.attempt(() => client.leaseClient.leaseGrant({ TTL: options.ttlSeconds, ID: 0 }, { deadline: attemptDeadline }), options.ttlSeconds * 1000);
+      const attemptDeadline = Math.min(
+        deadline,
+        Date.now() + attemptMs(options.ttlSeconds * 1000) * 2 ** Math.min(attempt, 6),
+      );
+      const granting = members.attempt(
+        () => client.leaseClient.leaseGrant({ TTL: options.ttlSeconds, ID: 0 }, { deadline: attemptDeadline }),
+        options.ttlSeconds * 1000,
+      );
       const grant = await (options.signal === undefined ? granting : untilAborted(granting, options.signal));
       connecting.restore();
       return { client, members, lease: grant.ID, timeoutMs: Number(grant.TTL) * 1000, openedAt };
@@ -111,11 +133,16 @@ export async function openLease(options: EtcdDriverOptions): Promise<OpenedLease
         continue;
       }
       client.close();
-      if (error instanceof EtcdAuthenticationFailedError) throw new AccessDeniedError('etcd refused the user name or password (authentication failed)');
-      if (error instanceof EtcdPermissionDeniedError) throw new AccessDeniedError('etcd refused to grant a lease to this user (permission denied)');
+      if (error instanceof EtcdAuthenticationFailedError)
+        throw new AccessDeniedError('etcd refused the user name or password (authentication failed)');
+      if (error instanceof EtcdPermissionDeniedError)
+        throw new AccessDeniedError('etcd refused to grant a lease to this user (permission denied)');
       if (outOfSpace(error)) throw new BackendError(OUT_OF_SPACE, { cause: error });
       const why = dialError ?? (error instanceof GRPCDeadlineExceededError ? undefined : error);
-      throw new BackendError(`could not open an etcd session at ${options.hosts.join(',')} within ${options.connectTimeoutMs} ms: ${describeDialFailure(why, options.connectTimeoutMs)}`, { cause: why ?? error });
+      throw new BackendError(
+        `could not open an etcd session at ${options.hosts.join(',')} within ${options.connectTimeoutMs} ms: ${describeDialFailure(why, options.connectTimeoutMs)}`,
+        { cause: why ?? error },
+      );
     }
   }
 }

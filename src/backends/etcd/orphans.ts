@@ -56,14 +56,24 @@ export class OwnKeys {
     const ours = `${prefix}${this.#host.id}-`;
     for (const kv of kvs) {
       const key = kv.key.toString();
-      if (!key.startsWith(ours) || this.live.has(key) || this.enqueuing.has(key) || this.#removing.has(key) || !this.#host.isOpen()) continue;
+      if (
+        !key.startsWith(ours) ||
+        this.live.has(key) ||
+        this.enqueuing.has(key) ||
+        this.#removing.has(key) ||
+        !this.#host.isOpen()
+      )
+        continue;
       this.#removing.add(key);
-      this.#host.sendTxn(guardedDelete(Buffer.from(key), BigInt(kv.create_revision))).then(
-        (response) => {
-          if (response.succeeded) this.#host.counters.orphansRemoved += 1;
-        },
-        () => undefined, // seen again at the next listing
-      ).finally(() => this.#removing.delete(key));
+      this.#host
+        .sendTxn(guardedDelete(Buffer.from(key), BigInt(kv.create_revision)))
+        .then(
+          (response) => {
+            if (response.succeeded) this.#host.counters.orphansRemoved += 1;
+          },
+          () => undefined, // seen again at the next listing
+        )
+        .finally(() => this.#removing.delete(key));
     }
   }
 
@@ -97,5 +107,9 @@ export class OwnKeys {
 
 /** A delete of exactly the incarnation of the key we created (etcd#22082). */
 export function guardedDelete(key: Buffer, createdAt: bigint): ITxnRequest {
-  return { compare: [{ key, target: 'Create', result: 'Equal', create_revision: createdAt.toString() }], success: [{ request_delete_range: { key } }], failure: [] };
+  return {
+    compare: [{ key, target: 'Create', result: 'Equal', create_revision: createdAt.toString() }],
+    success: [{ request_delete_range: { key } }],
+    failure: [],
+  };
 }

@@ -58,7 +58,8 @@ export class EtcdWatchers {
 
   /** Watchers etcd3 has sent a cancel for and still waits to hear the end of. */
   get closing(): number {
-    return (this.client as unknown as { watchManager: { expectedClosers: Set<unknown> } }).watchManager.expectedClosers.size;
+    return (this.client as unknown as { watchManager: { expectedClosers: Set<unknown> } }).watchManager.expectedClosers
+      .size;
   }
 }
 
@@ -110,7 +111,11 @@ export class KeyWatches {
   waitGone(entry: Entry, signal: Abortable): Promise<void> {
     signal.throwIfAborted();
     const id = incarnation(entry);
-    const watched = this.#watched.get(id) ?? { key: entry.key, createdAt: EtcdEntry.createdAt(entry), waiters: new Set<Waiter>() };
+    const watched = this.#watched.get(id) ?? {
+      key: entry.key,
+      createdAt: EtcdEntry.createdAt(entry),
+      waiters: new Set<Waiter>(),
+    };
     const first = !this.#watched.has(id);
     this.#watched.set(id, watched);
     const waiting = addWaiter(watched.waiters, signal, () => {

@@ -1,4 +1,4 @@
-import type { Abortable, Enqueued,Entry } from '../../../recipes/contract.js';
+import type { Abortable, Enqueued, Entry } from '../../../recipes/contract.js';
 import { ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { sameEntries } from '../waiters.js';
@@ -70,7 +70,9 @@ export class MemoryDriver implements Driver {
 
   async describe(queue: string): Promise<EntryInfo[]> {
     await this.#turn();
-    return this.#store.list(this.#dir(queue)).map(({ owner, data, createdAt, ...entry }) => ({ entry, owner, client: 'baton', data, createdAt }));
+    return this.#store
+      .list(this.#dir(queue))
+      .map(({ owner, data, createdAt, ...entry }) => ({ entry, owner, client: 'baton', data, createdAt }));
   }
 
   async confirm(entry: Entry): Promise<boolean> {

@@ -46,7 +46,9 @@ export class MemoryStore {
 
   /** Entries in order; one placed `at` another sorts right after it (a stable sort keeps insertion order). */
   list(dir: string): StoredEntry[] {
-    return [...(this.#queues.get(dir)?.values() ?? [])].sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0));
+    return [...(this.#queues.get(dir)?.values() ?? [])].sort((a, b) =>
+      a.order < b.order ? -1 : a.order > b.order ? 1 : 0,
+    );
   }
 
   get(key: string): StoredEntry | undefined {

@@ -79,7 +79,10 @@ export class Channels {
       const listening = new Listening();
       this.#listening.set(channel, listening);
       // A failure leaves it pending: the connection is made again, and `relisten` settles it.
-      this.#host.send(`LISTEN ${quoted(channel)}`).then(() => this.#listened(channel, listening), () => undefined);
+      this.#host.send(`LISTEN ${quoted(channel)}`).then(
+        () => this.#listened(channel, listening),
+        () => undefined,
+      );
     }
     const listening = this.#listening.get(channel)?.promise ?? Promise.resolve();
     const waiters = set;

@@ -1,6 +1,6 @@
 import type { Notification } from 'pg';
 
-import { type Abortable, type Enqueued,type Entry, untilAborted } from '../../../recipes/contract.js';
+import { type Abortable, type Enqueued, type Entry, untilAborted } from '../../../recipes/contract.js';
 import { BackendError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import { backoff } from '../../backoff.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
@@ -81,7 +81,11 @@ export class PostgresDriver implements Driver {
     return driver;
   }
 
-  private constructor(opened: Awaited<ReturnType<typeof openSession>>, options: PostgresDriverOptions, probe: PostgresProbe | undefined) {
+  private constructor(
+    opened: Awaited<ReturnType<typeof openSession>>,
+    options: PostgresDriverOptions,
+    probe: PostgresProbe | undefined,
+  ) {
     this.#session = opened.session;
     // Distinct from the tokens and counts beside it in `baton inspect`: `pg-<sessions.id>`.
     this.id = sessionIdOf(opened.session);
@@ -118,8 +122,14 @@ export class PostgresDriver implements Driver {
     const beat = Math.max(Math.floor(this.timeoutMs / 4), 50);
     probe?.expose({
       backendPids: async () => {
-        const pid = async (link: Link): Promise<number | undefined> => (link.connected ? Number((await link.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]?.pid) : undefined);
-        return { main: await pid(this.#main).catch(() => undefined), listen: await pid(this.#listen).catch(() => undefined) };
+        const pid = async (link: Link): Promise<number | undefined> =>
+          link.connected
+            ? Number((await link.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]?.pid)
+            : undefined;
+        return {
+          main: await pid(this.#main).catch(() => undefined),
+          listen: await pid(this.#listen).catch(() => undefined),
+        };
       },
     });
     this.#heartbeat = setInterval(() => {
@@ -134,7 +144,11 @@ export class PostgresDriver implements Driver {
   }
 
   /** A request on the main connection, sent again while it fails only on the way. */
-  #request<R extends Record<string, unknown>>(text: string, values: readonly unknown[], onAttempt?: () => void): Promise<R[]> {
+  #request<R extends Record<string, unknown>>(
+    text: string,
+    values: readonly unknown[],
+    onAttempt?: () => void,
+  ): Promise<R[]> {
     return this.#core.retry(
       fromPromise(async () => {
         onAttempt?.();
@@ -145,7 +159,9 @@ export class PostgresDriver implements Driver {
   }
 
   #entries(queue: string, rows: readonly QueueRow[]): Entry[] {
-    return rows.map((row) => new PostgresEntry(queue, row.key, row.kind, BigInt(row.queue_position), BigInt(row.token)));
+    return rows.map(
+      (row) => new PostgresEntry(queue, row.key, row.kind, BigInt(row.queue_position), BigInt(row.token)),
+    );
   }
 
   /**
@@ -157,7 +173,9 @@ export class PostgresDriver implements Driver {
   #ownListing(queue: string, rows: readonly QueueRow[]): Entry[] {
     const prefix = `s${this.#session}.`;
     const entries = this.#entries(queue, rows);
-    const orphans = entries.filter((e) => e.key.startsWith(prefix) && !this.#own.has(e.key) && !this.#enqueuing.has(e.key));
+    const orphans = entries.filter(
+      (e) => e.key.startsWith(prefix) && !this.#own.has(e.key) && !this.#enqueuing.has(e.key),
+    );
     if (orphans.length === 0) return entries;
     for (const orphan of orphans) {
       this.#counters.orphansRemoved += 1;
@@ -169,7 +187,15 @@ export class PostgresDriver implements Driver {
   async enqueue(queue: string, kind: string, at?: Entry, data?: string, _dialect?: string): Promise<Enqueued> {
     this.#core.assertOpen();
     const key = `s${this.#session}.${++this.#entryCount}`;
-    const values = [this.#session, key, this.#namespace, queue, kind, at === undefined ? null : at.order.toString(), data ?? ''];
+    const values = [
+      this.#session,
+      key,
+      this.#namespace,
+      queue,
+      kind,
+      at === undefined ? null : at.order.toString(),
+      data ?? '',
+    ];
     let attempts = 0;
     this.#enqueuing.add(key);
     try {
@@ -270,7 +296,8 @@ export class PostgresDriver implements Driver {
     }
     this.#observed.delete(queue);
     this.#observedSeen.delete(queue);
-    if (this.#core.isOpen) this.#request(this.#sql.unobserve, [this.#namespace, queue, this.#session]).catch(() => undefined);
+    if (this.#core.isOpen)
+      this.#request(this.#sql.unobserve, [this.#namespace, queue, this.#session]).catch(() => undefined);
   }
 
   async withdraw(entry: Entry): Promise<void> {
@@ -294,7 +321,10 @@ export class PostgresDriver implements Driver {
   }
 
   async read(entry: Entry): Promise<string | null> {
-    const rows = await this.#request<{ data: string }>(this.#sql.read, [entry.key, PostgresEntry.rowTokenOf(entry).toString()]);
+    const rows = await this.#request<{ data: string }>(this.#sql.read, [
+      entry.key,
+      PostgresEntry.rowTokenOf(entry).toString(),
+    ]);
     return rows[0]?.data ?? null;
   }
 
@@ -333,13 +363,16 @@ export class PostgresDriver implements Driver {
     const sentAt = performance.now();
     let renewed: boolean;
     try {
-      renewed = (await this.#core.send(fromPromise(() => this.#listen.query(this.#sql.renew, [this.#session])))).rowCount === 1;
+      renewed =
+        (await this.#core.send(fromPromise(() => this.#listen.query(this.#sql.renew, [this.#session])))).rowCount === 1;
     } catch (error) {
       if (this.#core.isOpen && retriable(error)) this.#listenDown();
       throw error;
     }
     if (!renewed) {
-      const reason = new SessionLostError(`PostgreSQL session ${this.id} expired or was removed (its lease was not renewed in time)`);
+      const reason = new SessionLostError(
+        `PostgreSQL session ${this.id} expired or was removed (its lease was not renewed in time)`,
+      );
       this.#core.lose(reason);
       throw reason;
     }
@@ -408,16 +441,21 @@ export class PostgresDriver implements Driver {
   #ensureBackstop(): void {
     if (this.#backstop !== undefined || !this.#core.isOpen) return;
     let checking = false;
-    this.#backstop = setInterval(() => {
-      if (!this.#core.isOpen || this.#channels.size === 0) {
-        clearInterval(this.#backstop);
-        this.#backstop = undefined;
-        return;
-      }
-      if (checking) return;
-      checking = true;
-      this.#check().finally(() => (checking = false)).catch(() => undefined);
-    }, Math.max(Math.floor(this.timeoutMs / 4), 50));
+    this.#backstop = setInterval(
+      () => {
+        if (!this.#core.isOpen || this.#channels.size === 0) {
+          clearInterval(this.#backstop);
+          this.#backstop = undefined;
+          return;
+        }
+        if (checking) return;
+        checking = true;
+        this.#check()
+          .finally(() => (checking = false))
+          .catch(() => undefined);
+      },
+      Math.max(Math.floor(this.timeoutMs / 4), 50),
+    );
     this.#backstop.unref();
   }
 
@@ -429,7 +467,8 @@ export class PostgresDriver implements Driver {
     }
     // A queue-change wait is woken when the queue differs from what it last saw.
     for (const [queue, seen] of [...this.#observedSeen]) {
-      if (!sameEntries(await this.list(queue), seen)) this.#channels.wake(queueChannel(this.#schema, this.#namespace, queue));
+      if (!sameEntries(await this.list(queue), seen))
+        this.#channels.wake(queueChannel(this.#schema, this.#namespace, queue));
     }
   }
 

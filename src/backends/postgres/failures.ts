@@ -24,13 +24,24 @@ export function retriable(error: unknown): boolean {
   if (error instanceof BatonError || error instanceof LinkClosedError) return false;
   const state = sqlState(error);
   if (state === undefined) return true; // a socket's error, a timeout, "Connection terminated unexpectedly"
-  return state.startsWith('08') || state === '57P01' || state === '57P02' || state === '57P03' || state === '40001' || state === '40P01' || state === '53300';
+  return (
+    state.startsWith('08') ||
+    state === '57P01' ||
+    state === '57P02' ||
+    state === '57P03' ||
+    state === '40001' ||
+    state === '40P01' ||
+    state === '53300'
+  );
 }
 
 /** How PostgreSQL's failures read, for the session `id` in `schema`. */
 export function postgresFailures(id: string, schema: string): FailurePolicy {
   const gone = (cause?: unknown): SessionLostError =>
-    new SessionLostError(`PostgreSQL session ${id} is gone (its lease expired or it was closed)`, cause === undefined ? undefined : { cause });
+    new SessionLostError(
+      `PostgreSQL session ${id} is gone (its lease expired or it was closed)`,
+      cause === undefined ? undefined : { cause },
+    );
   return {
     retriable,
     sessionGone: (error) => sqlState(error) === SESSION_GONE,
@@ -39,8 +50,15 @@ export function postgresFailures(id: string, schema: string): FailurePolicy {
       if (error instanceof BatonError) return error;
       const state = sqlState(error);
       if (state === SESSION_GONE) return gone(error);
-      if (state === WRONG_ISOLATION) return new BackendError(`PostgreSQL request refused: ${(error as Error).message} (see docs/postgres.md)`, { cause: error });
-      if (state === '42501') return new AccessDeniedError(`PostgreSQL refused the request (permission denied): this role may not use baton's schema ${schema}`, { cause: error });
+      if (state === WRONG_ISOLATION)
+        return new BackendError(`PostgreSQL request refused: ${(error as Error).message} (see docs/postgres.md)`, {
+          cause: error,
+        });
+      if (state === '42501')
+        return new AccessDeniedError(
+          `PostgreSQL refused the request (permission denied): this role may not use baton's schema ${schema}`,
+          { cause: error },
+        );
       return new BackendError('PostgreSQL request failed', { cause: error });
     },
   };

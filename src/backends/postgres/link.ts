@@ -58,16 +58,25 @@ export class Link {
   }
 
   /** Runs one statement, after those queued before it; rejects if the connection breaks or the deadline passes. */
-  query<R extends Record<string, unknown> = Record<string, unknown>>(text: string, values?: readonly unknown[]): Promise<QueryResult<R>> {
+  query<R extends Record<string, unknown> = Record<string, unknown>>(
+    text: string,
+    values?: readonly unknown[],
+  ): Promise<QueryResult<R>> {
     const run = this.#tail.then(() => this.#run<R>(text, values));
     this.#tail = run.catch(() => undefined);
     return run;
   }
 
-  async #run<R extends Record<string, unknown>>(text: string, values: readonly unknown[] | undefined): Promise<QueryResult<R>> {
+  async #run<R extends Record<string, unknown>>(
+    text: string,
+    values: readonly unknown[] | undefined,
+  ): Promise<QueryResult<R>> {
     if (this.#closed) throw new LinkClosedError();
     const client = await this.#connection();
-    const timer = setTimeout(() => this.drop(new Error(`no answer from PostgreSQL within ${this.#attemptMs} ms`)), this.#attemptMs);
+    const timer = setTimeout(
+      () => this.drop(new Error(`no answer from PostgreSQL within ${this.#attemptMs} ms`)),
+      this.#attemptMs,
+    );
     try {
       return await client.query<R>(text, values as unknown[] | undefined);
     } finally {
@@ -140,7 +149,10 @@ export class Link {
     if (client === undefined) return;
     const socket = this.#socket;
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([client.end().catch(() => undefined), new Promise((resolve) => (timer = setTimeout(resolve, this.#attemptMs)))]);
+    await Promise.race([
+      client.end().catch(() => undefined),
+      new Promise((resolve) => (timer = setTimeout(resolve, this.#attemptMs))),
+    ]);
     clearTimeout(timer);
     socket?.destroy();
   }

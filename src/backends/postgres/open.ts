@@ -42,7 +42,10 @@ export function connectionConfig(connectionString: string): { connectionString: 
   const url = new URL(connectionString);
   const theirs = url.searchParams.get('options') ?? process.env['PGOPTIONS'] ?? '';
   url.searchParams.delete('options');
-  return { connectionString: url.toString(), options: theirs === '' ? REQUIRED_OPTIONS : `${theirs} ${REQUIRED_OPTIONS}` };
+  return {
+    connectionString: url.toString(),
+    options: theirs === '' ? REQUIRED_OPTIONS : `${theirs} ${REQUIRED_OPTIONS}`,
+  };
 }
 
 /** How long one statement may go unanswered before its connection is dropped and it is sent again. */
@@ -65,7 +68,11 @@ export interface OpenedSession {
  */
 export async function openSession(options: PostgresDriverOptions, listenEvents: LinkEvents): Promise<OpenedSession> {
   const Client = await loadPg();
-  const config: ClientConfig = { ...connectionConfig(options.connectionString), connectionTimeoutMillis: options.connectTimeoutMs, application_name: 'baton' };
+  const config: ClientConfig = {
+    ...connectionConfig(options.connectionString),
+    connectionTimeoutMillis: options.connectTimeoutMs,
+    application_name: 'baton',
+  };
   const main = new Link(Client, config, attemptMs(options.sessionTimeoutMs));
   const listen = new Link(Client, config, attemptMs(options.sessionTimeoutMs), listenEvents);
   const onAbort = (): void => {
@@ -77,7 +84,12 @@ export async function openSession(options: PostgresDriverOptions, listenEvents: 
     await connectFirst(main, options);
     await ensureSchema(main, options.schema, options.createSchema);
     const openedAt = performance.now();
-    const rows = (await main.query<{ id: string }>(`SELECT ${options.schema}.open_session($1, $2) AS id`, [options.sessionTimeoutMs, `${hostname()} pid ${process.pid}`])).rows;
+    const rows = (
+      await main.query<{ id: string }>(`SELECT ${options.schema}.open_session($1, $2) AS id`, [
+        options.sessionTimeoutMs,
+        `${hostname()} pid ${process.pid}`,
+      ])
+    ).rows;
     const session = rows[0]!.id;
     try {
       await listen.open();
@@ -92,7 +104,10 @@ export async function openSession(options: PostgresDriverOptions, listenEvents: 
     options.signal?.throwIfAborted();
     if (error instanceof BatonError) throw error;
     if (sqlState(error) !== undefined) throw postgresFailures('(opening)', options.schema).map(error);
-    throw new BackendError(`PostgreSQL at ${options.shown} failed while the session was opened: ${dialFailure(error, options.connectTimeoutMs)}`, { cause: error });
+    throw new BackendError(
+      `PostgreSQL at ${options.shown} failed while the session was opened: ${dialFailure(error, options.connectTimeoutMs)}`,
+      { cause: error },
+    );
   } finally {
     options.signal?.removeEventListener('abort', onAbort);
   }
@@ -112,15 +127,26 @@ async function connectFirst(main: Link, options: PostgresDriverOptions): Promise
       const state = sqlState(error);
       // Refused credentials (28P01 wrong password, 28000 no such role or not allowed by pg_hba).
       if (state === '28P01' || state === '28000') {
-        throw new AccessDeniedError(`PostgreSQL refused the login at ${options.shown} (${state === '28P01' ? 'wrong password' : 'role not allowed'})`, { cause: error });
+        throw new AccessDeniedError(
+          `PostgreSQL refused the login at ${options.shown} (${state === '28P01' ? 'wrong password' : 'role not allowed'})`,
+          { cause: error },
+        );
       }
       // A name that does not exist will not come to exist within the timeout: no point in waiting.
       const final = dialErrorCode(error) === 'ENOTFOUND' || dialErrorCode(error) === 'EAI_FAIL';
       const again = !final && (state === undefined || state === '57P03' || state.startsWith('08'));
-      if (!again || options.signal?.aborted === true || main.closed || performance.now() + backoffMs(attempt) >= giveUpAt) {
+      if (
+        !again ||
+        options.signal?.aborted === true ||
+        main.closed ||
+        performance.now() + backoffMs(attempt) >= giveUpAt
+      ) {
         if (state !== undefined && !final && !again) throw error;
         const within = final ? '' : ` within ${options.connectTimeoutMs} ms`;
-        throw new BackendError(`could not connect to PostgreSQL at ${options.shown}${within}: ${dialFailure(error, options.connectTimeoutMs)}`, { cause: error });
+        throw new BackendError(
+          `could not connect to PostgreSQL at ${options.shown}${within}: ${dialFailure(error, options.connectTimeoutMs)}`,
+          { cause: error },
+        );
       }
       await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt)));
     }
@@ -144,28 +170,41 @@ function dialFailure(error: unknown, waitedMs: number): string {
 export async function ensureSchema(main: Link, schema: string, create: boolean): Promise<void> {
   const found = await schemaVersion(main, schema);
   if (found === SCHEMA_VERSION) return;
-  if (found !== undefined) throw new BackendError(`baton's schema "${schema}" has version ${found}; this baton needs version ${SCHEMA_VERSION} (see docs/postgres.md)`);
+  if (found !== undefined)
+    throw new BackendError(
+      `baton's schema "${schema}" has version ${found}; this baton needs version ${SCHEMA_VERSION} (see docs/postgres.md)`,
+    );
   if (!create) {
-    throw new BackendError(`baton's schema "${schema}" does not exist and createSchema is false: have it created with \`baton schema <url>\` (or print its SQL with --print)`);
+    throw new BackendError(
+      `baton's schema "${schema}" does not exist and createSchema is false: have it created with \`baton schema <url>\` (or print its SQL with --print)`,
+    );
   }
   // One multi-statement query, one implicit transaction: the lock, then the DDL. A connection that breaks
   // in the middle fails the query (a BEGIN and a COMMIT sent apart could end on two connections, the
   // COMMIT a no-op on the second while saying it succeeded). Another process that created the schema
   // while this one waited for the lock makes the DDL fail on an existing object: the version is read again.
   try {
-    await main.query(`SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext('schema:${schema}'));\n${schemaSql(schema)}`);
+    await main.query(
+      `SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext('schema:${schema}'));\n${schemaSql(schema)}`,
+    );
   } catch (error) {
     if ((await schemaVersion(main, schema).catch(() => undefined)) === SCHEMA_VERSION) return;
     throw error;
   }
   const created = await schemaVersion(main, schema);
-  if (created !== SCHEMA_VERSION) throw new BackendError(`baton's schema "${schema}" was not found after its creation (version ${created ?? 'missing'})`);
+  if (created !== SCHEMA_VERSION)
+    throw new BackendError(
+      `baton's schema "${schema}" was not found after its creation (version ${created ?? 'missing'})`,
+    );
 }
 
 async function schemaVersion(main: Link, schema: string): Promise<number | undefined> {
   // pg_class read with the statement's snapshot: to_regclass would ask the catalog cache, which may not
   // yet know of a table another session created while this one waited for the advisory lock.
-  const exists = await main.query('SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2', [schema, 'version']);
+  const exists = await main.query(
+    'SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2',
+    [schema, 'version'],
+  );
   if (exists.rows.length === 0) return undefined;
   const rows = (await main.query<{ version: number }>(`SELECT version FROM ${schema}.version`)).rows;
   return rows[0]?.version;
@@ -175,14 +214,28 @@ async function schemaVersion(main: Link, schema: string): Promise<number | undef
  * `baton schema <url>`: creates baton's schema (as `connect()` would on its first connect), for a DBA
  * whose application role may not run DDL. Says whether it was there already.
  */
-export async function applySchema(url: { connectionString: string; shown: string; schema: string }, connectTimeoutMs: number): Promise<'created' | 'present'> {
+export async function applySchema(
+  url: { connectionString: string; shown: string; schema: string },
+  connectTimeoutMs: number,
+): Promise<'created' | 'present'> {
   const Client = await loadPg();
-  const link = new Link(Client, { ...connectionConfig(url.connectionString), connectionTimeoutMillis: connectTimeoutMs, application_name: 'baton schema' }, connectTimeoutMs);
+  const link = new Link(
+    Client,
+    {
+      ...connectionConfig(url.connectionString),
+      connectionTimeoutMillis: connectTimeoutMs,
+      application_name: 'baton schema',
+    },
+    connectTimeoutMs,
+  );
   try {
     try {
       await link.open();
     } catch (error) {
-      throw new BackendError(`could not connect to PostgreSQL at ${url.shown}: ${dialFailure(error, connectTimeoutMs)}`, { cause: error });
+      throw new BackendError(
+        `could not connect to PostgreSQL at ${url.shown}: ${dialFailure(error, connectTimeoutMs)}`,
+        { cause: error },
+      );
     }
     const before = await schemaVersion(link, url.schema);
     await ensureSchema(link, url.schema, true);

@@ -66,13 +66,20 @@ export function parsePostgresUrl(url: string): PostgresUrl {
     throw new InvalidArgumentError('url', shownUnparsed(url), EXPECTED);
   }
   const shown = shownParsed(url, parsed);
-  if (parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:') throw new InvalidArgumentError('url', shown, EXPECTED);
+  if (parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:')
+    throw new InvalidArgumentError('url', shown, EXPECTED);
   if (parsed.hash !== '') throw new InvalidArgumentError('url', shown, `no #fragment: ${EXPECTED}`);
   const params = parsed.searchParams;
-  for (const name of OWN) if (params.getAll(name).length > 1) throw new InvalidArgumentError(`url parameter ${name}`, shown, 'given once');
+  for (const name of OWN)
+    if (params.getAll(name).length > 1) throw new InvalidArgumentError(`url parameter ${name}`, shown, 'given once');
   const namespace = parseNamespace(params.get('namespace'));
   const schema = params.get('schema') ?? 'baton';
-  if (!SCHEMA_NAME.test(schema)) throw new InvalidArgumentError('url parameter schema', schema, 'a lowercase SQL name of [a-z0-9_], starting with a letter or _, at most 40 characters');
+  if (!SCHEMA_NAME.test(schema))
+    throw new InvalidArgumentError(
+      'url parameter schema',
+      schema,
+      'a lowercase SQL name of [a-z0-9_], starting with a letter or _, at most 40 characters',
+    );
   for (const name of OWN) params.delete(name);
   return { connectionString: parsed.toString(), namespace, schema, shown: shownParsed(url, parsed) };
 }
@@ -82,6 +89,10 @@ function parseNamespace(value: string | null): string {
   try {
     return validateName(value);
   } catch (error) {
-    throw new InvalidArgumentError('url parameter namespace', value, `path segments of [A-Za-z0-9._-] (${(error as Error).message})`);
+    throw new InvalidArgumentError(
+      'url parameter namespace',
+      value,
+      `path segments of [A-Za-z0-9._-] (${(error as Error).message})`,
+    );
   }
 }

@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 
-import type { Abortable, Enqueued,Entry } from '../../../recipes/contract.js';
+import type { Abortable, Enqueued, Entry } from '../../../recipes/contract.js';
 import { BackendError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import { backoff } from '../../backoff.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
@@ -24,7 +24,18 @@ const RELEASES_KEPT_MS = 5_000;
 
 /** baton's scripts as commands of its own client (see scripts.ts). */
 interface Scripts {
-  batonEnqueue(queue: string, counter: string, liveness: string, base: string, id: string, kind: string, data: string, at: string, timeoutMs: number, expected: '0' | '1'): Promise<string[]>;
+  batonEnqueue(
+    queue: string,
+    counter: string,
+    liveness: string,
+    base: string,
+    id: string,
+    kind: string,
+    data: string,
+    at: string,
+    timeoutMs: number,
+    expected: '0' | '1',
+  ): Promise<string[]>;
   batonList(queue: string, base: string): Promise<string[]>;
   batonGone(queue: string, base: string, ...ids: string[]): Promise<number[]>;
   batonRelease(queue: string, session: string, id: string, channel: string, changes: string): Promise<number>;
@@ -106,7 +117,8 @@ export class RedisDriver implements Driver {
       {
         isOpen: () => this.#core.isOpen,
         endError: () => this.#core.endError(),
-        exists: async (entry) => (await this.#request(() => this.#client.hexists(this.#keysOf(entry.queue).queue, idOf(entry.key)))) === 1,
+        exists: async (entry) =>
+          (await this.#request(() => this.#client.hexists(this.#keysOf(entry.queue).queue, idOf(entry.key)))) === 1,
         list: (queue) => this.list(queue),
         gone: (entries) => this.#gone(entries),
         changesChannel: (queue) => this.#keysOf(queue).changes,
@@ -163,7 +175,17 @@ export class RedisDriver implements Driver {
     let flat: string[];
     let setAt = sentAt;
     try {
-      flat = await this.#request(() => this.#enqueueScript(queue, keys, liveness, id, kind, data ?? '', at === undefined ? '' : `${at.order} ${at.fencingToken}`));
+      flat = await this.#request(() =>
+        this.#enqueueScript(
+          queue,
+          keys,
+          liveness,
+          id,
+          kind,
+          data ?? '',
+          at === undefined ? '' : `${at.order} ${at.fencingToken}`,
+        ),
+      );
       setAt = await this.#renewIfOutlived(liveness, sentAt);
     } catch (error) {
       // The entry may have been written by an attempt whose reply was lost, before the request failed
@@ -185,11 +207,30 @@ export class RedisDriver implements Driver {
    * that key (its entries there are dead), else sent again without expecting it (the last entry
    * there was released meanwhile, and the key left to expire).
    */
-  async #enqueueScript(queue: string, keys: LockKeys, liveness: string, id: string, kind: string, data: string, at: string): Promise<string[]> {
+  async #enqueueScript(
+    queue: string,
+    keys: LockKeys,
+    liveness: string,
+    id: string,
+    kind: string,
+    data: string,
+    at: string,
+  ): Promise<string[]> {
     for (;;) {
       const expected = this.#liveness.has(queue);
       try {
-        return await this.#client.batonEnqueue(keys.queue, keys.counter, liveness, keys.base, id, kind, data, at, this.timeoutMs, expected ? '1' : '0');
+        return await this.#client.batonEnqueue(
+          keys.queue,
+          keys.counter,
+          liveness,
+          keys.base,
+          id,
+          kind,
+          data,
+          at,
+          this.timeoutMs,
+          expected ? '1' : '0',
+        );
       } catch (error) {
         if (replyCode(error) !== 'BATONLIVENESS') throw error;
         if (expected && this.#liveness.has(queue)) {
@@ -252,7 +293,9 @@ export class RedisDriver implements Driver {
     const gone = new Array<boolean>(entries.length).fill(false);
     await Promise.all(
       [...byBase].map(async ([base, indexes]) => {
-        const flags = await this.#request(() => this.#client.batonGone(`${base}:q`, base, ...indexes.map((index) => idOf(entries[index]!.key))));
+        const flags = await this.#request(() =>
+          this.#client.batonGone(`${base}:q`, base, ...indexes.map((index) => idOf(entries[index]!.key))),
+        );
         flags.forEach((flag, at) => (gone[indexes[at]!] = flag === 1));
       }),
     );
@@ -295,7 +338,11 @@ export class RedisDriver implements Driver {
   #noteReleased(id: string, keys: LockKeys): void {
     const now = performance.now();
     this.#released.push([id, keys.base, now]);
-    while (this.#released.length > RELEASES_KEPT || (this.#released.length > 0 && now - this.#released[0]![2] > RELEASES_KEPT_MS)) this.#released.shift();
+    while (
+      this.#released.length > RELEASES_KEPT ||
+      (this.#released.length > 0 && now - this.#released[0]![2] > RELEASES_KEPT_MS)
+    )
+      this.#released.shift();
   }
 
   /**
@@ -332,7 +379,9 @@ export class RedisDriver implements Driver {
     const all = await this.#request(() => this.#client.hgetall(keys.queue));
     const stored = this.#parse(queue, keys, Object.entries(all).flat());
     const owners = [...new Set(stored.map((found) => found.owner))];
-    const ttls = await Promise.all(owners.map((owner) => this.#request(() => this.#client.pttl(livenessKey(keys.base, owner)))));
+    const ttls = await Promise.all(
+      owners.map((owner) => this.#request(() => this.#client.pttl(livenessKey(keys.base, owner)))),
+    );
     const ttlOf = new Map(owners.map((owner, index) => [owner, ttls[index]!]));
     return stored.map(({ entry, owner, data, createdAt }) => {
       const ttl = ttlOf.get(owner) ?? -2;
@@ -343,7 +392,9 @@ export class RedisDriver implements Driver {
   async confirm(entry: Entry): Promise<boolean> {
     const id = idOf(entry.key);
     const keys = this.#keysOf(entry.queue);
-    const [exists, alive] = await this.#request(() => this.#client.batonConfirm(keys.queue, livenessKey(keys.base, this.id), id));
+    const [exists, alive] = await this.#request(() =>
+      this.#client.batonConfirm(keys.queue, livenessKey(keys.base, this.id), id),
+    );
     // A key gone where the session no longer counts on it (its last entry there released meanwhile) is no loss.
     if (alive === 0 && this.#liveness.has(entry.queue)) {
       const reason = this.#failures.lostError();
@@ -384,9 +435,13 @@ export class RedisDriver implements Driver {
       livenessKeys.add(livenessKey(keys.base, this.id));
       requests.push(untilAnswered(() => this.#releaseScript(keys.base, id), until));
     }
-    for (const key of [...livenessKeys, this.#sessionKey]) requests.push(untilAnswered(() => this.#client.del(key), until));
+    for (const key of [...livenessKeys, this.#sessionKey])
+      requests.push(untilAnswered(() => this.#client.del(key), until));
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.allSettled(requests), new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, until - Date.now()))))]);
+    await Promise.race([
+      Promise.allSettled(requests),
+      new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, until - Date.now())))),
+    ]);
     clearTimeout(timer);
   }
 

@@ -17,7 +17,8 @@ export function replyCode(error: unknown): string | undefined {
  */
 export function scrubbed<T>(error: T): T {
   const command = (error as { command?: { name?: unknown; args?: unknown } } | null)?.command;
-  if (command !== undefined && typeof command.name === 'string' && /^(auth|hello|migrate)$/i.test(command.name)) command.args = ['(not shown)'];
+  if (command !== undefined && typeof command.name === 'string' && /^(auth|hello|migrate)$/i.test(command.name))
+    command.args = ['(not shown)'];
   return error;
 }
 
@@ -35,7 +36,11 @@ export function isTransient(error: unknown): boolean {
 
 /** How Redis failures read for the session `id` under `namespace`. */
 export function redisFailures(id: string, namespace: string): FailurePolicy {
-  const gone = (cause?: unknown): SessionLostError => new SessionLostError(`Redis session ${id} is gone (its key expired or was deleted)`, cause === undefined ? undefined : { cause });
+  const gone = (cause?: unknown): SessionLostError =>
+    new SessionLostError(
+      `Redis session ${id} is gone (its key expired or was deleted)`,
+      cause === undefined ? undefined : { cause },
+    );
   return {
     retriable: isTransient,
     sessionGone: (error) => replyCode(error) === 'BATONSESSION',
@@ -46,7 +51,10 @@ export function redisFailures(id: string, namespace: string): FailurePolicy {
       const code = replyCode(error);
       if (code === 'BATONSESSION') return gone(error);
       if (code !== undefined && DENIED.has(code)) {
-        return new AccessDeniedError(`Redis refused the request (${code}): this user may not use the keys baton:{${namespace}/...}, baton:session:* or run scripts`, { cause: error });
+        return new AccessDeniedError(
+          `Redis refused the request (${code}): this user may not use the keys baton:{${namespace}/...}, baton:session:* or run scripts`,
+          { cause: error },
+        );
       }
       return new BackendError(`Redis request failed${code === undefined ? '' : ` (${code})`}`, { cause: error });
     },

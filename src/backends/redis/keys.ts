@@ -60,11 +60,20 @@ export function parseStored(queue: string, base: string, id: string, value: stri
   const match = /^(\d{1,19}) (\d{1,19}) (\d{1,16}) ([a-z]+(?:_\d+)*) ([^]*)$/.exec(value);
   if (owner === undefined || match === null) return undefined;
   const [, order = '', token = '', created = '', kind = '', data = ''] = match;
-  return { entry: { queue, key: entryKey(base, id), kind, order: BigInt(order), fencingToken: BigInt(token) }, owner, data, createdAt: Number(created) };
+  return {
+    entry: { queue, key: entryKey(base, id), kind, order: BigInt(order), fencingToken: BigInt(token) },
+    owner,
+    data,
+    createdAt: Number(created),
+  };
 }
 
 /** A script's flat answer (field, value, ...) as entries sorted by order then token, and the foreign fields. */
-export function parseQueue(queue: string, keys: LockKeys, flat: readonly string[]): { stored: Stored[]; foreign: string[] } {
+export function parseQueue(
+  queue: string,
+  keys: LockKeys,
+  flat: readonly string[],
+): { stored: Stored[]; foreign: string[] } {
   const stored: Stored[] = [];
   const foreign: string[] = [];
   for (let i = 0; i + 1 < flat.length; i += 2) {

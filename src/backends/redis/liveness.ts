@@ -66,7 +66,6 @@ export class LivenessKeys {
     return [{ key: this.#sessionKey }, ...[...this.#locks].map(([queue, lock]) => ({ key: lock.key, queue }))];
   }
 
-
   /** A renewal sent at `sentAt` was answered for all of `renewed`. */
   renewed(renewed: readonly { key: string; queue?: string }[], sentAt: number): void {
     for (const { key, queue } of renewed) {

@@ -56,7 +56,13 @@ export class Notifications {
   #timer: NodeJS.Timeout | undefined;
   #checking = false;
 
-  constructor(subscriber: SubscriberLink, host: NotificationsHost, counters: RedisCounters, probe: RedisProbe | undefined, everyMs: number) {
+  constructor(
+    subscriber: SubscriberLink,
+    host: NotificationsHost,
+    counters: RedisCounters,
+    probe: RedisProbe | undefined,
+    everyMs: number,
+  ) {
     this.#subscriber = subscriber;
     this.#host = host;
     this.#counters = counters;
@@ -183,11 +189,14 @@ export class Notifications {
     const subscribed = this.#subscribed.get(channel);
     if (subscribed === undefined) return;
     this.#subscribed.delete(channel);
-    void subscribed.then(() => {
-      const left = (this.#watches?.get(channel) ?? 1) - 1;
-      if (left > 0) this.#watches?.set(channel, left);
-      else this.#watches?.delete(channel);
-    }, () => undefined);
+    void subscribed.then(
+      () => {
+        const left = (this.#watches?.get(channel) ?? 1) - 1;
+        if (left > 0) this.#watches?.set(channel, left);
+        else this.#watches?.delete(channel);
+      },
+      () => undefined,
+    );
     if (this.#host.isOpen()) this.#subscriber.unsubscribe(channel);
   }
 

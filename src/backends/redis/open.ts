@@ -49,14 +49,20 @@ export interface OpenedSession {
 export async function openSession(options: RedisDriverOptions): Promise<OpenedSession> {
   const ioredis = await loadPeer('ioredis', 'a redis:// URL', () => import('ioredis'));
   const deadline = performance.now() + options.connectTimeoutMs;
-  const { first, host } = await firstAnswering(options.hosts, deadline, options, (address) => connection(ioredis.Redis, clientOptions(options, address)));
+  const { first, host } = await firstAnswering(options.hosts, deadline, options, (address) =>
+    connection(ioredis.Redis, clientOptions(options, address)),
+  );
   let client: Redis | Cluster = first;
   let subscriber: Redis | undefined;
   try {
     const cluster = /^cluster_enabled:1\s*$/m.test(await first.info('cluster'));
     let nextSubscriber: (() => Redis) | undefined;
     if (cluster) {
-      if (options.target.db !== 0) throw new BatonError(`the Redis server at ${host} is a cluster node, and a cluster has only database 0 (the URL names ${options.target.db})`, 'UNSUPPORTED_SERVER');
+      if (options.target.db !== 0)
+        throw new BatonError(
+          `the Redis server at ${host} is a cluster node, and a cluster has only database 0 (the URL names ${options.target.db})`,
+          'UNSUPPORTED_SERVER',
+        );
       first.disconnect();
       const made = new ioredis.Cluster(options.hosts.map(hostAndPort), clusterOptions(options));
       client = made;
@@ -67,9 +73,16 @@ export async function openSession(options: RedisDriverOptions): Promise<OpenedSe
       await refuseUnsafeServer(made.nodes('master'), host);
       // Any node serves a subscriber: one that does not answer is passed over for the next.
       const nodes = shuffled(made.nodes('all').map((node) => `${node.options.host}:${node.options.port}`));
-      subscriber = (await firstAnswering(nodes, deadline, options, (address) => subscriberOn(ioredis.Redis, options, address))).first;
+      subscriber = (
+        await firstAnswering(nodes, deadline, options, (address) => subscriberOn(ioredis.Redis, options, address))
+      ).first;
     } else {
-      if (options.hosts.length > 1) throw new InvalidArgumentError('url hosts', options.hosts.join(','), `one host: several are the seed nodes of a Redis Cluster, and the server at ${host} is not in cluster mode`);
+      if (options.hosts.length > 1)
+        throw new InvalidArgumentError(
+          'url hosts',
+          options.hosts.join(','),
+          `one host: several are the seed nodes of a Redis Cluster, and the server at ${host} is not in cluster mode`,
+        );
       defineScripts(first);
       await refuseUnsafeServer([first], host);
       subscriber = first.duplicate();
@@ -83,7 +96,10 @@ export async function openSession(options: RedisDriverOptions): Promise<OpenedSe
     subscriber?.disconnect();
     if (error instanceof BatonError) throw error;
     if (error instanceof Error && error.name === 'ReplyError') throw mapOpenError(error);
-    throw new BackendError(`could not open a Redis session at ${host}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    throw new BackendError(
+      `could not open a Redis session at ${host}: ${error instanceof Error ? error.message : String(error)}`,
+      { cause: error },
+    );
   }
 }
 
@@ -92,7 +108,11 @@ export async function openSession(options: RedisDriverOptions): Promise<OpenedSe
  * that is down (its slots fail over or wait for it): an attempt that fails so is made again under
  * another id, whose key most likely sits on another primary.
  */
-async function makeSessionKey(client: Redis | Cluster, options: RedisDriverOptions, deadline: number): Promise<{ id: string; key: string; openedAt: number }> {
+async function makeSessionKey(
+  client: Redis | Cluster,
+  options: RedisDriverOptions,
+  deadline: number,
+): Promise<{ id: string; key: string; openedAt: number }> {
   for (;;) {
     const id = randomBytes(8).toString('hex');
     const key = sessionKey(id);
@@ -102,7 +122,8 @@ async function makeSessionKey(client: Redis | Cluster, options: RedisDriverOptio
     const mine = randomBytes(8).toString('hex');
     try {
       const made = await beforeDeadline(client.set(key, mine, 'PX', options.sessionTimeoutMs, 'NX'), deadline, options);
-      if (made !== 'OK' && (await beforeDeadline(client.get(key), deadline, options)) !== mine) throw new BackendError(`the Redis session key ${key} exists already`);
+      if (made !== 'OK' && (await beforeDeadline(client.get(key), deadline, options)) !== mine)
+        throw new BackendError(`the Redis session key ${key} exists already`);
       return { id, key, openedAt };
     } catch (error) {
       if (!isTransient(error) || performance.now() >= deadline) throw error;
@@ -115,7 +136,15 @@ async function makeSessionKey(client: Redis | Cluster, options: RedisDriverOptio
 async function beforeDeadline<T>(request: Promise<T>, deadline: number, options: RedisDriverOptions): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new BackendError(`the Redis session key was not made within the connect timeout (${options.connectTimeoutMs} ms)`)), Math.max(0, deadline - performance.now()));
+    timer = setTimeout(
+      () =>
+        reject(
+          new BackendError(
+            `the Redis session key was not made within the connect timeout (${options.connectTimeoutMs} ms)`,
+          ),
+        ),
+      Math.max(0, deadline - performance.now()),
+    );
   });
   request.catch(() => undefined);
   try {
@@ -126,7 +155,12 @@ async function beforeDeadline<T>(request: Promise<T>, deadline: number, options:
 }
 
 /** A connection to the first of `addresses` that answers, each given an equal share of the time left. */
-async function firstAnswering(addresses: readonly string[], deadline: number, options: RedisDriverOptions, make: (address: string) => Redis): Promise<{ first: Redis; host: string }> {
+async function firstAnswering(
+  addresses: readonly string[],
+  deadline: number,
+  options: RedisDriverOptions,
+  make: (address: string) => Redis,
+): Promise<{ first: Redis; host: string }> {
   for (const [index, host] of addresses.entries()) {
     const client = make(host);
     const last = index === addresses.length - 1;
@@ -186,7 +220,14 @@ function clientOptions(options: RedisDriverOptions, address: string): RedisOptio
  * themselves, so TLS checks each certificate against the node's address.
  */
 function clusterOptions(options: RedisDriverOptions): ClusterOptions {
-  const { host: _host, port: _port, retryStrategy: _retry, enableOfflineQueue: _queue, tls, ...node } = clientOptions(options, options.hosts[0]!);
+  const {
+    host: _host,
+    port: _port,
+    retryStrategy: _retry,
+    enableOfflineQueue: _queue,
+    tls,
+    ...node
+  } = clientOptions(options, options.hosts[0]!);
   const retry = (times: number): number => Math.min(20 * 2 ** Math.min(times, 5), 500);
   return {
     redisOptions: { ...node, ...(tls === undefined ? {} : { tls: { ...options.tls } }) },
@@ -208,7 +249,10 @@ function clusterOptions(options: RedisDriverOptions): ClusterOptions {
  * attempts, so that it ends and another node is chosen.
  */
 function subscriberOn(RedisClass: typeof Redis, options: RedisDriverOptions, address: string | undefined): Redis {
-  return connection(RedisClass, { ...clientOptions(options, address ?? options.hosts[0]!), retryStrategy: (times: number) => (times > 3 ? null : 50 * times) });
+  return connection(RedisClass, {
+    ...clientOptions(options, address ?? options.hosts[0]!),
+    retryStrategy: (times: number) => (times > 3 ? null : 50 * times),
+  });
 }
 
 /** A connection whose errors have their credentials blanked (see `scrubErrors`). */
@@ -270,7 +314,8 @@ function scrubErrors(connection: Redis | Cluster): void {
 }
 
 function defineScripts(client: Redis | Cluster): void {
-  for (const [name, { numberOfKeys, lua }] of Object.entries(SCRIPTS)) client.defineCommand(name, numberOfKeys === undefined ? { lua } : { numberOfKeys, lua });
+  for (const [name, { numberOfKeys, lua }] of Object.entries(SCRIPTS))
+    client.defineCommand(name, numberOfKeys === undefined ? { lua } : { numberOfKeys, lua });
 }
 
 /** Waits until the connection is ready, the deadline passes, the signal aborts or the server refuses us. */
@@ -292,10 +337,18 @@ function ready(client: Redis | Cluster, deadline: number, options: RedisDriverOp
       if (code === 'WRONGPASS' || code === 'NOAUTH' || code === 'NOPERM') finish(mapOpenError(error as Error));
     };
     const onAbort = (): void => finish(options.signal!.reason);
-    const timer = setTimeout(() => {
-      const why = describeDialFailure(lastError, options.connectTimeoutMs);
-      finish(new BackendError(`could not connect to Redis at ${host} within ${options.connectTimeoutMs} ms: ${why}`, lastError === undefined ? undefined : { cause: lastError }));
-    }, Math.max(0, deadline - performance.now()));
+    const timer = setTimeout(
+      () => {
+        const why = describeDialFailure(lastError, options.connectTimeoutMs);
+        finish(
+          new BackendError(
+            `could not connect to Redis at ${host} within ${options.connectTimeoutMs} ms: ${why}`,
+            lastError === undefined ? undefined : { cause: lastError },
+          ),
+        );
+      },
+      Math.max(0, deadline - performance.now()),
+    );
     client.on('ready', onReady);
     client.on('error', onError);
     options.signal?.addEventListener('abort', onAbort, { once: true });
@@ -307,6 +360,7 @@ function ready(client: Redis | Cluster, deadline: number, options: RedisDriverOp
 function mapOpenError(error: Error): Error {
   scrubbed(error);
   const code = replyCode(error);
-  if (code === 'WRONGPASS' || code === 'NOAUTH' || code === 'NOPERM') return new AccessDeniedError(`Redis refused the user or password (${code})`, { cause: error });
+  if (code === 'WRONGPASS' || code === 'NOAUTH' || code === 'NOPERM')
+    return new AccessDeniedError(`Redis refused the user or password (${code})`, { cause: error });
   return new BackendError(`Redis refused to open a session (${code ?? 'error'})`, { cause: error });
 }

@@ -50,7 +50,8 @@ export class SubscriberLink {
       await connection.subscribe(channel);
     } catch (error) {
       // The connection closed before the server answered: the next one subscribes it on 'ready'.
-      if (this.#closed || !this.#channels.has(channel) || (error instanceof Error && error.name === 'ReplyError')) throw error;
+      if (this.#closed || !this.#channels.has(channel) || (error instanceof Error && error.name === 'ReplyError'))
+        throw error;
       await this.#nextResubscription();
     }
   }

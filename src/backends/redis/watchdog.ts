@@ -47,7 +47,14 @@ export class Watchdog {
   #subscriberReadyAt: number;
   #suspended = false;
 
-  constructor(client: Redis | Cluster, subscriber: SubscriberLink, liveness: LivenessKeys, timeoutMs: number, core: DriverCore, onSilent: SilenceHandlers) {
+  constructor(
+    client: Redis | Cluster,
+    subscriber: SubscriberLink,
+    liveness: LivenessKeys,
+    timeoutMs: number,
+    core: DriverCore,
+    onSilent: SilenceHandlers,
+  ) {
     this.#client = client;
     this.#subscriber = subscriber;
     this.#liveness = liveness;

@@ -1,9 +1,18 @@
 import zookeeper from 'node-zookeeper-client';
 
 import { BackendError } from '../../../recipes/errors.js';
-import { type Start,started } from '../requests.js';
+import { type Start, started } from '../requests.js';
 import type { AclPolicy } from './acl.js';
-import { create2Direct, createDirect, createsDirectly, directQueue, getChildrenDirect, removeDirect, syncDirect, watchDataDirect } from './direct.js';
+import {
+  create2Direct,
+  createDirect,
+  createsDirectly,
+  directQueue,
+  getChildrenDirect,
+  removeDirect,
+  syncDirect,
+  watchDataDirect,
+} from './direct.js';
 import { nameServerCodes } from './replies.js';
 
 export type ZkClient = zookeeper.Client;
@@ -77,7 +86,13 @@ export function zkLong(value: unknown): bigint {
 export const OPEN = aclFor('open');
 
 // The hot requests go straight to the client's connection manager where they can (see direct.ts).
-export function createStart(client: ZkClient, path: string, mode: number, data: Buffer = Buffer.alloc(0), acl = OPEN): Start<string> {
+export function createStart(
+  client: ZkClient,
+  path: string,
+  mode: number,
+  data: Buffer = Buffer.alloc(0),
+  acl = OPEN,
+): Start<string> {
   return (done) => {
     const queue = directQueue(client);
     if (queue !== undefined && createsDirectly(data, acl)) createDirect(queue, path, data, acl, mode, done);
@@ -90,11 +105,19 @@ export function createStart(client: ZkClient, path: string, mode: number, data: 
  * baton hands the client's requests over itself (see direct.ts); otherwise the client's create, then
  * an `exists` for the zxid (a request more, for clients baton cannot hand requests to).
  */
-export function createEntryStart(client: ZkClient, path: string, mode: number, data: Buffer = Buffer.alloc(0), acl = OPEN): Start<{ path: string; czxid: bigint }> {
+export function createEntryStart(
+  client: ZkClient,
+  path: string,
+  mode: number,
+  data: Buffer = Buffer.alloc(0),
+  acl = OPEN,
+): Start<{ path: string; czxid: bigint }> {
   return (done) => {
     const queue = directQueue(client);
     if (queue !== undefined && createsDirectly(data, acl)) {
-      create2Direct(queue, path, data, acl, mode, (error, created) => (error ? done(error) : done(null, { path: created!.path, czxid: zkLong(created!.stat.czxid) })));
+      create2Direct(queue, path, data, acl, mode, (error, created) =>
+        error ? done(error) : done(null, { path: created!.path, czxid: zkLong(created!.stat.czxid) }),
+      );
       return;
     }
     client.create(path, data, acl, mode, (error, name) => {
@@ -102,7 +125,10 @@ export function createEntryStart(client: ZkClient, path: string, mode: number, d
       client.exists(name, (failure, stat) => {
         if (failure) return done(failure);
         // Deleted by someone else before its stat could be read: gone, so the enqueue creates it again.
-        if (!stat) return done((ZkCode as unknown as { create(code: number, path: string): Error }).create(ZkCode.NO_NODE, name));
+        if (!stat)
+          return done(
+            (ZkCode as unknown as { create(code: number, path: string): Error }).create(ZkCode.NO_NODE, name),
+          );
         done(null, { path: name, czxid: zkLong(stat.czxid) });
       });
     });
@@ -140,7 +166,11 @@ export function existsStart(client: ZkClient, path: string): Start<ZkStat | null
 }
 
 /** Reads the node and, only if it exists, leaves a watch on it (getData sets none on a missing node). */
-export function watchDataStart(client: ZkClient, path: string, watcher: (event: zookeeper.Event) => void): Start<boolean> {
+export function watchDataStart(
+  client: ZkClient,
+  path: string,
+  watcher: (event: zookeeper.Event) => void,
+): Start<boolean> {
   const watching = watchStatStart(client, path, watcher);
   return (done) => watching((error, stat) => (error ? done(error) : done(null, stat !== null)));
 }
@@ -149,7 +179,11 @@ export function watchDataStart(client: ZkClient, path: string, watcher: (event: 
  * Reads a node's stat and, if it exists, leaves a data watch on it (fired by its deletion or a change of
  * its data, not by its children). Null if the node does not exist (no watch is left then).
  */
-export function watchStatStart(client: ZkClient, path: string, watcher: (event: zookeeper.Event) => void): Start<ZkStat | null> {
+export function watchStatStart(
+  client: ZkClient,
+  path: string,
+  watcher: (event: zookeeper.Event) => void,
+): Start<ZkStat | null> {
   return (done) => {
     const answered = (error: unknown, found?: { stat: ZkStat }): void => {
       if (error === null || error === undefined) done(null, found!.stat);
@@ -163,7 +197,13 @@ export function watchStatStart(client: ZkClient, path: string, watcher: (event: 
 }
 
 /** Promise adapters; requests are queued in call order, so two calls made back to back are pipelined. */
-export function create(client: ZkClient, path: string, mode: number, data: Buffer = Buffer.alloc(0), acl = OPEN): Promise<string> {
+export function create(
+  client: ZkClient,
+  path: string,
+  mode: number,
+  data: Buffer = Buffer.alloc(0),
+  acl = OPEN,
+): Promise<string> {
   return started(createStart(client, path, mode, data, acl));
 }
 

@@ -41,8 +41,16 @@ const direct = new WeakMap<zookeeper.Client, { queue: Queue; records: Records }>
  * without retries, whose replies baton reads. Otherwise it keeps using the client's own methods.
  */
 export function sendDirectly(client: zookeeper.Client, records: Records): void {
-  const { connectionManager, options } = client as unknown as { connectionManager?: Partial<Queue>; options?: { retries?: unknown } };
-  if (typeof connectionManager?.queue !== 'function' || typeof connectionManager.registerDataWatcher !== 'function' || options?.retries !== 0) return;
+  const { connectionManager, options } = client as unknown as {
+    connectionManager?: Partial<Queue>;
+    options?: { retries?: unknown };
+  };
+  if (
+    typeof connectionManager?.queue !== 'function' ||
+    typeof connectionManager.registerDataWatcher !== 'function' ||
+    options?.retries !== 0
+  )
+    return;
   direct.set(client, { queue: connectionManager as Queue, records });
 }
 
@@ -77,7 +85,8 @@ function recordsOf({ records }: Direct, acl: readonly zookeeper.ACL[]): unknown[
   if (made === undefined) {
     const [ACL, Id] = [records.data['ACL']!, records.data['Id']!];
     // The fields the client's own `ACL#toRecord` reads.
-    const fields = (item: zookeeper.ACL) => item as unknown as { permission: number; id: { scheme: string; id: string } };
+    const fields = (item: zookeeper.ACL) =>
+      item as unknown as { permission: number; id: { scheme: string; id: string } };
     made = acl.map((item) => new ACL(fields(item).permission, new Id(fields(item).id.scheme, fields(item).id.id)));
     aclRecords.set(acl, made);
   }
@@ -93,14 +102,23 @@ function payloadOf({ records }: Direct, name: string): Record<string, unknown> {
   return new (records.protocol[name] as unknown as RecordOf)();
 }
 
-export function createDirect(to: Direct, path: string, data: Buffer, acl: readonly zookeeper.ACL[], mode: number, done: Done<string>): void {
+export function createDirect(
+  to: Direct,
+  path: string,
+  data: Buffer,
+  acl: readonly zookeeper.ACL[],
+  mode: number,
+  done: Done<string>,
+): void {
   validate(path);
   const payload = payloadOf(to, 'CreateRequest');
   payload['path'] = path;
   payload['acl'] = recordsOf(to, acl);
   payload['flags'] = mode;
   payload['data'] = data; // written as it is when the request is sent; nobody changes it meanwhile
-  to.queue.queue(request(to, jute.OP_CODES.CREATE, payload), (error, response) => (error ? done(error) : done(null, response.payload['path'] as string)));
+  to.queue.queue(request(to, jute.OP_CODES.CREATE, payload), (error, response) =>
+    error ? done(error) : done(null, response.payload['path'] as string),
+  );
 }
 
 /** ZooKeeper 3.5's create that answers with the new node's stat as well as its path (node-zookeeper-client 1.1 has no code for it). */
@@ -111,7 +129,14 @@ export const CREATE2 = 15;
  * token, at no request more. The request is a CreateRequest, as for a create; baton's reader reads the
  * reply (replies.ts).
  */
-export function create2Direct(to: Direct, path: string, data: Buffer, acl: readonly zookeeper.ACL[], mode: number, done: Done<{ path: string; stat: zookeeper.Stat }>): void {
+export function create2Direct(
+  to: Direct,
+  path: string,
+  data: Buffer,
+  acl: readonly zookeeper.ACL[],
+  mode: number,
+  done: Done<{ path: string; stat: zookeeper.Stat }>,
+): void {
   validate(path);
   const payload = payloadOf(to, 'CreateRequest');
   payload['path'] = path;
@@ -119,7 +144,9 @@ export function create2Direct(to: Direct, path: string, data: Buffer, acl: reado
   payload['flags'] = mode;
   payload['data'] = data;
   to.queue.queue(request(to, CREATE2, payload), (error, response) =>
-    error ? done(error) : done(null, { path: response.payload['path'] as string, stat: response.payload['stat'] as zookeeper.Stat }),
+    error
+      ? done(error)
+      : done(null, { path: response.payload['path'] as string, stat: response.payload['stat'] as zookeeper.Stat }),
   );
 }
 
@@ -131,18 +158,32 @@ export function removeDirect(to: Direct, path: string, done: Done<void>): void {
   to.queue.queue(request(to, jute.OP_CODES.DELETE, payload), (error) => done(error));
 }
 
-export function getChildrenDirect(to: Direct, path: string, done: Done<{ children: string[]; stat: zookeeper.Stat }>): void {
+export function getChildrenDirect(
+  to: Direct,
+  path: string,
+  done: Done<{ children: string[]; stat: zookeeper.Stat }>,
+): void {
   validate(path);
   const payload = payloadOf(to, 'GetChildren2Request');
   payload['path'] = path;
   payload['watch'] = false;
   to.queue.queue(request(to, jute.OP_CODES.GET_CHILDREN2, payload), (error, response) =>
-    error ? done(error) : done(null, { children: response.payload['children'] as string[], stat: response.payload['stat'] as zookeeper.Stat }),
+    error
+      ? done(error)
+      : done(null, {
+          children: response.payload['children'] as string[],
+          stat: response.payload['stat'] as zookeeper.Stat,
+        }),
   );
 }
 
 /** Reads the node with a watch; the watcher is registered only if the read succeeded (a node that exists). */
-export function watchDataDirect(to: Direct, path: string, watcher: (event: zookeeper.Event) => void, done: Done<{ data: Buffer; stat: zookeeper.Stat }>): void {
+export function watchDataDirect(
+  to: Direct,
+  path: string,
+  watcher: (event: zookeeper.Event) => void,
+  done: Done<{ data: Buffer; stat: zookeeper.Stat }>,
+): void {
   validate(path);
   const payload = payloadOf(to, 'GetDataRequest');
   payload['path'] = path;

@@ -1,18 +1,40 @@
 import zookeeper from 'node-zookeeper-client';
 
-import type { Abortable, Enqueued,Entry } from '../../../recipes/contract.js';
+import type { Abortable, Enqueued, Entry } from '../../../recipes/contract.js';
 import { BackendError, ClosedError, InvalidArgumentError, SessionLostError } from '../../../recipes/errors.js';
 import { backoff } from '../../backoff.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { DriverCore, withdrawRefused } from '../core.js';
 import { type ZkCounters, zkCounters, type ZkProbe, type ZkView } from '../probe.js';
 import { fromPromise, type Start } from '../requests.js';
-import { aclFor, createEntryStart, existsStart, getChildrenStart, getDataStat, isCode, removeStart, type ZkClient, ZkCode, zkCode, zkLong, type ZkStat } from './client.js';
+import {
+  aclFor,
+  createEntryStart,
+  existsStart,
+  getChildrenStart,
+  getDataStat,
+  isCode,
+  removeStart,
+  type ZkClient,
+  ZkCode,
+  zkCode,
+  zkLong,
+  type ZkStat,
+} from './client.js';
 import { retriable, sessionGone, zkFailures } from './failures.js';
 import { Heartbeat } from './heartbeat.js';
 import { destroySocket, hangUp } from './instance.js';
 import { mkdirp } from './mkdirp.js';
-import { entryPrefix, foreignChildren, learnToken, ListingParser, parseEntryName, uuidKey, ZK_DIALECTS, type ZkDialect } from './names.js';
+import {
+  entryPrefix,
+  foreignChildren,
+  learnToken,
+  ListingParser,
+  parseEntryName,
+  uuidKey,
+  ZK_DIALECTS,
+  type ZkDialect,
+} from './names.js';
 import { openClient, type ZkDriverOptions } from './open.js';
 import { OwnEntries, RECYCLE_FROM } from './orphans.js';
 import { corked, requestPreparer } from './pipeline.js';
@@ -65,14 +87,17 @@ export class ZkDriver implements Driver {
     this.#probe = probe;
     this.#counters = probe?.counters ?? zkCounters();
     this.#prepare = requestPreparer(client, () => this.#core.inFlight);
-    this.#core = new DriverCore(zkFailures(this.id, this.#namespace, () => this.#core.status), {
-      beforeSend: this.#prepare,
-      onEnd: (reason) => {
-        this.#heartbeat.stop();
-        this.#watches.failAll(reason);
+    this.#core = new DriverCore(
+      zkFailures(this.id, this.#namespace, () => this.#core.status),
+      {
+        beforeSend: this.#prepare,
+        onEnd: (reason) => {
+          this.#heartbeat.stop();
+          this.#watches.failAll(reason);
+        },
+        onLost: () => hangUp(client, this.timeoutMs),
       },
-      onLost: () => hangUp(client, this.timeoutMs),
-    });
+    );
     const send = <T>(request: Start<T>): Promise<T> => this.#core.send(request);
     const retry = <T>(request: Start<T>): Promise<T> => this.#core.retry(request);
     const isOpen = (): boolean => this.#core.isOpen;
@@ -135,7 +160,8 @@ export class ZkDriver implements Driver {
     const dir = this.#dir(queue);
     const payload = data === undefined ? undefined : Buffer.from(data);
     // Placed `at` another entry: not sequential, but named with that entry's sequence so it sorts there.
-    if (dialect !== undefined && !(ZK_DIALECTS as readonly string[]).includes(dialect)) throw new InvalidArgumentError('interop', dialect, `one of ${ZK_DIALECTS.join(', ')}`);
+    if (dialect !== undefined && !(ZK_DIALECTS as readonly string[]).includes(dialect))
+      throw new InvalidArgumentError('interop', dialect, `one of ${ZK_DIALECTS.join(', ')}`);
     const prefix = entryPrefix(dir, uuid, kind, dialect as ZkDialect | undefined);
     const path = at === undefined ? prefix : `${prefix}${sequenceOf(at)}`;
     const mode = at === undefined ? zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL : zookeeper.CreateMode.EPHEMERAL;
@@ -156,10 +182,14 @@ export class ZkDriver implements Driver {
         if (at === undefined && attempt === 0 && this.#quiet.mayGoUnlisted(dir, this.#own.orphansPossible)) {
           creating = this.#core.sendPrepared(createEntryStart(this.#client, path, mode, payload, this.#acl));
         } else {
-          [creating, listing] = corked(this.#client, () => [
-            this.#core.sendPrepared(createEntryStart(this.#client, path, mode, payload, this.#acl)),
-            this.#core.sendPrepared(getChildrenStart(this.#client, dir)),
-          ] as const);
+          [creating, listing] = corked(
+            this.#client,
+            () =>
+              [
+                this.#core.sendPrepared(createEntryStart(this.#client, path, mode, payload, this.#acl)),
+                this.#core.sendPrepared(getChildrenStart(this.#client, dir)),
+              ] as const,
+          );
           // Read only once the create succeeded; until then its failure must not go unhandled.
           listing.catch(() => undefined);
         }
@@ -171,7 +201,9 @@ export class ZkDriver implements Driver {
         } catch (error) {
           if (!isCode(error, ZkCode.NO_NODE)) this.#own.orphansMayExist(); // a lost reply may hide a create
           if (isCode(error, ZkCode.NO_NODE) && attempt < MAX_PARENT_RETRIES) {
-            await this.#core.retry(fromPromise(() => mkdirp(this.#client, dir, this.#acl, this.#probe?.afterMkdirpLook)));
+            await this.#core.retry(
+              fromPromise(() => mkdirp(this.#client, dir, this.#acl, this.#probe?.afterMkdirpLook)),
+            );
             continue;
           }
           if (!retriable(error)) {
@@ -180,7 +212,16 @@ export class ZkDriver implements Driver {
             throw this.#core.mapFailure(error);
           }
           const adopted = await this.#own.findOwn(dir, id);
-          if (adopted !== undefined) return this.#enqueued(queue, dir, id, adopted.path, adopted.listing.children, zkLong(adopted.listing.stat.czxid), inherited ?? adopted.czxid);
+          if (adopted !== undefined)
+            return this.#enqueued(
+              queue,
+              dir,
+              id,
+              adopted.path,
+              adopted.listing.children,
+              zkLong(adopted.listing.stat.czxid),
+              inherited ?? adopted.czxid,
+            );
           await backoff(attempt);
           continue;
         }
@@ -191,7 +232,9 @@ export class ZkDriver implements Driver {
         } else {
           listed = await listing.catch(() => undefined);
         }
-        listed ??= await this.#core.retry(getChildrenStart(this.#client, dir)).catch((error: unknown) => this.#dropCreated(created, error));
+        listed ??= await this.#core
+          .retry(getChildrenStart(this.#client, dir))
+          .catch((error: unknown) => this.#dropCreated(created, error));
         const enqueued = this.#enqueued(queue, dir, id, created, listed.children, zkLong(listed.stat.czxid), token);
         if (at === undefined) this.#quiet.noteListing(dir, created, listed, enqueued.queue);
         return enqueued;
@@ -225,7 +268,15 @@ export class ZkDriver implements Driver {
    * Ours from here on (claimed before the listing is read, so that the orphan sweep passes over it);
    * deleted again if its listing fails it (refused, or not showing it).
    */
-  #enqueued(queue: string, dir: string, uuid: string, path: string, children: readonly string[], czxid: bigint, token: bigint): Enqueued {
+  #enqueued(
+    queue: string,
+    dir: string,
+    uuid: string,
+    path: string,
+    children: readonly string[],
+    czxid: bigint,
+    token: bigint,
+  ): Enqueued {
     this.#own.claim(uuid, path);
     let entries: Entry[];
     try {
@@ -266,8 +317,18 @@ export class ZkDriver implements Driver {
    * reported (once each), and this session's orphans among them are deleted (see `OwnEntries.sweepOrphans`).
    */
   #parseAndSweep(queue: string, dir: string, children: readonly string[], czxid: bigint, through?: Entry): Entry[] {
-    const { entries, foreign } = this.#listings.parse(queue, dir, children, czxid, through === undefined ? Infinity : Number(through.order));
-    if (foreign) this.#core.foreign.report(queue, foreignChildren(children).map((child) => `${dir}/${child}`));
+    const { entries, foreign } = this.#listings.parse(
+      queue,
+      dir,
+      children,
+      czxid,
+      through === undefined ? Infinity : Number(through.order),
+    );
+    if (foreign)
+      this.#core.foreign.report(
+        queue,
+        foreignChildren(children).map((child) => `${dir}/${child}`),
+      );
     this.#own.sweepOrphans(dir, children);
     return entries;
   }
@@ -334,7 +395,9 @@ export class ZkDriver implements Driver {
   async describe(queue: string): Promise<EntryInfo[]> {
     const entries = await this.list(queue);
     // Sent together: one round trip for the whole queue. An entry gone meanwhile is left out.
-    const found = await Promise.all(entries.map((entry) => this.#core.retry(fromPromise(() => getDataStat(this.#client, entry.key)))));
+    const found = await Promise.all(
+      entries.map((entry) => this.#core.retry(fromPromise(() => getDataStat(this.#client, entry.key)))),
+    );
     return entries.flatMap((entry, index) => {
       const node = found[index];
       if (node === null || node === undefined) return [];
@@ -379,7 +442,11 @@ export class ZkDriver implements Driver {
       this.#suspended = true;
       this.#core.events?.status('suspended');
     } else if (state === zookeeper.State.EXPIRED || state === zookeeper.State.AUTH_FAILED) {
-      this.#core.lose(new SessionLostError(`ZooKeeper session 0x${this.id} ${state === zookeeper.State.EXPIRED ? 'expired' : 'failed authentication'}`));
+      this.#core.lose(
+        new SessionLostError(
+          `ZooKeeper session 0x${this.id} ${state === zookeeper.State.EXPIRED ? 'expired' : 'failed authentication'}`,
+        ),
+      );
     }
   }
 
@@ -402,7 +469,10 @@ export class ZkDriver implements Driver {
       get searchesForOrphans() {
         return driver.#own.orphansPossible;
       },
-      sessionCredentials: () => ({ sessionId: this.#client.getSessionId(), sessionPassword: this.#client.getSessionPassword() }),
+      sessionCredentials: () => ({
+        sessionId: this.#client.getSessionId(),
+        sessionPassword: this.#client.getSessionPassword(),
+      }),
       createOrphan: (queue, kind = 'lock') => this.#own.createOrphan(this.#dir(queue), kind),
     };
   }

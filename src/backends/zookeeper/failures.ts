@@ -28,7 +28,10 @@ export function zkFailures(id: string, namespace: string, status: () => CoreStat
       if (sessionGone(error)) return expired(error);
       if (retriable(error) && status() === 'closed') return new ClosedError();
       if (isCode(error, ZkCode.NO_AUTH)) {
-        return new AccessDeniedError(`ZooKeeper refused the request (NoAuth): this session's credentials do not grant it under ${namespace}`, { cause: error });
+        return new AccessDeniedError(
+          `ZooKeeper refused the request (NoAuth): this session's credentials do not grant it under ${namespace}`,
+          { cause: error },
+        );
       }
       if (error instanceof BatonError) return error;
       return new BackendError('ZooKeeper request failed', { cause: error });

@@ -104,12 +104,9 @@ export class Heartbeat {
     };
     // A sync, not a read: a follower cut off from the leader goes on answering reads (until it notices,
     // syncLimit x tickTime later) while the leader, which expires sessions, hears nothing of ours.
-    this.#host.send(reachLeaderStart(this.#client, '/').start).then(
-      () => {
-        settled();
-        this.#host.ack(credit);
-      },
-      settled,
-    );
+    this.#host.send(reachLeaderStart(this.#client, '/').start).then(() => {
+      settled();
+      this.#host.ack(credit);
+    }, settled);
   }
 }

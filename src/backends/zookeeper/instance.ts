@@ -119,7 +119,11 @@ function aroundConnect(client: ZkClient, around: (manager: ConnectingManager, co
  * which a server that stopped answering never does; the open socket would keep the process alive.
  */
 export function destroySocket(client: ZkClient): void {
-  const manager = (client as unknown as { connectionManager?: { socket?: { destroy(): void }; connectTimeoutHandler?: NodeJS.Timeout } }).connectionManager;
+  const manager = (
+    client as unknown as {
+      connectionManager?: { socket?: { destroy(): void }; connectTimeoutHandler?: NodeJS.Timeout };
+    }
+  ).connectionManager;
   manager?.socket?.destroy();
   // The timer of a dial that never connected: pending, it would keep the process alive a session timeout.
   clearTimeout(manager?.connectTimeoutHandler);
@@ -163,7 +167,10 @@ type WatcherEmitter = { removeListener(event: string, listener: unknown): void; 
 
 /** The client's data watches by path (node-zookeeper-client 1.1 keeps an emitter per path), if found. */
 function dataWatchersOf(client: ZkClient): Record<string, WatcherEmitter | undefined> | undefined {
-  const manager = (client as unknown as { connectionManager?: { watcherManager?: { dataWatchers?: unknown } } }).connectionManager;
+  const manager = (client as unknown as { connectionManager?: { watcherManager?: { dataWatchers?: unknown } } })
+    .connectionManager;
   const watchers = manager?.watcherManager?.dataWatchers;
-  return watchers !== null && typeof watchers === 'object' ? (watchers as Record<string, WatcherEmitter | undefined>) : undefined;
+  return watchers !== null && typeof watchers === 'object'
+    ? (watchers as Record<string, WatcherEmitter | undefined>)
+    : undefined;
 }

@@ -71,7 +71,13 @@ interface Field {
 }
 
 const WATCH_LISTS = new Set(['dataWatches', 'existWatches', 'childWatches']);
-const SCALARS: Record<string, Kind> = { int: Kind.Int, long: Kind.Long, buffer: Kind.Bytes, ustring: Kind.Text, boolean: Kind.Flag };
+const SCALARS: Record<string, Kind> = {
+  int: Kind.Int,
+  long: Kind.Long,
+  buffer: Kind.Bytes,
+  ustring: Kind.Text,
+  boolean: Kind.Flag,
+};
 
 /** The field as the client's record layer reads its type; undefined for a type it would not know either. */
 function fieldOf(name: string, type: string): Field | undefined {
@@ -131,7 +137,9 @@ class Compiler {
       this.chrootPath = undefined;
       for (let i = 0; i < fields.length; i += 1) this[fields[i]!.name] = compiler.#initial(fields[i]!, args[i]);
     } as unknown as RecordClass;
-    Compiled.prototype = Object.create(old.prototype, { constructor: { value: Compiled, writable: true, configurable: true } }) as RecordLike;
+    Compiled.prototype = Object.create(old.prototype, {
+      constructor: { value: Compiled, writable: true, configurable: true },
+    }) as RecordLike;
     SPECIFICATIONS.set(Compiled, specification);
     Object.assign(Compiled.prototype, {
       byteLength(this: RecordLike): number {
@@ -155,7 +163,8 @@ class Compiler {
           let value = compiler.#read(field, buffer, offset);
           offset = readEnd;
           // As the client does: the chroot comes off a path read from the server.
-          if (field.path && this.chrootPath) value = value === this.chrootPath ? '/' : (value as string).substring(this.chrootPath.length);
+          if (field.path && this.chrootPath)
+            value = value === this.chrootPath ? '/' : (value as string).substring(this.chrootPath.length);
           this[field.name] = value;
         }
         return offset - start;
@@ -277,7 +286,8 @@ function sizeOf(field: Field, value: unknown): number {
     case Kind.Vector: {
       let size = 4;
       // The client walks vectors with forEach, which skips holes: so do both size and write.
-      if (Array.isArray(value)) for (let i = 0; i < value.length; i += 1) if (i in value) size += sizeOf(field.item!, value[i]);
+      if (Array.isArray(value))
+        for (let i = 0; i < value.length; i += 1) if (i in value) size += sizeOf(field.item!, value[i]);
       return size;
     }
     case Kind.Nested:
@@ -381,7 +391,10 @@ function compile(): Records | undefined {
 export function untouched(jute: Jute, record: RecordClass): boolean {
   const methods = ['byteLength', 'serialize', 'deserialize', 'setChrootPath'];
   const inherited = (Class: RecordClass): boolean =>
-    Object.getPrototypeOf(Class.prototype) === record.prototype && methods.every((name) => !Object.prototype.hasOwnProperty.call(Class.prototype, name));
-  return typeof jute.Request.prototype.toBuffer === 'function' && [jute.data, jute.protocol].every((module) => Object.values(module).every(inherited));
+    Object.getPrototypeOf(Class.prototype) === record.prototype &&
+    methods.every((name) => !Object.prototype.hasOwnProperty.call(Class.prototype, name));
+  return (
+    typeof jute.Request.prototype.toBuffer === 'function' &&
+    [jute.data, jute.protocol].every((module) => Object.values(module).every(inherited))
+  );
 }
-

@@ -92,7 +92,9 @@ function parameterizedKindBefore(child: string, end: number): string | undefined
 /** The kind of a child whose `entryCode` is `code`. */
 function kindOf(child: string, code: number): string {
   const marker = code % MARKER_CODES;
-  return marker === PARAMETERIZED ? parameterizedKindBefore(child, child.length - SEQUENCE_DIGITS)! : MARKERS[marker]!.kind;
+  return marker === PARAMETERIZED
+    ? parameterizedKindBefore(child, child.length - SEQUENCE_DIGITS)!
+    : MARKERS[marker]!.kind;
 }
 
 /**
@@ -175,7 +177,13 @@ export function parseEntryName(child: string): ParsedName | undefined {
   if (code < 0) return undefined;
   const sequence = BigInt(Math.floor(code / MARKER_CODES));
   const kind = kindOf(child, code);
-  if (code % MARKER_CODES === PARAMETERIZED) return { uuid: creatorId(child, child.length - SEQUENCE_DIGITS - kind.length - 1, 'baton'), kind, form: 'baton', sequence };
+  if (code % MARKER_CODES === PARAMETERIZED)
+    return {
+      uuid: creatorId(child, child.length - SEQUENCE_DIGITS - kind.length - 1, 'baton'),
+      kind,
+      form: 'baton',
+      sequence,
+    };
   const { text, form } = MARKERS[code % MARKER_CODES]!;
   return { uuid: creatorId(child, child.length - SEQUENCE_DIGITS - text.length, form), kind, form, sequence };
 }
@@ -188,7 +196,8 @@ function creatorId(child: string, at: number, form: NameForm): string | undefine
 
 /** The path prefix (sequence to follow) of an entry of `kind` written as `dialect` names it. */
 export function entryPrefix(dir: string, uuid: string, kind: string, dialect: ZkDialect = 'curator'): string {
-  if (dialect === 'kazoo' && !PARAMETERIZED_KIND.test(kind)) return `${dir}/${uuidKey(uuid)}${kind === 'read' ? '__rlock__' : '__lock__'}`;
+  if (dialect === 'kazoo' && !PARAMETERIZED_KIND.test(kind))
+    return `${dir}/${uuidKey(uuid)}${kind === 'read' ? '__rlock__' : '__lock__'}`;
   return `${dir}/${PROTECTED}${uuid}-${curatorMarker(kind, dialect)}`;
 }
 
@@ -261,7 +270,10 @@ class ZkEntry implements Entry {
   }
 
   get fencingToken(): bigint {
-    if (this.#token === undefined) throw new BackendError(`the fencing token of ${this.key} is not known: it was only listed, never created or read by this session`);
+    if (this.#token === undefined)
+      throw new BackendError(
+        `the fencing token of ${this.key} is not known: it was only listed, never created or read by this session`,
+      );
     return this.#token;
   }
 
@@ -306,7 +318,13 @@ export class ListingParser {
    * above `through` not parsed before are left out, and parsed once a listing needs them. Throws
    * `BackendError` if some entry's sequence is negative (the directory's counter wrapped).
    */
-  parse(queue: string, dir: string, children: readonly string[], czxid: bigint, through = Infinity): { entries: Entry[]; foreign: boolean } {
+  parse(
+    queue: string,
+    dir: string,
+    children: readonly string[],
+    czxid: bigint,
+    through = Infinity,
+  ): { entries: Entry[]; foreign: boolean } {
     let known = this.#dirs.get(dir);
     // Put back last: the most recently listed directories are kept.
     if (dir !== this.#last) this.#dirs.delete(dir);

@@ -61,7 +61,13 @@ function connected(client: ZkClient, options: ZkDriverOptions): Promise<void> {
       client.close();
       destroySocket(client); // close() only queues a request, which a server that never answered never reads
       const why = describeDialFailure(lastError(), options.connectTimeoutMs);
-      if (!abandoned) reject(new BackendError(`could not connect to ZooKeeper at ${options.hosts} within ${options.connectTimeoutMs} ms: ${why}`, { cause: lastError() }));
+      if (!abandoned)
+        reject(
+          new BackendError(
+            `could not connect to ZooKeeper at ${options.hosts} within ${options.connectTimeoutMs} ms: ${why}`,
+            { cause: lastError() },
+          ),
+        );
     }, options.connectTimeoutMs);
     const onAbort = (): void => {
       abandoned = true;

@@ -3,7 +3,17 @@ import zookeeper from 'node-zookeeper-client';
 import { BackendError } from '../../../recipes/errors.js';
 import type { AfterLook, ZkCounters } from '../probe.js';
 import { fromPromise, type Start } from '../requests.js';
-import { createStart, existsStart, getChildrenStart, isCode, removeStart, type ZkClient, ZkCode, zkLong, type ZkStat } from './client.js';
+import {
+  createStart,
+  existsStart,
+  getChildrenStart,
+  isCode,
+  removeStart,
+  type ZkClient,
+  ZkCode,
+  zkLong,
+  type ZkStat,
+} from './client.js';
 import { mkdirp } from './mkdirp.js';
 import { entryPrefix, hasNegativeSequence, parseEntryName, trailingSequence, UuidSequence } from './names.js';
 
@@ -104,11 +114,18 @@ export class OwnEntries {
    */
   recycleIfPastLimit(dir: string, deleted: string): void {
     const sequence = trailingSequence(deleted);
-    if (sequence >= this.#host.recycleFrom || ((sequence < 0 || sequence >= 1e9) && hasNegativeSequence(deleted.slice(dir.length + 1)))) this.#recycle(dir);
+    if (
+      sequence >= this.#host.recycleFrom ||
+      ((sequence < 0 || sequence >= 1e9) && hasNegativeSequence(deleted.slice(dir.length + 1)))
+    )
+      this.#recycle(dir);
   }
 
   /** After a lost create reply: our child, if the create reached the server, carries our uuid. */
-  async findOwn(dir: string, uuid: string): Promise<{ path: string; czxid: bigint; listing: { children: string[]; stat: ZkStat } } | undefined> {
+  async findOwn(
+    dir: string,
+    uuid: string,
+  ): Promise<{ path: string; czxid: bigint; listing: { children: string[]; stat: ZkStat } } | undefined> {
     let listing: { children: string[]; stat: ZkStat };
     try {
       listing = await this.#host.retry(getChildrenStart(this.#host.client, dir));
@@ -117,7 +134,9 @@ export class OwnEntries {
       throw error;
     }
     // Two attempts may both have been applied: the earlier place is ours, the copy is swept as an orphan.
-    const mine = listing.children.filter((child) => parseEntryName(child)?.uuid === uuid).sort((a, b) => a.slice(-10).localeCompare(b.slice(-10)))[0];
+    const mine = listing.children
+      .filter((child) => parseEntryName(child)?.uuid === uuid)
+      .sort((a, b) => a.slice(-10).localeCompare(b.slice(-10)))[0];
     if (mine === undefined) return undefined;
     const stat = await this.#host.retry(existsStart(this.#host.client, `${dir}/${mine}`));
     if (stat === null) return undefined;
@@ -145,7 +164,8 @@ export class OwnEntries {
       const uuid = parseEntryName(child)?.uuid;
       if (uuid === undefined || (this.#creating.has(uuid) && this.#creating.get(uuid) === undefined)) continue;
       this.#sweeping.add(path);
-      this.#host.send(removeStart(this.#host.client, path))
+      this.#host
+        .send(removeStart(this.#host.client, path))
         .then(
           () => {
             this.#host.counters.orphansRemoved += 1;
@@ -159,8 +179,18 @@ export class OwnEntries {
   /** @internal For tests (through the probe): a child named like an entry of this session that it does not know of, as a create applied after its lost reply was searched for would leave. */
   async createOrphan(dir: string, kind: string): Promise<string> {
     this.#orphansPossible = true; // as the lost reply of the create that left it would have
-    await this.#host.retry(fromPromise(() => mkdirp(this.#host.client, dir, this.#host.acl, this.#host.afterMkdirpLook)));
-    return this.#host.send(createStart(this.#host.client, entryPrefix(dir, this.#uuids.next(), kind), zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, undefined, this.#host.acl));
+    await this.#host.retry(
+      fromPromise(() => mkdirp(this.#host.client, dir, this.#host.acl, this.#host.afterMkdirpLook)),
+    );
+    return this.#host.send(
+      createStart(
+        this.#host.client,
+        entryPrefix(dir, this.#uuids.next(), kind),
+        zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL,
+        undefined,
+        this.#host.acl,
+      ),
+    );
   }
 
   /**

@@ -7,7 +7,8 @@ import { requestIdWrap } from './instance.js';
 
 /** The client's current socket (node-zookeeper-client keeps it private; a new one after a reconnect). */
 function socketOf(client: ZkClient): { cork(): void; uncork(): void } | undefined {
-  return (client as unknown as { connectionManager?: { socket?: { cork(): void; uncork(): void } } }).connectionManager?.socket;
+  return (client as unknown as { connectionManager?: { socket?: { cork(): void; uncork(): void } } }).connectionManager
+    ?.socket;
 }
 
 /**

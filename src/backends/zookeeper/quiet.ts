@@ -74,7 +74,13 @@ export class QuietDirectories {
   /** Whether an enqueue into `dir` may send its create without a listing. */
   mayGoUnlisted(dir: string, orphansPossible: boolean): boolean {
     const quiet = this.#quiet.get(dir);
-    return quiet !== undefined && quiet.creates >= 0 && quiet.watched === this.#connection && quiet.mine.size === 0 && !orphansPossible;
+    return (
+      quiet !== undefined &&
+      quiet.creates >= 0 &&
+      quiet.watched === this.#connection &&
+      quiet.mine.size === 0 &&
+      !orphansPossible
+    );
   }
 
   /** An entry of ours in `dir` whose delete the server answered. */
@@ -99,7 +105,14 @@ export class QuietDirectories {
   aloneAfter(dir: string, path: string, orphansPossible: boolean): { children: string[]; czxid: bigint } | undefined {
     const quiet = this.#quiet.get(dir);
     const child = path.slice(dir.length + 1);
-    if (quiet === undefined || quiet.creates < 0 || quiet.watched !== this.#connection || quiet.mine.size > 0 || orphansPossible) return undefined;
+    if (
+      quiet === undefined ||
+      quiet.creates < 0 ||
+      quiet.watched !== this.#connection ||
+      quiet.mine.size > 0 ||
+      orphansPossible
+    )
+      return undefined;
     if (childSequence(child) !== quiet.creates) {
       // Someone else queued since: enqueues list again until a listing shows this session alone twice.
       this.#host.counters.unlistedMissed += 1;
@@ -123,7 +136,12 @@ export class QuietDirectories {
    * found quiet with nobody else's create since this session's previous one (so not while two sessions
    * take turns), and once its watch is set (a request, made once per directory and connection).
    */
-  noteListing(dir: string, path: string, listed: { children: string[]; stat: ZkStat }, entries: readonly Entry[]): void {
+  noteListing(
+    dir: string,
+    path: string,
+    listed: { children: string[]; stat: ZkStat },
+    entries: readonly Entry[],
+  ): void {
     const creates = (listed.stat.cversion + listed.children.length) / 2;
     const sequence = childSequence(path.slice(dir.length + 1));
     const quiet = this.#quiet.get(dir);
@@ -138,7 +156,15 @@ export class QuietDirectories {
         // Removed, or its data changed: unknown from here on (the client has dropped the fired watch).
         if (this.#quiet.get(dir)?.watcher === watcher) this.#quiet.delete(dir);
       };
-      this.#quiet.set(dir, { czxid, creates: -1, next: creates, arming: false, mine: new Set([path]), watched: -1, watcher });
+      this.#quiet.set(dir, {
+        czxid,
+        creates: -1,
+        next: creates,
+        arming: false,
+        mine: new Set([path]),
+        watched: -1,
+        watcher,
+      });
       if (this.#quiet.size > QUIET_DIRECTORIES) this.#forget(this.#quiet.keys().next().value!);
       return;
     }

@@ -32,7 +32,10 @@ interface Reply {
   zxid: Buffer;
   err: number;
 }
-type RecordLike = Record<string, unknown> & { deserialize(buffer: Buffer, offset: number): number; setChrootPath(path: string): void };
+type RecordLike = Record<string, unknown> & {
+  deserialize(buffer: Buffer, offset: number): number;
+  setChrootPath(path: string): void;
+};
 interface Pending {
   request: { header: { xid: number; type: number } };
   callback?: (error: unknown, response?: unknown) => void;
@@ -71,7 +74,10 @@ const { OP_CODES } = jute;
 
 type Make = (records: Records) => RecordLike | null;
 /** A compiled reply record `name`, made for a read. */
-const reply = (name: string): Make => (records) => blank(records.protocol[name]!) as unknown as RecordLike;
+const reply =
+  (name: string): Make =>
+  (records) =>
+    blank(records.protocol[name]!) as unknown as RecordLike;
 const bare: Make = () => null;
 
 /**
@@ -120,7 +126,8 @@ const PAYLOADS = new Map<number, Make>([
 /** Reads `client`'s replies with baton's reader. False (nothing changed) for a manager of another shape. */
 export function readRepliesWith(client: zookeeper.Client, records: Records): boolean {
   const manager = (client as unknown as { connectionManager?: Partial<Manager> }).connectionManager;
-  if (manager === undefined || typeof manager.onSocketData !== 'function' || !Array.isArray(manager.pendingQueue)) return false;
+  if (manager === undefined || typeof manager.onSocketData !== 'function' || !Array.isArray(manager.pendingQueue))
+    return false;
   // The manager binds `onSocketData` to each socket it makes: set before it connects, this one is bound.
   manager.onSocketData = function (this: Manager, data: Buffer): void {
     let buffer = this.pendingBuffer ? Buffer.concat([this.pendingBuffer, data]) : data;
@@ -172,7 +179,13 @@ function handle(manager: Manager, buffer: Buffer, records: Records): boolean {
 }
 
 /** The reply to the oldest request in flight; false (the connection dropped) if it is not that one's. */
-function answer(manager: Manager, header: Reply & RecordLike, buffer: Buffer, offset: number, records: Records): boolean {
+function answer(
+  manager: Manager,
+  header: Reply & RecordLike,
+  buffer: Buffer,
+  offset: number,
+  records: Records,
+): boolean {
   const pending = manager.pendingQueue[0];
   if (pending === undefined || pending.request.header.xid !== header.xid) {
     manager.socket.destroy(); // out of step, so reconnect: the request in flight fails with the connection
@@ -206,13 +219,21 @@ function answer(manager: Manager, header: Reply & RecordLike, buffer: Buffer, of
 }
 
 function unreadable(type: number, cause: unknown): Error {
-  if (type === CREATE2) return new BackendError("ZooKeeper answered a create without the new node's stat: baton needs ZooKeeper 3.5 or later", { cause });
+  if (type === CREATE2)
+    return new BackendError(
+      "ZooKeeper answered a create without the new node's stat: baton needs ZooKeeper 3.5 or later",
+      { cause },
+    );
   return new BackendError(`ZooKeeper's reply to a request of type ${type} is shorter than its record`, { cause });
 }
 
 /** The answer to the connect request: the session's id, password and timeout, or its expiry. */
 function connected(manager: Manager, buffer: Buffer, records: Records): void {
-  const response = blank(records.protocol['ConnectResponse']!) as unknown as RecordLike & { timeOut: number; sessionId: unknown; passwd: unknown };
+  const response = blank(records.protocol['ConnectResponse']!) as unknown as RecordLike & {
+    timeOut: number;
+    sessionId: unknown;
+    passwd: unknown;
+  };
   response.deserialize(buffer, 4);
   if (response.timeOut <= 0) {
     manager.setState(STATES['SESSION_EXPIRED']!);
@@ -234,8 +255,14 @@ const KNOWN = new Set(Object.values(zookeeper.Exception).filter((value): value i
  * and the server's name for it, which `zkCode` reads like any other.
  */
 export function errorFor(code: number, names: ReadonlyMap<number, string> = SERVER_NAMES): zookeeper.Exception {
-  if (KNOWN.has(code)) return (zookeeper.Exception as unknown as { create(code: number): zookeeper.Exception }).create(code);
-  const error = Object.create(zookeeper.Exception.prototype) as zookeeper.Exception & { code: number; name: string; path: undefined; message: string };
+  if (KNOWN.has(code))
+    return (zookeeper.Exception as unknown as { create(code: number): zookeeper.Exception }).create(code);
+  const error = Object.create(zookeeper.Exception.prototype) as zookeeper.Exception & {
+    code: number;
+    name: string;
+    path: undefined;
+    message: string;
+  };
   Error.captureStackTrace(error, errorFor);
   error.code = code;
   error.name = names.get(code) ?? 'UNKNOWN';

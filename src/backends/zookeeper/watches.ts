@@ -3,7 +3,7 @@ import zookeeper from 'node-zookeeper-client';
 import type { Abortable, Entry } from '../../../recipes/contract.js';
 import { fromPromise, type Start } from '../requests.js';
 import { addWaiter, sameEntries, settleWaiters, type Waiter } from '../waiters.js';
-import { watchChildren, watchDataStart, type ZkClient,zkLong } from './client.js';
+import { watchChildren, watchDataStart, type ZkClient, zkLong } from './client.js';
 
 /** What the watches need of their driver. */
 export interface WatchHost {

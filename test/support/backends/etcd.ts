@@ -4,10 +4,10 @@ import { afterAll, beforeAll, inject } from 'vitest';
 
 import type { Session } from '../../../recipes/contract.js';
 import { EtcdDriver } from '../../../src/backends/etcd/driver.js';
-import { type EtcdCluster,startEtcd } from '../../harness/etcd.js';
+import { type EtcdCluster, startEtcd } from '../../harness/etcd.js';
 import { backendOf } from '../internals.js';
 import type { Fixture } from './fixture.js';
-import { type Scope,useScope } from './scope.js';
+import { type Scope, useScope } from './scope.js';
 
 export interface EtcdInfo {
   readonly endpoints: string[];

@@ -34,7 +34,11 @@ export function withParams(url: string, params: Record<string, string>): string 
 }
 
 /** Rows of a table that may not exist yet (no session has created the schema): none. */
-async function rowsOf<T extends Record<string, unknown>>(client: pg.Client, text: string, values: unknown[]): Promise<T[]> {
+async function rowsOf<T extends Record<string, unknown>>(
+  client: pg.Client,
+  text: string,
+  values: unknown[],
+): Promise<T[]> {
   try {
     return (await client.query<T>(text, values)).rows;
   } catch (error) {
@@ -48,7 +52,12 @@ export function postgresFixture(): Fixture {
 }
 
 /** The same fixture for any server, e.g. one a fault test started for itself; `schema` default baton. */
-export function postgresFixtureOf(url: string, name: string, schema = 'baton', sessionTimeoutMs = POSTGRES_SESSION_MS): Fixture {
+export function postgresFixtureOf(
+  url: string,
+  name: string,
+  schema = 'baton',
+  sessionTimeoutMs = POSTGRES_SESSION_MS,
+): Fixture {
   const s = schema;
   return {
     name,
@@ -57,7 +66,13 @@ export function postgresFixtureOf(url: string, name: string, schema = 'baton', s
     // Live entries: those of an expired session are no one's any more (the next look at their queue removes them).
     entries: (namespace) =>
       withPostgres(url, async (client) =>
-        (await rowsOf<{ key: string }>(client, `SELECT e.key FROM ${s}.entries e JOIN ${s}.sessions o ON o.id = e.session AND o.expires_at > clock_timestamp() WHERE e.namespace = $1 ORDER BY e.token`, [namespace])).map((row) => row.key),
+        (
+          await rowsOf<{ key: string }>(
+            client,
+            `SELECT e.key FROM ${s}.entries e JOIN ${s}.sessions o ON o.id = e.session AND o.expires_at > clock_timestamp() WHERE e.namespace = $1 ORDER BY e.token`,
+            [namespace],
+          )
+        ).map((row) => row.key),
       ),
     // Entry waits are kept as `<namespace>/<queue>#<key>`, queue waits as `<namespace>/<queue>`.
     watched: async (namespace) =>
@@ -67,13 +82,20 @@ export function postgresFixtureOf(url: string, name: string, schema = 'baton', s
         .sort(),
     notifications: () => postgresCounters.notifications,
     expire: (session) => expirePostgresSession(url, session, schema),
-    removeEntry: (key) => withPostgres(url, async (client) => void (await client.query(`DELETE FROM ${s}.entries WHERE key = $1`, [key]))),
-    cleanup: (namespace) => withPostgres(url, async (client) => void (await rowsOf(client, `DELETE FROM ${s}.entries WHERE namespace = $1`, [namespace]))),
+    removeEntry: (key) =>
+      withPostgres(url, async (client) => void (await client.query(`DELETE FROM ${s}.entries WHERE key = $1`, [key]))),
+    cleanup: (namespace) =>
+      withPostgres(
+        url,
+        async (client) => void (await rowsOf(client, `DELETE FROM ${s}.entries WHERE namespace = $1`, [namespace])),
+      ),
     liveSessions: (ids) =>
       withPostgres(url, async (client) => {
-        const rows = await rowsOf<{ id: string }>(client, `SELECT id::text AS id FROM ${s}.sessions WHERE id = ANY($1::bigint[]) AND expires_at > clock_timestamp()`, [
-          ids.map(sessionRowOf).filter((id) => /^\d+$/.test(id)),
-        ]);
+        const rows = await rowsOf<{ id: string }>(
+          client,
+          `SELECT id::text AS id FROM ${s}.sessions WHERE id = ANY($1::bigint[]) AND expires_at > clock_timestamp()`,
+          [ids.map(sessionRowOf).filter((id) => /^\d+$/.test(id))],
+        );
         return rows.map((row) => sessionIdOf(row.id));
       }),
     crossProcess: true,
@@ -84,5 +106,9 @@ export function postgresFixtureOf(url: string, name: string, schema = 'baton', s
 
 /** Ends a session from the server side, as an operator deleting its row would: its entries go with it. */
 export async function expirePostgresSession(url: string, session: Session, schema = 'baton'): Promise<void> {
-  await withPostgres(url, async (client) => void (await client.query(`DELETE FROM ${schema}.sessions WHERE id = $1`, [sessionRowOf(session.id)])));
+  await withPostgres(
+    url,
+    async (client) =>
+      void (await client.query(`DELETE FROM ${schema}.sessions WHERE id = $1`, [sessionRowOf(session.id)])),
+  );
 }

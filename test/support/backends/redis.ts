@@ -1,13 +1,13 @@
 import { redisCounters, redisWatches } from 'baton-locks/testing';
-import { Cluster, type ClusterNode,Redis } from 'ioredis';
+import { Cluster, type ClusterNode, Redis } from 'ioredis';
 import { afterAll, beforeAll, inject } from 'vitest';
 
 import type { Session } from '../../../recipes/contract.js';
 import { RedisDriver } from '../../../src/backends/redis/driver.js';
-import { type RedisServer, type RedisServerOptions,startRedis } from '../../harness/redis.js';
+import { type RedisServer, type RedisServerOptions, startRedis } from '../../harness/redis.js';
 import { backendOf } from '../internals.js';
 import type { Fixture } from './fixture.js';
-import { type Scope,useScope } from './scope.js';
+import { type Scope, useScope } from './scope.js';
 
 /** A standalone redis-server (or a primary). */
 export interface RedisStandaloneInfo {
@@ -37,7 +37,8 @@ export function withRedisAdmin<T>(info: RedisStandaloneInfo, use: (client: Redis
 export function withRedisAdmin<T>(info: RedisClusterInfo, use: (client: Cluster) => Promise<T>): Promise<T>;
 export function withRedisAdmin<T>(info: RedisInfo, use: (client: RedisAdmin) => Promise<T>): Promise<T>;
 export async function withRedisAdmin<T>(info: RedisInfo, use: (client: never) => Promise<T>): Promise<T> {
-  const client = info.cluster === true ? clusterAdmin(info) : new Redis(info.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  const client =
+    info.cluster === true ? clusterAdmin(info) : new Redis(info.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
   client.on('error', () => undefined); // a server down: the command's own failure says so
   try {
     await (client instanceof Cluster ? connectCluster(client) : client.connect());
@@ -54,7 +55,8 @@ export async function withRedisAdmin<T>(info: RedisInfo, use: (client: never) =>
  */
 function connectCluster(client: Cluster): Promise<void> {
   return new Promise<void>((resolve, reject) => {
-    const ended = (): void => reject(new Error('the Redis Cluster admin client ended before it was ready (a node down?)'));
+    const ended = (): void =>
+      reject(new Error('the Redis Cluster admin client ended before it was ready (a node down?)'));
     client.once('end', ended);
     client.connect().then(
       () => {
@@ -159,12 +161,14 @@ export function redisFixtureOf(info: RedisInfo, name: string): Fixture {
           const base = queue.slice(0, -2);
           for (const id of await client.hkeys(queue)) {
             const owner = /^([0-9a-f]+)-\d+$/.exec(id)?.[1];
-            if (owner === undefined || (await client.exists(`${base}:s:${owner}`)) === 1) entries.push(`${base}:e:${id}`);
+            if (owner === undefined || (await client.exists(`${base}:s:${owner}`)) === 1)
+              entries.push(`${base}:e:${id}`);
           }
         }
         return entries.sort();
       }),
-    watched: async (namespace) => [...redisWatches.keys()].filter((key) => key.startsWith(`baton:{${namespace}/`)).sort(),
+    watched: async (namespace) =>
+      [...redisWatches.keys()].filter((key) => key.startsWith(`baton:{${namespace}/`)).sort(),
     notifications: () => redisCounters.notifications,
     expire: (session) => expireRedisSession(info, session),
     // As another baton client would (its release script tells the entry's channel); an entry deleted
@@ -177,13 +181,19 @@ export function redisFixtureOf(info: RedisInfo, name: string): Fixture {
       }),
     // Liveness keys are left to expire: one still there after close() is what liveSessions reports.
     cleanup: (namespace) =>
-      withRedisAdmin(info, async (client) => deleteKeys(client, (await namespaceKeys(client, namespace)).filter((key) => !LIVENESS_KEY.test(key)))),
+      withRedisAdmin(info, async (client) =>
+        deleteKeys(
+          client,
+          (await namespaceKeys(client, namespace)).filter((key) => !LIVENESS_KEY.test(key)),
+        ),
+      ),
     // A session lives on while its main key or any of its liveness keys does: close() deletes them all.
     liveSessions: (ids) =>
       withRedisAdmin(info, async (client) => {
         const live: string[] = [];
         for (const id of ids) {
-          if ((await client.exists(`baton:session:${id}`)) === 1 || (await livenessKeys(client, id)).length > 0) live.push(id);
+          if ((await client.exists(`baton:session:${id}`)) === 1 || (await livenessKeys(client, id)).length > 0)
+            live.push(id);
         }
         return live;
       }),
@@ -210,7 +220,10 @@ export async function expireRedisSession(info: RedisInfo, session: Session): Pro
  * A redis-server of the test file's own, for tests that disturb the whole server (a restart, a
  * failover): started before the file's tests, stopped after them, with a scope of sessions on it.
  */
-export function useOwnRedis(sessionTimeoutMs: number, options: RedisServerOptions = {}): { scope: Scope; server: () => RedisServer; info: () => RedisStandaloneInfo } {
+export function useOwnRedis(
+  sessionTimeoutMs: number,
+  options: RedisServerOptions = {},
+): { scope: Scope; server: () => RedisServer; info: () => RedisStandaloneInfo } {
   let server: RedisServer | undefined;
   beforeAll(async () => {
     server = await startRedis(options);

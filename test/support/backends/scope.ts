@@ -45,18 +45,26 @@ export function useScope(getFixture: () => Fixture): Scope {
     try {
       if (fixture.laggingReads) {
         // The checking client may be served by a follower a moment behind the test's last delete.
-        await eventually('entries gone', async () => (await fixture.entries(namespace)).length === 0, 1_000).catch(() => undefined);
+        await eventually('entries gone', async () => (await fixture.entries(namespace)).length === 0, 1_000).catch(
+          () => undefined,
+        );
       }
       expect(await fixture.entries(namespace), 'entries left behind').toEqual([]);
       // On ZooKeeper a session keeps a watch on each queue directory it found quiet (see
       // `QuietDirectories.aloneAfter`), one per directory, for as long as it lives: by design, not left behind.
       const quiet = new Set(sessions.flatMap((session) => quietDirectoriesOf(fixture, session)));
-      expect((await fixture.watched(namespace)).filter((path) => !quiet.has(path)), 'watches left behind').toEqual([]);
+      expect(
+        (await fixture.watched(namespace)).filter((path) => !quiet.has(path)),
+        'watches left behind',
+      ).toEqual([]);
     } finally {
       await Promise.allSettled(sessions.map((session) => session.close()));
       await fixture.cleanup(namespace);
     }
-    expect(await fixture.liveSessions(sessions.map((session) => session.id)), 'sessions still alive on the server after close()').toEqual([]);
+    expect(
+      await fixture.liveSessions(sessions.map((session) => session.id)),
+      'sessions still alive on the server after close()',
+    ).toEqual([]);
   });
   return scope;
 }

@@ -5,7 +5,7 @@ import zookeeper from 'node-zookeeper-client';
 import { afterAll, beforeAll, inject } from 'vitest';
 
 import type { Session } from '../../../recipes/contract.js';
-import { zkRemoveTree,zkTree, zkWatchesUnder } from '../../harness/clean.js';
+import { zkRemoveTree, zkTree, zkWatchesUnder } from '../../harness/clean.js';
 import { fourLetterWord, zkMode } from '../../harness/four-letter.js';
 import type { Fixture } from './fixture.js';
 
@@ -17,7 +17,10 @@ export interface ZkInfo {
 
 /** The contract fixture for a ZooKeeper deployment the global setup started (or the user pointed at). */
 export function zkFixture(which: 'zkStandalone' | 'zkEnsemble'): Fixture {
-  return zkFixtureOf(inject(which), which === 'zkStandalone' ? 'ZooKeeper (standalone)' : 'ZooKeeper (3-node ensemble)');
+  return zkFixtureOf(
+    inject(which),
+    which === 'zkStandalone' ? 'ZooKeeper (standalone)' : 'ZooKeeper (3-node ensemble)',
+  );
 }
 
 /** The same fixture for any ZooKeeper deployment, e.g. one a fault test started for itself to kill. */
@@ -27,7 +30,9 @@ export function zkFixtureOf(info: ZkInfo, name: string): Fixture {
     url: (namespace) => `zk://${info.connectString}/${namespace}`,
     options: { sessionTimeoutMs: info.sessionTimeoutMs },
     entries: async (namespace) =>
-      (await zkTree(info.connectString, `/${namespace}`)).filter((node) => node.ephemeralOwner !== 0n).map((node) => node.path),
+      (await zkTree(info.connectString, `/${namespace}`))
+        .filter((node) => node.ephemeralOwner !== 0n)
+        .map((node) => node.path),
     watched: (namespace) => zkWatchesUnder(info.ports, `/${namespace}`),
     notifications: () => zkCounters.notifications,
     expire: (session) => expireZkSession(info, session),
@@ -81,7 +86,12 @@ export async function expireZkSession(info: ZkInfo, session: Session): Promise<v
  * the close, 'gone' when the session no longer existed, 'unanswered' when the member refused the
  * connection or hung up without a connect response.
  */
-async function attachAndClose(connectString: string, credentials: ZkView, timeoutMs: number, attempt: number): Promise<'closed' | 'gone' | 'taken back' | 'unanswered'> {
+async function attachAndClose(
+  connectString: string,
+  credentials: ZkView,
+  timeoutMs: number,
+  attempt: number,
+): Promise<'closed' | 'gone' | 'taken back' | 'unanswered'> {
   const hosts = connectString.split(',');
   const [host, port] = hosts[attempt % hosts.length]!.split(':') as [string, string];
   const { sessionId, sessionPassword } = credentials.sessionCredentials();
@@ -117,7 +127,9 @@ async function attachAndClose(connectString: string, credentials: ZkView, timeou
   const connectLength = answer.length >= 4 ? answer.readInt32BE(0) : Number.MAX_SAFE_INTEGER;
   // Then the close's reply: length, xid, zxid, error code.
   const reply = answer.subarray(4 + connectLength);
-  return reply.length >= 20 && reply.readInt32BE(4) === CLOSE_XID && reply.readInt32BE(16) === 0 ? 'closed' : 'taken back';
+  return reply.length >= 20 && reply.readInt32BE(4) === CLOSE_XID && reply.readInt32BE(16) === 0
+    ? 'closed'
+    : 'taken back';
 }
 const CLOSE_XID = 1;
 

@@ -36,7 +36,9 @@ export class FencedRegister {
         return;
       }
       const outcome = register.write(BigInt(token));
-      response.writeHead(outcome.accepted ? 200 : 409, { 'content-type': 'application/json' }).end(JSON.stringify(outcome));
+      response
+        .writeHead(outcome.accepted ? 200 : 409, { 'content-type': 'application/json' })
+        .end(JSON.stringify(outcome));
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     return register;
@@ -72,7 +74,8 @@ export class FencedRegister {
 /** A write to a register in another process, from a contender that holds `token`. */
 export async function writeFenced(registerUrl: string, token: bigint): Promise<WriteOutcome> {
   const response = await fetch(`${registerUrl}/write?token=${token}`, { method: 'POST' });
-  if (response.status !== 200 && response.status !== 409) throw new Error(`register answered ${response.status}: ${await response.text()}`);
+  if (response.status !== 200 && response.status !== 409)
+    throw new Error(`register answered ${response.status}: ${await response.text()}`);
   return (await response.json()) as WriteOutcome;
 }
 

@@ -23,7 +23,10 @@ export function useRegister(): () => FencedRegister {
 export async function writeWhileHeld(registerUrl: string, lock: LockHandle): Promise<void> {
   expect(lock.signal.aborted, 'a holder writes only while its signal is not aborted').toBe(false);
   const outcome = await writeFenced(registerUrl, lock.fencingToken);
-  expect(outcome.accepted, `write with token ${lock.fencingToken} refused; the register had seen ${outcome.highest}`).toBe(true);
+  expect(
+    outcome.accepted,
+    `write with token ${lock.fencingToken} refused; the register had seen ${outcome.highest}`,
+  ).toBe(true);
 }
 
 /**
@@ -33,5 +36,8 @@ export async function writeWhileHeld(registerUrl: string, lock: LockHandle): Pro
  */
 export async function expectLateWriteRefused(registerUrl: string, lost: LockHandle): Promise<void> {
   const outcome = await writeFenced(registerUrl, lost.fencingToken);
-  expect(outcome.accepted, `late write with token ${lost.fencingToken} accepted; the register had seen ${outcome.highest}`).toBe(false);
+  expect(
+    outcome.accepted,
+    `late write with token ${lost.fencingToken} accepted; the register had seen ${outcome.highest}`,
+  ).toBe(false);
 }

@@ -23,7 +23,18 @@ export const INTERNAL_MEMBERS = [
   'releaseHold',
   'ownerContext',
 ];
-export const TEST_HOOKS = ['zkCounters', 'etcdCounters', 'createOrphan', 'muteWatchEvents', 'etcdWatches', 'zkLimits', 'mkdirpHooks', 'muteNotifications', 'redisWatches', 'stopWatchdog'];
+export const TEST_HOOKS = [
+  'zkCounters',
+  'etcdCounters',
+  'createOrphan',
+  'muteWatchEvents',
+  'etcdWatches',
+  'zkLimits',
+  'mkdirpHooks',
+  'muteNotifications',
+  'redisWatches',
+  'stopWatchdog',
+];
 
 /** One entry point of the package: its subpath (`.`, `./metrics`) and its `.d.ts`. */
 export interface EntryPoint {
@@ -40,7 +51,11 @@ export interface EntryPoint {
  * - no exported declaration names a class, interface or type of the package that no entry point
  *   exports (a hover would show `QueueLock`, `BatonSession`): bases, parameter and property types.
  */
-export function surfaceProblems(packageDir: string, entries: readonly EntryPoint[], options: ts.CompilerOptions): string[] {
+export function surfaceProblems(
+  packageDir: string,
+  entries: readonly EntryPoint[],
+  options: ts.CompilerOptions,
+): string[] {
   const program = ts.createProgram(
     entries.map((entry) => entry.types),
     options,
@@ -56,25 +71,38 @@ export function surfaceProblems(packageDir: string, entries: readonly EntryPoint
       problems.push(`${entry.subpath}: ${entry.types} not found`);
       continue;
     }
-    for (const exported of checker.getExportsOfModule(module)) publicSymbols.set(resolved(checker, exported), `${entry.subpath} ${exported.name}`);
+    for (const exported of checker.getExportsOfModule(module))
+      publicSymbols.set(resolved(checker, exported), `${entry.subpath} ${exported.name}`);
   }
-  const documented = (node: ts.Node): boolean => ts.getJSDocCommentsAndTags(node).some((doc) => ts.isJSDoc(doc) && ts.getTextOfJSDocComment(doc.comment)?.trim());
+  const documented = (node: ts.Node): boolean =>
+    ts.getJSDocCommentsAndTags(node).some((doc) => ts.isJSDoc(doc) && ts.getTextOfJSDocComment(doc.comment)?.trim());
   const internalTag = (node: ts.Node): boolean => ts.getJSDocTags(node).some((tag) => tag.tagName.text === 'internal');
   const namesHidden = (where: string, node: ts.Node): void => {
     const visit = (child: ts.Node): void => {
-      const name = ts.isTypeReferenceNode(child) ? child.typeName : ts.isExpressionWithTypeArguments(child) ? child.expression : undefined;
+      const name = ts.isTypeReferenceNode(child)
+        ? child.typeName
+        : ts.isExpressionWithTypeArguments(child)
+          ? child.expression
+          : undefined;
       if (name !== undefined) {
         const symbol = checker.getSymbolAtLocation(name);
         const target = symbol === undefined ? undefined : resolved(checker, symbol);
         const declaration = target?.declarations?.[0];
-        if (target !== undefined && declaration !== undefined && inPackage(declaration) && !(target.flags & ts.SymbolFlags.TypeParameter) && !publicSymbols.has(target)) {
+        if (
+          target !== undefined &&
+          declaration !== undefined &&
+          inPackage(declaration) &&
+          !(target.flags & ts.SymbolFlags.TypeParameter) &&
+          !publicSymbols.has(target)
+        ) {
           problems.push(`${where} names ${target.name}, which no entry point exports`);
         }
       }
       ts.forEachChild(child, visit);
     };
     // Only the signature: a class body's members are checked one by one.
-    if (ts.isClassDeclaration(node) || ts.isInterfaceDeclaration(node)) for (const clause of node.heritageClauses ?? []) visit(clause);
+    if (ts.isClassDeclaration(node) || ts.isInterfaceDeclaration(node))
+      for (const clause of node.heritageClauses ?? []) visit(clause);
     else visit(node);
   };
   for (const [symbol, where] of publicSymbols) {
@@ -89,7 +117,11 @@ export function surfaceProblems(packageDir: string, entries: readonly EntryPoint
       members.push(...checker.getPropertiesOfType(checker.getDeclaredTypeOfSymbol(symbol)));
     }
     if (symbol.flags & ts.SymbolFlags.Class) {
-      members.push(...(symbol.members?.get(ts.InternalSymbolName.Constructor) === undefined ? [] : [symbol.members.get(ts.InternalSymbolName.Constructor)!]));
+      members.push(
+        ...(symbol.members?.get(ts.InternalSymbolName.Constructor) === undefined
+          ? []
+          : [symbol.members.get(ts.InternalSymbolName.Constructor)!]),
+      );
       for (const statics of symbol.exports?.values() ?? []) if (statics.name !== 'prototype') members.push(statics);
     }
     for (const member of members) {
@@ -113,7 +145,11 @@ export function surfaceProblems(packageDir: string, entries: readonly EntryPoint
 }
 
 /** The shipped `.d.ts` files a program made from `entries` reaches (under `packageDir`). */
-export function reachedDeclarations(packageDir: string, entries: readonly EntryPoint[], options: ts.CompilerOptions): string[] {
+export function reachedDeclarations(
+  packageDir: string,
+  entries: readonly EntryPoint[],
+  options: ts.CompilerOptions,
+): string[] {
   const program = ts.createProgram(
     entries.map((entry) => entry.types),
     options,
@@ -132,7 +168,12 @@ function resolved(checker: ts.TypeChecker, symbol: ts.Symbol): ts.Symbol {
  * What an editor's hover shows over every name the user's file `file` takes from the package (under
  * `packageDir`): one line per name whose hover has no documentation or names an internal class.
  */
-export function hoverProblems(file: string, packageDir: string, options: ts.CompilerOptions, hidden: readonly string[]): string[] {
+export function hoverProblems(
+  file: string,
+  packageDir: string,
+  options: ts.CompilerOptions,
+  hidden: readonly string[],
+): string[] {
   const host: ts.LanguageServiceHost = {
     getCompilationSettings: () => options,
     getScriptFileNames: () => [file],
@@ -157,15 +198,20 @@ export function hoverProblems(file: string, packageDir: string, options: ts.Comp
   const visit = (node: ts.Node): void => {
     if (ts.isIdentifier(node)) {
       const symbol = checker.getSymbolAtLocation(node);
-      const target = symbol !== undefined && symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
-      const fromPackage = target?.declarations?.some((declaration) => declaration.getSourceFile().fileName.startsWith(packageDir)) ?? false;
+      const target =
+        symbol !== undefined && symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
+      const fromPackage =
+        target?.declarations?.some((declaration) => declaration.getSourceFile().fileName.startsWith(packageDir)) ??
+        false;
       if (fromPackage) {
         const info = service.getQuickInfoAtPosition(file, node.getStart(source));
         const shown = ts.displayPartsToString(info?.displayParts);
         const docs = ts.displayPartsToString(info?.documentation).trim();
         const line = source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1;
         if (docs === '') problems.push(`line ${line} ${node.text}: hover without documentation (${shown})`);
-        for (const name of hidden) if (new RegExp(`\\b${name}\\b`).test(shown)) problems.push(`line ${line} ${node.text}: hover names ${name} (${shown})`);
+        for (const name of hidden)
+          if (new RegExp(`\\b${name}\\b`).test(shown))
+            problems.push(`line ${line} ${node.text}: hover names ${name} (${shown})`);
       }
     }
     ts.forEachChild(node, visit);

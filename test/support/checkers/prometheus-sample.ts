@@ -6,9 +6,12 @@ export function sample(text: string, name: string, labels: Readonly<Record<strin
   for (const line of text.split('\n')) {
     const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)$/.exec(line);
     if (match === null || match[1] !== name) continue;
-    const found = new Map([...(match[2] ?? '').matchAll(/([a-zA-Z_]\w*)="((?:[^"\\]|\\.)*)"/g)].map((pair) => [pair[1]!, pair[2]!]));
+    const found = new Map(
+      [...(match[2] ?? '').matchAll(/([a-zA-Z_]\w*)="((?:[^"\\]|\\.)*)"/g)].map((pair) => [pair[1]!, pair[2]!]),
+    );
     const wanted = Object.entries(labels);
-    if (found.size === wanted.length && wanted.every(([key, value]) => found.get(key) === value)) return Number(match[3]);
+    if (found.size === wanted.length && wanted.every(([key, value]) => found.get(key) === value))
+      return Number(match[3]);
   }
   return undefined;
 }

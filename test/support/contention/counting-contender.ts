@@ -93,7 +93,10 @@ export class CountingChecker {
     for (const [name, units] of Object.entries(message.units)) {
       const now = (this.#held.get(name) ?? 0) + (message.type === 'enter' ? units : -units);
       this.#held.set(name, now);
-      if (now > this.limit) this.violations.push(`worker ${message.worker} entered "${name}" with ${units}: ${now} held at once, limit ${this.limit}`);
+      if (now > this.limit)
+        this.violations.push(
+          `worker ${message.worker} entered "${name}" with ${units}: ${now} held at once, limit ${this.limit}`,
+        );
       if (now < 0) this.violations.push(`worker ${message.worker} left "${name}" it did not hold`);
       this.peak = Math.max(this.peak, now);
     }
@@ -112,10 +115,16 @@ export async function runCounting(run: CountingRun): Promise<CountingChecker> {
         checker.receive(message);
       });
     }
-    return forkWorker(WORKER, [JSON.stringify(run), String(worker)], `${run.mode} contender ${worker}`, 150_000, (message, child) => {
-      checker.receive(message as CountMessage);
-      child.send('ok');
-    }).exited;
+    return forkWorker(
+      WORKER,
+      [JSON.stringify(run), String(worker)],
+      `${run.mode} contender ${worker}`,
+      150_000,
+      (message, child) => {
+        checker.receive(message as CountMessage);
+        child.send('ok');
+      },
+    ).exited;
   });
   await Promise.all(runs);
   return checker;

@@ -98,20 +98,23 @@ export class ExclusionChecker {
 
   #enter(worker: number, access: Access, token: bigint): void {
     this.grants += 1;
-    if (this.exclusive !== undefined) this.violations.push(`worker ${worker} (${access}) entered while ${this.exclusive} held exclusively`);
+    if (this.exclusive !== undefined)
+      this.violations.push(`worker ${worker} (${access}) entered while ${this.exclusive} held exclusively`);
     if (access === 'shared') {
       this.shared.add(worker);
       this.sharedAtOnce = Math.max(this.sharedAtOnce, this.shared.size);
       return;
     }
-    if (this.shared.size > 0) this.violations.push(`worker ${worker} entered exclusively while ${[...this.shared].join(',')} shared`);
+    if (this.shared.size > 0)
+      this.violations.push(`worker ${worker} entered exclusively while ${[...this.shared].join(',')} shared`);
     if (token <= this.lastToken) this.violations.push(`exclusive token ${token} after ${this.lastToken}`);
     this.lastToken = token;
     this.exclusive = worker;
   }
 
   #downgrade(worker: number): void {
-    if (this.exclusive !== worker) this.violations.push(`worker ${worker} downgraded but ${this.exclusive} held exclusively`);
+    if (this.exclusive !== worker)
+      this.violations.push(`worker ${worker} downgraded but ${this.exclusive} held exclusively`);
     this.exclusive = undefined;
     this.shared.add(worker);
     this.downgrades += 1;

@@ -1,4 +1,4 @@
-import { type ChildProcess,fork } from 'node:child_process';
+import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 import type { ConnectOptions } from '../../../src/connect.js';
@@ -24,7 +24,11 @@ export async function runContention(opts: {
   return checker;
 }
 
-function inProcess(opts: Parameters<typeof runContention>[0], worker: number, checker: ExclusionChecker): Promise<void> {
+function inProcess(
+  opts: Parameters<typeof runContention>[0],
+  worker: number,
+  checker: ExclusionChecker,
+): Promise<void> {
   return contend(opts.url, opts.options, opts.mode ?? 'mutex', opts.name, worker, opts.count, async (message) => {
     await new Promise((resolve) => setImmediate(resolve));
     checker.receive(message);
@@ -32,7 +36,14 @@ function inProcess(opts: Parameters<typeof runContention>[0], worker: number, ch
 }
 
 function inChild(opts: Parameters<typeof runContention>[0], worker: number, checker: ExclusionChecker): Promise<void> {
-  const args = [opts.url, opts.mode ?? 'mutex', opts.name, String(worker), String(opts.count), JSON.stringify(opts.options)];
+  const args = [
+    opts.url,
+    opts.mode ?? 'mutex',
+    opts.name,
+    String(worker),
+    String(opts.count),
+    JSON.stringify(opts.options),
+  ];
   return forkWorker(WORKER, args, `contender ${worker}`, 120_000, (message, child) => {
     checker.receive(message as ContendMessage);
     child.send('ok');

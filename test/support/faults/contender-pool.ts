@@ -67,7 +67,10 @@ export class ContenderPool {
     const pool = new ContenderPool(workers, limitMs);
     await new Promise<void>((resolve, reject) => {
       pool.#onReady = resolve;
-      Promise.race(pool.#workers.map((w) => w.exited)).then(() => reject(new Error('a contender exited before it was ready')), reject);
+      Promise.race(pool.#workers.map((w) => w.exited)).then(
+        () => reject(new Error('a contender exited before it was ready')),
+        reject,
+      );
     });
     return pool;
   }
@@ -85,7 +88,10 @@ export class ContenderPool {
    * Every worker contends on one lock as `plan` says (worker numbers 0 .. size-1), with what
    * `perWorker` returns for it on top (its own URL, say).
    */
-  run(plan: Omit<ContendPlan, 'worker'>, perWorker: (worker: number) => Partial<ContendPlan> = () => ({})): ContenderRun {
+  run(
+    plan: Omit<ContendPlan, 'worker'>,
+    perWorker: (worker: number) => Partial<ContendPlan> = () => ({}),
+  ): ContenderRun {
     if (this.#running !== undefined) throw new Error('one run at a time');
     const intervals: Interval[] = [];
     const stalls: Stall[] = [];
@@ -106,7 +112,9 @@ export class ContenderPool {
       this.#running = running;
     });
     this.#holding.clear();
-    this.#workers.forEach(({ child }, worker) => child.send({ type: 'run', plan: { ...plan, ...perWorker(worker), worker } }));
+    this.#workers.forEach(({ child }, worker) =>
+      child.send({ type: 'run', plan: { ...plan, ...perWorker(worker), worker } }),
+    );
     return { intervals, stalls, connectFailures, stop: () => this.#send({ type: 'stop' }), done };
   }
 
@@ -158,8 +166,7 @@ export class ContenderPool {
     else if (report.type === 'interval') {
       this.#holding.delete(worker);
       running.intervals.push(report.interval);
-    }
-    else if (report.type === 'stall') running.stalls.push(report);
+    } else if (report.type === 'stall') running.stalls.push(report);
     else if (report.type === 'connect-failed') running.connectFailures.push(report);
     else {
       running.sessions += report.sessions;

@@ -2,7 +2,7 @@ import { afterAll, beforeAll } from 'vitest';
 
 import { PeerLinks } from '../../harness/peer-links.js';
 import { startZooKeeper, type ZkCluster } from '../../harness/zookeeper.js';
-import { type Scope,useScope } from '../backends/scope.js';
+import { type Scope, useScope } from '../backends/scope.js';
 import { zkFixtureOf } from '../backends/zookeeper.js';
 
 export interface CuttableEnsemble {
@@ -19,11 +19,20 @@ export interface CuttableEnsemble {
  * proxies, so that a test can cut one member off from another while its clients still reach it.
  * Started before the file's tests and stopped after them.
  */
-export function useCuttableEnsemble(settings: { tickTimeMs: number; syncLimit: number; sessionTimeoutMs: number }): CuttableEnsemble {
+export function useCuttableEnsemble(settings: {
+  tickTimeMs: number;
+  syncLimit: number;
+  sessionTimeoutMs: number;
+}): CuttableEnsemble {
   let cluster: ZkCluster | undefined;
   const links = new PeerLinks();
   beforeAll(async () => {
-    cluster = await startZooKeeper({ size: 3, tickTimeMs: settings.tickTimeMs, syncLimit: settings.syncLimit, peerRoute: links.route });
+    cluster = await startZooKeeper({
+      size: 3,
+      tickTimeMs: settings.tickTimeMs,
+      syncLimit: settings.syncLimit,
+      peerRoute: links.route,
+    });
   }, 120_000);
   afterAll(async () => {
     await cluster?.stop();
@@ -34,7 +43,14 @@ export function useCuttableEnsemble(settings: { tickTimeMs: number; syncLimit: n
     return cluster;
   };
   const scope = useScope(() =>
-    zkFixtureOf({ connectString: started().connectString, ports: started().members.map((m) => m.clientPort), sessionTimeoutMs: settings.sessionTimeoutMs }, 'ZooKeeper (own ensemble)'),
+    zkFixtureOf(
+      {
+        connectString: started().connectString,
+        ports: started().members.map((m) => m.clientPort),
+        sessionTimeoutMs: settings.sessionTimeoutMs,
+      },
+      'ZooKeeper (own ensemble)',
+    ),
   );
   return { links, cluster: started, scope };
 }

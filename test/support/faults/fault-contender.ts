@@ -5,11 +5,11 @@ import { FairMutex } from '../../../recipes/mutex.js';
 import type { ConnectOptions } from '../../../src/connect.js';
 // The testing connect: a session expired from a second connection needs its credentials (see expireSession).
 import { connect } from '../../../src/testing.js';
-import { type EtcdInfo,revokeLease } from '../backends/etcd.js';
+import { type EtcdInfo, revokeLease } from '../backends/etcd.js';
 import { expirePostgresSession } from '../backends/postgres.js';
 import { expireRedisSession, type RedisInfo } from '../backends/redis.js';
 import { expireZkSession, type ZkInfo } from '../backends/zookeeper.js';
-import { type HolderWrite,writeAsHolder } from '../checkers/fenced-register.js';
+import { type HolderWrite, writeAsHolder } from '../checkers/fenced-register.js';
 
 /** A belief interval: from the moment a worker's acquire resolved until it exited or was told it lost. */
 export interface Interval {
@@ -54,7 +54,11 @@ export interface ContendPlan {
   /** An acquire gives up after this long (default `limitMs`) and the contender reports a stall. */
   readonly acquireTimeoutMs?: number;
   /** The servers, reached directly, for ending this contender's session from the server side. */
-  readonly expiry?: { readonly zk: ZkInfo } | { readonly etcd: EtcdInfo } | { readonly postgres: { readonly url: string; readonly schema: string } } | { readonly redis: RedisInfo };
+  readonly expiry?:
+    | { readonly zk: ZkInfo }
+    | { readonly etcd: EtcdInfo }
+    | { readonly postgres: { readonly url: string; readonly schema: string } }
+    | { readonly redis: RedisInfo };
 }
 
 /**
@@ -105,7 +109,8 @@ export interface ContendControl {
 /** Ends `session` from the server side, as an operator (or the server, when it expires it) would. */
 export function expireSession(plan: ContendPlan, session: Session): Promise<void> {
   if (plan.expiry === undefined) throw new Error('this run has no servers to expire sessions on');
-  if ('postgres' in plan.expiry) return expirePostgresSession(plan.expiry.postgres.url, session, plan.expiry.postgres.schema);
+  if ('postgres' in plan.expiry)
+    return expirePostgresSession(plan.expiry.postgres.url, session, plan.expiry.postgres.schema);
   if ('redis' in plan.expiry) return expireRedisSession(plan.expiry.redis, session);
   return 'zk' in plan.expiry ? expireZkSession(plan.expiry.zk, session) : revokeLease(plan.expiry.etcd, session);
 }
@@ -127,10 +132,14 @@ function hold(lock: LockHandle, holdMs: number, lingering: () => boolean): Promi
       timer = setTimeout(() => (lingering() ? wait(5) : resolve()), ms);
     };
     wait(holdMs);
-    lock.signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    }, { once: true });
+    lock.signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
   });
 }
 
@@ -140,13 +149,18 @@ function hold(lock: LockHandle, holdMs: number, lingering: () => boolean): Promi
  * and, if it was told it lost the lock, writes once more as a process that missed the news would.
  * Reports one interval per hold; stops after `count` holds, when `stopped()` says so, or at `limitMs`.
  */
-export async function contendThroughFaults(plan: ContendPlan, report: (event: ContendEvent) => void, control: ContendControl): Promise<{ sessions: number }> {
+export async function contendThroughFaults(
+  plan: ContendPlan,
+  report: (event: ContendEvent) => void,
+  control: ContendControl,
+): Promise<{ sessions: number }> {
   const giveUpAt = Date.now() + plan.limitMs;
   let session: Session | undefined;
   let sessions = 0;
   try {
     for (let done = 0, attempts = 0; done < plan.count && !control.stopped(); attempts += 1) {
-      if (attempts > plan.count * 4 || Date.now() > giveUpAt) throw new Error(`worker ${plan.worker}: ${done} holds in ${attempts} attempts`);
+      if (attempts > plan.count * 4 || Date.now() > giveUpAt)
+        throw new Error(`worker ${plan.worker}: ${done} holds in ${attempts} attempts`);
       if (session === undefined || session.state === 'lost') {
         await session?.close();
         session = undefined;
@@ -154,7 +168,11 @@ export async function contendThroughFaults(plan: ContendPlan, report: (event: Co
           session = await connect(plan.url, plan.options);
         } catch (error) {
           // As an application would (and as connect's reconnectAfterLoss does): report it, try again soon.
-          report({ type: 'connect-failed', worker: plan.worker, error: error instanceof Error ? `${error.constructor.name}: ${error.message}` : String(error) });
+          report({
+            type: 'connect-failed',
+            worker: plan.worker,
+            error: error instanceof Error ? `${error.constructor.name}: ${error.message}` : String(error),
+          });
           await new Promise((resolve) => setTimeout(resolve, CONNECT_RETRY_MS));
           continue;
         }
@@ -166,7 +184,8 @@ export async function contendThroughFaults(plan: ContendPlan, report: (event: Co
       try {
         lock = await new FairMutex(session, 'faults').acquire({ timeoutMs: plan.acquireTimeoutMs ?? plan.limitMs });
       } catch (error) {
-        if (error instanceof LockTimeoutError) report({ type: 'stall', worker: plan.worker, session: session.id, waitedMs: Date.now() - asked });
+        if (error instanceof LockTimeoutError)
+          report({ type: 'stall', worker: plan.worker, session: session.id, waitedMs: Date.now() - asked });
         continue; // otherwise the session was lost while waiting: a new one queues again
       }
       const from = now();
@@ -179,8 +198,20 @@ export async function contendThroughFaults(plan: ContendPlan, report: (event: Co
       const to = now();
       const late = lost ? await writeAsHolder(plan.registerUrl, lock.fencingToken, lock.signal) : undefined;
       const forcedAt = excusedFrom(control.forced?.(session.id), from);
-      const interval = { worker: plan.worker, session: session.id, token: lock.fencingToken.toString(), from: from.toString(), to: to.toString(), believed, lost };
-      const extra = { ...(write && { write, writeAt: writeAt.toString() }), ...(late && { late }), ...(forcedAt !== undefined && forcedAt < to && { forcedAt: forcedAt.toString() }) };
+      const interval = {
+        worker: plan.worker,
+        session: session.id,
+        token: lock.fencingToken.toString(),
+        from: from.toString(),
+        to: to.toString(),
+        believed,
+        lost,
+      };
+      const extra = {
+        ...(write && { write, writeAt: writeAt.toString() }),
+        ...(late && { late }),
+        ...(forcedAt !== undefined && forcedAt < to && { forcedAt: forcedAt.toString() }),
+      };
       report({ type: 'interval', interval: { ...interval, ...extra } });
       await lock.release().catch(() => undefined);
       done += 1;
@@ -213,9 +244,11 @@ export function checkIntervals(intervals: readonly Interval[]): string[] {
   let believing: Interval | undefined; // of the earlier holds, the one whose belief counts longest
   for (let i = 0; i < sorted.length; i += 1) {
     const after = sorted[i]!;
-    if (believing !== undefined && BigInt(after.from) < beliefEnd(believing)) violations.push(`${described(after)} granted while ${described(believing)} still believed it held`);
+    if (believing !== undefined && BigInt(after.from) < beliefEnd(believing))
+      violations.push(`${described(after)} granted while ${described(believing)} still believed it held`);
     const before = sorted[i - 1];
-    if (before !== undefined && BigInt(after.token) <= BigInt(before.token)) violations.push(`${described(after)} granted after ${described(before)} with a token not higher`);
+    if (before !== undefined && BigInt(after.token) <= BigInt(before.token))
+      violations.push(`${described(after)} granted after ${described(before)} with a token not higher`);
     if (believing === undefined || beliefEnd(after) > beliefEnd(believing)) believing = after;
   }
   return violations;

@@ -12,7 +12,8 @@ import { redisFixture } from '../backends/redis.js';
 import { zkFixture } from '../backends/zookeeper.js';
 import { ContenderPool } from './contender-pool.js';
 
-export type LayoutName = 'zkStandalone' | 'zkEnsemble' | 'etcdStandalone' | 'etcdCluster' | 'postgres' | 'redisStandalone';
+export type LayoutName =
+  'zkStandalone' | 'zkEnsemble' | 'etcdStandalone' | 'etcdCluster' | 'postgres' | 'redisStandalone';
 
 /**
  * One of the six deployments the global setup starts, as the fault tests need it: the contract
@@ -103,11 +104,24 @@ function redisLayout(): Layout {
   };
 }
 
-export const layouts: readonly Layout[] = [zkLayout('zkStandalone'), zkLayout('zkEnsemble'), etcdLayout('etcdStandalone'), etcdLayout('etcdCluster'), postgresLayout(), redisLayout()];
+export const layouts: readonly Layout[] = [
+  zkLayout('zkStandalone'),
+  zkLayout('zkEnsemble'),
+  etcdLayout('etcdStandalone'),
+  etcdLayout('etcdCluster'),
+  postgresLayout(),
+  redisLayout(),
+];
 
 /** The layouts of one standalone server each (ZooKeeper, etcd, PostgreSQL, Redis). */
 export function standaloneLayouts(): readonly Layout[] {
-  return layouts.filter((layout) => layout.name === 'zkStandalone' || layout.name === 'etcdStandalone' || layout.name === 'postgres' || layout.name === 'redisStandalone');
+  return layouts.filter(
+    (layout) =>
+      layout.name === 'zkStandalone' ||
+      layout.name === 'etcdStandalone' ||
+      layout.name === 'postgres' ||
+      layout.name === 'redisStandalone',
+  );
 }
 
 export interface Proxied {

@@ -6,7 +6,7 @@ import type { Scope } from '../backends/scope.js';
 import { FencedRegister } from '../checkers/fenced-register.js';
 import { expectLateWriteRefused, writeWhileHeld } from '../checkers/fenced-writes.js';
 import { backendOf } from '../internals.js';
-import { type Layout,throughProxy } from './layouts.js';
+import { type Layout, throughProxy } from './layouts.js';
 
 /**
  * Partitions a holder from its server (proxy blackhole) while another session waits, `trials` times,
@@ -16,10 +16,17 @@ import { type Layout,throughProxy } from './layouts.js';
  * holder's late write was refused, and that the lock's queue is empty once the fault has healed.
  * Returns each trial's gap: milliseconds from the cut-off holder's abort to the next holder's grant.
  */
-export async function partitionTrials(layout: Layout, scope: Scope, trials: number, parallel: number): Promise<number[]> {
+export async function partitionTrials(
+  layout: Layout,
+  scope: Scope,
+  trials: number,
+  parallel: number,
+): Promise<number[]> {
   const gaps: number[] = [];
   for (let first = 0; first < trials; first += parallel) {
-    const batch = Array.from({ length: Math.min(parallel, trials - first) }, (_, i) => partitionTrial(layout, scope, `partition-${first + i}`));
+    const batch = Array.from({ length: Math.min(parallel, trials - first) }, (_, i) =>
+      partitionTrial(layout, scope, `partition-${first + i}`),
+    );
     const settled = await Promise.allSettled(batch);
     for (const outcome of settled) {
       if (outcome.status === 'rejected') throw outcome.reason;
@@ -39,7 +46,9 @@ async function partitionTrial(layout: Layout, scope: Scope, name: string): Promi
     let abortedAt = Number.NaN;
     held.signal.addEventListener('abort', () => (abortedAt = performance.now()), { once: true });
     // The server hands the lock on only after it expired the session: a few timeouts bound the wait.
-    const next = new FairMutex(other, name).acquire({ timeoutMs: layout.timeoutMs() * 5 }).then((lock) => ({ lock, grantedAt: performance.now() }));
+    const next = new FairMutex(other, name)
+      .acquire({ timeoutMs: layout.timeoutMs() * 5 })
+      .then((lock) => ({ lock, grantedAt: performance.now() }));
     proxy.blackhole();
     const { lock, grantedAt } = await next;
     expect(held.signal.reason).toBeInstanceOf(LockLostError);

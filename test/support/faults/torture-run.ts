@@ -17,7 +17,16 @@ import { ContenderPool } from './contender-pool.js';
 import { checkIntervals, type ContendPlan, type Interval } from './fault-contender.js';
 
 export type TortureBackend = 'zk' | 'etcd' | 'postgres' | 'redis' | 'redis-cluster';
-export const FAULT_KINDS = ['leader-kill', 'member-kill', 'server-partition', 'server-restart', 'backend-terminate', 'partition', 'short-disconnect', 'expiry'] as const;
+export const FAULT_KINDS = [
+  'leader-kill',
+  'member-kill',
+  'server-partition',
+  'server-restart',
+  'backend-terminate',
+  'partition',
+  'short-disconnect',
+  'expiry',
+] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 /** The faults a run on `backend` injects: on the servers, then on the contenders. */
@@ -120,8 +129,17 @@ async function deploy(backend: TortureBackend, timeoutMs: number): Promise<Deplo
   if (backend === 'zk') {
     const links = new PeerLinks();
     const zk = await startZooKeeper({ size: 3, peerRoute: links.route });
-    const info = { connectString: zk.connectString, ports: zk.members.map((m) => m.clientPort), sessionTimeoutMs: timeoutMs };
-    const members = zk.members.map((m) => ({ port: m.clientPort, isAlive: () => m.isAlive(), kill: () => m.kill(), start: () => m.start() }));
+    const info = {
+      connectString: zk.connectString,
+      ports: zk.members.map((m) => m.clientPort),
+      sessionTimeoutMs: timeoutMs,
+    };
+    const members = zk.members.map((m) => ({
+      port: m.clientPort,
+      isAlive: () => m.isAlive(),
+      kill: () => m.kill(),
+      start: () => m.start(),
+    }));
     const idOf = (member: Member): number => zk.members[members.indexOf(member)]!.id;
     return {
       fixture: zkFixtureOf(info, 'ZooKeeper (3-node ensemble)'),
@@ -131,8 +149,13 @@ async function deploy(backend: TortureBackend, timeoutMs: number): Promise<Deplo
         links.cut(idOf(member), idOf(leader));
         return async () => {
           links.heal(idOf(member), idOf(leader));
-          const modes = async (): Promise<(string | undefined)[]> => Promise.all(zk.members.map((m) => zkMode(m.clientPort)));
-          await eventually('the member cut off follows again', async () => (await modes()).filter((mode) => mode === 'follower').length === 2, timeoutMs * 10);
+          const modes = async (): Promise<(string | undefined)[]> =>
+            Promise.all(zk.members.map((m) => zkMode(m.clientPort)));
+          await eventually(
+            'the member cut off follows again',
+            async () => (await modes()).filter((mode) => mode === 'follower').length === 2,
+            timeoutMs * 10,
+          );
         };
       },
       url: (proxies, namespace) => `zk://${proxies.map((p) => p.address).join(',')}/${namespace}`,
@@ -146,7 +169,12 @@ async function deploy(backend: TortureBackend, timeoutMs: number): Promise<Deplo
     // every write is on disk before it is answered (docs/redis.md). Its kill is the leader's.
     const redis = await startRedis({ persistence: true });
     const info = { url: `redis://${redis.address}`, sessionTimeoutMs: timeoutMs };
-    const member = { port: redis.port, isAlive: () => redis.isAlive(), kill: () => redis.kill(), start: () => redis.start() };
+    const member = {
+      port: redis.port,
+      isAlive: () => redis.isAlive(),
+      kill: () => redis.kill(),
+      start: () => redis.start(),
+    };
     return {
       fixture: redisFixtureOf(info, 'Redis (one primary, appendfsync always)'),
       members: [member],
@@ -160,7 +188,12 @@ async function deploy(backend: TortureBackend, timeoutMs: number): Promise<Deplo
   }
   const etcd = await startEtcd({ size: 3, peerProxies: true });
   const info = { endpoints: etcd.endpoints, ttlSeconds: Math.round(timeoutMs / 1_000) };
-  const members = etcd.members.map((m) => ({ port: Number(new URL(m.clientUrl).port), isAlive: () => m.isAlive(), kill: () => m.kill(), start: () => m.start() }));
+  const members = etcd.members.map((m) => ({
+    port: Number(new URL(m.clientUrl).port),
+    isAlive: () => m.isAlive(),
+    kill: () => m.kill(),
+    start: () => m.start(),
+  }));
   return {
     fixture: etcdFixtureOf(info, 'etcd (3-node cluster)'),
     members,
@@ -177,7 +210,11 @@ async function deploy(backend: TortureBackend, timeoutMs: number): Promise<Deplo
         own.drop();
         own.restore();
         for (const proxy of others) proxy.heal();
-        await eventually('the member cut off follows a leader again', async () => (await etcd.leaderSeenBy(etcd.members[index]!)) !== '0', timeoutMs * 10);
+        await eventually(
+          'the member cut off follows a leader again',
+          async () => (await etcd.leaderSeenBy(etcd.members[index]!)) !== '0',
+          timeoutMs * 10,
+        );
       };
     },
     url: (proxies, namespace) => `etcd://${proxies.map((p) => p.address).join(',')}/${namespace}`,
@@ -215,7 +252,11 @@ async function deployPostgres(timeoutMs: number): Promise<Deployment> {
     expiry: { postgres: { url: server.url, schema: 'baton' } },
     terminate: (chance) =>
       withPostgres(server.url, async (client) => {
-        const pids = (await client.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE application_name = 'baton' AND pid <> pg_backend_pid()")).rows.map((row) => row.pid);
+        const pids = (
+          await client.query<{ pid: number }>(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = 'baton' AND pid <> pg_backend_pid()",
+          )
+        ).rows.map((row) => row.pid);
         const chosen = pids.filter(() => chance() < 0.5);
         await client.query('SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid', [chosen]);
         return chosen.length;
@@ -223,7 +264,9 @@ async function deployPostgres(timeoutMs: number): Promise<Deployment> {
     rowsAfterSweep: (namespace) =>
       withPostgres(server.url, async (client) => {
         await client.query('DELETE FROM baton.sessions WHERE expires_at <= clock_timestamp()');
-        return (await client.query<{ key: string }>('SELECT key FROM baton.entries WHERE namespace = $1', [namespace])).rows.map((row) => `row ${row.key}`);
+        return (
+          await client.query<{ key: string }>('SELECT key FROM baton.entries WHERE namespace = $1', [namespace])
+        ).rows.map((row) => `row ${row.key}`);
       }),
     stop: () => server.stop(),
   };
@@ -238,7 +281,10 @@ async function deployPostgres(timeoutMs: number): Promise<Deployment> {
  * nodes.conf and is back once every node serves every slot again.
  */
 async function deployRedisCluster(timeoutMs: number): Promise<Deployment> {
-  const cluster = await startRedisCluster({ masters: 3, args: ['--appendonly', 'yes', '--appendfsync', 'always', '--cluster-require-full-coverage', 'no'] });
+  const cluster = await startRedisCluster({
+    masters: 3,
+    args: ['--appendonly', 'yes', '--appendfsync', 'always', '--cluster-require-full-coverage', 'no'],
+  });
   const info = { url: cluster.url, sessionTimeoutMs: timeoutMs, cluster: true as const, nodes: cluster.addresses };
   const whole = async (): Promise<boolean> => {
     const infos = await Promise.all(cluster.masters.map((m) => reply(m.port, ['CLUSTER', 'INFO']).catch(() => '')));
@@ -337,7 +383,8 @@ export async function torture(options: TortureOptions): Promise<TortureSummary> 
   try {
     // Proxies only where a contender fault cuts through them (not on a Redis Cluster: see faultKindsOf).
     const proxied = kinds.client.some((kind) => kind === 'partition' || kind === 'short-disconnect');
-    for (let worker = 0; worker < workers; worker += 1) proxies.push(proxied ? await Promise.all(deployment.members.map((m) => TcpProxy.start({ port: m.port }))) : []);
+    for (let worker = 0; worker < workers; worker += 1)
+      proxies.push(proxied ? await Promise.all(deployment.members.map((m) => TcpProxy.start({ port: m.port }))) : []);
     pool ??= await ContenderPool.start(workers, options.durationMs + timeoutMs * 40);
     if (pool.size !== workers) throw new Error(`the pool has ${pool.size} contenders, the run wants ${workers}`);
     const started = performance.now();
@@ -359,7 +406,11 @@ export async function torture(options: TortureOptions): Promise<TortureSummary> 
         // Most holds are short; the last two contenders hold for an eighth of the timeout, so that
         // faults also find holders in the middle of a hold, not only in its first milliseconds.
         holdMs: worker >= workers - 2 ? Math.round(timeoutMs / 8) : 2 + (worker % 4) * 4,
-        options: { ...deployment.options, onSuspend: worker % 2 === 0 ? 'wait' : 'abort', onWaiterLost: worker % 4 < 2 ? 'requeue' : 'fail' },
+        options: {
+          ...deployment.options,
+          onSuspend: worker % 2 === 0 ? 'wait' : 'abort',
+          onWaiterLost: worker % 4 < 2 ? 'requeue' : 'fail',
+        },
       }),
     );
     // A contender process that dies fails the run: the fault loops stop, and the failure is thrown
@@ -383,18 +434,27 @@ export async function torture(options: TortureOptions): Promise<TortureSummary> 
         const drawn = kills.take();
         if (drawn === 'backend-terminate') {
           const terminated = await deployment.terminate!(next);
-          log(`${elapsed()} backend-terminate: ${terminated} of the sessions' connections terminated (pg_terminate_backend)`);
+          log(
+            `${elapsed()} backend-terminate: ${terminated} of the sessions' connections terminated (pg_terminate_backend)`,
+          );
           faults['backend-terminate'] += 1;
           continue;
         }
         const kind: FaultKind = drawn === 'server-restart' ? drawn : leader === undefined ? 'member-kill' : drawn;
-        const victims = kind === 'leader-kill' ? [leader!] : kind === 'server-restart' ? deployment.members.filter((m) => m.isAlive()) : deployment.members.filter((m) => m !== leader && m.isAlive());
+        const victims =
+          kind === 'leader-kill'
+            ? [leader!]
+            : kind === 'server-restart'
+              ? deployment.members.filter((m) => m.isAlive())
+              : deployment.members.filter((m) => m !== leader && m.isAlive());
         const victim = victims[Math.floor(next() * victims.length)];
         if (victim === undefined) continue;
         if (kind === 'server-partition') {
           // A follower cut off from the leader while its clients still reach it, longer than a session.
           const forMs = between(timeoutMs * 1.3, timeoutMs * 2);
-          log(`${elapsed()} server-partition: member on port ${victim.port} cut off from the leader for ${(forMs / 1_000).toFixed(1)}s`);
+          log(
+            `${elapsed()} server-partition: member on port ${victim.port} cut off from the leader for ${(forMs / 1_000).toFixed(1)}s`,
+          );
           const heal = await deployment.cut(victim, leader!);
           faults['server-partition'] += 1;
           await sleep(forMs);
@@ -407,7 +467,11 @@ export async function torture(options: TortureOptions): Promise<TortureSummary> 
         faults[kind] += 1;
         await sleep(downMs);
         await victim.start();
-        await eventually('a leader after the restart', async () => (await deployment.leader()) !== undefined, timeoutMs * 10);
+        await eventually(
+          'a leader after the restart',
+          async () => (await deployment.leader()) !== undefined,
+          timeoutMs * 10,
+        );
       }
     };
 
@@ -495,22 +559,44 @@ export async function torture(options: TortureOptions): Promise<TortureSummary> 
 
     const orphans: string[] = [];
     // Sessions lost on the client side leave their entries until the server expires them.
-    await eventually('no entry left', async () => (await deployment.fixture.entries(namespace)).length === 0, timeoutMs * 3).catch(() => undefined);
+    await eventually(
+      'no entry left',
+      async () => (await deployment.fixture.entries(namespace)).length === 0,
+      timeoutMs * 3,
+    ).catch(() => undefined);
     orphans.push(...(await deployment.fixture.entries(namespace)));
-    if (options.backend === 'zk') orphans.push(...(await deployment.fixture.watched(namespace)).map((path) => `watch on ${path}`));
+    if (options.backend === 'zk')
+      orphans.push(...(await deployment.fixture.watched(namespace)).map((path) => `watch on ${path}`));
     if (deployment.rowsAfterSweep !== undefined) {
       // Rows of sessions lost on the client side outlive their lease until swept: after the sweep, none.
-      await eventually('the lost sessions expired', async () => (await deployment.fixture.entries(namespace)).length === 0, timeoutMs * 3).catch(() => undefined);
+      await eventually(
+        'the lost sessions expired',
+        async () => (await deployment.fixture.entries(namespace)).length === 0,
+        timeoutMs * 3,
+      ).catch(() => undefined);
       orphans.push(...(await deployment.rowsAfterSweep(namespace)).filter((row) => !orphans.includes(row)));
     }
-    return summarize(run.intervals, run.stalls.length, { backend: options.backend, seed, workers, timeoutMs, durationMs: options.durationMs, sessions, faults, orphans, connectFailures });
+    return summarize(run.intervals, run.stalls.length, {
+      backend: options.backend,
+      seed,
+      workers,
+      timeoutMs,
+      durationMs: options.durationMs,
+      sessions,
+      faults,
+      orphans,
+      connectFailures,
+    });
   } finally {
     for (const own of proxies) for (const proxy of own) await proxy.close();
     await Promise.allSettled([ownPool ? pool?.close() : undefined, deployment.stop(), register.close()]);
   }
 }
 
-type Known = Pick<TortureSummary, 'backend' | 'seed' | 'workers' | 'timeoutMs' | 'durationMs' | 'sessions' | 'faults' | 'orphans' | 'connectFailures'>;
+type Known = Pick<
+  TortureSummary,
+  'backend' | 'seed' | 'workers' | 'timeoutMs' | 'durationMs' | 'sessions' | 'faults' | 'orphans' | 'connectFailures'
+>;
 
 /** The checks of a run, over every hold the contenders reported. */
 export function summarize(intervals: readonly Interval[], stalls: number, known: Known): TortureSummary {
@@ -519,7 +605,9 @@ export function summarize(intervals: readonly Interval[], stalls: number, known:
   for (const i of believed) {
     const fenced = i.forcedAt !== undefined && i.writeAt !== undefined && BigInt(i.forcedAt) <= BigInt(i.writeAt);
     if (i.write !== undefined && i.write.whileHeld && !i.write.accepted && !fenced) {
-      violations.push(`worker ${i.worker} (token ${i.token}) had its write refused while it believed it held; the register had seen ${i.write.highest}`);
+      violations.push(
+        `worker ${i.worker} (token ${i.token}) had its write refused while it believed it held; the register had seen ${i.write.highest}`,
+      );
     }
   }
   let smallestGapNs: bigint | undefined;
@@ -546,7 +634,10 @@ export function summarize(intervals: readonly Interval[], stalls: number, known:
     stalls,
     smallestGapMs: smallestGapNs === undefined ? null : Number(smallestGapNs) / 1e6,
   };
-  return { ...summary, ok: violations.length === 0 && stalls === 0 && known.orphans.length === 0 && believed.length > 0 };
+  return {
+    ...summary,
+    ok: violations.length === 0 && stalls === 0 && known.orphans.length === 0 && believed.length > 0,
+  };
 }
 
 const LAYOUT_NAMES: Record<TortureBackend, string> = {
@@ -573,7 +664,13 @@ export function describeSummary(s: TortureSummary): string {
     `  stale writes refused ${s.staleWritesRefused} (late writes accepted before any later holder wrote: ${s.lateWritesAccepted}; server-side expiries outlasting the next grant, fenced: ${s.forcedOverlaps})`,
     `  stalled waiters     ${s.stalls}`,
     // Shown only when some failed: a contender whose connect fails tries again, so the run goes on.
-    ...(failedConnects === 0 ? [] : [`  failed connects     ${failedConnects} (each tried again)${Object.entries(s.connectFailures).map(([error, count]) => `\n    ${count} x ${error}`).join('')}`]),
+    ...(failedConnects === 0
+      ? []
+      : [
+          `  failed connects     ${failedConnects} (each tried again)${Object.entries(s.connectFailures)
+            .map(([error, count]) => `\n    ${count} x ${error}`)
+            .join('')}`,
+        ]),
     `  orphans after heal  ${s.orphans.length}${s.orphans.length > 0 ? ` (${s.orphans.join(', ')})` : ''}`,
     `  smallest gap        ${s.smallestGapMs === null ? 'n/a (no hold lost on the client side)' : `${s.smallestGapMs.toFixed(1)} ms from a lost holder's signal to the next grant`}`,
     `  result              ${s.ok ? 'OK' : 'FAILED'}`,

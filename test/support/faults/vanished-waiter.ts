@@ -37,10 +37,14 @@ export async function waiterVanishesAcrossReconnect(setup: VanishSetup, policy: 
     await held.release();
     return;
   }
-  await eventually('queued again behind the holder', async () => {
-    const queue = await backendOf(holder).list('vanish');
-    return queue.length === 2 && queue[1]!.order > deleted!.order;
-  }, setup.reconnectMs * 2);
+  await eventually(
+    'queued again behind the holder',
+    async () => {
+      const queue = await backendOf(holder).list('vanish');
+      return queue.length === 2 && queue[1]!.order > deleted!.order;
+    },
+    setup.reconnectMs * 2,
+  );
   expect(held.held).toBe(true);
   await held.release();
   await (await waiting).release();

@@ -59,9 +59,21 @@ export class ZkReplyRewriter {
    * The reply to the next request of type `op` on `path` (the server's path, chroot included; a path
    * ending with a slash: any path under it) carries error code `err`. Resolves when that reply has been passed on changed.
    */
-  answerNext(op: number, path: string, err: number, options: { thenSilence?: boolean; bare?: boolean } = {}): Promise<void> {
+  answerNext(
+    op: number,
+    path: string,
+    err: number,
+    options: { thenSilence?: boolean; bare?: boolean } = {},
+  ): Promise<void> {
     return new Promise((resolve) => {
-      this.#rule = { op, path, err, thenSilence: options.thenSilence ?? false, bare: options.bare ?? false, matched: resolve };
+      this.#rule = {
+        op,
+        path,
+        err,
+        thenSilence: options.thenSilence ?? false,
+        bare: options.bare ?? false,
+        matched: resolve,
+      };
     });
   }
 
@@ -78,7 +90,14 @@ export class ZkReplyRewriter {
     let silent = false;
     const up = frames((frame, index) => {
       const rule = this.#rule;
-      if (index > 0 && rule !== undefined && pending === undefined && frame.length >= 8 && frame.readInt32BE(4) === rule.op && matches(pathOf(frame), rule.path)) {
+      if (
+        index > 0 &&
+        rule !== undefined &&
+        pending === undefined &&
+        frame.length >= 8 &&
+        frame.readInt32BE(4) === rule.op &&
+        matches(pathOf(frame), rule.path)
+      ) {
         this.#rule = undefined;
         pending = { xid: frame.readInt32BE(0), rule };
       }
@@ -126,7 +145,8 @@ function frames(inspect: (frame: Buffer, index: number) => Buffer | void): (chun
     while (buffered.length - at >= 4) {
       const length = buffered.readInt32BE(at);
       if (buffered.length - at - 4 < length) break;
-      const frame = inspect(buffered.subarray(at + 4, at + 4 + length), index) ?? buffered.subarray(at + 4, at + 4 + length);
+      const frame =
+        inspect(buffered.subarray(at + 4, at + 4 + length), index) ?? buffered.subarray(at + 4, at + 4 + length);
       const prefix = Buffer.alloc(4);
       prefix.writeInt32BE(frame.length, 0);
       out.push(prefix, frame);

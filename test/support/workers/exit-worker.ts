@@ -35,8 +35,11 @@ if (scenario === 'failed-connect' || scenario === 'unknown-name') {
   // given up (by AbortSignal.timeout, whose timer does not hold a process up on its own).
   const [holder, waiter] = [await connect(url, options), await connect(url, options)];
   const held = await new FairMutex(holder, 'exit').acquire();
-  const outcome = await new FairMutex(waiter, 'exit').acquire({ signal: AbortSignal.timeout(300) }).catch((error: unknown) => error);
-  if (!(outcome instanceof DOMException && outcome.name === 'TimeoutError')) throw new Error(`the waiter ended with ${String(outcome)}`);
+  const outcome = await new FairMutex(waiter, 'exit')
+    .acquire({ signal: AbortSignal.timeout(300) })
+    .catch((error: unknown) => error);
+  if (!(outcome instanceof DOMException && outcome.name === 'TimeoutError'))
+    throw new Error(`the waiter ended with ${String(outcome)}`);
   await held.release();
   await Promise.all([holder.close(), waiter.close()]);
 } else if (scenario === 'cycles') {
@@ -55,7 +58,8 @@ if (scenario === 'failed-connect' || scenario === 'unknown-name') {
   const waiting = new FairMutex(waiter, 'exit').acquire().catch((error: unknown) => error);
   await cut;
   await waiter.close();
-  if (!(((await waiting) as Error) instanceof Error)) throw new Error('the waiter was granted through a refused connection');
+  if (!(((await waiting) as Error) instanceof Error))
+    throw new Error('the waiter was granted through a refused connection');
   await held.release();
   await holder.close();
   await proxy.close();

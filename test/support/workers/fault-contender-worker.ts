@@ -8,7 +8,12 @@ import { type ContendPlan, contendThroughFaults, expireSession, type Forced } fr
  * with 'expired'), 'linger' keeps the current hold going until its signal aborts or 'linger' is
  * turned off, and 'exit' lets the process end.
  */
-type Command = { type: 'run'; plan: ContendPlan } | { type: 'stop' } | { type: 'expire' } | { type: 'linger'; on: boolean } | { type: 'exit' };
+type Command =
+  | { type: 'run'; plan: ContendPlan }
+  | { type: 'stop' }
+  | { type: 'expire' }
+  | { type: 'linger'; on: boolean }
+  | { type: 'exit' };
 
 let stop = false;
 let lingering = false;
@@ -25,7 +30,8 @@ const forced = new Map<string, Forced>();
 
 async function expire(): Promise<string | undefined> {
   const session = current;
-  if (plan === undefined || session === undefined || session.state === 'lost' || session.state === 'closed') return undefined;
+  if (plan === undefined || session === undefined || session.state === 'lost' || session.state === 'closed')
+    return undefined;
   const asked = process.hrtime.bigint();
   forced.set(session.id, { asked });
   try {
@@ -48,8 +54,7 @@ process.on('message', (command: Command) => {
   else if (command.type === 'exit') {
     exiting = true;
     process.disconnect();
-  }
-  else if (command.type === 'expire') {
+  } else if (command.type === 'expire') {
     expire().then(
       (session) => process.send?.({ type: 'expired', session }),
       (error: unknown) => process.send?.({ type: 'expired', error: String(error) }),
@@ -57,7 +62,12 @@ process.on('message', (command: Command) => {
   } else {
     stop = false;
     plan = command.plan;
-    const control = { stopped: () => stop, opened: (session: Session) => (current = session), forced: (id: string) => forced.get(id), lingering: () => lingering };
+    const control = {
+      stopped: () => stop,
+      opened: (session: Session) => (current = session),
+      forced: (id: string) => forced.get(id),
+      lingering: () => lingering,
+    };
     contendThroughFaults(command.plan, (event) => process.send?.(event), control).then(
       (summary) => process.send?.({ type: 'done', ...summary }),
       (error: unknown) => {
