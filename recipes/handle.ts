@@ -49,11 +49,11 @@ export class LockHandle implements AsyncDisposable {
   /** The lock name, as validated (`payments/settlement`). */
   readonly name: string;
   /**
-   * Strictly increases across successive holders of this lock name, even if its queue is re-created
-   * (ZooKeeper: the queue directory's creation zxid and the entry's sequence; etcd: the key's create
-   * revision; memory: a counter). Pass it with every write to the resource you protect and have
-   * the resource refuse a token smaller than the last it accepted: a holder that lost the lock without
-   * knowing (a long pause) is then refused.
+   * Strictly increases across successive holders of this lock name, even if its queue is re-created,
+   * and fits a signed 64-bit integer (ZooKeeper: the entry's creation zxid; etcd: the key's create
+   * revision; PostgreSQL and Redis: the lock's own counter; memory: a store-wide counter). Pass it with
+   * every write to the resource you protect and have the resource refuse a token below the highest it
+   * accepted: a holder that lost the lock without knowing (a long pause) is then refused.
    */
   readonly fencingToken: bigint;
   readonly #entry: Entry;

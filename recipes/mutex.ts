@@ -141,7 +141,7 @@ let innerOf: (mutex: FairMutex) => QueueLock;
  * Cheap to make; holds nothing on the server until `acquire`.
  */
 export class FairMutex implements Lock {
-  /** The lock name, as validated (`payments/settlement`). */
+  /** {@inheritDoc Lock.name} */
   readonly name: string;
   readonly #lock: QueueLock;
 
@@ -171,29 +171,17 @@ export class FairMutex implements Lock {
     });
   }
 
-  /**
-   * Queues for the lock and resolves with its handle once granted, in FIFO order. Rejects with
-   * `LockTimeoutError` after `timeoutMs`, with `signal.reason` when `signal` aborts, with
-   * `SessionLostError` or `ClosedError` when the session ends (the entry is withdrawn first on every
-   * give-up), `InvalidArgumentError` for bad options. Waits without a limit by default.
-   */
+  /** {@inheritDoc Lock.acquire} */
   acquire(options?: WaitOptions): Promise<LockHandle> {
     return this.#lock.acquire(options);
   }
 
-  /**
-   * Takes the lock only if nobody holds it or waits ahead: the handle, or null at once (never waits).
-   * Rejects with `SessionLostError` or `ClosedError` if the session ended, or the backend's error.
-   */
+  /** {@inheritDoc Lock.tryAcquire} */
   tryAcquire(): Promise<LockHandle | null> {
     return this.#lock.tryAcquire();
   }
 
-  /**
-   * Acquires (as `acquire(options)`), runs `fn` with the handle and releases afterwards, whatever `fn`
-   * did; resolves with what `fn` returned, rejects with what it threw or an `acquire` error. Pass
-   * `lock.signal` to the work and check `lock.held` before acting: the lock can be lost while `fn` runs.
-   */
+  /** {@inheritDoc Lock.withLock} */
   withLock<T>(fn: (lock: LockHandle) => Promise<T> | T, options?: WaitOptions): Promise<T> {
     return this.#lock.withLock(fn, options);
   }
