@@ -1,6 +1,7 @@
 import type { Session } from './contract.js';
 import { InvalidArgumentError, LockTimeoutError } from './errors.js';
 import type { LockHandle } from './handle.js';
+import { runHolding } from './holding.js';
 import type { LockOptions } from './interop.js';
 import { checkSession, FairMutex } from './mutex.js';
 import { validateName, validateWaitOptions, type WaitOptions } from './validate.js';
@@ -72,14 +73,8 @@ export class MultiLock {
   }
 
   /** Runs `fn` holding every lock and releases them afterwards, also when `fn` throws. Rejects as `acquire` does. */
-  async withLock<T>(fn: (locks: MultiLockHandle) => Promise<T> | T, options?: WaitOptions): Promise<T> {
-    if (typeof fn !== 'function') throw new InvalidArgumentError('fn', fn, 'a function');
-    const locks = await this.acquire(options);
-    try {
-      return await fn(locks);
-    } finally {
-      await locks.release();
-    }
+  withLock<T>(fn: (locks: MultiLockHandle) => Promise<T> | T, options?: WaitOptions): Promise<T> {
+    return runHolding(fn, () => this.acquire(options));
   }
 }
 

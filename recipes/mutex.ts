@@ -5,6 +5,7 @@ import { coreOf, isSession } from './contract.js';
 import { exclusive } from './decide.js';
 import { InvalidArgumentError } from './errors.js';
 import { LockHandle } from './handle.js';
+import { runHolding } from './holding.js';
 import { LOCK_INTEROP, type LockOptions, validateRecipeOptions } from './interop.js';
 import { assertUsable, type QueueRequest, tryTurn, waitForTurn } from './queue.js';
 import { validateName, validateWaitOptions, type WaitOptions } from './validate.js';
@@ -88,14 +89,8 @@ export class QueueLock implements Lock {
     return entry === null ? null : this.#grant(entry);
   }
 
-  async withLock<T>(fn: (lock: LockHandle) => Promise<T> | T, options?: WaitOptions): Promise<T> {
-    if (typeof fn !== 'function') throw new InvalidArgumentError('fn', fn, 'a function');
-    const lock = await this.acquire(options);
-    try {
-      return await fn(lock);
-    } finally {
-      await lock.release();
-    }
+  withLock<T>(fn: (lock: LockHandle) => Promise<T> | T, options?: WaitOptions): Promise<T> {
+    return runHolding(fn, () => this.acquire(options));
   }
 
   #placed(owner: unknown): QueueRequest {

@@ -1,6 +1,7 @@
 import { coreOf, type Entry, type Session, type SessionCore } from './contract.js';
 import { InvalidArgumentError } from './errors.js';
 import { entryOf, LockHandle } from './handle.js';
+import { runHolding } from './holding.js';
 import { checkSession } from './mutex.js';
 import { askOf, semaphoreDecide, semaphoreKind } from './permits.js';
 import { type QueueRequest, tryTurn, waitForTurn } from './queue.js';
@@ -109,14 +110,8 @@ export class Semaphore {
   }
 
   /** Runs `fn` holding `count` permits (default 1) and releases them afterwards, also when `fn` throws. Rejects as `acquire` does. */
-  async withPermit<T>(fn: (permit: PermitHandle) => Promise<T> | T, options?: PermitOptions): Promise<T> {
-    if (typeof fn !== 'function') throw new InvalidArgumentError('fn', fn, 'a function');
-    const permit = await this.acquire(options);
-    try {
-      return await fn(permit);
-    } finally {
-      await permit.release();
-    }
+  withPermit<T>(fn: (permit: PermitHandle) => Promise<T> | T, options?: PermitOptions): Promise<T> {
+    return runHolding(fn, () => this.acquire(options));
   }
 
   #request(count: number): QueueRequest {
