@@ -4,11 +4,12 @@ import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError as CommanderArgumentError } from 'commander';
 
 import { InvalidArgumentError, InvalidNameError } from '../recipes/errors.js';
-import { schemaSql } from './backends/postgres/schema.js';
+import type { Backend } from './backends/backend.js';
+import { backendForScheme, BACKENDS } from './backends/registry.js';
 import type { ConnectOptions } from './connect.js';
 import { runDemo } from './demo.js';
 import { runInspect } from './inspect.js';
-import { parseUrl } from './url.js';
+import { resolveUrl } from './url.js';
 
 function milliseconds(value: string): number {
   const parsed = Number(value);
@@ -40,8 +41,23 @@ function packageVersion(): string {
   return 'unknown';
 }
 
+/** `a, b or c` (`and` instead of `or` when asked). */
+function listed(words: readonly string[], and = 'or'): string {
+  return words.length < 2 ? words.join('') : `${words.slice(0, -1).join(', ')} ${and} ${words.at(-1)!}`;
+}
+
+/** Example URLs of the backends that give one, with `namespace` in them. */
+function examples(namespace: string): string {
+  return listed(BACKENDS.flatMap((backend) => backend.cli.example?.(namespace) ?? []));
+}
+
 const program = new Command('baton')
-  .description('Coordination recipes on ZooKeeper, etcd, PostgreSQL, Redis and memory')
+  .description(
+    `Coordination recipes on ${listed(
+      BACKENDS.map((backend) => backend.title),
+      'and',
+    )}`,
+  )
   .version(packageVersion(), '-V, --version', 'print the version');
 
 program
@@ -51,7 +67,7 @@ program
   )
   .option(
     '--backend <url>',
-    'connection URL, e.g. zk://127.0.0.1:2181/demo, etcd://127.0.0.1:2379/demo or redis://127.0.0.1:6379?namespace=demo (each worker then runs in its own process)',
+    `connection URL, e.g. ${examples('demo')} (each worker then runs in its own process)`,
     'memory://demo',
   )
   .option('--workers <n>', 'number of workers, each with its own session (at least 3)', positiveInt, 5)
@@ -93,16 +109,13 @@ program
 program
   .command('inspect')
   .description('show the holders and waiters of a lock, election or read/write lock, in queue order')
-  .argument(
-    '<url>',
-    'connection URL, e.g. zk://127.0.0.1:2181/myapp, etcd://127.0.0.1:2379/myapp or redis://127.0.0.1:6379/0?namespace=myapp',
-  )
+  .argument('<url>', `connection URL, e.g. ${examples('myapp')}`)
   .argument('<name>', 'the lock name, e.g. payments/settlement')
   .option('--json', 'print JSON (one object per line with --watch)', false)
   .option('--watch', 'print again at every change of the queue, until interrupted', false)
   .addHelpText(
     'after',
-    "\nCredentials are read from the environment: BATON_ZK_DIGEST=user:password, BATON_ETCD_USER and BATON_ETCD_PASSWORD, PostgreSQL's PGPASSWORD (or ~/.pgpass), BATON_REDIS_USER and BATON_REDIS_PASSWORD.",
+    `\nCredentials are read from the environment: ${BACKENDS.flatMap((backend) => backend.cli.credentialsHelp ?? []).join(', ')}.`,
   )
   .option('--connect-timeout <ms>', 'give up connecting after this many milliseconds', milliseconds, 5_000)
   .action(async (url: string, name: string, options: { json: boolean; watch: boolean; connectTimeout: number }) => {
@@ -126,74 +139,56 @@ program
     }
   });
 
+const schemaBackends = BACKENDS.filter((backend) => backend.cli.schema !== undefined);
+
 program
   .command('schema')
   .description(
-    "create baton's PostgreSQL schema (tables and functions) now, as connect() would on first use; --print only prints its SQL",
+    `create baton's ${listed(schemaBackends.map((backend) => backend.title))} schema (tables and functions) now, as connect() would on first use; --print only prints its SQL`,
   )
-  .argument(
-    '<url>',
-    'postgres://user@host:5432/database[?schema=baton] (the password from PGPASSWORD or ~/.pgpass, or in the URL)',
-  )
+  .argument('<url>', schemaBackends.map((backend) => backend.cli.schema!.urlHelp).join('; '))
   .option('--print', 'print the SQL (one transaction) instead of running it, for a DBA to review and apply', false)
   .option('--connect-timeout <ms>', 'give up connecting after this many milliseconds', milliseconds, 5_000)
   .action(async (url: string, options: { print: boolean; connectTimeout: number }) => {
-    const parsed = parseUrl(url);
+    const { backend, parsed } = resolveUrl(url);
     warnPasswordInArguments(url);
-    if (parsed.postgres === undefined)
+    const schema = backend.cli.schema;
+    if (schema === undefined)
       throw new InvalidArgumentError(
         'url',
         `${parsed.scheme}:`,
-        'a postgres:// or postgresql:// URL: only PostgreSQL has a schema to create',
+        `${listed(schemaBackends.map((each) => each.cli.schema!.urls))}: only ${listed(
+          schemaBackends.map((each) => each.title),
+          'and',
+        )} ${schemaBackends.length === 1 ? 'has' : 'have'} a schema to create`,
       );
-    if (options.print) {
-      process.stdout.write(`BEGIN;\n${schemaSql(parsed.postgres.schema)}COMMIT;\n`);
-      return;
-    }
-    const { applySchema } = await import('./backends/postgres/open.js');
-    const outcome = await applySchema(parsed.postgres, options.connectTimeout);
     process.stdout.write(
-      outcome === 'created'
-        ? `created baton's schema "${parsed.postgres.schema}" at ${parsed.postgres.shown}\n`
-        : `baton's schema "${parsed.postgres.schema}" is there already at ${parsed.postgres.shown}\n`,
+      options.print ? schema.sql(parsed.target) : await schema.apply(parsed.target, options.connectTimeout),
     );
   });
 
 /**
  * A password given in the URL on the command line can be read by any user of the machine (`ps`):
- * baton uses it, but says to pass it in PGPASSWORD (or ~/.pgpass) instead. The password itself is not shown.
+ * baton uses it, but its backend may say how to pass it instead. The password itself is not shown.
  */
 function warnPasswordInArguments(url: string): void {
-  if (!/^postgres(?:ql)?:\/\//i.test(url.trim())) return;
-  const authority = url.trim().slice(url.trim().indexOf('//') + 2, Math.max(url.trim().lastIndexOf('@'), 0));
-  if (authority.includes(':') || /[?&]password=/i.test(url)) {
-    process.stderr.write(
-      'baton: warning: the URL holds a password, which other users can read in the process list; leave it out and set PGPASSWORD (or use ~/.pgpass)\n',
-    );
-  }
+  const warning = schemeOf(url)?.cli.passwordWarning?.(url);
+  if (warning !== undefined) process.stderr.write(`baton: warning: ${warning}\n`);
+}
+
+/** The backend a URL's scheme names, if any (the URL need not parse). */
+function schemeOf(url: string): Backend | undefined {
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url.trim())?.[1];
+  return scheme === undefined ? undefined : backendForScheme(scheme);
 }
 
 /**
  * Credentials come from the environment, never from arguments (which any user can read in `ps`):
- * BATON_ZK_DIGEST=user:password, BATON_ETCD_USER and BATON_ETCD_PASSWORD, BATON_REDIS_USER and
- * BATON_REDIS_PASSWORD (a redis URL may hold them too, but a URL on the command line is seen by `ps`).
+ * each backend reads its own variables (`baton inspect --help` lists them); an operator's shell may
+ * hold several backends' at once, and only the URL's backend's are used.
  */
 export function credentialsFromEnvironment(env: NodeJS.ProcessEnv, url: string): ConnectOptions {
-  const scheme = url.trim().toLowerCase().split(':')[0];
-  const digest = env['BATON_ZK_DIGEST'];
-  const user = env['BATON_ETCD_USER'];
-  // Each backend's own credentials only: an operator's shell may hold both.
-  if ((scheme === 'zk' || scheme === 'zookeeper') && digest) return { auth: { scheme: 'digest', credentials: digest } };
-  if (scheme === 'etcd' && user)
-    return { etcd: { auth: { username: user, password: env['BATON_ETCD_PASSWORD'] ?? '' } } };
-  const redisUser = env['BATON_REDIS_USER'];
-  const redisPassword = env['BATON_REDIS_PASSWORD'];
-  if ((scheme === 'redis' || scheme === 'rediss') && (redisUser || redisPassword)) {
-    return {
-      redis: { ...(redisUser ? { username: redisUser } : {}), ...(redisPassword ? { password: redisPassword } : {}) },
-    };
-  }
-  return {};
+  return schemeOf(url)?.cli.credentials?.(env) ?? {};
 }
 
 program.parseAsync(process.argv).catch((error: unknown) => {

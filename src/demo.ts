@@ -6,8 +6,7 @@ import { RemoteWorker } from './demo/remote.js';
 import { Timeline } from './demo/timeline.js';
 import { DemoWorker } from './demo/worker.js';
 import { internalsOf } from './session.js';
-import { expireMemorySession } from './testing.js';
-import { parseUrl } from './url.js';
+import { resolveUrl } from './url.js';
 
 export interface DemoOptions {
   readonly url: string;
@@ -53,7 +52,8 @@ interface Runner {
  * share the configuration through a ReadWriteLock. Prints a timeline and a summary.
  */
 export async function runDemo(options: DemoOptions): Promise<DemoResult> {
-  const inProcess = parseUrl(options.url).scheme === 'memory';
+  // A backend whose store is in this process runs the workers here too; its cut is an expiry.
+  const inProcess = resolveUrl(options.url).backend.inProcess;
   const connectOptions: ConnectOptions = inProcess
     ? {}
     : { sessionTimeoutMs: options.sessionTimeoutMs, ttlSeconds: options.ttlSeconds };
@@ -83,7 +83,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       const name = `worker-${i}`;
       runners.push(
         inProcess
-          ? localRunner(name, options.url, parent, waitMs)
+          ? localRunner(name, options.url, parent, waitMs, inProcess)
           : await remoteRunner(name, options.url, connectOptions, waitMs, parent),
       );
     }
@@ -115,12 +115,18 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   }
 }
 
-function localRunner(name: string, url: string, parent: Parent, waitMs: number): Runner {
+function localRunner(
+  name: string,
+  url: string,
+  parent: Parent,
+  waitMs: number,
+  store: { expire(session: Session): void },
+): Runner {
   const worker = new DemoWorker(name, () => connect(url), parent, waitMs);
   return {
     name,
     run: (command) => worker.run(command),
-    cut: async () => expireMemorySession(await worker.session()),
+    cut: async () => store.expire(await worker.session()),
     resume: () => undefined,
     close: () => worker.run({ type: 'close' }),
   };
@@ -216,7 +222,7 @@ class Cutter {
     this.#period = period;
     this.#resumed = new Promise((resolve) => (this.#resume = resolve));
     const how =
-      parseUrl(this.options.url).scheme === 'memory'
+      resolveUrl(this.options.url).backend.inProcess !== undefined
         ? 'its session is expired by the "server"'
         : 'its process is frozen (SIGSTOP), as in a long GC pause';
     this.timeline.note(`CUT OFF ${worker} while it computes period ${period}: ${how}`);

@@ -1,8 +1,8 @@
 /**
  * The port through which `baton-locks/testing` reaches into a driver: counters, fault hooks, and a view
- * of the driver's state. The test build hands a probe to each driver it opens (see `connectWith` in
- * connect.ts); the package's own `connect` hands none, so a production session has no test power and
- * shares no state with any other.
+ * of the driver's state. The test build hands each driver it opens the probe its backend's test kit
+ * makes (the descriptor's `testing`, see `connectWith` in connect.ts); the package's own `connect`
+ * hands none, so a production session has no test power and shares no state with any other.
  */
 
 /**
@@ -145,16 +145,6 @@ export interface RedisView {
   readonly waitedChannels: number;
   /** The watchdog stops renewing the session key (the key then expires on the server). */
   stopWatchdog(): void;
-}
-
-/** The probes of the sessions `connectWith` opens: one per driver, and word of each session opened. */
-export interface Probes {
-  zk(): ZkProbe;
-  etcd(): EtcdProbe;
-  postgres(): PostgresProbe;
-  redis(): RedisProbe;
-  /** Hears of each session opened on a server (a successor's too), with the probe its driver was given. */
-  opened(session: object, probe: ZkProbe | EtcdProbe | PostgresProbe | RedisProbe): void;
 }
 
 /** Counters nobody reads: a production driver counts into its own. */

@@ -5,6 +5,7 @@ import { connect } from 'baton-locks/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { InvalidArgumentError } from '../../recipes/errors.js';
+import type { PostgresUrl } from '../../src/backends/postgres/url.js';
 import { parseUrl } from '../../src/url.js';
 import { PASSWORD_ROLE } from '../harness/postgres.js';
 import { postgresUrl, withParams, withPostgres } from '../support/backends/postgres.js';
@@ -46,7 +47,7 @@ describe('PostgreSQL URLs whose password holds a character that ends the user-in
   }
 
   it('a password with an @ in a URL that parses is shown as ***', () => {
-    expect(parseUrl(`postgres://u:p@${secret}@h/db`).postgres?.shown).toBe('postgres://u:***@h/db');
+    expect((parseUrl(`postgres://u:p@${secret}@h/db`).target as PostgresUrl).shown).toBe('postgres://u:***@h/db');
   });
 });
 

@@ -16,6 +16,7 @@ import {
 } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { SCRIPTS } from '../../src/backends/redis/scripts.js';
+import type { RedisTarget } from '../../src/backends/redis/url.js';
 import { parseUrl } from '../../src/url.js';
 import { type RedisServer, startRedis } from '../harness/redis.js';
 import { redisFixture, withRedisAdmin } from '../support/backends/redis.js';
@@ -29,11 +30,11 @@ describe('Redis URLs', () => {
   it('accepts user, password, database and namespace, and never shows the password', () => {
     const parsed = parseUrl(`redis://ops:${SECRET}@127.0.0.1:6380/3?namespace=app/jobs`);
     expect(parsed).toMatchObject({ scheme: 'redis', hosts: ['127.0.0.1:6380'], namespace: 'app/jobs' });
-    expect(parsed.redis).toMatchObject({ db: 3, tls: false, username: 'ops' });
-    expect(parsed.redis!.password()).toBe(SECRET);
+    expect(parsed.target).toMatchObject({ db: 3, tls: false, username: 'ops' });
+    expect((parsed.target as RedisTarget).password()).toBe(SECRET);
     expect(inspect(parsed, { depth: 10, showHidden: true })).not.toContain(SECRET);
     expect(JSON.stringify(parsed)).not.toContain(SECRET);
-    expect(parseUrl(`rediss://:${encodeURIComponent('p@ss:w/rd')}@[::1]:6379`).redis).toMatchObject({
+    expect(parseUrl(`rediss://:${encodeURIComponent('p@ss:w/rd')}@[::1]:6379`).target).toMatchObject({
       db: 0,
       tls: true,
       username: undefined,
@@ -78,8 +79,8 @@ describe('Redis URLs: a password holding ? / # or @ unencoded', () => {
     for (const password of passwords) {
       const parsed = parseUrl(`redis://u:${password}@127.0.0.1:6379/2?namespace=app`);
       expect(parsed, password).toMatchObject({ hosts: ['127.0.0.1:6379'], namespace: 'app' });
-      expect(parsed.redis, password).toMatchObject({ db: 2, username: 'u' });
-      expect(parsed.redis!.password(), password).toBe(password);
+      expect(parsed.target, password).toMatchObject({ db: 2, username: 'u' });
+      expect((parsed.target as RedisTarget).password(), password).toBe(password);
     }
   });
 

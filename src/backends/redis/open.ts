@@ -6,11 +6,11 @@ import type { Cluster, ClusterOptions, Redis, RedisOptions } from 'ioredis';
 
 import { AccessDeniedError, BackendError, BatonError, InvalidArgumentError } from '../../../recipes/errors.js';
 import { loadPeer } from '../../metrics/peer.js';
-import type { RedisTarget } from '../../url.js';
 import { describeDialFailure } from '../dial.js';
 import { isTransient, replyCode, scrubbed } from './failures.js';
 import { sessionKey } from './keys.js';
 import { SCRIPTS } from './scripts.js';
+import type { RedisTarget } from './url.js';
 
 /** What the Redis driver is opened with. */
 export interface RedisDriverOptions {

@@ -1,0 +1,77 @@
+/** The pieces of URL parsing that several backends share: host lists, namespaces, redaction. */
+import { InvalidArgumentError } from '../../recipes/errors.js';
+import { validateName } from '../../recipes/validate.js';
+
+/** The namespace of a URL that names none. */
+export const DEFAULT_NAMESPACE = 'baton';
+
+const FORM = /^([a-z][a-z0-9+.-]*):\/\/([^/?#]*)(\/[^?#]*)?$/i;
+
+/** A `scheme://authority/path` URL split up; undefined if it is not of that form. */
+export function splitUrl(url: string): { scheme: string; authority: string; path: string } | undefined {
+  const match = FORM.exec(url);
+  if (match === null) return undefined;
+  const [, scheme = '', authority = '', path = ''] = match;
+  return { scheme, authority, path };
+}
+
+/**
+ * `scheme://host:port[,host:port...][/namespace]`, with no credentials (they would end up in logs):
+ * the hosts, checked, and the namespace.
+ */
+export function parseHostList(url: string, expected: string): { hosts: string[]; namespace: string; path: string } {
+  const { authority, path } = splitWithoutCredentials(url, expected);
+  const hosts = authority.split(',').map((host) => host.trim());
+  for (const host of hosts) validateHost(host, url);
+  return { hosts, namespace: parseNamespace(path), path };
+}
+
+/** A `scheme://authority/path` URL whose authority holds no credentials. */
+export function splitWithoutCredentials(url: string, expected: string): { authority: string; path: string } {
+  const parts = splitUrl(url);
+  if (parts === undefined) throw new InvalidArgumentError('url', redactUrl(url), expected);
+  if (parts.authority.includes('@')) {
+    throw new InvalidArgumentError(
+      'url',
+      `${parts.scheme}://…@…`,
+      'no credentials in the URL; pass them as connect() options',
+    );
+  }
+  return parts;
+}
+
+/** `host:port` with a port from 1 to 65535 (an IPv6 address in brackets). */
+export function validateHost(host: string, url: string, what = `host ${JSON.stringify(host)} in url`): void {
+  const match = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(host);
+  const port = Number(match?.[2]);
+  if (match === null || port < 1 || port > 65_535) {
+    throw new InvalidArgumentError(what, url, 'host:port with a port from 1 to 65535');
+  }
+}
+
+/** The namespace of a URL's path: its segments without leading or trailing `/`, checked. */
+export function parseNamespace(path: string): string {
+  const trimmed = path.replace(/^\/+/, '').replace(/\/+$/, '');
+  if (trimmed === '') return DEFAULT_NAMESPACE;
+  try {
+    return validateName(trimmed);
+  } catch (error) {
+    throw new InvalidArgumentError(
+      'url namespace',
+      path,
+      `path segments of [A-Za-z0-9._-] (${(error as Error).message})`,
+    );
+  }
+}
+
+/**
+ * A URL as it may be shown: if it holds an `@`, everything from `://` (or the scheme's colon) to its
+ * LAST `@` is replaced, as the userinfo ends at the last `@` (a password may hold `@`, `/`, `?` or `#`
+ * unencoded, and no namespace or database holds an `@`).
+ */
+export function redactUrl(url: string): string {
+  const at = url.lastIndexOf('@');
+  if (at < 0) return url;
+  const scheme = /^[a-z][a-z0-9+.-]*:(?:\/\/)?/i.exec(url)?.[0].length ?? 0;
+  return `${url.slice(0, scheme)}(not shown)${url.slice(at)}`;
+}

@@ -1,0 +1,57 @@
+/** ZooKeeper's part of `baton-locks/testing`: its counters, limits and hooks, and its sessions' probes. */
+import type { Session } from '../../../recipes/contract.js';
+import { InvalidArgumentError } from '../../../recipes/errors.js';
+import type { TestKit } from '../backend.js';
+import { type AfterLook, zkCounters as zeroZk, type ZkProbe, type ZkView } from '../probe.js';
+
+/** What the ZooKeeper sessions of this process opened here counted (see `ZkCounters`). */
+export const zkCounters = zeroZk();
+/** ZooKeeper limits, lowered by tests: the sequence from which a queue directory is recycled (2^30 in production). */
+export const zkLimits = { recycleFrom: 2 ** 30 };
+/** Runs inside the driver's mkdirp, after its look for the deepest existing ancestor and before its creates. */
+export const mkdirpHooks: { afterLook?: AfterLook | undefined } = {};
+
+/** A ZooKeeper session's probe: its driver's view. */
+export interface ZkSessionProbe {
+  /** What the session's driver shows a test (quiet directories, connect time, orphan creation...). */
+  readonly view: ZkView;
+}
+
+type Made = ZkProbe & ZkSessionProbe;
+const made = new WeakMap<object, Made>();
+
+function newZkProbe(): Made {
+  let view: ZkView | undefined;
+  return {
+    counters: zkCounters,
+    get recycleFrom() {
+      return zkLimits.recycleFrom;
+    },
+    get afterMkdirpLook() {
+      return mkdirpHooks.afterLook;
+    },
+    expose: (shown) => (view = shown),
+    get view() {
+      if (view === undefined) throw new Error('the driver has not shown its view yet');
+      return view;
+    },
+  };
+}
+
+/** The probe of a ZooKeeper session opened with this module's `connect`. */
+export function zkProbeOf(session: Session): ZkSessionProbe {
+  const probe = made.get(session);
+  if (probe === undefined)
+    throw new InvalidArgumentError(
+      'session',
+      session.id,
+      "a ZooKeeper session opened with baton-locks/testing's connect",
+    );
+  return probe;
+}
+
+/** @internal What the ZooKeeper descriptor hands `baton-locks/testing`. */
+export const zkKit: TestKit = {
+  newProbe: newZkProbe,
+  opened: (session, probe) => made.set(session, probe as Made),
+};
