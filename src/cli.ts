@@ -7,6 +7,7 @@ import { InvalidArgumentError, InvalidNameError } from '../recipes/errors.js';
 import { schemaSql } from './backends/postgres/schema.js';
 import type { ConnectOptions } from './connect.js';
 import { runDemo } from './demo.js';
+import { fenceSchemaText } from './fence/schema-command.js';
 import { runInspect } from './inspect.js';
 import { parseUrl } from './url.js';
 
@@ -157,6 +158,16 @@ program
         ? `created baton's schema "${parsed.postgres.schema}" at ${parsed.postgres.shown}\n`
         : `baton's schema "${parsed.postgres.schema}" is there already at ${parsed.postgres.shown}\n`,
     );
+  });
+
+program
+  .command('fence-schema')
+  .description('print the SQL of the resource-side fence (baton-locks/fence) for the database you write to')
+  .option('--print', 'print the SQL (one transaction) for a DBA to review and apply', false)
+  .option('--backend <name>', 'the database kind', 'postgres')
+  .option('--schema <name>', 'the schema of the marks table and the advance() function', 'baton_fence')
+  .action((options: { print: boolean; backend: string; schema: string }) => {
+    process.stdout.write(fenceSchemaText(options));
   });
 
 /**
