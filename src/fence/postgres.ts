@@ -14,10 +14,10 @@ export interface PgQueryable {
   query(text: string, values?: unknown[]): Promise<{ rows: unknown[] }>;
 }
 
-/** What `PostgresFence.poolTransaction` needs of a `pg` `Pool`. */
-export interface PgPoolLike {
-  /** Checks a client out (pg's `pool.connect()`). */
-  connect(): Promise<PgQueryable & { release(error?: Error | boolean): void }>;
+/** What `PostgresFence.poolTransaction` needs of a `pg` `Pool` whose clients are `C`. */
+export interface PgPoolLike<C extends PgQueryable = PgQueryable> {
+  /** Checks a client out (pg's `pool.connect()`); `release` returns it. */
+  connect(): Promise<C & { release(error?: Error | boolean): void }>;
 }
 
 /** Options of `new PostgresFence()`. */
@@ -85,11 +85,11 @@ export class PostgresFence {
    * BEGIN on `client`, the fence, `body(client)`, COMMIT: the write and the mark commit together, or
    * nothing does (ROLLBACK on any error, which is rethrown). Resolves to what `body` returned.
    */
-  async transaction<T>(
-    client: PgQueryable,
+  async transaction<C extends PgQueryable, T>(
+    client: C,
     resource: string,
     token: bigint,
-    body: (client: PgQueryable) => Promise<T>,
+    body: (client: C) => Promise<T>,
     options: FencedTransactionOptions = {},
   ): Promise<T> {
     const lockTimeout = checkTransactionOptions(options);
@@ -111,11 +111,11 @@ export class PostgresFence {
    * `transaction` on a client checked out of `pool` and returned afterwards. After any error but a
    * stale token the client is discarded (`release(error)`): its state after a failed ROLLBACK is unknown.
    */
-  async poolTransaction<T>(
-    pool: PgPoolLike,
+  async poolTransaction<C extends PgQueryable, T>(
+    pool: PgPoolLike<C>,
     resource: string,
     token: bigint,
-    body: (client: PgQueryable) => Promise<T>,
+    body: (client: C) => Promise<T>,
     options: FencedTransactionOptions = {},
   ): Promise<T> {
     checkTransactionOptions(options);
