@@ -7,6 +7,7 @@ export default defineConfig({
     // The examples import the package by its name, as users do.
     alias: [
       { find: /^baton-locks$/, replacement: fileURLToPath(new URL('./src/index.ts', import.meta.url)) },
+      { find: /^baton-locks\/fence$/, replacement: fileURLToPath(new URL('./src/fence/index.ts', import.meta.url)) },
       { find: /^baton-locks\/metrics$/, replacement: fileURLToPath(new URL('./src/metrics.ts', import.meta.url)) },
       { find: /^baton-locks\/testing$/, replacement: fileURLToPath(new URL('./src/testing.ts', import.meta.url)) },
     ],

@@ -5,6 +5,7 @@ import type { Case, Context } from './case.js';
 import { zkContended } from './contended.js';
 import { etcdCycle } from './etcd.js';
 import { etcdReuse } from './etcd-reuse.js';
+import { postgresFence, redisFence } from './fence.js';
 import { etcdHerd, memoryHerd, zkHerd } from './herd.js';
 import { memoryCycle } from './memory.js';
 import { etcdPermits, memoryPermits, zkPermits } from './permits.js';
@@ -49,9 +50,11 @@ const CASES: readonly Case[] = [
     postgresCycle,
     postgresContended,
     postgresHerd,
+    postgresFence,
     redisCycle,
     redisContended,
     redisHerd,
+    redisFence,
     memoryCycle,
     memoryHerd,
     memoryWaiters,

@@ -8,7 +8,7 @@ export class BatonError extends Error {
   /**
    * Stable for programs to test (the message is for people): `LOCK_TIMEOUT`, `LOCK_LOST`,
    * `SESSION_LOST`, `INVALID_NAME`, `INVALID_ARGUMENT`, `NOT_HELD`, `LOCK_UPGRADE`, `LOCK_DOWNGRADE`,
-   * `CLOSED`, `ACCESS_DENIED`, `BACKEND_ERROR`.
+   * `CLOSED`, `ACCESS_DENIED`, `BACKEND_ERROR`, `STALE_TOKEN`.
    */
   readonly code: string;
 
@@ -187,6 +187,32 @@ export class BackendError extends BatonError {
   /** `options.cause`: the client's own error. */
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, 'BACKEND_ERROR', options);
+  }
+}
+
+/**
+ * Code `STALE_TOKEN`: a fence (`baton-locks/fence`) refused a write because its fencing token is below
+ * the highest token the resource has accepted: the writer's lock was taken over by a newer holder. The
+ * write was not made. Thrown the same way by every store's fence.
+ */
+export class StaleTokenError extends BatonError {
+  /** The fenced resource (a name in the PostgreSQL table, a Redis fence's resource, a compare-and-set key). */
+  readonly resource: string;
+  /** The token the write came with. */
+  readonly token: bigint;
+  /** The resource's mark when the write was refused: the highest token it has accepted. */
+  readonly mark: bigint;
+
+  /** `options.cause`: the store's own error, if it reported one (PostgreSQL's SQLSTATE error). */
+  constructor(resource: string, token: bigint, mark: bigint, options?: { cause?: unknown }) {
+    super(
+      `stale fencing token ${token} for ${JSON.stringify(resource)}: the resource has accepted token ${mark}; the write was refused`,
+      'STALE_TOKEN',
+      options,
+    );
+    this.resource = resource;
+    this.token = token;
+    this.mark = mark;
   }
 }
 

@@ -8,6 +8,7 @@ import type { Backend } from './backends/backend.js';
 import { backendForScheme, BACKENDS } from './backends/registry.js';
 import type { ConnectOptions } from './connect.js';
 import { runDemo } from './demo.js';
+import { fenceSchemaText } from './fence/schema-command.js';
 import { runInspect } from './inspect.js';
 import { resolveUrl } from './url.js';
 
@@ -165,6 +166,16 @@ program
     process.stdout.write(
       options.print ? schema.sql(parsed.target) : await schema.apply(parsed.target, options.connectTimeout),
     );
+  });
+
+program
+  .command('fence-schema')
+  .description('print the SQL of the resource-side fence (baton-locks/fence) for the database you write to')
+  .option('--print', 'print the SQL (one transaction) for a DBA to review and apply', false)
+  .option('--backend <name>', 'the database kind', 'postgres')
+  .option('--schema <name>', 'the schema of the marks table and the advance() function', 'baton_fence')
+  .action((options: { print: boolean; backend: string; schema: string }) => {
+    process.stdout.write(fenceSchemaText(options));
   });
 
 /**

@@ -20,6 +20,7 @@ export {
   NotHeldError,
   PermitsMismatchError,
   SessionLostError,
+  StaleTokenError,
 } from '../recipes/errors.js';
 export type {
   LockAborted,

@@ -33,9 +33,11 @@ const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as
   exports: Record<string, { types: string; default: string }>;
 };
 
-/** A user's TypeScript file: the public API, its types and errors, the metrics and testing subpaths. */
+/** A user's TypeScript file: the public API, its types and errors, the fence, metrics and testing subpaths. */
 const CONSUMER = `
-import { connect, FairMutex, ReadWriteLock, LeaderElection, Reentrant, Semaphore, MultiLock, LockTimeoutError, PermitsMismatchError, type AclPolicy, type LockHandle, type PermitHandle, type Session } from '${manifest.name}';
+import { connect, FairMutex, ReadWriteLock, LeaderElection, Reentrant, Semaphore, MultiLock, LockTimeoutError, PermitsMismatchError, StaleTokenError, type AclPolicy, type LockHandle, type PermitHandle, type Session } from '${manifest.name}';
+import { fencedWrite, MemoryCasStore, PostgresFence, RedisFence, STALE_TOKEN_SQLSTATE, StaleTokenError as FenceError, type CompareAndSetStore } from '${manifest.name}/fence';
+import { Redis } from 'ioredis';
 import { BatonMetrics } from '${manifest.name}/metrics';
 import { expireMemorySession } from '${manifest.name}/testing';
 const acl: AclPolicy = 'open';
@@ -69,6 +71,11 @@ console.log(level.held, level.name, level.fencingToken, session.id, session.stat
 await level.release();
 session.on('state', () => undefined).on('lock', (event) => console.log(event.type));
 console.log(acl, leader, typeof BatonMetrics);
+const cas: CompareAndSetStore<string> = new MemoryCasStore<string>();
+const written: string = await fencedWrite(cas, 'ledger/2026-12', token, (before) => before ?? 'settled');
+try { await fencedWrite(cas, 'ledger/2026-12', token - 1n, () => 'late'); } catch (error) { if (error instanceof StaleTokenError) console.log(error.resource, error.token, error.mark); }
+const redisFence = new RedisFence(new Redis({ lazyConnect: true }));
+console.log(written, FenceError === StaleTokenError, new PostgresFence({ schema: 'fence' }).schemaSql(), STALE_TOKEN_SQLSTATE, RedisFence.markKey('ledger'), typeof redisFence.set);
 expireMemorySession(session);
 await session.close();
 `;

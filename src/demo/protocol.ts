@@ -1,3 +1,5 @@
+import type { SettleOutcome } from './ledger.js';
+
 /** What a demo worker is told to do, and what it tells back: the same in-process and over IPC. */
 export type Command =
   | { readonly type: 'tick'; readonly period: number }
@@ -34,7 +36,7 @@ export interface WorkerEvent {
 /** The parent's side of the demo, as a worker reaches it: the ledger, the configuration, the timeline. */
 export interface Parent {
   isSettled(period: number): Promise<boolean>;
-  settle(period: number, worker: string, token: string): Promise<boolean>;
+  settle(period: number, worker: string, token: string): Promise<SettleOutcome>;
   readConfig(): Promise<number>;
   writeConfig(version: number, token: string): Promise<boolean>;
   /** Resolves when a job's computing may end: at once, or when a pause the parent imposed ends. */

@@ -141,7 +141,7 @@ function describe(event: WorkerEvent): string {
     case 'settled':
       return `settled period ${event.period}  ${token}`;
     case 'refused':
-      return `late write for period ${event.period} REFUSED by the ledger  ${token} (stale)`;
+      return `late write for period ${event.period} REFUSED by the ledger  ${token} (stale): ${event.detail ?? 'refused'}`;
     case 'lost':
       return `signal aborted on ${event.what}  ${token}: ${event.detail}`;
     case 'read':

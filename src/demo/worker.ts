@@ -48,9 +48,10 @@ export class DemoWorker {
       this.#report({ type: 'computing', period, token: token(lock) });
       await sleep(JOB_MS); // computing the batch
       await this.parent.pause(this.name, period);
-      // Written as a careless job would: without checking lock.held first. The ledger must catch it.
-      const accepted = await this.parent.settle(period, this.name, token(lock));
-      this.#report({ type: accepted ? 'settled' : 'refused', period, token: token(lock) });
+      // Written as a careless job would: without checking lock.held first. The ledger's fence must catch it.
+      const outcome = await this.parent.settle(period, this.name, token(lock));
+      if (outcome.accepted) this.#report({ type: 'settled', period, token: token(lock) });
+      else this.#report({ type: 'refused', period, token: token(lock), detail: outcome.refusal });
     });
   }
 

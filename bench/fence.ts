@@ -1,0 +1,107 @@
+/**
+ * The fence's cost over the plain write, measured in the same run: on PostgreSQL the user's
+ * transaction with and without the fence's statement (sent in one round trip either way, and through
+ * `PostgresFence.transaction`, a round trip more); on Redis the fenced SET script beside a plain SET.
+ */
+import { Redis } from 'ioredis';
+import pg from 'pg';
+
+import { PostgresFence, RedisFence } from '../src/fence/index.js';
+import type { Case } from './case.js';
+import { times, timesRange } from './report.js';
+import { alternateBlocks, type Block, flatBlocks, ratioInterval, summarize, type Summary, timed } from './stats.js';
+import { heading, printCases } from './table.js';
+
+const ITEM = 15;
+const SCHEMA = 'bench_fence';
+
+/** Runs the blocks, prints them, and returns each case's summary with its blocks for the intervals. */
+async function measure(
+  contenders: Record<string, Block>,
+  size: { blocks: number; perBlock: number; warmup: number },
+  reference: string,
+): Promise<{ find: (name: string) => Summary; blocks: Record<string, number[][]>; results: Summary[] }> {
+  const blocks = await alternateBlocks(contenders, size);
+  const results = Object.entries(flatBlocks(blocks)).map(([name, values]) => summarize(name, values));
+  const find = (name: string): Summary => results.find((r) => r.name === name)!;
+  printCases(results, { [reference]: find(reference) });
+  return { find, blocks, results };
+}
+
+/** The PostgreSQL fence: one UPDATE's transaction, plain and fenced. */
+export const postgresFence: Case = {
+  name: 'postgres.fence',
+  async run({ postgres, size, report }) {
+    const client = new pg.Client({ connectionString: await postgres() });
+    await client.connect();
+    const fence = new PostgresFence({ schema: SCHEMA });
+    try {
+      await fence.createSchema(client);
+      await client.query(`CREATE TABLE IF NOT EXISTS ${SCHEMA}.ledger (id int PRIMARY KEY, v bigint NOT NULL)`);
+      await client.query(`INSERT INTO ${SCHEMA}.ledger VALUES (1, 0) ON CONFLICT (id) DO NOTHING`);
+      let token = 0n;
+      const update = `UPDATE ${SCHEMA}.ledger SET v = v + 1 WHERE id = 1`;
+      const contenders: Record<string, Block> = {
+        'plain transaction (one round trip)': timed(async () => void (await client.query(`BEGIN; ${update}; COMMIT`))),
+        'fenced transaction (one round trip)': timed(async () => {
+          token += 1n;
+          await client.query(`BEGIN; SELECT ${SCHEMA}.advance('bench', ${token}); ${update}; COMMIT`);
+        }),
+        'PostgresFence.transaction (BEGIN, fence, UPDATE, COMMIT)': timed(async () => {
+          token += 1n;
+          await fence.transaction(client, 'bench', token, (c) => c.query(update));
+        }),
+      };
+      heading(`${ITEM}. PostgreSQL fence (standalone, fsync on)`);
+      const { find, blocks, results } = await measure(contenders, size, 'plain transaction (one round trip)');
+      const ratio = (name: string): number => find(name).medianMs / find('plain transaction (one round trip)').medianMs;
+      const interval = ratioInterval(
+        blocks['fenced transaction (one round trip)']!,
+        blocks['plain transaction (one round trip)']!,
+      );
+      report.atMost(
+        ITEM,
+        'PostgreSQL fenced / plain UPDATE transaction (same round trip)',
+        ratio('fenced transaction (one round trip)'),
+        1.1,
+        times,
+        `(95% ${timesRange(interval)})`,
+      );
+      const helper = ratio('PostgresFence.transaction (BEGIN, fence, UPDATE, COMMIT)');
+      report.info(ITEM, 'PostgreSQL PostgresFence.transaction / plain (a round trip more)', helper, times(helper));
+      return { results, interval };
+    } finally {
+      await client.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`).catch(() => undefined);
+      await client.end();
+    }
+  },
+};
+
+/** The Redis fence: the fenced SET script beside a plain SET of the same key. */
+export const redisFence: Case = {
+  name: 'redis.fence',
+  async run({ redis, size, report }) {
+    const client = new Redis(await redis());
+    const fence = new RedisFence(client);
+    const key = 'bench:{bench-fence}:value';
+    try {
+      let token = 0n;
+      const contenders: Record<string, Block> = {
+        'plain SET': timed(async () => void (await client.set(key, 'v'))),
+        'RedisFence.set (one script)': timed(async () => {
+          token += 1n;
+          await fence.set('bench-fence', token, key, 'v');
+        }),
+      };
+      heading(`${ITEM}. Redis fence (standalone)`);
+      const { find, blocks, results } = await measure(contenders, size, 'plain SET');
+      const ratio = find('RedisFence.set (one script)').medianMs / find('plain SET').medianMs;
+      const interval = ratioInterval(blocks['RedisFence.set (one script)']!, blocks['plain SET']!);
+      report.info(ITEM, 'Redis fenced SET script / plain SET', ratio, `${times(ratio)} (95% ${timesRange(interval)})`);
+      return { results, interval };
+    } finally {
+      await client.del(key, RedisFence.markKey('bench-fence'));
+      client.disconnect();
+    }
+  },
+};

@@ -1,0 +1,156 @@
+/**
+ * The fence on PostgreSQL: `<schema>.advance(resource, token)` called in the user's own transaction
+ * on any database it writes to (see postgres-schema.ts), through the user's own `pg` client. This file
+ * never loads `pg`: it only calls `query` on what it is given.
+ */
+import { InvalidArgumentError, StaleTokenError } from '../../recipes/errors.js';
+import { checkOptionKeys } from '../../recipes/validate.js';
+import { checkResource, checkToken, tokenFromStore } from './arguments.js';
+import { FENCE_SCHEMA, FENCE_SCHEMA_NAME, fenceSchemaSql, STALE_TOKEN_SQLSTATE } from './postgres-schema.js';
+
+/** What the fence needs of a `pg` `Client` or a client checked out of a `Pool`: its `query`. */
+export interface PgQueryable {
+  /** Runs one statement with `$1`-style parameters (pg's `client.query(text, values)`). */
+  query(text: string, values?: unknown[]): Promise<{ rows: unknown[] }>;
+}
+
+/** What `PostgresFence.poolTransaction` needs of a `pg` `Pool` whose clients are `C`. */
+export interface PgPoolLike<C extends PgQueryable = PgQueryable> {
+  /** Checks a client out (pg's `pool.connect()`); `release` returns it. */
+  connect(): Promise<C & { release(error?: Error | boolean): void }>;
+}
+
+/** Options of `new PostgresFence()`. */
+export interface PostgresFenceOptions {
+  /** The schema of the marks table and the `advance` function (an unquoted identifier). Default `baton_fence`. */
+  readonly schema?: string;
+}
+
+/** Options of `PostgresFence.transaction` and `poolTransaction`. */
+export interface FencedTransactionOptions {
+  /**
+   * `SET LOCAL lock_timeout` for the transaction, in milliseconds: how long the fence (and the body's
+   * statements) may wait for a row lock, e.g. the mark's while an older holder's transaction is open.
+   * Default: the server's setting.
+   */
+  readonly lockTimeoutMs?: number;
+}
+
+/**
+ * The resource-side fence on PostgreSQL. `advance` inside your transaction refuses a stale token
+ * with `StaleTokenError` (the transaction is then aborted: roll it back); `transaction` runs BEGIN,
+ * the fence, your statements and COMMIT, and rolls back on any error.
+ *
+ *   const fence = new PostgresFence();
+ *   await fence.transaction(client, 'ledger/2026-12', lock.fencingToken, (c) => c.query('UPDATE ...'));
+ */
+export class PostgresFence {
+  /** The schema the fence's table and function live in. */
+  readonly schema: string;
+
+  /** Throws `InvalidArgumentError` for an unknown option key or a schema name that is not a plain identifier. */
+  constructor(options: PostgresFenceOptions = {}) {
+    checkOptionKeys(options, ['schema']);
+    const schema = options.schema ?? FENCE_SCHEMA;
+    if (typeof schema !== 'string' || !FENCE_SCHEMA_NAME.test(schema))
+      throw new InvalidArgumentError('schema', schema, 'an unquoted identifier such as baton_fence');
+    this.schema = schema;
+  }
+
+  /** The DDL a DBA applies once per database (idempotent): what `baton fence-schema --print` prints. */
+  schemaSql(): string {
+    return fenceSchemaSql(this.schema);
+  }
+
+  /** Creates the schema, table and function if they are missing, in one transaction on `client`. */
+  async createSchema(client: PgQueryable): Promise<void> {
+    await client.query(`BEGIN;\n${this.schemaSql()}COMMIT;`);
+  }
+
+  /**
+   * The fence, in the caller's open transaction on `client`: resolves when `token` is at least the
+   * resource's mark (which now is `token`); rejects with `StaleTokenError` when it is below.
+   */
+  async advance(client: PgQueryable, resource: string, token: bigint): Promise<void> {
+    checkResource(resource);
+    checkToken(token);
+    try {
+      await client.query(`SELECT ${this.schema}.advance($1, $2::bigint)`, [resource, token.toString()]);
+    } catch (error) {
+      throw staleTokenOf(error) ?? error;
+    }
+  }
+
+  /**
+   * BEGIN on `client`, the fence, `body(client)`, COMMIT: the write and the mark commit together, or
+   * nothing does (ROLLBACK on any error, which is rethrown). Resolves to what `body` returned.
+   */
+  async transaction<C extends PgQueryable, T>(
+    client: C,
+    resource: string,
+    token: bigint,
+    body: (client: C) => Promise<T>,
+    options: FencedTransactionOptions = {},
+  ): Promise<T> {
+    const lockTimeout = checkTransactionOptions(options);
+    await client.query('BEGIN');
+    try {
+      if (lockTimeout !== undefined) await client.query(`SET LOCAL lock_timeout = ${lockTimeout}`);
+      await this.advance(client, resource, token);
+      const result = await body(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      // The first error is the one to report; a ROLLBACK that fails too means the connection is gone.
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /**
+   * `transaction` on a client checked out of `pool` and returned afterwards. After any error but a
+   * stale token the client is discarded (`release(error)`): its state after a failed ROLLBACK is unknown.
+   */
+  async poolTransaction<C extends PgQueryable, T>(
+    pool: PgPoolLike<C>,
+    resource: string,
+    token: bigint,
+    body: (client: C) => Promise<T>,
+    options: FencedTransactionOptions = {},
+  ): Promise<T> {
+    checkTransactionOptions(options);
+    const client = await pool.connect();
+    let discard: Error | undefined;
+    try {
+      return await this.transaction(client, resource, token, body, options);
+    } catch (error) {
+      if (!(error instanceof StaleTokenError)) discard = error instanceof Error ? error : new Error(String(error));
+      throw error;
+    } finally {
+      client.release(discard);
+    }
+  }
+}
+
+/** `StaleTokenError` for the fence's SQLSTATE (its DETAIL carries the fields), else undefined. */
+export function staleTokenOf(error: unknown): StaleTokenError | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const { code, detail } = error as { code?: unknown; detail?: unknown };
+  if (code !== STALE_TOKEN_SQLSTATE || typeof detail !== 'string') return undefined;
+  const fields = JSON.parse(detail) as { resource?: unknown; token?: unknown; mark?: unknown };
+  return new StaleTokenError(
+    checkResource(fields.resource),
+    tokenFromStore(fields.token, 'token'),
+    tokenFromStore(fields.mark, 'mark'),
+    { cause: error },
+  );
+}
+
+function checkTransactionOptions(options: FencedTransactionOptions): number | undefined {
+  checkOptionKeys(options, ['lockTimeoutMs']);
+  const { lockTimeoutMs } = options;
+  if (lockTimeoutMs === undefined) return undefined;
+  if (!Number.isInteger(lockTimeoutMs) || lockTimeoutMs < 1 || lockTimeoutMs > 2_147_483_647)
+    throw new InvalidArgumentError('lockTimeoutMs', lockTimeoutMs, 'a whole number of milliseconds from 1');
+  return lockTimeoutMs;
+}
