@@ -63,9 +63,7 @@ describe('a hung member of an etcd cluster', () => {
    * that a loaded machine has room between a renewal sent elsewhere and the suspension these tests say
    * must not come.
    */
-  async function sessionsThroughProxies(
-    count: number,
-  ): Promise<{
+  async function sessionsThroughProxies(count: number): Promise<{
     sessions: Session[];
     proxies: TcpProxy[];
     states: SessionState[][];
