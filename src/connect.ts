@@ -5,6 +5,7 @@ import type { IOptions } from 'etcd3';
 import type { Session } from '../recipes/contract.js';
 import { InvalidArgumentError } from '../recipes/errors.js';
 import { checkOptionKeys, MAX_TIMEOUT_MS, validateSignal } from '../recipes/validate.js';
+import { nameBackend } from './backend-name.js';
 import { refuseUnknownNames } from './backends/dial.js';
 import { MemoryDriver } from './backends/memory/driver.js';
 import { memoryStore } from './backends/memory/store.js';
@@ -141,6 +142,7 @@ export async function connect(url: string, options: ConnectOptions = {}): Promis
  */
 export async function connectWith(url: string, options: ConnectOptions, probes: Probes | undefined): Promise<Session> {
   const session = await open(url, options, probes);
+  nameBackend(session, parseUrl(url).scheme);
   if (validateConnectOptions(options).reconnectAfterLoss) replaceWhenLost(session, url, options, probes);
   return session;
 }
