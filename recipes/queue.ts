@@ -3,7 +3,7 @@ import { deadline } from './deadline.js';
 import type { Decide } from './decide.js';
 import { ClosedError, LockLostError, LockTimeoutError, SessionLostError } from './errors.js';
 import type { LockKind } from './events.js';
-import { reportWait } from './report.js';
+import { reportWait, warnHoldAfter } from './report.js';
 import { type TracedWait, traceWait } from './trace.js';
 import type { WaitOptions } from './validate.js';
 
@@ -94,6 +94,8 @@ async function queueUp(request: QueueRequest, options: WaitOptions, trace: Trace
       }
       report?.granted(entry);
       trace?.granted(entry);
+      if (options.holdWarningMs !== undefined && (report !== undefined || trace !== undefined))
+        warnHoldAfter(entry, options.holdWarningMs);
       return entry;
     }
   } catch (error) {

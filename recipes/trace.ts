@@ -71,6 +71,10 @@ export const CHANNELS = {
 
 const HOLD_CHANNELS = [CHANNELS.granted, CHANNELS.released, CHANNELS.lost, CHANNELS.heldTooLong] as const;
 
+function holdsHeard(): boolean {
+  return HOLD_CHANNELS.some((c) => c.hasSubscribers);
+}
+
 function operationOf(kind: LockKind): WaitOperation {
   return kind === 'candidate' ? 'campaign' : kind === 'semaphore' ? 'permits' : 'acquire';
 }
@@ -101,7 +105,7 @@ export class TracedWait {
   granted(entry: Entry): void {
     this.#end('granted');
     this.message.fencingToken = entry.fencingToken;
-    if (HOLD_CHANNELS.some((c) => c.hasSubscribers)) {
+    if (holdsHeard()) {
       const hold: HoldMessage = { wait: this.message, fencingToken: entry.fencingToken };
       holds.set(entry, hold);
       pendingHolds += 1;
@@ -136,7 +140,8 @@ export function traceWait(
   timeoutMs?: number,
 ): TracedWait | undefined {
   const operation = operationOf(kind);
-  if (!CHANNELS[operation].hasSubscribers) return undefined;
+  // A subscriber of the hold channels alone hears of holds too: their messages come from the wait's.
+  if (!CHANNELS[operation].hasSubscribers && !holdsHeard()) return undefined;
   return new TracedWait({ operation, name, kind, session, try: tryOnly, timeoutMs });
 }
 

@@ -28,6 +28,7 @@ export type {
   LockEventBase,
   LockFailed,
   LockGranted,
+  LockHeldTooLong,
   LockKind,
   LockListener,
   LockLost,
