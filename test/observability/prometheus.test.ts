@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -24,6 +25,18 @@ async function returnsData(run: PrometheusRun, expr: string): Promise<number> {
   await eventually(`data for ${expr}`, async () => (found = (await run.query(expr)).length) > 0, 60_000);
   return found;
 }
+
+describe('the alerting rules under promtool', () => {
+  it('pass promtool check rules and their unit tests (promtool test rules)', () => {
+    const check = spawnSync('promtool', ['check', 'rules', ALERT_RULES], { encoding: 'utf8', timeout: 60_000 });
+    expect(check.status, check.stdout + check.stderr).toBe(0);
+    expect(check.stdout).toContain('SUCCESS: 7 rules found');
+    const unit = ALERT_RULES.replace(/\.yml$/, '.test.yml');
+    const test = spawnSync('promtool', ['test', 'rules', unit], { encoding: 'utf8', timeout: 60_000 });
+    expect(test.status, test.stdout + test.stderr).toBe(0);
+    expect(test.stdout).toContain('SUCCESS');
+  });
+});
 
 describe('the dashboard and the alerts against a real Prometheus scraping a process that takes locks', () => {
   let run: PrometheusRun;
