@@ -9,6 +9,7 @@ export default defineConfig({
       { find: /^baton-locks$/, replacement: fileURLToPath(new URL('./src/index.ts', import.meta.url)) },
       { find: /^baton-locks\/fence$/, replacement: fileURLToPath(new URL('./src/fence/index.ts', import.meta.url)) },
       { find: /^baton-locks\/metrics$/, replacement: fileURLToPath(new URL('./src/metrics.ts', import.meta.url)) },
+      { find: /^baton-locks\/otel$/, replacement: fileURLToPath(new URL('./src/otel.ts', import.meta.url)) },
       { find: /^baton-locks\/testing$/, replacement: fileURLToPath(new URL('./src/testing.ts', import.meta.url)) },
     ],
   },

@@ -103,12 +103,33 @@ export interface LockLost extends LockEventBase {
 }
 
 /**
+ * A hold passed the `holdWarningMs` its acquire asked for and is still held: told once, between its
+ * `granted` and its end, so that a stuck holder is seen before anyone pages.
+ */
+export interface LockHeldTooLong extends LockEventBase {
+  /** `'heldTooLong'`. */
+  readonly type: 'heldTooLong';
+  /** Milliseconds from the grant to now. */
+  readonly holdMs: number;
+  /** The held handle's `fencingToken`. */
+  readonly fencingToken: bigint;
+}
+
+/**
  * What a session's `'lock'` listeners receive, told apart by `type`: every wait starts with
  * `requested` and ends with one of `granted`, `busy`, `timedOut`, `aborted`, `failed`; every grant ends
  * with `released` or `lost`.
  */
 export type LockEvent =
-  LockRequested | LockGranted | LockBusy | LockTimedOut | LockAborted | LockFailed | LockReleased | LockLost;
+  | LockRequested
+  | LockGranted
+  | LockBusy
+  | LockTimedOut
+  | LockAborted
+  | LockFailed
+  | LockReleased
+  | LockLost
+  | LockHeldTooLong;
 
 /** A listener of the session's `'lock'` event (`session.on('lock', listener)`). */
 export type LockListener = (event: LockEvent) => void;

@@ -1,6 +1,7 @@
 import type { Entry, Hold, SessionCore } from './contract.js';
 import { LockLostError } from './errors.js';
-import { type ReportedHold, reportHold } from './report.js';
+import { type ReportedHold, reportHold, takeHoldWarning } from './report.js';
+import { type TracedHold, traceHold } from './trace.js';
 
 const LOSE = Symbol('lose');
 const RELEASING = Symbol('releasing');
@@ -67,6 +68,10 @@ export class LockHandle implements AsyncDisposable {
   #released: Promise<void> | undefined;
   /** Told to the session's 'lock' listeners, if its grant was. */
   readonly #report: ReportedHold | undefined;
+  /** Told on the hold channels (trace.ts), if its grant was. */
+  readonly #trace: TracedHold | undefined;
+  /** The `holdWarningMs` timer, while it runs. */
+  #warning: ReturnType<typeof setTimeout> | undefined;
 
   static {
     readEntry = (handle) => handle.#entry;
@@ -80,16 +85,33 @@ export class LockHandle implements AsyncDisposable {
     this.fencingToken = entry.fencingToken;
     // Before hold(): a grant past the session's deadline is lost inside it.
     this.#report = reportHold(session, entry);
+    this.#trace = traceHold(entry);
+    this.#warnAfter(takeHoldWarning(entry));
     this.#what = what;
     this.#unhold = session.hold(new HandleHold(entry, this));
   }
 
+  /** Sets the `holdWarningMs` timer, when someone hears it; it does not keep the process alive. */
+  #warnAfter(ms: number | undefined): void {
+    if (ms === undefined || (this.#report === undefined && this.#trace === undefined)) return;
+    this.#warning = setTimeout(() => {
+      this.#warning = undefined;
+      this.#report?.heldTooLong();
+      this.#trace?.heldTooLong();
+    }, ms);
+    this.#warning.unref();
+  }
+
   /** @internal Ownership is in doubt (see `Hold.lose`). */
   [LOSE](reason: Error): void {
+    clearTimeout(this.#warning);
     this.#lost ??= new LockLostError(this.#what, { cause: reason });
     this.#controller?.abort(this.#lost);
     // A holder already giving the lock back is releasing, not losing it.
-    if (this.#released === undefined) this.#report?.lost(this.#lost);
+    if (this.#released === undefined) {
+      this.#report?.lost(this.#lost);
+      this.#trace?.lost(this.#lost);
+    }
   }
 
   /** @internal Whether `release()` has been called (and not failed). */
@@ -128,8 +150,10 @@ export class LockHandle implements AsyncDisposable {
   release(): Promise<void> {
     this.#released ??= this.#session.backend.withdraw(this.#entry).then(
       () => {
+        clearTimeout(this.#warning);
         this.#unhold();
         this.#report?.released();
+        this.#trace?.released();
       },
       (error: unknown) => {
         // Not released: the next call may try again.

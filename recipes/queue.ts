@@ -3,7 +3,8 @@ import { deadline } from './deadline.js';
 import type { Decide } from './decide.js';
 import { ClosedError, LockLostError, LockTimeoutError, SessionLostError } from './errors.js';
 import type { LockKind } from './events.js';
-import { reportWait } from './report.js';
+import { reportWait, warnHoldAfter } from './report.js';
+import { type TracedWait, traceWait } from './trace.js';
 import type { WaitOptions } from './validate.js';
 
 export interface QueueRequest {
@@ -43,7 +44,13 @@ export function assertUsable(session: Session): void {
  * An entry that vanishes while the session lives is queued again or fails, per the session's `onWaiterLost`.
  * Resolves with the granted entry.
  */
-export async function waitForTurn(request: QueueRequest, options: WaitOptions): Promise<Entry> {
+export function waitForTurn(request: QueueRequest, options: WaitOptions): Promise<Entry> {
+  const trace = traceWait(request.session, request.queue, request.kind, false, options.timeoutMs);
+  if (trace === undefined) return queueUp(request, options, undefined);
+  return trace.run(() => queueUp(request, options, trace));
+}
+
+async function queueUp(request: QueueRequest, options: WaitOptions, trace: TracedWait | undefined): Promise<Entry> {
   const { session, core } = request;
   assertUsable(session);
   options.signal?.throwIfAborted();
@@ -61,6 +68,7 @@ export async function waitForTurn(request: QueueRequest, options: WaitOptions): 
         look = firstLook(
           turn,
           await core.backend.enqueue(turn.queue, entryKindOf(turn), turn.at, turn.data, turn.dialect),
+          trace,
         );
       } catch (error) {
         throw gaveUpFirst(request.what, options, startedAt, error);
@@ -85,10 +93,14 @@ export async function waitForTurn(request: QueueRequest, options: WaitOptions): 
         continue;
       }
       report?.granted(entry);
+      trace?.granted(entry);
+      if (options.holdWarningMs !== undefined && (report !== undefined || trace !== undefined))
+        warnHoldAfter(entry, options.holdWarningMs);
       return entry;
     }
   } catch (error) {
     report?.gaveUp(error, options.signal);
+    trace?.gaveUp(error, options.signal);
     throw error;
   } finally {
     leave();
@@ -158,7 +170,13 @@ async function waitInLine(
 }
 
 /** Enqueue and take the lock only if nothing blocks it right away; otherwise withdraw. Never waits. */
-export async function tryTurn(request: QueueRequest): Promise<Entry | null> {
+export function tryTurn(request: QueueRequest): Promise<Entry | null> {
+  const trace = traceWait(request.session, request.queue, request.kind, true);
+  if (trace === undefined) return tryOnce(request, undefined);
+  return trace.run(() => tryOnce(request, trace));
+}
+
+async function tryOnce(request: QueueRequest, trace: TracedWait | undefined): Promise<Entry | null> {
   const { session, core } = request;
   assertUsable(session);
   const leave = core.enter();
@@ -171,6 +189,7 @@ export async function tryTurn(request: QueueRequest): Promise<Entry | null> {
       request.data,
       request.dialect,
     );
+    trace?.enqueued(queue, entry);
     let blocker: ReturnType<Decide>;
     try {
       const placeLost = lostPlace(request, queue);
@@ -183,8 +202,13 @@ export async function tryTurn(request: QueueRequest): Promise<Entry | null> {
     if (blocker !== null || session.signal.aborted) {
       await core.backend.withdraw(entry);
       // Null either way; only a taken lock is `busy`, a session that ended meanwhile is a failure.
-      if (session.signal.aborted) report?.gaveUp(session.signal.reason, undefined);
-      else report?.busy();
+      if (session.signal.aborted) {
+        report?.gaveUp(session.signal.reason, undefined);
+        trace?.gaveUp(session.signal.reason, undefined);
+      } else {
+        report?.busy();
+        trace?.busy();
+      }
       return null;
     }
     let granted = entry;
@@ -197,9 +221,11 @@ export async function tryTurn(request: QueueRequest): Promise<Entry | null> {
       }
     }
     report?.granted(granted);
+    trace?.granted(granted);
     return granted;
   } catch (error) {
     report?.gaveUp(error, undefined);
+    trace?.gaveUp(error, undefined);
     throw error;
   } finally {
     leave();
@@ -228,7 +254,8 @@ interface FirstLook {
   readonly queuedBehind: boolean;
 }
 
-function firstLook(request: QueueRequest, { entry, queue }: Enqueued): FirstLook {
+function firstLook(request: QueueRequest, { entry, queue }: Enqueued, trace: TracedWait | undefined): FirstLook {
+  trace?.enqueued(queue, entry);
   const behind = request.announceGrant === true && queuedBehind(queue, entry);
   try {
     return { entry, first: turnIn(request, queue, entry), refused: lostPlace(request, queue), queuedBehind: behind };

@@ -14,6 +14,21 @@ import type { LockKind } from './events.js';
  */
 const grants = new WeakMap<Entry, { readonly at: number; readonly kind: LockKind }>();
 
+/** The `holdWarningMs` of granted entries whose handle is not made yet. */
+const warnings = new WeakMap<Entry, number>();
+
+/** Marks a granted entry for a warning after `ms` of holding (the handle made from it sets the timer). */
+export function warnHoldAfter(entry: Entry, ms: number): void {
+  warnings.set(entry, ms);
+}
+
+/** The warning threshold a granted entry was marked with, if any (once: the handle takes it). */
+export function takeHoldWarning(entry: Entry): number | undefined {
+  const ms = warnings.get(entry);
+  if (ms !== undefined) warnings.delete(entry);
+  return ms;
+}
+
 /** One wait being told: `requested` at once, then exactly one outcome. */
 export class ReportedWait {
   #ended = false;
@@ -94,6 +109,12 @@ export class ReportedHold {
   lost(reason: Error): void {
     if (!this.#end()) return;
     this.session.report({ type: 'lost', ...this.#about(), reason });
+  }
+
+  /** The hold passed its warning threshold: told only while it has not ended. */
+  heldTooLong(): void {
+    if (this.#ended) return;
+    this.session.report({ type: 'heldTooLong', ...this.#about() });
   }
 
   #about(): { name: string; kind: LockKind; holdMs: number; fencingToken: bigint } {

@@ -42,9 +42,15 @@ export interface WaitOptions {
   readonly timeoutMs?: number | undefined;
   /** Give up when this signal aborts; the promise rejects with `signal.reason`. Default: none. */
   readonly signal?: AbortSignal | undefined;
+  /**
+   * Once granted, tell a `heldTooLong` lock event (and the `baton-locks:hold:heldTooLong` channel, and
+   * the metric) if the hold lasts longer than this many milliseconds. Default: no warning. Same range
+   * as `timeoutMs`.
+   */
+  readonly holdWarningMs?: number | undefined;
 }
 
-const WAIT_OPTIONS = ['timeoutMs', 'signal'];
+const WAIT_OPTIONS = ['timeoutMs', 'signal', 'holdWarningMs'];
 
 export function validateWaitOptions(options: unknown): WaitOptions {
   if (options === undefined) return {};
@@ -52,8 +58,10 @@ export function validateWaitOptions(options: unknown): WaitOptions {
     throw new InvalidArgumentError('options', options, 'an object such as { timeoutMs, signal }');
   }
   checkOptionKeys(options, WAIT_OPTIONS);
-  const { timeoutMs, signal } = options as Record<string, unknown>;
-  return { timeoutMs: validateTimeout(timeoutMs), signal: validateSignal(signal) };
+  const { timeoutMs, signal, holdWarningMs } = options as Record<string, unknown>;
+  const checked = { timeoutMs: validateTimeout(timeoutMs), signal: validateSignal(signal) };
+  const warning = validateTimeout(holdWarningMs, 'holdWarningMs');
+  return warning === undefined ? checked : { ...checked, holdWarningMs: warning };
 }
 
 export function validateTimeout(value: unknown, what = 'timeoutMs'): number | undefined {

@@ -1,5 +1,6 @@
 import type { Session } from '../recipes/contract.js';
 import { InvalidArgumentError } from '../recipes/errors.js';
+import { nameBackend } from './backend-name.js';
 import type { Backend, ParsedUrl } from './backends/backend.js';
 import { refuseUnknownNames } from './backends/dial.js';
 import { backoff } from './backoff.js';
@@ -97,6 +98,7 @@ async function open(url: string, options: ConnectOptions, probes: ProbeMaker | u
     probe: testing?.probe,
   });
   const session = await sessionOver(driver, settings, sessionOptions);
+  nameBackend(session, backend.title.toLowerCase());
   testing?.opened(session);
   return session;
 }

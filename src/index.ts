@@ -29,6 +29,7 @@ export type {
   LockEventBase,
   LockFailed,
   LockGranted,
+  LockHeldTooLong,
   LockKind,
   LockListener,
   LockLost,

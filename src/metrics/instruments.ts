@@ -37,7 +37,12 @@ export class Instruments {
   readonly #acquisitions: Counter<LockLabels>;
   readonly #timeouts: Counter<LockLabels>;
   readonly #losses: Counter<LockLabels>;
+  readonly #heldTooLong: Counter<LockLabels>;
+  readonly #waiting: Gauge<LockLabels>;
   readonly #state: Gauge<'session' | 'state'>;
+  readonly #sessionLosses: Counter<'session'>;
+  /** Each watched session's last state, so that only a change into `lost` counts as a loss. */
+  readonly #lastState = new Map<string, SessionState>();
   readonly #lockLabel: (name: string) => string;
 
   constructor(prom: PromClient, settings: InstrumentSettings) {
@@ -77,6 +82,24 @@ export class Instruments {
       labelNames,
       registers,
     });
+    this.#heldTooLong = new prom.Counter({
+      name: `${prefix}lock_held_too_long_total`,
+      help: 'Holds that passed their holdWarningMs threshold while still held.',
+      labelNames,
+      registers,
+    });
+    this.#waiting = new prom.Gauge({
+      name: `${prefix}lock_waiting`,
+      help: 'Waits under way in this process (acquires, campaigns, permits asked for and not yet answered).',
+      labelNames,
+      registers,
+    });
+    this.#sessionLosses = new prom.Counter({
+      name: `${prefix}session_losses_total`,
+      help: 'Times a watched session became lost (expired, or its client-side deadline passed).',
+      labelNames: ['session'] as const,
+      registers,
+    });
     this.#state = new prom.Gauge({
       name: `${prefix}session_state`,
       help: 'Session state: 1 for the state the session is in, 0 for the others.',
@@ -88,12 +111,25 @@ export class Instruments {
   record(event: LockEvent): void {
     const labels = { lock: this.#lockLabel(event.name), kind: event.kind };
     switch (event.type) {
+      case 'requested':
+        this.#waiting.inc(labels);
+        return;
       case 'granted':
+        this.#waiting.dec(labels);
         this.#acquisitions.inc(labels);
         this.#wait.observe(labels, event.waitMs / 1_000);
         return;
       case 'timedOut':
+        this.#waiting.dec(labels);
         this.#timeouts.inc(labels);
+        return;
+      case 'busy':
+      case 'aborted':
+      case 'failed':
+        this.#waiting.dec(labels);
+        return;
+      case 'heldTooLong':
+        this.#heldTooLong.inc(labels);
         return;
       case 'lost':
         this.#losses.inc(labels);
@@ -102,19 +138,22 @@ export class Instruments {
       case 'released':
         this.#hold.observe(labels, event.holdMs / 1_000);
         return;
-      default:
-        // requested, busy, aborted, failed: no metric of their own (yet).
-        return;
     }
   }
 
   /** Every state gets a sample, so that a query for `state="lost"` finds a 0 rather than nothing. */
   state(session: string, current: SessionState): void {
+    const previous = this.#lastState.get(session);
+    this.#lastState.set(session, current);
+    // A replacement session starts connected under the same label: the next loss counts again.
+    if (current === 'lost' && previous !== undefined && previous !== 'lost') this.#sessionLosses.inc({ session });
+    else if (previous === undefined) this.#sessionLosses.inc({ session }, 0);
     for (const state of STATES) this.#state.set({ session, state }, state === current ? 1 : 0);
   }
 
   /** Removes a session's state series (it is no longer watched). */
   forget(session: string): void {
     for (const state of STATES) this.#state.remove({ session, state });
+    this.#lastState.delete(session);
   }
 }

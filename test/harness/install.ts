@@ -103,6 +103,8 @@ function missingPeerPackages(): string[] {
   }
   if (!tools.kazoo) missing.push('python3-kazoo');
   if (!tools.etcdctl) missing.push('etcd-client');
+  // The observability tests: promtool checks the alerting rules, a real Prometheus scrapes a test process.
+  if (binary('promtool') === undefined || binary('prometheus') === undefined) missing.push('prometheus');
   return missing;
 }
 
@@ -112,6 +114,7 @@ const PEER_PACKAGES = [
   'libcurator-client-java',
   'python3-kazoo',
   'etcd-client',
+  'prometheus',
 ];
 
 const HOW = [
