@@ -2,11 +2,10 @@ import type { Etcd3, IKeyValue, IRangeResponse } from 'etcd3';
 import { isRecoverableError } from 'etcd3';
 
 import { type Abortable, type Enqueued, type Entry, untilAborted } from '../../../recipes/contract.js';
-import { BackendError, ClosedError, LockDowngradeError, PermitsMismatchError } from '../../../recipes/errors.js';
+import { BackendError, LockDowngradeError, PermitsMismatchError } from '../../../recipes/errors.js';
 import { askOf } from '../../../recipes/permits.js';
-import { backoff } from '../../backoff.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
-import { DriverCore, withdrawRefused } from '../core.js';
+import { DriverCore } from '../core.js';
 import { type EtcdCounters, etcdCounters, type EtcdProbe, type EtcdView } from '../probe.js';
 import type { Start } from '../requests.js';
 import { sameEntries } from '../waiters.js';
@@ -80,7 +79,6 @@ export class EtcdDriver implements Driver {
     this.#probe = probe;
     this.#counters = probe?.counters ?? etcdCounters();
     this.#core = new DriverCore(etcdFailures(this.id, this.#namespace), {
-      beforeSend: () => undefined,
       onEnd: (reason) => this.#onEnd(reason),
       onLost: () => this.#client.close(),
     });
@@ -299,32 +297,35 @@ export class EtcdDriver implements Driver {
     return deleting;
   }
 
-  async #delete(entry: Entry): Promise<void> {
+  /**
+   * A plain delete first: the key is ours while its slot is taken, and an answered request was applied
+   * once and is not in flight anywhere else. Only an attempt whose fate is unknown can be applied later,
+   * after the slot was reused; so after one the slot is retired for good, and the retries compare the
+   * create revision so that they too can only delete this incarnation.
+   */
+  #delete(entry: Entry): Promise<void> {
     const key = Buffer.from(entry.key);
     const own = this.#own;
-    // A plain delete first: the key is ours while its slot is taken, and an answered request was
-    // applied once and is not in flight anywhere else. Only an attempt whose fate is unknown can be
-    // applied later, after the slot was reused; so after one the slot is retired for good, and the
-    // retries compare the create revision so that they too can only delete this incarnation.
-    for (let attempt = 0; this.#core.isOpen; attempt += 1) {
-      // The doubt outlives this call: a release retried after a failure must not free the slot either.
-      const doubtful = own.doubtful.has(entry.key);
-      try {
+    let doubtful = false;
+    return this.#core.withdraw({
+      key: entry.key,
+      attempt: () => {
+        // The doubt outlives this call: a release retried after a failure must not free the slot either.
+        doubtful = own.doubtful.has(entry.key);
         const request: () => Promise<unknown> = doubtful
           ? () => this.#client.kv.txn(guardedDelete(key, EtcdEntry.createdAt(entry)), this.#attempt())
           : () => this.#client.kv.deleteRange({ key }, this.#attempt());
-        await this.#core.send(this.#rpc(request));
+        return this.#rpc(request);
+      },
+      done: () => {
         own.live.delete(entry.key);
         const slot = slotOf(entry.key);
         if (slot !== undefined && !doubtful) own.slots.free(entry.queue, slot);
-        return;
-      } catch (error) {
-        if (this.#core.ended) return;
-        if (!doubtful) own.doubtful.add(entry.key); // sent, fate unknown (or refused: doubt costs only the slot)
-        if (!isRecoverableError(error as Error)) throw withdrawRefused(entry.key, this.#core.mapFailure(error));
-        await backoff(attempt);
-      }
-    }
+      },
+      // Sent, fate unknown (or refused: doubt costs only the slot).
+      failed: () => own.doubtful.add(entry.key),
+      retriable: (error) => isRecoverableError(error as Error),
+    });
   }
 
   /**
@@ -389,20 +390,14 @@ export class EtcdDriver implements Driver {
   }
 
   abandon(reason: Error): void {
-    if (!this.#core.isOpen) return;
-    this.#core.end('lost', reason);
-    this.#client.close();
+    this.#core.abandon(reason, () => this.#client.close());
   }
 
-  async close(): Promise<void> {
-    if (this.#core.status === 'closed') return;
-    const wasOpen = this.#core.isOpen;
-    this.#core.end('closed', new ClosedError());
-    try {
-      if (wasOpen) await this.#leaseKeeper.revoke(Date.now() + Math.min(this.timeoutMs, 2_000));
-    } finally {
-      this.#client.close();
-    }
+  close(): Promise<void> {
+    return this.#core.close(this.timeoutMs, {
+      onServer: (until) => this.#leaseKeeper.revoke(until),
+      disconnect: () => this.#client.close(),
+    });
   }
 
   /** The session ends: the keepalive, the sweeper and the backstop stop; every watch and wait fails with `reason`. */

@@ -1,10 +1,10 @@
 import type { Notification } from 'pg';
 
 import { type Abortable, type Enqueued, type Entry, untilAborted } from '../../../recipes/contract.js';
-import { BackendError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
+import { BackendError, SessionLostError } from '../../../recipes/errors.js';
 import { backoff } from '../../backoff.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
-import { DriverCore, withdrawRefused } from '../core.js';
+import { DriverCore } from '../core.js';
 import { type PostgresCounters, postgresCounters, type PostgresProbe } from '../probe.js';
 import { fromPromise } from '../requests.js';
 import { sameEntries } from '../waiters.js';
@@ -98,7 +98,6 @@ export class PostgresDriver implements Driver {
     this.#sql = new Statements(options.schema);
     this.#counters = probe?.counters ?? postgresCounters();
     this.#core = new DriverCore(postgresFailures(this.id, this.#schema), {
-      beforeSend: () => undefined,
       onEnd: (reason) => this.#onEnd(reason),
       onLost: () => {
         this.#main.destroy();
@@ -300,24 +299,17 @@ export class PostgresDriver implements Driver {
       this.#request(this.#sql.unobserve, [this.#namespace, queue, this.#session]).catch(() => undefined);
   }
 
-  async withdraw(entry: Entry): Promise<void> {
+  withdraw(entry: Entry): Promise<void> {
     const statement = this.#retried.delete(entry.key) ? this.#sql.withdrawRetired : this.#sql.withdraw;
-    for (let attempt = 0; this.#core.isOpen; attempt += 1) {
-      try {
-        await this.#core.send(
-          fromPromise(() => {
-            this.#counters.statements += 1;
-            return this.#main.query(statement, [entry.key, this.#session]);
-          }),
-        );
-        this.#own.delete(entry.key);
-        return;
-      } catch (error) {
-        if (this.#core.ended) return; // the entries went with the session
-        if (!retriable(error)) throw withdrawRefused(entry.key, this.#core.mapFailure(error));
-        await backoff(attempt);
-      }
-    }
+    return this.#core.withdraw({
+      key: entry.key,
+      attempt: () =>
+        fromPromise(() => {
+          this.#counters.statements += 1;
+          return this.#main.query(statement, [entry.key, this.#session]);
+        }),
+      done: () => this.#own.delete(entry.key),
+    });
   }
 
   async read(entry: Entry): Promise<string | null> {
@@ -473,22 +465,22 @@ export class PostgresDriver implements Driver {
   }
 
   abandon(reason: Error): void {
-    if (!this.#core.isOpen) return;
-    this.#core.end('lost', reason);
-    this.#main.destroy();
-    this.#listen.destroy();
+    this.#core.abandon(reason, () => {
+      this.#main.destroy();
+      this.#listen.destroy();
+    });
   }
 
-  async close(): Promise<void> {
-    if (this.#core.status === 'closed') return;
-    const wasOpen = this.#core.isOpen;
-    this.#core.end('closed', new ClosedError());
-    try {
+  close(): Promise<void> {
+    return this.#core.close(this.timeoutMs, {
       // The session's row goes, and its entries with it (their waiters are notified).
-      if (wasOpen) await this.#main.query(this.#sql.close, [this.#session]).catch(() => undefined);
-    } finally {
-      await Promise.all([this.#main.close(), this.#listen.close()]);
-    }
+      onServer: () =>
+        this.#main.query(this.#sql.close, [this.#session]).then(
+          () => undefined,
+          () => undefined,
+        ),
+      disconnect: () => Promise.all([this.#main.close(), this.#listen.close()]).then(() => undefined),
+    });
   }
 
   #onEnd(reason: Error): void {

@@ -2,11 +2,12 @@ import type { Cluster, Redis } from 'ioredis';
 
 import type { Abortable, Enqueued, Entry } from '../../../recipes/contract.js';
 import { BackendError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
-import { backoff } from '../../backoff.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
+import { closeLimitMs } from '../../timing.js';
 import type { FailurePolicy } from '../core.js';
-import { DriverCore, withdrawRefused } from '../core.js';
+import { DriverCore } from '../core.js';
 import { type RedisCounters, redisCounters, type RedisProbe, type RedisView } from '../probe.js';
+import { RecentReleases } from '../recent-releases.js';
 import { fromPromise } from '../requests.js';
 import { isTransient, redisFailures, replyCode } from './failures.js';
 import { entryKey, idOf, livenessKey, type LockKeys, lockKeys, parseQueue, type Stored } from './keys.js';
@@ -17,10 +18,6 @@ import { SubscriberLink } from './subscriber.js';
 import { Watchdog } from './watchdog.js';
 
 export type { RedisDriverOptions } from './open.js';
-
-/** How many of the latest releases, from how long before a disconnect, are sent again after it. */
-const RELEASES_KEPT = 256;
-const RELEASES_KEPT_MS = 5_000;
 
 /** baton's scripts as commands of its own client (see scripts.ts). */
 interface Scripts {
@@ -71,10 +68,8 @@ export class RedisDriver implements Driver {
   /** Our entries that may be in a queue (sent, or enqueued and not yet withdrawn), by id. */
   readonly #own = new Map<string, string>();
   #next = 0;
-  /** Our latest releases: id, queue, when answered (a failover may lose the last ones). */
-  readonly #released: [string, string, number][] = [];
-  /** The releases answered shortly before the connection closed, to send again once it is back. */
-  #doubtful: [string, string][] | undefined;
+  /** Our latest releases (id, lock's key base), to send again after a failover may have lost them. */
+  readonly #released = new RecentReleases<[string, string]>();
 
   static async open(options: RedisDriverOptions, probe?: RedisProbe): Promise<RedisDriver> {
     return new RedisDriver(await openSession(options), options, probe);
@@ -100,7 +95,6 @@ export class RedisDriver implements Driver {
     this.#counters = probe?.counters ?? redisCounters();
     this.#failures = redisFailures(this.id, this.#namespace);
     this.#core = new DriverCore(this.#failures, {
-      beforeSend: () => undefined,
       onEnd: (reason) => this.#onEnd(reason),
       onLost: () => this.#letGo(),
     });
@@ -130,17 +124,15 @@ export class RedisDriver implements Driver {
     );
     this.#client.on('close', () => {
       this.#watchdog.suspend();
-      this.#doubtful ??= this.#recentReleases();
+      this.#released.connectionClosed();
     });
     this.#client.on('ready', () => {
       this.#watchdog.clientReady();
-      const doubtful = this.#doubtful;
-      this.#doubtful = undefined;
-      this.#releaseAgain(doubtful ?? []);
+      this.#releaseAgain(this.#released.connectionBack());
     });
     // On a cluster one node's connection can end while the client stays ready (a primary failing over):
     // the releases of the last seconds are sent again, and wait for the slots to be served again.
-    this.#client.on('-node', () => this.#releaseAgain(this.#recentReleases()));
+    this.#client.on('-node', () => this.#releaseAgain(this.#released.recent()));
     this.#watchdog.start();
     probe?.expose(this.#view());
   }
@@ -316,47 +308,21 @@ export class RedisDriver implements Driver {
     await this.#release(entry.queue, id);
   }
 
-  /** The release script, retried until it is answered or the session ends; idempotent. */
-  async #release(queue: string, id: string): Promise<void> {
+  /** The release script, retried until it is answered or the session ends; idempotent (see `DriverCore.withdraw`). */
+  #release(queue: string, id: string): Promise<void> {
     const keys = this.#keysOf(queue);
-    for (let attempt = 0; this.#core.isOpen; attempt += 1) {
-      try {
-        await this.#core.send(fromPromise(() => this.#releaseScript(keys.base, id)));
+    return this.#core.withdraw({
+      key: `${keys.queue}[${id}]`,
+      attempt: () => fromPromise(() => this.#releaseScript(keys.base, id)),
+      done: () => {
         this.#own.delete(id);
         this.#liveness.left(queue, id);
-        this.#noteReleased(id, keys);
-        return;
-      } catch (error) {
-        if (this.#core.ended) return;
-        const mapped = this.#core.mapFailure(error);
-        if (!this.#failures.retriable(error)) throw withdrawRefused(`${keys.queue}[${id}]`, mapped);
-        await backoff(attempt);
-      }
-    }
+        this.#released.note([id, keys.base]);
+      },
+    });
   }
 
-  #noteReleased(id: string, keys: LockKeys): void {
-    const now = performance.now();
-    this.#released.push([id, keys.base, now]);
-    while (
-      this.#released.length > RELEASES_KEPT ||
-      (this.#released.length > 0 && now - this.#released[0]![2] > RELEASES_KEPT_MS)
-    )
-      this.#released.shift();
-  }
-
-  /**
-   * The releases answered in the last seconds before the connection closed. A primary that died may
-   * not have passed them on to the replica promoted in its place (replication is asynchronous); sent
-   * again there, each deletes its entry if it came back (ids are never reused, so nothing newer is
-   * touched), instead of leaving it at the head of its queue until this session ends.
-   */
-  #recentReleases(): [string, string][] {
-    const since = performance.now() - RELEASES_KEPT_MS;
-    return this.#released.filter(([, , at]) => at >= since).map(([id, base]) => [id, base]);
-  }
-
-  /** Sends these releases again (see `#recentReleases`), each retried while it fails on the way. */
+  /** Sends these releases again (see `RecentReleases`), each retried while it fails on the way. */
   #releaseAgain(releases: readonly [string, string][]): void {
     if (!this.#core.isOpen) return;
     for (const [id, base] of releases) this.#request(() => this.#releaseScript(base, id)).catch(() => undefined);
@@ -405,21 +371,14 @@ export class RedisDriver implements Driver {
   }
 
   abandon(reason: Error): void {
-    if (!this.#core.isOpen) return;
-    this.#core.end('lost', reason);
-    this.#disconnect();
+    this.#core.abandon(reason, () => this.#disconnect());
   }
 
-  async close(): Promise<void> {
-    if (this.#core.status === 'closed') return;
-    const wasOpen = this.#core.isOpen;
-    const left = [...this.#own];
-    this.#core.end('closed', new ClosedError());
-    try {
-      if (wasOpen) await this.#closeOnServer(left, Date.now() + Math.min(this.timeoutMs, 2_000));
-    } finally {
-      this.#disconnect();
-    }
+  close(): Promise<void> {
+    return this.#core.close(this.timeoutMs, {
+      onServer: (until) => this.#closeOnServer([...this.#own], until),
+      disconnect: () => this.#disconnect(),
+    });
   }
 
   /**
@@ -456,7 +415,7 @@ export class RedisDriver implements Driver {
     setImmediate(() => {
       const left = [...this.#own];
       if (left.length === 0 || this.#client.status !== 'ready') return this.#disconnect();
-      void this.#closeOnServer(left, Date.now() + Math.min(this.timeoutMs, 2_000)).finally(() => this.#disconnect());
+      void this.#closeOnServer(left, Date.now() + closeLimitMs(this.timeoutMs)).finally(() => this.#disconnect());
     });
   }
 
