@@ -207,7 +207,7 @@ async function open(url: string, options: ConnectOptions, probes: Probes | undef
   const sessionOptions = {
     onSuspend,
     onWaiterLost,
-    ...(deadlineMarginMs === undefined ? {} : { marginMs: deadlineMarginMs }),
+    ...(deadlineMarginMs === undefined ? {} : { deadlineMarginMs }),
   };
   const opening: Opening = { sessionOptions, marginMs: deadlineMarginMs, signal: settings.signal, probes };
   settings.signal?.throwIfAborted();

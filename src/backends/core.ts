@@ -6,7 +6,7 @@ import { ForeignReporter } from './foreign.js';
 import { InFlight, type Recover, type Start } from './requests.js';
 
 /** Where a driver's session stands: in use, lost (expired, revoked, abandoned) or closed by its user. */
-export type CoreStatus = 'open' | 'lost' | 'closed';
+export type DriverLife = 'open' | 'lost' | 'closed';
 
 /** How a backend's failures read: what one backend knows of its client's errors. */
 export interface FailurePolicy {
@@ -65,7 +65,7 @@ export interface Closing {
  * settles every request, and a reply saying the session is gone loses it at once.
  */
 export class DriverCore {
-  #status: CoreStatus = 'open';
+  #status: DriverLife = 'open';
   #events: DriverEvents | undefined;
   readonly foreign = new ForeignReporter();
   readonly #failures: FailurePolicy;
@@ -84,7 +84,7 @@ export class DriverCore {
     this.#requests = new InFlight((error) => this.#onRequestFailed(error));
   }
 
-  get status(): CoreStatus {
+  get status(): DriverLife {
     return this.#status;
   }
 

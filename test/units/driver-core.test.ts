@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { BackendError, BatonError, ClosedError, SessionLostError } from '../../recipes/errors.js';
 import { DriverCore, type FailurePolicy } from '../../src/backends/core.js';
 import type { Start } from '../../src/backends/requests.js';
-import type { DriverEvents, DriverStatus } from '../../src/driver-port.js';
+import type { ConnectionStatus, DriverEvents } from '../../src/driver-port.js';
 
 // The skeleton both server drivers stand on: a failure on the way is sent again, any other is mapped,
 // a reply saying the session is gone loses the session before its caller hears of it, and the end
@@ -23,9 +23,9 @@ const failures: FailurePolicy = {
   },
 };
 
-function core(): { core: DriverCore; ended: Error[]; lost: number; statuses: DriverStatus[]; sent: () => number } {
+function core(): { core: DriverCore; ended: Error[]; lost: number; statuses: ConnectionStatus[]; sent: () => number } {
   const ended: Error[] = [];
-  const statuses: DriverStatus[] = [];
+  const statuses: ConnectionStatus[] = [];
   let lost = 0;
   let sent = 0;
   const made = new DriverCore(

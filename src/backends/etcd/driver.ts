@@ -11,6 +11,7 @@ import type { Start } from '../requests.js';
 import { sameEntries } from '../waiters.js';
 import { WatchBackstop } from './backstop.js';
 import { attemptMs, etcdFailures, outOfSpace } from './failures.js';
+import { KeepAlive } from './keepalive.js';
 import {
   clientOf,
   entriesFromRange,
@@ -23,10 +24,9 @@ import {
   slotOf,
   type StoredKey,
 } from './keys.js';
-import { Lease } from './lease.js';
 import type { Members } from './members.js';
 import { type EtcdDriverOptions, type OpenedLease, openLease } from './open.js';
-import { guardedDelete, OwnKeys } from './orphans.js';
+import { guardedDelete, OwnEntries } from './own-entries.js';
 import { PrefixWatches } from './prefix-watches.js';
 import { EtcdWatchers, KeyWatches } from './watches.js';
 
@@ -50,12 +50,12 @@ export class EtcdDriver implements Driver {
   readonly #core: DriverCore;
   readonly #counters: EtcdCounters;
   readonly #probe: EtcdProbe | undefined;
-  readonly #own: OwnKeys;
+  readonly #own: OwnEntries;
   readonly #watchers: EtcdWatchers;
   readonly #keyWatches: KeyWatches;
   readonly #prefixWatches: PrefixWatches;
   readonly #backstop: WatchBackstop;
-  readonly #leaseKeeper: Lease;
+  readonly #keepAlive: KeepAlive;
   /** The delete in flight for a key: a second withdraw joins it rather than sending another. */
   readonly #deleting = new Map<string, Promise<void>>();
   readonly #ranges = new Map<string, { key: Buffer; range_end: Buffer; keys_only: true }>();
@@ -85,7 +85,7 @@ export class EtcdDriver implements Driver {
     const isOpen = (): boolean => this.#core.isOpen;
     const endError = (): Error | undefined => this.#core.endError();
     const streamFailed = (error: unknown): Error => this.#core.streamFailed(error);
-    this.#own = new OwnKeys({
+    this.#own = new OwnEntries({
       id: this.id,
       counters: this.#counters,
       sweepEveryMs: Math.max(Math.floor(timeoutMs / 3), 50),
@@ -107,7 +107,7 @@ export class EtcdDriver implements Driver {
       { isOpen, listing: (prefix) => this.#listing(prefix) },
       Math.max(Math.floor(timeoutMs / 4), 50),
     );
-    this.#leaseKeeper = new Lease(
+    this.#keepAlive = new KeepAlive(
       {
         client,
         members,
@@ -254,10 +254,10 @@ export class EtcdDriver implements Driver {
 
   /**
    * The entries of a queue's keys, and two things done on the way: this session's orphans among them
-   * are deleted (see `OwnKeys.removeOrphans`), and keys baton did not write are reported (once each).
+   * are deleted (see `OwnEntries.sweepOrphans`), and keys baton did not write are reported (once each).
    */
   #parseAndSweep(queue: string, prefix: string, kvs: readonly StoredKey[], revision: string): Entry[] {
-    this.#own.removeOrphans(prefix, kvs);
+    this.#own.sweepOrphans(prefix, kvs);
     const entries = entriesFromRange(queue, prefix, kvs, revision);
     if (entries.length < kvs.length) this.#core.foreign.report(queue, foreignKeys(prefix, kvs));
     return entries;
@@ -385,7 +385,7 @@ export class EtcdDriver implements Driver {
     const { kv } = await this.#lookUp(entry);
     if (kv !== undefined && kv.lease === this.#lease) return true;
     this.#counters.confirmRequests += 1;
-    await this.#leaseKeeper.assertAlive();
+    await this.#keepAlive.assertAlive();
     return false;
   }
 
@@ -395,14 +395,14 @@ export class EtcdDriver implements Driver {
 
   close(): Promise<void> {
     return this.#core.close(this.timeoutMs, {
-      onServer: (until) => this.#leaseKeeper.revoke(until),
+      onServer: (until) => this.#keepAlive.revoke(until),
       disconnect: () => this.#client.close(),
     });
   }
 
   /** The session ends: the keepalive, the sweeper and the backstop stop; every watch and wait fails with `reason`. */
   #onEnd(reason: Error): void {
-    this.#leaseKeeper.stop();
+    this.#keepAlive.stop();
     this.#own.stop();
     this.#keyWatches.failAll(reason);
     this.#backstop.stop();
@@ -429,10 +429,10 @@ export class EtcdDriver implements Driver {
     const driver = this;
     return {
       get keepAliveMember() {
-        return driver.#leaseKeeper.member;
+        return driver.#keepAlive.member;
       },
       get keepAliveOpens() {
-        return driver.#leaseKeeper.opens;
+        return driver.#keepAlive.opens;
       },
       get prefersLiveMembers() {
         return driver.#members.installed;

@@ -9,13 +9,13 @@ import { DriverCore } from '../core.js';
 import { type RedisCounters, redisCounters, type RedisProbe, type RedisView } from '../probe.js';
 import { RecentReleases } from '../recent-releases.js';
 import { fromPromise } from '../requests.js';
-import { isTransient, redisFailures, replyCode } from './failures.js';
+import { redisFailures, replyCode, retriable } from './failures.js';
+import { KeepAlive } from './keepalive.js';
 import { entryKey, idOf, livenessKey, type LockKeys, lockKeys, parseQueue, type Stored } from './keys.js';
 import { LivenessKeys } from './liveness.js';
-import { Notifications } from './notifications.js';
 import { type OpenedSession, openSession, type RedisDriverOptions } from './open.js';
 import { SubscriberLink } from './subscriber.js';
-import { Watchdog } from './watchdog.js';
+import { Watches } from './watches.js';
 
 export type { RedisDriverOptions } from './open.js';
 
@@ -42,7 +42,7 @@ interface Scripts {
 
 /**
  * The Redis backend on ioredis, for a single server or a Redis Cluster: a session is a key with a
- * millisecond expiry, and a key like it in each lock it has entries in, which the watchdog renews; a
+ * millisecond expiry, and a key like it in each lock it has entries in, which the keep-alive renews; a
  * lock's queue is a hash whose entries are ordered by the lock's counter, which is also the fencing
  * token. Every request is one script (or one command) on one lock's slot, safe to send twice: an
  * enqueue carries the entry's id, chosen here, so that a retry finds the entry instead of adding
@@ -62,8 +62,8 @@ export class RedisDriver implements Driver {
   readonly #failures: FailurePolicy;
   readonly #core: DriverCore;
   readonly #counters: RedisCounters;
-  readonly #watchdog: Watchdog;
-  readonly #notifications: Notifications;
+  readonly #keepAlive: KeepAlive;
+  readonly #watches: Watches;
   readonly #keys = new Map<string, LockKeys>();
   /** Our entries that may be in a queue (sent, or enqueued and not yet withdrawn), by id. */
   readonly #own = new Map<string, string>();
@@ -84,9 +84,9 @@ export class RedisDriver implements Driver {
     this.#subscriber = new SubscriberLink(
       opened.subscriber,
       {
-        ready: () => this.#watchdog.subscriberReady(),
-        message: (channel) => this.#notifications.onMessage(channel),
-        resubscribed: () => this.#notifications.reconnected(),
+        ready: () => this.#keepAlive.subscriberReady(),
+        message: (channel) => this.#watches.onMessage(channel),
+        resubscribed: () => this.#watches.reconnected(),
       },
       opened.nextSubscriber,
     );
@@ -98,7 +98,7 @@ export class RedisDriver implements Driver {
       onEnd: (reason) => this.#onEnd(reason),
       onLost: () => this.#letGo(),
     });
-    this.#watchdog = new Watchdog(this.#client, this.#subscriber, this.#liveness, this.timeoutMs, this.#core, {
+    this.#keepAlive = new KeepAlive(this.#client, this.#subscriber, this.#liveness, this.timeoutMs, this.#core, {
       // The socket stands but nothing comes back: dial again (requests in flight are sent again).
       client: () => {
         if (this.#client.status === 'ready') this.#client.disconnect(true);
@@ -106,7 +106,7 @@ export class RedisDriver implements Driver {
       },
       subscriber: () => this.#subscriber.redial(),
     });
-    this.#notifications = new Notifications(
+    this.#watches = new Watches(
       this.#subscriber,
       {
         isOpen: () => this.#core.isOpen,
@@ -123,17 +123,17 @@ export class RedisDriver implements Driver {
       Math.max(Math.floor(this.timeoutMs / 4), 25),
     );
     this.#client.on('close', () => {
-      this.#watchdog.suspend();
+      this.#keepAlive.suspend();
       this.#released.connectionClosed();
     });
     this.#client.on('ready', () => {
-      this.#watchdog.clientReady();
+      this.#keepAlive.clientReady();
       this.#releaseAgain(this.#released.connectionBack());
     });
     // On a cluster one node's connection can end while the client stays ready (a primary failing over):
     // the releases of the last seconds are sent again, and wait for the slots to be served again.
     this.#client.on('-node', () => this.#releaseAgain(this.#released.recent()));
-    this.#watchdog.start();
+    this.#keepAlive.start();
     probe?.expose(this.#view());
   }
 
@@ -241,7 +241,7 @@ export class RedisDriver implements Driver {
    * and counts from that renewal. A key found gone means our entries there are dead: the session is lost.
    */
   async #renewIfOutlived(liveness: string, sentAt: number): Promise<number> {
-    const slack = (this.#core.events?.marginMs ?? this.timeoutMs / 8) / 4;
+    const slack = (this.#core.events?.deadlineMarginMs ?? this.timeoutMs / 8) / 4;
     let setAt = sentAt;
     while (this.#liveness.given - setAt > slack) {
       const renewedAt = performance.now();
@@ -295,11 +295,11 @@ export class RedisDriver implements Driver {
   }
 
   waitGone(entry: Entry, signal: Abortable): Promise<void> {
-    return this.#notifications.waitGone(entry, signal);
+    return this.#watches.waitGone(entry, signal);
   }
 
   waitChange(queue: string, seen: readonly Entry[], signal: Abortable): Promise<void> {
-    return this.#notifications.waitChange(queue, seen, signal);
+    return this.#watches.waitChange(queue, seen, signal);
   }
 
   async withdraw(entry: Entry): Promise<void> {
@@ -420,8 +420,8 @@ export class RedisDriver implements Driver {
   }
 
   #onEnd(reason: Error): void {
-    this.#watchdog.stop();
-    this.#notifications.failAll(reason);
+    this.#keepAlive.stop();
+    this.#watches.failAll(reason);
   }
 
   #disconnect(): void {
@@ -435,9 +435,9 @@ export class RedisDriver implements Driver {
     return {
       sessionKey: this.#sessionKey,
       get waitedChannels() {
-        return driver.#notifications.size;
+        return driver.#watches.size;
       },
-      stopWatchdog: () => this.#watchdog.stop(),
+      stopWatchdog: () => this.#keepAlive.stop(),
     };
   }
 }
@@ -452,7 +452,7 @@ async function untilAnswered<T>(request: () => Promise<T>, until: number): Promi
     try {
       return await request();
     } catch (error) {
-      if (!isTransient(error) || Date.now() >= until) throw error;
+      if (!retriable(error) || Date.now() >= until) throw error;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }

@@ -21,9 +21,10 @@ import {
   zkLong,
   type ZkStat,
 } from './client.js';
+import { destroySocket, hangUp } from './client/instance.js';
+import { corked, requestPreparer } from './client/pipeline.js';
 import { retriable, zkFailures } from './failures.js';
-import { Heartbeat } from './heartbeat.js';
-import { destroySocket, hangUp } from './instance.js';
+import { KeepAlive } from './keepalive.js';
 import { mkdirp } from './mkdirp.js';
 import {
   entryPrefix,
@@ -36,10 +37,9 @@ import {
   type ZkDialect,
 } from './names.js';
 import { openClient, type ZkDriverOptions } from './open.js';
-import { OwnEntries, RECYCLE_FROM } from './orphans.js';
-import { corked, requestPreparer } from './pipeline.js';
+import { OwnEntries, RECYCLE_FROM } from './own-entries.js';
 import { QuietDirectories } from './quiet.js';
-import { ZkWatches } from './watches.js';
+import { Watches } from './watches.js';
 
 export type { ZkDriverOptions } from './open.js';
 
@@ -66,8 +66,8 @@ export class ZkDriver implements Driver {
   readonly #probe: ZkProbe | undefined;
   #suspended = false;
   readonly #listings = new ListingParser();
-  readonly #heartbeat: Heartbeat;
-  readonly #watches: ZkWatches;
+  readonly #keepAlive: KeepAlive;
+  readonly #watches: Watches;
   readonly #quiet: QuietDirectories;
   readonly #own: OwnEntries;
 
@@ -91,7 +91,7 @@ export class ZkDriver implements Driver {
       zkFailures(this.id, this.#namespace, () => this.#core.status),
       {
         onEnd: (reason) => {
-          this.#heartbeat.stop();
+          this.#keepAlive.stop();
           this.#watches.failAll(reason);
         },
         onLost: () => hangUp(client, this.timeoutMs),
@@ -102,7 +102,7 @@ export class ZkDriver implements Driver {
     const retry = <T>(request: Start<T>): Promise<T> => this.#core.retry(request);
     const isOpen = (): boolean => this.#core.isOpen;
     const counters = this.#counters;
-    this.#watches = new ZkWatches({
+    this.#watches = new Watches({
       client,
       retry,
       entriesOf: (queue, dir, children, czxid) => this.#parseAndSweep(queue, dir, children, czxid),
@@ -126,7 +126,7 @@ export class ZkDriver implements Driver {
       retry,
     });
     client.on('state', (state) => this.#onState(state));
-    this.#heartbeat = new Heartbeat(client, this.timeoutMs, openedAt, {
+    this.#keepAlive = new KeepAlive(client, this.timeoutMs, openedAt, {
       isOpen,
       isSuspended: () => this.#suspended,
       send,
@@ -138,7 +138,7 @@ export class ZkDriver implements Driver {
 
   attach(events: DriverEvents): void {
     this.#core.attach(events);
-    if (events.marginMs !== undefined) this.#heartbeat.setMargin(events.marginMs);
+    if (events.deadlineMarginMs !== undefined) this.#keepAlive.setMargin(events.deadlineMarginMs);
   }
 
   abandon(reason: Error): void {
@@ -414,7 +414,7 @@ export class ZkDriver implements Driver {
     this.#quiet.stateChanged();
     if (!this.#core.isOpen) return;
     if (state === zookeeper.State.SYNC_CONNECTED) {
-      this.#heartbeat.connected();
+      this.#keepAlive.connected();
       if (this.#suspended) this.#watches.recheck();
       this.#suspended = false;
       this.#core.events?.status('connected');
@@ -435,10 +435,10 @@ export class ZkDriver implements Driver {
     const driver = this;
     return {
       get connectingAt() {
-        return driver.#heartbeat.connectingAt;
+        return driver.#keepAlive.connectingAt;
       },
       get heartbeatReachesLeader() {
-        return driver.#heartbeat.reachesLeader;
+        return driver.#keepAlive.reachesLeader;
       },
       get quietDirectories() {
         return driver.#quiet.directories;

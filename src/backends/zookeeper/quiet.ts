@@ -4,7 +4,7 @@ import type { Entry } from '../../../recipes/contract.js';
 import type { ZkCounters } from '../probe.js';
 import type { Start } from '../requests.js';
 import { watchStatStart, type ZkClient, zkLong, type ZkStat } from './client.js';
-import { canDropDataWatchers, dropDataWatcher } from './instance.js';
+import { canDropDataWatchers, dropDataWatcher } from './client/instance.js';
 import { sequenceOf as childSequence } from './names.js';
 
 /** How many directories found quiet a session keeps (and keeps a watch on), the most recently used. */

@@ -5,7 +5,7 @@
  */
 import type zookeeper from 'node-zookeeper-client';
 
-import type { ZkClient } from './client.js';
+import type { ZkClient } from '../client.js';
 
 /**
  * node-zookeeper-client keeps the bytes of a reply it has not read in full (`pendingBuffer`) and does not

@@ -5,7 +5,7 @@ import type { DriverCore } from '../core.js';
 import type { LivenessKeys } from './liveness.js';
 import type { SubscriberLink } from './subscriber.js';
 
-/** What the watchdog does when a connection stays silent. */
+/** What the keep-alive does when a connection stays silent. */
 export interface SilenceHandlers {
   /** The client's connection: the session is suspended, and both connections are dialled again. */
   client(): void;
@@ -14,7 +14,7 @@ export interface SilenceHandlers {
 }
 
 /**
- * The session's watchdog: it renews the expiry of each of the session's keys (its own and its key in
+ * The session's keep-alive: it renews the expiry of each of the session's keys (its own and its key in
  * each lock it has entries in, see `LivenessKeys`) with `PEXPIRE key timeout`, which only renews a
  * key that still exists (it never creates one), so a renewal that arrives after a key expired cannot
  * bring the session back: it answers 0 and the session is lost. `PEXPIRE` is not refused at
@@ -29,7 +29,7 @@ export interface SilenceHandlers {
  * connection's last 'ready': a request sent before a reconnect and sent again after it does not make
  * the fresh connection look silent.
  */
-export class Watchdog {
+export class KeepAlive {
   readonly #client: Redis | Cluster;
   readonly #subscriber: SubscriberLink;
   readonly #liveness: LivenessKeys;
