@@ -58,7 +58,7 @@ export class EtcdDriver implements Driver {
   readonly #keepAlive: KeepAlive;
   /** The delete in flight for a key: a second withdraw joins it rather than sending another. */
   readonly #deleting = new Map<string, Promise<void>>();
-  readonly #ranges = new Map<string, { key: Buffer; range_end: Buffer; keys_only: true }>();
+  readonly #ranges = new BoundedMap<string, { key: Buffer; range_end: Buffer; keys_only: true }>(RANGES_KEPT);
 
   static async open(options: EtcdDriverOptions, probe?: EtcdProbe): Promise<EtcdDriver> {
     return new EtcdDriver(await openLease(options), options, probe);
@@ -131,15 +131,10 @@ export class EtcdDriver implements Driver {
    * listing sends it, and its two buffers cost more than the rest of the request to build.
    */
   #queueRange(prefix: string): { key: Buffer; range_end: Buffer; keys_only: true } {
-    let range = this.#ranges.get(prefix);
-    if (range === undefined) {
-      range = { key: Buffer.from(prefix), range_end: prefixEnd(prefix), keys_only: true };
-      if (this.#ranges.size >= RANGES_KEPT) this.#ranges.delete(this.#ranges.keys().next().value!);
-    } else {
-      this.#ranges.delete(prefix); // most recent last
-    }
-    this.#ranges.set(prefix, range);
-    return range;
+    return (
+      this.#ranges.touch(prefix) ??
+      this.#ranges.getOrSet(prefix, () => ({ key: Buffer.from(prefix), range_end: prefixEnd(prefix), keys_only: true }))
+    );
   }
 
   enqueue(queue: string, kind: string, at?: Entry, data?: string, _dialect?: string): Promise<Enqueued> {

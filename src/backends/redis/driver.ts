@@ -64,7 +64,8 @@ export class RedisDriver implements Driver {
   readonly #counters: RedisCounters;
   readonly #keepAlive: KeepAlive;
   readonly #watches: Watches;
-  readonly #keys = new Map<string, LockKeys>();
+  /** Each lock's key names, for the 256 locks used last. */
+  readonly #keys = new BoundedMap<string, LockKeys>(256);
   /** Our entries that may be in a queue (sent, or enqueued and not yet withdrawn), by id. */
   readonly #own = new Map<string, string>();
   #next = 0;
@@ -143,13 +144,7 @@ export class RedisDriver implements Driver {
   }
 
   #keysOf(queue: string): LockKeys {
-    let keys = this.#keys.get(queue);
-    if (keys === undefined) {
-      keys = lockKeys(this.#namespace, queue);
-      if (this.#keys.size >= 256) this.#keys.delete(this.#keys.keys().next().value!);
-      this.#keys.set(queue, keys);
-    }
-    return keys;
+    return this.#keys.getOrSet(queue, () => lockKeys(this.#namespace, queue));
   }
 
   /** A request retried while it fails on the way, settled with the session's end. */
