@@ -1,7 +1,7 @@
+import { BoundedMap } from './bounded-map.js';
 import type { Entry } from './contract.js';
 import type { Decide } from './decide.js';
 import { PermitsMismatchError } from './errors.js';
-import { BoundedMap } from './bounded-map.js';
 
 /**
  * A semaphore entry carries what it asks for and the permits it was made with in its kind

@@ -1,6 +1,7 @@
 import type { Etcd3, IKeyValue, IRangeResponse } from 'etcd3';
 import { isRecoverableError } from 'etcd3';
 
+import { BoundedMap } from '../../../recipes/bounded-map.js';
 import { type Abortable, type Enqueued, type Entry, untilAborted } from '../../../recipes/contract.js';
 import { BackendError, LockDowngradeError, PermitsMismatchError } from '../../../recipes/errors.js';
 import { askOf } from '../../../recipes/permits.js';

@@ -1,3 +1,4 @@
+import { BoundedMap } from '../../../recipes/bounded-map.js';
 import type { Entry } from '../../../recipes/contract.js';
 
 /**

@@ -1,5 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 
+import { BoundedMap } from '../../../recipes/bounded-map.js';
 import type { Abortable, Enqueued, Entry } from '../../../recipes/contract.js';
 import { BackendError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
