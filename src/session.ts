@@ -14,6 +14,7 @@ import {
 import { ClosedError, SessionLostError } from '../recipes/errors.js';
 import type { LockListener } from '../recipes/events.js';
 import type { ConnectionStatus, Driver, EntryInfo } from './driver-port.js';
+import { defaultDeadlineMarginMs, holdCheckEveryMs } from './timing.js';
 
 /**
  * The session every recipe works through. It turns the driver's connection reports into states,
@@ -50,7 +51,7 @@ export class BatonSession implements Session {
   constructor(driver: Driver, options: SessionOptions = {}) {
     this.#driver = driver;
     this.#onSuspend = options.onSuspend ?? 'wait';
-    this.#deadlineMarginMs = options.deadlineMarginMs ?? defaultMargin(driver.timeoutMs);
+    this.#deadlineMarginMs = options.deadlineMarginMs ?? defaultDeadlineMarginMs(driver.timeoutMs);
     this.#lastAck = driver.openedAt;
     // Observers (an election's observe(), inspect --watch) and users' own code listen on the session's
     // signal for as long as they wait; there may be many. Queue waits are told through `waiting()`.
@@ -65,7 +66,7 @@ export class BatonSession implements Session {
       busy: () => this.#holds.size > 0 || this.#waiting.size > 0,
     });
     // A memory session never times out; its check is a map lookup, so it runs often.
-    const checkEvery = Number.isFinite(driver.timeoutMs) ? Math.max(Math.floor(driver.timeoutMs / 6), 10) : 100;
+    const checkEvery = Number.isFinite(driver.timeoutMs) ? holdCheckEveryMs(driver.timeoutMs) : 100;
     this.#holdCheck = setInterval(() => this.#checkHoldsNow(), checkEvery);
     this.#holdCheck.unref();
     this.#armDeadline();
@@ -377,13 +378,4 @@ export interface SessionOptions {
   readonly onSuspend?: 'wait' | 'abort';
   /** A waiter whose entry vanished while the session lives: 'requeue' (default) or 'fail'. */
   readonly onWaiterLost?: WaiterLostPolicy;
-}
-
-/**
- * An eighth of the session timeout: room for a late timer on a busy event loop, and more than half a
- * ZooKeeper tick whenever the session spans more than four ticks (docs/failure-model.md): with the
- * sample `tickTime=2000` and the default 10 s session, a tenth would leave no room at all.
- */
-function defaultMargin(timeoutMs: number): number {
-  return Number.isFinite(timeoutMs) ? Math.round(timeoutMs / 8) : 0;
 }

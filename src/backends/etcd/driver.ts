@@ -6,6 +6,7 @@ import { type Abortable, type Enqueued, type Entry, untilAborted } from '../../.
 import { BackendError, LockDowngradeError, PermitsMismatchError } from '../../../recipes/errors.js';
 import { askOf } from '../../../recipes/permits.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
+import { backstopEveryMs, orphanSweepEveryMs } from '../../timing.js';
 import { DriverCore } from '../core.js';
 import { type EtcdCounters, etcdCounters, type EtcdProbe, type EtcdView } from '../probe.js';
 import type { Start } from '../requests.js';
@@ -89,7 +90,7 @@ export class EtcdDriver implements Driver {
     this.#own = new OwnEntries({
       id: this.id,
       counters: this.#counters,
-      sweepEveryMs: Math.max(Math.floor(timeoutMs / 3), 50),
+      sweepEveryMs: orphanSweepEveryMs(timeoutMs),
       isOpen,
       sendTxn: (request) => this.#core.send(this.#rpc(() => this.#client.kv.txn(request, this.#attempt()))),
       list: (queue) => this.list(queue),
@@ -106,7 +107,7 @@ export class EtcdDriver implements Driver {
       this.#keyWatches,
       this.#prefixWatches,
       { isOpen, listing: (prefix) => this.#listing(prefix) },
-      Math.max(Math.floor(timeoutMs / 4), 50),
+      backstopEveryMs(timeoutMs),
     );
     this.#keepAlive = new KeepAlive(
       {

@@ -2,6 +2,7 @@ import { type Etcd3, EtcdLeaseInvalidError, isRecoverableError } from 'etcd3';
 
 import { SessionLostError } from '../../../recipes/errors.js';
 import { backoff } from '../../backoff.js';
+import { keepAlivePaceMs } from '../../timing.js';
 import type { DriverCore } from '../core.js';
 import type { Start } from '../requests.js';
 import { KeepAliveStream } from './keepalive-stream.js';
@@ -40,7 +41,7 @@ export class KeepAlive {
       host.members.leaseClient(host.client),
       host.members,
       host.lease,
-      Math.max(Math.floor(host.timeoutMs / 4), 50),
+      keepAlivePaceMs(host.timeoutMs),
       {
         ack: (sentAt) => {
           if (this.#suspended) {

@@ -4,6 +4,7 @@ import { BoundedMap } from '../../../recipes/bounded-map.js';
 import type { Abortable, Enqueued, Entry } from '../../../recipes/contract.js';
 import { BackendError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
+import { backstopEveryMs } from '../../timing.js';
 import { closeLimitMs } from '../../timing.js';
 import type { FailurePolicy } from '../core.js';
 import { DriverCore } from '../core.js';
@@ -11,7 +12,7 @@ import { type RedisCounters, redisCounters, type RedisProbe, type RedisView } fr
 import { RecentReleases } from '../recent-releases.js';
 import { fromPromise } from '../requests.js';
 import { redisFailures, replyCode, retriable } from './failures.js';
-import { KeepAlive } from './keepalive.js';
+import { KeepAlive, REDIS_FLOOR_MS } from './keepalive.js';
 import { entryKey, idOf, livenessKey, type LockKeys, lockKeys, parseQueue, type Stored } from './keys.js';
 import { LivenessKeys } from './liveness.js';
 import { type OpenedSession, openSession, type RedisDriverOptions } from './open.js';
@@ -122,7 +123,7 @@ export class RedisDriver implements Driver {
       },
       this.#counters,
       probe,
-      Math.max(Math.floor(this.timeoutMs / 4), 25),
+      backstopEveryMs(this.timeoutMs, REDIS_FLOOR_MS),
     );
     this.#client.on('close', () => {
       this.#keepAlive.suspend();

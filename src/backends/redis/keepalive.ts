@@ -1,9 +1,13 @@
 import type { Cluster, Redis } from 'ioredis';
 
 import { SessionLostError } from '../../../recipes/errors.js';
+import { keepAlivePaceMs, silentAfterMs } from '../../timing.js';
 import type { DriverCore } from '../core.js';
 import type { LivenessKeys } from './liveness.js';
 import type { SubscriberLink } from './subscriber.js';
+
+/** The floor of Redis's renewal and backstop paces, below the other backends' (a test's session may be 100 ms). */
+export const REDIS_FLOOR_MS = 25;
 
 /** What the keep-alive does when a connection stays silent. */
 export interface SilenceHandlers {
@@ -61,7 +65,7 @@ export class KeepAlive {
     this.#timeoutMs = timeoutMs;
     this.#core = core;
     this.#onSilent = onSilent;
-    this.#everyMs = Math.max(Math.floor(timeoutMs / 4), 25);
+    this.#everyMs = keepAlivePaceMs(timeoutMs, REDIS_FLOOR_MS);
     this.#clientReadyAt = this.#subscriberReadyAt = performance.now();
   }
 
@@ -98,7 +102,7 @@ export class KeepAlive {
     if (!this.#core.isOpen) return;
     this.#pingSubscriber();
     if (this.#sentAt !== undefined) {
-      if (performance.now() - Math.max(this.#sentAt, this.#clientReadyAt) > this.#timeoutMs / 3) {
+      if (performance.now() - Math.max(this.#sentAt, this.#clientReadyAt) > silentAfterMs(this.#timeoutMs)) {
         this.suspend();
         this.#onSilent.client();
       }
@@ -135,7 +139,7 @@ export class KeepAlive {
 
   #pingSubscriber(): void {
     if (this.#pingSentAt !== undefined) {
-      if (performance.now() - Math.max(this.#pingSentAt, this.#subscriberReadyAt) > this.#timeoutMs / 3) {
+      if (performance.now() - Math.max(this.#pingSentAt, this.#subscriberReadyAt) > silentAfterMs(this.#timeoutMs)) {
         this.#subscriberReadyAt = performance.now(); // given as long again to come back
         this.#onSilent.subscriber();
       }

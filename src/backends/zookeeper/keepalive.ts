@@ -1,3 +1,4 @@
+import { silentAfterMs } from '../../timing.js';
 import type { Start } from '../requests.js';
 import type { ZkClient } from './client.js';
 import { reachLeaderStart } from './client.js';
@@ -84,7 +85,11 @@ export class KeepAlive {
     // the server dropped without closing it). Like ZooKeeper's own Java client, drop a connection
     // that has been silent for a third of the session timeout, so that the client moves to another
     // member while the session can still be saved there.
-    if (oldest !== undefined && !this.#host.isSuspended() && performance.now() - oldest > this.#timeoutMs / 3) {
+    if (
+      oldest !== undefined &&
+      !this.#host.isSuspended() &&
+      performance.now() - oldest > silentAfterMs(this.#timeoutMs)
+    ) {
       destroySocket(this.#client);
       return;
     }
