@@ -1,7 +1,7 @@
 import zookeeper from 'node-zookeeper-client';
 
 import { create, getChildren, remove, watchData, type ZkClient } from '../src/backends/zookeeper/client.js';
-import { corked } from '../src/backends/zookeeper/pipeline.js';
+import { corked } from '../src/backends/zookeeper/client/pipeline.js';
 import { FLOOR_NODE } from './floor-name.js';
 
 /**

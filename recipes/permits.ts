@@ -1,3 +1,4 @@
+import { BoundedMap } from './bounded-map.js';
 import type { Entry } from './contract.js';
 import type { Decide } from './decide.js';
 import { PermitsMismatchError } from './errors.js';
@@ -21,8 +22,7 @@ export function semaphoreKind(count: number, permits: number): string {
 }
 
 /** Recent kinds parsed: a queue's entries mostly share a few kinds, listed again at every handoff. */
-const parsed = new Map<string, Ask | null>();
-const PARSED_KINDS = 256;
+const parsed = new BoundedMap<string, Ask | null>(256);
 
 /** The count and permits of a semaphore entry's kind, or null for any other recipe's kind. */
 export function askOf(kind: string): Ask | null {
@@ -30,7 +30,6 @@ export function askOf(kind: string): Ask | null {
   if (ask !== undefined) return ask;
   const match = SEMAPHORE_KIND.exec(kind);
   ask = match === null ? null : { count: Number(match[1]), permits: Number(match[2]) };
-  if (parsed.size >= PARSED_KINDS) parsed.delete(parsed.keys().next().value!);
   parsed.set(kind, ask);
   return ask;
 }

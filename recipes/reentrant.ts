@@ -16,7 +16,7 @@ export interface ReentrantOptions extends WaitOptions {
 }
 
 /** One server-side hold of one owner, shared by all its nesting levels. */
-interface Hold {
+interface OwnerHold {
   readonly lock: LockHandle;
   count: number;
 }
@@ -30,10 +30,10 @@ export class ReentrantHandle implements AsyncDisposable {
   #releasing: Promise<void> | undefined;
   readonly #reentrant: Reentrant;
   readonly #owner: unknown;
-  readonly #hold: Hold;
+  readonly #hold: OwnerHold;
 
   /** @internal Made by `Reentrant` on every acquire, never by users. */
-  constructor(reentrant: Reentrant, owner: unknown, hold: Hold) {
+  constructor(reentrant: Reentrant, owner: unknown, hold: OwnerHold) {
     this.#reentrant = reentrant;
     this.#owner = owner;
     this.#hold = hold;
@@ -92,7 +92,7 @@ const RELEASE_HOLD = Symbol('releaseHold');
 export class Reentrant {
   readonly #lock: Lock;
   readonly #context: AsyncLocalStorage<unknown>;
-  readonly #holds = new Map<unknown, Hold>();
+  readonly #holds = new Map<unknown, OwnerHold>();
   /** First acquires still in flight, so that a second call by the same owner joins instead of queueing. */
   readonly #pending = new Map<unknown, Promise<LockHandle>>();
   /** The queue lock behind the wrapped lock, when the recipes made it: it tells owners apart. */
@@ -117,12 +117,12 @@ export class Reentrant {
     return this.#lock.name;
   }
 
-  /** Hold count of the owner of the current async context (0 outside any withLock). */
+  /** OwnerHold count of the owner of the current async context (0 outside any withLock). */
   get holdCount(): number {
     return this.holdCountOf(this.#context.getStore());
   }
 
-  /** Hold count of `owner` (0 if it holds nothing). */
+  /** OwnerHold count of `owner` (0 if it holds nothing). */
   holdCountOf(owner: unknown): number {
     return this.#holds.get(owner)?.count ?? 0;
   }
@@ -158,7 +158,7 @@ export class Reentrant {
       this.#queueLock !== undefined ? this.#queueLock.acquireAs(owner, checked) : this.#lock.acquire(checked);
     this.#pending.set(owner, acquiring);
     try {
-      const hold: Hold = { lock: await acquiring, count: 1 };
+      const hold: OwnerHold = { lock: await acquiring, count: 1 };
       this.#holds.set(owner, hold);
       return new ReentrantHandle(this, owner, hold);
     } finally {
@@ -180,7 +180,7 @@ export class Reentrant {
   }
 
   /** @internal One level of one hold; the server entry goes back at level zero. */
-  async [RELEASE_HOLD](owner: unknown, hold: Hold): Promise<void> {
+  async [RELEASE_HOLD](owner: unknown, hold: OwnerHold): Promise<void> {
     if (hold.count === 0) throw new NotHeldError(`${this.name}: released more often than acquired by this owner`);
     if (hold.count > 1) {
       hold.count -= 1;

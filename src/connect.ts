@@ -84,7 +84,7 @@ async function open(url: string, options: ConnectOptions, probes: ProbeMaker | u
   const sessionOptions = {
     onSuspend: settings.onSuspend,
     onWaiterLost: settings.onWaiterLost,
-    ...(settings.deadlineMarginMs === undefined ? {} : { marginMs: settings.deadlineMarginMs }),
+    ...(settings.deadlineMarginMs === undefined ? {} : { deadlineMarginMs: settings.deadlineMarginMs }),
   };
   settings.signal?.throwIfAborted();
   const connectTimeoutMs = await resolveHosts(backend, parsed, settings);

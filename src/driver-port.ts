@@ -6,10 +6,10 @@
 import type { Backend, Entry } from '../recipes/contract.js';
 
 /** What a backend reports about its connection; the session turns it into user-visible states. */
-export type DriverStatus = 'connected' | 'suspended' | 'lost';
+export type ConnectionStatus = 'connected' | 'suspended' | 'lost';
 
 export interface DriverEvents {
-  status(status: DriverStatus, cause?: unknown): void;
+  status(status: ConnectionStatus, cause?: unknown): void;
   /**
    * The server answered a request sent at `sentAt` (a `performance.now()` reading), so the session was
    * alive on the server at least until then. The session-loss deadline counts from the latest one.
@@ -18,7 +18,7 @@ export interface DriverEvents {
   /** A key or znode in a queue that baton did not create: ignored by the ordering, reported once per session. */
   foreign(queue: string, key: string): void;
   /** How long before the server could expire the session the session gives up (its deadline margin). */
-  readonly marginMs?: number;
+  readonly deadlineMarginMs?: number;
   /** Whether the session holds or waits for something now (a driver may heartbeat faster meanwhile). */
   busy?(): boolean;
 }

@@ -13,7 +13,8 @@ import {
 } from '../recipes/contract.js';
 import { ClosedError, SessionLostError } from '../recipes/errors.js';
 import type { LockListener } from '../recipes/events.js';
-import type { Driver, DriverStatus, EntryInfo } from './driver-port.js';
+import type { ConnectionStatus, Driver, EntryInfo } from './driver-port.js';
+import { defaultDeadlineMarginMs, holdCheckEveryMs } from './timing.js';
 
 /**
  * The session every recipe works through. It turns the driver's connection reports into states,
@@ -34,7 +35,7 @@ export class BatonSession implements Session {
   #idle: (() => void) | undefined;
   #state: SessionState = 'connected';
   #closing: Promise<void> | undefined;
-  readonly #marginMs: number;
+  readonly #deadlineMarginMs: number;
   readonly #onSuspend: 'wait' | 'abort';
   #lastAck: number;
   #deadline: NodeJS.Timeout | undefined;
@@ -42,15 +43,15 @@ export class BatonSession implements Session {
   #checkingHolds = false;
 
   /**
-   * `marginMs`: how long before the server could possibly expire the session the client gives up on
+   * `deadlineMarginMs`: how long before the server could possibly expire the session the client gives up on
    * its own. The server keeps a session for `timeoutMs` after it last heard from us; it heard us no
    * earlier than the send time of the last request it answered, so holders are told at
-   * `lastAck + timeoutMs - marginMs`, before anyone else can be granted their locks.
+   * `lastAck + timeoutMs - deadlineMarginMs`, before anyone else can be granted their locks.
    */
   constructor(driver: Driver, options: SessionOptions = {}) {
     this.#driver = driver;
     this.#onSuspend = options.onSuspend ?? 'wait';
-    this.#marginMs = options.marginMs ?? defaultMargin(driver.timeoutMs);
+    this.#deadlineMarginMs = options.deadlineMarginMs ?? defaultDeadlineMarginMs(driver.timeoutMs);
     this.#lastAck = driver.openedAt;
     // Observers (an election's observe(), inspect --watch) and users' own code listen on the session's
     // signal for as long as they wait; there may be many. Queue waits are told through `waiting()`.
@@ -61,11 +62,11 @@ export class BatonSession implements Session {
         if (sentAt > this.#lastAck) this.#lastAck = sentAt;
       },
       foreign: (queue, key) => this.#tell('foreign', { queue, key }),
-      marginMs: this.#marginMs,
+      deadlineMarginMs: this.#deadlineMarginMs,
       busy: () => this.#holds.size > 0 || this.#waiting.size > 0,
     });
     // A memory session never times out; its check is a map lookup, so it runs often.
-    const checkEvery = Number.isFinite(driver.timeoutMs) ? Math.max(Math.floor(driver.timeoutMs / 6), 10) : 100;
+    const checkEvery = Number.isFinite(driver.timeoutMs) ? holdCheckEveryMs(driver.timeoutMs) : 100;
     this.#holdCheck = setInterval(() => this.#checkHoldsNow(), checkEvery);
     this.#holdCheck.unref();
     this.#armDeadline();
@@ -102,7 +103,7 @@ export class BatonSession implements Session {
 
   /** When the session stops being safe to rely on (a `performance.now()` reading). */
   #deadlineAt(): number {
-    return this.#lastAck + this.#driver.timeoutMs - this.#marginMs;
+    return this.#lastAck + this.#driver.timeoutMs - this.#deadlineMarginMs;
   }
 
   /** One timer, moved forward lazily: it fires at the deadline and re-arms if an ack came meanwhile. */
@@ -255,7 +256,7 @@ export class BatonSession implements Session {
     this.#setState('closed');
   }
 
-  #onStatus(status: DriverStatus, cause?: unknown): void {
+  #onStatus(status: ConnectionStatus, cause?: unknown): void {
     if (this.#state === 'closed' || this.#state === 'lost') return;
     if (status === 'lost') {
       const reason =
@@ -369,7 +370,7 @@ export type { ForeignKey };
 
 export interface SessionOptions {
   /** See the constructor. Default: an eighth of the session timeout. */
-  readonly marginMs?: number;
+  readonly deadlineMarginMs?: number;
   /**
    * What holders do while the connection is down but the session may live: 'wait' keeps their locks
    * until the deadline; 'abort' aborts their signals at once and gives the entries back on reconnect.
@@ -377,13 +378,4 @@ export interface SessionOptions {
   readonly onSuspend?: 'wait' | 'abort';
   /** A waiter whose entry vanished while the session lives: 'requeue' (default) or 'fail'. */
   readonly onWaiterLost?: WaiterLostPolicy;
-}
-
-/**
- * An eighth of the session timeout: room for a late timer on a busy event loop, and more than half a
- * ZooKeeper tick whenever the session spans more than four ticks (docs/failure-model.md): with the
- * sample `tickTime=2000` and the default 10 s session, a tenth would leave no room at all.
- */
-function defaultMargin(timeoutMs: number): number {
-  return Number.isFinite(timeoutMs) ? Math.round(timeoutMs / 8) : 0;
 }

@@ -1,11 +1,12 @@
 import { AccessDeniedError, ClosedError, type SessionLostError } from '../../recipes/errors.js';
 import { backoff } from '../backoff.js';
 import type { DriverEvents } from '../driver-port.js';
+import { closeLimitMs } from '../timing.js';
 import { ForeignReporter } from './foreign.js';
 import { InFlight, type Recover, type Start } from './requests.js';
 
 /** Where a driver's session stands: in use, lost (expired, revoked, abandoned) or closed by its user. */
-export type CoreStatus = 'open' | 'lost' | 'closed';
+export type DriverLife = 'open' | 'lost' | 'closed';
 
 /** How a backend's failures read: what one backend knows of its client's errors. */
 export interface FailurePolicy {
@@ -21,12 +22,40 @@ export interface FailurePolicy {
 
 /** What a driver does at the two ends of its session's life, on top of what the core does. */
 export interface EndHooks {
-  /** Before each request is handed to the client (a request pipeline's preparation). */
-  beforeSend(): void;
   /** The session ends: the driver stops its timers and fails its waiters with `reason`. */
   onEnd(reason: Error): void;
   /** The session was lost (not closed by its user): the driver lets go of its client. */
   onLost(): void;
+}
+
+/**
+ * One withdraw of an entry of ours, as `DriverCore.withdraw` sends it until it is done: the server's
+ * delete, and what the driver notes once it is answered.
+ */
+export interface WithdrawSteps {
+  /** The entry's key, as an error names it. */
+  readonly key: string;
+  /** One attempt's delete, made again for each attempt (etcd guards the attempts after a doubtful one). */
+  attempt(): Start<unknown>;
+  /** The delete was answered, or found the entry gone: the driver forgets the entry. */
+  done(): void;
+  /** Whether a failure says the entry is gone already (ZooKeeper's NO_NODE); none by default. */
+  gone?(error: unknown): boolean;
+  /** A failed attempt, before it is retried or thrown (etcd notes the delete's doubtful fate). */
+  failed?(error: unknown): void;
+  /** Whether sending the delete again may help; the failure policy's `retriable` by default. */
+  retriable?(error: unknown): boolean;
+}
+
+/** What a driver's server does when its user closes the session (see `DriverCore.close`). */
+export interface Closing {
+  /** Ends the session on the server (its entries go with it), given up at `until` (a `Date.now()` time). */
+  onServer(until: number): Promise<void>;
+  /**
+   * Frees the connections, after `onServer` or, if the session had ended before, without it. None for
+   * ZooKeeper: its `onServer` lets go of the socket, and after a loss its hang-up does.
+   */
+  disconnect?(): void | Promise<void>;
 }
 
 /**
@@ -36,20 +65,26 @@ export interface EndHooks {
  * settles every request, and a reply saying the session is gone loses it at once.
  */
 export class DriverCore {
-  #status: CoreStatus = 'open';
+  #status: DriverLife = 'open';
   #events: DriverEvents | undefined;
   readonly foreign = new ForeignReporter();
   readonly #failures: FailurePolicy;
   readonly #hooks: EndHooks;
   readonly #requests: InFlight;
+  readonly #beforeSend: (() => void) | undefined;
 
-  constructor(failures: FailurePolicy, hooks: EndHooks) {
+  /**
+   * `beforeSend`, if given, runs before each request `send` hands to the client (ZooKeeper's request
+   * pipeline prepares the connection with it; see `sendPrepared`).
+   */
+  constructor(failures: FailurePolicy, hooks: EndHooks, beforeSend?: () => void) {
     this.#failures = failures;
     this.#hooks = hooks;
+    this.#beforeSend = beforeSend;
     this.#requests = new InFlight((error) => this.#onRequestFailed(error));
   }
 
-  get status(): CoreStatus {
+  get status(): DriverLife {
     return this.#status;
   }
 
@@ -82,7 +117,7 @@ export class DriverCore {
    * `recover` if given (see `InFlight.call`).
    */
   send<T>(request: Start<T>, recover?: Recover<T>): Promise<T> {
-    this.#hooks.beforeSend();
+    this.#beforeSend?.();
     return this.#requests.call(request, recover);
   }
 
@@ -149,6 +184,64 @@ export class DriverCore {
     this.#status = status;
     this.#hooks.onEnd(reason);
     this.#requests.end(reason);
+  }
+
+  /**
+   * Deletes an entry of ours, sent again while the delete fails on the way, until it is answered or
+   * the session ends (the server then removes the entry with the session). A delete refused for good
+   * is thrown (see `withdrawRefused`). The first attempt has no async frame of its own: most deletes
+   * need no other.
+   */
+  withdraw(steps: WithdrawSteps): Promise<void> {
+    if (!this.isOpen) return Promise.resolve();
+    return this.send(steps.attempt()).then(
+      () => steps.done(),
+      (error: unknown) => this.#withdrawFailed(steps, error),
+    );
+  }
+
+  async #withdrawFailed(steps: WithdrawSteps, failure: unknown): Promise<void> {
+    for (let attempt = 0, error = failure; ; attempt += 1) {
+      if (steps.gone?.(error) === true) return steps.done();
+      if (this.ended || this.#failures.sessionGone(error)) return; // the entry went with the session
+      steps.failed?.(error);
+      const retriable = steps.retriable?.(error) ?? this.#failures.retriable(error);
+      if (!retriable) throw withdrawRefused(steps.key, this.#failures.map(error));
+      await backoff(attempt);
+      if (!this.isOpen) return;
+      try {
+        await this.send(steps.attempt());
+        return steps.done();
+      } catch (next) {
+        error = next;
+      }
+    }
+  }
+
+  /**
+   * The session's deadline passed without word from the server: the session ends as lost, and `drop`
+   * lets go of the connection without a word to the server (it stopped answering). Once only.
+   */
+  abandon(reason: Error, drop: () => void): void {
+    if (!this.isOpen) return;
+    this.end('lost', reason);
+    drop();
+  }
+
+  /**
+   * The user closes the session: every request in flight and every wait fails with `ClosedError`;
+   * if the session was open, the server ends it within the close limit (`closeLimitMs`); then the
+   * connections are freed. Idempotent.
+   */
+  async close(timeoutMs: number, closing: Closing): Promise<void> {
+    if (this.#status === 'closed') return;
+    const wasOpen = this.isOpen;
+    this.end('closed', new ClosedError());
+    try {
+      if (wasOpen) await closing.onServer(Date.now() + closeLimitMs(timeoutMs));
+    } finally {
+      await closing.disconnect?.();
+    }
   }
 
   /** The session is gone (expired, revoked, or a reply said so): ended, the client let go of, the session told. */

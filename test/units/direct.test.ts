@@ -11,8 +11,8 @@ import {
   removeStart,
   watchDataStart,
 } from '../../src/backends/zookeeper/client.js';
-import { directQueue, sendDirectly } from '../../src/backends/zookeeper/direct.js';
-import { compiledRecords } from '../../src/backends/zookeeper/jute.js';
+import { directQueue, sendDirectly } from '../../src/backends/zookeeper/client/direct.js';
+import { compiledRecords } from '../../src/backends/zookeeper/client/jute.js';
 
 // The hot requests are handed to node-zookeeper-client's connection manager directly (direct.ts). They
 // must queue the very bytes the client's own methods queue, and give back what those methods give back,

@@ -2,7 +2,12 @@ import { createRequire } from 'node:module';
 
 import { describe, expect, it } from 'vitest';
 
-import { compatibleClient, compiledRecords, encodeRequest, untouched } from '../../src/backends/zookeeper/jute.js';
+import {
+  compatibleClient,
+  compiledRecords,
+  encodeRequest,
+  untouched,
+} from '../../src/backends/zookeeper/client/jute.js';
 
 // baton compiles a class of its own for each of node-zookeeper-client's record classes
 // (src/backends/zookeeper/jute.ts), used by its own client only. Every class must build, size, write and

@@ -1,5 +1,6 @@
 import type { IRangeResponse } from 'etcd3';
 
+import { BackstopTimer } from '../backstop-timer.js';
 import { sameEntries } from '../waiters.js';
 import { entriesFromRange } from './keys.js';
 import type { PrefixWait, PrefixWatches } from './prefix-watches.js';
@@ -25,39 +26,29 @@ export class WatchBackstop {
   readonly #keys: KeyWatches;
   readonly #prefixes: PrefixWatches;
   readonly #host: BackstopHost;
-  readonly #everyMs: number;
-  /** Running while anything is watched. */
-  #timer: NodeJS.Timeout | undefined;
+  readonly #timer: BackstopTimer;
 
   constructor(keys: KeyWatches, prefixes: PrefixWatches, host: BackstopHost, everyMs: number) {
     this.#keys = keys;
     this.#prefixes = prefixes;
     this.#host = host;
-    this.#everyMs = everyMs;
+    this.#timer = new BackstopTimer(
+      {
+        isOpen: () => host.isOpen(),
+        idle: () => this.#keys.size === 0 && this.#prefixes.size === 0,
+        check: () => this.#check(),
+      },
+      everyMs,
+    );
   }
 
   /** Starts the checks, unless they run already or the session has ended. */
   ensure(): void {
-    if (this.#timer !== undefined || !this.#host.isOpen()) return;
-    let checking = false;
-    this.#timer = setInterval(() => {
-      if (!this.#host.isOpen() || (this.#keys.size === 0 && this.#prefixes.size === 0)) {
-        this.stop();
-        return;
-      }
-      if (checking) return; // the last check is still retrying (a member down)
-      checking = true;
-      this.#check().then(
-        () => (checking = false),
-        () => (checking = false),
-      );
-    }, this.#everyMs);
-    this.#timer.unref();
+    this.#timer.ensure();
   }
 
   stop(): void {
-    clearInterval(this.#timer);
-    this.#timer = undefined;
+    this.#timer.stop();
   }
 
   async #check(): Promise<void> {

@@ -1,17 +1,19 @@
 import type { Etcd3, IKeyValue, IRangeResponse } from 'etcd3';
 import { isRecoverableError } from 'etcd3';
 
+import { BoundedMap } from '../../../recipes/bounded-map.js';
 import { type Abortable, type Enqueued, type Entry, untilAborted } from '../../../recipes/contract.js';
-import { BackendError, ClosedError, LockDowngradeError, PermitsMismatchError } from '../../../recipes/errors.js';
+import { BackendError, LockDowngradeError, PermitsMismatchError } from '../../../recipes/errors.js';
 import { askOf } from '../../../recipes/permits.js';
-import { backoff } from '../../backoff.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
-import { DriverCore, withdrawRefused } from '../core.js';
+import { backstopEveryMs, orphanSweepEveryMs } from '../../timing.js';
+import { DriverCore } from '../core.js';
 import { type EtcdCounters, etcdCounters, type EtcdProbe, type EtcdView } from '../probe.js';
 import type { Start } from '../requests.js';
 import { sameEntries } from '../waiters.js';
 import { WatchBackstop } from './backstop.js';
 import { attemptMs, etcdFailures, outOfSpace } from './failures.js';
+import { KeepAlive } from './keepalive.js';
 import {
   clientOf,
   entriesFromRange,
@@ -24,10 +26,9 @@ import {
   slotOf,
   type StoredKey,
 } from './keys.js';
-import { Lease } from './lease.js';
 import type { Members } from './members.js';
 import { type EtcdDriverOptions, type OpenedLease, openLease } from './open.js';
-import { guardedDelete, OwnKeys } from './orphans.js';
+import { guardedDelete, OwnEntries } from './own-entries.js';
 import { PrefixWatches } from './prefix-watches.js';
 import { EtcdWatchers, KeyWatches } from './watches.js';
 
@@ -51,15 +52,15 @@ export class EtcdDriver implements Driver {
   readonly #core: DriverCore;
   readonly #counters: EtcdCounters;
   readonly #probe: EtcdProbe | undefined;
-  readonly #own: OwnKeys;
+  readonly #own: OwnEntries;
   readonly #watchers: EtcdWatchers;
   readonly #keyWatches: KeyWatches;
   readonly #prefixWatches: PrefixWatches;
   readonly #backstop: WatchBackstop;
-  readonly #leaseKeeper: Lease;
+  readonly #keepAlive: KeepAlive;
   /** The delete in flight for a key: a second withdraw joins it rather than sending another. */
   readonly #deleting = new Map<string, Promise<void>>();
-  readonly #ranges = new Map<string, { key: Buffer; range_end: Buffer; keys_only: true }>();
+  readonly #ranges = new BoundedMap<string, { key: Buffer; range_end: Buffer; keys_only: true }>(RANGES_KEPT);
 
   static async open(options: EtcdDriverOptions, probe?: EtcdProbe): Promise<EtcdDriver> {
     return new EtcdDriver(await openLease(options), options, probe);
@@ -80,17 +81,16 @@ export class EtcdDriver implements Driver {
     this.#probe = probe;
     this.#counters = probe?.counters ?? etcdCounters();
     this.#core = new DriverCore(etcdFailures(this.id, this.#namespace), {
-      beforeSend: () => undefined,
       onEnd: (reason) => this.#onEnd(reason),
       onLost: () => this.#client.close(),
     });
     const isOpen = (): boolean => this.#core.isOpen;
     const endError = (): Error | undefined => this.#core.endError();
     const streamFailed = (error: unknown): Error => this.#core.streamFailed(error);
-    this.#own = new OwnKeys({
+    this.#own = new OwnEntries({
       id: this.id,
       counters: this.#counters,
-      sweepEveryMs: Math.max(Math.floor(timeoutMs / 3), 50),
+      sweepEveryMs: orphanSweepEveryMs(timeoutMs),
       isOpen,
       sendTxn: (request) => this.#core.send(this.#rpc(() => this.#client.kv.txn(request, this.#attempt()))),
       list: (queue) => this.list(queue),
@@ -107,9 +107,9 @@ export class EtcdDriver implements Driver {
       this.#keyWatches,
       this.#prefixWatches,
       { isOpen, listing: (prefix) => this.#listing(prefix) },
-      Math.max(Math.floor(timeoutMs / 4), 50),
+      backstopEveryMs(timeoutMs),
     );
-    this.#leaseKeeper = new Lease(
+    this.#keepAlive = new KeepAlive(
       {
         client,
         members,
@@ -133,15 +133,10 @@ export class EtcdDriver implements Driver {
    * listing sends it, and its two buffers cost more than the rest of the request to build.
    */
   #queueRange(prefix: string): { key: Buffer; range_end: Buffer; keys_only: true } {
-    let range = this.#ranges.get(prefix);
-    if (range === undefined) {
-      range = { key: Buffer.from(prefix), range_end: prefixEnd(prefix), keys_only: true };
-      if (this.#ranges.size >= RANGES_KEPT) this.#ranges.delete(this.#ranges.keys().next().value!);
-    } else {
-      this.#ranges.delete(prefix); // most recent last
-    }
-    this.#ranges.set(prefix, range);
-    return range;
+    return (
+      this.#ranges.touch(prefix) ??
+      this.#ranges.getOrSet(prefix, () => ({ key: Buffer.from(prefix), range_end: prefixEnd(prefix), keys_only: true }))
+    );
   }
 
   enqueue(queue: string, kind: string, at?: Entry, data?: string, _dialect?: string): Promise<Enqueued> {
@@ -256,10 +251,10 @@ export class EtcdDriver implements Driver {
 
   /**
    * The entries of a queue's keys, and two things done on the way: this session's orphans among them
-   * are deleted (see `OwnKeys.removeOrphans`), and keys baton did not write are reported (once each).
+   * are deleted (see `OwnEntries.sweepOrphans`), and keys baton did not write are reported (once each).
    */
   #parseAndSweep(queue: string, prefix: string, kvs: readonly StoredKey[], revision: string): Entry[] {
-    this.#own.removeOrphans(prefix, kvs);
+    this.#own.sweepOrphans(prefix, kvs);
     const entries = entriesFromRange(queue, prefix, kvs, revision);
     if (entries.length < kvs.length) this.#core.foreign.report(queue, foreignKeys(prefix, kvs));
     return entries;
@@ -299,32 +294,35 @@ export class EtcdDriver implements Driver {
     return deleting;
   }
 
-  async #delete(entry: Entry): Promise<void> {
+  /**
+   * A plain delete first: the key is ours while its slot is taken, and an answered request was applied
+   * once and is not in flight anywhere else. Only an attempt whose fate is unknown can be applied later,
+   * after the slot was reused; so after one the slot is retired for good, and the retries compare the
+   * create revision so that they too can only delete this incarnation.
+   */
+  #delete(entry: Entry): Promise<void> {
     const key = Buffer.from(entry.key);
     const own = this.#own;
-    // A plain delete first: the key is ours while its slot is taken, and an answered request was
-    // applied once and is not in flight anywhere else. Only an attempt whose fate is unknown can be
-    // applied later, after the slot was reused; so after one the slot is retired for good, and the
-    // retries compare the create revision so that they too can only delete this incarnation.
-    for (let attempt = 0; this.#core.isOpen; attempt += 1) {
-      // The doubt outlives this call: a release retried after a failure must not free the slot either.
-      const doubtful = own.doubtful.has(entry.key);
-      try {
+    let doubtful = false;
+    return this.#core.withdraw({
+      key: entry.key,
+      attempt: () => {
+        // The doubt outlives this call: a release retried after a failure must not free the slot either.
+        doubtful = own.doubtful.has(entry.key);
         const request: () => Promise<unknown> = doubtful
           ? () => this.#client.kv.txn(guardedDelete(key, EtcdEntry.createdAt(entry)), this.#attempt())
           : () => this.#client.kv.deleteRange({ key }, this.#attempt());
-        await this.#core.send(this.#rpc(request));
+        return this.#rpc(request);
+      },
+      done: () => {
         own.live.delete(entry.key);
         const slot = slotOf(entry.key);
         if (slot !== undefined && !doubtful) own.slots.free(entry.queue, slot);
-        return;
-      } catch (error) {
-        if (this.#core.ended) return;
-        if (!doubtful) own.doubtful.add(entry.key); // sent, fate unknown (or refused: doubt costs only the slot)
-        if (!isRecoverableError(error as Error)) throw withdrawRefused(entry.key, this.#core.mapFailure(error));
-        await backoff(attempt);
-      }
-    }
+      },
+      // Sent, fate unknown (or refused: doubt costs only the slot).
+      failed: () => own.doubtful.add(entry.key),
+      retriable: (error) => isRecoverableError(error as Error),
+    });
   }
 
   /**
@@ -384,30 +382,24 @@ export class EtcdDriver implements Driver {
     const { kv } = await this.#lookUp(entry);
     if (kv !== undefined && kv.lease === this.#lease) return true;
     this.#counters.confirmRequests += 1;
-    await this.#leaseKeeper.assertAlive();
+    await this.#keepAlive.assertAlive();
     return false;
   }
 
   abandon(reason: Error): void {
-    if (!this.#core.isOpen) return;
-    this.#core.end('lost', reason);
-    this.#client.close();
+    this.#core.abandon(reason, () => this.#client.close());
   }
 
-  async close(): Promise<void> {
-    if (this.#core.status === 'closed') return;
-    const wasOpen = this.#core.isOpen;
-    this.#core.end('closed', new ClosedError());
-    try {
-      if (wasOpen) await this.#leaseKeeper.revoke(Date.now() + Math.min(this.timeoutMs, 2_000));
-    } finally {
-      this.#client.close();
-    }
+  close(): Promise<void> {
+    return this.#core.close(this.timeoutMs, {
+      onServer: (until) => this.#keepAlive.revoke(until),
+      disconnect: () => this.#client.close(),
+    });
   }
 
   /** The session ends: the keepalive, the sweeper and the backstop stop; every watch and wait fails with `reason`. */
   #onEnd(reason: Error): void {
-    this.#leaseKeeper.stop();
+    this.#keepAlive.stop();
     this.#own.stop();
     this.#keyWatches.failAll(reason);
     this.#backstop.stop();
@@ -434,10 +426,10 @@ export class EtcdDriver implements Driver {
     const driver = this;
     return {
       get keepAliveMember() {
-        return driver.#leaseKeeper.member;
+        return driver.#keepAlive.member;
       },
       get keepAliveOpens() {
-        return driver.#leaseKeeper.opens;
+        return driver.#keepAlive.opens;
       },
       get prefersLiveMembers() {
         return driver.#members.installed;

@@ -1,3 +1,4 @@
+import { BoundedMap } from '../../../recipes/bounded-map.js';
 import type { Entry } from '../../../recipes/contract.js';
 
 /**
@@ -142,15 +143,9 @@ function entryMatch(prefix: string, key: string, kv: StoredKey): RegExpExecArray
 }
 
 /** `leaseHex` of the leases seen lately (the oldest forgotten first): listings read the same few leases again and again. */
-const leasesSeen = new Map<string, string>();
-const LEASES_KEPT = 4096;
+const leasesSeen = new BoundedMap<string, string>(4096);
 function hexOf(lease: string): string {
-  let hex = leasesSeen.get(lease);
-  if (hex === undefined) {
-    if (leasesSeen.size >= LEASES_KEPT) leasesSeen.delete(leasesSeen.keys().next().value!);
-    leasesSeen.set(lease, (hex = leaseHex(lease)));
-  }
-  return hex;
+  return leasesSeen.getOrSet(lease, () => leaseHex(lease));
 }
 
 /** The slot number in one of our keys. */

@@ -1,34 +1,31 @@
 import type { Notification } from 'pg';
 
-import { type Abortable, type Enqueued, type Entry, untilAborted } from '../../../recipes/contract.js';
-import { BackendError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
-import { backoff } from '../../backoff.js';
+import type { Abortable, Enqueued, Entry } from '../../../recipes/contract.js';
+import { BackendError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
-import { DriverCore, withdrawRefused } from '../core.js';
+import { backstopEveryMs, keepAlivePaceMs } from '../../timing.js';
+import { DriverCore } from '../core.js';
 import { type PostgresCounters, postgresCounters, type PostgresProbe } from '../probe.js';
 import { fromPromise } from '../requests.js';
-import { sameEntries } from '../waiters.js';
-import { Channels, entryChannel, queueChannel } from './channels.js';
-import { postgresFailures, retriable } from './failures.js';
+import { Channels } from './channels.js';
+import { entriesOf, PostgresEntry, type QueueRow, sessionIdOf } from './entry.js';
+import { postgresFailures } from './failures.js';
+import { KeepAlive } from './keepalive.js';
 import { type Link } from './link.js';
 import { openSession, type PostgresDriverOptions } from './open.js';
+import { OwnEntries } from './own-entries.js';
 import { Statements } from './statements.js';
+import { Watches } from './watches.js';
 
+export { PostgresEntry, sessionIdOf, sessionRowOf } from './entry.js';
 export type { PostgresDriverOptions } from './open.js';
-
-/** One row of a queue listing (`list` and `enqueue` in the schema). */
-interface QueueRow extends Record<string, unknown> {
-  token: string;
-  key: string;
-  queue_position: string;
-  kind: string;
-}
 
 /**
  * The PostgreSQL backend on node-postgres: a session is a row of `<schema>.sessions` whose lease the
  * server's clock times, renewed by a heartbeat; an entry is a row of `<schema>.entries` owned by it.
  * Two connections per session: one for the requests, one that listens (LISTEN per watched entry) and
- * carries the heartbeat.
+ * carries the heartbeat. This file holds the contract's requests; the rest is in the files beside it
+ * (keep-alive, watches and their backstop, own entries and the orphan sweep, entries and session ids).
  */
 export class PostgresDriver implements Driver {
   /** None: only baton writes baton's tables. */
@@ -45,24 +42,9 @@ export class PostgresDriver implements Driver {
   readonly #core: DriverCore;
   readonly #channels: Channels;
   readonly #counters: PostgresCounters;
-  #entryCount = 0;
-  /** Keys of this session's entries that it knows of: enqueued and not yet withdrawn, or on their way. */
-  readonly #own = new Set<string>();
-  readonly #enqueuing = new Set<string>();
-  /** Queues where an enqueue of unknown fate may still be applied late, and until when they are looked at. */
-  readonly #unsettled = new Map<string, number>();
-  #heartbeat: NodeJS.Timeout | undefined;
-  #backstop: NodeJS.Timeout | undefined;
-  #suspended = false;
-  /** A reconnection of the listening connection is under way (#reconnectSoon). */
-  #reconnecting = false;
-  /** Observed queues (waitChange): how many local waits each, and the listing the latest one compares with. */
-  readonly #observed = new Map<string, number>();
-  readonly #observedSeen = new Map<string, readonly Entry[]>();
-  /** Keys whose enqueue was sent more than once: their withdraw retires them (see `retired` in the schema). */
-  readonly #retried = new Set<string>();
-  /** Entries waited on: channel -> token, for the backstop's and a reconnect's check. */
-  readonly #watchedTokens = new Map<string, { token: bigint; queue: string }>();
+  readonly #own: OwnEntries;
+  readonly #watches: Watches;
+  readonly #keepAlive: KeepAlive;
 
   static async open(options: PostgresDriverOptions, probe?: PostgresProbe): Promise<PostgresDriver> {
     let driver: PostgresDriver | undefined;
@@ -71,7 +53,7 @@ export class PostgresDriver implements Driver {
         if (again && driver !== undefined) driver.#relistened();
       },
       down: () => {
-        if (driver !== undefined) driver.#listenDown();
+        if (driver !== undefined) driver.#keepAlive.down();
       },
       notification: (message) => {
         if (driver !== undefined) driver.#notified(message);
@@ -98,7 +80,6 @@ export class PostgresDriver implements Driver {
     this.#sql = new Statements(options.schema);
     this.#counters = probe?.counters ?? postgresCounters();
     this.#core = new DriverCore(postgresFailures(this.id, this.#schema), {
-      beforeSend: () => undefined,
       onEnd: (reason) => this.#onEnd(reason),
       onLost: () => {
         this.#main.destroy();
@@ -119,7 +100,26 @@ export class PostgresDriver implements Driver {
             },
           }),
     });
-    const beat = Math.max(Math.floor(this.timeoutMs / 4), 50);
+    this.#own = new OwnEntries({
+      session: this.#session,
+      timeoutMs: this.timeoutMs,
+      counters: this.#counters,
+      withdraw: (entry) => this.withdraw(entry),
+      list: (queue) => this.list(queue),
+    });
+    this.#watches = new Watches(
+      {
+        core: this.#core,
+        channels: this.#channels,
+        sql: this.#sql,
+        schema: this.#schema,
+        namespace: this.#namespace,
+        session: this.#session,
+        request: (text, values) => this.#request(text, values),
+        list: (queue) => this.list(queue),
+      },
+      backstopEveryMs(this.timeoutMs),
+    );
     probe?.expose({
       backendPids: async () => {
         const pid = async (link: Link): Promise<number | undefined> =>
@@ -132,11 +132,17 @@ export class PostgresDriver implements Driver {
         };
       },
     });
-    this.#heartbeat = setInterval(() => {
-      void this.#renew().catch(() => undefined);
-      this.#settle();
-    }, beat);
-    this.#heartbeat.unref();
+    this.#keepAlive = new KeepAlive(
+      {
+        core: this.#core,
+        listen: this.#listen,
+        sql: this.#sql,
+        session: this.#session,
+        id: this.id,
+        beat: () => this.#own.settle(),
+      },
+      keepAlivePaceMs(this.timeoutMs),
+    );
   }
 
   attach(events: DriverEvents): void {
@@ -158,35 +164,15 @@ export class PostgresDriver implements Driver {
     );
   }
 
-  #entries(queue: string, rows: readonly QueueRow[]): Entry[] {
-    return rows.map(
-      (row) => new PostgresEntry(queue, row.key, row.kind, BigInt(row.queue_position), BigInt(row.token)),
-    );
-  }
-
-  /**
-   * A listing's entries, without this session's orphans, which are deleted on the way: an entry of
-   * ours that no handle or waiter stands for can only be an enqueue attempt applied after the session
-   * had moved on (its connection dropped while the server still ran it, after a retry that was answered,
-   * and after that entry's release). Left, it would hold up everyone queued behind it.
-   */
-  #ownListing(queue: string, rows: readonly QueueRow[]): Entry[] {
-    const prefix = `s${this.#session}.`;
-    const entries = this.#entries(queue, rows);
-    const orphans = entries.filter(
-      (e) => e.key.startsWith(prefix) && !this.#own.has(e.key) && !this.#enqueuing.has(e.key),
-    );
-    if (orphans.length === 0) return entries;
-    for (const orphan of orphans) {
-      this.#counters.orphansRemoved += 1;
-      this.withdraw(orphan).catch(() => undefined);
-    }
-    return entries.filter((e) => !orphans.includes(e));
+  /** A listing's entries, without this session's orphans (see `OwnEntries.sweepOrphans`). */
+  #listed(queue: string, rows: readonly QueueRow[]): Entry[] {
+    return this.#own.sweepOrphans(entriesOf(queue, rows));
   }
 
   async enqueue(queue: string, kind: string, at?: Entry, data?: string, _dialect?: string): Promise<Enqueued> {
     this.#core.assertOpen();
-    const key = `s${this.#session}.${++this.#entryCount}`;
+    const own = this.#own;
+    const key = own.nextKey();
     const values = [
       this.#session,
       key,
@@ -197,127 +183,55 @@ export class PostgresDriver implements Driver {
       data ?? '',
     ];
     let attempts = 0;
-    this.#enqueuing.add(key);
+    own.enqueuing(key);
     try {
       const rows = await this.#request<QueueRow & { created: boolean }>(this.#sql.enqueue, values, () => {
         // A second attempt: the first may still reach the server later (its connection was dropped while
         // it was on the way); the withdraw of this entry then retires its key, so that it makes no entry again.
-        if (++attempts === 2) this.#retried.add(key);
+        if (++attempts === 2) own.sentTwice(key);
       });
       // Found rather than created: an earlier attempt, whose reply was lost, was applied.
       if (rows[0]?.created === false) this.#counters.adopted += 1;
-      const entry = this.#entries(queue, rows).find((e) => e.key === key);
+      const entry = entriesOf(queue, rows).find((e) => e.key === key);
       if (entry === undefined) throw new BackendError(`wrote ${key} but the queue read does not show it`);
-      this.#own.add(key);
-      if (attempts > 1) this.#unsettle(queue);
-      return { entry, queue: this.#ownListing(queue, rows) };
+      own.claim(key);
+      if (attempts > 1) own.unsettle(queue);
+      return { entry, queue: this.#listed(queue, rows) };
     } catch (error) {
-      this.#unsettle(queue); // an attempt may have been applied, or may still be
+      own.unsettle(queue); // an attempt may have been applied, or may still be
       // Failed after more than one attempt: an earlier one may still arrive; retire the key now.
-      if (this.#retried.has(key) && this.#core.isOpen) {
+      if (own.wasSentTwice(key) && this.#core.isOpen) {
         void this.withdraw({ queue, key, kind, order: 0n, fencingToken: 0n }).catch(() => undefined);
       }
       throw error;
     } finally {
-      this.#enqueuing.delete(key);
+      own.settled(key);
     }
-  }
-
-  /** An enqueue of unknown fate: the heartbeat looks at the queue for a while, for a copy applied late. */
-  #unsettle(queue: string): void {
-    this.#unsettled.set(queue, performance.now() + this.timeoutMs * 2);
   }
 
   async list(queue: string): Promise<readonly Entry[]> {
-    return this.#ownListing(queue, await this.#request<QueueRow>(this.#sql.list, [this.#namespace, queue]));
+    return this.#listed(queue, await this.#request<QueueRow>(this.#sql.list, [this.#namespace, queue]));
   }
 
-  async waitGone(entry: Entry, signal: Abortable): Promise<void> {
-    signal.throwIfAborted();
-    const end = this.#core.endError();
-    if (end !== undefined) throw end;
-    const token = PostgresEntry.rowTokenOf(entry);
-    const channel = entryChannel(this.#schema, token);
-    this.#watchedTokens.set(channel, { token, queue: entry.queue });
-    const { done, listening } = this.#channels.wait(channel, `${this.#namespace}/${entry.queue}#${entry.key}`, signal);
-    const forget = (): void => {
-      if (!this.#channelWaited(channel)) this.#watchedTokens.delete(channel);
-    };
-    done.then(forget, forget);
-    this.#ensureBackstop();
-    // Listening first, then looking: a delete after the look is notified, one before it is seen.
-    void untilAborted(listening, signal)
-      .then(() => this.#live([token]))
-      .then((live) => {
-        if (!live.has(token)) this.#channels.wake(channel);
-      })
-      .catch(() => undefined); // the session's end or the signal settles `done`
-    return done;
+  waitGone(entry: Entry, signal: Abortable): Promise<void> {
+    return this.#watches.waitGone(entry, signal);
   }
 
-  #channelWaited(channel: string): boolean {
-    for (const [waited] of this.#channels.entries()) if (waited === channel) return true;
-    return false;
+  waitChange(queue: string, seen: readonly Entry[], signal: Abortable): Promise<void> {
+    return this.#watches.waitChange(queue, seen, signal);
   }
 
-  /** Which of these entries exist and belong to a live session (an expired session's entries count as gone). */
-  async #live(tokens: readonly bigint[]): Promise<Set<bigint>> {
-    const rows = await this.#request<{ token: string }>(this.#sql.live, [tokens.map(String)]);
-    return new Set(rows.map((row) => BigInt(row.token)));
-  }
-
-  async waitChange(queue: string, seen: readonly Entry[], signal: Abortable): Promise<void> {
-    signal.throwIfAborted();
-    const end = this.#core.endError();
-    if (end !== undefined) throw end;
-    const channel = queueChannel(this.#schema, this.#namespace, queue);
-    const { done, listening } = this.#channels.wait(channel, `${this.#namespace}/${queue}`, signal);
-    this.#observe(queue, 1);
-    this.#observedSeen.set(queue, seen);
-    const forget = (): void => this.#observe(queue, -1);
-    done.then(forget, forget);
-    this.#ensureBackstop();
-    void untilAborted(listening, signal)
-      .then(() => this.#request(this.#sql.observe, [this.#namespace, queue, this.#session]))
-      .then(() => this.list(queue))
-      .then((now) => {
-        if (!sameEntries(now, seen)) this.#channels.wake(channel);
-      })
-      .catch(() => undefined);
-    return done;
-  }
-
-  /** Counts the local waits on a queue's changes; the observer row goes when the last one does. */
-  #observe(queue: string, delta: 1 | -1): void {
-    const count = (this.#observed.get(queue) ?? 0) + delta;
-    if (count > 0) {
-      this.#observed.set(queue, count);
-      return;
-    }
-    this.#observed.delete(queue);
-    this.#observedSeen.delete(queue);
-    if (this.#core.isOpen)
-      this.#request(this.#sql.unobserve, [this.#namespace, queue, this.#session]).catch(() => undefined);
-  }
-
-  async withdraw(entry: Entry): Promise<void> {
-    const statement = this.#retried.delete(entry.key) ? this.#sql.withdrawRetired : this.#sql.withdraw;
-    for (let attempt = 0; this.#core.isOpen; attempt += 1) {
-      try {
-        await this.#core.send(
-          fromPromise(() => {
-            this.#counters.statements += 1;
-            return this.#main.query(statement, [entry.key, this.#session]);
-          }),
-        );
-        this.#own.delete(entry.key);
-        return;
-      } catch (error) {
-        if (this.#core.ended) return; // the entries went with the session
-        if (!retriable(error)) throw withdrawRefused(entry.key, this.#core.mapFailure(error));
-        await backoff(attempt);
-      }
-    }
+  withdraw(entry: Entry): Promise<void> {
+    const statement = this.#own.takeRetired(entry.key) ? this.#sql.withdrawRetired : this.#sql.withdraw;
+    return this.#core.withdraw({
+      key: entry.key,
+      attempt: () =>
+        fromPromise(() => {
+          this.#counters.statements += 1;
+          return this.#main.query(statement, [entry.key, this.#session]);
+        }),
+      done: () => this.#own.forget(entry.key),
+    });
   }
 
   async read(entry: Entry): Promise<string | null> {
@@ -336,7 +250,7 @@ export class PostgresDriver implements Driver {
       expires_in_ms: number;
     }
     const rows = await this.#request<Described>(this.#sql.describe, [this.#namespace, queue]);
-    const entries = this.#entries(queue, rows);
+    const entries = entriesOf(queue, rows);
     return rows.map((row, index) => ({
       entry: entries[index]!,
       owner: sessionIdOf(row.session),
@@ -350,81 +264,15 @@ export class PostgresDriver implements Driver {
   async confirm(entry: Entry): Promise<boolean> {
     const rows = await this.#request<{ key: string }>(this.#sql.confirm, [entry.key, this.#session]);
     if (rows.length > 0) return true;
-    await this.#renew(); // our entry is gone: if the session went with it, it is lost now
+    await this.#keepAlive.renew(); // our entry is gone: if the session went with it, it is lost now
     return false;
   }
 
-  /**
-   * The heartbeat: renews the lease, unless it has run out (then the session is lost: an expired
-   * lease is never renewed). Its answer is the session's acknowledgement, its failure a suspension.
-   */
-  async #renew(): Promise<void> {
-    if (!this.#core.isOpen) return;
-    const sentAt = performance.now();
-    let renewed: boolean;
-    try {
-      renewed =
-        (await this.#core.send(fromPromise(() => this.#listen.query(this.#sql.renew, [this.#session])))).rowCount === 1;
-    } catch (error) {
-      if (this.#core.isOpen && retriable(error)) this.#listenDown();
-      throw error;
-    }
-    if (!renewed) {
-      const reason = new SessionLostError(
-        `PostgreSQL session ${this.id} expired or was removed (its lease was not renewed in time)`,
-      );
-      this.#core.lose(reason);
-      throw reason;
-    }
-    if (this.#suspended) {
-      this.#suspended = false;
-      this.#core.events?.status('connected');
-    }
-    this.#core.events?.ack(sentAt);
-  }
-
-  /** Looks at the queues where an enqueue of unknown fate may still be applied (their listing sweeps our orphans). */
-  #settle(): void {
-    const now = performance.now();
-    for (const [queue, until] of [...this.#unsettled]) {
-      if (now > until) this.#unsettled.delete(queue);
-      else this.list(queue).catch(() => undefined);
-    }
-  }
-
-  #listenDown(): void {
-    if (!this.#core.isOpen) return;
-    if (!this.#suspended) {
-      this.#suspended = true;
-      this.#core.events?.status('suspended');
-    }
-    this.#reconnectSoon();
-  }
-
-  /**
-   * The listening connection broke: make it again now (a renewal on it), not at the next heartbeat a
-   * quarter lease later, tried again with a short growing pause until it is back or the session ends.
-   */
-  #reconnectSoon(): void {
-    if (this.#reconnecting) return;
-    this.#reconnecting = true;
-    void (async () => {
-      for (let attempt = 0; this.#core.isOpen && this.#suspended; attempt += 1) {
-        await backoff(attempt);
-        if (!this.#core.isOpen || !this.#suspended) return;
-        await this.#renew().catch(() => undefined);
-      }
-    })().finally(() => (this.#reconnecting = false));
-  }
-
-  /** The listening connection is back: listen again, then wake every waiter whose entry went meanwhile. */
+  /** The listening connection is back: listen again (and check every wait), and renew on it at once. */
   #relistened(): void {
     if (!this.#core.isOpen) return;
-    void this.#channels
-      .relisten()
-      .then(() => this.#check())
-      .catch(() => undefined);
-    void this.#renew().catch(() => undefined);
+    this.#watches.relistened();
+    void this.#keepAlive.renew().catch(() => undefined);
   }
 
   #notified(message: Notification): void {
@@ -433,111 +281,28 @@ export class PostgresDriver implements Driver {
     this.#counters.notifications += this.#channels.notifications - before;
   }
 
-  /**
-   * The backstop for a lost notification and for the entries of a session that expired without
-   * anyone deleting them: while anything is waited for, every quarter of the session timeout, the
-   * watched entries are looked up (one statement for all) and the observed queues listed.
-   */
-  #ensureBackstop(): void {
-    if (this.#backstop !== undefined || !this.#core.isOpen) return;
-    let checking = false;
-    this.#backstop = setInterval(
-      () => {
-        if (!this.#core.isOpen || this.#channels.size === 0) {
-          clearInterval(this.#backstop);
-          this.#backstop = undefined;
-          return;
-        }
-        if (checking) return;
-        checking = true;
-        this.#check()
-          .finally(() => (checking = false))
-          .catch(() => undefined);
-      },
-      Math.max(Math.floor(this.timeoutMs / 4), 50),
-    );
-    this.#backstop.unref();
-  }
-
-  async #check(): Promise<void> {
-    const watched = [...this.#watchedTokens];
-    if (watched.length > 0) {
-      const live = await this.#live(watched.map(([, { token }]) => token));
-      for (const [channel, { token }] of watched) if (!live.has(token)) this.#channels.wake(channel);
-    }
-    // A queue-change wait is woken when the queue differs from what it last saw.
-    for (const [queue, seen] of [...this.#observedSeen]) {
-      if (!sameEntries(await this.list(queue), seen))
-        this.#channels.wake(queueChannel(this.#schema, this.#namespace, queue));
-    }
-  }
-
   abandon(reason: Error): void {
-    if (!this.#core.isOpen) return;
-    this.#core.end('lost', reason);
-    this.#main.destroy();
-    this.#listen.destroy();
+    this.#core.abandon(reason, () => {
+      this.#main.destroy();
+      this.#listen.destroy();
+    });
   }
 
-  async close(): Promise<void> {
-    if (this.#core.status === 'closed') return;
-    const wasOpen = this.#core.isOpen;
-    this.#core.end('closed', new ClosedError());
-    try {
+  close(): Promise<void> {
+    return this.#core.close(this.timeoutMs, {
       // The session's row goes, and its entries with it (their waiters are notified).
-      if (wasOpen) await this.#main.query(this.#sql.close, [this.#session]).catch(() => undefined);
-    } finally {
-      await Promise.all([this.#main.close(), this.#listen.close()]);
-    }
+      onServer: () =>
+        this.#main.query(this.#sql.close, [this.#session]).then(
+          () => undefined,
+          () => undefined,
+        ),
+      disconnect: () => Promise.all([this.#main.close(), this.#listen.close()]).then(() => undefined),
+    });
   }
 
   #onEnd(reason: Error): void {
-    clearInterval(this.#heartbeat);
-    clearInterval(this.#backstop);
-    this.#heartbeat = undefined;
-    this.#backstop = undefined;
-    this.#channels.failAll(reason);
-    this.#watchedTokens.clear();
-    this.#retried.clear();
-    this.#observed.clear();
-    this.#observedSeen.clear();
-  }
-}
-
-/** A session's id as users see it (`session.id`, `baton inspect`), from its row's id. */
-export function sessionIdOf(row: string): string {
-  return `pg-${row}`;
-}
-
-/** The row id of a session id (`pg-<n>`). */
-export function sessionRowOf(id: string): string {
-  return id.replace(/^pg-/, '');
-}
-
-/**
- * An entry as read from the database. Its order and fencing token are its position (its own token, or
- * that of the entry it took the place of); the row's own token, which names the channel its delete
- * notifies, is kept apart.
- */
-export class PostgresEntry implements Entry {
-  readonly queue: string;
-  readonly key: string;
-  readonly kind: string;
-  readonly order: bigint;
-  readonly fencingToken: bigint;
-  readonly #token: bigint;
-
-  constructor(queue: string, key: string, kind: string, position: bigint, token: bigint) {
-    this.queue = queue;
-    this.key = key;
-    this.kind = kind;
-    this.order = position;
-    this.fencingToken = position;
-    this.#token = token;
-  }
-
-  /** The row's own token (an entry not read here: its fencing token, which is its own unless placed). */
-  static rowTokenOf(entry: Entry): bigint {
-    return #token in entry ? entry.#token : entry.fencingToken;
+    this.#keepAlive.stop();
+    this.#watches.failAll(reason);
+    this.#own.clear();
   }
 }

@@ -1,26 +1,25 @@
 import type { Cluster, Redis } from 'ioredis';
 
+import { BoundedMap } from '../../../recipes/bounded-map.js';
 import type { Abortable, Enqueued, Entry } from '../../../recipes/contract.js';
 import { BackendError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
-import { backoff } from '../../backoff.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
+import { backstopEveryMs } from '../../timing.js';
+import { closeLimitMs } from '../../timing.js';
 import type { FailurePolicy } from '../core.js';
-import { DriverCore, withdrawRefused } from '../core.js';
+import { DriverCore } from '../core.js';
 import { type RedisCounters, redisCounters, type RedisProbe, type RedisView } from '../probe.js';
+import { RecentReleases } from '../recent-releases.js';
 import { fromPromise } from '../requests.js';
-import { isTransient, redisFailures, replyCode } from './failures.js';
+import { redisFailures, replyCode, retriable } from './failures.js';
+import { KeepAlive, REDIS_FLOOR_MS } from './keepalive.js';
 import { entryKey, idOf, livenessKey, type LockKeys, lockKeys, parseQueue, type Stored } from './keys.js';
 import { LivenessKeys } from './liveness.js';
-import { Notifications } from './notifications.js';
 import { type OpenedSession, openSession, type RedisDriverOptions } from './open.js';
 import { SubscriberLink } from './subscriber.js';
-import { Watchdog } from './watchdog.js';
+import { Watches } from './watches.js';
 
 export type { RedisDriverOptions } from './open.js';
-
-/** How many of the latest releases, from how long before a disconnect, are sent again after it. */
-const RELEASES_KEPT = 256;
-const RELEASES_KEPT_MS = 5_000;
 
 /** baton's scripts as commands of its own client (see scripts.ts). */
 interface Scripts {
@@ -45,7 +44,7 @@ interface Scripts {
 
 /**
  * The Redis backend on ioredis, for a single server or a Redis Cluster: a session is a key with a
- * millisecond expiry, and a key like it in each lock it has entries in, which the watchdog renews; a
+ * millisecond expiry, and a key like it in each lock it has entries in, which the keep-alive renews; a
  * lock's queue is a hash whose entries are ordered by the lock's counter, which is also the fencing
  * token. Every request is one script (or one command) on one lock's slot, safe to send twice: an
  * enqueue carries the entry's id, chosen here, so that a retry finds the entry instead of adding
@@ -65,16 +64,15 @@ export class RedisDriver implements Driver {
   readonly #failures: FailurePolicy;
   readonly #core: DriverCore;
   readonly #counters: RedisCounters;
-  readonly #watchdog: Watchdog;
-  readonly #notifications: Notifications;
-  readonly #keys = new Map<string, LockKeys>();
+  readonly #keepAlive: KeepAlive;
+  readonly #watches: Watches;
+  /** Each lock's key names, for the 256 locks used last. */
+  readonly #keys = new BoundedMap<string, LockKeys>(256);
   /** Our entries that may be in a queue (sent, or enqueued and not yet withdrawn), by id. */
   readonly #own = new Map<string, string>();
   #next = 0;
-  /** Our latest releases: id, queue, when answered (a failover may lose the last ones). */
-  readonly #released: [string, string, number][] = [];
-  /** The releases answered shortly before the connection closed, to send again once it is back. */
-  #doubtful: [string, string][] | undefined;
+  /** Our latest releases (id, lock's key base), to send again after a failover may have lost them. */
+  readonly #released = new RecentReleases<[string, string]>();
 
   static async open(options: RedisDriverOptions, probe?: RedisProbe): Promise<RedisDriver> {
     return new RedisDriver(await openSession(options), options, probe);
@@ -89,9 +87,9 @@ export class RedisDriver implements Driver {
     this.#subscriber = new SubscriberLink(
       opened.subscriber,
       {
-        ready: () => this.#watchdog.subscriberReady(),
-        message: (channel) => this.#notifications.onMessage(channel),
-        resubscribed: () => this.#notifications.reconnected(),
+        ready: () => this.#keepAlive.subscriberReady(),
+        message: (channel) => this.#watches.onMessage(channel),
+        resubscribed: () => this.#watches.reconnected(),
       },
       opened.nextSubscriber,
     );
@@ -100,11 +98,10 @@ export class RedisDriver implements Driver {
     this.#counters = probe?.counters ?? redisCounters();
     this.#failures = redisFailures(this.id, this.#namespace);
     this.#core = new DriverCore(this.#failures, {
-      beforeSend: () => undefined,
       onEnd: (reason) => this.#onEnd(reason),
       onLost: () => this.#letGo(),
     });
-    this.#watchdog = new Watchdog(this.#client, this.#subscriber, this.#liveness, this.timeoutMs, this.#core, {
+    this.#keepAlive = new KeepAlive(this.#client, this.#subscriber, this.#liveness, this.timeoutMs, this.#core, {
       // The socket stands but nothing comes back: dial again (requests in flight are sent again).
       client: () => {
         if (this.#client.status === 'ready') this.#client.disconnect(true);
@@ -112,7 +109,7 @@ export class RedisDriver implements Driver {
       },
       subscriber: () => this.#subscriber.redial(),
     });
-    this.#notifications = new Notifications(
+    this.#watches = new Watches(
       this.#subscriber,
       {
         isOpen: () => this.#core.isOpen,
@@ -126,22 +123,20 @@ export class RedisDriver implements Driver {
       },
       this.#counters,
       probe,
-      Math.max(Math.floor(this.timeoutMs / 4), 25),
+      backstopEveryMs(this.timeoutMs, REDIS_FLOOR_MS),
     );
     this.#client.on('close', () => {
-      this.#watchdog.suspend();
-      this.#doubtful ??= this.#recentReleases();
+      this.#keepAlive.suspend();
+      this.#released.connectionClosed();
     });
     this.#client.on('ready', () => {
-      this.#watchdog.clientReady();
-      const doubtful = this.#doubtful;
-      this.#doubtful = undefined;
-      this.#releaseAgain(doubtful ?? []);
+      this.#keepAlive.clientReady();
+      this.#releaseAgain(this.#released.connectionBack());
     });
     // On a cluster one node's connection can end while the client stays ready (a primary failing over):
     // the releases of the last seconds are sent again, and wait for the slots to be served again.
-    this.#client.on('-node', () => this.#releaseAgain(this.#recentReleases()));
-    this.#watchdog.start();
+    this.#client.on('-node', () => this.#releaseAgain(this.#released.recent()));
+    this.#keepAlive.start();
     probe?.expose(this.#view());
   }
 
@@ -151,13 +146,7 @@ export class RedisDriver implements Driver {
   }
 
   #keysOf(queue: string): LockKeys {
-    let keys = this.#keys.get(queue);
-    if (keys === undefined) {
-      keys = lockKeys(this.#namespace, queue);
-      if (this.#keys.size >= 256) this.#keys.delete(this.#keys.keys().next().value!);
-      this.#keys.set(queue, keys);
-    }
-    return keys;
+    return this.#keys.getOrSet(queue, () => lockKeys(this.#namespace, queue));
   }
 
   /** A request retried while it fails on the way, settled with the session's end. */
@@ -249,7 +238,7 @@ export class RedisDriver implements Driver {
    * and counts from that renewal. A key found gone means our entries there are dead: the session is lost.
    */
   async #renewIfOutlived(liveness: string, sentAt: number): Promise<number> {
-    const slack = (this.#core.events?.marginMs ?? this.timeoutMs / 8) / 4;
+    const slack = (this.#core.events?.deadlineMarginMs ?? this.timeoutMs / 8) / 4;
     let setAt = sentAt;
     while (this.#liveness.given - setAt > slack) {
       const renewedAt = performance.now();
@@ -303,11 +292,11 @@ export class RedisDriver implements Driver {
   }
 
   waitGone(entry: Entry, signal: Abortable): Promise<void> {
-    return this.#notifications.waitGone(entry, signal);
+    return this.#watches.waitGone(entry, signal);
   }
 
   waitChange(queue: string, seen: readonly Entry[], signal: Abortable): Promise<void> {
-    return this.#notifications.waitChange(queue, seen, signal);
+    return this.#watches.waitChange(queue, seen, signal);
   }
 
   async withdraw(entry: Entry): Promise<void> {
@@ -316,47 +305,21 @@ export class RedisDriver implements Driver {
     await this.#release(entry.queue, id);
   }
 
-  /** The release script, retried until it is answered or the session ends; idempotent. */
-  async #release(queue: string, id: string): Promise<void> {
+  /** The release script, retried until it is answered or the session ends; idempotent (see `DriverCore.withdraw`). */
+  #release(queue: string, id: string): Promise<void> {
     const keys = this.#keysOf(queue);
-    for (let attempt = 0; this.#core.isOpen; attempt += 1) {
-      try {
-        await this.#core.send(fromPromise(() => this.#releaseScript(keys.base, id)));
+    return this.#core.withdraw({
+      key: `${keys.queue}[${id}]`,
+      attempt: () => fromPromise(() => this.#releaseScript(keys.base, id)),
+      done: () => {
         this.#own.delete(id);
         this.#liveness.left(queue, id);
-        this.#noteReleased(id, keys);
-        return;
-      } catch (error) {
-        if (this.#core.ended) return;
-        const mapped = this.#core.mapFailure(error);
-        if (!this.#failures.retriable(error)) throw withdrawRefused(`${keys.queue}[${id}]`, mapped);
-        await backoff(attempt);
-      }
-    }
+        this.#released.note([id, keys.base]);
+      },
+    });
   }
 
-  #noteReleased(id: string, keys: LockKeys): void {
-    const now = performance.now();
-    this.#released.push([id, keys.base, now]);
-    while (
-      this.#released.length > RELEASES_KEPT ||
-      (this.#released.length > 0 && now - this.#released[0]![2] > RELEASES_KEPT_MS)
-    )
-      this.#released.shift();
-  }
-
-  /**
-   * The releases answered in the last seconds before the connection closed. A primary that died may
-   * not have passed them on to the replica promoted in its place (replication is asynchronous); sent
-   * again there, each deletes its entry if it came back (ids are never reused, so nothing newer is
-   * touched), instead of leaving it at the head of its queue until this session ends.
-   */
-  #recentReleases(): [string, string][] {
-    const since = performance.now() - RELEASES_KEPT_MS;
-    return this.#released.filter(([, , at]) => at >= since).map(([id, base]) => [id, base]);
-  }
-
-  /** Sends these releases again (see `#recentReleases`), each retried while it fails on the way. */
+  /** Sends these releases again (see `RecentReleases`), each retried while it fails on the way. */
   #releaseAgain(releases: readonly [string, string][]): void {
     if (!this.#core.isOpen) return;
     for (const [id, base] of releases) this.#request(() => this.#releaseScript(base, id)).catch(() => undefined);
@@ -405,21 +368,14 @@ export class RedisDriver implements Driver {
   }
 
   abandon(reason: Error): void {
-    if (!this.#core.isOpen) return;
-    this.#core.end('lost', reason);
-    this.#disconnect();
+    this.#core.abandon(reason, () => this.#disconnect());
   }
 
-  async close(): Promise<void> {
-    if (this.#core.status === 'closed') return;
-    const wasOpen = this.#core.isOpen;
-    const left = [...this.#own];
-    this.#core.end('closed', new ClosedError());
-    try {
-      if (wasOpen) await this.#closeOnServer(left, Date.now() + Math.min(this.timeoutMs, 2_000));
-    } finally {
-      this.#disconnect();
-    }
+  close(): Promise<void> {
+    return this.#core.close(this.timeoutMs, {
+      onServer: (until) => this.#closeOnServer([...this.#own], until),
+      disconnect: () => this.#disconnect(),
+    });
   }
 
   /**
@@ -456,13 +412,13 @@ export class RedisDriver implements Driver {
     setImmediate(() => {
       const left = [...this.#own];
       if (left.length === 0 || this.#client.status !== 'ready') return this.#disconnect();
-      void this.#closeOnServer(left, Date.now() + Math.min(this.timeoutMs, 2_000)).finally(() => this.#disconnect());
+      void this.#closeOnServer(left, Date.now() + closeLimitMs(this.timeoutMs)).finally(() => this.#disconnect());
     });
   }
 
   #onEnd(reason: Error): void {
-    this.#watchdog.stop();
-    this.#notifications.failAll(reason);
+    this.#keepAlive.stop();
+    this.#watches.failAll(reason);
   }
 
   #disconnect(): void {
@@ -476,9 +432,9 @@ export class RedisDriver implements Driver {
     return {
       sessionKey: this.#sessionKey,
       get waitedChannels() {
-        return driver.#notifications.size;
+        return driver.#watches.size;
       },
-      stopWatchdog: () => this.#watchdog.stop(),
+      stopWatchdog: () => this.#keepAlive.stop(),
     };
   }
 }
@@ -493,7 +449,7 @@ async function untilAnswered<T>(request: () => Promise<T>, until: number): Promi
     try {
       return await request();
     } catch (error) {
-      if (!isTransient(error) || Date.now() >= until) throw error;
+      if (!retriable(error) || Date.now() >= until) throw error;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }

@@ -27,7 +27,7 @@ const TRANSIENT = new Set(['LOADING', 'BUSY', 'TRYAGAIN', 'MASTERDOWN', 'CLUSTER
 const DENIED = new Set(['NOAUTH', 'WRONGPASS', 'NOPERM']);
 
 /** Whether sending the request again may help: a lost connection or a "not now" reply, not ours nor a bug. */
-export function isTransient(error: unknown): boolean {
+export function retriable(error: unknown): boolean {
   // Ours, or a bug (a TypeError...): sending it again would not help.
   if (error instanceof BatonError || error instanceof TypeError || error instanceof RangeError) return false;
   const code = replyCode(error);
@@ -42,7 +42,7 @@ export function redisFailures(id: string, namespace: string): FailurePolicy {
       cause === undefined ? undefined : { cause },
     );
   return {
-    retriable: isTransient,
+    retriable,
     sessionGone: (error) => replyCode(error) === 'BATONSESSION',
     lostError: gone,
     map(error) {

@@ -9,7 +9,7 @@ interface LockLiveness {
 /**
  * The keys that keep a Redis session alive: its own key, and its key in each lock where it has
  * entries (the scripts judge an entry by the latter, which shares the lock's cluster slot). The
- * watchdog renews them all, and acknowledges the session at the oldest of their last settings, so
+ * keep-alive renews them all, and acknowledges the session at the oldest of their last settings, so
  * that no key can expire while the session believes itself alive. A session's acknowledgement never
  * goes back, so a lock entered with a setting older than the acknowledgement given (an enqueue
  * answered late, while renewals of the other keys went on) must be renewed before it counts (see the

@@ -7,7 +7,7 @@ import type { Cluster, ClusterOptions, Redis, RedisOptions } from 'ioredis';
 import { AccessDeniedError, BackendError, BatonError, InvalidArgumentError } from '../../../recipes/errors.js';
 import { loadPeer } from '../../metrics/peer.js';
 import { describeDialFailure } from '../dial.js';
-import { isTransient, replyCode, scrubbed } from './failures.js';
+import { replyCode, retriable, scrubbed } from './failures.js';
 import { sessionKey } from './keys.js';
 import { SCRIPTS } from './scripts.js';
 import type { RedisTarget } from './url.js';
@@ -126,7 +126,7 @@ async function makeSessionKey(
         throw new BackendError(`the Redis session key ${key} exists already`);
       return { id, key, openedAt };
     } catch (error) {
-      if (!isTransient(error) || performance.now() >= deadline) throw error;
+      if (!retriable(error) || performance.now() >= deadline) throw error;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
@@ -307,7 +307,7 @@ async function refuseUnsafeServer(primaries: readonly Redis[], host: string): Pr
  * Every error the connection emits has its credentials blanked at once: an AUTH that fails at a
  * reconnect (a rotated password) fails every queued command with its own error, whose `command.args`
  * hold the user and password; 'error' is emitted synchronously, before any of those commands' callers
- * sees the error. The connection's state reaches the session through the watchdog, not this event.
+ * sees the error. The connection's state reaches the session through the keep-alive, not this event.
  */
 function scrubErrors(connection: Redis | Cluster): void {
   connection.on('error', (error: unknown) => void scrubbed(error));

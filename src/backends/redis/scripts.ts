@@ -6,7 +6,7 @@
  * A queue is a hash `<base>:q` (field: the entry's id `<session>-<n>`, value: `<order> <token>
  * <created, server ms> <kind> <data>`) beside its counter `<base>:c`, where `<base>` is
  * `baton:{<namespace>/<lock>}`. A session's liveness in a lock is the key `<base>:s:<session>` with a
- * millisecond expiry, which the session's enqueue sets and its watchdog renews: an entry lives while
+ * millisecond expiry, which the session's enqueue sets and its keep-alive renews: an entry lives while
  * its session's key in that lock does. Every key a script touches therefore carries the lock's hash
  * tag (the braces) and sits in the lock's cluster slot, so the scripts run on a Redis Cluster too.
  * The session's own key `baton:session:<id>` (made at open, renewed with the others) is read by no

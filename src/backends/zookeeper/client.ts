@@ -12,8 +12,8 @@ import {
   removeDirect,
   syncDirect,
   watchDataDirect,
-} from './direct.js';
-import { nameServerCodes } from './replies.js';
+} from './client/direct.js';
+import { nameServerCodes } from './client/replies.js';
 
 export type ZkClient = zookeeper.Client;
 export type ZkStat = zookeeper.Stat;
@@ -24,7 +24,7 @@ export const ZkCode = zookeeper.Exception;
  * the error for a reply inside its socket's data handler, and throws `Unknown code` there for these: an
  * uncaught exception, which ends the process. A request on a session the server has just removed is
  * answered UNKNOWN_SESSION, so a session expiring under load could crash its user's process: baton's
- * own client reads its replies itself (replies.ts) and fails just that request.
+ * own client reads its replies itself (client/replies.ts) and fails just that request.
  */
 export const ZkServerCode = {
   UNKNOWN_SESSION: -12,
@@ -85,7 +85,7 @@ export function zkLong(value: unknown): bigint {
 /** The open ACL, made once: a create without an ACL of its own uses it. */
 export const OPEN = aclFor('open');
 
-// The hot requests go straight to the client's connection manager where they can (see direct.ts).
+// The hot requests go straight to the client's connection manager where they can (see client/direct.ts).
 export function createStart(
   client: ZkClient,
   path: string,
@@ -102,7 +102,7 @@ export function createStart(
 
 /**
  * Creates a queue entry and gives back its path and creation zxid (its fencing token): one CREATE2 when
- * baton hands the client's requests over itself (see direct.ts); otherwise the client's create, then
+ * baton hands the client's requests over itself (see client/direct.ts); otherwise the client's create, then
  * an `exists` for the zxid (a request more, for clients baton cannot hand requests to).
  */
 export function createEntryStart(

@@ -1,10 +1,10 @@
 import zookeeper from 'node-zookeeper-client';
 
 import type { Abortable, Enqueued, Entry } from '../../../recipes/contract.js';
-import { BackendError, ClosedError, InvalidArgumentError, SessionLostError } from '../../../recipes/errors.js';
+import { BackendError, InvalidArgumentError, SessionLostError } from '../../../recipes/errors.js';
 import { backoff } from '../../backoff.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
-import { DriverCore, withdrawRefused } from '../core.js';
+import { DriverCore } from '../core.js';
 import { type ZkCounters, zkCounters, type ZkProbe, type ZkView } from '../probe.js';
 import { fromPromise, type Start } from '../requests.js';
 import {
@@ -21,9 +21,10 @@ import {
   zkLong,
   type ZkStat,
 } from './client.js';
-import { retriable, sessionGone, zkFailures } from './failures.js';
-import { Heartbeat } from './heartbeat.js';
-import { destroySocket, hangUp } from './instance.js';
+import { destroySocket, hangUp } from './client/instance.js';
+import { corked, requestPreparer } from './client/pipeline.js';
+import { retriable, zkFailures } from './failures.js';
+import { KeepAlive } from './keepalive.js';
 import { mkdirp } from './mkdirp.js';
 import {
   entryPrefix,
@@ -36,10 +37,9 @@ import {
   type ZkDialect,
 } from './names.js';
 import { openClient, type ZkDriverOptions } from './open.js';
-import { OwnEntries, RECYCLE_FROM } from './orphans.js';
-import { corked, requestPreparer } from './pipeline.js';
+import { OwnEntries, RECYCLE_FROM } from './own-entries.js';
 import { QuietDirectories } from './quiet.js';
-import { ZkWatches } from './watches.js';
+import { Watches } from './watches.js';
 
 export type { ZkDriverOptions } from './open.js';
 
@@ -66,8 +66,8 @@ export class ZkDriver implements Driver {
   readonly #probe: ZkProbe | undefined;
   #suspended = false;
   readonly #listings = new ListingParser();
-  readonly #heartbeat: Heartbeat;
-  readonly #watches: ZkWatches;
+  readonly #keepAlive: KeepAlive;
+  readonly #watches: Watches;
   readonly #quiet: QuietDirectories;
   readonly #own: OwnEntries;
 
@@ -90,19 +90,19 @@ export class ZkDriver implements Driver {
     this.#core = new DriverCore(
       zkFailures(this.id, this.#namespace, () => this.#core.status),
       {
-        beforeSend: this.#prepare,
         onEnd: (reason) => {
-          this.#heartbeat.stop();
+          this.#keepAlive.stop();
           this.#watches.failAll(reason);
         },
         onLost: () => hangUp(client, this.timeoutMs),
       },
+      this.#prepare,
     );
     const send = <T>(request: Start<T>): Promise<T> => this.#core.send(request);
     const retry = <T>(request: Start<T>): Promise<T> => this.#core.retry(request);
     const isOpen = (): boolean => this.#core.isOpen;
     const counters = this.#counters;
-    this.#watches = new ZkWatches({
+    this.#watches = new Watches({
       client,
       retry,
       entriesOf: (queue, dir, children, czxid) => this.#parseAndSweep(queue, dir, children, czxid),
@@ -126,7 +126,7 @@ export class ZkDriver implements Driver {
       retry,
     });
     client.on('state', (state) => this.#onState(state));
-    this.#heartbeat = new Heartbeat(client, this.timeoutMs, openedAt, {
+    this.#keepAlive = new KeepAlive(client, this.timeoutMs, openedAt, {
       isOpen,
       isSuspended: () => this.#suspended,
       send,
@@ -138,15 +138,15 @@ export class ZkDriver implements Driver {
 
   attach(events: DriverEvents): void {
     this.#core.attach(events);
-    if (events.marginMs !== undefined) this.#heartbeat.setMargin(events.marginMs);
+    if (events.deadlineMarginMs !== undefined) this.#keepAlive.setMargin(events.deadlineMarginMs);
   }
 
   abandon(reason: Error): void {
-    if (!this.#core.isOpen) return;
-    this.#core.end('lost', reason);
-    this.#client.close();
-    // The server stopped answering, so it will not close the connection either.
-    destroySocket(this.#client);
+    this.#core.abandon(reason, () => {
+      this.#client.close();
+      // The server stopped answering, so it will not close the connection either.
+      destroySocket(this.#client);
+    });
   }
 
   /** The directory that holds a queue's entries. */
@@ -249,16 +249,16 @@ export class ZkDriver implements Driver {
     }
   }
 
-  /**
-   * An enqueue that fails after its create succeeded: the entry is deleted (as a withdraw would, in the
-   * background) rather than left to hold up the queue until a listing of this session's finds it.
-   */
   /** After a create of unknown outcome that will not be retried: the entry it may have made is deleted. */
   async #dropIfCreated(dir: string, uuid: string): Promise<void> {
     const found = await this.#own.findOwn(dir, uuid).catch(() => undefined);
     if (found !== undefined) await this.#remove(found.path).catch(() => undefined);
   }
 
+  /**
+   * An enqueue that fails after its create succeeded: the entry is deleted (as a withdraw would, in the
+   * background) rather than left to hold up the queue until a listing of this session's finds it.
+   */
   #dropCreated(created: string, error: unknown): never {
     this.#remove(created).catch(() => undefined);
     throw error;
@@ -345,35 +345,14 @@ export class ZkDriver implements Driver {
     return this.#remove(entry.key);
   }
 
-  /** Deletes an entry of ours, retried until it is gone or the session is (see `withdraw`). */
+  /** Deletes an entry of ours until it is gone or the session is; NoAuth (an ACL changed) is thrown (see `DriverCore.withdraw`). */
   #remove(key: string): Promise<void> {
-    if (!this.#core.isOpen) return Promise.resolve();
-    // The first attempt without an async frame of its own: most deletes need no other.
-    return this.#core.send(removeStart(this.#client, key)).then(
-      () => this.#entryGone(key),
-      (error: unknown) => this.#removeFailed(key, error),
-    );
-  }
-
-  /**
-   * A delete that failed: done if the entry or the session is gone, sent again after a pause if it
-   * failed on the way; any other failure (NoAuth: an ACL changed) is thrown, the entry left to the session's end.
-   */
-  async #removeFailed(key: string, failure: unknown): Promise<void> {
-    for (let attempt = 0, error = failure; ; attempt += 1) {
-      if (isCode(error, ZkCode.NO_NODE)) this.#entryGone(key);
-      if (isCode(error, ZkCode.NO_NODE) || sessionGone(error) || this.#core.ended) return;
-      if (!retriable(error)) throw withdrawRefused(key, this.#core.mapFailure(error));
-      await backoff(attempt);
-      if (!this.#core.isOpen) return;
-      try {
-        await this.#core.send(removeStart(this.#client, key));
-        this.#entryGone(key);
-        return;
-      } catch (next) {
-        error = next;
-      }
-    }
+    return this.#core.withdraw({
+      key,
+      attempt: () => removeStart(this.#client, key),
+      done: () => this.#entryGone(key),
+      gone: (error) => isCode(error, ZkCode.NO_NODE),
+    });
   }
 
   /** An entry of ours the server has answered is gone (our delete, or a delete that found it gone). */
@@ -413,13 +392,14 @@ export class ZkDriver implements Driver {
     return stat !== null && zkLong(stat.ephemeralOwner) === this.#sessionId;
   }
 
-  async close(): Promise<void> {
-    if (this.#core.status === 'closed') return;
-    const wasOpen = this.#core.isOpen;
-    this.#core.end('closed', new ClosedError());
-    if (!wasOpen) return;
+  close(): Promise<void> {
+    return this.#core.close(this.timeoutMs, { onServer: (until) => this.#closeClient(until) });
+  }
+
+  /** Closes the client (the server ends the session), waits until the server hangs up or `until`, drops the socket. */
+  async #closeClient(until: number): Promise<void> {
     const closed = new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, Math.min(this.timeoutMs, 2_000));
+      const timer = setTimeout(resolve, Math.max(0, until - Date.now()));
       this.#client.once('disconnected', () => {
         clearTimeout(timer);
         resolve();
@@ -434,7 +414,7 @@ export class ZkDriver implements Driver {
     this.#quiet.stateChanged();
     if (!this.#core.isOpen) return;
     if (state === zookeeper.State.SYNC_CONNECTED) {
-      this.#heartbeat.connected();
+      this.#keepAlive.connected();
       if (this.#suspended) this.#watches.recheck();
       this.#suspended = false;
       this.#core.events?.status('connected');
@@ -455,10 +435,10 @@ export class ZkDriver implements Driver {
     const driver = this;
     return {
       get connectingAt() {
-        return driver.#heartbeat.connectingAt;
+        return driver.#keepAlive.connectingAt;
       },
       get heartbeatReachesLeader() {
-        return driver.#heartbeat.reachesLeader;
+        return driver.#keepAlive.reachesLeader;
       },
       get quietDirectories() {
         return driver.#quiet.directories;

@@ -1,5 +1,5 @@
 import { AccessDeniedError, BackendError, BatonError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
-import type { CoreStatus, FailurePolicy } from '../core.js';
+import type { DriverLife, FailurePolicy } from '../core.js';
 import { isCode, ZkCode, ZkServerCode } from './client.js';
 
 /** The server says the session no longer exists. */
@@ -17,7 +17,7 @@ export function retriable(error: unknown): boolean {
 }
 
 /** How ZooKeeper's failures read, for the session `id` (hex) under `namespace`. */
-export function zkFailures(id: string, namespace: string, status: () => CoreStatus): FailurePolicy {
+export function zkFailures(id: string, namespace: string, status: () => DriverLife): FailurePolicy {
   const expired = (cause?: unknown): SessionLostError =>
     new SessionLostError(`ZooKeeper session 0x${id} expired`, cause === undefined ? undefined : { cause });
   return {

@@ -15,7 +15,7 @@ export async function mkdirp(client: ZkClient, path: string, acl = OPEN, afterLo
   const parts = path.split('/').filter((part) => part !== '');
   const at = (depth: number): string => `/${parts.slice(0, depth).join('/')}`;
   // An ancestor found may be deleted before its child is created in it (an empty queue directory is
-  // renewed, see `OwnEntries.recycleIfPastLimit` in orphans.ts): look again from the top, a few times.
+  // renewed, see `OwnEntries.recycleIfPastLimit` in own-entries.ts): look again from the top, a few times.
   for (let attempt = 0; ; attempt += 1) {
     let existing = parts.length;
     while (existing > 0 && (await exists(client, at(existing))) === null) existing -= 1;

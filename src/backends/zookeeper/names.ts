@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 
+import { BoundedMap } from '../../../recipes/bounded-map.js';
 import type { Entry } from '../../../recipes/contract.js';
 import { BackendError } from '../../../recipes/errors.js';
 
@@ -309,7 +310,9 @@ export class ListingParser {
    * Per directory, what each child was found to be: an entry, null (no client's entry), or only its
    * `entryCode` (a child behind the limit of the listing that saw it, not made an entry yet).
    */
-  readonly #dirs = new Map<string, { czxid: bigint; byChild: Map<string, ZkEntry | null | number> }>();
+  readonly #dirs = new BoundedMap<string, { czxid: bigint; byChild: Map<string, ZkEntry | null | number> }>(
+    PARSED_DIRECTORIES,
+  );
   /** The directory listed last: the one most often listed again, kept where it is (last) in `#dirs`. */
   #last: string | undefined;
 
@@ -357,7 +360,6 @@ export class ListingParser {
     if (children.length > 0) {
       this.#dirs.set(dir, known);
       this.#last = dir;
-      if (this.#dirs.size > PARSED_DIRECTORIES) this.#dirs.delete(this.#dirs.keys().next().value!);
     } else if (dir === this.#last) {
       this.#dirs.delete(dir);
       this.#last = undefined;

@@ -4,10 +4,10 @@ import { BackendError } from '../../../recipes/errors.js';
 import { describeDialFailure } from '../dial.js';
 import type { AclPolicy } from './acl.js';
 import type { ZkClient } from './client.js';
-import { sendDirectly } from './direct.js';
-import { destroySocket, dropTornFrames, rememberSocketErrors, sendAuthFirst } from './instance.js';
-import { compiledRecords } from './jute.js';
-import { readRepliesWith } from './replies.js';
+import { sendDirectly } from './client/direct.js';
+import { destroySocket, dropTornFrames, rememberSocketErrors, sendAuthFirst } from './client/instance.js';
+import { compiledRecords } from './client/jute.js';
+import { readRepliesWith } from './client/replies.js';
 
 export interface ZkDriverOptions {
   /** `host:port,host:port` */
@@ -25,7 +25,7 @@ export interface ZkDriverOptions {
 }
 
 /**
- * A client of baton's own, connected: with the fixes of `instance.ts` and, where the client's release
+ * A client of baton's own, connected: with the fixes of `client/instance.ts` and, where the client's release
  * allows, baton's reply reader and direct requests. `openedAt` is when its session's open was sent.
  */
 export async function openClient(options: ZkDriverOptions): Promise<{ client: ZkClient; openedAt: number }> {
@@ -86,7 +86,7 @@ function connected(client: ZkClient, options: ZkDriverOptions): Promise<void> {
 }
 
 /**
- * On this client only (see jute.ts, replies.ts, direct.ts): baton reads its replies, with its compiled
+ * On this client only (see client/jute.ts, client/replies.ts, client/direct.ts): baton reads its replies, with its compiled
  * records, and hands its hot requests straight to its connection manager. A client of another release
  * keeps its own reader and methods.
  */

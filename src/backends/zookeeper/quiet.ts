@@ -1,10 +1,11 @@
 import type zookeeper from 'node-zookeeper-client';
 
+import { BoundedMap } from '../../../recipes/bounded-map.js';
 import type { Entry } from '../../../recipes/contract.js';
 import type { ZkCounters } from '../probe.js';
 import type { Start } from '../requests.js';
 import { watchStatStart, type ZkClient, zkLong, type ZkStat } from './client.js';
-import { canDropDataWatchers, dropDataWatcher } from './instance.js';
+import { canDropDataWatchers, dropDataWatcher } from './client/instance.js';
 import { sequenceOf as childSequence } from './names.js';
 
 /** How many directories found quiet a session keeps (and keeps a watch on), the most recently used. */
@@ -52,8 +53,14 @@ export interface QuietHost {
  */
 export class QuietDirectories {
   readonly #host: QuietHost;
-  /** Directories found quiet, the most recently used last (see `Quiet`). */
-  readonly #quiet = new Map<string, Quiet>();
+  /**
+   * Directories found quiet, the most recently used last (see `Quiet`); the least recently used is
+   * forgotten past `QUIET_DIRECTORIES` and its watch let go of in the client (the server keeps its
+   * copy until the directory changes or the connection ends).
+   */
+  readonly #quiet = new BoundedMap<string, Quiet>(QUIET_DIRECTORIES, (dir, quiet) =>
+    dropDataWatcher(this.#host.client, dir, quiet.watcher),
+  );
   /** Counts the client's state changes: a watch confirmed on one connection says nothing of the time another was down. */
   #connection = 0;
 
@@ -123,8 +130,7 @@ export class QuietDirectories {
     quiet.creates += 1;
     quiet.next = quiet.creates;
     quiet.mine.add(path);
-    this.#quiet.delete(dir);
-    this.#quiet.set(dir, quiet); // most recent last
+    this.#quiet.touch(dir); // most recent last
     this.#host.counters.unlisted += 1;
     return { children: [child], czxid: quiet.czxid };
   }
@@ -165,11 +171,9 @@ export class QuietDirectories {
         watched: -1,
         watcher,
       });
-      if (this.#quiet.size > QUIET_DIRECTORIES) this.#forget(this.#quiet.keys().next().value!);
       return;
     }
-    this.#quiet.delete(dir);
-    this.#quiet.set(dir, quiet); // most recent last
+    this.#quiet.touch(dir); // most recent last
     if (quiet.czxid !== czxid) {
       quiet.czxid = czxid;
       quiet.watched = -1;
@@ -202,16 +206,5 @@ export class QuietDirectories {
       },
       () => void settled(), // not set: the next listing that finds the directory quiet sets it again
     );
-  }
-
-  /**
-   * Forgets a directory (the least recently used, past `QUIET_DIRECTORIES`), and lets go of its watch
-   * in the client. The server keeps its copy until the directory changes or the connection ends.
-   */
-  #forget(dir: string): void {
-    const quiet = this.#quiet.get(dir);
-    if (quiet === undefined) return;
-    this.#quiet.delete(dir);
-    dropDataWatcher(this.#host.client, dir, quiet.watcher);
   }
 }

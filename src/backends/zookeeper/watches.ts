@@ -22,7 +22,7 @@ export interface WatchHost {
  * is kept per path, so that arming again (after a reconnect) registers nothing twice: the client keeps
  * one copy of a function per path, the server one watch per path and session.
  */
-export class ZkWatches {
+export class Watches {
   readonly #host: WatchHost;
   readonly #waiters = new Map<string, Set<Waiter>>();
   /** The watcher function registered for each watched path. */

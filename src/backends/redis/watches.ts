@@ -4,7 +4,7 @@ import { enlist, sameEntries, type Waiter } from '../waiters.js';
 import type { SubscriberLink } from './subscriber.js';
 
 /** What the notifications need of their driver. */
-export interface NotificationsHost {
+export interface WatchesHost {
   isOpen(): boolean;
   endError(): Error | undefined;
   /** Whether the entry is still in its queue (read after the subscription stands). */
@@ -40,9 +40,9 @@ const GRACE_MS = 20;
  * woken a moment later unless its notification came meanwhile: within a quarter of the timeout of a
  * lost notification.
  */
-export class Notifications {
+export class Watches {
   readonly #subscriber: SubscriberLink;
-  readonly #host: NotificationsHost;
+  readonly #host: WatchesHost;
   readonly #counters: RedisCounters;
   readonly #watches: Map<string, number> | undefined;
   /** A test's probe (absent in production): it may mute the messages. */
@@ -58,7 +58,7 @@ export class Notifications {
 
   constructor(
     subscriber: SubscriberLink,
-    host: NotificationsHost,
+    host: WatchesHost,
     counters: RedisCounters,
     probe: RedisProbe | undefined,
     everyMs: number,

@@ -1,11 +1,12 @@
+import { silentAfterMs } from '../../timing.js';
 import type { Start } from '../requests.js';
 import type { ZkClient } from './client.js';
 import { reachLeaderStart } from './client.js';
+import { destroySocket, onConnecting } from './client/instance.js';
 import { HeartbeatPace } from './heartbeat-pace.js';
-import { destroySocket, onConnecting } from './instance.js';
 
 /** What the heartbeat needs of its driver. */
-export interface HeartbeatHost {
+export interface KeepAliveHost {
   /** Whether the session is still in use. */
   isOpen(): boolean;
   /** Whether the connection is down (the client is reconnecting). */
@@ -25,9 +26,9 @@ export interface HeartbeatHost {
  * third of the timeout after its last unanswered heartbeat, leaving time to reconnect elsewhere before
  * the deadline.
  */
-export class Heartbeat {
+export class KeepAlive {
   readonly #client: ZkClient;
-  readonly #host: HeartbeatHost;
+  readonly #host: KeepAliveHost;
   readonly #timeoutMs: number;
   readonly #pace: HeartbeatPace;
   /** When the heartbeats still waiting for their answers were sent, oldest first. */
@@ -40,7 +41,7 @@ export class Heartbeat {
   /** When the client last began a connection (wrote a connect request). */
   #connectingAt: number;
 
-  constructor(client: ZkClient, timeoutMs: number, openedAt: number, host: HeartbeatHost) {
+  constructor(client: ZkClient, timeoutMs: number, openedAt: number, host: KeepAliveHost) {
     this.#client = client;
     this.#host = host;
     this.#timeoutMs = timeoutMs;
@@ -84,7 +85,11 @@ export class Heartbeat {
     // the server dropped without closing it). Like ZooKeeper's own Java client, drop a connection
     // that has been silent for a third of the session timeout, so that the client moves to another
     // member while the session can still be saved there.
-    if (oldest !== undefined && !this.#host.isSuspended() && performance.now() - oldest > this.#timeoutMs / 3) {
+    if (
+      oldest !== undefined &&
+      !this.#host.isSuspended() &&
+      performance.now() - oldest > silentAfterMs(this.#timeoutMs)
+    ) {
       destroySocket(this.#client);
       return;
     }

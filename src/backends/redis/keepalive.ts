@@ -1,11 +1,15 @@
 import type { Cluster, Redis } from 'ioredis';
 
 import { SessionLostError } from '../../../recipes/errors.js';
+import { keepAlivePaceMs, silentAfterMs } from '../../timing.js';
 import type { DriverCore } from '../core.js';
 import type { LivenessKeys } from './liveness.js';
 import type { SubscriberLink } from './subscriber.js';
 
-/** What the watchdog does when a connection stays silent. */
+/** The floor of Redis's renewal and backstop paces, below the other backends' (a test's session may be 100 ms). */
+export const REDIS_FLOOR_MS = 25;
+
+/** What the keep-alive does when a connection stays silent. */
 export interface SilenceHandlers {
   /** The client's connection: the session is suspended, and both connections are dialled again. */
   client(): void;
@@ -14,7 +18,7 @@ export interface SilenceHandlers {
 }
 
 /**
- * The session's watchdog: it renews the expiry of each of the session's keys (its own and its key in
+ * The session's keep-alive: it renews the expiry of each of the session's keys (its own and its key in
  * each lock it has entries in, see `LivenessKeys`) with `PEXPIRE key timeout`, which only renews a
  * key that still exists (it never creates one), so a renewal that arrives after a key expired cannot
  * bring the session back: it answers 0 and the session is lost. `PEXPIRE` is not refused at
@@ -29,7 +33,7 @@ export interface SilenceHandlers {
  * connection's last 'ready': a request sent before a reconnect and sent again after it does not make
  * the fresh connection look silent.
  */
-export class Watchdog {
+export class KeepAlive {
   readonly #client: Redis | Cluster;
   readonly #subscriber: SubscriberLink;
   readonly #liveness: LivenessKeys;
@@ -61,7 +65,7 @@ export class Watchdog {
     this.#timeoutMs = timeoutMs;
     this.#core = core;
     this.#onSilent = onSilent;
-    this.#everyMs = Math.max(Math.floor(timeoutMs / 4), 25);
+    this.#everyMs = keepAlivePaceMs(timeoutMs, REDIS_FLOOR_MS);
     this.#clientReadyAt = this.#subscriberReadyAt = performance.now();
   }
 
@@ -98,7 +102,7 @@ export class Watchdog {
     if (!this.#core.isOpen) return;
     this.#pingSubscriber();
     if (this.#sentAt !== undefined) {
-      if (performance.now() - Math.max(this.#sentAt, this.#clientReadyAt) > this.#timeoutMs / 3) {
+      if (performance.now() - Math.max(this.#sentAt, this.#clientReadyAt) > silentAfterMs(this.#timeoutMs)) {
         this.suspend();
         this.#onSilent.client();
       }
@@ -135,7 +139,7 @@ export class Watchdog {
 
   #pingSubscriber(): void {
     if (this.#pingSentAt !== undefined) {
-      if (performance.now() - Math.max(this.#pingSentAt, this.#subscriberReadyAt) > this.#timeoutMs / 3) {
+      if (performance.now() - Math.max(this.#pingSentAt, this.#subscriberReadyAt) > silentAfterMs(this.#timeoutMs)) {
         this.#subscriberReadyAt = performance.now(); // given as long again to come back
         this.#onSilent.subscriber();
       }

@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 
 import zookeeper from 'node-zookeeper-client';
 
-import { BackendError } from '../../../recipes/errors.js';
+import { BackendError } from '../../../../recipes/errors.js';
 import { CREATE2 } from './direct.js';
 import { blank, type Records } from './jute.js';
 

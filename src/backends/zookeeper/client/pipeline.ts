@@ -2,7 +2,7 @@
  * The ZooKeeper request pipeline: how baton's requests leave the client's socket. Requests made in one
  * turn leave in one write, and request ids wrap before they overflow (see `requestIdWrap`).
  */
-import type { ZkClient } from './client.js';
+import type { ZkClient } from '../client.js';
 import { requestIdWrap } from './instance.js';
 
 /** The client's current socket (node-zookeeper-client keeps it private; a new one after a reconnect). */

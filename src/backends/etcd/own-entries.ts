@@ -5,7 +5,7 @@ import type { StoredKey } from './keys.js';
 import { Slots } from './slots.js';
 
 /** What the session's own keys need of their driver. */
-export interface OwnKeysHost {
+export interface OwnEntriesHost {
   /** The lease id in hex, with which every key of ours begins after its queue's prefix. */
   readonly id: string;
   readonly counters: EtcdCounters;
@@ -22,8 +22,8 @@ export interface OwnKeysHost {
  * This session's own keys: the slots their names take, the keys that exist, the doubt about deletes of
  * unknown fate, and the orphans (keys of ours nobody stands for) with the sweeper that finds them.
  */
-export class OwnKeys {
-  readonly #host: OwnKeysHost;
+export class OwnEntries {
+  readonly #host: OwnEntriesHost;
   readonly slots = new Slots();
   /** Our keys that exist on the server, with the create revision of their incarnation. */
   readonly live = new Map<string, bigint>();
@@ -41,7 +41,7 @@ export class OwnKeys {
   readonly #unsettled = new Map<string, number>();
   #sweeper: NodeJS.Timeout | undefined;
 
-  constructor(host: OwnKeysHost) {
+  constructor(host: OwnEntriesHost) {
     this.#host = host;
   }
 
@@ -52,7 +52,7 @@ export class OwnKeys {
    * create revision, so that they never block a queue for the rest of the session. Costs nothing when
    * there are none.
    */
-  removeOrphans(prefix: string, kvs: readonly StoredKey[]): void {
+  sweepOrphans(prefix: string, kvs: readonly StoredKey[]): void {
     const ours = `${prefix}${this.#host.id}-`;
     for (const kv of kvs) {
       const key = kv.key.toString();

@@ -5,7 +5,8 @@
  */
 import type zookeeper from 'node-zookeeper-client';
 
-import type { ZkClient } from './client.js';
+import { hangUpLimitMs } from '../../../timing.js';
+import type { ZkClient } from '../client.js';
 
 /**
  * node-zookeeper-client keeps the bytes of a reply it has not read in full (`pendingBuffer`) and does not
@@ -137,7 +138,7 @@ export function destroySocket(client: ZkClient): void {
  * own reader would throw on (baton's reader, replies.ts, does not).
  */
 export function hangUp(client: ZkClient, timeoutMs: number): void {
-  const timer = setTimeout(() => destroySocket(client), Math.min(timeoutMs / 3, 2_000));
+  const timer = setTimeout(() => destroySocket(client), hangUpLimitMs(timeoutMs));
   timer.unref();
   client.once('disconnected', () => clearTimeout(timer));
   client.close();

@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 
 import type zookeeper from 'node-zookeeper-client';
 
-import type { Done } from '../requests.js';
+import type { Done } from '../../requests.js';
 import { encodeRequest, type Records } from './jute.js';
 
 /**

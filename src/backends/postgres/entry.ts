@@ -1,0 +1,52 @@
+import type { Entry } from '../../../recipes/contract.js';
+
+/** One row of a queue listing (`list` and `enqueue` in the schema). */
+export interface QueueRow extends Record<string, unknown> {
+  token: string;
+  key: string;
+  queue_position: string;
+  kind: string;
+}
+
+/** A session's id as users see it (`session.id`, `baton inspect`), from its row's id. */
+export function sessionIdOf(row: string): string {
+  return `pg-${row}`;
+}
+
+/** The row id of a session id (`pg-<n>`). */
+export function sessionRowOf(id: string): string {
+  return id.replace(/^pg-/, '');
+}
+
+/** The entries of a queue's rows, in the rows' order. */
+export function entriesOf(queue: string, rows: readonly QueueRow[]): Entry[] {
+  return rows.map((row) => new PostgresEntry(queue, row.key, row.kind, BigInt(row.queue_position), BigInt(row.token)));
+}
+
+/**
+ * An entry as read from the database. Its order and fencing token are its position (its own token, or
+ * that of the entry it took the place of); the row's own token, which names the channel its delete
+ * notifies, is kept apart.
+ */
+export class PostgresEntry implements Entry {
+  readonly queue: string;
+  readonly key: string;
+  readonly kind: string;
+  readonly order: bigint;
+  readonly fencingToken: bigint;
+  readonly #token: bigint;
+
+  constructor(queue: string, key: string, kind: string, position: bigint, token: bigint) {
+    this.queue = queue;
+    this.key = key;
+    this.kind = kind;
+    this.order = position;
+    this.fencingToken = position;
+    this.#token = token;
+  }
+
+  /** The row's own token (an entry not read here: its fencing token, which is its own unless placed). */
+  static rowTokenOf(entry: Entry): bigint {
+    return #token in entry ? entry.#token : entry.fencingToken;
+  }
+}

@@ -1,0 +1,108 @@
+import type { Entry } from '../../../recipes/contract.js';
+import type { PostgresCounters } from '../probe.js';
+
+/** What the own entries need of their driver. */
+export interface OwnEntriesHost {
+  /** The session's row id: its entries' keys start with `s<session>.`. */
+  readonly session: string;
+  readonly timeoutMs: number;
+  readonly counters: PostgresCounters;
+  withdraw(entry: Entry): Promise<void>;
+  /** Lists a queue (its listing sweeps our orphans). */
+  list(queue: string): Promise<unknown>;
+}
+
+/**
+ * The session's own entries: the keys it knows of (enqueued and not yet withdrawn, or on their way),
+ * the keys whose enqueue was sent more than once (their withdraw retires them: see `retired` in the
+ * schema), the queues where an enqueue of unknown fate may still be applied late, and the orphan sweep.
+ */
+export class OwnEntries {
+  readonly #host: OwnEntriesHost;
+  #count = 0;
+  readonly #own = new Set<string>();
+  readonly #enqueuing = new Set<string>();
+  /** Queues where an enqueue of unknown fate may still be applied late, and until when they are looked at. */
+  readonly #unsettled = new Map<string, number>();
+  readonly #retried = new Set<string>();
+
+  constructor(host: OwnEntriesHost) {
+    this.#host = host;
+  }
+
+  /** The key of the session's next entry (a sent enqueue carries it, so that a retry finds its row). */
+  nextKey(): string {
+    return `s${this.#host.session}.${++this.#count}`;
+  }
+
+  /** An enqueue of `key` is on its way (until `settled`): a listing meanwhile is not to sweep it. */
+  enqueuing(key: string): void {
+    this.#enqueuing.add(key);
+  }
+
+  settled(key: string): void {
+    this.#enqueuing.delete(key);
+  }
+
+  /** The enqueue of `key` was answered: ours until withdrawn. */
+  claim(key: string): void {
+    this.#own.add(key);
+  }
+
+  /** The withdraw of `key` was answered. */
+  forget(key: string): void {
+    this.#own.delete(key);
+  }
+
+  /** The enqueue of `key` was sent a second time: the first may still reach the server later. */
+  sentTwice(key: string): void {
+    this.#retried.add(key);
+  }
+
+  wasSentTwice(key: string): boolean {
+    return this.#retried.has(key);
+  }
+
+  /** Whether the withdraw of `key` retires it (its enqueue was sent twice); asked once per withdraw. */
+  takeRetired(key: string): boolean {
+    return this.#retried.delete(key);
+  }
+
+  /** An enqueue of unknown fate: the keep-alive's beat looks at the queue for a while, for a copy applied late. */
+  unsettle(queue: string): void {
+    this.#unsettled.set(queue, performance.now() + this.#host.timeoutMs * 2);
+  }
+
+  /** Looks at the queues where an enqueue of unknown fate may still be applied (their listing sweeps our orphans). */
+  settle(): void {
+    const now = performance.now();
+    for (const [queue, until] of [...this.#unsettled]) {
+      if (now > until) this.#unsettled.delete(queue);
+      else this.#host.list(queue).catch(() => undefined);
+    }
+  }
+
+  /**
+   * A listing's entries, without this session's orphans, which are deleted on the way: an entry of
+   * ours that no handle or waiter stands for can only be an enqueue attempt applied after the session
+   * had moved on (its connection dropped while the server still ran it, after a retry that was answered,
+   * and after that entry's release). Left, it would hold up everyone queued behind it.
+   */
+  sweepOrphans(entries: Entry[]): Entry[] {
+    const prefix = `s${this.#host.session}.`;
+    const orphans = entries.filter(
+      (e) => e.key.startsWith(prefix) && !this.#own.has(e.key) && !this.#enqueuing.has(e.key),
+    );
+    if (orphans.length === 0) return entries;
+    for (const orphan of orphans) {
+      this.#host.counters.orphansRemoved += 1;
+      this.#host.withdraw(orphan).catch(() => undefined);
+    }
+    return entries.filter((e) => !orphans.includes(e));
+  }
+
+  /** The session ended: nothing is left to retire. */
+  clear(): void {
+    this.#retried.clear();
+  }
+}
