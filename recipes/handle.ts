@@ -1,5 +1,6 @@
 import type { Entry, Hold, SessionCore } from './contract.js';
 import { LockLostError } from './errors.js';
+import { GuardedValues } from './guarded.js';
 import { type ReportedHold, reportHold } from './report.js';
 
 const LOSE = Symbol('lose');
@@ -67,6 +68,7 @@ export class LockHandle implements AsyncDisposable {
   #released: Promise<void> | undefined;
   /** Told to the session's 'lock' listeners, if its grant was. */
   readonly #report: ReportedHold | undefined;
+  #guarded: GuardedValues | undefined;
 
   static {
     readEntry = (handle) => handle.#entry;
@@ -138,6 +140,23 @@ export class LockHandle implements AsyncDisposable {
       },
     );
     return this.#released;
+  }
+
+  /**
+   * Values kept next to this lock on its own store, written only while this holder's entry exists
+   * there (`await lock.guarded.put('last-period', '2026-11')`): see `GuardedValues`.
+   */
+  get guarded(): GuardedValues {
+    this.#guarded ??= new GuardedValues({
+      core: this.#session,
+      entry: this.#entry,
+      what: this.#what,
+      assertHeld: () => {
+        if (this.held) return;
+        throw this.#lost ?? new LockLostError(this.#what, { cause: new Error('the lock was released') });
+      },
+    });
+    return this.#guarded;
   }
 
   /** `release()`, for `await using lock = await mutex.acquire()`. */

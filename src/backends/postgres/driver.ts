@@ -1,6 +1,13 @@
 import type { Notification } from 'pg';
 
-import { type Abortable, type Enqueued, type Entry, untilAborted } from '../../../recipes/contract.js';
+import {
+  type Abortable,
+  type Enqueued,
+  type Entry,
+  type GuardedClient,
+  type GuardedOp,
+  untilAborted,
+} from '../../../recipes/contract.js';
 import { BackendError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import { backoff } from '../../backoff.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
@@ -10,6 +17,7 @@ import { fromPromise } from '../requests.js';
 import { sameEntries } from '../waiters.js';
 import { Channels, entryChannel, queueChannel } from './channels.js';
 import { postgresFailures, retriable } from './failures.js';
+import { type GuardedHost, GuardedStatements, postgresGuardedTransaction, postgresGuardedWrite } from './guarded.js';
 import { type Link } from './link.js';
 import { openSession, type PostgresDriverOptions } from './open.js';
 import { Statements } from './statements.js';
@@ -501,6 +509,40 @@ export class PostgresDriver implements Driver {
     this.#retried.clear();
     this.#observed.clear();
     this.#observedSeen.clear();
+  }
+
+  /** Made at the first guarded call (see guarded.ts). */
+  #guardedSql: GuardedStatements | undefined;
+
+  #guardedHost(): GuardedHost {
+    this.#guardedSql ??= new GuardedStatements(this.#schema);
+    return {
+      sql: this.#guardedSql,
+      session: this.#session,
+      request: <R extends Record<string, unknown>>(text: string, values: readonly unknown[]) =>
+        this.#request<R>(text, values),
+    };
+  }
+
+  guardedWrite(entry: Entry, op: GuardedOp): Promise<boolean> {
+    return postgresGuardedWrite(this.#guardedHost(), entry, op);
+  }
+
+  async guardedRead(queue: string, name: string): Promise<string | null> {
+    const { sql, request } = this.#guardedHost();
+    return (await request<{ value: string }>(sql.read, [this.#namespace, queue, name]))[0]?.value ?? null;
+  }
+
+  guardedTransaction<T>(
+    entry: Entry,
+    client: GuardedClient,
+    work: (client: GuardedClient) => Promise<T>,
+    options: { readonly limitMs: number | undefined; readonly signal: Abortable },
+    what: string,
+  ): Promise<T> {
+    const { sql } = this.#guardedHost();
+    const bounds = { limitMs: options.limitMs ?? this.timeoutMs, signal: options.signal };
+    return postgresGuardedTransaction(sql, this.#session, entry, client, work, bounds, what);
   }
 }
 

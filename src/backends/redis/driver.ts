@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 
-import type { Abortable, Enqueued, Entry } from '../../../recipes/contract.js';
+import type { Abortable, Enqueued, Entry, GuardedOp } from '../../../recipes/contract.js';
 import { BackendError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import { backoff } from '../../backoff.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
@@ -9,6 +9,7 @@ import { DriverCore, withdrawRefused } from '../core.js';
 import { type RedisCounters, redisCounters, type RedisProbe, type RedisView } from '../probe.js';
 import { fromPromise } from '../requests.js';
 import { isTransient, redisFailures, replyCode } from './failures.js';
+import { redisGuardedRead, redisGuardedWrite } from './guarded.js';
 import { entryKey, idOf, livenessKey, type LockKeys, lockKeys, parseQueue, type Stored } from './keys.js';
 import { LivenessKeys } from './liveness.js';
 import { Notifications } from './notifications.js';
@@ -480,6 +481,14 @@ export class RedisDriver implements Driver {
       },
       stopWatchdog: () => this.#watchdog.stop(),
     };
+  }
+
+  guardedWrite(entry: Entry, op: GuardedOp): Promise<boolean> {
+    return this.#request(() => redisGuardedWrite(this.#client, this.#namespace, this.id, entry, op));
+  }
+
+  guardedRead(queue: string, name: string): Promise<string | null> {
+    return this.#request(() => redisGuardedRead(this.#client, this.#namespace, queue, name));
   }
 }
 

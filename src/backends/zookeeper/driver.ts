@@ -1,6 +1,6 @@
 import zookeeper from 'node-zookeeper-client';
 
-import type { Abortable, Enqueued, Entry } from '../../../recipes/contract.js';
+import type { Abortable, Enqueued, Entry, GuardedOp } from '../../../recipes/contract.js';
 import { BackendError, ClosedError, InvalidArgumentError, SessionLostError } from '../../../recipes/errors.js';
 import { backoff } from '../../backoff.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
@@ -22,6 +22,7 @@ import {
   type ZkStat,
 } from './client.js';
 import { retriable, sessionGone, zkFailures } from './failures.js';
+import { zkGuardedRead, zkGuardedWrite } from './guarded.js';
 import { Heartbeat } from './heartbeat.js';
 import { destroySocket, hangUp } from './instance.js';
 import { mkdirp } from './mkdirp.js';
@@ -475,6 +476,24 @@ export class ZkDriver implements Driver {
       }),
       createOrphan: (queue, kind = 'lock') => this.#own.createOrphan(this.#dir(queue), kind),
     };
+  }
+
+  guardedWrite(entry: Entry, op: GuardedOp): Promise<boolean> {
+    return zkGuardedWrite(
+      {
+        client: this.#client,
+        namespace: this.#namespace,
+        acl: this.#acl,
+        send: (start) => this.#core.retry(start),
+        mkdirp: (path) => this.#core.retry(fromPromise(() => mkdirp(this.#client, path, this.#acl))),
+      },
+      entry,
+      op,
+    );
+  }
+
+  guardedRead(queue: string, name: string): Promise<string | null> {
+    return this.#core.retry(fromPromise(() => zkGuardedRead(this.#client, this.#namespace, queue, name)));
   }
 }
 
