@@ -114,6 +114,23 @@ describe('guarded transaction on PostgreSQL', () => {
     await next.release();
   });
 
+  it('refuses a guarded put once the lease ran out by the server clock, while the rows are still there', async () => {
+    const session = await scope.open();
+    const held = await new FairMutex(session, 'lease').acquire();
+    await held.guarded.put('v', 'before');
+    await withPostgres(postgresUrl(), (admin) =>
+      admin.query('UPDATE baton.sessions SET expires_at = clock_timestamp() WHERE id = $1', [sessionRowOf(session.id)]),
+    );
+    const backend = backendOf(session);
+    expect(await backend.guardedWrite(entryOf(held), { type: 'put', name: 'v', value: 'after' })).toBe(false);
+    expect(await backend.guardedWrite(entryOf(held), { type: 'delete', name: 'v' })).toBe(false);
+    expect(await backend.guardedRead('lease', 'v')).toBe('before');
+    const other = await scope.open();
+    const next = await new FairMutex(other, 'lease').acquire({ timeoutMs: POSTGRES_SESSION_MS * 5 });
+    await next.guarded.delete('v');
+    await Promise.all([next.release(), held.release()]);
+  });
+
   it('refuses a pool (each statement could run on another connection) and anything without query()', async () => {
     const session = await scope.open();
     const lock = await new FairMutex(session, 'settle').acquire();
