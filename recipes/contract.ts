@@ -113,6 +113,7 @@ export interface Backend {
  * (not the pool itself, which would run each statement of a transaction on any of its connections).
  */
 export interface GuardedClient {
+  /** Runs one statement (`$1`, `$2` ... bound to `values`) and resolves with its rows. */
   query(text: string, values?: unknown[]): Promise<{ readonly rows: unknown[] }>;
 }
 
