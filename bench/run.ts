@@ -6,6 +6,7 @@ import { zkContended } from './contended.js';
 import { etcdCycle } from './etcd.js';
 import { etcdReuse } from './etcd-reuse.js';
 import { postgresFence, redisFence } from './fence.js';
+import { etcdGuarded, postgresGuarded, redisGuarded, zkGuarded } from './guarded.js';
 import { etcdHerd, memoryHerd, zkHerd } from './herd.js';
 import { memoryCycle } from './memory.js';
 import { etcdPermits, memoryPermits, zkPermits } from './permits.js';
@@ -60,6 +61,7 @@ const CASES: readonly Case[] = [
     memoryWaiters,
     memoryPermits,
   ],
+  ...[zkGuarded, etcdGuarded, postgresGuarded, redisGuarded],
 ];
 
 const USAGE = `npm run bench [-- --quick] [-- --only <selector>[,<selector>...]] [-- --json results.json]

@@ -86,7 +86,41 @@ export interface Backend {
   withdraw(entry: Entry): Promise<void>;
   /** Does the entry still exist and belong to this session? */
   confirm(entry: Entry): Promise<boolean>;
+  /**
+   * Applies `op` to the values kept next to `entry`'s lock (see `GuardedOp`) in one atomic step on the
+   * server, and only if `entry`, ours, still exists there: true if applied, false if the entry was gone
+   * (nothing written). The values live beside the queue, never where a listing of it would see them.
+   */
+  guardedWrite(entry: Entry, op: GuardedOp): Promise<boolean>;
+  /** The value kept under `name` next to the lock `queue`, or null: a plain read, guarded by nothing. */
+  guardedRead(queue: string, name: string): Promise<string | null>;
+  /**
+   * SQL backends only: runs `work` on `client` (the user's connection to the lock's database) in a
+   * transaction that commits only if `entry` is still held at COMMIT, and while it is open no other
+   * holder can be granted. Rejects with `LockLostError` (`what` names the lock), rolled back, otherwise.
+   */
+  guardedTransaction?<T>(
+    entry: Entry,
+    client: GuardedClient,
+    work: (client: GuardedClient) => Promise<T>,
+    options: { readonly limitMs: number | undefined; readonly signal: Abortable },
+    what: string,
+  ): Promise<T>;
 }
+
+/**
+ * A single database connection that runs statements: a `pg.Client`, or a client from `pool.connect()`
+ * (not the pool itself, which would run each statement of a transaction on any of its connections).
+ */
+export interface GuardedClient {
+  /** Runs one statement (`$1`, `$2` ... bound to `values`) and resolves with its rows. */
+  query(text: string, values?: unknown[]): Promise<{ readonly rows: unknown[] }>;
+}
+
+/** A write of a value kept next to a lock: `value` put under `name`, or `name` deleted. */
+export type GuardedOp =
+  | { readonly type: 'put'; readonly name: string; readonly value: string }
+  | { readonly type: 'delete'; readonly name: string };
 
 /** What the session keeps for every granted entry, so that loss and close reach the holder. */
 export interface Hold {

@@ -1,5 +1,6 @@
 import type { Entry, Hold, SessionCore } from './contract.js';
 import { LockLostError } from './errors.js';
+import { GuardedValues } from './guarded.js';
 import { type ReportedHold, reportHold, takeHoldWarning } from './report.js';
 import { type TracedHold, traceHold } from './trace.js';
 
@@ -72,6 +73,7 @@ export class LockHandle implements AsyncDisposable {
   readonly #trace: TracedHold | undefined;
   /** The `holdWarningMs` timer, while it runs. */
   #warning: ReturnType<typeof setTimeout> | undefined;
+  #guarded: GuardedValues | undefined;
 
   static {
     readEntry = (handle) => handle.#entry;
@@ -162,6 +164,23 @@ export class LockHandle implements AsyncDisposable {
       },
     );
     return this.#released;
+  }
+
+  /**
+   * Values kept next to this lock on its own store, written only while this holder's entry exists
+   * there (`await lock.guarded.put('last-period', '2026-11')`): see `GuardedValues`.
+   */
+  get guarded(): GuardedValues {
+    this.#guarded ??= new GuardedValues({
+      core: this.#session,
+      entry: this.#entry,
+      what: this.#what,
+      assertHeld: () => {
+        if (this.held) return;
+        throw this.#lost ?? new LockLostError(this.#what, { cause: new Error('the lock was released') });
+      },
+    });
+    return this.#guarded;
   }
 
   /** `release()`, for `await using lock = await mutex.acquire()`. */

@@ -1,4 +1,5 @@
 export type { ForeignKey, Session, SessionState, StateListener } from '../recipes/contract.js';
+export type { GuardedClient } from '../recipes/contract.js';
 export {
   type ElectionOptions,
   type Leader,
@@ -37,6 +38,7 @@ export type {
   LockRequested,
   LockTimedOut,
 } from '../recipes/events.js';
+export { type GuardedOptions, GuardedValues, UnsupportedError } from '../recipes/guarded.js';
 export { LockHandle } from '../recipes/handle.js';
 export type { Interop, LockInterop, LockOptions } from '../recipes/interop.js';
 export { MultiLock, MultiLockHandle } from '../recipes/multilock.js';

@@ -2,7 +2,7 @@ import type { Etcd3, IKeyValue, IRangeResponse } from 'etcd3';
 import { isRecoverableError } from 'etcd3';
 
 import { BoundedMap } from '../../../recipes/bounded-map.js';
-import { type Abortable, type Enqueued, type Entry, untilAborted } from '../../../recipes/contract.js';
+import { type Abortable, type Enqueued, type Entry, type GuardedOp, untilAborted } from '../../../recipes/contract.js';
 import { BackendError, LockDowngradeError, PermitsMismatchError } from '../../../recipes/errors.js';
 import { askOf } from '../../../recipes/permits.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
@@ -13,6 +13,7 @@ import type { Start } from '../requests.js';
 import { sameEntries } from '../waiters.js';
 import { WatchBackstop } from './backstop.js';
 import { attemptMs, etcdFailures, outOfSpace } from './failures.js';
+import { guardedKey, guardedTxn } from './guarded.js';
 import { KeepAlive } from './keepalive.js';
 import {
   clientOf,
@@ -438,6 +439,18 @@ export class EtcdDriver implements Driver {
         return driver.#watchers.closing;
       },
     };
+  }
+
+  async guardedWrite(entry: Entry, op: GuardedOp): Promise<boolean> {
+    const request = guardedTxn(this.#namespace, this.#lease, entry, op);
+    const response = await this.#core.retry(this.#rpc(() => this.#client.kv.txn(request, this.#attempt())));
+    return response.succeeded;
+  }
+
+  async guardedRead(queue: string, name: string): Promise<string | null> {
+    const key = guardedKey(this.#namespace, queue, name);
+    const response = await this.#core.retry(this.#rpc(() => this.#client.kv.range({ key }, this.#attempt())));
+    return response.kvs[0]?.value.toString() ?? null;
   }
 }
 

@@ -1,7 +1,8 @@
-import type { Abortable, Enqueued, Entry } from '../../../recipes/contract.js';
+import type { Abortable, Enqueued, Entry, GuardedOp } from '../../../recipes/contract.js';
 import { ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { sameEntries } from '../waiters.js';
+import { memoryGuardedRead, memoryGuardedWrite } from './guarded.js';
 import type { MemoryStore } from './store.js';
 
 /** A session on an in-process store. Same contract as the server backends, for demos and unit tests. */
@@ -102,6 +103,16 @@ export class MemoryDriver implements Driver {
     await Promise.resolve();
     if (this.#status === 'lost') throw new SessionLostError('the memory session was expired');
     if (this.#status === 'closed') throw new ClosedError();
+  }
+
+  async guardedWrite(entry: Entry, op: GuardedOp): Promise<boolean> {
+    await this.#turn();
+    return memoryGuardedWrite(this.#store, this.id, this.#dir(entry.queue), entry, op);
+  }
+
+  async guardedRead(queue: string, name: string): Promise<string | null> {
+    await this.#turn();
+    return memoryGuardedRead(this.#store, this.#dir(queue), name);
   }
 }
 

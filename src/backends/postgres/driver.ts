@@ -1,6 +1,6 @@
 import type { Notification } from 'pg';
 
-import type { Abortable, Enqueued, Entry } from '../../../recipes/contract.js';
+import type { Abortable, Enqueued, Entry, GuardedClient,GuardedOp } from '../../../recipes/contract.js';
 import { BackendError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { backstopEveryMs, keepAlivePaceMs } from '../../timing.js';
@@ -10,6 +10,7 @@ import { fromPromise } from '../requests.js';
 import { Channels } from './channels.js';
 import { entriesOf, PostgresEntry, type QueueRow, sessionIdOf } from './entry.js';
 import { postgresFailures } from './failures.js';
+import { type GuardedHost, GuardedStatements, postgresGuardedTransaction, postgresGuardedWrite } from './guarded.js';
 import { KeepAlive } from './keepalive.js';
 import { type Link } from './link.js';
 import { openSession, type PostgresDriverOptions } from './open.js';
@@ -304,5 +305,39 @@ export class PostgresDriver implements Driver {
     this.#keepAlive.stop();
     this.#watches.failAll(reason);
     this.#own.clear();
+  }
+
+  /** Made at the first guarded call (see guarded.ts). */
+  #guardedSql: GuardedStatements | undefined;
+
+  #guardedHost(): GuardedHost {
+    this.#guardedSql ??= new GuardedStatements(this.#schema);
+    return {
+      sql: this.#guardedSql,
+      session: this.#session,
+      request: <R extends Record<string, unknown>>(text: string, values: readonly unknown[]) =>
+        this.#request<R>(text, values),
+    };
+  }
+
+  guardedWrite(entry: Entry, op: GuardedOp): Promise<boolean> {
+    return postgresGuardedWrite(this.#guardedHost(), entry, op);
+  }
+
+  async guardedRead(queue: string, name: string): Promise<string | null> {
+    const { sql, request } = this.#guardedHost();
+    return (await request<{ value: string }>(sql.read, [this.#namespace, queue, name]))[0]?.value ?? null;
+  }
+
+  guardedTransaction<T>(
+    entry: Entry,
+    client: GuardedClient,
+    work: (client: GuardedClient) => Promise<T>,
+    options: { readonly limitMs: number | undefined; readonly signal: Abortable },
+    what: string,
+  ): Promise<T> {
+    const { sql } = this.#guardedHost();
+    const bounds = { limitMs: options.limitMs ?? this.timeoutMs, signal: options.signal };
+    return postgresGuardedTransaction(sql, this.#session, entry, client, work, bounds, what);
   }
 }

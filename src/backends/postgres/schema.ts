@@ -85,6 +85,17 @@ CREATE TABLE ${s}.observers (
 );
 CREATE INDEX observers_session ON ${s}.observers (session);
 
+-- Values a holder keeps next to its lock (guarded writes, src/backends/postgres/guarded.ts): written only
+-- while the writer's entry row exists and its session's lease is alive; they outlive the holder.
+CREATE TABLE ${s}.guarded_values (
+  namespace text NOT NULL,
+  queue text NOT NULL,
+  name text NOT NULL,
+  value text NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+  PRIMARY KEY (namespace, queue, name)
+);
+
 CREATE FUNCTION ${s}.queue_channel(p_namespace text, p_queue text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
   SELECT '${s}.q' || left(md5(p_namespace || '/' || p_queue), 16)
 $$;
@@ -119,6 +130,11 @@ $$;
 CREATE FUNCTION ${s}.list(p_namespace text, p_queue text)
   RETURNS TABLE (token bigint, key text, queue_position bigint, kind text)
   LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  -- One instant for both statements: an entry is left out of the listing only if the sweep below has
+  -- deleted it, which waits for the row locks a guarded transaction holds on it (FOR SHARE): no waiter
+  -- is granted past an entry whose holder's guarded transaction is still open.
+  v_now timestamptz := clock_timestamp();
 BEGIN
   -- Entries of expired sessions are ignored, and removed by whoever finds them: the expired sessions
   -- with entries or observer rows in this queue go (their entries and observer rows with them; the
@@ -128,16 +144,16 @@ BEGIN
   -- deleted. Rows are locked in id order, so that two sweeps never deadlock over them.
   DELETE FROM ${s}.sessions WHERE id IN (
     SELECT o.id FROM ${s}.sessions o
-      WHERE o.expires_at <= clock_timestamp()
+      WHERE o.expires_at <= v_now
         AND o.id IN (SELECT e.session FROM ${s}.entries e WHERE e.namespace = p_namespace AND e.queue = p_queue
                      UNION ALL SELECT b.session FROM ${s}.observers b WHERE b.namespace = p_namespace AND b.queue = p_queue)
       ORDER BY o.id
       FOR UPDATE OF o
   );
-  -- And ignored if their lease runs out between the two statements.
+  -- A lease that runs out between the two statements counts at the next listing.
   RETURN QUERY
     SELECT e.token, e.key, e.position, e.kind FROM ${s}.entries e
-    JOIN ${s}.sessions o ON o.id = e.session AND o.expires_at > clock_timestamp()
+    JOIN ${s}.sessions o ON o.id = e.session AND o.expires_at > v_now
     WHERE e.namespace = p_namespace AND e.queue = p_queue
     ORDER BY e.position, e.token;
 END

@@ -1,7 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 
 import { BoundedMap } from '../../../recipes/bounded-map.js';
-import type { Abortable, Enqueued, Entry } from '../../../recipes/contract.js';
+import type { Abortable, Enqueued, Entry, GuardedOp } from '../../../recipes/contract.js';
 import { BackendError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { backstopEveryMs } from '../../timing.js';
@@ -12,6 +12,7 @@ import { type RedisCounters, redisCounters, type RedisProbe, type RedisView } fr
 import { RecentReleases } from '../recent-releases.js';
 import { fromPromise } from '../requests.js';
 import { redisFailures, replyCode, retriable } from './failures.js';
+import { redisGuardedRead, redisGuardedWrite } from './guarded.js';
 import { KeepAlive, REDIS_FLOOR_MS } from './keepalive.js';
 import { entryKey, idOf, livenessKey, type LockKeys, lockKeys, parseQueue, type Stored } from './keys.js';
 import { LivenessKeys } from './liveness.js';
@@ -436,6 +437,14 @@ export class RedisDriver implements Driver {
       },
       stopWatchdog: () => this.#keepAlive.stop(),
     };
+  }
+
+  guardedWrite(entry: Entry, op: GuardedOp): Promise<boolean> {
+    return this.#request(() => redisGuardedWrite(this.#client, this.#namespace, this.id, entry, op));
+  }
+
+  guardedRead(queue: string, name: string): Promise<string | null> {
+    return this.#request(() => redisGuardedRead(this.#client, this.#namespace, queue, name));
   }
 }
 

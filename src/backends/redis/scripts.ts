@@ -149,6 +149,18 @@ return { redis.call('HEXISTS', KEYS[1], ARGV[1]), redis.call('EXISTS', KEYS[2]) 
 `;
 
 /**
+ * A guarded write (see src/backends/redis/guarded.ts). KEYS: queue, our session's key in this lock, the
+ * lock's values hash `<base>:v`. ARGV: entry id, 'put' or 'delete', the value's name, the value. The
+ * write applies only if our entry is in the queue and our session's key in the lock exists (the
+ * liveness rule of `LIVE` and `READ`: an entry whose session's key expired is dead): 1 if applied, 0 if not.
+ */
+export const GUARDED = `
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 or redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
+if ARGV[2] == 'put' then redis.call('HSET', KEYS[3], ARGV[3], ARGV[4]) else redis.call('HDEL', KEYS[3], ARGV[3]) end
+return 1
+`;
+
+/**
  * The scripts by the command name they are defined under on baton's client, with their key counts.
  */
 export const SCRIPTS = {
@@ -158,4 +170,5 @@ export const SCRIPTS = {
   batonRelease: { numberOfKeys: 1, lua: RELEASE },
   batonRead: { numberOfKeys: 1, lua: READ },
   batonConfirm: { numberOfKeys: 2, lua: CONFIRM },
+  batonGuarded: { numberOfKeys: 3, lua: GUARDED },
 } as const;

@@ -1,6 +1,6 @@
 import zookeeper from 'node-zookeeper-client';
 
-import type { Abortable, Enqueued, Entry } from '../../../recipes/contract.js';
+import type { Abortable, Enqueued, Entry, GuardedOp } from '../../../recipes/contract.js';
 import { BackendError, InvalidArgumentError, SessionLostError } from '../../../recipes/errors.js';
 import { backoff } from '../../backoff.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
@@ -24,6 +24,7 @@ import {
 import { destroySocket, hangUp } from './client/instance.js';
 import { corked, requestPreparer } from './client/pipeline.js';
 import { retriable, zkFailures } from './failures.js';
+import { zkGuardedRead, zkGuardedWrite } from './guarded.js';
 import { KeepAlive } from './keepalive.js';
 import { mkdirp } from './mkdirp.js';
 import {
@@ -455,6 +456,24 @@ export class ZkDriver implements Driver {
       }),
       createOrphan: (queue, kind = 'lock') => this.#own.createOrphan(this.#dir(queue), kind),
     };
+  }
+
+  guardedWrite(entry: Entry, op: GuardedOp): Promise<boolean> {
+    return zkGuardedWrite(
+      {
+        client: this.#client,
+        namespace: this.#namespace,
+        acl: this.#acl,
+        send: (start) => this.#core.retry(start),
+        mkdirp: (path) => this.#core.retry(fromPromise(() => mkdirp(this.#client, path, this.#acl))),
+      },
+      entry,
+      op,
+    );
+  }
+
+  guardedRead(queue: string, name: string): Promise<string | null> {
+    return this.#core.retry(fromPromise(() => zkGuardedRead(this.#client, this.#namespace, queue, name)));
   }
 }
 

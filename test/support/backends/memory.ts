@@ -1,5 +1,6 @@
 import { expireMemorySession } from 'baton-locks/testing';
 
+import { memoryGuardedKeysUnder } from '../../../src/backends/memory/guarded.js';
 import { memoryStore } from '../../../src/backends/memory/store.js';
 import type { Fixture } from './fixture.js';
 
@@ -11,7 +12,8 @@ export function memoryFixture(): Fixture {
     name: 'memory',
     url: (namespace) => `memory://${STORE}/${namespace}`,
     options: {},
-    entries: async (namespace) => store.keysUnder(namespace),
+    // Guarded values too: they outlive their writer, so one left behind is a leak the tests must see.
+    entries: async (namespace) => [...store.keysUnder(namespace), ...memoryGuardedKeysUnder(store, namespace)],
     watched: async (namespace) => store.watchedUnder(namespace),
     notifications: () => store.notificationsSent,
     expire: async (session) => expireMemorySession(session),

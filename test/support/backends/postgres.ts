@@ -64,12 +64,14 @@ export function postgresFixtureOf(
     url: (namespace) => withParams(url, { namespace, ...(schema === 'baton' ? {} : { schema }) }),
     options: { sessionTimeoutMs },
     // Live entries: those of an expired session are no one's any more (the next look at their queue removes them).
+    // Guarded values too (they outlive their writer, so one left behind is a leak), as `<queue>#<name>`.
     entries: (namespace) =>
       withPostgres(url, async (client) =>
         (
           await rowsOf<{ key: string }>(
             client,
-            `SELECT e.key FROM ${s}.entries e JOIN ${s}.sessions o ON o.id = e.session AND o.expires_at > clock_timestamp() WHERE e.namespace = $1 ORDER BY e.token`,
+            `(SELECT e.key FROM ${s}.entries e JOIN ${s}.sessions o ON o.id = e.session AND o.expires_at > clock_timestamp() WHERE e.namespace = $1 ORDER BY e.token)` +
+              ` UNION ALL (SELECT v.queue || '#' || v.name FROM ${s}.guarded_values v WHERE v.namespace = $1 ORDER BY 1)`,
             [namespace],
           )
         ).map((row) => row.key),
@@ -85,10 +87,10 @@ export function postgresFixtureOf(
     removeEntry: (key) =>
       withPostgres(url, async (client) => void (await client.query(`DELETE FROM ${s}.entries WHERE key = $1`, [key]))),
     cleanup: (namespace) =>
-      withPostgres(
-        url,
-        async (client) => void (await rowsOf(client, `DELETE FROM ${s}.entries WHERE namespace = $1`, [namespace])),
-      ),
+      withPostgres(url, async (client) => {
+        await rowsOf(client, `DELETE FROM ${s}.entries WHERE namespace = $1`, [namespace]);
+        await rowsOf(client, `DELETE FROM ${s}.guarded_values WHERE namespace = $1`, [namespace]);
+      }),
     liveSessions: (ids) =>
       withPostgres(url, async (client) => {
         const rows = await rowsOf<{ id: string }>(

@@ -155,8 +155,12 @@ export function redisFixtureOf(info: RedisInfo, name: string): Fixture {
       withRedisAdmin(info, async (client) => {
         // Live entries: an entry whose owner's liveness key in that lock expired is dead (every script
         // ignores it and deletes it when it reads its queue), as an ephemeral node is gone with its session.
-        const queues = (await namespaceKeys(client, namespace)).filter((key) => key.endsWith(':q'));
+        const keys = await namespaceKeys(client, namespace);
+        const queues = keys.filter((key) => key.endsWith(':q'));
         const entries: string[] = [];
+        // Guarded values too (`<base>:v`: they outlive their writer, so one left behind is a leak).
+        for (const values of keys.filter((key) => key.endsWith(':v')))
+          entries.push(...(await client.hkeys(values)).map((name) => `${values}#${name}`));
         for (const queue of queues) {
           const base = queue.slice(0, -2);
           for (const id of await client.hkeys(queue)) {

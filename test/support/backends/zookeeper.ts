@@ -5,6 +5,7 @@ import zookeeper from 'node-zookeeper-client';
 import { afterAll, beforeAll, inject } from 'vitest';
 
 import type { Session } from '../../../recipes/contract.js';
+import { GUARDED_VALUE } from '../../../src/backends/zookeeper/guarded.js';
 import { zkRemoveTree, zkTree, zkWatchesUnder } from '../../harness/clean.js';
 import { fourLetterWord, zkMode } from '../../harness/four-letter.js';
 import type { Fixture } from './fixture.js';
@@ -31,7 +32,8 @@ export function zkFixtureOf(info: ZkInfo, name: string): Fixture {
     options: { sessionTimeoutMs: info.sessionTimeoutMs },
     entries: async (namespace) =>
       (await zkTree(info.connectString, `/${namespace}`))
-        .filter((node) => node.ephemeralOwner !== 0n)
+        // Guarded values too (persistent: they outlive their writer, so one left behind is a leak).
+        .filter((node) => node.ephemeralOwner !== 0n || GUARDED_VALUE.test(node.path))
         .map((node) => node.path),
     watched: (namespace) => zkWatchesUnder(info.ports, `/${namespace}`),
     notifications: () => zkCounters.notifications,
