@@ -5,9 +5,17 @@ import { coreOf, isSession } from './contract.js';
 import { exclusive } from './decide.js';
 import { InvalidArgumentError } from './errors.js';
 import { LockHandle } from './handle.js';
+import { limitHold } from './hold-limit.js';
 import { LOCK_INTEROP, type LockOptions, validateRecipeOptions } from './interop.js';
+import { listParticipants, type Participant, type ParticipantsOptions } from './participants.js';
 import { assertUsable, type QueueRequest, tryTurn, waitForTurn } from './queue.js';
-import { validateName, validateWaitOptions, type WaitOptions } from './validate.js';
+import {
+  type HoldOptions,
+  validateHoldOptions,
+  validateName,
+  validateWaitOptions,
+  type WaitOptions,
+} from './validate.js';
 
 /** What FairMutex, a ReadWriteLock's readLock and its writeLock have in common. */
 export interface Lock {
@@ -18,9 +26,10 @@ export interface Lock {
    * queued, whichever client queued them). Rejects with `LockTimeoutError` after `timeoutMs`, with
    * `signal.reason` when `signal` aborts, with `SessionLostError` or `ClosedError` when the session
    * ends; the queue entry is withdrawn first on every give-up. `InvalidArgumentError` for bad options
-   * (an unknown key, a negative timeout). Waits without a limit by default.
+   * (an unknown key, a negative timeout). Waits without a limit by default. With `maxHoldMs` the hold
+   * ends by itself once it lasted that long (its signal aborts with `HoldLimitError`).
    */
-  acquire(options?: WaitOptions): Promise<LockHandle>;
+  acquire(options?: HoldOptions): Promise<LockHandle>;
   /**
    * Takes the lock only if nobody holds it or waits ahead: resolves with the handle, or null at once
    * (never waits; the entry is withdrawn). Rejects with `SessionLostError` or `ClosedError` if the
@@ -32,7 +41,7 @@ export interface Lock {
    * with what `fn` returned, rejects with what it threw (or an `acquire` error). Pass `lock.signal` to
    * the work and check `lock.held` before acting: the lock can be lost while `fn` runs.
    */
-  withLock<T>(fn: (lock: LockHandle) => Promise<T> | T, options?: WaitOptions): Promise<T>;
+  withLock<T>(fn: (lock: LockHandle) => Promise<T> | T, options?: HoldOptions): Promise<T>;
 }
 
 /**
@@ -64,11 +73,13 @@ export class QueueLock implements Lock {
     this.ownerContext = ownerContext;
   }
 
-  acquire(options?: WaitOptions): Promise<LockHandle> {
+  acquire(options?: HoldOptions): Promise<LockHandle> {
     try {
-      const checked = validateWaitOptions(options);
+      const checked = validateHoldOptions(options);
+      const { maxHoldMs } = checked;
       // Without an async frame of its own: the grant is one step after the wait, not two.
-      return waitForTurn(this.#placed(undefined), checked).then(this.#granting);
+      if (maxHoldMs === undefined) return waitForTurn(this.#placed(undefined), checked).then(this.#granting);
+      return waitForTurn(this.#placed(undefined), checked).then((entry) => this.#grant(entry, undefined, maxHoldMs));
     } catch (error) {
       return Promise.reject(error);
     }
@@ -88,7 +99,7 @@ export class QueueLock implements Lock {
     return entry === null ? null : this.#grant(entry);
   }
 
-  async withLock<T>(fn: (lock: LockHandle) => Promise<T> | T, options?: WaitOptions): Promise<T> {
+  async withLock<T>(fn: (lock: LockHandle) => Promise<T> | T, options?: HoldOptions): Promise<T> {
     if (typeof fn !== 'function') throw new InvalidArgumentError('fn', fn, 'a function');
     const lock = await this.acquire(options);
     try {
@@ -105,8 +116,14 @@ export class QueueLock implements Lock {
 
   readonly #granting = (entry: Entry): LockHandle => this.#grant(entry);
 
-  #grant(entry: Entry, owner?: unknown): LockHandle {
-    const lock = new LockHandle(this.#request.core, entry, this.#request.what);
+  /** The session's contenders for this lock (see `Participant`). */
+  participants(options?: ParticipantsOptions): Promise<Participant[]> {
+    return listParticipants(this.#request.session, this.#request.core, this.name, options);
+  }
+
+  #grant(entry: Entry, owner?: unknown, maxHoldMs?: number): LockHandle {
+    const { core, what } = this.#request;
+    const lock = new LockHandle(limitHold(core, maxHoldMs, what), entry, what);
     this.#hooks.granted?.(lock, owner);
     return lock;
   }
@@ -175,9 +192,11 @@ export class FairMutex implements Lock {
    * Queues for the lock and resolves with its handle once granted, in FIFO order. Rejects with
    * `LockTimeoutError` after `timeoutMs`, with `signal.reason` when `signal` aborts, with
    * `SessionLostError` or `ClosedError` when the session ends (the entry is withdrawn first on every
-   * give-up), `InvalidArgumentError` for bad options. Waits without a limit by default.
+   * give-up), `InvalidArgumentError` for bad options. Waits without a limit by default. With
+   * `maxHoldMs` the hold ends by itself once it lasted that long: its signal aborts with
+   * `HoldLimitError` and its entry is withdrawn, whatever the holder's code is doing.
    */
-  acquire(options?: WaitOptions): Promise<LockHandle> {
+  acquire(options?: HoldOptions): Promise<LockHandle> {
     return this.#lock.acquire(options);
   }
 
@@ -194,7 +213,16 @@ export class FairMutex implements Lock {
    * did; resolves with what `fn` returned, rejects with what it threw or an `acquire` error. Pass
    * `lock.signal` to the work and check `lock.held` before acting: the lock can be lost while `fn` runs.
    */
-  withLock<T>(fn: (lock: LockHandle) => Promise<T> | T, options?: WaitOptions): Promise<T> {
+  withLock<T>(fn: (lock: LockHandle) => Promise<T> | T, options?: HoldOptions): Promise<T> {
     return this.#lock.withLock(fn, options);
+  }
+
+  /**
+   * The lock's contenders as the server has them now, in queue order: holder and waiters, baton's and
+   * peers' (Curator, kazoo, etcd's Go Mutex), with session, age, lease left and fencing token. Rejects
+   * with `LockTimeoutError` after `timeoutMs`, `signal.reason` on abort, or the session's or backend's error.
+   */
+  participants(options?: ParticipantsOptions): Promise<Participant[]> {
+    return this.#lock.participants(options);
   }
 }
