@@ -5,6 +5,8 @@ import { Command, InvalidArgumentError as CommanderArgumentError } from 'command
 
 import { InvalidArgumentError, InvalidNameError } from '../recipes/errors.js';
 import { schemaSql } from './backends/postgres/schema.js';
+import { registerElect } from './commands/elect.js';
+import { registerLock } from './commands/lock.js';
 import type { ConnectOptions } from './connect.js';
 import { runDemo } from './demo.js';
 import { runInspect } from './inspect.js';
@@ -195,6 +197,10 @@ export function credentialsFromEnvironment(env: NodeJS.ProcessEnv, url: string):
   }
   return {};
 }
+
+// Run a command under a lock or leadership (src/commands/), with credentials from the environment.
+registerLock(program, { credentials: credentialsFromEnvironment, warnPasswordInArguments });
+registerElect(program, { credentials: credentialsFromEnvironment, warnPasswordInArguments });
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`baton: ${error instanceof Error ? error.message : String(error)}\n`);
