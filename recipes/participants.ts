@@ -26,7 +26,7 @@ export interface Participant {
   /** Whose naming the entry has: `baton`, `curator` (also baton's default on ZooKeeper), `kazoo`, `etcd-go`, `baton-0.1`. */
   readonly client: string;
   /** The owning session: ZooKeeper session id (hex), etcd lease id, `pg-<id>`, Redis session id, memory session. */
-  readonly session: string;
+  readonly sessionId: string;
   /** Milliseconds since the server created the entry; null where the server keeps no time (etcd). */
   readonly ageMs: number | null;
   /** How long the owner's lease lives if it is not renewed any more; null where the server does not say. */
@@ -74,7 +74,7 @@ function participantsOf(described: readonly DescribedEntry[], now: number): Part
       role: holds ? 'holder' : 'waiter',
       ...(ask === null ? { kind: info.entry.kind } : { kind: 'semaphore', count: ask.count, permits: ask.permits }),
       client: info.client,
-      session: info.owner,
+      sessionId: info.owner,
       ageMs: info.createdAt === undefined ? null : Math.max(0, now - info.createdAt),
       expiresInMs: info.expiresInMs ?? null,
       fencingToken: info.entry.fencingToken,

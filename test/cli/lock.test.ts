@@ -60,7 +60,7 @@ function lockCommandSuite(getFixture: () => Fixture): void {
       expect(match[2]).toBe('jobs/nightly');
       expect(holder!.role).toBe('holder');
       expect(holder!.fencingToken.toString()).toBe(match[1]);
-      expect(holder!.session).toContain(match[3]);
+      expect(holder!.sessionId).toContain(match[3]);
       writeFileSync(done, '');
       expect(await baton.exited()).toBe(7);
       await expectQueueLength(observer, 'jobs/nightly', 0);

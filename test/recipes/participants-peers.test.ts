@@ -43,8 +43,8 @@ describe('participants() with Curator and kazoo on ZooKeeper', { timeout: 90_000
       ['waiter', 'kazoo'],
       ['waiter', 'kazoo'],
     ]);
-    expect(list[2]!.session).toContain(session.id);
-    expect(list[0]!.session).not.toContain(session.id);
+    expect(list[2]!.sessionId).toContain(session.id);
+    expect(list[0]!.sessionId).not.toContain(session.id);
     await curator.release();
     await kazoo.granted();
     expect((await mutex.participants()).map((p) => p.role)).toEqual(['holder', 'waiter']);
@@ -92,7 +92,7 @@ describe("participants() with etcd's Go Mutex (etcdctl lock)", { timeout: 60_000
       ['holder', 'etcd-go'],
       ['waiter', 'baton'],
     ]);
-    expect(list[1]!.session).toContain(session.id);
+    expect(list[1]!.sessionId).toContain(session.id);
     await go.release();
     await (await waiting).release();
   });

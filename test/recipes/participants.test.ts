@@ -31,8 +31,8 @@ function participantsSuite(getFixture: () => Fixture): void {
         [1, 'holder', 'lock'],
         [2, 'waiter', 'lock'],
       ]);
-      expect(list[0]!.session).toContain(a.id);
-      expect(list[1]!.session).toContain(b.id);
+      expect(list[0]!.sessionId).toContain(a.id);
+      expect(list[1]!.sessionId).toContain(b.id);
       expect(list[0]!.fencingToken).toBe(held.fencingToken);
       expect(typeof list[1]!.fencingToken).toBe('bigint');
       expect(list.every((p) => p.id === '' && p.key.length > 0)).toBe(true);
@@ -103,7 +103,7 @@ function participantsSuite(getFixture: () => Fixture): void {
       expect([...byName.keys()]).toEqual(['acct/1', 'acct/2']);
       expect(byName.get('acct/1')!.map((p) => p.role)).toEqual(['holder']);
       expect(byName.get('acct/2')!.map((p) => p.role)).toEqual(['holder', 'waiter']);
-      expect(byName.get('acct/2')![1]!.session).toContain(b.id);
+      expect(byName.get('acct/2')![1]!.sessionId).toContain(b.id);
       await both.release();
       await (await one).release();
     });
