@@ -215,6 +215,21 @@ export interface Session {
   close(): Promise<void>;
 }
 
+/** One queue entry as the server describes it (what `participants()` and `baton inspect` show). */
+export interface DescribedEntry {
+  readonly entry: Entry;
+  /** The session that owns it: ZooKeeper session id, etcd lease id, memory session name. */
+  readonly owner: string;
+  /** Whose naming the entry has: `baton`, `curator`, `kazoo`, `baton-0.1` or `etcd-go`. */
+  readonly client: string;
+  /** When the server created it (ms since the epoch), where the server keeps that. */
+  readonly createdAt?: number;
+  /** How long the owner's lease lives if it is not kept alive any more, where the server says. */
+  readonly expiresInMs?: number;
+  /** What the entry was created with (an election candidate's id); `''` if nothing. */
+  readonly data: string;
+}
+
 /**
  * What the recipes reach of a session beyond its public face. Kept in a module-private map,
  * not on the session object, so that it appears neither in the shipped types nor in autocomplete.
@@ -237,6 +252,8 @@ export interface SessionCore {
   checkDeadline(): void;
   /** Registers a waiting entry; the returned function unregisters it. The session must not have ended. */
   waiting(waiting: Waiting): () => void;
+  /** What the server says about each entry of a queue, in queue order (`participants()`). */
+  describe(queue: string): Promise<readonly DescribedEntry[]>;
   /** Tells the `'lock'` listeners; never throws into the recipe. */
   report(event: LockEvent): void;
 }

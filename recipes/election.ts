@@ -3,10 +3,12 @@ import { deadline } from './deadline.js';
 import { exclusive } from './decide.js';
 import { InvalidArgumentError } from './errors.js';
 import { LockHandle } from './handle.js';
+import { limitHold } from './hold-limit.js';
 import { ELECTION_INTEROP, type Interop, validateRecipeOptions } from './interop.js';
 import { checkSession } from './mutex.js';
+import { listParticipants, type Participant, type ParticipantsOptions } from './participants.js';
 import { assertUsable, type QueueRequest, waitForTurn } from './queue.js';
-import { checkOptionKeys, validateName, validateSignal, validateWaitOptions, type WaitOptions } from './validate.js';
+import { checkOptionKeys, type HoldOptions, validateHoldOptions, validateName, validateSignal } from './validate.js';
 
 export const MAX_ID_LENGTH = 1_024;
 
@@ -106,11 +108,25 @@ export class LeaderElection {
    * Queues as a candidate and resolves with the `Leadership` once elected (candidates are elected in
    * the order they queued). Gives up, withdrawing the candidacy, as a lock's `acquire` does: rejects
    * with `LockTimeoutError`, `signal.reason`, `SessionLostError` or `ClosedError`, and
-   * `InvalidArgumentError` for bad options. Waits without a limit by default.
+   * `InvalidArgumentError` for bad options. Waits without a limit by default. With `maxHoldMs` the
+   * leadership ends by itself once it lasted that long: its signal aborts with `HoldLimitError` and the
+   * candidacy is withdrawn (the next candidate is elected).
    */
-  async campaign(options?: WaitOptions): Promise<Leadership> {
-    const entry = await waitForTurn(this.#request, validateWaitOptions(options));
-    return new Leadership(this.#core, entry, this.#request.what, this.id);
+  async campaign(options?: HoldOptions): Promise<Leadership> {
+    const checked = validateHoldOptions(options);
+    const entry = await waitForTurn(this.#request, checked);
+    const { what } = this.#request;
+    return new Leadership(limitHold(this.#core, checked.maxHoldMs, what), entry, what, this.id);
+  }
+
+  /**
+   * The candidates as the server has them now, in queue order (the leader first, as `holder`), baton's
+   * and peers' (Curator's LeaderLatch and LeaderSelector, kazoo's Election, etcd's Go Election), each with
+   * its `id`. Rejects with `LockTimeoutError` after `timeoutMs`, `signal.reason` on abort, or the
+   * session's or backend's error.
+   */
+  participants(options?: ParticipantsOptions): Promise<Participant[]> {
+    return listParticipants(this.#session, this.#core, this.name, options);
   }
 
   /**

@@ -52,6 +52,24 @@ export class LockLostError extends BatonError {
 }
 
 /**
+ * Code `LOCK_LOST` (a loss like any other, so code that handles `LOCK_LOST` handles it too): the hold
+ * lasted longer than the `maxHoldMs` it was acquired with, so baton aborted the holder's signal with
+ * this error and withdrew its entry, whatever the holder's code was doing. Tell it apart from other
+ * losses with `instanceof HoldLimitError`. baton's client times the limit (see docs/recipes.md).
+ */
+export class HoldLimitError extends LockLostError {
+  /** The `maxHoldMs` the hold was acquired with. */
+  readonly maxHoldMs: number;
+
+  /** `what`: the thing that was held, for the message (`lock "a/b"`). */
+  constructor(what: string, maxHoldMs: number) {
+    super(what);
+    this.message = `${what} was held longer than its maxHoldMs (${maxHoldMs} ms): its entry was withdrawn`;
+    this.maxHoldMs = maxHoldMs;
+  }
+}
+
+/**
  * Code `SESSION_LOST`: the session expired on the server, or its deadline (session timeout minus the
  * margin) passed before the server was heard again. Final: open a new session. The reason the
  * session's `signal` aborts with; thrown by anything started on a lost session.

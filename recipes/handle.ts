@@ -1,5 +1,5 @@
 import type { Entry, Hold, SessionCore } from './contract.js';
-import { LockLostError } from './errors.js';
+import { HoldLimitError, LockLostError } from './errors.js';
 import { GuardedValues } from './guarded.js';
 import { type ReportedHold, reportHold, takeHoldWarning } from './report.js';
 import { type TracedHold, traceHold } from './trace.js';
@@ -107,7 +107,8 @@ export class LockHandle implements AsyncDisposable {
   /** @internal Ownership is in doubt (see `Hold.lose`). */
   [LOSE](reason: Error): void {
     clearTimeout(this.#warning);
-    this.#lost ??= new LockLostError(this.#what, { cause: reason });
+    // A hold limit's error is the reason as it stands: its message says why the hold ended.
+    this.#lost ??= reason instanceof HoldLimitError ? reason : new LockLostError(this.#what, { cause: reason });
     this.#controller?.abort(this.#lost);
     // A holder already giving the lock back is releasing, not losing it.
     if (this.#released === undefined) {

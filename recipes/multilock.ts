@@ -1,10 +1,11 @@
 import type { Session } from './contract.js';
-import { InvalidArgumentError, LockTimeoutError } from './errors.js';
+import { HoldLimitError, InvalidArgumentError, LockTimeoutError } from './errors.js';
 import type { LockHandle } from './handle.js';
 import { runHolding } from './holding.js';
 import type { LockOptions } from './interop.js';
 import { checkSession, FairMutex } from './mutex.js';
-import { validateName, validateWaitOptions, type WaitOptions } from './validate.js';
+import type { Participant, ParticipantsOptions } from './participants.js';
+import { type HoldOptions, validateHoldOptions, validateName } from './validate.js';
 
 /**
  * Several locks held as one, all or nothing: a `FairMutex` per name, always entered in one canonical
@@ -33,16 +34,18 @@ export class MultiLock {
   /**
    * Takes every lock, one after the other in the canonical order, within one `timeoutMs` for the whole
    * set. On a timeout (`LockTimeoutError`), an abort (`signal.reason`) or any failure part-way, every
-   * lock already held or waited for is given back before the promise rejects.
+   * lock already held or waited for is given back before the promise rejects. With `maxHoldMs` each
+   * lock's hold is limited from its own grant, and when the first-taken lock's limit passes, the set's
+   * signal aborts with `HoldLimitError` and every lock of the set is given back.
    */
-  async acquire(options?: WaitOptions): Promise<MultiLockHandle> {
-    const { timeoutMs, signal } = validateWaitOptions(options);
+  async acquire(options?: HoldOptions): Promise<MultiLockHandle> {
+    const { timeoutMs, signal, maxHoldMs } = validateHoldOptions(options);
     const startedAt = performance.now();
     const held: LockHandle[] = [];
     try {
       for (const mutex of this.#mutexes) {
         const left = timeoutMs === undefined ? undefined : Math.max(0, timeoutMs - (performance.now() - startedAt));
-        held.push(await mutex.acquire({ timeoutMs: left, signal }));
+        held.push(await mutex.acquire({ timeoutMs: left, signal, maxHoldMs }));
       }
     } catch (error) {
       await releaseAll(held);
@@ -50,7 +53,18 @@ export class MultiLock {
         throw new LockTimeoutError(this.#what, timeoutMs, { cause: error });
       throw error;
     }
-    return new MultiLockHandle(held);
+    const locks = new MultiLockHandle(held);
+    if (maxHoldMs !== undefined) releaseAllOnLimit(held);
+    return locks;
+  }
+
+  /**
+   * Each lock's contenders as the server has them now, by name (see `FairMutex.participants`). Rejects
+   * as one lock's `participants()` does.
+   */
+  async participants(options?: ParticipantsOptions): Promise<Map<string, Participant[]>> {
+    const lists = await Promise.all(this.#mutexes.map((mutex) => mutex.participants(options)));
+    return new Map(this.names.map((name, index) => [name, lists[index]!]));
   }
 
   /** Takes every lock if each is free right now, or none (null). Never waits. */
@@ -73,7 +87,7 @@ export class MultiLock {
   }
 
   /** Runs `fn` holding every lock and releases them afterwards, also when `fn` throws. Rejects as `acquire` does. */
-  withLock<T>(fn: (locks: MultiLockHandle) => Promise<T> | T, options?: WaitOptions): Promise<T> {
+  withLock<T>(fn: (locks: MultiLockHandle) => Promise<T> | T, options?: HoldOptions): Promise<T> {
     return runHolding(fn, () => this.acquire(options));
   }
 }
@@ -125,6 +139,19 @@ export class MultiLockHandle implements AsyncDisposable {
   /** `await using` releases every lock of the set (see `release`). */
   [Symbol.asyncDispose](): Promise<void> {
     return this.release();
+  }
+}
+
+/** All or nothing: once one lock's hold limit passed, the others of the set are given back too. */
+function releaseAllOnLimit(locks: readonly LockHandle[]): void {
+  for (const lock of locks) {
+    lock.signal.addEventListener(
+      'abort',
+      () => {
+        if (lock.signal.reason instanceof HoldLimitError) void releaseAll(locks);
+      },
+      { once: true },
+    );
   }
 }
 

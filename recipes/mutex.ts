@@ -5,10 +5,18 @@ import { coreOf, isSession } from './contract.js';
 import { exclusive } from './decide.js';
 import { InvalidArgumentError } from './errors.js';
 import { LockHandle } from './handle.js';
+import { limitHold } from './hold-limit.js';
 import { runHolding } from './holding.js';
 import { LOCK_INTEROP, type LockOptions, validateRecipeOptions } from './interop.js';
+import { listParticipants, type Participant, type ParticipantsOptions } from './participants.js';
 import { assertUsable, type QueueRequest, tryTurn, waitForTurn } from './queue.js';
-import { validateName, validateWaitOptions, type WaitOptions } from './validate.js';
+import {
+  type HoldOptions,
+  validateHoldOptions,
+  validateName,
+  validateWaitOptions,
+  type WaitOptions,
+} from './validate.js';
 
 /** What FairMutex, a ReadWriteLock's readLock and its writeLock have in common. */
 export interface Lock {
@@ -19,9 +27,10 @@ export interface Lock {
    * queued, whichever client queued them). Rejects with `LockTimeoutError` after `timeoutMs`, with
    * `signal.reason` when `signal` aborts, with `SessionLostError` or `ClosedError` when the session
    * ends; the queue entry is withdrawn first on every give-up. `InvalidArgumentError` for bad options
-   * (an unknown key, a negative timeout). Waits without a limit by default.
+   * (an unknown key, a negative timeout). Waits without a limit by default. With `maxHoldMs` the hold
+   * ends by itself once it lasted that long (its signal aborts with `HoldLimitError`).
    */
-  acquire(options?: WaitOptions): Promise<LockHandle>;
+  acquire(options?: HoldOptions): Promise<LockHandle>;
   /**
    * Takes the lock only if nobody holds it or waits ahead: resolves with the handle, or null at once
    * (never waits; the entry is withdrawn). Rejects with `SessionLostError` or `ClosedError` if the
@@ -33,7 +42,7 @@ export interface Lock {
    * with what `fn` returned, rejects with what it threw (or an `acquire` error). Pass `lock.signal` to
    * the work and check `lock.held` before acting: the lock can be lost while `fn` runs.
    */
-  withLock<T>(fn: (lock: LockHandle) => Promise<T> | T, options?: WaitOptions): Promise<T>;
+  withLock<T>(fn: (lock: LockHandle) => Promise<T> | T, options?: HoldOptions): Promise<T>;
 }
 
 /**
@@ -65,11 +74,13 @@ export class QueueLock implements Lock {
     this.ownerContext = ownerContext;
   }
 
-  acquire(options?: WaitOptions): Promise<LockHandle> {
+  acquire(options?: HoldOptions): Promise<LockHandle> {
     try {
-      const checked = validateWaitOptions(options);
+      const checked = validateHoldOptions(options);
+      const { maxHoldMs } = checked;
       // Without an async frame of its own: the grant is one step after the wait, not two.
-      return waitForTurn(this.#placed(undefined), checked).then(this.#granting);
+      if (maxHoldMs === undefined) return waitForTurn(this.#placed(undefined), checked).then(this.#granting);
+      return waitForTurn(this.#placed(undefined), checked).then((entry) => this.#grant(entry, undefined, maxHoldMs));
     } catch (error) {
       return Promise.reject(error);
     }
@@ -89,7 +100,7 @@ export class QueueLock implements Lock {
     return entry === null ? null : this.#grant(entry);
   }
 
-  withLock<T>(fn: (lock: LockHandle) => Promise<T> | T, options?: WaitOptions): Promise<T> {
+  withLock<T>(fn: (lock: LockHandle) => Promise<T> | T, options?: HoldOptions): Promise<T> {
     return runHolding(fn, () => this.acquire(options));
   }
 
@@ -100,8 +111,14 @@ export class QueueLock implements Lock {
 
   readonly #granting = (entry: Entry): LockHandle => this.#grant(entry);
 
-  #grant(entry: Entry, owner?: unknown): LockHandle {
-    const lock = new LockHandle(this.#request.core, entry, this.#request.what);
+  /** The session's contenders for this lock (see `Participant`). */
+  participants(options?: ParticipantsOptions): Promise<Participant[]> {
+    return listParticipants(this.#request.session, this.#request.core, this.name, options);
+  }
+
+  #grant(entry: Entry, owner?: unknown, maxHoldMs?: number): LockHandle {
+    const { core, what } = this.#request;
+    const lock = new LockHandle(limitHold(core, maxHoldMs, what), entry, what);
     this.#hooks.granted?.(lock, owner);
     return lock;
   }
@@ -167,7 +184,7 @@ export class FairMutex implements Lock {
   }
 
   /** {@inheritDoc Lock.acquire} */
-  acquire(options?: WaitOptions): Promise<LockHandle> {
+  acquire(options?: HoldOptions): Promise<LockHandle> {
     return this.#lock.acquire(options);
   }
 
@@ -177,7 +194,16 @@ export class FairMutex implements Lock {
   }
 
   /** {@inheritDoc Lock.withLock} */
-  withLock<T>(fn: (lock: LockHandle) => Promise<T> | T, options?: WaitOptions): Promise<T> {
+  withLock<T>(fn: (lock: LockHandle) => Promise<T> | T, options?: HoldOptions): Promise<T> {
     return this.#lock.withLock(fn, options);
+  }
+
+  /**
+   * The lock's contenders as the server has them now, in queue order: holder and waiters, baton's and
+   * peers' (Curator, kazoo, etcd's Go Mutex), with session, age, lease left and fencing token. Rejects
+   * with `LockTimeoutError` after `timeoutMs`, `signal.reason` on abort, or the session's or backend's error.
+   */
+  participants(options?: ParticipantsOptions): Promise<Participant[]> {
+    return this.#lock.participants(options);
   }
 }

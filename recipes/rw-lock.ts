@@ -6,6 +6,7 @@ import { InvalidArgumentError, LockUpgradeError } from './errors.js';
 import { entryOf, type LockHandle } from './handle.js';
 import { LOCK_INTEROP, type LockOptions, validateRecipeOptions } from './interop.js';
 import { checkSession, type Lock, QueueLock } from './mutex.js';
+import { type Participant, type ParticipantsOptions } from './participants.js';
 import { validateName, type WaitOptions } from './validate.js';
 
 /**
@@ -91,6 +92,15 @@ export class ReadWriteLock {
       throw error;
     }
     return read;
+  }
+
+  /**
+   * The lock's contenders as the server has them now, in queue order: readers and writers, baton's and
+   * peers' (Curator, kazoo), with session, age, lease left and fencing token. Rejects with
+   * `LockTimeoutError` after `timeoutMs`, `signal.reason` on abort, or the session's or backend's error.
+   */
+  participants(options?: ParticipantsOptions): Promise<Participant[]> {
+    return (this.readLock as QueueLock).participants(options);
   }
 
   /** The entry of the write lock `owner` holds, if any: its read lock takes that place (a downgrade). */

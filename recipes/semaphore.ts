@@ -1,13 +1,17 @@
 import { coreOf, type Entry, type Session, type SessionCore } from './contract.js';
 import { InvalidArgumentError } from './errors.js';
 import { entryOf, LockHandle } from './handle.js';
+import { limitHold } from './hold-limit.js';
 import { runHolding } from './holding.js';
 import { checkSession } from './mutex.js';
+import { listParticipants, type Participant, type ParticipantsOptions } from './participants.js';
 import { askOf, semaphoreDecide, semaphoreKind } from './permits.js';
 import { type QueueRequest, tryTurn, waitForTurn } from './queue.js';
 import {
   checkOptionKeys,
+  type HoldOptions,
   quoted,
+  validateMaxHold,
   validateName,
   validateSignal,
   validateTimeout,
@@ -26,8 +30,8 @@ export interface SemaphoreOptions {
   readonly permits: number;
 }
 
-/** Options of `Semaphore.acquire` and `withPermit`: a wait's, and how many permits to take. */
-export interface PermitOptions extends WaitOptions {
+/** Options of `Semaphore.acquire` and `withPermit`: a wait's, a hold's limit, and how many permits to take. */
+export interface PermitOptions extends HoldOptions {
   /** How many permits to take at once, from 1 (the default) to the semaphore's `permits`. */
   readonly count?: number | undefined;
 }
@@ -91,12 +95,15 @@ export class Semaphore {
    * Takes `count` permits (default 1), waiting in FIFO order until they are free. Rejects with
    * `LockTimeoutError` after `timeoutMs`, with `signal.reason` when `signal` aborts, with
    * `PermitsMismatchError` (see the class), or with the session's error when it ends; on every give-up
-   * the waiter's entry is withdrawn before the promise settles.
+   * the waiter's entry is withdrawn before the promise settles. With `maxHoldMs` the permits are given
+   * back by themselves once held that long (the signal aborts with `HoldLimitError`).
    */
   acquire(options?: PermitOptions): Promise<PermitHandle> {
     try {
-      const { count, wait } = this.#checkAcquire(options);
-      return waitForTurn(this.#request(count), wait).then(this.#grant);
+      const { count, wait, maxHoldMs } = this.#checkAcquire(options);
+      if (maxHoldMs === undefined) return waitForTurn(this.#request(count), wait).then(this.#grant);
+      const limited = limitHold(this.#core, maxHoldMs, this.#what);
+      return waitForTurn(this.#request(count), wait).then((entry) => new PermitHandle(limited, entry, this.#what));
     } catch (error) {
       return Promise.reject(error);
     }
@@ -112,6 +119,15 @@ export class Semaphore {
   /** Runs `fn` holding `count` permits (default 1) and releases them afterwards, also when `fn` throws. Rejects as `acquire` does. */
   withPermit<T>(fn: (permit: PermitHandle) => Promise<T> | T, options?: PermitOptions): Promise<T> {
     return runHolding(fn, () => this.acquire(options));
+  }
+
+  /**
+   * The semaphore's contenders as the server has them now, in queue order, each with the permits it
+   * holds or asks for (`count`). Rejects with `LockTimeoutError` after `timeoutMs`, `signal.reason` on
+   * abort, or the session's or backend's error.
+   */
+  participants(options?: ParticipantsOptions): Promise<Participant[]> {
+    return listParticipants(this.#session, this.#core, this.name, options);
   }
 
   #request(count: number): QueueRequest {
@@ -138,12 +154,13 @@ export class Semaphore {
   /** The count of a grant is in its entry's kind (see `PermitHandle.count`). */
   readonly #grant = (entry: Entry): PermitHandle => new PermitHandle(this.#core, entry, this.#what);
 
-  #checkAcquire(options: unknown): { count: number; wait: WaitOptions } {
+  #checkAcquire(options: unknown): { count: number; wait: WaitOptions; maxHoldMs?: number | undefined } {
     if (options === undefined) return DEFAULT_ACQUIRE;
-    const { count, timeoutMs, signal } = checkedObject(options, ACQUIRE_OPTIONS);
+    const { count, timeoutMs, signal, maxHoldMs } = checkedObject(options, ACQUIRE_OPTIONS);
     return {
       count: this.#checkCount(count),
       wait: { timeoutMs: validateTimeout(timeoutMs), signal: validateSignal(signal) },
+      maxHoldMs: validateMaxHold(maxHoldMs),
     };
   }
 
@@ -156,7 +173,7 @@ export class Semaphore {
   }
 }
 
-const ACQUIRE_OPTIONS = ['count', 'timeoutMs', 'signal'];
+const ACQUIRE_OPTIONS = ['count', 'timeoutMs', 'signal', 'maxHoldMs'];
 const DEFAULT_ACQUIRE = { count: 1, wait: {} };
 const TRY_OPTIONS = ['count'];
 

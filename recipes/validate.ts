@@ -52,6 +52,38 @@ export interface WaitOptions {
 
 const WAIT_OPTIONS = ['timeoutMs', 'signal', 'holdWarningMs'];
 
+/** A wait's options, and how long the hold it grants may last (acquire, withLock, campaign, permits). */
+export interface HoldOptions extends WaitOptions {
+  /**
+   * Once the hold has lasted this many milliseconds, its signal aborts with `HoldLimitError` and its
+   * entry is withdrawn, even if the holder's code never returns. Timed by baton's client, from the
+   * grant. Default: no limit. A whole number from 1 to 2 147 483 647.
+   */
+  readonly maxHoldMs?: number | undefined;
+}
+
+const HOLD_OPTIONS = [...WAIT_OPTIONS, 'maxHoldMs'];
+
+export function validateHoldOptions(options: unknown): HoldOptions {
+  if (options === undefined) return {};
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new InvalidArgumentError('options', options, 'an object such as { timeoutMs, signal, maxHoldMs }');
+  }
+  checkOptionKeys(options, HOLD_OPTIONS);
+  const { maxHoldMs, ...wait } = options as Record<string, unknown>;
+  const checked = validateWaitOptions(wait);
+  const limit = validateMaxHold(maxHoldMs);
+  return limit === undefined ? checked : { ...checked, maxHoldMs: limit };
+}
+
+export function validateMaxHold(value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_TIMEOUT_MS) {
+    throw new InvalidArgumentError('maxHoldMs', value, `a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}`);
+  }
+  return value;
+}
+
 export function validateWaitOptions(options: unknown): WaitOptions {
   if (options === undefined) return {};
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {

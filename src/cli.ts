@@ -6,6 +6,8 @@ import { Command, InvalidArgumentError as CommanderArgumentError } from 'command
 import { InvalidArgumentError, InvalidNameError } from '../recipes/errors.js';
 import type { Backend } from './backends/backend.js';
 import { backendForScheme, BACKENDS } from './backends/registry.js';
+import { registerElect } from './commands/elect.js';
+import { registerLock } from './commands/lock.js';
 import type { ConnectOptions } from './connect.js';
 import { runDemo } from './demo.js';
 import { fenceSchemaText } from './fence/schema-command.js';
@@ -201,6 +203,10 @@ function schemeOf(url: string): Backend | undefined {
 export function credentialsFromEnvironment(env: NodeJS.ProcessEnv, url: string): ConnectOptions {
   return schemeOf(url)?.cli.credentials?.(env) ?? {};
 }
+
+// Run a command under a lock or leadership (src/commands/), with credentials from the environment.
+registerLock(program, { credentials: credentialsFromEnvironment, warnPasswordInArguments });
+registerElect(program, { credentials: credentialsFromEnvironment, warnPasswordInArguments });
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`baton: ${error instanceof Error ? error.message : String(error)}\n`);

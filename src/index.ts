@@ -12,6 +12,7 @@ export {
   BackendError,
   BatonError,
   ClosedError,
+  HoldLimitError,
   InvalidArgumentError,
   InvalidNameError,
   LockDowngradeError,
@@ -43,6 +44,7 @@ export { LockHandle } from '../recipes/handle.js';
 export type { Interop, LockInterop, LockOptions } from '../recipes/interop.js';
 export { MultiLock, MultiLockHandle } from '../recipes/multilock.js';
 export { FairMutex, type Lock } from '../recipes/mutex.js';
+export type { Participant, ParticipantsOptions } from '../recipes/participants.js';
 export { Reentrant, ReentrantHandle, type ReentrantOptions } from '../recipes/reentrant.js';
 export { ReadWriteLock } from '../recipes/rw-lock.js';
 export {
@@ -52,7 +54,7 @@ export {
   type SemaphoreOptions,
   type TryPermitOptions,
 } from '../recipes/semaphore.js';
-export type { WaitOptions } from '../recipes/validate.js';
+export type { HoldOptions, WaitOptions } from '../recipes/validate.js';
 export type { AclPolicy } from './backends/zookeeper/acl.js';
 export {
   connect,
