@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
-import { useContenderPool } from '../support/faults/layouts.js';
-import { describeSummary, faultKindsOf, torture, type TortureBackend } from '../support/faults/torture-run.js';
+import { useContenderPool } from '../harness/faults/layouts.js';
+import { describeSummary, faultKindsOf, torture, type TortureBackend } from '../harness/faults/torture-run.js';
 
 const WORKERS = 8;
 const DURATION_MS = 30_000;
@@ -16,7 +16,7 @@ function seed(): number {
 const pool = useContenderPool(WORKERS);
 
 /**
- * A short run of `npm run torture` (see test/support/faults/torture-run.ts): half a minute of random member
+ * A short run of `npm run torture` (see test/harness/faults/torture-run.ts): half a minute of random member
  * kills, members cut off from the leader, partitions, short disconnects and server-side expiries on a
  * 3-node layout (on Redis: kills of its one primary, with appendfsync always), while 8 processes
  * contend on one lock. The run checks every hold the processes report.
