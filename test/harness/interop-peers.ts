@@ -119,7 +119,7 @@ let hooked = false;
  * Kills the peers still running by PID and removes the temp dirs on exit, and on SIGINT and SIGTERM
  * (vitest ends its fork workers with SIGTERM, on which no 'exit' event comes). The signal is then
  * raised again for its default action, unless someone else listens for it (the server harness, which
- * exits itself).
+ * does the same).
  */
 function hookExit(): void {
   if (hooked) return;

@@ -1,9 +1,9 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import type { EtcdTls } from './servers/etcd.js';
+import { makeTempDir, removeTempDir } from './servers/process.js';
 
 export interface TestCertificates extends EtcdTls {
   /** A second CA that signed nothing the server trusts. */
@@ -14,7 +14,7 @@ export interface TestCertificates extends EtcdTls {
 
 /** A throw-away CA, a server certificate for 127.0.0.1 and a client certificate, made with openssl. */
 export function makeCertificates(): TestCertificates {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-certs-'));
+  const dir = makeTempDir('baton-certs-');
   const file = (name: string): string => path.join(dir, name);
   const openssl = (...args: string[]): void => void execFileSync('openssl', args, { stdio: 'ignore' });
   for (const ca of ['ca', 'other-ca']) {
@@ -80,6 +80,6 @@ export function makeCertificates(): TestCertificates {
     clientCertFile: file('client.pem'),
     clientKeyFile: file('client.key'),
     otherCaFile: file('other-ca.pem'),
-    remove: () => rmSync(dir, { recursive: true, force: true }),
+    remove: () => removeTempDir(dir),
   };
 }

@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import https from 'node:https';
-import os from 'node:os';
 import path from 'node:path';
 
 import { etcdBinary } from './install.js';
 import { freePort } from './ports.js';
-import { ServerProcess, sleep, startMembers, startServer, stopMembers, tail } from './process.js';
+import { makeTempDir, ServerProcess, sleep, startMembers, startServer, stopMembers, tail } from './process.js';
 import { TcpProxy } from './proxy.js';
 
 export interface EtcdMember {
@@ -202,7 +201,7 @@ export async function startEtcd(
         `etcd${i + 1}`,
         `${scheme}://127.0.0.1:${p.client}`,
         `http://127.0.0.1:${p.peer}`,
-        mkdtempSync(path.join(os.tmpdir(), 'baton-etcd-')),
+        makeTempDir('baton-etcd-'),
         { initial, token },
         opts.tls,
         advertised[i],

@@ -1,12 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 
 import { postgresBinDir } from './install.js';
 import { freePort } from './ports.js';
-import { ServerProcess, sleep, startServer, tail } from './process.js';
+import { makeTempDir, removeTempDir, ServerProcess, sleep, startServer, tail } from './process.js';
 
 export interface PgServer {
   /** `postgres://postgres@127.0.0.1:<port>/postgres` (trust authentication on loopback). */
@@ -112,7 +111,7 @@ class Server extends ServerProcess implements PgServer {
 
   async stop(): Promise<void> {
     await this.kill('SIGINT');
-    rmSync(this.dir, { recursive: true, force: true });
+    removeTempDir(this.dir);
   }
 }
 
@@ -150,7 +149,7 @@ export async function startPostgres(
   options: { durable?: boolean; tls?: { certFile: string; keyFile: string } } = {},
 ): Promise<PgServer> {
   const user = serverUser();
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-pg-'));
+  const dir = makeTempDir('baton-pg-');
   if (user !== undefined) chownSync(dir, user.uid, user.gid);
   const init = spawnSync(
     path.join(postgresBinDir(), 'initdb'),
@@ -162,7 +161,7 @@ export async function startPostgres(
     },
   );
   if (init.status !== 0) {
-    rmSync(dir, { recursive: true, force: true });
+    removeTempDir(dir);
     throw new Error(`initdb failed (status ${init.status}):\n${init.stderr}`);
   }
   // Trust on loopback, except for the role the tests log in with a password (PASSWORD_ROLE).

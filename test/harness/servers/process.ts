@@ -1,8 +1,14 @@
 import { spawn } from 'node:child_process';
-import { closeSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import { removePortClaims } from './ports.js';
 
 /** Every server PID this process started: killed on exit and on Ctrl-C so no server outlives a run. */
 const started = new Set<number>();
+/** The temp dirs of this process's servers (and of their certificates, peers...): removed with them. */
+const tempDirs = new Set<string>();
 /**
  * Settles when a server of ours has been reaped. /proc shows a killed server's main thread as a zombie
  * while its other threads may still hold its sockets; only once the whole process is gone can it be
@@ -11,29 +17,60 @@ const started = new Set<number>();
 const reaped = new Map<number, Promise<void>>();
 let hooked = false;
 
+/** How long an interrupted run waits for its killed servers to go before it removes their dirs. */
+const KILL_WAIT_MS = 5_000;
+
+/**
+ * Kills every server of this process, waits (blocking: it runs in exit and signal handlers) until they
+ * are gone, then removes every temp dir registered with `makeTempDir` and this process's port claims.
+ */
+function killAllAndClean(): void {
+  for (const pid of started) send(pid, 'SIGKILL');
+  const deadline = Date.now() + KILL_WAIT_MS;
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  while ([...started].some(isAlive) && Date.now() < deadline) Atomics.wait(pause, 0, 0, 20);
+  started.clear();
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+  tempDirs.clear();
+  removePortClaims(); // its 'exit' handler does not run when a signal ends the process
+}
+
+/**
+ * Cleans up on exit, on SIGINT and SIGTERM, and when a test worker's parent goes away: the main vitest
+ * process exits on a signal without stopping its workers, whose servers would otherwise run on until
+ * the test at hand ends. After a signal the process ends by that signal again, once nobody else
+ * listens for it (vitest's workers make `process.exit` throw while a test runs).
+ */
 function hookExit(): void {
   if (hooked) return;
   hooked = true;
-  const killAll = (): void => {
-    for (const pid of started) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
-    started.clear();
-  };
-  process.on('exit', killAll);
-  for (const [signal, code] of [
-    ['SIGINT', 130],
-    ['SIGTERM', 143],
-  ] as const) {
+  process.on('exit', killAllAndClean);
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
-      killAll();
-      process.exit(code);
+      killAllAndClean();
+      if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
     });
   }
+  if (process.send !== undefined) {
+    process.once('disconnect', () => {
+      killAllAndClean();
+      process.kill(process.pid, 'SIGTERM');
+    });
+  }
+}
+
+/** A new directory `<tmpdir>/<prefix>XXXXXX`, removed on exit or interruption unless `removeTempDir` did first. */
+export function makeTempDir(prefix: string): string {
+  hookExit();
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  tempDirs.add(dir);
+  return dir;
+}
+
+/** Removes a directory made by `makeTempDir` (and what is in it). */
+export function removeTempDir(dir: string): void {
+  rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+  tempDirs.delete(dir);
 }
 
 /**
@@ -137,7 +174,7 @@ export abstract class ServerProcess {
 /** Kills every member and removes their directories. */
 export async function stopMembers(members: readonly ServerMember[]): Promise<void> {
   await Promise.all(members.map((m) => m.kill('SIGKILL')));
-  for (const m of members) rmSync(m.dir, { recursive: true, force: true });
+  for (const m of members) removeTempDir(m.dir);
 }
 
 /** Starts the members together (members of a new cluster wait for each other); on failure stops them all. */

@@ -1,11 +1,9 @@
-import { mkdtempSync } from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 
 import { redisServerBinary } from './install.js';
 import { freePort } from './ports.js';
-import { ServerProcess, sleep, startMembers, startServer, stopMembers, tail } from './process.js';
+import { makeTempDir, ServerProcess, sleep, startMembers, startServer, stopMembers, tail } from './process.js';
 
 const READY_TIMEOUT_MS = 20_000;
 
@@ -29,7 +27,7 @@ export class RedisServer extends ServerProcess {
     private readonly options: RedisServerOptions,
   ) {
     super();
-    this.dir = mkdtempSync(path.join(os.tmpdir(), 'baton-redis-'));
+    this.dir = makeTempDir('baton-redis-');
   }
 
   get address(): string {

@@ -1,11 +1,10 @@
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { zkMode } from './four-letter.js';
 import { zkClasspath, ZOOKEEPER_JAR } from './install.js';
 import { freePort } from './ports.js';
-import { ServerProcess, sleep, startMembers, startServer, stopMembers, tail } from './process.js';
+import { makeTempDir, ServerProcess, sleep, startMembers, startServer, stopMembers, tail } from './process.js';
 
 export { fourLetterWord } from './four-letter.js';
 
@@ -125,7 +124,7 @@ export async function startZooKeeper(opts: ZkStartOptions = {}): Promise<ZkClust
   );
   const members = ports.map((p, i) => {
     const servers = views[i]!;
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-zk-'));
+    const dir = makeTempDir('baton-zk-');
     mkdirSync(path.join(dir, 'data'));
     writeFileSync(path.join(dir, 'data', 'myid'), `${i + 1}\n`);
     const config = [
