@@ -47,6 +47,12 @@ export interface TortureOptions {
   readonly backend: TortureBackend;
   /** How long faults are injected; the run then lets every contender finish and checks. */
   readonly durationMs: number;
+  /**
+   * Goes on injecting past `durationMs` until every kind of fault was injected at least once, for up
+   * to this long in all: the schedule's pace does not depend on the machine's load, a restarted
+   * member's start-up does, so that a short run in the suite still injects every kind.
+   */
+  readonly everyKindWithinMs?: number;
   /** Contending processes (default 8), each behind proxies of its own. */
   readonly workers?: number;
   /** Seeds the fault schedule (which fault, whom, when, how long). Default: random, and reported. */
@@ -385,7 +391,8 @@ export async function torture(options: TortureOptions): Promise<TortureSummary> 
     const proxied = kinds.client.some((kind) => kind === 'partition' || kind === 'short-disconnect');
     for (let worker = 0; worker < workers; worker += 1)
       proxies.push(proxied ? await Promise.all(deployment.members.map((m) => TcpProxy.start({ port: m.port }))) : []);
-    pool ??= await ContenderPool.start(workers, options.durationMs + timeoutMs * 40);
+    const longestMs = Math.max(options.durationMs, options.everyKindWithinMs ?? 0);
+    pool ??= await ContenderPool.start(workers, longestMs + timeoutMs * 40);
     if (pool.size !== workers) throw new Error(`the pool has ${pool.size} contenders, the run wants ${workers}`);
     const started = performance.now();
     const elapsed = (): string => `+${((performance.now() - started) / 1_000).toFixed(1)}s`;
@@ -396,7 +403,7 @@ export async function torture(options: TortureOptions): Promise<TortureSummary> 
         count: 1_000_000,
         holdMs: 5,
         registerUrl: register.url,
-        limitMs: options.durationMs + timeoutMs * 30,
+        limitMs: longestMs + timeoutMs * 30,
         acquireTimeoutMs: timeoutMs * 6,
         expiry: deployment.expiry,
       },
@@ -418,7 +425,12 @@ export async function torture(options: TortureOptions): Promise<TortureSummary> 
     let contenderDied = false;
     run.done.catch(() => (contenderDied = true));
     const ending = performance.now() + options.durationMs;
-    const running = (): boolean => !contenderDied && performance.now() < ending;
+    const latest = performance.now() + longestMs;
+    /** Whether a loop injecting `own` kinds goes on: for `durationMs`, then until each was injected. */
+    const running = (own: readonly FaultKind[]): boolean => {
+      const now = performance.now();
+      return !contenderDied && (now < ending || (now < latest && own.some((kind) => faults[kind] === 0)));
+    };
 
     // Kinds are drawn in rounds, each kind once per round in a random order: a short run injects every kind.
     const kills = rounds<FaultKind>(kinds.server, next);
@@ -427,9 +439,9 @@ export async function torture(options: TortureOptions): Promise<TortureSummary> 
     // Members: one down at a time, so that the layout keeps its quorum and the workload progresses.
     const killLoop = async (): Promise<void> => {
       // The first fault comes soon: a short run then has room for each of the three kinds.
-      for (let first = true; running(); first = false) {
+      for (let first = true; running(kinds.server); first = false) {
         await sleep(first ? between(timeoutMs * 0.25, timeoutMs * 0.5) : between(timeoutMs * 0.5, timeoutMs * 1.5));
-        if (!running()) return;
+        if (!running(kinds.server)) return;
         const leader = await deployment.leader();
         const drawn = kills.take();
         if (drawn === 'backend-terminate') {
@@ -479,9 +491,9 @@ export async function torture(options: TortureOptions): Promise<TortureSummary> 
     const faulted = new Set<number>();
     const partitions: Promise<void>[] = [];
     const clientLoop = async (): Promise<void> => {
-      while (running()) {
+      while (running(kinds.client)) {
         await sleep(between(timeoutMs * 0.3, timeoutMs));
-        if (!running()) return;
+        if (!running(kinds.client)) return;
         // Most faults aim at the holder of the moment, the others at anyone (mostly waiters).
         const kind = clientFaults.take();
         const everyone = Array.from({ length: workers }, (_, w) => w);
@@ -545,6 +557,7 @@ export async function torture(options: TortureOptions): Promise<TortureSummary> 
     };
 
     const loops = await Promise.allSettled([killLoop(), clientLoop()]);
+    const injectedMs = Math.round(performance.now() - started);
     await Promise.all(partitions);
     run.stop();
     const { sessions } = await run.done;
@@ -581,7 +594,7 @@ export async function torture(options: TortureOptions): Promise<TortureSummary> 
       seed,
       workers,
       timeoutMs,
-      durationMs: options.durationMs,
+      durationMs: injectedMs,
       sessions,
       faults,
       orphans,
