@@ -18,6 +18,9 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Two files at a time even on 2 cores (vitest's default there is one): most of a file's time is
+    // spent waiting for servers, sessions and timeouts, not computing. `--maxWorkers=1` runs one at a time.
+    maxWorkers: 2,
     globalSetup: ['test/harness/global-setup.ts'],
   },
 });

@@ -3,7 +3,7 @@ import { createInterface } from 'node:readline';
 import type { LockHandle } from '../recipes/handle.js';
 import { FairMutex } from '../recipes/mutex.js';
 import { connect } from '../src/connect.js';
-import { backendOf } from '../test/support/internals.js';
+import { backendOf } from '../test/harness/internals.js';
 import { nowUs, sleep } from './clock.js';
 
 /**

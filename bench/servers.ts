@@ -1,8 +1,8 @@
-import { startEtcd } from '../test/harness/etcd.js';
-import { ensureServersInstalled } from '../test/harness/install.js';
-import { startPostgres } from '../test/harness/postgres.js';
-import { startRedis } from '../test/harness/redis.js';
-import { startZooKeeper } from '../test/harness/zookeeper.js';
+import { startEtcd } from '../test/harness/servers/etcd.js';
+import { ensureServersInstalled } from '../test/harness/servers/install.js';
+import { startPostgres } from '../test/harness/servers/postgres.js';
+import { startRedis } from '../test/harness/servers/redis.js';
+import { startZooKeeper } from '../test/harness/servers/zookeeper.js';
 
 /**
  * The servers of one run, each started by the test harness on first use (standalone ZooKeeper with

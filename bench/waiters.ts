@@ -3,7 +3,7 @@ import { getEventListeners } from 'node:events';
 import { FairMutex } from '../recipes/mutex.js';
 import { memoryStore } from '../src/backends/memory/store.js';
 import { connect, etcdWatches } from '../src/testing.js';
-import { internalsOf } from '../test/support/internals.js';
+import { internalsOf } from '../test/harness/internals.js';
 import type { Case, Context } from './case.js';
 import { sleep } from './clock.js';
 import { fixed } from './report.js';

@@ -1,4 +1,4 @@
-import { fourLetterWord } from '../test/harness/four-letter.js';
+import { fourLetterWord } from '../test/harness/servers/four-letter.js';
 
 /** What the benchmarks read from a ZooKeeper server's `mntr` counters. */
 export interface ZkMetrics {

@@ -5,13 +5,13 @@ import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 
 import { LeaderElection } from '../../recipes/election.js';
-import { TcpProxy } from '../harness/proxy.js';
-import { etcdFixture } from '../support/backends/etcd.js';
-import type { Fixture } from '../support/backends/fixture.js';
-import { useScope } from '../support/backends/scope.js';
-import { zkFixture } from '../support/backends/zookeeper.js';
-import { layouts } from '../support/faults/layouts.js';
-import { eventually } from '../support/wait.js';
+import { etcdFixture } from '../harness/backends/etcd.js';
+import type { Fixture } from '../harness/backends/fixture.js';
+import { useScope } from '../harness/backends/scope.js';
+import { zkFixture } from '../harness/backends/zookeeper.js';
+import { layouts } from '../harness/faults/layouts.js';
+import { TcpProxy } from '../harness/servers/proxy.js';
+import { eventually } from '../harness/wait.js';
 import { killAllBatons, runToEnd, startBaton } from './spawn-baton.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-elect-test-'));

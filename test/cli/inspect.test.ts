@@ -5,17 +5,17 @@ import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import { Semaphore } from '../../recipes/semaphore.js';
 import { type QueueView, runInspect } from '../../src/inspect.js';
-import { freePort } from '../harness/ports.js';
-import { etcdFixture } from '../support/backends/etcd.js';
-import type { Fixture } from '../support/backends/fixture.js';
-import { memoryFixture } from '../support/backends/memory.js';
-import { postgresFixture } from '../support/backends/postgres.js';
-import { redisFixture } from '../support/backends/redis.js';
-import { useScope } from '../support/backends/scope.js';
-import { zkFixture } from '../support/backends/zookeeper.js';
-import { backendOf } from '../support/internals.js';
-import { runBaton } from '../support/run-cli.js';
-import { eventually, later } from '../support/wait.js';
+import { etcdFixture } from '../harness/backends/etcd.js';
+import type { Fixture } from '../harness/backends/fixture.js';
+import { memoryFixture } from '../harness/backends/memory.js';
+import { postgresFixture } from '../harness/backends/postgres.js';
+import { redisFixture } from '../harness/backends/redis.js';
+import { useScope } from '../harness/backends/scope.js';
+import { zkFixture } from '../harness/backends/zookeeper.js';
+import { backendOf } from '../harness/internals.js';
+import { runBaton } from '../harness/run-cli.js';
+import { freePort } from '../harness/servers/ports.js';
+import { eventually, later } from '../harness/wait.js';
 
 function inspectSuite(getFixture: () => Fixture): void {
   describe(`baton inspect on ${getFixture().name}`, () => {

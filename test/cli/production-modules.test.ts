@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
-const REGISTER = new URL('../support/module-trace/register.mjs', import.meta.url).href;
+const REGISTER = new URL('../harness/module-trace/register.mjs', import.meta.url).href;
 const dir = mkdtempSync(join(tmpdir(), 'baton-trace-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

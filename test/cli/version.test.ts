@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 
 import { describe, expect, it } from 'vitest';
 
-import { runBaton } from '../support/run-cli.js';
+import { runBaton } from '../harness/run-cli.js';
 
 describe('baton --version', () => {
   it("prints the package's version and exits 0", async () => {

@@ -6,10 +6,10 @@ import { LeaderElection } from '../../recipes/election.js';
 import { InvalidArgumentError, LockLostError, LockTimeoutError, SessionLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
-import type { Fixture } from '../support/backends/fixture.js';
-import { useScope } from '../support/backends/scope.js';
-import { backendOf, entryOf } from '../support/internals.js';
-import { eventually, later, track } from '../support/wait.js';
+import type { Fixture } from '../harness/backends/fixture.js';
+import { useScope } from '../harness/backends/scope.js';
+import { backendOf, entryOf } from '../harness/internals.js';
+import { eventually, later, track } from '../harness/wait.js';
 
 /** The LeaderElection contract, written once and run against every backend. */
 export function electionContract(getFixture: () => Fixture): void {

@@ -1,4 +1,4 @@
-import { etcdFixture } from '../support/backends/etcd.js';
+import { etcdFixture } from '../harness/backends/etcd.js';
 import { electionContract } from './election.contract.js';
 import { eventsContract } from './events.contract.js';
 import { multiLockContract } from './multilock.contract.js';

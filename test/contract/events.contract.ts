@@ -9,10 +9,10 @@ import { FairMutex } from '../../recipes/mutex.js';
 import { Reentrant } from '../../recipes/reentrant.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import { Semaphore } from '../../recipes/semaphore.js';
-import type { Fixture } from '../support/backends/fixture.js';
-import { useScope } from '../support/backends/scope.js';
-import { backendOf, entryOf, internalsOf } from '../support/internals.js';
-import { eventually, later } from '../support/wait.js';
+import type { Fixture } from '../harness/backends/fixture.js';
+import { useScope } from '../harness/backends/scope.js';
+import { backendOf, entryOf, internalsOf } from '../harness/internals.js';
+import { eventually, later } from '../harness/wait.js';
 
 /** Every lock event the session tells from now on, in order. */
 function record(session: Session): LockEvent[] {

@@ -3,9 +3,9 @@ import { fileURLToPath } from 'node:url';
 
 import { describe, expect, inject, it } from 'vitest';
 
-import { withParams } from '../support/backends/postgres.js';
+import { withParams } from '../harness/backends/postgres.js';
 
-const WORKER = fileURLToPath(new URL('../support/workers/exit-worker.ts', import.meta.url));
+const WORKER = fileURLToPath(new URL('../harness/workers/exit-worker.ts', import.meta.url));
 
 /** The worker's sessions use this TTL / session timeout (see exit-worker.ts). */
 const TIMEOUT_MS = 2_000;

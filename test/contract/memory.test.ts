@@ -1,4 +1,4 @@
-import { memoryFixture } from '../support/backends/memory.js';
+import { memoryFixture } from '../harness/backends/memory.js';
 import { electionContract } from './election.contract.js';
 import { eventsContract } from './events.contract.js';
 import { multiLockContract } from './multilock.contract.js';

@@ -9,11 +9,11 @@ import {
 } from '../../recipes/errors.js';
 import { MultiLock } from '../../recipes/multilock.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import type { Fixture } from '../support/backends/fixture.js';
-import { useScope } from '../support/backends/scope.js';
-import { runCounting } from '../support/contention/counting-contender.js';
-import { backendOf, expectQueueLength } from '../support/internals.js';
-import { eventually, later, track } from '../support/wait.js';
+import type { Fixture } from '../harness/backends/fixture.js';
+import { useScope } from '../harness/backends/scope.js';
+import { runCounting } from '../harness/contention/counting-contender.js';
+import { backendOf, expectQueueLength } from '../harness/internals.js';
+import { eventually, later, track } from '../harness/wait.js';
 
 /** The MultiLock contract, written once and run against every backend. */
 export function multiLockContract(getFixture: () => Fixture): void {

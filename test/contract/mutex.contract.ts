@@ -11,11 +11,11 @@ import {
   SessionLostError,
 } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import type { Fixture } from '../support/backends/fixture.js';
-import { useScope } from '../support/backends/scope.js';
-import { runContention } from '../support/contention/run-contention.js';
-import { backendOf, entryOf, expectQueueLength, queueLength } from '../support/internals.js';
-import { eventually, later, track } from '../support/wait.js';
+import type { Fixture } from '../harness/backends/fixture.js';
+import { useScope } from '../harness/backends/scope.js';
+import { runContention } from '../harness/contention/run-contention.js';
+import { backendOf, entryOf, expectQueueLength, queueLength } from '../harness/internals.js';
+import { eventually, later, track } from '../harness/wait.js';
 
 /** The FairMutex contract, written once and run against every backend. */
 export function mutexContract(getFixture: () => Fixture): void {

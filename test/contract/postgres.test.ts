@@ -1,4 +1,4 @@
-import { postgresFixture } from '../support/backends/postgres.js';
+import { postgresFixture } from '../harness/backends/postgres.js';
 import { electionContract } from './election.contract.js';
 import { eventsContract } from './events.contract.js';
 import { multiLockContract } from './multilock.contract.js';

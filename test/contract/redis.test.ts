@@ -1,4 +1,4 @@
-import { redisFixture } from '../support/backends/redis.js';
+import { redisFixture } from '../harness/backends/redis.js';
 import { electionContract } from './election.contract.js';
 import { eventsContract } from './events.contract.js';
 import { multiLockContract } from './multilock.contract.js';

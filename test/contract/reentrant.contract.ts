@@ -4,10 +4,10 @@ import { LockLostError, LockTimeoutError, LockUpgradeError, NotHeldError } from 
 import { FairMutex } from '../../recipes/mutex.js';
 import { Reentrant } from '../../recipes/reentrant.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
-import type { Fixture } from '../support/backends/fixture.js';
-import { useScope } from '../support/backends/scope.js';
-import { backendOf } from '../support/internals.js';
-import { eventually, later } from '../support/wait.js';
+import type { Fixture } from '../harness/backends/fixture.js';
+import { useScope } from '../harness/backends/scope.js';
+import { backendOf } from '../harness/internals.js';
+import { eventually, later } from '../harness/wait.js';
 
 /** The Reentrant contract, written once and run against every backend. */
 export function reentrantContract(getFixture: () => Fixture): void {

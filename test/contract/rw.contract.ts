@@ -5,11 +5,11 @@ import { BackendError, InvalidArgumentError, LockLostError, LockUpgradeError } f
 import type { LockHandle } from '../../recipes/handle.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
-import type { Fixture } from '../support/backends/fixture.js';
-import { useScope } from '../support/backends/scope.js';
-import { runContention } from '../support/contention/run-contention.js';
-import { backendOf, entryOf } from '../support/internals.js';
-import { eventually, later, rethrowFailure, track } from '../support/wait.js';
+import type { Fixture } from '../harness/backends/fixture.js';
+import { useScope } from '../harness/backends/scope.js';
+import { runContention } from '../harness/contention/run-contention.js';
+import { backendOf, entryOf } from '../harness/internals.js';
+import { eventually, later, rethrowFailure, track } from '../harness/wait.js';
 
 async function queue(session: Session, name: string): Promise<{ key: string; kind: string; order: bigint }[]> {
   return [...(await backendOf(session).list(name))];

@@ -1,4 +1,4 @@
-import { zkFixture } from '../support/backends/zookeeper.js';
+import { zkFixture } from '../harness/backends/zookeeper.js';
 import { electionContract } from './election.contract.js';
 import { eventsContract } from './events.contract.js';
 import { multiLockContract } from './multilock.contract.js';

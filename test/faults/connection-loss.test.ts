@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 
 import { FairMutex } from '../../recipes/mutex.js';
-import { useScope } from '../support/backends/scope.js';
-import { expectLateWriteRefused, useRegister, writeWhileHeld } from '../support/checkers/fenced-writes.js';
-import { layouts, throughProxy } from '../support/faults/layouts.js';
-import { backendOf, entryOf } from '../support/internals.js';
-import { eventually, later } from '../support/wait.js';
+import { useScope } from '../harness/backends/scope.js';
+import { expectLateWriteRefused, useRegister, writeWhileHeld } from '../harness/checkers/fenced-writes.js';
+import { layouts, throughProxy } from '../harness/faults/layouts.js';
+import { backendOf, entryOf } from '../harness/internals.js';
+import { eventually, later } from '../harness/wait.js';
 
 /** A connection cut right after a request reached the server (or before), mid-create, mid-delete, mid-watch. */
 describe.each(layouts)('connection loss mid-request on $name', (layout) => {

@@ -3,10 +3,10 @@ import { describe, expect, it } from 'vitest';
 import type { Session } from '../../recipes/contract.js';
 import { LockLostError, SessionLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { useScope } from '../support/backends/scope.js';
-import { standaloneLayouts } from '../support/faults/layouts.js';
-import { backendOf, internalsOf } from '../support/internals.js';
-import { eventually } from '../support/wait.js';
+import { useScope } from '../harness/backends/scope.js';
+import { standaloneLayouts } from '../harness/faults/layouts.js';
+import { backendOf, internalsOf } from '../harness/internals.js';
+import { eventually } from '../harness/wait.js';
 
 /** Blocks the event loop, as a long garbage collection or a synchronous task would, until `until` (performance.now()). */
 function stallUntil(until: number): void {

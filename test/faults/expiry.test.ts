@@ -2,11 +2,11 @@ import { describe, expect, it } from 'vitest';
 
 import { LockLostError, SessionLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { type Scope, useScope } from '../support/backends/scope.js';
-import { expectLateWriteRefused, useRegister, writeWhileHeld } from '../support/checkers/fenced-writes.js';
-import { layouts } from '../support/faults/layouts.js';
-import { backendOf } from '../support/internals.js';
-import { eventually } from '../support/wait.js';
+import { type Scope, useScope } from '../harness/backends/scope.js';
+import { expectLateWriteRefused, useRegister, writeWhileHeld } from '../harness/checkers/fenced-writes.js';
+import { layouts } from '../harness/faults/layouts.js';
+import { backendOf } from '../harness/internals.js';
+import { eventually } from '../harness/wait.js';
 
 const TRIALS = 5;
 

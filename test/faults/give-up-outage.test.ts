@@ -2,10 +2,10 @@ import { describe, expect, it } from 'vitest';
 
 import { LockTimeoutError, SessionLostError } from '../../recipes/errors.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { useScope } from '../support/backends/scope.js';
-import { standaloneLayouts, throughProxy } from '../support/faults/layouts.js';
-import { backendOf, entryOf } from '../support/internals.js';
-import { eventually, later, track } from '../support/wait.js';
+import { useScope } from '../harness/backends/scope.js';
+import { standaloneLayouts, throughProxy } from '../harness/faults/layouts.js';
+import { backendOf, entryOf } from '../harness/internals.js';
+import { eventually, later, track } from '../harness/wait.js';
 
 /**
  * A waiter gives up (timeout or abort) while the server does not answer it. Its entry must be deleted

@@ -6,12 +6,12 @@ import { describe, expect, inject, it } from 'vitest';
 import type { SessionState } from '../../recipes/contract.js';
 import type { Session } from '../../recipes/contract.js';
 import { FairMutex } from '../../recipes/mutex.js';
-import { TcpProxy } from '../harness/proxy.js';
-import { etcdFixture } from '../support/backends/etcd.js';
-import { useScope } from '../support/backends/scope.js';
-import { zkFixture } from '../support/backends/zookeeper.js';
-import { backendOf, entryOf } from '../support/internals.js';
-import { eventually, later } from '../support/wait.js';
+import { etcdFixture } from '../harness/backends/etcd.js';
+import { useScope } from '../harness/backends/scope.js';
+import { zkFixture } from '../harness/backends/zookeeper.js';
+import { backendOf, entryOf } from '../harness/internals.js';
+import { TcpProxy } from '../harness/servers/proxy.js';
+import { eventually, later } from '../harness/wait.js';
 
 /**
  * A member that stops answering without closing the connection (a long GC pause, a stalled disk). The

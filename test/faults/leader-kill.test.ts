@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { type EtcdCluster, startEtcd } from '../harness/etcd.js';
-import { startZooKeeper, type ZkCluster } from '../harness/zookeeper.js';
-import { etcdFixtureOf } from '../support/backends/etcd.js';
-import type { Fixture } from '../support/backends/fixture.js';
-import { zkFixtureOf } from '../support/backends/zookeeper.js';
-import { FencedRegister } from '../support/checkers/fenced-register.js';
-import { checkIntervals } from '../support/faults/fault-contender.js';
-import { useContenderPool } from '../support/faults/layouts.js';
-import { eventually } from '../support/wait.js';
+import { etcdFixtureOf } from '../harness/backends/etcd.js';
+import type { Fixture } from '../harness/backends/fixture.js';
+import { zkFixtureOf } from '../harness/backends/zookeeper.js';
+import { FencedRegister } from '../harness/checkers/fenced-register.js';
+import { checkIntervals } from '../harness/faults/fault-contender.js';
+import { useContenderPool } from '../harness/faults/layouts.js';
+import { type EtcdCluster, startEtcd } from '../harness/servers/etcd.js';
+import { startZooKeeper, type ZkCluster } from '../harness/servers/zookeeper.js';
+import { eventually } from '../harness/wait.js';
 
 const WORKERS = 8;
 const KILLS = 3;

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 
 import { LeaderElection } from '../../recipes/election.js';
-import { useScope } from '../support/backends/scope.js';
-import { standaloneLayouts, throughProxy } from '../support/faults/layouts.js';
-import { eventually } from '../support/wait.js';
+import { useScope } from '../harness/backends/scope.js';
+import { standaloneLayouts, throughProxy } from '../harness/faults/layouts.js';
+import { eventually } from '../harness/wait.js';
 
 // An observer whose listing of the queue is stuck in an outage still gives up at once on abort, with
 // the caller's reason, instead of at the session's deadline with the session's error.

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 
-import { useScope } from '../support/backends/scope.js';
-import { layouts } from '../support/faults/layouts.js';
-import { partitionTrials } from '../support/faults/partition-trials.js';
+import { useScope } from '../harness/backends/scope.js';
+import { layouts } from '../harness/faults/layouts.js';
+import { partitionTrials } from '../harness/faults/partition-trials.js';
 
 const TRIALS = 20;
 /** Trials at once: each has its own lock, proxy and sessions, so they do not disturb each other. */

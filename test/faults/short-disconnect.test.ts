@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 
 import { FairMutex } from '../../recipes/mutex.js';
-import { useScope } from '../support/backends/scope.js';
-import { useRegister, writeWhileHeld } from '../support/checkers/fenced-writes.js';
-import { layouts, throughProxy } from '../support/faults/layouts.js';
-import { backendOf, entryOf } from '../support/internals.js';
-import { eventually, later } from '../support/wait.js';
+import { useScope } from '../harness/backends/scope.js';
+import { useRegister, writeWhileHeld } from '../harness/checkers/fenced-writes.js';
+import { layouts, throughProxy } from '../harness/faults/layouts.js';
+import { backendOf, entryOf } from '../harness/internals.js';
+import { eventually, later } from '../harness/wait.js';
 
 /** A connection dropped and back well within the session timeout / lease TTL, with onSuspend 'wait'. */
 describe.each(layouts)('short disconnect on $name', (layout) => {

@@ -1,15 +1,15 @@
 import type { TestProject } from 'vitest/node';
 
-import type { EtcdInfo } from '../support/backends/etcd.js';
-import type { RedisClusterInfo, RedisStandaloneInfo } from '../support/backends/redis.js';
-import type { ZkInfo } from '../support/backends/zookeeper.js';
-import type { ContainerServers } from './containers.js';
-import { type EtcdCluster, startEtcd } from './etcd.js';
-import { chooseServerSource, ensureServersInstalled, postgresInstalled, serverSituation } from './install.js';
-import { removePortClaims } from './ports.js';
-import { type PgServer, startPostgres } from './postgres.js';
-import { type RedisCluster, type RedisServer, startRedis, startRedisCluster } from './redis.js';
-import { startZooKeeper, type ZkCluster } from './zookeeper.js';
+import type { EtcdInfo } from './backends/etcd.js';
+import type { RedisClusterInfo, RedisStandaloneInfo } from './backends/redis.js';
+import type { ZkInfo } from './backends/zookeeper.js';
+import type { ContainerServers } from './servers/containers.js';
+import { type EtcdCluster, startEtcd } from './servers/etcd.js';
+import { chooseServerSource, ensureServersInstalled, postgresInstalled, serverSituation } from './servers/install.js';
+import { removePortClaims } from './servers/ports.js';
+import { type PgServer, startPostgres } from './servers/postgres.js';
+import { type RedisCluster, type RedisServer, startRedis, startRedisCluster } from './servers/redis.js';
+import { startZooKeeper, type ZkCluster } from './servers/zookeeper.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -54,7 +54,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   let externalZk = process.env['BATON_TEST_ZK'] || undefined;
   let externalEtcd = process.env['BATON_TEST_ETCD'] || undefined;
   const source = await chooseServerSource(
-    serverSituation(async () => (await import('./containers.js')).containerEngineAnswers()),
+    serverSituation(async () => (await import('./servers/containers.js')).containerEngineAnswers()),
   );
   if (source === 'local' || source === 'install') await ensureServersInstalled();
   const externalPostgres = process.env['BATON_TEST_POSTGRES'] || undefined;
@@ -63,7 +63,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   let containers: ContainerServers | undefined;
   if (source === 'containers') {
     process.stderr.write('baton tests: no local ZooKeeper or etcd; starting them in containers (testcontainers)\n');
-    containers = await (await import('./containers.js')).startContainers(TICK_MS);
+    containers = await (await import('./servers/containers.js')).startContainers(TICK_MS);
     externalZk ??= containers.zkConnectString;
     externalEtcd ??= containers.etcdEndpoint;
   }

@@ -8,10 +8,10 @@ import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import { Semaphore } from '../../recipes/semaphore.js';
 import { inspectQueue } from '../../src/inspect.js';
-import { etcdFixture } from '../support/backends/etcd.js';
-import { useScope } from '../support/backends/scope.js';
-import { etcdctlPeer, type Peer, requirePeers, stopAllPeers } from '../support/interop-peers.js';
-import { eventually } from '../support/wait.js';
+import { etcdFixture } from '../harness/backends/etcd.js';
+import { useScope } from '../harness/backends/scope.js';
+import { etcdctlPeer, type Peer, requirePeers, stopAllPeers } from '../harness/interop-peers.js';
+import { eventually } from '../harness/wait.js';
 import { campaignContender, enqueue, exclusionAndFifo, lockContender, oneLeader, staysWaiting } from './scenarios.js';
 
 /**

@@ -3,8 +3,6 @@ import { randomUUID } from 'node:crypto';
 import { Etcd3 } from 'etcd3';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 
-import { zkRemoveTree, zkTree } from '../harness/clean.js';
-import { sleep } from '../harness/process.js';
 import {
   compileCuratorPeer,
   curatorPeer,
@@ -13,8 +11,10 @@ import {
   type Peer,
   requirePeers,
   stopAllPeers,
-} from '../support/interop-peers.js';
-import { eventually } from '../support/wait.js';
+} from '../harness/interop-peers.js';
+import { zkRemoveTree, zkTree } from '../harness/servers/clean.js';
+import { sleep } from '../harness/servers/process.js';
+import { eventually } from '../harness/wait.js';
 
 /**
  * The interop peers against each other only (no baton): each library's lock excludes a second holder

@@ -3,8 +3,8 @@ import { expect } from 'vitest';
 import type { LeaderElection } from '../../recipes/election.js';
 import type { LockHandle } from '../../recipes/handle.js';
 import type { Lock } from '../../recipes/mutex.js';
-import type { Peer } from '../support/interop-peers.js';
-import { eventually, later, track } from '../support/wait.js';
+import type { Peer } from '../harness/interop-peers.js';
+import { eventually, later, track } from '../harness/wait.js';
 
 /**
  * What the scenarios need of a contender, baton's or a peer's: start acquiring, learn of the grant,

@@ -6,9 +6,8 @@ import type { Interop, LockInterop } from '../../recipes/interop.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import { inspectQueue } from '../../src/inspect.js';
-import { withZkClient } from '../harness/clean.js';
-import { useScope } from '../support/backends/scope.js';
-import { zkFixture } from '../support/backends/zookeeper.js';
+import { useScope } from '../harness/backends/scope.js';
+import { zkFixture } from '../harness/backends/zookeeper.js';
 import {
   compileCuratorPeer,
   curatorPeer,
@@ -18,7 +17,8 @@ import {
   type Peer,
   requirePeers,
   stopAllPeers,
-} from '../support/interop-peers.js';
+} from '../harness/interop-peers.js';
+import { withZkClient } from '../harness/servers/clean.js';
 import {
   campaignContender,
   type Contender,

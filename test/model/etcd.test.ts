@@ -1,4 +1,4 @@
-import { etcdFixture } from '../support/backends/etcd.js';
+import { etcdFixture } from '../harness/backends/etcd.js';
 import { lockModelTest } from './property.js';
 
 lockModelTest(() => etcdFixture('etcdStandalone'), {

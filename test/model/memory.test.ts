@@ -1,4 +1,4 @@
-import { memoryFixture } from '../support/backends/memory.js';
+import { memoryFixture } from '../harness/backends/memory.js';
 import { lockModelTest } from './property.js';
 
 lockModelTest(memoryFixture, {

@@ -1,4 +1,4 @@
-import { postgresFixture } from '../support/backends/postgres.js';
+import { postgresFixture } from '../harness/backends/postgres.js';
 import { lockModelTest } from './property.js';
 
 lockModelTest(postgresFixture, {

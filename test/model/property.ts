@@ -1,7 +1,7 @@
 import { fc, test } from '@fast-check/vitest';
 import { afterAll } from 'vitest';
 
-import type { Fixture } from '../support/backends/fixture.js';
+import type { Fixture } from '../harness/backends/fixture.js';
 import { type CommandShape, drain, lockCommands, tally } from './commands.js';
 import { LockModel } from './lock-model.js';
 import { RealLocks } from './real-locks.js';

@@ -8,9 +8,9 @@ import type { LockHandle } from '../../recipes/handle.js';
 import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import { inspectQueue } from '../../src/inspect.js';
-import type { Fixture } from '../support/backends/fixture.js';
-import { quietDirectoriesOf } from '../support/backends/scope.js';
-import { eventually } from '../support/wait.js';
+import type { Fixture } from '../harness/backends/fixture.js';
+import { quietDirectoriesOf } from '../harness/backends/scope.js';
+import { eventually } from '../harness/wait.js';
 import { GrantChecks } from './checks.js';
 import type { LockModel, ModelEntry } from './lock-model.js';
 

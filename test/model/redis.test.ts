@@ -1,4 +1,4 @@
-import { redisFixture } from '../support/backends/redis.js';
+import { redisFixture } from '../harness/backends/redis.js';
 import { lockModelTest } from './property.js';
 
 lockModelTest(redisFixture, {

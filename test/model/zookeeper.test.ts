@@ -1,4 +1,4 @@
-import { zkFixture } from '../support/backends/zookeeper.js';
+import { zkFixture } from '../harness/backends/zookeeper.js';
 import { lockModelTest } from './property.js';
 
 lockModelTest(() => zkFixture('zkStandalone'), {

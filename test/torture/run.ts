@@ -2,8 +2,8 @@ import { writeFileSync } from 'node:fs';
 
 import { Command, InvalidArgumentError, Option } from 'commander';
 
-import { ensureServersInstalled } from '../harness/install.js';
-import { describeSummary, torture, type TortureBackend } from '../support/faults/torture-run.js';
+import { describeSummary, torture, type TortureBackend } from '../harness/faults/torture-run.js';
+import { ensureServersInstalled } from '../harness/servers/install.js';
 
 /**
  * `npm run torture -- --backend zk|etcd|postgres|redis|redis-cluster --minutes N`: the contended workload

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { checkIntervals, excusedFrom, type Interval } from '../support/faults/fault-contender.js';
+import { checkIntervals, excusedFrom, type Interval } from '../harness/faults/fault-contender.js';
 
 // The fault tests' verdicts rest on these checks: one that excuses too much hides a second holder,
 // one that excuses too little fails a run that fencing covered.

@@ -22,7 +22,7 @@ import org.apache.zookeeper.KeeperException;
 
 /**
  * A lock peer on Apache Curator's own recipes, driven line by line for baton's interop tests
- * (test/support/interop-peers.ts).
+ * (test/harness/interop-peers.ts).
  *
  * Usage: java -cp CLASSPATH CuratorPeer CONNECT_STRING PATH RECIPE ID
  * RECIPE: mutex | read | write | selector | latch | observe

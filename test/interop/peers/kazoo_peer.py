@@ -1,5 +1,5 @@
 """A lock peer on kazoo's own recipes, driven line by line for baton's interop tests
-(test/support/interop-peers.ts). Run it with Debian's /usr/bin/python3 (python3-kazoo).
+(test/harness/interop-peers.ts). Run it with Debian's /usr/bin/python3 (python3-kazoo).
 
 Usage: /usr/bin/python3 kazoo_peer.py CONNECT_STRING PATH RECIPE ID
 RECIPE: mutex | read | write | election | observe

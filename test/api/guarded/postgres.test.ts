@@ -1,0 +1,4 @@
+import { postgresFixture } from '../../harness/backends/postgres.js';
+import { guardedContract } from './guarded.contract.js';
+
+guardedContract(() => postgresFixture());

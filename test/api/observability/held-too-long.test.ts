@@ -1,0 +1,92 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+
+import { Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+
+import { InvalidArgumentError } from '../../../recipes/errors.js';
+import type { LockEvent } from '../../../recipes/events.js';
+import { FairMutex } from '../../../recipes/mutex.js';
+import type { HoldMessage } from '../../../recipes/trace.js';
+import { BatonMetrics } from '../../../src/metrics.js';
+import type { Fixture } from '../../harness/backends/fixture.js';
+import { memoryFixture } from '../../harness/backends/memory.js';
+import { postgresFixture } from '../../harness/backends/postgres.js';
+import { useScope } from '../../harness/backends/scope.js';
+import { zkFixture } from '../../harness/backends/zookeeper.js';
+import { sample } from '../../harness/checkers/prometheus-sample.js';
+import { eventually } from '../../harness/wait.js';
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function heldTooLongOn(getFixture: () => Fixture): void {
+  describe(`holdWarningMs on ${getFixture().name}`, () => {
+    const scope = useScope(getFixture);
+
+    it('tells heldTooLong once for a hold past the threshold, on the lock events, the channel and the metric', async () => {
+      const registry = new Registry();
+      const metrics = new BatonMetrics({ registry });
+      const session = await scope.open();
+      metrics.watch(session, { name: 's' });
+      const events: LockEvent[] = [];
+      session.on('lock', (event) => events.push(event));
+      const published: HoldMessage[] = [];
+      const onChannel = (message: unknown): void => void published.push(message as HoldMessage);
+      subscribe('baton-locks:hold:heldTooLong', onChannel);
+      try {
+        const quick = await new FairMutex(session, 'quick').acquire({ holdWarningMs: 300 });
+        await quick.release();
+        const stuck = await new FairMutex(session, 'stuck').acquire({ holdWarningMs: 100 });
+        await eventually('the warning', () => events.some((e) => e.type === 'heldTooLong'));
+        await sleep(250); // once only
+        await stuck.release();
+        await sleep(300); // the quick hold's threshold has passed too: it was released before, so nothing
+        const warnings = events.filter((e) => e.type === 'heldTooLong');
+        expect(warnings).toHaveLength(1);
+        expect(warnings[0]).toMatchObject({ name: 'stuck', kind: 'lock', fencingToken: stuck.fencingToken });
+        expect((warnings[0] as { holdMs: number }).holdMs).toBeGreaterThanOrEqual(90);
+        expect(events.map((e) => e.type).slice(-3)).toEqual(['granted', 'heldTooLong', 'released']);
+        expect(published.map((m) => m.wait.name)).toEqual(['stuck']);
+        const text = await registry.metrics();
+        expect(sample(text, 'baton_lock_held_too_long_total', { lock: 'stuck', kind: 'lock' })).toBe(1);
+        expect(sample(text, 'baton_lock_held_too_long_total', { lock: 'quick', kind: 'lock' })).toBeUndefined();
+      } finally {
+        unsubscribe('baton-locks:hold:heldTooLong', onChannel);
+      }
+    });
+
+    it('counts waits under way in baton_lock_waiting and session losses in baton_session_losses_total', async () => {
+      const registry = new Registry();
+      const metrics = new BatonMetrics({ registry });
+      const [a, b] = [await scope.open(), await scope.open()];
+      metrics.watch(a, { name: 'a' });
+      metrics.watch(b, { name: 'b' });
+      const held = await new FairMutex(a, 'q').acquire();
+      const waiting = [new FairMutex(b, 'q').acquire(), new FairMutex(b, 'q').acquire()];
+      await eventually('two waiters counted', async () => {
+        return sample(await registry.metrics(), 'baton_lock_waiting', { lock: 'q', kind: 'lock' }) === 2;
+      });
+      await held.release();
+      for (const next of waiting) await (await next).release();
+      let text = await registry.metrics();
+      expect(sample(text, 'baton_lock_waiting', { lock: 'q', kind: 'lock' })).toBe(0);
+      expect(sample(text, 'baton_session_losses_total', { session: 'a' })).toBe(0);
+      await scope.fixture.expire(a);
+      await eventually('a lost', () => a.state === 'lost', scope.fixture.lossDeadlineMs + 10_000);
+      text = await registry.metrics();
+      expect(sample(text, 'baton_session_losses_total', { session: 'a' })).toBe(1);
+      expect(sample(text, 'baton_session_losses_total', { session: 'b' })).toBe(0);
+    });
+
+    it('refuses a bad holdWarningMs with InvalidArgumentError', async () => {
+      const mutex = new FairMutex(await scope.open(), 'x');
+      for (const holdWarningMs of [-1, Number.NaN, '5', 2 ** 31])
+        await expect(mutex.acquire({ holdWarningMs } as never)).rejects.toBeInstanceOf(InvalidArgumentError);
+    });
+  });
+}
+
+heldTooLongOn(memoryFixture);
+heldTooLongOn(() => zkFixture('zkStandalone'));
+heldTooLongOn(postgresFixture);

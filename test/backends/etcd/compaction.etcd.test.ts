@@ -1,0 +1,77 @@
+import { etcdProbeOf } from 'baton-locks/testing';
+import { describe, expect, it } from 'vitest';
+
+import { FairMutex } from '../../../recipes/mutex.js';
+import { useOwnEtcd } from '../../harness/backends/etcd.js';
+import { backendOf, entryOf } from '../../harness/internals.js';
+import { eventually } from '../../harness/wait.js';
+
+const TTL_SECONDS = 2;
+
+// An etcd of its own: compacting the shared server's history would break other files' watches.
+describe('etcd: waits whose start revision was compacted away (a wait for an entry, a wait for any change)', () => {
+  const { scope, admin } = useOwnEtcd(TTL_SECONDS);
+
+  /** Writes elsewhere, then compacts the history up to the head: every older revision is gone. */
+  async function compactToHead(): Promise<void> {
+    for (let i = 0; i < 3; i += 1) await admin().put(`elsewhere-${scope.namespace}`).value(String(i));
+    const { header } = await admin().kv.range({ key: Buffer.from(`elsewhere-${scope.namespace}`) });
+    await admin().kv.compact({ revision: header.revision, physical: true });
+    await admin().delete().key(`elsewhere-${scope.namespace}`);
+  }
+
+  it('a wait for an entry read before the compaction is still woken when the entry goes', async () => {
+    const [a, b] = [await scope.open(), await scope.open()];
+    const held = await new FairMutex(a, 'q').acquire();
+    const { entry, queue } = await backendOf(b).enqueue('q', 'lock');
+    expect(queue.map((e) => e.key)).toEqual([entryOf(held).key, entry.key]);
+    await compactToHead();
+    const outcome: string[] = [];
+    const gone = backendOf(b)
+      .waitGone(queue[0]!, new AbortController().signal)
+      .then(
+        () => outcome.push('woken'),
+        (error: unknown) => outcome.push(`failed: ${String(error)}`),
+      );
+    await held.release();
+    await gone;
+    expect(outcome).toEqual(['woken']);
+    // The watch etcd cancelled is not cancelled again: etcd would never answer, and etcd3 would keep it.
+    const probe = etcdProbeOf(b);
+    await eventually(
+      'no watcher left waiting for its cancel',
+      () => probe.view.watchersClosing === 0,
+      TTL_SECONDS * 1_000,
+    );
+    await backendOf(b).withdraw(entry);
+  });
+
+  it('a change wait (observe, inspect --watch) whose history is compacted before its watch starts wakes to look again, not fails', async () => {
+    const [a, b] = [await scope.open(), await scope.open()];
+    const held = await new FairMutex(a, 'q').acquire();
+    const seen = await backendOf(b).list('q');
+    const probe = etcdProbeOf(b);
+    probe.beforePrefixWatch = async () => {
+      probe.beforePrefixWatch = undefined;
+      await compactToHead();
+    };
+    const outcome = await backendOf(b)
+      .waitChange('q', seen, new AbortController().signal)
+      .then(
+        () => 'woken',
+        (error: unknown) => `failed: ${String(error)}`,
+      );
+    expect(outcome).toBe('woken');
+    expect(probe.beforePrefixWatch).toBeUndefined(); // the compaction did happen in between
+    // Woken early, it looks again and finds nothing changed: waiting again works, and sees the release.
+    const again = backendOf(b).waitChange('q', await backendOf(b).list('q'), new AbortController().signal);
+    await held.release();
+    await again;
+    expect(await backendOf(b).list('q')).toEqual([]);
+    await eventually(
+      'no watcher left waiting for its cancel',
+      () => probe.view.watchersClosing === 0,
+      TTL_SECONDS * 1_000,
+    );
+  });
+});

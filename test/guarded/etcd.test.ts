@@ -1,4 +1,0 @@
-import { etcdFixture } from '../support/backends/etcd.js';
-import { guardedContract } from './guarded.contract.js';
-
-guardedContract(() => etcdFixture('etcdStandalone'));

@@ -1,4 +1,0 @@
-import { postgresFixture } from '../support/backends/postgres.js';
-import { guardedContract } from './guarded.contract.js';
-
-guardedContract(() => postgresFixture());

@@ -1,0 +1,15 @@
+import { defineConfig } from 'vitest/config';
+
+/**
+ * The run that interrupt.test.ts starts and interrupts: servers of the main process (this folder's
+ * global setup) and of a test worker (slow.fixture.ts), in a temp dir the test chooses (TMPDIR).
+ */
+export default defineConfig({
+  test: {
+    include: ['test/harness/servers/interrupt/slow.fixture.ts'],
+    globalSetup: ['test/harness/servers/interrupt/global-setup.ts'],
+    pool: 'forks',
+    testTimeout: 600_000,
+    hookTimeout: 120_000,
+  },
+});
