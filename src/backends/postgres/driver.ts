@@ -1,6 +1,6 @@
 import type { Notification } from 'pg';
 
-import type { Abortable, Enqueued, Entry, GuardedClient,GuardedOp } from '../../../recipes/contract.js';
+import type { Abortable, Enqueued, Entry, GuardedClient, GuardedOp } from '../../../recipes/contract.js';
 import { BackendError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { backstopEveryMs, keepAlivePaceMs } from '../../timing.js';
