@@ -218,11 +218,17 @@ export interface Session {
 /** One queue entry as the server describes it (what `participants()` and `baton inspect` show). */
 export interface DescribedEntry {
   readonly entry: Entry;
-  /** The session that owns it: ZooKeeper session id, etcd lease id, memory session name. */
+  /**
+   * The session that owns it: ZooKeeper session id in hex, etcd lease id, PostgreSQL and Redis session
+   * id, memory session name.
+   */
   readonly owner: string;
-  /** Whose naming the entry has: `baton`, `curator`, `kazoo`, `baton-0.1` or `etcd-go`. */
+  /**
+   * Which client's naming the entry has: `baton`, `curator` (Curator's names, which baton also writes
+   * by default on ZooKeeper), `kazoo`, `baton-0.1` (names baton 0.1 wrote) or `etcd-go` (etcd's Go recipes).
+   */
   readonly client: string;
-  /** When the server created it (ms since the epoch), where the server keeps that. */
+  /** When the server created it (ms since the epoch), where the server keeps that (etcd does not). */
   readonly createdAt?: number;
   /** How long the owner's lease lives if it is not kept alive any more, where the server says. */
   readonly expiresInMs?: number;

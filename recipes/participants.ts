@@ -61,7 +61,8 @@ export async function listParticipants(
   }
 }
 
-function participantsOf(described: readonly DescribedEntry[], now: number): Participant[] {
+/** The contenders a description of a queue shows, at `now` (ms since the epoch): `baton inspect` shows the same. */
+export function participantsOf(described: readonly DescribedEntry[], now: number): Participant[] {
   const queue = described.map((info) => info.entry);
   // A semaphore's holders are the entries ahead whose counts fit in its permits.
   const permitted = semaphoreHolders(queue);

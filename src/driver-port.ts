@@ -3,7 +3,7 @@
  * session drives (attach, abandon, close) and the reports it listens to. Declared beside its consumer,
  * `session.ts`; every driver under `backends/` implements it.
  */
-import type { Backend, Entry } from '../recipes/contract.js';
+import type { Backend, DescribedEntry } from '../recipes/contract.js';
 
 /** What a backend reports about its connection; the session turns it into user-visible states. */
 export type ConnectionStatus = 'connected' | 'suspended' | 'lost';
@@ -41,20 +41,5 @@ export interface Driver extends Backend {
   close(): Promise<void>;
 }
 
-/** One queue entry as the server describes it. */
-export interface EntryInfo {
-  readonly entry: Entry;
-  /** The session that owns it: ZooKeeper session id, etcd lease id, memory session name. */
-  readonly owner: string;
-  /**
-   * Which client's naming the entry has: `baton`, `curator` (Curator's names, which baton also writes
-   * by default on ZooKeeper), `kazoo`, `baton-0.1` (names baton 0.1 wrote) or `etcd-go` (etcd's Go recipes).
-   */
-  readonly client: string;
-  /** When the server created it (ms since the epoch); etcd keeps no time with a key. */
-  readonly createdAt?: number;
-  /** etcd: how long the owner's lease lives if it is not kept alive any more. */
-  readonly expiresInMs?: number;
-  /** What the entry was created with (an election candidate's id); `''` if nothing. */
-  readonly data: string;
-}
+/** One queue entry as the server describes it (the recipes' `DescribedEntry`, under the drivers' name). */
+export type EntryInfo = DescribedEntry;

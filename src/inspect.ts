@@ -1,8 +1,7 @@
 import type { Entry } from '../recipes/contract.js';
 import type { Session } from '../recipes/contract.js';
 import { deadline } from '../recipes/deadline.js';
-import { exclusive, shared } from '../recipes/decide.js';
-import { askOf, semaphoreHolders } from '../recipes/permits.js';
+import { participantsOf } from '../recipes/participants.js';
 import { validateName } from '../recipes/validate.js';
 import { connect, type ConnectOptions } from './connect.js';
 import type { EntryInfo } from './driver-port.js';
@@ -53,26 +52,19 @@ async function look(session: Session, name: string): Promise<{ view: QueueView; 
 }
 
 function viewEntries(infos: readonly EntryInfo[], now: number): EntryView[] {
-  const queue = infos.map((info) => info.entry);
-  // A semaphore's holders are the entries ahead whose counts fit in its permits.
-  const permitted = semaphoreHolders(queue);
-  return infos.map((info, index) => {
-    const ask = askOf(info.entry.kind);
-    const decide = info.entry.kind === 'read' ? shared : exclusive;
-    const holds = ask === null ? decide(queue, info.entry) === null : permitted.has(info.entry);
-    return {
-      position: index + 1,
-      role: holds ? 'holder' : 'waiter',
-      ...(ask === null ? { kind: info.entry.kind } : { kind: 'semaphore', count: ask.count, permits: ask.permits }),
-      client: info.client,
-      session: info.owner,
-      ageMs: info.createdAt === undefined ? null : Math.max(0, now - info.createdAt),
-      expiresInMs: info.expiresInMs ?? null,
-      fencingToken: info.entry.fencingToken.toString(),
-      data: info.data,
-      key: info.entry.key,
-    };
-  });
+  // JSON has no 64-bit integers, and the command's field names predate participants().
+  return participantsOf(infos, now).map(
+    ({ client, sessionId, ageMs, expiresInMs, fencingToken, id, key, ...head }) => ({
+      ...head,
+      client,
+      session: sessionId,
+      ageMs,
+      expiresInMs,
+      fencingToken: fencingToken.toString(),
+      data: id,
+      key,
+    }),
+  );
 }
 
 /** The queue as a table for people. */
