@@ -85,14 +85,11 @@ export function zkLong(value: unknown): bigint {
 /** The open ACL, made once: a create without an ACL of its own uses it. */
 export const OPEN = aclFor('open');
 
+/** What a create is given: the node's path and mode, its data (default none) and ACL (default open). */
+export type CreateArgs = [client: ZkClient, path: string, mode: number, data?: Buffer, acl?: zookeeper.ACL[]];
+
 // The hot requests go straight to the client's connection manager where they can (see client/direct.ts).
-export function createStart(
-  client: ZkClient,
-  path: string,
-  mode: number,
-  data: Buffer = Buffer.alloc(0),
-  acl = OPEN,
-): Start<string> {
+export function createStart(...[client, path, mode, data = Buffer.alloc(0), acl = OPEN]: CreateArgs): Start<string> {
   return (done) => {
     const queue = directQueue(client);
     if (queue !== undefined && createsDirectly(data, acl)) createDirect(queue, path, data, acl, mode, done);
@@ -106,11 +103,7 @@ export function createStart(
  * an `exists` for the zxid (a request more, for clients baton cannot hand requests to).
  */
 export function createEntryStart(
-  client: ZkClient,
-  path: string,
-  mode: number,
-  data: Buffer = Buffer.alloc(0),
-  acl = OPEN,
+  ...[client, path, mode, data = Buffer.alloc(0), acl = OPEN]: CreateArgs
 ): Start<{ path: string; czxid: bigint }> {
   return (done) => {
     const queue = directQueue(client);
@@ -197,14 +190,8 @@ export function watchStatStart(
 }
 
 /** Promise adapters; requests are queued in call order, so two calls made back to back are pipelined. */
-export function create(
-  client: ZkClient,
-  path: string,
-  mode: number,
-  data: Buffer = Buffer.alloc(0),
-  acl = OPEN,
-): Promise<string> {
-  return started(createStart(client, path, mode, data, acl));
+export function create(...args: CreateArgs): Promise<string> {
+  return started(createStart(...args));
 }
 
 export function getData(client: ZkClient, path: string): Promise<Buffer> {

@@ -93,6 +93,23 @@ function recordsOf({ records }: Direct, acl: readonly zookeeper.ACL[]): unknown[
   return made;
 }
 
+/** The CreateRequest of a create or a CREATE2 (the same record; only the op code differs). */
+function createPayload(
+  to: Direct,
+  path: string,
+  data: Buffer,
+  acl: readonly zookeeper.ACL[],
+  mode: number,
+): Record<string, unknown> {
+  validate(path);
+  const payload = payloadOf(to, 'CreateRequest');
+  payload['path'] = path;
+  payload['acl'] = recordsOf(to, acl);
+  payload['flags'] = mode;
+  payload['data'] = data; // written as it is when the request is sent; nobody changes it meanwhile
+  return payload;
+}
+
 /** False when the client's own method must take this create (data it refuses, no ACL). */
 export function createsDirectly(data: Buffer, acl: readonly zookeeper.ACL[]): boolean {
   return data.length <= DATA_SIZE_LIMIT && acl.length > 0;
@@ -110,13 +127,7 @@ export function createDirect(
   mode: number,
   done: Done<string>,
 ): void {
-  validate(path);
-  const payload = payloadOf(to, 'CreateRequest');
-  payload['path'] = path;
-  payload['acl'] = recordsOf(to, acl);
-  payload['flags'] = mode;
-  payload['data'] = data; // written as it is when the request is sent; nobody changes it meanwhile
-  to.queue.queue(request(to, jute.OP_CODES.CREATE, payload), (error, response) =>
+  to.queue.queue(request(to, jute.OP_CODES.CREATE, createPayload(to, path, data, acl, mode)), (error, response) =>
     error ? done(error) : done(null, response.payload['path'] as string),
   );
 }
@@ -137,13 +148,7 @@ export function create2Direct(
   mode: number,
   done: Done<{ path: string; stat: zookeeper.Stat }>,
 ): void {
-  validate(path);
-  const payload = payloadOf(to, 'CreateRequest');
-  payload['path'] = path;
-  payload['acl'] = recordsOf(to, acl);
-  payload['flags'] = mode;
-  payload['data'] = data;
-  to.queue.queue(request(to, CREATE2, payload), (error, response) =>
+  to.queue.queue(request(to, CREATE2, createPayload(to, path, data, acl, mode)), (error, response) =>
     error
       ? done(error)
       : done(null, { path: response.payload['path'] as string, stat: response.payload['stat'] as zookeeper.Stat }),
