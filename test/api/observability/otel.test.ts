@@ -28,7 +28,7 @@ import { useScope } from '../../harness/backends/scope.js';
 import { zkFixture } from '../../harness/backends/zookeeper.js';
 import { eventually } from '../../harness/wait.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 
 const contextManager = new AsyncLocalStorageContextManager();
 beforeAll(() => {

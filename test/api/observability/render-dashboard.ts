@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 
 import { DASHBOARD, runnable, type Series, startPrometheusRun } from './support/prometheus-run.js';
 
-const OUT = fileURLToPath(new URL('../../docs/observability-dashboard.png', import.meta.url));
+const OUT = fileURLToPath(new URL('../../../docs/observability-dashboard.png', import.meta.url));
 const [W, H, PAD] = [560, 220, 36];
 const COLORS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#17becf'];
 

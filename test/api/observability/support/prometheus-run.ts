@@ -7,8 +7,8 @@ import { freePort } from '../../../harness/servers/ports.js';
 import { sleep, startServer, stopPid, tail } from '../../../harness/servers/process.js';
 
 const WORKER = fileURLToPath(new URL('./lock-traffic-worker.ts', import.meta.url));
-export const ALERT_RULES = fileURLToPath(new URL('../../../alerts/baton-alerts.yml', import.meta.url));
-export const DASHBOARD = fileURLToPath(new URL('../../../dashboards/baton-locks.json', import.meta.url));
+export const ALERT_RULES = fileURLToPath(new URL('../../../../alerts/baton-alerts.yml', import.meta.url));
+export const DASHBOARD = fileURLToPath(new URL('../../../../dashboards/baton-locks.json', import.meta.url));
 
 /** One series of a Prometheus query's answer. */
 export interface Series {
