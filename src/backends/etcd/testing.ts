@@ -1,8 +1,8 @@
 /** etcd's part of `baton-locks/testing`: its counters and watches, and its sessions' probes. */
 import type { Session } from '../../../recipes/contract.js';
-import { InvalidArgumentError } from '../../../recipes/errors.js';
 import type { TestKit } from '../backend.js';
 import { etcdCounters as zeroEtcd, type EtcdProbe, type EtcdView } from '../probe.js';
+import { sessionProbes } from '../test-kit.js';
 
 /** What the etcd sessions of this process opened here counted (see `EtcdCounters`). */
 export const etcdCounters = zeroEtcd();
@@ -19,34 +19,17 @@ export interface EtcdSessionProbe {
   beforePrefixWatch: (() => Promise<void>) | undefined;
 }
 
-type Made = EtcdProbe & EtcdSessionProbe;
-const made = new WeakMap<object, Made>();
+const probes = sessionProbes<EtcdView, EtcdProbe & EtcdSessionProbe>('an etcd', () => ({
+  counters: etcdCounters,
+  watches: etcdWatches,
+  muteWatchEvents: false,
+  beforePrefixWatch: undefined,
+}));
 
-function newEtcdProbe(): Made {
-  let view: EtcdView | undefined;
-  return {
-    counters: etcdCounters,
-    watches: etcdWatches,
-    muteWatchEvents: false,
-    beforePrefixWatch: undefined,
-    expose: (shown) => (view = shown),
-    get view() {
-      if (view === undefined) throw new Error('the driver has not shown its view yet');
-      return view;
-    },
-  };
-}
-
-/** The probe of an etcd session opened with this module's `connect`. */
+/** The probe of a etcd session opened with this module's `connect`. */
 export function etcdProbeOf(session: Session): EtcdSessionProbe {
-  const probe = made.get(session);
-  if (probe === undefined)
-    throw new InvalidArgumentError('session', session.id, "an etcd session opened with baton-locks/testing's connect");
-  return probe;
+  return probes.probeOf(session);
 }
 
 /** @internal What the etcd descriptor hands `baton-locks/testing`. */
-export const etcdKit: TestKit = {
-  newProbe: newEtcdProbe,
-  opened: (session, probe) => made.set(session, probe as Made),
-};
+export const etcdKit: TestKit = probes.kit;

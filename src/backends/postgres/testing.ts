@@ -1,8 +1,8 @@
 /** PostgreSQL's part of `baton-locks/testing`: its counters and watches, and its sessions' probes. */
 import type { Session } from '../../../recipes/contract.js';
-import { InvalidArgumentError } from '../../../recipes/errors.js';
 import type { TestKit } from '../backend.js';
 import { postgresCounters as zeroPostgres, type PostgresProbe, type PostgresView } from '../probe.js';
+import { sessionProbes } from '../test-kit.js';
 
 /** What the PostgreSQL sessions of this process opened here counted (see `PostgresCounters`). */
 export const postgresCounters = zeroPostgres();
@@ -15,36 +15,15 @@ export interface PostgresSessionProbe {
   readonly view: PostgresView;
 }
 
-type Made = PostgresProbe & PostgresSessionProbe;
-const made = new WeakMap<object, Made>();
-
-function newPostgresProbe(): Made {
-  let view: PostgresView | undefined;
-  return {
-    counters: postgresCounters,
-    watches: postgresWatches,
-    expose: (shown) => (view = shown),
-    get view() {
-      if (view === undefined) throw new Error('the driver has not shown its view yet');
-      return view;
-    },
-  };
-}
+const probes = sessionProbes<PostgresView, PostgresProbe & PostgresSessionProbe>('a PostgreSQL', () => ({
+  counters: postgresCounters,
+  watches: postgresWatches,
+}));
 
 /** The probe of a PostgreSQL session opened with this module's `connect`. */
 export function postgresProbeOf(session: Session): PostgresSessionProbe {
-  const probe = made.get(session);
-  if (probe === undefined)
-    throw new InvalidArgumentError(
-      'session',
-      session.id,
-      "a PostgreSQL session opened with baton-locks/testing's connect",
-    );
-  return probe;
+  return probes.probeOf(session);
 }
 
 /** @internal What the PostgreSQL descriptor hands `baton-locks/testing`. */
-export const postgresKit: TestKit = {
-  newProbe: newPostgresProbe,
-  opened: (session, probe) => made.set(session, probe as Made),
-};
+export const postgresKit: TestKit = probes.kit;

@@ -1,8 +1,8 @@
 /** Redis's part of `baton-locks/testing`: its counters and watches, and its sessions' probes. */
 import type { Session } from '../../../recipes/contract.js';
-import { InvalidArgumentError } from '../../../recipes/errors.js';
 import type { TestKit } from '../backend.js';
 import { redisCounters as zeroRedis, type RedisProbe, type RedisView } from '../probe.js';
+import { sessionProbes } from '../test-kit.js';
 
 /** What the Redis sessions of this process opened here counted (see `RedisCounters`). */
 export const redisCounters = zeroRedis();
@@ -17,33 +17,16 @@ export interface RedisSessionProbe {
   muteNotifications: boolean;
 }
 
-type Made = RedisProbe & RedisSessionProbe;
-const made = new WeakMap<object, Made>();
-
-function newRedisProbe(): Made {
-  let view: RedisView | undefined;
-  return {
-    counters: redisCounters,
-    watches: redisWatches,
-    muteNotifications: false,
-    expose: (shown) => (view = shown),
-    get view() {
-      if (view === undefined) throw new Error('the driver has not shown its view yet');
-      return view;
-    },
-  };
-}
+const probes = sessionProbes<RedisView, RedisProbe & RedisSessionProbe>('a Redis', () => ({
+  counters: redisCounters,
+  watches: redisWatches,
+  muteNotifications: false,
+}));
 
 /** The probe of a Redis session opened with this module's `connect`. */
 export function redisProbeOf(session: Session): RedisSessionProbe {
-  const probe = made.get(session);
-  if (probe === undefined)
-    throw new InvalidArgumentError('session', session.id, "a Redis session opened with baton-locks/testing's connect");
-  return probe;
+  return probes.probeOf(session);
 }
 
 /** @internal What the Redis descriptor hands `baton-locks/testing`. */
-export const redisKit: TestKit = {
-  newProbe: newRedisProbe,
-  opened: (session, probe) => made.set(session, probe as Made),
-};
+export const redisKit: TestKit = probes.kit;

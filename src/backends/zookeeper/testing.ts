@@ -1,8 +1,8 @@
 /** ZooKeeper's part of `baton-locks/testing`: its counters, limits and hooks, and its sessions' probes. */
 import type { Session } from '../../../recipes/contract.js';
-import { InvalidArgumentError } from '../../../recipes/errors.js';
 import type { TestKit } from '../backend.js';
 import { type AfterLook, zkCounters as zeroZk, type ZkProbe, type ZkView } from '../probe.js';
+import { sessionProbes } from '../test-kit.js';
 
 /** What the ZooKeeper sessions of this process opened here counted (see `ZkCounters`). */
 export const zkCounters = zeroZk();
@@ -17,41 +17,20 @@ export interface ZkSessionProbe {
   readonly view: ZkView;
 }
 
-type Made = ZkProbe & ZkSessionProbe;
-const made = new WeakMap<object, Made>();
-
-function newZkProbe(): Made {
-  let view: ZkView | undefined;
-  return {
-    counters: zkCounters,
-    get recycleFrom() {
-      return zkLimits.recycleFrom;
-    },
-    get afterMkdirpLook() {
-      return mkdirpHooks.afterLook;
-    },
-    expose: (shown) => (view = shown),
-    get view() {
-      if (view === undefined) throw new Error('the driver has not shown its view yet');
-      return view;
-    },
-  };
-}
+const probes = sessionProbes<ZkView, ZkProbe & ZkSessionProbe>('a ZooKeeper', () => ({
+  counters: zkCounters,
+  get recycleFrom() {
+    return zkLimits.recycleFrom;
+  },
+  get afterMkdirpLook() {
+    return mkdirpHooks.afterLook;
+  },
+}));
 
 /** The probe of a ZooKeeper session opened with this module's `connect`. */
 export function zkProbeOf(session: Session): ZkSessionProbe {
-  const probe = made.get(session);
-  if (probe === undefined)
-    throw new InvalidArgumentError(
-      'session',
-      session.id,
-      "a ZooKeeper session opened with baton-locks/testing's connect",
-    );
-  return probe;
+  return probes.probeOf(session);
 }
 
 /** @internal What the ZooKeeper descriptor hands `baton-locks/testing`. */
-export const zkKit: TestKit = {
-  newProbe: newZkProbe,
-  opened: (session, probe) => made.set(session, probe as Made),
-};
+export const zkKit: TestKit = probes.kit;
