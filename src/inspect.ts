@@ -1,34 +1,22 @@
 import type { Entry } from '../recipes/contract.js';
 import type { Session } from '../recipes/contract.js';
 import { deadline } from '../recipes/deadline.js';
-import { participantsOf } from '../recipes/participants.js';
+import { type Participant, participantsOf } from '../recipes/participants.js';
 import { validateName } from '../recipes/validate.js';
 import { connect, type ConnectOptions } from './connect.js';
 import type { EntryInfo } from './driver-port.js';
 import { internalsOf } from './session.js';
 
-/** One entry of a queue as `baton inspect` shows it. */
-export interface EntryView {
-  readonly position: number;
-  /** `holder`: nothing ahead of it blocks it (it holds, or is being told it does); `waiter` otherwise. */
-  readonly role: 'holder' | 'waiter';
-  /** The entry's kind; `semaphore` for a semaphore's entry (its counts in `count` and `permits`). */
-  readonly kind: string;
-  /** A semaphore entry's permits held or asked for. */
-  readonly count?: number;
-  /** The permits of the semaphore a semaphore entry was made for. */
-  readonly permits?: number;
-  /** Whose naming the entry has: `baton`, `curator` (also baton's own default on ZooKeeper), `kazoo`, `etcd-go`, `baton-0.1`. */
-  readonly client: string;
+/**
+ * One entry of a queue as `baton inspect` shows it: a `Participant` under the command's own field names,
+ * with the fencing token as a decimal string (JSON has no 64-bit integers).
+ */
+export type EntryView = Omit<Participant, 'sessionId' | 'fencingToken' | 'id'> & {
   readonly session: string;
-  readonly ageMs: number | null;
-  readonly expiresInMs: number | null;
-  /** A decimal string: JSON has no 64-bit integers. */
   readonly fencingToken: string;
   /** An election candidate's id; `''` for locks. */
   readonly data: string;
-  readonly key: string;
-}
+};
 
 export interface QueueView {
   readonly name: string;
