@@ -147,29 +147,14 @@ export class BatonSession implements Session {
     return this.#controller.signal;
   }
 
-  /**
-   * `state`: every change, with the previous state. `replaced` (only with `reconnectAfterLoss`): after
-   * this session was lost, a new one is open; locks must be taken again on it, nothing moves by itself.
-   * `lock`: what the locks, read/write locks and elections on this session do (a `LockEvent`: requested,
-   * then granted, busy, timedOut, aborted or failed; a grant then released or lost). Free while nobody
-   * listens: no event is built.
-   * `foreign`: a znode or key in a queue that baton did not create, once per key (see `ForeignKey`).
-   */
-  on(event: 'state', listener: StateListener): this;
-  on(event: 'replaced', listener: (next: Session) => void): this;
-  on(event: 'lock', listener: LockListener): this;
-  on(event: 'foreign', listener: (found: ForeignKey) => void): this;
+  /** {@inheritDoc Session.on} */
   on(event: SessionEvent, listener: SessionListener): this {
     this.#events.on(event, listener as (...args: unknown[]) => void);
     if (event === 'lock') this.#reporting = true;
     return this;
   }
 
-  /** Removes a listener added with `on()`. */
-  off(event: 'state', listener: StateListener): this;
-  off(event: 'replaced', listener: (next: Session) => void): this;
-  off(event: 'lock', listener: LockListener): this;
-  off(event: 'foreign', listener: (found: ForeignKey) => void): this;
+  /** {@inheritDoc Session.off} */
   off(event: SessionEvent, listener: SessionListener): this {
     this.#events.off(event, listener as (...args: unknown[]) => void);
     if (event === 'lock') this.#reporting = this.#events.listenerCount('lock') > 0;
