@@ -169,7 +169,10 @@ export interface ForeignKey {
  * when the session is lost or closed, every holder's signal aborts and every waiter gives up.
  */
 export interface Session {
-  /** The server's id of the session: ZooKeeper's session id in hex, etcd's lease id, a number on memory. */
+  /**
+   * The server's id of the session: ZooKeeper's session id in hex, etcd's lease id, the session row's or
+   * key's id on PostgreSQL and Redis, a number on memory.
+   */
   readonly id: string;
   /**
    * `connected`; `suspended` while the connection is down but the session may live (holders keep their

@@ -25,7 +25,7 @@ export interface DriverEvents {
 
 /** A backend plus the lifecycle the session needs. One driver per session. */
 export interface Driver extends Backend {
-  /** The server's session id (ZooKeeper session id in hex, etcd lease id, memory session number). */
+  /** The server's session id (see `Session.id`). */
   readonly id: string;
   /** How long the server keeps the session after last hearing from us (negotiated); Infinity if forever. */
   readonly timeoutMs: number;

@@ -123,26 +123,22 @@ export class BatonSession implements Session {
     this.#deadline.unref();
   }
 
-  /** The server's id of the session: ZooKeeper's session id in hex, etcd's lease id, a number on memory. */
+  /** {@inheritDoc Session.id} */
   get id(): string {
     return this.#driver.id;
   }
 
-  /** `connected`, `suspended`, `lost` or `closed` (see `Session.state`). */
+  /** {@inheritDoc Session.state} */
   get state(): SessionState {
     return this.#state;
   }
 
-  /**
-   * The session timeout the server granted, in ms: ZooKeeper's negotiated timeout (it clamps the one
-   * asked for to its minimum and maximum), etcd's lease TTL; infinite for memory. The server keeps the
-   * session this long after it last heard from us.
-   */
+  /** {@inheritDoc Session.timeoutMs} */
   get timeoutMs(): number {
     return this.#driver.timeoutMs;
   }
 
-  /** Aborts when the session is lost or closed; its reason is a `SessionLostError` or `ClosedError`. */
+  /** {@inheritDoc Session.signal} */
   get signal(): AbortSignal {
     return this.#controller.signal;
   }
