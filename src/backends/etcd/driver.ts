@@ -3,8 +3,6 @@ import { isRecoverableError } from 'etcd3';
 
 import { BoundedMap } from '../../../recipes/bounded-map.js';
 import { type Abortable, type Enqueued, type Entry, type GuardedOp, untilAborted } from '../../../recipes/contract.js';
-import { BackendError, LockDowngradeError, PermitsMismatchError } from '../../../recipes/errors.js';
-import { askOf } from '../../../recipes/permits.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { backstopEveryMs, orphanSweepEveryMs } from '../../timing.js';
 import { DriverCore } from '../core.js';
@@ -12,13 +10,13 @@ import { type EtcdCounters, etcdCounters, type EtcdProbe, type EtcdView } from '
 import type { Start } from '../requests.js';
 import { sameEntries } from '../waiters.js';
 import { WatchBackstop } from './backstop.js';
-import { attemptMs, etcdFailures, outOfSpace } from './failures.js';
+import { Enqueuer } from './enqueue.js';
+import { attemptMs, etcdFailures } from './failures.js';
 import { guardedKey, guardedTxn } from './guarded.js';
 import { KeepAlive } from './keepalive.js';
 import {
   clientOf,
   entriesFromRange,
-  entryKey,
   EtcdEntry,
   foreignKeys,
   leaseHex,
@@ -37,8 +35,8 @@ export type { EtcdDriverOptions } from './open.js';
 
 /**
  * The etcd backend on etcd3: one lease per session, shared by every recipe on it. This file holds the
- * contract's requests; the rest is in the files beside it (open, lease, watches, prefix watches, the
- * watch backstop, own keys and orphans).
+ * contract's requests; the rest is in the files beside it (open, lease, the enqueue's Txn, watches,
+ * prefix watches, the watch backstop, own keys and orphans).
  */
 export class EtcdDriver implements Driver {
   /** None: etcd's Go recipes wait for every key created before theirs, baton's too. */
@@ -54,6 +52,7 @@ export class EtcdDriver implements Driver {
   readonly #counters: EtcdCounters;
   readonly #probe: EtcdProbe | undefined;
   readonly #own: OwnEntries;
+  readonly #enqueuer: Enqueuer;
   readonly #watchers: EtcdWatchers;
   readonly #keyWatches: KeyWatches;
   readonly #prefixWatches: PrefixWatches;
@@ -95,6 +94,20 @@ export class EtcdDriver implements Driver {
       isOpen,
       sendTxn: (request) => this.#core.send(this.#rpc(() => this.#client.kv.txn(request, this.#attempt()))),
       list: (queue) => this.list(queue),
+    });
+    this.#enqueuer = new Enqueuer({
+      id: this.id,
+      lease,
+      namespace: this.#namespace,
+      client,
+      core: this.#core,
+      counters: this.#counters,
+      own: this.#own,
+      rpc: (request) => this.#rpc(request),
+      attempt: () => this.#attempt(),
+      queueRange: (prefix) => this.#queueRange(prefix),
+      parseAndSweep: (queue, prefix, kvs, revision) => this.#parseAndSweep(queue, prefix, kvs, revision),
+      withdraw: (entry) => this.withdraw(entry),
     });
     this.#watchers = new EtcdWatchers(client, probe, this.#counters);
     this.#keyWatches = new KeyWatches(this.#watchers, {
@@ -141,101 +154,7 @@ export class EtcdDriver implements Driver {
   }
 
   enqueue(queue: string, kind: string, at?: Entry, data?: string, _dialect?: string): Promise<Enqueued> {
-    // Without an async frame of its own on the common path (no `at`): an acquire's first request.
-    if (at === undefined) return this.#put(queue, kind, undefined, data);
-    return this.#put(queue, kind, at, data).then(async (enqueued) => {
-      await this.#refuseOvertakenDowngrade(queue, enqueued, at);
-      return enqueued;
-    });
-  }
-
-  /** Puts an entry of ours into the queue, safe against a lost reply (see `enqueue`). */
-  async #put(queue: string, kind: string, at: Entry | undefined, data: string | undefined): Promise<Enqueued> {
-    const prefix = queuePrefix(this.#namespace, queue);
-    const own = this.#own;
-    const slot = own.slots.take(queue);
-    const keyText = entryKey(prefix, this.id, slot, kind, at?.order);
-    const key = Buffer.from(keyText);
-    const range = this.#queueRange(prefix);
-    let attempts = 0;
-    own.enqueuing.add(keyText);
-    try {
-      // One request: put our key with the lease if it is absent, and read the queue as it then stands.
-      // A retry after a lost reply finds the key it wrote (the failure branch) instead of adding another.
-      const response = await this.#core.retry(
-        this.#rpc(() => {
-          attempts += 1;
-          return this.#client.kv.txn(
-            {
-              compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }],
-              success: [
-                { request_put: { key, value: data === undefined ? EMPTY : Buffer.from(data), lease: this.#lease } },
-                { request_range: range },
-              ],
-              failure: [{ request_range: { key } }, { request_range: range }],
-            },
-            this.#attempt(),
-          );
-        }),
-      );
-      if (!response.succeeded) this.#adopt(key, response.responses[0]?.response_range);
-      const entries = this.#parseAndSweep(
-        queue,
-        prefix,
-        response.responses[1]?.response_range.kvs ?? [],
-        response.header.revision,
-      );
-      const entry = entries.find((e) => e.key === keyText);
-      if (entry === undefined) throw new BackendError(`wrote ${keyText} but the queue read does not show it`);
-      own.live.set(entry.key, EtcdEntry.createdAt(entry));
-      if (attempts > 1) {
-        // A copy of an earlier attempt may still be applied after this entry is released: the key is
-        // treated like one with a delete of unknown fate, so its slot is never used again (a later
-        // enqueue would otherwise adopt that copy while an orphan removal of it is on its way).
-        own.doubtful.add(entry.key);
-        own.unsettle(queue);
-      }
-      return { entry, queue: entries };
-    } catch (error) {
-      // The key may exist or appear later: its slot is retired (never adopted by a later enqueue), and
-      // the queue is looked at until any late attempt must have been applied. Not after a single
-      // attempt refused for lack of space: etcd refuses that before applying anything.
-      if (attempts > 1 || (attempts === 1 && !outOfSpace(error instanceof BackendError ? error.cause : error)))
-        own.unsettle(queue);
-      else own.slots.free(queue, slot);
-      throw error;
-    } finally {
-      own.enqueuing.delete(keyText);
-    }
-  }
-
-  /** The failure branch of an enqueue's Txn: our key exists already, written by an attempt whose reply was lost. */
-  #adopt(key: Buffer, found: IRangeResponse | undefined): void {
-    const kv = found?.kvs[0];
-    if (kv === undefined || kv.lease !== this.#lease)
-      throw new BackendError(`${key.toString()} exists but does not belong to lease ${this.id}`);
-    this.#counters.adopted += 1;
-  }
-
-  /**
-   * A downgrade's read key is created after the writer's, so a Go waiter (which waits only for the
-   * keys created before its own) that queued between the two would not wait for the read: it would be
-   * granted as soon as the write key goes. Such a read is withdrawn and the downgrade refused; the
-   * writer keeps its lock. A Go key created after the read waits for it, so one check suffices.
-   */
-  async #refuseOvertakenDowngrade(queue: string, { entry: read, queue: entries }: Enqueued, at: Entry): Promise<void> {
-    const prefix = queuePrefix(this.#namespace, queue);
-    const createdAt = EtcdEntry.createdAt(read);
-    const peer = entries.find(
-      (e) => e.order > at.order && e.order < createdAt && clientOf(prefix, e.key) === 'etcd-go',
-    );
-    if (peer === undefined) return;
-    await this.withdraw(read);
-    // A semaphore moves its entry so too (announcing its grant): a Go lock's key on its name is another recipe's.
-    const ask = askOf(read.kind);
-    if (ask !== null) throw new PermitsMismatchError(`semaphore "${queue}"`, ask.permits, peer.kind);
-    const why = `a client that does not see baton's read entries (etcd's Go recipes, key ${peer.key}) queued behind the write lock`;
-    throw new LockDowngradeError(`read/write lock "${queue}"`, why);
+    return this.#enqueuer.enqueue(queue, kind, at, data);
   }
 
   async list(queue: string): Promise<readonly Entry[]> {
@@ -456,5 +375,3 @@ export class EtcdDriver implements Driver {
 
 /** How many queues' range reads are kept. */
 const RANGES_KEPT = 64;
-/** The value of an entry without data (never written to). */
-const EMPTY = Buffer.alloc(0);

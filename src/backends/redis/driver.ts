@@ -5,18 +5,17 @@ import type { Abortable, Enqueued, Entry, GuardedOp } from '../../../recipes/con
 import { BackendError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { backstopEveryMs } from '../../timing.js';
-import { closeLimitMs } from '../../timing.js';
 import type { FailurePolicy } from '../core.js';
 import { DriverCore } from '../core.js';
 import { type RedisCounters, redisCounters, type RedisProbe, type RedisView } from '../probe.js';
-import { RecentReleases } from '../recent-releases.js';
 import { fromPromise } from '../requests.js';
-import { redisFailures, replyCode, retriable } from './failures.js';
+import { redisFailures, replyCode } from './failures.js';
 import { redisGuardedRead, redisGuardedWrite } from './guarded.js';
 import { KeepAlive, REDIS_FLOOR_MS } from './keepalive.js';
-import { entryKey, idOf, livenessKey, type LockKeys, lockKeys, parseQueue, type Stored } from './keys.js';
+import { idOf, livenessKey, type LockKeys, lockKeys, parseQueue, type Stored } from './keys.js';
 import { LivenessKeys } from './liveness.js';
 import { type OpenedSession, openSession, type RedisDriverOptions } from './open.js';
+import { OwnEntries } from './own-entries.js';
 import { SubscriberLink } from './subscriber.js';
 import { Watches } from './watches.js';
 
@@ -38,7 +37,6 @@ interface Scripts {
   ): Promise<string[]>;
   batonList(queue: string, base: string): Promise<string[]>;
   batonGone(queue: string, base: string, ...ids: string[]): Promise<number[]>;
-  batonRelease(queue: string, session: string, id: string, channel: string, changes: string): Promise<number>;
   batonConfirm(queue: string, liveness: string, id: string): Promise<[number, number]>;
   batonRead(queue: string, base: string, id: string): Promise<string | null>;
 }
@@ -69,11 +67,7 @@ export class RedisDriver implements Driver {
   readonly #watches: Watches;
   /** Each lock's key names, for the 256 locks used last. */
   readonly #keys = new BoundedMap<string, LockKeys>(256);
-  /** Our entries that may be in a queue (sent, or enqueued and not yet withdrawn), by id. */
-  readonly #own = new Map<string, string>();
-  #next = 0;
-  /** Our latest releases (id, lock's key base), to send again after a failover may have lost them. */
-  readonly #released = new RecentReleases<[string, string]>();
+  readonly #own: OwnEntries;
 
   static async open(options: RedisDriverOptions, probe?: RedisProbe): Promise<RedisDriver> {
     return new RedisDriver(await openSession(options), options, probe);
@@ -100,7 +94,16 @@ export class RedisDriver implements Driver {
     this.#failures = redisFailures(this.id, this.#namespace);
     this.#core = new DriverCore(this.#failures, {
       onEnd: (reason) => this.#onEnd(reason),
-      onLost: () => this.#letGo(),
+      onLost: () => this.#own.letGo(() => this.#disconnect()),
+    });
+    this.#own = new OwnEntries({
+      id: this.id,
+      timeoutMs: this.timeoutMs,
+      client: this.#client,
+      core: this.#core,
+      liveness: this.#liveness,
+      sessionKey: this.#sessionKey,
+      keysOf: (queue) => this.#keysOf(queue),
     });
     this.#keepAlive = new KeepAlive(this.#client, this.#subscriber, this.#liveness, this.timeoutMs, this.#core, {
       // The socket stands but nothing comes back: dial again (requests in flight are sent again).
@@ -128,15 +131,13 @@ export class RedisDriver implements Driver {
     );
     this.#client.on('close', () => {
       this.#keepAlive.suspend();
-      this.#released.connectionClosed();
+      this.#own.connectionClosed();
     });
     this.#client.on('ready', () => {
       this.#keepAlive.clientReady();
-      this.#releaseAgain(this.#released.connectionBack());
+      this.#own.connectionBack();
     });
-    // On a cluster one node's connection can end while the client stays ready (a primary failing over):
-    // the releases of the last seconds are sent again, and wait for the slots to be served again.
-    this.#client.on('-node', () => this.#releaseAgain(this.#released.recent()));
+    this.#client.on('-node', () => this.#own.nodeGone());
     this.#keepAlive.start();
     probe?.expose(this.#view());
   }
@@ -157,9 +158,8 @@ export class RedisDriver implements Driver {
 
   async enqueue(queue: string, kind: string, at?: Entry, data?: string, _dialect?: string): Promise<Enqueued> {
     const keys = this.#keysOf(queue);
-    const id = `${this.id}-${(this.#next += 1)}`;
+    const id = this.#own.add(queue);
     const liveness = livenessKey(keys.base, this.id);
-    this.#own.set(id, queue);
     // The session's key in the lock lives a full timeout from the first attempt's send at least.
     const sentAt = performance.now();
     let flat: string[];
@@ -180,7 +180,7 @@ export class RedisDriver implements Driver {
     } catch (error) {
       // The entry may have been written by an attempt whose reply was lost, before the request failed
       // (a refusal after a reconnect): it is removed in the background.
-      this.#removeLater(queue, id);
+      this.#own.removeLater(queue, id);
       throw error;
     }
     if (this.#own.has(id)) this.#liveness.entered(queue, liveness, id, setAt);
@@ -253,12 +253,6 @@ export class RedisDriver implements Driver {
     return setAt;
   }
 
-  /** Removes an entry whose enqueue failed, in the background (it may or may not exist). */
-  #removeLater(queue: string, id: string): void {
-    if (!this.#core.isOpen) return;
-    void this.#release(queue, id).catch(() => undefined);
-  }
-
   #parse(queue: string, keys: LockKeys, flat: readonly string[]): Stored[] {
     const { stored, foreign } = parseQueue(queue, keys, flat);
     if (foreign.length > 0) this.#core.foreign.report(queue, foreign);
@@ -303,32 +297,7 @@ export class RedisDriver implements Driver {
   async withdraw(entry: Entry): Promise<void> {
     const id = idOf(entry.key);
     if (!this.#own.has(id) || !this.#core.isOpen) return; // gone already, or with the session
-    await this.#release(entry.queue, id);
-  }
-
-  /** The release script, retried until it is answered or the session ends; idempotent (see `DriverCore.withdraw`). */
-  #release(queue: string, id: string): Promise<void> {
-    const keys = this.#keysOf(queue);
-    return this.#core.withdraw({
-      key: `${keys.queue}[${id}]`,
-      attempt: () => fromPromise(() => this.#releaseScript(keys.base, id)),
-      done: () => {
-        this.#own.delete(id);
-        this.#liveness.left(queue, id);
-        this.#released.note([id, keys.base]);
-      },
-    });
-  }
-
-  /** Sends these releases again (see `RecentReleases`), each retried while it fails on the way. */
-  #releaseAgain(releases: readonly [string, string][]): void {
-    if (!this.#core.isOpen) return;
-    for (const [id, base] of releases) this.#request(() => this.#releaseScript(base, id)).catch(() => undefined);
-  }
-
-  /** The release script for our entry `id` in the lock whose keys start with `base`. */
-  #releaseScript(base: string, id: string): Promise<number> {
-    return this.#client.batonRelease(`${base}:q`, this.id, id, entryKey(base, id), `${base}:q`);
+    await this.#own.release(entry.queue, id);
   }
 
   async read(entry: Entry): Promise<string | null> {
@@ -374,46 +343,8 @@ export class RedisDriver implements Driver {
 
   close(): Promise<void> {
     return this.#core.close(this.timeoutMs, {
-      onServer: (until) => this.#closeOnServer([...this.#own], until),
+      onServer: (until) => this.#own.removeAll(until),
       disconnect: () => this.#disconnect(),
-    });
-  }
-
-  /**
-   * Removes what is left of ours (an entry whose enqueue failed, whose release is in the background),
-   * the session's keys in its locks and its own key, so that nobody waits for their expiry. One
-   * request each, all sent at once (on a cluster they go to several nodes); given up at `until`.
-   */
-  async #closeOnServer(left: readonly [string, string][], until: number): Promise<void> {
-    const requests: Promise<unknown>[] = [];
-    const livenessKeys = new Set(this.#liveness.lockKeys());
-    for (const [id, queue] of left) {
-      const keys = this.#keysOf(queue);
-      livenessKeys.add(livenessKey(keys.base, this.id));
-      requests.push(untilAnswered(() => this.#releaseScript(keys.base, id), until));
-    }
-    for (const key of [...livenessKeys, this.#sessionKey])
-      requests.push(untilAnswered(() => this.#client.del(key), until));
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.allSettled(requests),
-      new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, until - Date.now())))),
-    ]);
-    clearTimeout(timer);
-  }
-
-  /**
-   * The session was found gone (one of its keys, or the server said so) and its holders were told:
-   * our entries are deleted now, with their waiters told, rather than when someone finds them dead
-   * (some may not be yet: the session's keys in other locks may live until they expire).
-   */
-  #letGo(): void {
-    // A task later: the holders' own reactions to their aborted signals (an awaited promise goes on
-    // only after the task that aborted it) come before their entries are freed for the next holder.
-    setImmediate(() => {
-      const left = [...this.#own];
-      if (left.length === 0 || this.#client.status !== 'ready') return this.#disconnect();
-      void this.#closeOnServer(left, Date.now() + closeLimitMs(this.timeoutMs)).finally(() => this.#disconnect());
     });
   }
 
@@ -445,21 +376,5 @@ export class RedisDriver implements Driver {
 
   guardedRead(queue: string, name: string): Promise<string | null> {
     return this.#request(() => redisGuardedRead(this.#client, this.#namespace, queue, name));
-  }
-}
-
-/**
- * A request sent again while it fails on the way, until `until` (a wall-clock time): on a cluster a
- * node that just failed over may still be in the client's map of slots, and a close's deletes must
- * not be lost to that.
- */
-async function untilAnswered<T>(request: () => Promise<T>, until: number): Promise<T> {
-  for (;;) {
-    try {
-      return await request();
-    } catch (error) {
-      if (!retriable(error) || Date.now() >= until) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
   }
 }

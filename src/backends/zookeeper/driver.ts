@@ -1,15 +1,13 @@
 import zookeeper from 'node-zookeeper-client';
 
 import type { Abortable, Enqueued, Entry, GuardedOp } from '../../../recipes/contract.js';
-import { BackendError, InvalidArgumentError, SessionLostError } from '../../../recipes/errors.js';
-import { backoff } from '../../backoff.js';
+import { SessionLostError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { DriverCore } from '../core.js';
 import { type ZkCounters, zkCounters, type ZkProbe, type ZkView } from '../probe.js';
 import { fromPromise, type Start } from '../requests.js';
 import {
   aclFor,
-  createEntryStart,
   existsStart,
   getChildrenStart,
   getDataStat,
@@ -17,26 +15,16 @@ import {
   removeStart,
   type ZkClient,
   ZkCode,
-  zkCode,
   zkLong,
-  type ZkStat,
 } from './client.js';
 import { destroySocket, hangUp } from './client/instance.js';
-import { corked, requestPreparer } from './client/pipeline.js';
-import { retriable, zkFailures } from './failures.js';
+import { requestPreparer } from './client/pipeline.js';
+import { Enqueuer } from './enqueue.js';
+import { zkFailures } from './failures.js';
 import { zkGuardedRead, zkGuardedWrite } from './guarded.js';
 import { KeepAlive } from './keepalive.js';
 import { mkdirp } from './mkdirp.js';
-import {
-  entryPrefix,
-  foreignChildren,
-  learnToken,
-  ListingParser,
-  parseEntryName,
-  uuidKey,
-  ZK_DIALECTS,
-  type ZkDialect,
-} from './names.js';
+import { foreignChildren, learnToken, ListingParser, parseEntryName, ZK_DIALECTS } from './names.js';
 import { openClient, type ZkDriverOptions } from './open.js';
 import { OwnEntries, RECYCLE_FROM } from './own-entries.js';
 import { QuietDirectories } from './quiet.js';
@@ -44,12 +32,11 @@ import { Watches } from './watches.js';
 
 export type { ZkDriverOptions } from './open.js';
 
-const MAX_PARENT_RETRIES = 10;
-
 /**
  * The ZooKeeper backend on node-zookeeper-client: one client (one ZooKeeper session) per driver. This
  * file holds the contract's requests and the client's state changes; the rest is in the files beside
- * it (heartbeat, watches, quiet directories, own entries and orphans, the request pipeline).
+ * it (the enqueue's create and listing, heartbeat, watches, quiet directories, own entries and orphans,
+ * the request pipeline).
  */
 export class ZkDriver implements Driver {
   readonly dialects = ZK_DIALECTS;
@@ -71,6 +58,7 @@ export class ZkDriver implements Driver {
   readonly #watches: Watches;
   readonly #quiet: QuietDirectories;
   readonly #own: OwnEntries;
+  readonly #enqueuer: Enqueuer;
 
   static async open(options: ZkDriverOptions, probe?: ZkProbe): Promise<ZkDriver> {
     const { client, openedAt } = await openClient(options);
@@ -126,6 +114,20 @@ export class ZkDriver implements Driver {
       send,
       retry,
     });
+    this.#enqueuer = new Enqueuer({
+      client,
+      acl: this.#acl,
+      get afterMkdirpLook() {
+        return driver.#probe?.afterMkdirpLook;
+      },
+      core: this.#core,
+      own: this.#own,
+      quiet: this.#quiet,
+      prepare: this.#prepare,
+      dir: (queue) => this.#dir(queue),
+      remove: (key) => this.#remove(key),
+      parseAndSweep: (queue, dir, children, czxid) => this.#parseAndSweep(queue, dir, children, czxid),
+    });
     client.on('state', (state) => this.#onState(state));
     this.#keepAlive = new KeepAlive(client, this.timeoutMs, openedAt, {
       isOpen,
@@ -155,143 +157,8 @@ export class ZkDriver implements Driver {
     return `${this.#namespace}/${queue}`;
   }
 
-  async enqueue(queue: string, kind: string, at?: Entry, data?: string, dialect?: string): Promise<Enqueued> {
-    const uuid = this.#own.nextUuid();
-    const id = uuidKey(uuid);
-    const dir = this.#dir(queue);
-    const payload = data === undefined ? undefined : Buffer.from(data);
-    // Placed `at` another entry: not sequential, but named with that entry's sequence so it sorts there.
-    if (dialect !== undefined && !(ZK_DIALECTS as readonly string[]).includes(dialect))
-      throw new InvalidArgumentError('interop', dialect, `one of ${ZK_DIALECTS.join(', ')}`);
-    const prefix = entryPrefix(dir, uuid, kind, dialect as ZkDialect | undefined);
-    const path = at === undefined ? prefix : `${prefix}${sequenceOf(at)}`;
-    const mode = at === undefined ? zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL : zookeeper.CreateMode.EPHEMERAL;
-    // An entry put at another's place (a downgraded read, a semaphore's announced grant) keeps that
-    // entry's token: it goes on with the same hold.
-    const inherited = at?.fencingToken;
-    this.#own.creating(id);
-    try {
-      for (let attempt = 0; ; attempt += 1) {
-        this.#core.assertOpen();
-        // Sent back to back in one write: the server processes the listing after the create, so it shows
-        // it. With other requests in flight, that write waits for the end of the turn too (see
-        // `requestPreparer`). In a directory found quiet the create goes alone, and the listing only if
-        // its reply cannot show our entry alone (`QuietDirectories.aloneAfter`).
-        this.#prepare();
-        let creating: Promise<{ path: string; czxid: bigint }>;
-        let listing: Promise<{ children: string[]; stat: ZkStat }> | undefined;
-        if (at === undefined && attempt === 0 && this.#quiet.mayGoUnlisted(dir, this.#own.orphansPossible)) {
-          creating = this.#core.sendPrepared(createEntryStart(this.#client, path, mode, payload, this.#acl));
-        } else {
-          [creating, listing] = corked(
-            this.#client,
-            () =>
-              [
-                this.#core.sendPrepared(createEntryStart(this.#client, path, mode, payload, this.#acl)),
-                this.#core.sendPrepared(getChildrenStart(this.#client, dir)),
-              ] as const,
-          );
-          // Read only once the create succeeded; until then its failure must not go unhandled.
-          listing.catch(() => undefined);
-        }
-        let created: string;
-        let token: bigint;
-        try {
-          ({ path: created, czxid: token } = await creating);
-          token = inherited ?? token;
-        } catch (error) {
-          if (!isCode(error, ZkCode.NO_NODE)) this.#own.orphansMayExist(); // a lost reply may hide a create
-          if (isCode(error, ZkCode.NO_NODE) && attempt < MAX_PARENT_RETRIES) {
-            await this.#core.retry(
-              fromPromise(() => mkdirp(this.#client, dir, this.#acl, this.#probe?.afterMkdirpLook)),
-            );
-            continue;
-          }
-          if (!retriable(error)) {
-            // No server code (an unreadable reply): the create may have been applied, so ours goes if it was.
-            if (zkCode(error) === undefined) await this.#dropIfCreated(dir, id);
-            throw this.#core.mapFailure(error);
-          }
-          const adopted = await this.#own.findOwn(dir, id);
-          if (adopted !== undefined)
-            return this.#enqueued(
-              queue,
-              dir,
-              id,
-              adopted.path,
-              adopted.listing.children,
-              zkLong(adopted.listing.stat.czxid),
-              inherited ?? adopted.czxid,
-            );
-          await backoff(attempt);
-          continue;
-        }
-        let listed: { children: string[]; stat: ZkStat } | undefined;
-        if (listing === undefined) {
-          const shown = this.#quiet.aloneAfter(dir, created, this.#own.orphansPossible);
-          if (shown !== undefined) return this.#enqueued(queue, dir, id, created, shown.children, shown.czxid, token);
-        } else {
-          listed = await listing.catch(() => undefined);
-        }
-        listed ??= await this.#core
-          .retry(getChildrenStart(this.#client, dir))
-          .catch((error: unknown) => this.#dropCreated(created, error));
-        const enqueued = this.#enqueued(queue, dir, id, created, listed.children, zkLong(listed.stat.czxid), token);
-        if (at === undefined) this.#quiet.noteListing(dir, created, listed, enqueued.queue);
-        return enqueued;
-      }
-    } catch (error) {
-      // The create may have been applied without our knowing its name (a lost reply, or a failure
-      // after it): from now on, listings are searched for this session's orphans.
-      this.#own.orphansMayExist();
-      throw error;
-    } finally {
-      this.#own.created(id);
-    }
-  }
-
-  /** After a create of unknown outcome that will not be retried: the entry it may have made is deleted. */
-  async #dropIfCreated(dir: string, uuid: string): Promise<void> {
-    const found = await this.#own.findOwn(dir, uuid).catch(() => undefined);
-    if (found !== undefined) await this.#remove(found.path).catch(() => undefined);
-  }
-
-  /**
-   * An enqueue that fails after its create succeeded: the entry is deleted (as a withdraw would, in the
-   * background) rather than left to hold up the queue until a listing of this session's finds it.
-   */
-  #dropCreated(created: string, error: unknown): never {
-    this.#remove(created).catch(() => undefined);
-    throw error;
-  }
-
-  /**
-   * Ours from here on (claimed before the listing is read, so that the orphan sweep passes over it);
-   * deleted again if its listing fails it (refused, or not showing it).
-   */
-  #enqueued(
-    queue: string,
-    dir: string,
-    uuid: string,
-    path: string,
-    children: readonly string[],
-    czxid: bigint,
-    token: bigint,
-  ): Enqueued {
-    this.#own.claim(uuid, path);
-    let entries: Entry[];
-    try {
-      entries = this.#parseAndSweep(queue, dir, children, czxid);
-    } catch (error) {
-      return this.#dropCreated(path, error);
-    }
-    const entry = entries.find((e) => e.key === path);
-    if (entry === undefined) {
-      this.#own.disown(path);
-      return this.#dropCreated(path, new BackendError(`created ${path} but the listing of ${dir} does not show it`));
-    }
-    learnToken(entry, token);
-    return { entry, queue: entries };
+  enqueue(queue: string, kind: string, at?: Entry, data?: string, dialect?: string): Promise<Enqueued> {
+    return this.#enqueuer.enqueue(queue, kind, at, data, dialect);
   }
 
   list(queue: string, through?: Entry): Promise<readonly Entry[]> {
@@ -475,9 +342,4 @@ export class ZkDriver implements Driver {
   guardedRead(queue: string, name: string): Promise<string | null> {
     return this.#core.retry(fromPromise(() => zkGuardedRead(this.#client, this.#namespace, queue, name)));
   }
-}
-
-/** The 10-digit sequence suffix of one of our entries' paths. */
-function sequenceOf(entry: Entry): string {
-  return entry.key.slice(-10);
 }
