@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 
 import { BackendError } from '../../recipes/errors.js';
+import { foreignChildren } from '../../src/backends/zookeeper/foreign-children.js';
 import {
   entryPrefix,
-  foreignChildren,
   hasNegativeSequence,
   learnToken,
   ListingParser,
