@@ -106,8 +106,11 @@ function heldTooLongOn(getFixture: () => Fixture): void {
       await permit.release();
       const both = new MultiLock(session, ['accounts/1', 'accounts/2']);
       const locks = await both.acquire({ holdWarningMs: 50 });
-      await eventually('a warning per lock', () => warned('accounts/1') === 1 && warned('accounts/2') === 1);
-      await locks.release();
+      try {
+        await eventually('a warning per lock', () => warned('accounts/1') === 1 && warned('accounts/2') === 1);
+      } finally {
+        await locks.release();
+      }
       await both.withLock(() => eventually('withLock warns too', () => warned('accounts/1') === 2), {
         holdWarningMs: 50,
       });

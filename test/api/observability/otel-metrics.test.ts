@@ -83,11 +83,14 @@ function metricsOn(getFixture: () => Fixture, backend: string): void {
     it('counts a hold past holdWarningMs in baton.lock.held_too_long', async () => {
       const session = await scope.open();
       const lock = await new FairMutex(session, 'slow/1').acquire({ holdWarningMs: 50 });
-      await eventually('the warning counted', async () => {
-        const metrics = await meters.collect();
-        return pointOf<number>(metrics.get('baton.lock.held_too_long'), { 'baton.lock.name': 'slow' }) === 1;
-      });
-      await lock.release();
+      try {
+        await eventually('the warning counted', async () => {
+          const metrics = await meters.collect();
+          return pointOf<number>(metrics.get('baton.lock.held_too_long'), { 'baton.lock.name': 'slow' }) === 1;
+        });
+      } finally {
+        await lock.release();
+      }
     });
   });
 }
