@@ -3,7 +3,7 @@ import { HoldLimitError, InvalidArgumentError, LockTimeoutError } from './errors
 import type { LockHandle } from './handle.js';
 import { runHolding } from './holding.js';
 import type { LockOptions } from './interop.js';
-import { checkSession, FairMutex } from './mutex.js';
+import { checkSession, FairMutex, queueLockOf } from './mutex.js';
 import type { Participant, ParticipantsOptions } from './participants.js';
 import { type HoldOptions, validateHoldOptions, validateName } from './validate.js';
 
@@ -27,7 +27,11 @@ export class MultiLock {
   constructor(session: Session, names: readonly string[], options?: LockOptions) {
     const checked = checkSession(session);
     this.names = canonicalNames(names);
-    this.#mutexes = this.names.map((name) => new FairMutex(checked, name, options));
+    this.#mutexes = this.names.map((name) => {
+      const mutex = new FairMutex(checked, name, options);
+      queueLockOf(mutex)?.traceAs('multilock');
+      return mutex;
+    });
     this.#what = `multi-lock [${this.names.map((name) => `"${name}"`).join(', ')}]`;
   }
 
@@ -39,13 +43,14 @@ export class MultiLock {
    * signal aborts with `HoldLimitError` and every lock of the set is given back.
    */
   async acquire(options?: HoldOptions): Promise<MultiLockHandle> {
-    const { timeoutMs, signal, maxHoldMs } = validateHoldOptions(options);
+    const { timeoutMs, signal, maxHoldMs, holdWarningMs } = validateHoldOptions(options);
     const startedAt = performance.now();
     const held: LockHandle[] = [];
     try {
       for (const mutex of this.#mutexes) {
         const left = timeoutMs === undefined ? undefined : Math.max(0, timeoutMs - (performance.now() - startedAt));
-        held.push(await mutex.acquire({ timeoutMs: left, signal, maxHoldMs }));
+        // holdWarningMs is timed per lock from its own grant, as maxHoldMs is.
+        held.push(await mutex.acquire({ timeoutMs: left, signal, maxHoldMs, holdWarningMs }));
       }
     } catch (error) {
       await releaseAll(held);

@@ -63,7 +63,7 @@ export interface QueueLockHooks {
  */
 export class QueueLock implements Lock {
   readonly name: string;
-  readonly #request: QueueRequest;
+  #request: QueueRequest;
   readonly #hooks: QueueLockHooks;
   readonly ownerContext: AsyncLocalStorage<unknown> | undefined;
 
@@ -110,6 +110,11 @@ export class QueueLock implements Lock {
   }
 
   readonly #granting = (entry: Entry): LockHandle => this.#grant(entry);
+
+  /** Traces this lock's waits and holds as `recipe`'s (a MultiLock's mutexes), before any wait. */
+  traceAs(recipe: string): void {
+    this.#request = { ...this.#request, recipe };
+  }
 
   /** The session's contenders for this lock (see `Participant`). */
   participants(options?: ParticipantsOptions): Promise<Participant[]> {

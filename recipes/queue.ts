@@ -22,6 +22,8 @@ export interface QueueRequest {
    */
   readonly announceGrant?: boolean;
   readonly decide: Decide;
+  /** What traces call the recipe, when not its kind's (a MultiLock's mutex entries say `multilock`). */
+  readonly recipe?: string;
   /** For messages: `lock "payments/settlement"`. */
   readonly what: string;
   /** Take the place of this entry of ours instead of the tail (downgrade). */
@@ -45,7 +47,7 @@ export function assertUsable(session: Session): void {
  * Resolves with the granted entry.
  */
 export function waitForTurn(request: QueueRequest, options: WaitOptions): Promise<Entry> {
-  const trace = traceWait(request.session, request.queue, request.kind, false, options.timeoutMs);
+  const trace = traceWait(request, false, options.timeoutMs);
   if (trace === undefined) return queueUp(request, options, undefined);
   return trace.run(() => queueUp(request, options, trace));
 }
@@ -171,7 +173,7 @@ async function waitInLine(
 
 /** Enqueue and take the lock only if nothing blocks it right away; otherwise withdraw. Never waits. */
 export function tryTurn(request: QueueRequest): Promise<Entry | null> {
-  const trace = traceWait(request.session, request.queue, request.kind, true);
+  const trace = traceWait(request, true);
   if (trace === undefined) return tryOnce(request, undefined);
   return trace.run(() => tryOnce(request, trace));
 }

@@ -156,10 +156,14 @@ export class Semaphore {
 
   #checkAcquire(options: unknown): { count: number; wait: WaitOptions; maxHoldMs?: number | undefined } {
     if (options === undefined) return DEFAULT_ACQUIRE;
-    const { count, timeoutMs, signal, maxHoldMs } = checkedObject(options, ACQUIRE_OPTIONS);
+    const { count, timeoutMs, signal, maxHoldMs, holdWarningMs } = checkedObject(options, ACQUIRE_OPTIONS);
     return {
       count: this.#checkCount(count),
-      wait: { timeoutMs: validateTimeout(timeoutMs), signal: validateSignal(signal) },
+      wait: {
+        timeoutMs: validateTimeout(timeoutMs),
+        signal: validateSignal(signal),
+        holdWarningMs: validateTimeout(holdWarningMs, 'holdWarningMs'),
+      },
       maxHoldMs: validateMaxHold(maxHoldMs),
     };
   }
@@ -173,7 +177,7 @@ export class Semaphore {
   }
 }
 
-const ACQUIRE_OPTIONS = ['count', 'timeoutMs', 'signal', 'maxHoldMs'];
+const ACQUIRE_OPTIONS = ['count', 'timeoutMs', 'signal', 'maxHoldMs', 'holdWarningMs'];
 const DEFAULT_ACQUIRE = { count: 1, wait: {} };
 const TRY_OPTIONS = ['count'];
 

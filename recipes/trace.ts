@@ -27,6 +27,8 @@ export interface WaitMessage {
   /** The lock name, as validated. */
   readonly name: string;
   readonly kind: LockKind;
+  /** The recipe, when its kind does not tell it (`multilock` for a MultiLock's locks). */
+  readonly recipe: string | undefined;
   /** The session the wait runs on. */
   readonly session: Session;
   /** A tryAcquire: never waits. */
@@ -133,16 +135,15 @@ export class TracedWait {
 
 /** The trace of a wait, or undefined when nobody subscribes to its channel (nothing is built then). */
 export function traceWait(
-  session: Session,
-  name: string,
-  kind: LockKind,
+  request: { readonly session: Session; readonly queue: string; readonly kind: LockKind; readonly recipe?: string },
   tryOnly: boolean,
   timeoutMs?: number,
 ): TracedWait | undefined {
+  const { session, queue: name, kind, recipe } = request;
   const operation = operationOf(kind);
   // A subscriber of the hold channels alone hears of holds too: their messages come from the wait's.
   if (!CHANNELS[operation].hasSubscribers && !holdsHeard()) return undefined;
-  return new TracedWait({ operation, name, kind, session, try: tryOnly, timeoutMs });
+  return new TracedWait({ operation, name, kind, recipe, session, try: tryOnly, timeoutMs });
 }
 
 /** One traced hold: its end is told once. */

@@ -24,7 +24,7 @@ export const ATTRIBUTES = {
   errorType: 'error.type',
 } as const;
 
-/** The recipe an entry kind belongs to (a MultiLock's locks are mutex entries, and say `mutex`). */
+/** The recipe an entry kind belongs to, unless the wait names its own (a MultiLock's mutex entries: `multilock`). */
 const RECIPES: Record<LockKind, string> = {
   lock: 'mutex',
   read: 'read_write_lock',
@@ -47,7 +47,7 @@ export function startAttributes(message: WaitMessage): Attributes {
   const attributes: Attributes = {
     [ATTRIBUTES.lockName]: message.name,
     [ATTRIBUTES.lockKind]: message.kind,
-    [ATTRIBUTES.recipe]: RECIPES[message.kind],
+    [ATTRIBUTES.recipe]: message.recipe ?? RECIPES[message.kind],
     [ATTRIBUTES.backend]: backendOf(message.session) ?? 'unknown',
     [ATTRIBUTES.sessionId]: message.session.id,
     [ATTRIBUTES.try]: message.try,
@@ -75,7 +75,7 @@ export function holdAttributes(hold: HoldMessage): Attributes {
   return {
     [ATTRIBUTES.lockName]: hold.wait.name,
     [ATTRIBUTES.lockKind]: hold.wait.kind,
-    [ATTRIBUTES.recipe]: RECIPES[hold.wait.kind],
+    [ATTRIBUTES.recipe]: hold.wait.recipe ?? RECIPES[hold.wait.kind],
     [ATTRIBUTES.backend]: backendOf(hold.wait.session) ?? 'unknown',
     [ATTRIBUTES.sessionId]: hold.wait.session.id,
     [ATTRIBUTES.fencingToken]: hold.fencingToken.toString(),

@@ -5,7 +5,9 @@ import { describe, expect, it } from 'vitest';
 
 import { InvalidArgumentError } from '../../../recipes/errors.js';
 import type { LockEvent } from '../../../recipes/events.js';
+import { MultiLock } from '../../../recipes/multilock.js';
 import { FairMutex } from '../../../recipes/mutex.js';
+import { Semaphore } from '../../../recipes/semaphore.js';
 import type { HoldMessage } from '../../../recipes/trace.js';
 import { BatonMetrics } from '../../../src/metrics.js';
 import type { Fixture } from '../../harness/backends/fixture.js';
@@ -80,9 +82,40 @@ function heldTooLongOn(getFixture: () => Fixture): void {
     });
 
     it('refuses a bad holdWarningMs with InvalidArgumentError', async () => {
-      const mutex = new FairMutex(await scope.open(), 'x');
-      for (const holdWarningMs of [-1, Number.NaN, '5', 2 ** 31])
+      const session = await scope.open();
+      const mutex = new FairMutex(session, 'x');
+      const pool = new Semaphore(session, 'p', { permits: 2 });
+      const both = new MultiLock(session, ['m/1', 'm/2']);
+      for (const holdWarningMs of [-1, Number.NaN, '5', 2 ** 31]) {
         await expect(mutex.acquire({ holdWarningMs } as never)).rejects.toBeInstanceOf(InvalidArgumentError);
+        await expect(pool.acquire({ holdWarningMs } as never)).rejects.toBeInstanceOf(InvalidArgumentError);
+        await expect(both.acquire({ holdWarningMs } as never)).rejects.toBeInstanceOf(InvalidArgumentError);
+      }
+    });
+
+    it('warns on a Semaphore (acquire, withPermit) and on each lock of a MultiLock (acquire, withLock)', async () => {
+      const session = await scope.open();
+      const events: LockEvent[] = [];
+      session.on('lock', (event) => events.push(event));
+      const warned = (name: string): number => events.filter((e) => e.type === 'heldTooLong' && e.name === name).length;
+      const pool = new Semaphore(session, 'pool', { permits: 3 });
+      const permit = await pool.acquire({ count: 2, holdWarningMs: 50 });
+      await pool.withPermit(() => eventually('the withPermit warning', () => warned('pool') === 2), {
+        holdWarningMs: 50,
+      });
+      await permit.release();
+      const both = new MultiLock(session, ['accounts/1', 'accounts/2']);
+      const locks = await both.acquire({ holdWarningMs: 50 });
+      try {
+        await eventually('a warning per lock', () => warned('accounts/1') === 1 && warned('accounts/2') === 1);
+      } finally {
+        await locks.release();
+      }
+      await both.withLock(() => eventually('withLock warns too', () => warned('accounts/1') === 2), {
+        holdWarningMs: 50,
+      });
+      expect(warned('pool')).toBe(2);
+      expect(events.find((e) => e.type === 'heldTooLong' && e.name === 'pool')).toMatchObject({ kind: 'semaphore' });
     });
   });
 }

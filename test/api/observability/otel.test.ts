@@ -17,6 +17,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
 import { LeaderElection } from '../../../recipes/election.js';
 import { InvalidArgumentError, LockTimeoutError } from '../../../recipes/errors.js';
+import { MultiLock } from '../../../recipes/multilock.js';
 import { FairMutex } from '../../../recipes/mutex.js';
 import { Semaphore } from '../../../recipes/semaphore.js';
 import { etcdFixture } from '../../harness/backends/etcd.js';
@@ -164,6 +165,23 @@ function otelOn(getFixture: () => Fixture, backend: string): void {
         'baton.lock.name': 'bank-api',
         'baton.lock.outcome': 'granted',
       });
+    });
+
+    it("says multilock for a MultiLock's locks, on wait and hold spans; mutex for a FairMutex on the same name", async () => {
+      const session = await scope.open();
+      await (await new MultiLock(session, ['accounts/2', 'accounts/1']).acquire()).release();
+      await (await new FairMutex(session, 'accounts/1').acquire()).release();
+      const waits = spansNamed(exporter, 'baton.acquire').map((s) => [
+        s.attributes['baton.lock.name'],
+        s.attributes['baton.recipe'],
+      ]);
+      expect(waits).toEqual([
+        ['accounts/1', 'multilock'],
+        ['accounts/2', 'multilock'],
+        ['accounts/1', 'mutex'],
+      ]);
+      const holds = spansNamed(exporter, 'baton.hold').map((s) => s.attributes['baton.recipe']);
+      expect(holds.sort()).toEqual(['multilock', 'multilock', 'mutex']);
     });
   });
 }
