@@ -2,7 +2,7 @@ import type { Session } from '../recipes/contract.js';
 import { InvalidArgumentError } from '../recipes/errors.js';
 import { nameBackend } from './backend-name.js';
 import type { Backend, ParsedUrl } from './backends/backend.js';
-import { refuseUnknownNames } from './backends/dial.js';
+import { namesToLookUp, refuseUnknownNames } from './backends/dial.js';
 import { backoff } from './backoff.js';
 import type { Driver } from './driver-port.js';
 import type { ConnectOptions } from './options.js';
@@ -105,10 +105,10 @@ async function open(url: string, options: ConnectOptions, probes: ProbeMaker | u
 
 /**
  * A host name that does not exist fails at once rather than at the connect timeout; the dial gets
- * what is left of it.
+ * what is left of it. Without a lookup it gets the whole timeout, so its errors name the one asked for.
  */
 async function resolveHosts(backend: Backend, url: ParsedUrl, settings: Settings): Promise<number> {
-  if (!backend.resolvesHosts) return settings.connectTimeoutMs;
+  if (!backend.resolvesHosts || namesToLookUp(url.hosts).length === 0) return settings.connectTimeoutMs;
   const deadline = performance.now() + settings.connectTimeoutMs;
   await refuseUnknownNames(backend.title, url.hosts, { deadline, signal: settings.signal });
   return Math.max(1, Math.ceil(deadline - performance.now()));

@@ -49,6 +49,16 @@ export interface LookupLimits {
 }
 
 /**
+ * The host names of a URL that `refuseUnknownNames` looks up: none when any host is an IP address,
+ * since that one can always be dialed.
+ */
+export function namesToLookUp(hosts: readonly string[]): string[] {
+  const all = new Set(hosts.map(hostOf));
+  const names = [...all].filter((host) => isIP(host) === 0);
+  return names.length < all.size ? [] : names;
+}
+
+/**
  * Looks up every host name of a URL once, with the system's resolver (hosts file, DNS, whatever it
  * is configured with), before any client is made. When the resolver says that none of them exists,
  * the connect fails at once with that, instead of the client asking again and again until its
@@ -61,9 +71,8 @@ export async function refuseUnknownNames(
   hosts: readonly string[],
   limits: LookupLimits,
 ): Promise<void> {
-  const all = new Set(hosts.map(hostOf));
-  const names = [...all].filter((host) => isIP(host) === 0);
-  if (names.length === 0 || names.length < all.size) return; // an IP address needs no lookup
+  const names = namesToLookUp(hosts);
+  if (names.length === 0) return;
   const where = `could not connect to ${server} at ${hosts.join(',')}`;
   const outcomes = await Promise.all(names.map((name) => lookupWithin(name, limits, where)));
   const unknown = outcomes.filter(
