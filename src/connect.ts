@@ -7,6 +7,7 @@ import { backoff } from './backoff.js';
 import type { Driver } from './driver-port.js';
 import type { ConnectOptions } from './options.js';
 import { BatonSession, internalsOf } from './session.js';
+import { tellSessionState } from './session-channel.js';
 import { refuseMisfits, type Settings, validateConnectOptions } from './settings.js';
 import { resolveUrl } from './url.js';
 
@@ -99,6 +100,7 @@ async function open(url: string, options: ConnectOptions, probes: ProbeMaker | u
   });
   const session = await sessionOver(driver, settings, sessionOptions);
   nameBackend(session, backend.title.toLowerCase());
+  tellSessionState(session, session.state, undefined);
   testing?.opened(session);
   return session;
 }

@@ -14,7 +14,9 @@ import { CHANNELS, type HoldMessage, type WaitMessage } from '../recipes/trace.j
 import { checkOptionKeys } from '../recipes/validate.js';
 import { loadPeer } from './metrics/peer.js';
 import { OtelInstruments } from './otel/instruments.js';
+import { SessionInstruments } from './otel/sessions.js';
 import { LockSpans } from './otel/spans.js';
+import { SESSION_STATE_CHANNEL, type SessionStateMessage } from './session-channel.js';
 
 const api: typeof otel = await loadPeer('@opentelemetry/api', 'baton-locks/otel', () => import('@opentelemetry/api'));
 
@@ -38,22 +40,24 @@ export const INSTRUMENTATION_NAME = 'baton-locks';
 /**
  * Starts tracing every lock wait and hold in this process: a span per wait (`baton.acquire`,
  * `baton.campaign`, `baton.permits`) parented to the caller's active context, and a `baton.hold` span
- * per grant, child of its wait. Returns the function that stops it (spans under way are still ended).
+ * per grant, child of its wait. Returns the function that stops it (spans under way are still ended,
+ * and the up-down counters give back what they still count, so that they read zero).
  * Throws `InvalidArgumentError` for bad options.
  */
 export function instrumentLocks(options: InstrumentLocksOptions = {}): () => void {
   const checked = checkOptions(options);
   const tracer = (checked.tracerProvider ?? api.trace.getTracerProvider()).getTracer(INSTRUMENTATION_NAME);
   const spans = new LockSpans(api, tracer);
-  const instruments =
+  const meter =
     checked.metrics === true
-      ? new OtelInstruments(
-          (checked.meterProvider ?? api.metrics.getMeterProvider()).getMeter(INSTRUMENTATION_NAME),
-          checked.lockLabel ?? ((name) => name),
-        )
+      ? (checked.meterProvider ?? api.metrics.getMeterProvider()).getMeter(INSTRUMENTATION_NAME)
       : undefined;
+  const instruments = meter && new OtelInstruments(meter, checked.lockLabel ?? ((name) => name));
   const waits = {
-    start: (message: WaitMessage) => spans.waitStarted(message),
+    start: (message: WaitMessage) => {
+      spans.waitStarted(message);
+      instruments?.waitStarted(message);
+    },
     end: () => undefined,
     asyncStart: () => undefined,
     asyncEnd: (message: WaitMessage) => {
@@ -77,7 +81,26 @@ export function instrumentLocks(options: InstrumentLocksOptions = {}): () => voi
       instruments?.heldTooLong(hold);
     },
   };
-  return subscribeAll(waits, onHold);
+  const stopLocks = subscribeAll(waits, onHold);
+  const stopSessions = meter === undefined ? () => undefined : countSessions(new SessionInstruments(meter));
+  return () => {
+    stopLocks();
+    stopSessions();
+    instruments?.stop();
+  };
+}
+
+/** Feeds the session instruments from `baton-locks:session:state` until the returned function is called. */
+function countSessions(sessions: SessionInstruments): () => void {
+  const listener = (message: unknown): void => sessions.changed(message as SessionStateMessage);
+  SESSION_STATE_CHANNEL.subscribe(listener);
+  let stopped = false;
+  return () => {
+    if (stopped) return;
+    stopped = true;
+    SESSION_STATE_CHANNEL.unsubscribe(listener);
+    sessions.stop();
+  };
 }
 
 type HoldHandlers = Record<'granted' | 'released' | 'lost' | 'heldTooLong', (hold: HoldMessage) => void>;

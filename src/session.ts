@@ -14,6 +14,7 @@ import {
 import { ClosedError, SessionLostError } from '../recipes/errors.js';
 import type { LockListener } from '../recipes/events.js';
 import type { ConnectionStatus, Driver, EntryInfo } from './driver-port.js';
+import { tellSessionState } from './session-channel.js';
 import { defaultDeadlineMarginMs, holdCheckEveryMs } from './timing.js';
 
 /**
@@ -320,6 +321,7 @@ export class BatonSession implements Session {
     if (previous === state) return;
     this.#state = state;
     this.#tell('state', state, previous);
+    tellSessionState(this, state, previous);
   }
 }
 

@@ -82,8 +82,9 @@ export class PostgresFence {
   }
 
   /**
-   * BEGIN on `client`, the fence, `body(client)`, COMMIT: the write and the mark commit together, or
-   * nothing does (ROLLBACK on any error, which is rethrown). Resolves to what `body` returned.
+   * BEGIN on `client` with the fence (one round trip), `body(client)`, COMMIT: the write and the mark
+   * commit together, or nothing does (ROLLBACK on any error, which is rethrown). Resolves to what `body`
+   * returned. Throws `InvalidArgumentError` (nothing sent) for a bad resource, token or option.
    */
   async transaction<C extends PgQueryable, T>(
     client: C,
@@ -93,10 +94,11 @@ export class PostgresFence {
     options: FencedTransactionOptions = {},
   ): Promise<T> {
     const lockTimeout = checkTransactionOptions(options);
-    await client.query('BEGIN');
+    const begin = this.#beginFenced(resource, token, lockTimeout);
     try {
-      if (lockTimeout !== undefined) await client.query(`SET LOCAL lock_timeout = ${lockTimeout}`);
-      await this.advance(client, resource, token);
+      await client.query(begin).catch((error: unknown) => {
+        throw staleTokenOf(error) ?? error;
+      });
       const result = await body(client);
       await client.query('COMMIT');
       return result;
@@ -105,6 +107,23 @@ export class PostgresFence {
       await client.query('ROLLBACK').catch(() => undefined);
       throw error;
     }
+  }
+
+  /**
+   * BEGIN, the lock timeout and the fence as one multi-statement query (one round trip, as the body's
+   * first statement would be): the values are literals, since such a query cannot take parameters.
+   */
+  #beginFenced(resource: string, token: bigint, lockTimeout: number | undefined): string {
+    checkResource(resource);
+    checkToken(token);
+    if (resource.includes('\0'))
+      throw new InvalidArgumentError(
+        'resource',
+        resource,
+        'a string without NUL characters (PostgreSQL text has none)',
+      );
+    const timeout = lockTimeout === undefined ? '' : ` SET LOCAL lock_timeout = ${lockTimeout};`;
+    return `BEGIN;${timeout} SELECT ${this.schema}.advance(${textLiteral(resource)}, ${token.toString()}::bigint)`;
   }
 
   /**
@@ -130,6 +149,14 @@ export class PostgresFence {
       client.release(discard);
     }
   }
+}
+
+/**
+ * A text literal of any setting of `standard_conforming_strings`: an escape string (`E'...'`) in which
+ * backslashes and quotes are doubled, so that nothing in `text` can end the literal.
+ */
+function textLiteral(text: string): string {
+  return `E'${text.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`;
 }
 
 /** `StaleTokenError` for the fence's SQLSTATE (its DETAIL carries the fields), else undefined. */

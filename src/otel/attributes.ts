@@ -14,6 +14,7 @@ export const ATTRIBUTES = {
   recipe: 'baton.recipe',
   backend: 'baton.backend',
   sessionId: 'baton.session.id',
+  sessionState: 'baton.session.state',
   try: 'baton.lock.try',
   timeout: 'baton.lock.timeout',
   outcome: 'baton.lock.outcome',

@@ -1,11 +1,11 @@
-import type { Counter, Histogram, Meter } from '@opentelemetry/api';
+import type { Attributes, Counter, Histogram, Meter, UpDownCounter } from '@opentelemetry/api';
 
 import type { HoldMessage, WaitMessage } from '../../recipes/trace.js';
 import { metricAttributes, outcomeOf } from './attributes.js';
 
 /**
- * The `baton-locks/metrics` metrics as OpenTelemetry instruments, fed by the same channels as the
- * spans: wait and hold durations (seconds), grants, timeouts, losses and too-long holds.
+ * The `baton-locks/metrics` lock metrics as OpenTelemetry instruments, fed by the same channels as the
+ * spans: wait and hold durations (seconds), grants, timeouts, losses, too-long holds and waits under way.
  */
 export class OtelInstruments {
   readonly #wait: Histogram;
@@ -14,6 +14,9 @@ export class OtelInstruments {
   readonly #timeouts: Counter;
   readonly #losses: Counter;
   readonly #heldTooLong: Counter;
+  readonly #waiting: UpDownCounter;
+  /** Waits counted in `#waiting` and not yet ended: only those are taken back (at their end or at `stop()`). */
+  readonly #underWay = new Map<WaitMessage, Attributes>();
 
   constructor(
     meter: Meter,
@@ -34,10 +37,25 @@ export class OtelInstruments {
     this.#heldTooLong = meter.createCounter('baton.lock.held_too_long', {
       description: 'Holds that passed their warning threshold.',
     });
+    this.#waiting = meter.createUpDownCounter('baton.lock.waiting', {
+      description: 'Waits under way in this process (acquires, campaigns, permits asked for and not yet answered).',
+    });
+  }
+
+  waitStarted(message: WaitMessage): void {
+    const attributes = metricAttributes(message, this.lockLabel);
+    this.#underWay.set(message, attributes);
+    this.#waiting.add(1, attributes);
   }
 
   waitEnded(message: WaitMessage): void {
     const attributes = metricAttributes(message, this.lockLabel);
+    // A wait that began before the instrumentation was never counted as under way.
+    const started = this.#underWay.get(message);
+    if (started !== undefined) {
+      this.#underWay.delete(message);
+      this.#waiting.add(-1, started);
+    }
     const outcome = outcomeOf(message);
     if (outcome === 'granted' && message.waitMs !== undefined) {
       this.#acquisitions.add(1, attributes);
@@ -53,5 +71,11 @@ export class OtelInstruments {
 
   heldTooLong(hold: HoldMessage): void {
     this.#heldTooLong.add(1, metricAttributes(hold.wait, this.lockLabel));
+  }
+
+  /** Takes back the waits still under way: the instrumentation stops, and a stopped one reads zero. */
+  stop(): void {
+    for (const attributes of this.#underWay.values()) this.#waiting.add(-1, attributes);
+    this.#underWay.clear();
   }
 }

@@ -140,6 +140,30 @@ describe('the PostgreSQL fence', () => {
     }
   });
 
+  it('sends BEGIN and the fence in one round trip: a fenced transaction of one statement is three queries, as a plain one', async () => {
+    const resource = `trips/${randomUUID()}`;
+    const sent: string[] = [];
+    const counting = {
+      query: (text: string, values?: unknown[]) => (sent.push(text), admin.query(text, values)),
+    };
+    await fence.transaction(counting, resource, 7n, (c) => c.query('SELECT 1'), { lockTimeoutMs: 5_000 });
+    expect(sent).toEqual([expect.stringMatching(/^BEGIN;.*lock_timeout = 5000;.*advance\(/), 'SELECT 1', 'COMMIT']);
+    expect(await markOf(resource)).toBe(7n);
+  });
+
+  it('keeps a resource name with quotes, backslashes and a comment exactly, and refuses one with a NUL before sending anything', async () => {
+    const resource = `it's \\ a \\' name'); DROP TABLE x; -- ${randomUUID()}`;
+    await fence.transaction(admin, resource, 8n, async () => undefined);
+    expect(await markOf(resource)).toBe(8n);
+    const late = await fence.transaction(admin, resource, 7n, async () => undefined).catch((error: unknown) => error);
+    expect(late).toBeInstanceOf(StaleTokenError);
+    expect(late).toMatchObject({ resource, token: 7n, mark: 8n });
+    const sent: string[] = [];
+    const counting = { query: (text: string) => (sent.push(text), admin.query(text)) };
+    await expect(fence.transaction(counting, 'a\0b', 1n, async () => undefined)).rejects.toThrow(/NUL/);
+    expect(sent).toEqual([]);
+  });
+
   it('refuses bad arguments and unknown option keys with InvalidArgumentError before reaching the server', async () => {
     expect(() => new PostgresFence({ schema: 'Robert"; DROP' })).toThrow(/invalid schema/);
     expect(() => new PostgresFence({ shema: 'x' } as never)).toThrow(/shema/);

@@ -20,7 +20,7 @@ import { useScope } from '../../harness/backends/scope.js';
 import { eventually } from '../../harness/wait.js';
 
 /** A real SDK meter provider whose reader is collected on demand (the export interval never comes). */
-function useMeters(): { collect: () => Promise<Map<string, DataPoint<unknown>[]>> } {
+function useMeters(): { collect: () => Promise<Map<string, DataPoint<unknown>[]>>; stop: () => void } {
   let reader: PeriodicExportingMetricReader;
   let provider: MeterProvider;
   let stop: () => void = () => undefined;
@@ -35,6 +35,7 @@ function useMeters(): { collect: () => Promise<Map<string, DataPoint<unknown>[]>
     await provider.shutdown();
   });
   return {
+    stop: () => stop(),
     async collect() {
       const { resourceMetrics, errors } = await reader.collect();
       expect(errors).toEqual([]);
@@ -95,5 +96,70 @@ function metricsOn(getFixture: () => Fixture, backend: string): void {
   });
 }
 
+function gaugesOn(getFixture: () => Fixture, backend: string): void {
+  describe(`baton-locks/otel up-down counters on ${getFixture().name}`, () => {
+    const scope = useScope(getFixture);
+    const meters = useMeters();
+    const lock = { 'baton.lock.name': 'jobs', 'baton.lock.kind': 'lock', 'baton.backend': backend };
+    const connected = { 'baton.session.state': 'connected', 'baton.backend': backend };
+    const suspended = { 'baton.session.state': 'suspended', 'baton.backend': backend };
+    const waiting = async (): Promise<number | undefined> =>
+      pointOf<number>((await meters.collect()).get('baton.lock.waiting'), lock);
+
+    it('counts waits under way in baton.lock.waiting, back to zero as they are granted or time out', async () => {
+      const [a, b, c] = [await scope.open(), await scope.open(), await scope.open()];
+      const held = await new FairMutex(a, 'jobs/1').acquire();
+      const queued = new FairMutex(b, 'jobs/1').acquire();
+      const third = new FairMutex(c, 'jobs/1').acquire();
+      await eventually('two waits counted', async () => (await waiting()) === 2);
+      await held.release();
+      await (await queued).release();
+      await (await third).release();
+      expect(await waiting()).toBe(0);
+      const blocker = await new FairMutex(b, 'jobs/2').acquire();
+      await expect(new FairMutex(c, 'jobs/2').acquire({ timeoutMs: 50 })).rejects.toBeInstanceOf(LockTimeoutError);
+      expect(await waiting()).toBe(0);
+      await blocker.release();
+    });
+
+    it('counts live sessions by state in baton.session.count and losses in baton.session.losses', async () => {
+      const [a, b] = [await scope.open(), await scope.open()];
+      let metrics = await meters.collect();
+      expect(pointOf<number>(metrics.get('baton.session.count'), connected)).toBe(2);
+      expect(pointOf<number>(metrics.get('baton.session.losses'), { 'baton.backend': backend }) ?? 0).toBe(0);
+      await scope.fixture.expire(a);
+      await eventually('the loss', () => a.state === 'lost', scope.fixture.lossDeadlineMs);
+      metrics = await meters.collect();
+      // The lost session is no longer live: counted once as a loss, not kept under a state.
+      expect(pointOf<number>(metrics.get('baton.session.count'), connected)).toBe(1);
+      expect(pointOf<number>(metrics.get('baton.session.losses'), { 'baton.backend': backend })).toBe(1);
+      await a.close();
+      await b.close();
+      metrics = await meters.collect();
+      expect(pointOf<number>(metrics.get('baton.session.count'), connected)).toBe(0);
+      expect(pointOf<number>(metrics.get('baton.session.count'), suspended) ?? 0).toBe(0);
+      expect(pointOf<number>(metrics.get('baton.session.losses'), { 'baton.backend': backend })).toBe(1);
+    });
+
+    it('takes back what its up-down counters hold when stopped: a stopped instrumentation reads zero', async () => {
+      const [a, b] = [await scope.open(), await scope.open()];
+      const held = await new FairMutex(a, 'jobs/3').acquire();
+      const queued = new FairMutex(b, 'jobs/3').acquire();
+      try {
+        await eventually('the wait counted', async () => (await waiting()) === 1);
+        meters.stop();
+        const metrics = await meters.collect();
+        expect(pointOf<number>(metrics.get('baton.lock.waiting'), lock)).toBe(0);
+        expect(pointOf<number>(metrics.get('baton.session.count'), connected)).toBe(0);
+      } finally {
+        await held.release();
+        await (await queued).release();
+      }
+    });
+  });
+}
+
 metricsOn(memoryFixture, 'memory');
+gaugesOn(memoryFixture, 'memory');
+gaugesOn(postgresFixture, 'postgresql');
 metricsOn(postgresFixture, 'postgresql');
