@@ -3,11 +3,13 @@ import type { TestProject } from 'vitest/node';
 import type { EtcdInfo } from './backends/etcd.js';
 import type { RedisClusterInfo, RedisStandaloneInfo } from './backends/redis.js';
 import type { ZkInfo } from './backends/zookeeper.js';
+import { COMPILED_ENV, compileForChildren } from './compiled.js';
 import type { ContainerServers } from './servers/containers.js';
 import { type EtcdCluster, startEtcd } from './servers/etcd.js';
 import { chooseServerSource, ensureServersInstalled, postgresInstalled, serverSituation } from './servers/install.js';
 import { removePortClaims } from './servers/ports.js';
 import { type PgServer, startPostgres } from './servers/postgres.js';
+import { removeTempDir } from './servers/process.js';
 import { type RedisCluster, type RedisServer, startRedis, startRedisCluster } from './servers/redis.js';
 import { startZooKeeper, type ZkCluster } from './servers/zookeeper.js';
 
@@ -67,6 +69,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
     externalZk ??= containers.zkConnectString;
     externalEtcd ??= containers.etcdEndpoint;
   }
+  // Child processes (contenders, `baton` commands) run a compiled copy, compiled while the servers start.
+  const compiling = compileForChildren();
+  compiling.catch(() => undefined);
   try {
     const [zkStandalone, zkEnsemble, etcdStandalone, etcdCluster, postgres, redisStandalone, redisCluster] =
       await Promise.all([
@@ -107,12 +112,14 @@ export default async function setup(project: TestProject): Promise<() => Promise
       endpoints: etcdCluster?.endpoints ?? externalEtcd!.split(','),
       ttlSeconds: ETCD_TTL_SECONDS,
     });
+    process.env[COMPILED_ENV] = await compiling;
   } catch (error) {
     await Promise.allSettled([...started.map((cluster) => cluster.stop()), containers?.stop()]);
     throw error;
   }
   return async () => {
     await Promise.allSettled([...started.map((cluster) => cluster.stop()), containers?.stop()]);
+    removeTempDir(process.env[COMPILED_ENV]!);
     removePortClaims();
   };
 }
