@@ -1,6 +1,17 @@
 import { fileURLToPath } from 'node:url';
 
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
+
+/**
+ * Files that run two at a time, before the others: no server of their own, no fault and no timing
+ * that another file's load could upset (units, the package, the CLI commands, the API's checks).
+ */
+const SIDE_BY_SIDE = [
+  'test/units/**/*.test.ts',
+  'test/package/**/*.test.ts',
+  'test/cli/{elect,inspect,lock,production-modules,version}.test.ts',
+  'test/api/{connect,connect-abort,hostile-input,lock-events,metrics}.test.ts',
+];
 
 export default defineConfig({
   resolve: {
@@ -14,14 +25,27 @@ export default defineConfig({
     ],
   },
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    // One file at a time: two at once on 2 cores made timing tests of one file fail under the load of
-    // the other (a PostgreSQL contention test's connects, a ZooKeeper ensemble's leader kill).
-    // `--maxWorkers=2` runs two at a time by hand.
-    maxWorkers: 1,
     globalSetup: ['test/harness/global-setup.ts'],
+    projects: [
+      {
+        extends: true,
+        test: { name: 'two at a time', include: SIDE_BY_SIDE, maxWorkers: 2, sequence: { groupOrder: 0 } },
+      },
+      // One file at a time: two at once on 2 cores made timing tests of one file fail under the load of
+      // the other (a PostgreSQL contention test's connects, a ZooKeeper ensemble's leader kill).
+      {
+        extends: true,
+        test: {
+          name: 'one at a time',
+          include: ['test/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, ...SIDE_BY_SIDE],
+          maxWorkers: 1,
+          sequence: { groupOrder: 1 },
+        },
+      },
+    ],
   },
 });

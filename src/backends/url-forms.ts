@@ -52,15 +52,15 @@ export function validateHost(host: string, url: string, what = `host ${JSON.stri
 /** The namespace of a URL's path: its segments without leading or trailing `/`, checked. */
 export function parseNamespace(path: string): string {
   const trimmed = path.replace(/^\/+/, '').replace(/\/+$/, '');
-  if (trimmed === '') return DEFAULT_NAMESPACE;
+  return trimmed === '' ? DEFAULT_NAMESPACE : checkNamespace(trimmed, 'url namespace', path);
+}
+
+/** `segments` if they make a valid namespace; else an `InvalidArgumentError` about `what`, showing `given`. */
+export function checkNamespace(segments: string, what: string, given: string = segments): string {
   try {
-    return validateName(trimmed);
+    return validateName(segments);
   } catch (error) {
-    throw new InvalidArgumentError(
-      'url namespace',
-      path,
-      `path segments of [A-Za-z0-9._-] (${(error as Error).message})`,
-    );
+    throw new InvalidArgumentError(what, given, `path segments of [A-Za-z0-9._-] (${(error as Error).message})`);
   }
 }
 

@@ -56,30 +56,26 @@ export class DemoWorker {
   }
 
   async #read(holdMs: number): Promise<void> {
-    await this.#holding(
-      new ReadWriteLock(await this.session(), CONFIG).readLock,
-      'read lock',
-      undefined,
-      async (lock) => {
-        this.#report({ type: 'read', version: await this.parent.readConfig(), token: token(lock) });
-        await sleep(holdMs);
-      },
-    );
+    await this.#holdingConfig('read', async (lock) => {
+      this.#report({ type: 'read', version: await this.parent.readConfig(), token: token(lock) });
+      await sleep(holdMs);
+    });
   }
 
   async #write(holdMs: number): Promise<void> {
-    await this.#holding(
-      new ReadWriteLock(await this.session(), CONFIG).writeLock,
-      'write lock',
-      undefined,
-      async (lock) => {
-        const version = (await this.parent.readConfig()) + 1;
-        await sleep(holdMs / 2); // a configuration written in two steps: readers must never see half of it
-        if (await this.parent.writeConfig(version, token(lock)))
-          this.#report({ type: 'wrote', version, token: token(lock) });
-        await sleep(holdMs / 2);
-      },
-    );
+    await this.#holdingConfig('write', async (lock) => {
+      const version = (await this.parent.readConfig()) + 1;
+      await sleep(holdMs / 2); // a configuration written in two steps: readers must never see half of it
+      if (await this.parent.writeConfig(version, token(lock)))
+        this.#report({ type: 'wrote', version, token: token(lock) });
+      await sleep(holdMs / 2);
+    });
+  }
+
+  /** Runs `body` holding the configuration's read lock or its write lock (a new lock on this worker's session). */
+  async #holdingConfig(side: 'read' | 'write', body: (lock: LockHandle) => Promise<void>): Promise<void> {
+    const config = new ReadWriteLock(await this.session(), CONFIG);
+    await this.#holding(side === 'read' ? config.readLock : config.writeLock, `${side} lock`, undefined, body);
   }
 
   /** Runs `body` holding `lock`, told on the timeline from the grant to the moment it lets go. */

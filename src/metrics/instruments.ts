@@ -30,14 +30,59 @@ export interface InstrumentSettings {
 
 type LockLabels = 'lock' | 'kind';
 
+/** A metric's name (after the prefix) and help text. */
+interface Definition {
+  readonly name: string;
+  readonly help: string;
+}
+
+/** The two histograms of a lock's times, each with the setting that holds its buckets. */
+const LOCK_HISTOGRAMS = {
+  wait: {
+    name: 'lock_wait_seconds',
+    help: 'Time from asking for a lock, read/write lock or leadership to getting it (granted waits only).',
+    buckets: 'waitBuckets',
+  },
+  hold: { name: 'lock_hold_seconds', help: 'Time from a grant to its release or loss.', buckets: 'holdBuckets' },
+} as const satisfies Record<string, Definition & { buckets: keyof InstrumentSettings }>;
+
+/** The counters of lock events. */
+const LOCK_COUNTERS = {
+  acquisitions: { name: 'lock_acquisitions_total', help: 'Grants.' },
+  timeouts: { name: 'lock_timeouts_total', help: 'Waits that ran out of time.' },
+  losses: {
+    name: 'lock_losses_total',
+    help: 'Holds that ended while still held: session lost or closed, or the entry deleted by someone else.',
+  },
+  heldTooLong: {
+    name: 'lock_held_too_long_total',
+    help: 'Holds that passed their holdWarningMs threshold while still held.',
+  },
+} as const satisfies Record<string, Definition>;
+
+/** The lock-wait gauge and the session metrics, each with labels of its own. */
+const OTHERS = {
+  waiting: {
+    name: 'lock_waiting',
+    help: 'Waits under way in this process (acquires, campaigns, permits asked for and not yet answered).',
+  },
+  sessionLosses: {
+    name: 'session_losses_total',
+    help: 'Times a watched session became lost (expired, or its client-side deadline passed).',
+  },
+  sessionState: { name: 'session_state', help: 'Session state: 1 for the state the session is in, 0 for the others.' },
+} as const satisfies Record<string, Definition>;
+
+/** `make` applied to each definition of a table, under the same keys. */
+function eachOf<K extends string, D, M>(table: Record<K, D>, make: (definition: D) => M): Record<K, M> {
+  const made = Object.entries<D>(table).map(([key, definition]) => [key, make(definition)]);
+  return Object.fromEntries(made) as Record<K, M>;
+}
+
 /** The prom-client metrics, and what each lock event and session state does to them. */
 export class Instruments {
-  readonly #wait: Histogram<LockLabels>;
-  readonly #hold: Histogram<LockLabels>;
-  readonly #acquisitions: Counter<LockLabels>;
-  readonly #timeouts: Counter<LockLabels>;
-  readonly #losses: Counter<LockLabels>;
-  readonly #heldTooLong: Counter<LockLabels>;
+  readonly #times: Record<keyof typeof LOCK_HISTOGRAMS, Histogram<LockLabels>>;
+  readonly #counts: Record<keyof typeof LOCK_COUNTERS, Counter<LockLabels>>;
   readonly #waiting: Gauge<LockLabels>;
   readonly #state: Gauge<'session' | 'state'>;
   readonly #sessionLosses: Counter<'session'>;
@@ -47,65 +92,18 @@ export class Instruments {
 
   constructor(prom: PromClient, settings: InstrumentSettings) {
     const { prefix, registry } = settings;
-    const registers = [registry];
+    const named = ({ name, help }: Definition) => ({ name: `${prefix}${name}`, help, registers: [registry] });
     const labelNames = ['lock', 'kind'] as const;
     this.#lockLabel = settings.lockLabel;
-    this.#wait = new prom.Histogram({
-      name: `${prefix}lock_wait_seconds`,
-      help: 'Time from asking for a lock, read/write lock or leadership to getting it (granted waits only).',
-      labelNames,
-      buckets: [...settings.waitBuckets],
-      registers,
-    });
-    this.#hold = new prom.Histogram({
-      name: `${prefix}lock_hold_seconds`,
-      help: 'Time from a grant to its release or loss.',
-      labelNames,
-      buckets: [...settings.holdBuckets],
-      registers,
-    });
-    this.#acquisitions = new prom.Counter({
-      name: `${prefix}lock_acquisitions_total`,
-      help: 'Grants.',
-      labelNames,
-      registers,
-    });
-    this.#timeouts = new prom.Counter({
-      name: `${prefix}lock_timeouts_total`,
-      help: 'Waits that ran out of time.',
-      labelNames,
-      registers,
-    });
-    this.#losses = new prom.Counter({
-      name: `${prefix}lock_losses_total`,
-      help: 'Holds that ended while still held: session lost or closed, or the entry deleted by someone else.',
-      labelNames,
-      registers,
-    });
-    this.#heldTooLong = new prom.Counter({
-      name: `${prefix}lock_held_too_long_total`,
-      help: 'Holds that passed their holdWarningMs threshold while still held.',
-      labelNames,
-      registers,
-    });
-    this.#waiting = new prom.Gauge({
-      name: `${prefix}lock_waiting`,
-      help: 'Waits under way in this process (acquires, campaigns, permits asked for and not yet answered).',
-      labelNames,
-      registers,
-    });
-    this.#sessionLosses = new prom.Counter({
-      name: `${prefix}session_losses_total`,
-      help: 'Times a watched session became lost (expired, or its client-side deadline passed).',
-      labelNames: ['session'] as const,
-      registers,
-    });
-    this.#state = new prom.Gauge({
-      name: `${prefix}session_state`,
-      help: 'Session state: 1 for the state the session is in, 0 for the others.',
-      labelNames: ['session', 'state'] as const,
-      registers,
-    });
+    this.#times = eachOf(
+      LOCK_HISTOGRAMS,
+      (definition) =>
+        new prom.Histogram({ ...named(definition), labelNames, buckets: [...settings[definition.buckets]] }),
+    );
+    this.#counts = eachOf(LOCK_COUNTERS, (definition) => new prom.Counter({ ...named(definition), labelNames }));
+    this.#waiting = new prom.Gauge({ ...named(OTHERS.waiting), labelNames });
+    this.#sessionLosses = new prom.Counter({ ...named(OTHERS.sessionLosses), labelNames: ['session'] as const });
+    this.#state = new prom.Gauge({ ...named(OTHERS.sessionState), labelNames: ['session', 'state'] as const });
   }
 
   record(event: LockEvent): void {
@@ -116,12 +114,12 @@ export class Instruments {
         return;
       case 'granted':
         this.#waiting.dec(labels);
-        this.#acquisitions.inc(labels);
-        this.#wait.observe(labels, event.waitMs / 1_000);
+        this.#counts.acquisitions.inc(labels);
+        this.#times.wait.observe(labels, event.waitMs / 1_000);
         return;
       case 'timedOut':
         this.#waiting.dec(labels);
-        this.#timeouts.inc(labels);
+        this.#counts.timeouts.inc(labels);
         return;
       case 'busy':
       case 'aborted':
@@ -129,14 +127,14 @@ export class Instruments {
         this.#waiting.dec(labels);
         return;
       case 'heldTooLong':
-        this.#heldTooLong.inc(labels);
+        this.#counts.heldTooLong.inc(labels);
         return;
       case 'lost':
-        this.#losses.inc(labels);
-        this.#hold.observe(labels, event.holdMs / 1_000);
+        this.#counts.losses.inc(labels);
+        this.#times.hold.observe(labels, event.holdMs / 1_000);
         return;
       case 'released':
-        this.#hold.observe(labels, event.holdMs / 1_000);
+        this.#times.hold.observe(labels, event.holdMs / 1_000);
         return;
     }
   }

@@ -1,6 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 
-/** A `baton` process run from the sources, with what it printed and how it ended. */
+import { batonCommand } from '../harness/run-cli.js';
+
+/** A `baton` process (`batonCommand`'s), with what it printed and how it ended. */
 export interface RunningBaton {
   readonly process: ChildProcess;
   /** stdout so far (the command's, which inherits baton's). */
@@ -16,7 +18,7 @@ const running = new Set<ChildProcess>();
 
 /** Starts `baton args...` with `env` added; every process is killed by its PID by `killAllBatons`. */
 export function startBaton(args: readonly string[], env: Record<string, string> = {}): RunningBaton {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+  const child = spawn(process.execPath, [...batonCommand(), ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

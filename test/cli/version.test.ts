@@ -10,7 +10,8 @@ describe('baton --version', () => {
       version: string;
     };
     for (const flag of ['--version', '-V']) {
-      const result = await runBaton([flag]);
+      // From the sources under tsx, as `npm run demo` runs it; the other CLI tests run the run's compiled copy.
+      const result = await runBaton([flag], {}, true);
       expect(result.code).toBe(0);
       expect(result.stdout.trim()).toBe(version);
     }

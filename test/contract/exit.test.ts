@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, inject, it } from 'vitest';
 
 import { withParams } from '../harness/backends/postgres.js';
+import { childScript } from '../harness/compiled.js';
 
 const WORKER = fileURLToPath(new URL('../harness/workers/exit-worker.ts', import.meta.url));
 
@@ -19,7 +20,8 @@ function run(
   limitMs: number,
   scenario = 'cycles',
 ): Promise<{ code: number; afterCloseMs: number } | 'hung'> {
-  const child = spawn(process.execPath, ['--import', 'tsx', WORKER, url, scenario], {
+  const { script, execArgv } = childScript(WORKER);
+  const child = spawn(process.execPath, [...execArgv, script, url, scenario], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let closedAt = 0;

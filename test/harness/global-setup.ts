@@ -1,13 +1,16 @@
+import type { ProvidedContext } from 'vitest';
 import type { TestProject } from 'vitest/node';
 
 import type { EtcdInfo } from './backends/etcd.js';
 import type { RedisClusterInfo, RedisStandaloneInfo } from './backends/redis.js';
 import type { ZkInfo } from './backends/zookeeper.js';
+import { COMPILED_ENV, compileForChildren } from './compiled.js';
 import type { ContainerServers } from './servers/containers.js';
 import { type EtcdCluster, startEtcd } from './servers/etcd.js';
 import { chooseServerSource, ensureServersInstalled, postgresInstalled, serverSituation } from './servers/install.js';
 import { removePortClaims } from './servers/ports.js';
 import { type PgServer, startPostgres } from './servers/postgres.js';
+import { removeTempDir } from './servers/process.js';
 import { type RedisCluster, type RedisServer, startRedis, startRedisCluster } from './servers/redis.js';
 import { startZooKeeper, type ZkCluster } from './servers/zookeeper.js';
 
@@ -35,6 +38,39 @@ const TICK_MS = 200;
 /** ZooKeeper clamps session timeouts to 2-20 ticks; 10 ticks keeps expiry tests at a couple of seconds. */
 const SESSION_TIMEOUT_MS = 10 * TICK_MS;
 
+type Provide = Pick<TestProject, 'provide'>;
+
+/** What the run's first project started: the values to provide, and the teardown once the last project ends. */
+interface Run {
+  readonly provided: Map<string, unknown>;
+  readonly teardown: () => Promise<void>;
+  projects: number;
+}
+
+const RUN = Symbol.for('baton.test.global-setup');
+
+/**
+ * Vitest runs a global setup for each project (vitest.config.ts has two): the first one starts the
+ * run's servers (`startServers`), every one provides their addresses, and the last teardown stops them.
+ */
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const shared = globalThis as { [RUN]?: Promise<Run> };
+  shared[RUN] ??= (async () => {
+    const provided = new Map<string, unknown>();
+    const teardown = await startServers({ provide: (key, value) => void provided.set(key, value) });
+    return { provided, teardown, projects: 0 };
+  })();
+  const run = await shared[RUN];
+  run.projects += 1;
+  for (const [key, value] of run.provided) project.provide(key as keyof ProvidedContext, value as never);
+  return async () => {
+    run.projects -= 1;
+    if (run.projects > 0) return;
+    delete shared[RUN];
+    await run.teardown();
+  };
+}
+
 /**
  * Starts the servers the suites share, once per run, on free loopback ports: a standalone ZooKeeper,
  * a 3-node ensemble, a standalone etcd, a 3-node etcd cluster, a PostgreSQL, a standalone
@@ -47,7 +83,7 @@ const SESSION_TIMEOUT_MS = 10 * TICK_MS;
  * when a container engine answers (containers.ts; never the case in CI). Everything
  * started here is stopped by PID in the teardown (and on exit or Ctrl-C by the harness's registry).
  */
-export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+async function startServers(project: Provide): Promise<() => Promise<void>> {
   const started: Started[] = [];
   const externalRedis = process.env['BATON_TEST_REDIS'] || undefined;
   const externalRedisCluster = process.env['BATON_TEST_REDIS_CLUSTER'] || undefined;
@@ -67,6 +103,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
     externalZk ??= containers.zkConnectString;
     externalEtcd ??= containers.etcdEndpoint;
   }
+  // Child processes (contenders, `baton` commands) run a compiled copy, compiled while the servers start.
+  const compiling = compileForChildren();
+  compiling.catch(() => undefined);
   try {
     const [zkStandalone, zkEnsemble, etcdStandalone, etcdCluster, postgres, redisStandalone, redisCluster] =
       await Promise.all([
@@ -107,12 +146,14 @@ export default async function setup(project: TestProject): Promise<() => Promise
       endpoints: etcdCluster?.endpoints ?? externalEtcd!.split(','),
       ttlSeconds: ETCD_TTL_SECONDS,
     });
+    process.env[COMPILED_ENV] = await compiling;
   } catch (error) {
     await Promise.allSettled([...started.map((cluster) => cluster.stop()), containers?.stop()]);
     throw error;
   }
   return async () => {
     await Promise.allSettled([...started.map((cluster) => cluster.stop()), containers?.stop()]);
+    removeTempDir(process.env[COMPILED_ENV]!);
     removePortClaims();
   };
 }

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '../../../recipes/errors.js';
-import { validateName } from '../../../recipes/validate.js';
+import { checkNamespace, DEFAULT_NAMESPACE } from '../url-forms.js';
 import { SCHEMA_NAME } from './schema.js';
 
 /** A `postgres://` or `postgresql://` URL taken apart: what goes to node-postgres, and what is baton's. */
@@ -85,14 +85,5 @@ export function parsePostgresUrl(url: string): PostgresUrl {
 }
 
 function parseNamespace(value: string | null): string {
-  if (value === null || value === '') return 'baton';
-  try {
-    return validateName(value);
-  } catch (error) {
-    throw new InvalidArgumentError(
-      'url parameter namespace',
-      value,
-      `path segments of [A-Za-z0-9._-] (${(error as Error).message})`,
-    );
-  }
+  return value === null || value === '' ? DEFAULT_NAMESPACE : checkNamespace(value, 'url parameter namespace');
 }

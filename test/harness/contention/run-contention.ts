@@ -2,6 +2,7 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 import type { ConnectOptions } from '../../../src/connect.js';
+import { childScript } from '../compiled.js';
 import { contend, type ContendMessage, ExclusionChecker, type Mode } from './exclusion-contender.js';
 
 const WORKER = fileURLToPath(new URL('../workers/exclusion-worker.ts', import.meta.url));
@@ -51,8 +52,8 @@ function inChild(opts: Parameters<typeof runContention>[0], worker: number, chec
 }
 
 /**
- * Runs a TypeScript worker in its own process with an IPC channel, handing its messages to
- * `onMessage`. `exited` resolves when it exits with 0 and rejects otherwise; after `limitMs` the
+ * Runs a TypeScript worker in its own process with an IPC channel (its compiled copy when the run made
+ * one: `childScript`), handing its messages to `onMessage`. `exited` resolves when it exits with 0 and rejects otherwise; after `limitMs` the
  * worker is killed (by its own PID), so a stuck worker cannot hang the test run.
  */
 export function forkWorker(
@@ -62,7 +63,8 @@ export function forkWorker(
   limitMs: number,
   onMessage: (message: unknown, child: ChildProcess) => void,
 ): { child: ChildProcess; exited: Promise<void> } {
-  const child = fork(script, args, { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const { script: file, execArgv } = childScript(script);
+  const child = fork(file, args, { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   child.on('message', (message) => onMessage(message, child));
   const exited = new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => child.kill('SIGKILL'), limitMs);

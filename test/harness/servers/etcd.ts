@@ -5,7 +5,16 @@ import path from 'node:path';
 
 import { etcdBinary } from './install.js';
 import { freePort } from './ports.js';
-import { makeTempDir, ServerProcess, sleep, startMembers, startServer, stopMembers, tail } from './process.js';
+import {
+  makeTempDir,
+  memoryBackedTempParent,
+  ServerProcess,
+  sleep,
+  startMembers,
+  startServer,
+  stopMembers,
+  tail,
+} from './process.js';
 import { TcpProxy } from './proxy.js';
 
 export interface EtcdMember {
@@ -201,7 +210,7 @@ export async function startEtcd(
         `etcd${i + 1}`,
         `${scheme}://127.0.0.1:${p.client}`,
         `http://127.0.0.1:${p.peer}`,
-        makeTempDir('baton-etcd-'),
+        makeTempDir('baton-etcd-', memoryBackedTempParent()),
         { initial, token },
         opts.tls,
         advertised[i],

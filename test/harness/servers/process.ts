@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { accessSync, closeSync, constants, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -59,13 +59,33 @@ function hookExit(): void {
   }
 }
 
-/** A new directory `<tmpdir>/<prefix>XXXXXX`, removed on exit or interruption unless `removeTempDir` did first. */
-export function makeTempDir(prefix: string): string {
+/**
+ * A new directory `<parent>/<prefix>XXXXXX` (`parent`: the temp dir), removed on exit or interruption
+ * unless `removeTempDir` did first.
+ */
+export function makeTempDir(prefix: string, parent: string = os.tmpdir()): string {
   hookExit();
-  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  const dir = mkdtempSync(path.join(parent, prefix));
   tempDirs.add(dir);
   return dir;
 }
+
+/**
+ * A parent for a server's data that lives in memory (`/dev/shm`) where there is one and TMPDIR does not
+ * name another place, else the temp dir: for a server that syncs every write to disk and has no
+ * switch to stop it (etcd 3.4), as ZooKeeper's forceSync=no and PostgreSQL's fsync=off do for theirs.
+ */
+export function memoryBackedTempParent(): string {
+  if (process.env['TMPDIR']) return os.tmpdir();
+  try {
+    accessSync(SHARED_MEMORY, constants.W_OK);
+    return statSync(SHARED_MEMORY).isDirectory() ? SHARED_MEMORY : os.tmpdir();
+  } catch {
+    return os.tmpdir();
+  }
+}
+
+const SHARED_MEMORY = '/dev/shm';
 
 /** Removes a directory made by `makeTempDir` (and what is in it). */
 export function removeTempDir(dir: string): void {
