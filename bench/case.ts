@@ -5,6 +5,8 @@ import type { Summary } from './stats.js';
 export interface Context {
   /** `--quick`: fewer and shorter blocks, for a look during development. */
   readonly quick: boolean;
+  /** The numbers of waiters (and of locks, of sessions) the scale cases run, smallest first (`--n`). */
+  readonly scaleN: readonly number[];
   /**
    * Alternating blocks of the uncontended cycles: how many, cycles per block, and the cycles each kind
    * runs before its first block (see `WARMUP_CYCLES`).
