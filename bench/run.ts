@@ -69,7 +69,7 @@ const CASES: readonly Case[] = [
   ...[zkGuarded, etcdGuarded, postgresGuarded, redisGuarded],
 ];
 
-const USAGE = `npm run bench [-- --quick] [-- --only <selector>[,<selector>...]] [-- --n 100,1000,10000] [-- --json results.json]
+const USAGE = `npm run bench [-- --quick] [-- --only <selector>[,<selector>...]] [-- --n 100,1000,10000] [-- --scale-parts waiters,held,sessions] [-- --json results.json]
   --n: the numbers of waiters the scale cases run (default 100,1000,10000; 100,1000 with --quick)
   selectors: a backend (zk, etcd, postgres, redis, memory), a kind of case (${[...new Set(CASES.map((c) => c.name.split('.')[1]))].join(', ')}),
   or a whole case name (${CASES.map((c) => c.name).join(', ')})`;
@@ -85,6 +85,7 @@ async function main(): Promise<void> {
   const context: Context = {
     quick: args.quick,
     scaleN: args.n ?? (args.quick ? [100, 1_000] : [100, 1_000, 10_000]),
+    scaleParts: new Set(args.scaleParts ?? SCALE_PARTS),
     size: args.quick ? { blocks: 4, perBlock: 100, warmup: 200 } : { blocks: 10, perBlock: 300, warmup: WARMUP_CYCLES },
     zk: () => servers.zk(),
     etcd: () => servers.etcd(),
@@ -124,7 +125,11 @@ interface Args {
   readonly only: readonly string[] | undefined;
   readonly json: string | undefined;
   readonly n: readonly number[] | undefined;
+  readonly scaleParts: readonly ScalePart[] | undefined;
 }
+
+const SCALE_PARTS = ['waiters', 'held', 'sessions'] as const;
+type ScalePart = (typeof SCALE_PARTS)[number];
 
 function parseArgs(args: readonly string[]): Args {
   const value = (flag: string): string | undefined => {
@@ -135,7 +140,7 @@ function parseArgs(args: readonly string[]): Args {
     return given;
   };
   for (const arg of args)
-    if (arg.startsWith('--') && !['--quick', '--only', '--json', '--n'].includes(arg))
+    if (arg.startsWith('--') && !['--quick', '--only', '--json', '--n', '--scale-parts'].includes(arg))
       throw new Error(`unknown option ${arg}\n${USAGE}`);
   const only = value('--only')?.split(',');
   for (const selector of only ?? [])
@@ -144,7 +149,16 @@ function parseArgs(args: readonly string[]): Args {
   const n = value('--n')?.split(',').map(Number);
   if (n?.some((count) => !Number.isInteger(count) || count < 1) === true)
     throw new Error(`--n takes whole numbers of waiters, such as 100,1000\n${USAGE}`);
-  return { quick: args.includes('--quick'), only, json: value('--json'), n };
+  const scaleParts = value('--scale-parts')?.split(',');
+  for (const part of scaleParts ?? [])
+    if (!(SCALE_PARTS as readonly string[]).includes(part)) throw new Error(`--scale-parts: no part ${part}\n${USAGE}`);
+  return {
+    quick: args.includes('--quick'),
+    only,
+    json: value('--json'),
+    n,
+    scaleParts: scaleParts as ScalePart[] | undefined,
+  };
 }
 
 /** `zk.herd` is selected by `zk`, by `herd` and by `zk.herd`. */

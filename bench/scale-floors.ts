@@ -164,20 +164,31 @@ export async function postgresFloor(url: string, table: string): Promise<FloorQu
   const turns = new Turns<string>();
   listen.on('notification', (message) => turns.released(message.payload ?? ''));
   await listen.query(`LISTEN ${table}`);
+  // node-postgres queues overlapping queries itself but deprecates it: one after another, in order.
+  let last: Promise<unknown> = Promise.resolve();
+  const serial = <T>(query: () => Promise<T>): Promise<T> => {
+    const result = last.then(query);
+    last = result.catch(() => undefined);
+    return result;
+  };
   const floor = {
     requests: 0,
     async enqueue(): Promise<FloorEntry> {
       floor.requests += 1;
-      const { rows } = await main.query<{ id: string; ahead: string | null }>(
-        `WITH e AS (INSERT INTO ${table} DEFAULT VALUES RETURNING id)
-         SELECT e.id::text AS id, (SELECT max(q.id) FROM ${table} q WHERE q.id < e.id)::text AS ahead FROM e`,
+      const { rows } = await serial(() =>
+        main.query<{ id: string; ahead: string | null }>(
+          `WITH e AS (INSERT INTO ${table} DEFAULT VALUES RETURNING id)
+           SELECT e.id::text AS id, (SELECT max(q.id) FROM ${table} q WHERE q.id < e.id)::text AS ahead FROM e`,
+        ),
       );
       const { id, ahead } = rows[0]!;
       return {
         turn: turns.after(ahead ?? undefined),
         release: async () => {
           floor.requests += 1;
-          await main.query(`WITH d AS (DELETE FROM ${table} WHERE id = $1) SELECT pg_notify($2, $1)`, [id, table]);
+          await serial(() =>
+            main.query(`WITH d AS (DELETE FROM ${table} WHERE id = $1) SELECT pg_notify($2, $3)`, [id, table, id]),
+          );
         },
       };
     },

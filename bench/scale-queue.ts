@@ -29,11 +29,11 @@ export interface QueueOutcome {
 
 /** How long each phase (queueing, draining) of a run of `n` waiters may take before it is given up. */
 export function phaseBoundMs(n: number): number {
-  return 30_000 + n * 20;
+  return 30_000 + n * 12;
 }
 
 /** Settles with whether `promise` settled within `ms`. */
-async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+export async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
   try {
