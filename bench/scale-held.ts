@@ -58,6 +58,7 @@ export async function heldLocks(
     }
     outcome.acquireAllMs = performance.now() - started;
     outcome.heapBytesPerLock = ((await heapUsed()) - heapBefore) / n;
+    await sleep(2_000); // the acquisitions' own requests settle
     outcome.idleHoldingPerSecond = await idleRate(requests, idleMs);
     outcome.sessionLost = session.signal.aborted;
     const closing = performance.now();

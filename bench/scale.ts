@@ -232,7 +232,7 @@ function scaleCase(name: string, label: string, open: (context: Context) => Prom
     async run(context) {
       const setup = await open(context);
       try {
-        heading(`1. ${label} scale: N waiters on one lock, over ${WAITER_SESSIONS} sessions, a fifth holding`);
+        heading(`${label} scale (1: N waiters on one lock, over ${WAITER_SESSIONS} sessions, a fifth holding)`);
         process.stdout.write(`requests: ${setup.counted}\n`);
         const result: Record<string, unknown> = {};
         if (context.scaleParts.has('waiters')) {
