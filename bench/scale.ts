@@ -138,11 +138,21 @@ async function measure(setup: Setup, ns: readonly number[]): Promise<ScaleRow[]>
     const baton = await batonQueue(setup.url, setup.options, `scale-${n}-${Date.now()}`, n, () =>
       setup.batonRequests(),
     );
-    const { floor, requests } = await setup.openFloor(n);
-    rows.push({ n, baton, floor: await floorQueue(floor, n, requests) });
-    process.stdout.write(`  N=${n}: baton ${describe(baton)}; floor ${describe(rows.at(-1)!.floor)}\n`);
+    process.stdout.write(`  N=${n}: baton ${describe(baton)}\n`);
+    rows.push({ n, baton, floor: await floorOutcome(setup, n) });
+    process.stdout.write(`  N=${n}: floor ${describe(rows.at(-1)!.floor)}\n`);
   }
   return rows;
+}
+
+/** The floor's run; a floor that cannot even open (a server still busy with baton's run) did not finish. */
+async function floorOutcome(setup: Setup, n: number): Promise<QueueOutcome> {
+  try {
+    const { floor, requests } = await setup.openFloor(n);
+    return await floorQueue(floor, n, requests);
+  } catch (error) {
+    return { n, didNotFinish: `opening: ${(error as Error).message}` };
+  }
 }
 
 function describe(outcome: QueueOutcome): string {
