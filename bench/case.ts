@@ -5,6 +5,10 @@ import type { Summary } from './stats.js';
 export interface Context {
   /** `--quick`: fewer and shorter blocks, for a look during development. */
   readonly quick: boolean;
+  /** The numbers of waiters (and of locks, of sessions) the scale cases run, smallest first (`--n`). */
+  readonly scaleN: readonly number[];
+  /** The parts of the scale cases to run (`--scale-parts`): waiters on one lock, locks held by one session, sessions in one process. */
+  readonly scaleParts: ReadonlySet<'waiters' | 'held' | 'sessions'>;
   /**
    * Alternating blocks of the uncontended cycles: how many, cycles per block, and the cycles each kind
    * runs before its first block (see `WARMUP_CYCLES`).
@@ -19,7 +23,7 @@ export interface Context {
   /** The Redis URL `redis://host:port`, the server started on first use (or BATON_BENCH_REDIS). */
   redis(): Promise<string>;
   /** The PID of a server this run started (for its CPU time); undefined for an external one. */
-  serverPid(server: 'zk' | 'etcd' | 'postgres'): number | undefined;
+  serverPid(server: 'zk' | 'etcd' | 'postgres' | 'redis'): number | undefined;
   readonly report: Report;
   /** Figures one case leaves for a later one to compare with (the memory cycle beside ZooKeeper's). */
   readonly figures: Map<string, Summary>;

@@ -9,11 +9,12 @@ import { postgresFence, redisFence } from './fence.js';
 import { etcdGuarded, postgresGuarded, redisGuarded, zkGuarded } from './guarded.js';
 import { etcdHerd, memoryHerd, zkHerd } from './herd.js';
 import { memoryCycle } from './memory.js';
+import { etcdParallel, zkParallel } from './parallel.js';
 import { etcdPermits, memoryPermits, zkPermits } from './permits.js';
 import { postgresContended, postgresCycle, postgresHerd } from './postgres.js';
 import { redisContended, redisCycle, redisHerd } from './redis.js';
 import { Report } from './report.js';
-import { etcdScale, zkScale } from './scale.js';
+import { etcdScale, postgresScale, redisScale, zkScale } from './scale.js';
 import { Servers } from './servers.js';
 import type { Summary } from './stats.js';
 import { machine, printSummary } from './table.js';
@@ -37,12 +38,14 @@ const CASES: readonly Case[] = [
     zkCycle,
     zkContended,
     zkHerd,
+    zkParallel,
     zkScale,
     zkWaiters,
     zkPermits,
     etcdCycle,
     etcdReuse,
     etcdHerd,
+    etcdParallel,
     etcdScale,
     etcdWaiters,
     etcdPermits,
@@ -52,10 +55,12 @@ const CASES: readonly Case[] = [
     postgresContended,
     postgresHerd,
     postgresFence,
+    postgresScale,
     redisCycle,
     redisContended,
     redisHerd,
     redisFence,
+    redisScale,
     memoryCycle,
     memoryHerd,
     memoryWaiters,
@@ -64,7 +69,8 @@ const CASES: readonly Case[] = [
   ...[zkGuarded, etcdGuarded, postgresGuarded, redisGuarded],
 ];
 
-const USAGE = `npm run bench [-- --quick] [-- --only <selector>[,<selector>...]] [-- --json results.json]
+const USAGE = `npm run bench [-- --quick] [-- --only <selector>[,<selector>...]] [-- --n 100,1000,10000] [-- --scale-parts waiters,held,sessions] [-- --json results.json]
+  --n: the numbers of waiters the scale cases run (default 100,1000,10000; 100,1000 with --quick)
   selectors: a backend (zk, etcd, postgres, redis, memory), a kind of case (${[...new Set(CASES.map((c) => c.name.split('.')[1]))].join(', ')}),
   or a whole case name (${CASES.map((c) => c.name).join(', ')})`;
 
@@ -78,6 +84,8 @@ async function main(): Promise<void> {
   const servers = new Servers();
   const context: Context = {
     quick: args.quick,
+    scaleN: args.n ?? (args.quick ? [100, 1_000] : [100, 1_000, 10_000]),
+    scaleParts: new Set(args.scaleParts ?? SCALE_PARTS),
     size: args.quick ? { blocks: 4, perBlock: 100, warmup: 200 } : { blocks: 10, perBlock: 300, warmup: WARMUP_CYCLES },
     zk: () => servers.zk(),
     etcd: () => servers.etcd(),
@@ -116,7 +124,12 @@ interface Args {
   readonly quick: boolean;
   readonly only: readonly string[] | undefined;
   readonly json: string | undefined;
+  readonly n: readonly number[] | undefined;
+  readonly scaleParts: readonly ScalePart[] | undefined;
 }
+
+const SCALE_PARTS = ['waiters', 'held', 'sessions'] as const;
+type ScalePart = (typeof SCALE_PARTS)[number];
 
 function parseArgs(args: readonly string[]): Args {
   const value = (flag: string): string | undefined => {
@@ -127,13 +140,25 @@ function parseArgs(args: readonly string[]): Args {
     return given;
   };
   for (const arg of args)
-    if (arg.startsWith('--') && !['--quick', '--only', '--json'].includes(arg))
+    if (arg.startsWith('--') && !['--quick', '--only', '--json', '--n', '--scale-parts'].includes(arg))
       throw new Error(`unknown option ${arg}\n${USAGE}`);
   const only = value('--only')?.split(',');
   for (const selector of only ?? [])
     if (!CASES.some((c) => selected(c.name, [selector])))
       throw new Error(`--only ${selector} selects nothing\n${USAGE}`);
-  return { quick: args.includes('--quick'), only, json: value('--json') };
+  const n = value('--n')?.split(',').map(Number);
+  if (n?.some((count) => !Number.isInteger(count) || count < 1) === true)
+    throw new Error(`--n takes whole numbers of waiters, such as 100,1000\n${USAGE}`);
+  const scaleParts = value('--scale-parts')?.split(',');
+  for (const part of scaleParts ?? [])
+    if (!(SCALE_PARTS as readonly string[]).includes(part)) throw new Error(`--scale-parts: no part ${part}\n${USAGE}`);
+  return {
+    quick: args.includes('--quick'),
+    only,
+    json: value('--json'),
+    n,
+    scaleParts: scaleParts as ScalePart[] | undefined,
+  };
 }
 
 /** `zk.herd` is selected by `zk`, by `herd` and by `zk.herd`. */

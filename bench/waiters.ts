@@ -21,7 +21,7 @@ interface Waiters {
 }
 
 /** The heap in use once the garbage collector has run (the run needs `node --expose-gc`). */
-async function heapUsed(): Promise<number> {
+export async function heapUsed(): Promise<number> {
   const gc = (globalThis as { gc?: () => void }).gc;
   if (gc === undefined) throw new Error('the waiters case needs node --expose-gc (npm run bench passes it)');
   // Twice, with a turn of the event loop between: finalizers and weak references settle in between.
