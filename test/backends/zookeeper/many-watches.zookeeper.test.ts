@@ -6,8 +6,8 @@ import { describe, expect, inject, it } from 'vitest';
 
 import type { Session } from '../../../recipes/contract.js';
 import { FairMutex } from '../../../recipes/mutex.js';
-import { create, remove, type ZkClient } from '../../../src/backends/zookeeper/client.js';
-import { corked } from '../../../src/backends/zookeeper/client/pipeline.js';
+import { create, remove } from '../../../src/backends/zookeeper/client.js';
+import { BULK_BATCH, openBulkClient, pipelined, removeAll } from '../../harness/backends/zk-bulk.js';
 import { fourLetterWord } from '../../harness/servers/four-letter.js';
 import { TcpProxy } from '../../harness/servers/proxy.js';
 import { eventually, later } from '../../harness/wait.js';
@@ -22,30 +22,13 @@ const LOCKS = 15_000;
  * requests queued before it, and thousands of acquires on a loaded machine take seconds.
  */
 const SESSION_TIMEOUT_MS = 20_000;
-/** Requests sent at once: a fraction of a second of the server's work. */
-const BATCH = 1_000;
+const BATCH = BULK_BATCH;
 
 /** The watches the server holds (`wchs`: "Total watches:N"); a server too busy to answer counts none. */
 async function watchCount(port: number): Promise<number> {
   const reply = await fourLetterWord(port, 'wchs', '127.0.0.1', SESSION_TIMEOUT_MS).catch(() => '');
   const match = /Total watches:\s*(\d+)/.exec(reply);
   return match === null ? 0 : Number(match[1]);
-}
-
-function openRawClient(connectString: string): Promise<ZkClient> {
-  const client = zookeeper.createClient(connectString, { sessionTimeout: SESSION_TIMEOUT_MS, retries: 0 });
-  return new Promise((resolve) => {
-    client.once('connected', () => resolve(client));
-    client.connect();
-  });
-}
-
-/** Runs `request` on every item, `BATCH` at a time, each batch's requests in one write. */
-async function pipelined<T, R>(client: ZkClient, items: readonly T[], request: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = [];
-  for (let from = 0; from < items.length; from += BATCH)
-    results.push(...(await Promise.all(corked(client, () => items.slice(from, from + BATCH).map(request)))));
-  return results;
 }
 
 const PERSISTENT = zookeeper.CreateMode.PERSISTENT;
@@ -57,7 +40,7 @@ describe('ZooKeeper: a session waiting on many locks across a dropped connection
   it(`a session waiting on ${LOCKS} locks survives a dropped connection and every waiter is granted`, async () => {
     const namespace = `/many-${randomUUID().slice(0, 8)}`;
     const names = Array.from({ length: LOCKS }, (_, i) => `lock-${i}`);
-    const raw = await openRawClient(info.connectString);
+    const raw = await openBulkClient(info.connectString, SESSION_TIMEOUT_MS);
     const proxy = await TcpProxy.start({ port: info.ports[0]! });
     let waiter: Session | undefined;
     try {
@@ -104,8 +87,7 @@ describe('ZooKeeper: a session waiting on many locks across a dropped connection
     } finally {
       await waiter?.close();
       await proxy.close();
-      await pipelined(raw, names, (name) => remove(raw, `${namespace}/${name}`).catch(() => undefined));
-      await remove(raw, namespace).catch(() => undefined);
+      await removeAll(raw, [...names.map((name) => `${namespace}/${name}`), namespace]);
       raw.close();
     }
   }, 240_000);
