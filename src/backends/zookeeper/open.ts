@@ -8,6 +8,7 @@ import { sendDirectly } from './client/direct.js';
 import { destroySocket, dropTornFrames, rememberSocketErrors, sendAuthFirst } from './client/instance.js';
 import { compiledRecords } from './client/jute.js';
 import { readRepliesWith } from './client/replies.js';
+import { splitSetWatches } from './client/watch-frames.js';
 
 export interface ZkDriverOptions {
   /** `host:port,host:port` */
@@ -37,6 +38,7 @@ export async function openClient(options: ZkDriverOptions): Promise<{ client: Zk
   });
   dropTornFrames(client);
   sendAuthFirst(client);
+  splitSetWatches(client);
   useCompiledRecords(client);
   for (const { scheme, credentials } of options.auth ?? []) client.addAuthInfo(scheme, Buffer.from(credentials));
   const openedAt = performance.now();

@@ -96,7 +96,8 @@ export function onConnecting(client: ZkClient, listener: () => void): void {
   });
 }
 
-interface ConnectingManager {
+/** The part of node-zookeeper-client's connection manager that the wrappers of a new connection use. */
+export interface ConnectingManager {
   onSocketConnected: () => void;
   packetQueue?: { queue?: unknown[] };
 }
@@ -106,7 +107,10 @@ interface ConnectingManager {
  * request and queues the auth packets), `connect` calling the handler it replaces. The manager binds
  * the handler to each socket as it makes it, so later connections see the wrapper.
  */
-function aroundConnect(client: ZkClient, around: (manager: ConnectingManager, connect: () => void) => void): void {
+export function aroundConnect(
+  client: ZkClient,
+  around: (manager: ConnectingManager, connect: () => void) => void,
+): void {
   const manager = (client as unknown as { connectionManager?: Partial<ConnectingManager> }).connectionManager;
   const onSocketConnected = manager?.onSocketConnected;
   if (manager === undefined || typeof onSocketConnected !== 'function') return;
