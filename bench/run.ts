@@ -198,7 +198,10 @@ function machineFacts(): Record<string, unknown> {
   };
 }
 
-main().catch((error: unknown) => {
-  console.error(error);
-  process.exitCode = 1;
-});
+main()
+  .catch((error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+  })
+  // A run whose sessions were lost leaves their clients dialling a server that is gone: end it here.
+  .finally(() => process.exit());

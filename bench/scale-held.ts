@@ -49,11 +49,15 @@ export async function heldLocks(
     const started = performance.now();
     const handles: LockHandle[] = [];
     const name = `held-${n}-${Date.now()}`;
+    let failure: string | undefined;
     const all = Promise.all(
       Array.from({ length: n }, async (_, i) => handles.push(await new FairMutex(session, `${name}/${i}`).acquire())),
-    );
-    if (!(await within(all, phaseBoundMs(n)))) {
-      outcome.didNotFinish = `acquiring: ${handles.length} of ${n} after ${phaseBoundMs(n) / 1000} s`;
+    ).catch((error: unknown) => void (failure = `${(error as Error).name}: ${(error as Error).message}`));
+    const done = await within(all, phaseBoundMs(n));
+    if (!done || failure !== undefined) {
+      const why = failure ?? `not done after ${phaseBoundMs(n) / 1000} s`;
+      outcome.didNotFinish = `acquiring: ${why} (${handles.length} of ${n} held)`;
+      outcome.sessionLost = session.signal.aborted;
       return outcome;
     }
     outcome.acquireAllMs = performance.now() - started;
