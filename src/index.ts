@@ -44,6 +44,17 @@ export { LockHandle } from '../recipes/handle.js';
 export type { Interop, LockInterop, LockOptions } from '../recipes/interop.js';
 export { MultiLock, MultiLockHandle } from '../recipes/multilock.js';
 export { FairMutex, type Lock } from '../recipes/mutex.js';
+export {
+  ONCE_RECORD,
+  type OnceFailurePolicy,
+  type OnceOptions,
+  type OnceRecord,
+  type OnceResult,
+  type OnceRun,
+  type Period,
+  periodOf,
+  runOnce,
+} from '../recipes/once.js';
 export type { Participant, ParticipantsOptions } from '../recipes/participants.js';
 export { Reentrant, ReentrantHandle, type ReentrantOptions } from '../recipes/reentrant.js';
 export { ReadWriteLock } from '../recipes/rw-lock.js';
