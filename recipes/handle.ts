@@ -108,7 +108,13 @@ export class LockHandle implements AsyncDisposable {
   [LOSE](reason: Error): void {
     clearTimeout(this.#warning);
     // A hold limit's error is the reason as it stands: its message says why the hold ended.
-    this.#lost ??= reason instanceof HoldLimitError ? reason : new LockLostError(this.#what, { cause: reason });
+    this.#lost ??=
+      reason instanceof HoldLimitError
+        ? reason
+        : new LockLostError(this.#what, {
+            cause: reason,
+            reason: reason instanceof LockLostError ? reason.reason : 'session',
+          });
     this.#controller?.abort(this.#lost);
     // A holder already giving the lock back is releasing, not losing it.
     if (this.#released === undefined) {

@@ -9,6 +9,7 @@ import { backendForScheme, BACKENDS } from './backends/registry.js';
 import { registerElect } from './commands/elect.js';
 import { registerLock } from './commands/lock.js';
 import { registerOnce } from './commands/once.js';
+import { registerRelease } from './commands/release.js';
 import type { ConnectOptions } from './connect.js';
 import { runDemo } from './demo.js';
 import { fenceSchemaText } from './fence/schema-command.js';
@@ -209,6 +210,7 @@ export function credentialsFromEnvironment(env: NodeJS.ProcessEnv, url: string):
 registerLock(program, { credentials: credentialsFromEnvironment, warnPasswordInArguments });
 registerElect(program, { credentials: credentialsFromEnvironment, warnPasswordInArguments });
 registerOnce(program, { credentials: credentialsFromEnvironment, warnPasswordInArguments });
+registerRelease(program, { credentials: credentialsFromEnvironment, warnPasswordInArguments });
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`baton: ${error instanceof Error ? error.message : String(error)}\n`);

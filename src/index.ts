@@ -19,10 +19,12 @@ export {
   LockLostError,
   LockTimeoutError,
   LockUpgradeError,
+  type LossReason,
   NotHeldError,
   PermitsMismatchError,
   SessionLostError,
   StaleTokenError,
+  UnknownEntryError,
 } from '../recipes/errors.js';
 export type {
   LockAborted,
@@ -37,8 +39,10 @@ export type {
   LockLost,
   LockReleased,
   LockRequested,
+  LockRevoked,
   LockTimedOut,
 } from '../recipes/events.js';
+export { forceRelease, type ForceReleaseOptions, type RevokedEntry } from '../recipes/force-release.js';
 export { type GuardedOptions, GuardedValues, UnsupportedError } from '../recipes/guarded.js';
 export { LockHandle } from '../recipes/handle.js';
 export type { Interop, LockInterop, LockOptions } from '../recipes/interop.js';

@@ -138,6 +138,9 @@ export class Instruments {
       case 'released':
         this.#hold.observe(labels, event.holdMs / 1_000);
         return;
+      case 'revoked':
+        // The revoker's side: the holder's own session counts the loss.
+        return;
     }
   }
 
