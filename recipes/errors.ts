@@ -100,6 +100,18 @@ export class SessionLostError extends BatonError {
 }
 
 /**
+ * @internal The cause of a hold's loss when its entry is gone from the server while its session lives
+ * (a force release, another client's delete): the handle's `LockLostError` then has reason `revoked`.
+ * A `SessionLostError` as such causes always were, so that code testing the cause's class still works.
+ */
+export class EntryGoneError extends SessionLostError {
+  /** `key`: the entry that is gone. */
+  constructor(key: string) {
+    super(`entry ${key} is gone from the server while the session lives`);
+  }
+}
+
+/**
  * Code `INVALID_NAME`: a lock name the rules reject (segments of `A-Za-z0-9._-` separated by `/`, at
  * most 256 characters); thrown by the recipe constructors before anything reaches the server.
  */

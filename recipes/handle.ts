@@ -1,5 +1,5 @@
 import type { Entry, Hold, SessionCore } from './contract.js';
-import { HoldLimitError, LockLostError } from './errors.js';
+import { EntryGoneError, HoldLimitError, LockLostError } from './errors.js';
 import { GuardedValues } from './guarded.js';
 import { type ReportedHold, reportHold, takeHoldWarning } from './report.js';
 import { type TracedHold, traceHold } from './trace.js';
@@ -113,7 +113,7 @@ export class LockHandle implements AsyncDisposable {
         ? reason
         : new LockLostError(this.#what, {
             cause: reason,
-            reason: reason instanceof LockLostError ? reason.reason : 'session',
+            reason: reason instanceof EntryGoneError ? 'revoked' : 'session',
           });
     this.#controller?.abort(this.#lost);
     // A holder already giving the lock back is releasing, not losing it.

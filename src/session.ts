@@ -11,7 +11,7 @@ import {
   type WaiterLostPolicy,
   type Waiting,
 } from '../recipes/contract.js';
-import { ClosedError, LockLostError, SessionLostError } from '../recipes/errors.js';
+import { ClosedError, EntryGoneError, SessionLostError } from '../recipes/errors.js';
 import type { LockListener } from '../recipes/events.js';
 import type { ConnectionStatus, Driver, EntryInfo } from './driver-port.js';
 import { defaultDeadlineMarginMs, holdCheckEveryMs } from './timing.js';
@@ -285,12 +285,7 @@ export class BatonSession implements Session {
       try {
         if (!(await this.#driver.confirm(hold.entry)) && !hold.releasing) {
           // Gone while the session lives: deleted by another session (a force release, an operator).
-          hold.lose(
-            new LockLostError(`entry ${hold.entry.key}`, {
-              reason: 'revoked',
-              cause: new Error(`entry ${hold.entry.key} is gone from the server while the session lives`),
-            }),
-          );
+          hold.lose(new EntryGoneError(hold.entry.key));
           this.#holds.delete(hold);
         }
       } catch (error) {
