@@ -87,6 +87,12 @@ export interface Backend {
   /** Does the entry still exist and belong to this session? */
   confirm(entry: Entry): Promise<boolean>;
   /**
+   * An operator's force release: deletes `entry`, any session's (as a listing or `describe` gave it),
+   * in one request, and wakes its watchers as any delete does. True if it was deleted, false if it was
+   * already gone. Not retried past the session's end; never touches another queue's entries.
+   */
+  revoke(entry: Entry): Promise<boolean>;
+  /**
    * Applies `op` to the values kept next to `entry`'s lock (see `GuardedOp`) in one atomic step on the
    * server, and only if `entry`, ours, still exists there: true if applied, false if the entry was gone
    * (nothing written). The values live beside the queue, never where a listing of it would see them.

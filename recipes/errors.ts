@@ -8,7 +8,7 @@ export class BatonError extends Error {
   /**
    * Stable for programs to test (the message is for people): `LOCK_TIMEOUT`, `LOCK_LOST`,
    * `SESSION_LOST`, `INVALID_NAME`, `INVALID_ARGUMENT`, `NOT_HELD`, `LOCK_UPGRADE`, `LOCK_DOWNGRADE`,
-   * `CLOSED`, `ACCESS_DENIED`, `BACKEND_ERROR`, `STALE_TOKEN`.
+   * `CLOSED`, `ACCESS_DENIED`, `BACKEND_ERROR`, `STALE_TOKEN`, `UNKNOWN_ENTRY`.
    */
   readonly code: string;
 
@@ -40,14 +40,32 @@ export class LockTimeoutError extends BatonError {
 }
 
 /**
+ * Why a hold ended without its holder's release: `session` (the session was lost or closed, or its
+ * entry vanished with it), `revoked` (the entry was deleted while the session lived: an operator's
+ * `forceRelease`, or any other client's delete), `hold-limit` (its `maxHoldMs` passed).
+ */
+export type LossReason = 'session' | 'revoked' | 'hold-limit';
+
+/**
  * Code `LOCK_LOST`: ownership can no longer be guaranteed: the session was lost or closed, or the
- * entry was deleted by someone else (`cause` says which). The reason a handle's `signal` aborts with;
- * also thrown by an acquire whose entry vanished with `onWaiterLost: 'fail'`.
+ * entry was deleted by someone else (`reason` says which, `cause` what was seen). The reason a handle's
+ * `signal` aborts with; also thrown by an acquire whose entry vanished with `onWaiterLost: 'fail'`.
  */
 export class LockLostError extends BatonError {
-  /** `what`: the thing that was held, for the message (`lock "a/b"`). */
-  constructor(what: string, options?: { cause?: unknown }) {
-    super(`${what} is no longer held: ownership cannot be guaranteed`, 'LOCK_LOST', options);
+  /** Why the hold ended: `session`, `revoked` (deleted by another session) or `hold-limit`. */
+  readonly reason: LossReason;
+
+  /** `what`: the thing that was held, for the message (`lock "a/b"`); `reason` defaults to `session`. */
+  constructor(what: string, options?: { cause?: unknown; reason?: LossReason }) {
+    const reason = options?.reason ?? 'session';
+    super(
+      reason === 'revoked'
+        ? `${what} was revoked: its entry was deleted by another session (a force release)`
+        : `${what} is no longer held: ownership cannot be guaranteed`,
+      'LOCK_LOST',
+      options,
+    );
+    this.reason = reason;
   }
 }
 
@@ -63,7 +81,7 @@ export class HoldLimitError extends LockLostError {
 
   /** `what`: the thing that was held, for the message (`lock "a/b"`). */
   constructor(what: string, maxHoldMs: number) {
-    super(what);
+    super(what, { reason: 'hold-limit' });
     this.message = `${what} was held longer than its maxHoldMs (${maxHoldMs} ms): its entry was withdrawn`;
     this.maxHoldMs = maxHoldMs;
   }
@@ -78,6 +96,18 @@ export class SessionLostError extends BatonError {
   /** `message` defaults to `the session was lost`; `options.cause`: why. */
   constructor(message = 'the session was lost', options?: { cause?: unknown }) {
     super(message, 'SESSION_LOST', options);
+  }
+}
+
+/**
+ * @internal The cause of a hold's loss when its entry is gone from the server while its session lives
+ * (a force release, another client's delete): the handle's `LockLostError` then has reason `revoked`.
+ * A `SessionLostError` as such causes always were, so that code testing the cause's class still works.
+ */
+export class EntryGoneError extends SessionLostError {
+  /** `key`: the entry that is gone. */
+  constructor(key: string) {
+    super(`entry ${key} is gone from the server while the session lives`);
   }
 }
 
@@ -108,6 +138,24 @@ export class InvalidArgumentError extends BatonError {
   constructor(what: string, value: unknown, allowed: string) {
     super(`invalid ${what} ${describe(value)}: expected ${allowed}`, 'INVALID_ARGUMENT');
     this.value = value;
+  }
+}
+
+/**
+ * Code `UNKNOWN_ENTRY`: `forceRelease` was given a key that is no entry of the named queue (never was,
+ * or already gone): nothing was removed. The keys are those `participants()` and `baton inspect` show.
+ */
+export class UnknownEntryError extends BatonError {
+  /** The lock name. */
+  readonly lockName: string;
+  /** The key that was asked for. */
+  readonly key: string;
+
+  /** `name`: the lock; `key`: the entry asked for. */
+  constructor(name: string, key: string) {
+    super(`no entry ${JSON.stringify(key)} in the queue of "${name}"`, 'UNKNOWN_ENTRY');
+    this.lockName = name;
+    this.key = key;
   }
 }
 

@@ -100,6 +100,25 @@ export interface LockLost extends LockEventBase {
   readonly fencingToken: bigint;
   /** The `LockLostError` the handle's signal aborted with. */
   readonly reason: Error;
+  /** True when the entry was deleted by another session while this one lived (`forceRelease`). */
+  readonly revoked: boolean;
+}
+
+/**
+ * Told on the revoker's session: `forceRelease` deleted another session's entry. The holder's own
+ * session tells `lost` with `revoked: true` once it notices.
+ */
+export interface LockRevoked extends LockEventBase {
+  /** `'revoked'`. */
+  readonly type: 'revoked';
+  /** The entry's key, as `participants()` shows it. */
+  readonly key: string;
+  /** The session that owned the entry. */
+  readonly owner: string;
+  /** The id of the session that revoked it (this one). */
+  readonly revokedBy: string;
+  /** The revoked entry's fencing token. */
+  readonly fencingToken: bigint;
 }
 
 /**
@@ -118,7 +137,7 @@ export interface LockHeldTooLong extends LockEventBase {
 /**
  * What a session's `'lock'` listeners receive, told apart by `type`: every wait starts with
  * `requested` and ends with one of `granted`, `busy`, `timedOut`, `aborted`, `failed`; every grant ends
- * with `released` or `lost`.
+ * with `released` or `lost`; `revoked` stands alone (the revoker's side of a force release).
  */
 export type LockEvent =
   | LockRequested
@@ -129,6 +148,7 @@ export type LockEvent =
   | LockFailed
   | LockReleased
   | LockLost
+  | LockRevoked
   | LockHeldTooLong;
 
 /** A listener of the session's `'lock'` event (`session.on('lock', listener)`). */

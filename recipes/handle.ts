@@ -1,5 +1,5 @@
 import type { Entry, Hold, SessionCore } from './contract.js';
-import { HoldLimitError, LockLostError } from './errors.js';
+import { EntryGoneError, HoldLimitError, LockLostError } from './errors.js';
 import { GuardedValues } from './guarded.js';
 import { type ReportedHold, reportHold, takeHoldWarning } from './report.js';
 import { type TracedHold, traceHold } from './trace.js';
@@ -108,7 +108,13 @@ export class LockHandle implements AsyncDisposable {
   [LOSE](reason: Error): void {
     clearTimeout(this.#warning);
     // A hold limit's error is the reason as it stands: its message says why the hold ended.
-    this.#lost ??= reason instanceof HoldLimitError ? reason : new LockLostError(this.#what, { cause: reason });
+    this.#lost ??=
+      reason instanceof HoldLimitError
+        ? reason
+        : new LockLostError(this.#what, {
+            cause: reason,
+            reason: reason instanceof EntryGoneError ? 'revoked' : 'session',
+          });
     this.#controller?.abort(this.#lost);
     // A holder already giving the lock back is releasing, not losing it.
     if (this.#released === undefined) {

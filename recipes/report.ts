@@ -1,5 +1,5 @@
 import type { Entry, SessionCore } from './contract.js';
-import { LockTimeoutError } from './errors.js';
+import { LockLostError, LockTimeoutError } from './errors.js';
 import type { LockKind } from './events.js';
 
 /**
@@ -108,7 +108,8 @@ export class ReportedHold {
 
   lost(reason: Error): void {
     if (!this.#end()) return;
-    this.session.report({ type: 'lost', ...this.#about(), reason });
+    const revoked = reason instanceof LockLostError && reason.reason === 'revoked';
+    this.session.report({ type: 'lost', ...this.#about(), reason, revoked });
   }
 
   /** The hold passed its warning threshold: told only while it has not ended. */

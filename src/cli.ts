@@ -8,6 +8,8 @@ import type { Backend } from './backends/backend.js';
 import { backendForScheme, BACKENDS } from './backends/registry.js';
 import { registerElect } from './commands/elect.js';
 import { registerLock } from './commands/lock.js';
+import { registerOnce } from './commands/once.js';
+import { registerRelease } from './commands/release.js';
 import type { ConnectOptions } from './connect.js';
 import { runDemo } from './demo.js';
 import { fenceSchemaText } from './fence/schema-command.js';
@@ -207,6 +209,8 @@ export function credentialsFromEnvironment(env: NodeJS.ProcessEnv, url: string):
 // Run a command under a lock or leadership (src/commands/), with credentials from the environment.
 registerLock(program, { credentials: credentialsFromEnvironment, warnPasswordInArguments });
 registerElect(program, { credentials: credentialsFromEnvironment, warnPasswordInArguments });
+registerOnce(program, { credentials: credentialsFromEnvironment, warnPasswordInArguments });
+registerRelease(program, { credentials: credentialsFromEnvironment, warnPasswordInArguments });
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`baton: ${error instanceof Error ? error.message : String(error)}\n`);

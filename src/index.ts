@@ -19,10 +19,12 @@ export {
   LockLostError,
   LockTimeoutError,
   LockUpgradeError,
+  type LossReason,
   NotHeldError,
   PermitsMismatchError,
   SessionLostError,
   StaleTokenError,
+  UnknownEntryError,
 } from '../recipes/errors.js';
 export type {
   LockAborted,
@@ -37,13 +39,26 @@ export type {
   LockLost,
   LockReleased,
   LockRequested,
+  LockRevoked,
   LockTimedOut,
 } from '../recipes/events.js';
+export { forceRelease, type ForceReleaseOptions, type RevokedEntry } from '../recipes/force-release.js';
 export { type GuardedOptions, GuardedValues, UnsupportedError } from '../recipes/guarded.js';
 export { LockHandle } from '../recipes/handle.js';
 export type { Interop, LockInterop, LockOptions } from '../recipes/interop.js';
 export { MultiLock, MultiLockHandle } from '../recipes/multilock.js';
 export { FairMutex, type Lock } from '../recipes/mutex.js';
+export {
+  ONCE_RECORD,
+  type OnceFailurePolicy,
+  type OnceOptions,
+  type OnceRecord,
+  type OnceResult,
+  type OnceRun,
+  type Period,
+  periodOf,
+  runOnce,
+} from '../recipes/once.js';
 export type { Participant, ParticipantsOptions } from '../recipes/participants.js';
 export { Reentrant, ReentrantHandle, type ReentrantOptions } from '../recipes/reentrant.js';
 export { ReadWriteLock } from '../recipes/rw-lock.js';

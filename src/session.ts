@@ -11,7 +11,7 @@ import {
   type WaiterLostPolicy,
   type Waiting,
 } from '../recipes/contract.js';
-import { ClosedError, SessionLostError } from '../recipes/errors.js';
+import { ClosedError, EntryGoneError, SessionLostError } from '../recipes/errors.js';
 import type { LockListener } from '../recipes/events.js';
 import type { ConnectionStatus, Driver, EntryInfo } from './driver-port.js';
 import { tellSessionState } from './session-channel.js';
@@ -285,7 +285,8 @@ export class BatonSession implements Session {
     for (const hold of [...this.#holds]) {
       try {
         if (!(await this.#driver.confirm(hold.entry)) && !hold.releasing) {
-          hold.lose(new SessionLostError(`entry ${hold.entry.key} is gone from the server`));
+          // Gone while the session lives: deleted by another session (a force release, an operator).
+          hold.lose(new EntryGoneError(hold.entry.key));
           this.#holds.delete(hold);
         }
       } catch (error) {

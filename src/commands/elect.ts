@@ -5,18 +5,10 @@ import { LeaderElection } from '../../recipes/election.js';
 import { SessionLostError } from '../../recipes/errors.js';
 import { validateName } from '../../recipes/validate.js';
 import { runWhileHeld } from './child.js';
-import {
-  type CliHelpers,
-  closeQuietly,
-  exitWith,
-  holdEnvironment,
-  openSession,
-  type SessionFlags,
-  statusOf,
-  withSessionOptions,
-} from './common.js';
+import { type CliHelpers, closeQuietly, holdEnvironment, openSession, type SessionFlags } from './common.js';
 import { EXIT } from './exit-status.js';
-import { SignalRelay } from './signals.js';
+import { actionUnderLock, runCommand } from './run.js';
+import type { SignalRelay } from './signals.js';
 
 /** The options of `baton elect`, as commander parses them. */
 export interface ElectFlags extends SessionFlags {
@@ -43,9 +35,7 @@ export function registerElect(program: Command, helpers: CliHelpers): void {
       'after the command ends, campaign again (with a back-off of 1 s to 30 s), until interrupted',
       false,
     );
-  withSessionOptions(command).action(async (url: string, name: string, argv: string[], flags: ElectFlags) => {
-    exitWith(await runElect(url, name, argv, flags, helpers));
-  });
+  actionUnderLock(command, helpers, runElect);
 }
 
 /** `baton elect`: the exit status of the last term (see exit-status.ts). */
@@ -56,11 +46,10 @@ export async function runElect(
   flags: ElectFlags,
   helpers: CliHelpers,
 ): Promise<number> {
-  const relay = new SignalRelay();
-  let session: Session | undefined;
-  try {
+  return runCommand(async (run) => {
+    const { relay } = run;
     validateName(name);
-    session = await openSession(url, flags, helpers, relay);
+    let session = (run.session = await openSession(url, flags, helpers, relay));
     let backoffMs = FIRST_BACKOFF_MS;
     for (;;) {
       const term = await serveOneTerm(session, name, argv, flags, relay).catch((error: unknown) => {
@@ -72,14 +61,9 @@ export async function runElect(
       backoffMs = term.ranMs >= LONG_TERM_MS ? FIRST_BACKOFF_MS : backoffMs;
       await pause(backoffMs, relay.signal);
       backoffMs = Math.min(backoffMs * 2, MAX_BACKOFF_MS);
-      session = await usable(session, url, flags, helpers, relay);
+      session = run.session = await usable(session, url, flags, helpers, relay);
     }
-  } catch (error) {
-    return statusOf(error, relay);
-  } finally {
-    relay.dispose();
-    await closeQuietly(session);
-  }
+  });
 }
 
 /** One campaign and, once elected, one run of the command; its status (125 if leadership was lost). */

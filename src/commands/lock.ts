@@ -9,18 +9,14 @@ import { validateName } from '../../recipes/validate.js';
 import { runWhileHeld } from './child.js';
 import {
   type CliHelpers,
-  closeQuietly,
-  exitWith,
   holdEnvironment,
   milliseconds,
   openSession,
   type SessionFlags,
-  statusOf,
   wholeNumber,
-  withSessionOptions,
 } from './common.js';
 import { EXIT, UsageError } from './exit-status.js';
-import { SignalRelay } from './signals.js';
+import { actionUnderLock, runCommand } from './run.js';
 
 /** The options of `baton lock`, as commander parses them. */
 export interface LockFlags extends SessionFlags {
@@ -50,9 +46,7 @@ export function registerLock(program: Command, helpers: CliHelpers): void {
       wholeNumber,
     )
     .option('--count <k>', 'how many permits to take (with --permits; default 1)', wholeNumber);
-  withSessionOptions(command).action(async (url: string, name: string, argv: string[], flags: LockFlags) => {
-    exitWith(await runLock(url, name, argv, flags, helpers));
-  });
+  actionUnderLock(command, helpers, runLock);
 }
 
 /** `baton lock`: the exit status (see exit-status.ts). */
@@ -63,31 +57,25 @@ export async function runLock(
   flags: LockFlags,
   helpers: CliHelpers,
 ): Promise<number> {
-  const relay = new SignalRelay();
-  let session: Session | undefined;
-  let lock: LockHandle | null = null;
-  try {
+  return runCommand(async (run) => {
     const [command, ...args] = argv;
     const take = checkLockFlags(validateName(name), flags);
-    session = await openSession(url, flags, helpers, relay);
-    lock = await take(session, relay.signal);
+    const session = (run.session = await openSession(url, flags, helpers, run.relay));
+    const lock = await take(session, run.relay.signal);
     if (lock === null) {
       process.stderr.write(`baton: "${name}" is busy\n`);
       return EXIT.busy;
     }
-    // A signal that came as the grant did: the command is not started.
-    relay.signal.throwIfAborted();
-    const env = holdEnvironment(lock.name, session, lock.fencingToken);
-    const outcome = await runWhileHeld({ command: command!, args, env, graceMs: flags.grace }, lock, relay);
-    await lock.release().catch(() => undefined);
-    return outcome.lost ? EXIT.lost : outcome.status;
-  } catch (error) {
-    await lock?.release().catch(() => undefined);
-    return statusOf(error, relay);
-  } finally {
-    relay.dispose();
-    await closeQuietly(session);
-  }
+    try {
+      // A signal that came as the grant did: the command is not started.
+      run.relay.signal.throwIfAborted();
+      const env = holdEnvironment(lock.name, session, lock.fencingToken);
+      const outcome = await runWhileHeld({ command: command!, args, env, graceMs: flags.grace }, lock, run.relay);
+      return outcome.lost ? EXIT.lost : outcome.status;
+    } finally {
+      await lock.release().catch(() => undefined);
+    }
+  });
 }
 
 type Take = (session: Session, signal: AbortSignal) => Promise<LockHandle | null>;

@@ -136,6 +136,9 @@ export class Instruments {
       case 'released':
         this.#times.hold.observe(labels, event.holdMs / 1_000);
         return;
+      case 'revoked':
+        // The revoker's side: the holder's own session counts the loss.
+        return;
     }
   }
 

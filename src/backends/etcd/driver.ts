@@ -29,6 +29,7 @@ import type { Members } from './members.js';
 import { type EtcdDriverOptions, type OpenedLease, openLease } from './open.js';
 import { guardedDelete, OwnEntries } from './own-entries.js';
 import { PrefixWatches } from './prefix-watches.js';
+import { revokeEntry } from './revoke.js';
 import { EtcdWatchers, KeyWatches } from './watches.js';
 
 export type { EtcdDriverOptions } from './open.js';
@@ -370,6 +371,13 @@ export class EtcdDriver implements Driver {
     const key = guardedKey(this.#namespace, queue, name);
     const response = await this.#core.retry(this.#rpc(() => this.#client.kv.range({ key }, this.#attempt())));
     return response.kvs[0]?.value.toString() ?? null;
+  }
+
+  /** An operator's force release of any session's entry (see revoke.ts). */
+  revoke(entry: Entry): Promise<boolean> {
+    return revokeEntry(this.#namespace, entry, (request) =>
+      this.#core.retry(this.#rpc(() => this.#client.kv.txn(request, this.#attempt()))),
+    );
   }
 }
 

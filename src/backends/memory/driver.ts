@@ -81,6 +81,15 @@ export class MemoryDriver implements Driver {
     return this.#store.get(entry.key)?.owner === this.id;
   }
 
+  /** An operator's force release: any session's entry of this store, in the entry's own queue. */
+  async revoke(entry: Entry): Promise<boolean> {
+    await this.#turn();
+    const found = this.#store.get(entry.key);
+    if (found === undefined || !entry.key.startsWith(`${this.#dir(entry.queue)}/`)) return false;
+    this.#store.remove(entry.key);
+    return true;
+  }
+
   /** The server side ends the session (`abandon`, and `expireMemorySession` of `baton-locks/testing`), as a ZooKeeper expiry or an etcd lease revoke would. */
   expire(): void {
     if (this.#status !== 'open') return;

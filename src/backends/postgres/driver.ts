@@ -15,6 +15,7 @@ import { KeepAlive } from './keepalive.js';
 import { type Link } from './link.js';
 import { openSession, type PostgresDriverOptions } from './open.js';
 import { OwnEntries } from './own-entries.js';
+import { postgresRevoke } from './revoke.js';
 import { Statements } from './statements.js';
 import { Watches } from './watches.js';
 
@@ -327,6 +328,11 @@ export class PostgresDriver implements Driver {
   async guardedRead(queue: string, name: string): Promise<string | null> {
     const { sql, request } = this.#guardedHost();
     return (await request<{ value: string }>(sql.read, [this.#namespace, queue, name]))[0]?.value ?? null;
+  }
+
+  /** An operator's force release of any session's entry (see revoke.ts). */
+  revoke(entry: Entry): Promise<boolean> {
+    return postgresRevoke((text, values) => this.#request(text, values), this.#schema, this.#namespace, entry);
   }
 
   guardedTransaction<T>(

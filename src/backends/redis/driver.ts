@@ -16,6 +16,7 @@ import { idOf, livenessKey, type LockKeys, lockKeys, parseQueue, type Stored } f
 import { LivenessKeys } from './liveness.js';
 import { type OpenedSession, openSession, type RedisDriverOptions } from './open.js';
 import { OwnEntries } from './own-entries.js';
+import { redisRevoke } from './revoke.js';
 import { SubscriberLink } from './subscriber.js';
 import { Watches } from './watches.js';
 
@@ -376,5 +377,10 @@ export class RedisDriver implements Driver {
 
   guardedRead(queue: string, name: string): Promise<string | null> {
     return this.#request(() => redisGuardedRead(this.#client, this.#namespace, queue, name));
+  }
+
+  /** An operator's force release of any session's entry (see revoke.ts). */
+  revoke(entry: Entry): Promise<boolean> {
+    return this.#request(() => redisRevoke(this.#client, this.#namespace, entry));
   }
 }

@@ -13,6 +13,8 @@
  * script.
  */
 
+import { REVOKE } from './revoke.js';
+
 /** The prefix of every session key. */
 export const SESSION_PREFIX = 'baton:session:';
 
@@ -171,4 +173,5 @@ export const SCRIPTS = {
   batonRead: { numberOfKeys: 1, lua: READ },
   batonConfirm: { numberOfKeys: 2, lua: CONFIRM },
   batonGuarded: { numberOfKeys: 3, lua: GUARDED },
+  batonRevoke: { numberOfKeys: 1, lua: REVOKE },
 } as const;

@@ -29,6 +29,7 @@ import { learnToken, ListingParser, parseEntryName, ZK_DIALECTS } from './names.
 import { openClient, type ZkDriverOptions } from './open.js';
 import { OwnEntries, RECYCLE_FROM } from './own-entries.js';
 import { QuietDirectories } from './quiet.js';
+import { revokeStart } from './revoke.js';
 import { Watches } from './watches.js';
 
 export type { ZkDriverOptions } from './open.js';
@@ -342,5 +343,10 @@ export class ZkDriver implements Driver {
 
   guardedRead(queue: string, name: string): Promise<string | null> {
     return this.#core.retry(fromPromise(() => zkGuardedRead(this.#client, this.#namespace, queue, name)));
+  }
+
+  /** An operator's force release of any session's entry (see revoke.ts). */
+  revoke(entry: Entry): Promise<boolean> {
+    return this.#core.retry(revokeStart(this.#client, this.#dir(entry.queue), entry));
   }
 }

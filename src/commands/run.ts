@@ -1,0 +1,44 @@
+import type { Command } from 'commander';
+
+import type { Session } from '../../recipes/contract.js';
+import { type CliHelpers, closeQuietly, exitWith, statusOf, withSessionOptions } from './common.js';
+import { SignalRelay } from './signals.js';
+
+/** What a command's body works with: the signal relay, and the session it opened (closed at the end). */
+export interface CommandRun {
+  readonly relay: SignalRelay;
+  /** The session to close when the command ends; a body that opens a new one puts it here. */
+  session: Session | undefined;
+}
+
+/** A command run under a lock: `baton <command> <url> <name> [options] -- <command> [args...]`. */
+export type RunUnderLock<F> = (
+  url: string,
+  name: string,
+  argv: readonly string[],
+  flags: F,
+  helpers: CliHelpers,
+) => Promise<number>;
+
+/** Adds the session options to `command` and runs `run` as its action, exiting with its status. */
+export function actionUnderLock<F>(command: Command, helpers: CliHelpers, run: RunUnderLock<F>): void {
+  withSessionOptions(command).action(async (url: string, name: string, argv: string[], flags: F) => {
+    exitWith(await run(url, name, argv, flags, helpers));
+  });
+}
+
+/**
+ * Runs `body` with a signal relay installed and turns whatever it throws into the documented exit
+ * status; afterwards the relay is removed and the session closed, bounded in time.
+ */
+export async function runCommand(body: (run: CommandRun) => Promise<number>): Promise<number> {
+  const run: CommandRun = { relay: new SignalRelay(), session: undefined };
+  try {
+    return await body(run);
+  } catch (error) {
+    return statusOf(error, run.relay);
+  } finally {
+    run.relay.dispose();
+    await closeQuietly(run.session);
+  }
+}
