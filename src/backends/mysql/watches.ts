@@ -1,0 +1,170 @@
+import type { Abortable, Entry } from '../../../recipes/contract.js';
+import type { DriverCore } from '../core.js';
+import { PostgresEntry } from '../postgres/entry.js';
+import { addWaiter, sameEntries, settleWaiters, type Waiter } from '../waiters.js';
+import type { MysqlCounters } from './probe.js';
+import type { PooledWait, WaitPool } from './wait-pool.js';
+
+/** What the waits need of their driver. */
+export interface WatchesHost {
+  readonly core: DriverCore;
+  readonly pool: WaitPool;
+  readonly namespace: string;
+  readonly counters: MysqlCounters;
+  /** Counts a tag's waits in the probe (tests look for watches left behind). */
+  watched?(tag: string, delta: 1 | -1): void;
+  /** The `GET_LOCK` name of an entry's key. */
+  nameOf(key: string): string;
+  /** Which of these rows exist and belong to a live session. */
+  live(tokens: readonly bigint[]): Promise<Set<bigint>>;
+  list(queue: string): Promise<readonly Entry[]>;
+}
+
+/** One waited entry: its local waiters, shared by one loop of waits on its name. */
+interface Watch {
+  readonly waiters: Set<Waiter>;
+  readonly tag: string;
+  current: PooledWait | undefined;
+  /** Ends the pause between two looks early (the last waiter left, or the session ended). */
+  wakePause: (() => void) | undefined;
+}
+
+/**
+ * The session's waits. For an entry's delete: a loop that blocks in `GET_LOCK(<the entry's name>)` on
+ * a connection of the wait pool (the holder's connection holds the name until its withdraw, after the
+ * delete), then reads the row: gone, the waiters wake; still there (the name was free: the holder's
+ * connection broke, or could not take it), the loop looks again at the backstop's pace. Past the pool's
+ * cap the loop only re-reads. `GET_LOCK` is a hint: only the rows and leases decide. A queue's change
+ * (an election observing an empty queue) is looked for at the backstop's pace.
+ */
+export class Watches {
+  readonly #host: WatchesHost;
+  readonly #everyMs: number;
+  readonly #watches = new Map<string, Watch>();
+  readonly #changes = new Map<string, Set<Waiter>>();
+
+  constructor(host: WatchesHost, everyMs: number) {
+    this.#host = host;
+    this.#everyMs = everyMs;
+  }
+
+  waitGone(entry: Entry, signal: Abortable): Promise<void> {
+    const { core, namespace } = this.#host;
+    signal.throwIfAborted();
+    const end = core.endError();
+    if (end !== undefined) return Promise.reject(end);
+    const token = PostgresEntry.rowTokenOf(entry);
+    const id = String(token);
+    let watch = this.#watches.get(id);
+    if (watch === undefined) {
+      watch = {
+        waiters: new Set(),
+        tag: `${namespace}/${entry.queue}#${entry.key}`,
+        current: undefined,
+        wakePause: undefined,
+      };
+      this.#watches.set(id, watch);
+      this.#host.watched?.(watch.tag, 1);
+      void this.#loop(id, watch, token, this.#host.nameOf(entry.key));
+    }
+    const waiters = watch;
+    return addWaiter(watch.waiters, signal, () => {
+      if (waiters.waiters.size === 0) this.#stop(id, waiters);
+    });
+  }
+
+  async #loop(id: string, watch: Watch, token: bigint, name: string): Promise<void> {
+    const seconds = Math.max(1, Math.ceil(this.#everyMs / 1_000));
+    let woken = false;
+    while (this.#watches.get(id) === watch && this.#host.core.isOpen) {
+      const wait = this.#host.pool.wait(name, seconds);
+      watch.current = wait;
+      const got = wait === undefined ? undefined : await wait.got;
+      watch.current = undefined;
+      if (wait === undefined) await this.#pause(watch);
+      if (this.#watches.get(id) !== watch) return;
+      let live: Set<bigint>;
+      try {
+        live = await this.#host.live([token]);
+      } catch {
+        await this.#pause(watch);
+        continue;
+      }
+      if (!live.has(token)) {
+        woken = true;
+        if (got === 1) this.#host.counters.notifications += 1;
+        else this.#host.counters.backstopWakes += 1;
+        break;
+      }
+      // The name was free while the entry lives: its holder does not hold it now; look again later.
+      if (got === 1 || got === null) await this.#pause(watch);
+    }
+    if (woken && this.#watches.get(id) === watch) {
+      this.#stop(id, watch);
+      for (const waiter of [...watch.waiters]) waiter.resolve();
+      watch.waiters.clear();
+    }
+  }
+
+  /** A pause of the backstop's length, ended early when the watch stops. */
+  #pause(watch: Watch): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, this.#everyMs);
+      function done(): void {
+        clearTimeout(timer);
+        watch.wakePause = undefined;
+        resolve();
+      }
+      watch.wakePause = done;
+    });
+  }
+
+  #stop(id: string, watch: Watch): void {
+    if (this.#watches.get(id) !== watch) return;
+    this.#watches.delete(id);
+    this.#host.watched?.(watch.tag, -1);
+    watch.current?.cancel();
+    watch.wakePause?.();
+  }
+
+  /** Waits for `queue` to differ from `seen`, looking at the backstop's pace. */
+  waitChange(queue: string, seen: readonly Entry[], signal: Abortable): Promise<void> {
+    const { core } = this.#host;
+    signal.throwIfAborted();
+    const end = core.endError();
+    if (end !== undefined) return Promise.reject(end);
+    const key = `${queue}\n${seen.map((e) => e.key).join(',')}`;
+    let waiters = this.#changes.get(key);
+    const first = waiters === undefined;
+    waiters ??= new Set();
+    this.#changes.set(key, waiters);
+    const set = waiters;
+    const done = addWaiter(set, signal, () => {
+      if (set.size === 0 && this.#changes.get(key) === set) this.#changes.delete(key);
+    });
+    if (first) void this.#lookForChange(key, set, queue, seen);
+    return done;
+  }
+
+  async #lookForChange(key: string, set: Set<Waiter>, queue: string, seen: readonly Entry[]): Promise<void> {
+    const stillWaited = (): boolean => this.#changes.get(key) === set && this.#host.core.isOpen;
+    while (stillWaited()) {
+      const now = await this.#host.list(queue).catch(() => undefined);
+      if (now !== undefined && !sameEntries(now, seen) && stillWaited()) {
+        settleWaiters(this.#changes, key);
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, this.#everyMs));
+    }
+  }
+
+  /** The session ended: every wait fails with `reason`. */
+  failAll(reason: Error): void {
+    for (const [id, watch] of [...this.#watches]) {
+      this.#stop(id, watch);
+      for (const waiter of [...watch.waiters]) waiter.reject(reason);
+      watch.waiters.clear();
+    }
+    for (const key of [...this.#changes.keys()]) settleWaiters(this.#changes, key, { error: reason });
+  }
+}
