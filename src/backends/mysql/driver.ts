@@ -56,6 +56,7 @@ export class MysqlDriver implements Driver {
   readonly #namespace: string;
   readonly #database: string;
   readonly #main: Link;
+  readonly #beat: Link;
   readonly #core: DriverCore;
   readonly #counters: MysqlCounters;
   readonly #own: OwnEntries;
@@ -68,17 +69,27 @@ export class MysqlDriver implements Driver {
   static async open(options: MysqlDriverOptions, probe?: MysqlProbe): Promise<MysqlDriver> {
     let driver: MysqlDriver | undefined;
     const opened = await openSession(options, {
-      up: (again) => {
-        if (again && driver !== undefined) driver.#reconnected();
+      main: {
+        up: (again) => {
+          if (again && driver !== undefined) driver.#reconnected();
+        },
+        // Made again soon, not at the next request: its entries' names are to be held again.
+        down: () => {
+          setTimeout(() => {
+            if (driver !== undefined && driver.#core.isOpen) driver.#main.open().catch(() => undefined);
+          }, 100).unref();
+        },
       },
-      down: () => {
-        if (driver !== undefined) driver.#keepAlive.down();
+      beat: {
+        down: () => {
+          if (driver !== undefined) driver.#keepAlive.down();
+        },
       },
     });
     const create = await loadMysql2();
     driver = new MysqlDriver(opened, options, probe, () => {
       const config = connectionConfig(options.url, options.tls);
-      return new Link(create, config, attemptMs(options.sessionTimeoutMs), setupStatement(options.sessionTimeoutMs));
+      return new Link(create, config, attemptMs(options.sessionTimeoutMs), setupStatement());
     });
     return driver;
   }
@@ -94,6 +105,7 @@ export class MysqlDriver implements Driver {
     this.timeoutMs = options.sessionTimeoutMs;
     this.openedAt = opened.openedAt;
     this.#main = opened.main;
+    this.#beat = opened.beat;
     this.#namespace = options.url.namespace;
     this.#database = options.url.database;
     this.#counters = probe?.counters ?? mysqlCounters();
@@ -111,6 +123,7 @@ export class MysqlDriver implements Driver {
       onEnd: (reason) => this.#onEnd(reason),
       onLost: () => {
         this.#main.destroy();
+        this.#beat.destroy();
         this.#pool.destroy();
       },
     });
@@ -143,9 +156,13 @@ export class MysqlDriver implements Driver {
       },
       backstopEveryMs(this.timeoutMs),
     );
-    probe?.expose({ mainThreadId: () => this.#main.threadId, waitThreadIds: () => this.#pool.threadIds() });
+    probe?.expose({
+      mainThreadId: () => this.#main.threadId,
+      beatThreadId: () => this.#beat.threadId,
+      waitThreadIds: () => this.#pool.threadIds(),
+    });
     this.#keepAlive = new KeepAlive(
-      { core: this.#core, main: this.#main, session: this.#session, id: this.id, beat: () => this.#own.settle() },
+      { core: this.#core, link: this.#beat, session: this.#session, id: this.id, beat: () => this.#own.settle() },
       keepAlivePaceMs(this.timeoutMs),
     );
   }
@@ -279,7 +296,6 @@ export class MysqlDriver implements Driver {
   /** A new main connection holds none of the entries' names: take them again, and renew at once. */
   #reconnected(): void {
     if (!this.#core.isOpen) return;
-    void this.#keepAlive.renew().catch(() => undefined);
     const names = [...this.#named].map((key) => lockNameOf(this.#database, key));
     for (let i = 0; i < names.length; i += 100) {
       const batch = names.slice(i, i + 100);
@@ -290,6 +306,7 @@ export class MysqlDriver implements Driver {
   abandon(reason: Error): void {
     this.#core.abandon(reason, () => {
       this.#main.destroy();
+      this.#beat.destroy();
       this.#pool.destroy();
     });
   }
@@ -302,7 +319,7 @@ export class MysqlDriver implements Driver {
           () => undefined,
           () => undefined,
         ),
-      disconnect: () => Promise.all([this.#main.close(), this.#pool.close()]).then(() => undefined),
+      disconnect: () => Promise.all([this.#main.close(), this.#beat.close(), this.#pool.close()]).then(() => undefined),
     });
   }
 

@@ -9,8 +9,8 @@ import { STATEMENTS } from './statements.js';
 /** What the keep-alive needs of its driver. */
 export interface KeepAliveHost {
   readonly core: DriverCore;
-  /** The main connection, which carries the renewals (and so is never idle for `wait_timeout`). */
-  readonly main: Link;
+  /** The heartbeat's own connection (renewals never wait behind the requests). */
+  readonly link: Link;
   /** The session's row id, and its id as users see it. */
   readonly session: string;
   readonly id: string;
@@ -44,12 +44,12 @@ export class KeepAlive {
 
   /** Renews the lease, unless it has run out (then the session is lost: an expired lease is never renewed). */
   async renew(): Promise<void> {
-    const { core, main, session } = this.#host;
+    const { core, link, session } = this.#host;
     if (!core.isOpen) return;
     const sentAt = performance.now();
     let renewed: boolean;
     try {
-      renewed = (await core.send(fromPromise(() => main.changed(STATEMENTS.renew, [session])))) === 1;
+      renewed = (await core.send(fromPromise(() => link.changed(STATEMENTS.renew, [session])))) === 1;
     } catch (error) {
       if (core.isOpen && retriable(error)) this.down();
       throw error;
@@ -68,7 +68,7 @@ export class KeepAlive {
     core.events?.ack(sentAt);
   }
 
-  /** The main connection broke: the session is suspended until a renewal is answered again. */
+  /** The heartbeat's connection broke: the session is suspended until a renewal is answered again. */
   down(): void {
     const { core } = this.#host;
     if (!core.isOpen) return;

@@ -59,33 +59,41 @@ export function connectionConfig(url: MysqlUrl, tls: TlsOptions | undefined): Co
 
 /**
  * What every connection of baton's is set to first: the server's clock read in UTC (SYSDATE never
- * jumps at a daylight-saving change), and a `wait_timeout` no shorter than three leases, so that the
- * server does not close a connection that is idle between heartbeats or waits.
+ * jumps at a daylight-saving change), and the longest `wait_timeout` MySQL allows (a year), so that the
+ * server never closes the main connection, which holds the entries' names however long it is idle. The
+ * lease, not the connection, decides how long a dead client holds.
  */
-export function setupStatement(sessionTimeoutMs: number): string {
-  const seconds = Math.ceil((sessionTimeoutMs * 3) / 1_000) + 1;
-  return `SET time_zone = '+00:00', wait_timeout = GREATEST(@@global.wait_timeout, ${seconds})`;
+export function setupStatement(): string {
+  return `SET time_zone = '+00:00', wait_timeout = 31536000`;
 }
 
 export interface OpenedSession {
+  /** The requests' connection, which holds the entries' names. */
   readonly main: Link;
+  /** The heartbeat's connection: renewals never wait behind requests. */
+  readonly beat: Link;
   readonly session: string;
   /** `performance.now()` just before the statement that opened the session was sent. */
   readonly openedAt: number;
 }
 
-/** Connects the main connection, refuses Galera, makes sure baton's tables are there, opens the session's row. */
-export async function openSession(options: MysqlDriverOptions, events: LinkEvents): Promise<OpenedSession> {
+/**
+ * Connects the session's two connections, refuses Galera, makes sure baton's tables are there, opens
+ * the session's row. Anything made is closed again on failure.
+ */
+export async function openSession(
+  options: MysqlDriverOptions,
+  events: { main: LinkEvents; beat: LinkEvents },
+): Promise<OpenedSession> {
   const create = await loadMysql2();
   const config = { ...connectionConfig(options.url, options.tls), connectTimeout: options.connectTimeoutMs };
-  const main = new Link(
-    create,
-    config,
-    attemptMs(options.sessionTimeoutMs),
-    setupStatement(options.sessionTimeoutMs),
-    events,
-  );
-  const onAbort = (): void => main.destroy();
+  const setup = setupStatement();
+  const main = new Link(create, config, attemptMs(options.sessionTimeoutMs), setup, events.main);
+  const beat = new Link(create, config, attemptMs(options.sessionTimeoutMs), setup, events.beat);
+  const onAbort = (): void => {
+    main.destroy();
+    beat.destroy();
+  };
   options.signal?.addEventListener('abort', onAbort, { once: true });
   try {
     await connectFirst(main, options);
@@ -96,9 +104,17 @@ export async function openSession(options: MysqlDriverOptions, events: LinkEvent
       options.sessionTimeoutMs,
       `${hostname()} pid ${process.pid}`.slice(0, 255),
     ]);
-    return { main, session: String(rows[0]!.id), openedAt };
+    const session = String(rows[0]!.id);
+    try {
+      await beat.open();
+    } catch (error) {
+      await main.query('DELETE FROM baton_sessions WHERE id = ?', [session]).catch(() => undefined);
+      throw error;
+    }
+    return { main, beat, session, openedAt };
   } catch (error) {
     main.destroy();
+    beat.destroy();
     options.signal?.throwIfAborted();
     if (error instanceof BatonError) throw error;
     if (serverErrno(error) !== undefined) throw mysqlFailures('(opening)').map(error);
@@ -199,7 +215,7 @@ async function schemaVersion(main: Link): Promise<number | undefined> {
 /** `baton schema <url>`: creates baton's tables (as `connect()` would), for a DBA whose application user may not run DDL. */
 export async function applySchema(url: MysqlUrl, connectTimeoutMs: number): Promise<'created' | 'present'> {
   const create = await loadMysql2();
-  const link = new Link(create, connectionConfig(url, undefined), connectTimeoutMs, setupStatement(connectTimeoutMs));
+  const link = new Link(create, connectionConfig(url, undefined), connectTimeoutMs, setupStatement());
   try {
     try {
       await link.open();

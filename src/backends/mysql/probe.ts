@@ -23,6 +23,8 @@ export interface MysqlCounters {
 export interface MysqlView {
   /** The server's id of the session's main connection (it holds the entries' names), undefined while down. */
   mainThreadId(): number | undefined;
+  /** The server's id of the heartbeat's connection, undefined while down. */
+  beatThreadId(): number | undefined;
   /** The server ids of the wait pool's connections now up. */
   waitThreadIds(): number[];
 }

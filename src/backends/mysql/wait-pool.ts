@@ -48,7 +48,7 @@ export class WaitPool {
       .rows<{ got: number | string | null }>(
         'SELECT CASE WHEN GET_LOCK(?, ?) = 1 THEN RELEASE_LOCK(?) ELSE 0 END AS got',
         [name, seconds, name],
-        seconds * 1_000 + 5_000,
+        Math.ceil(seconds * 1_000) + 5_000,
       )
       .then((rows) => {
         const value = rows[0]?.got;

@@ -74,14 +74,17 @@ export class Watches {
   }
 
   async #loop(id: string, watch: Watch, token: bigint, name: string): Promise<void> {
-    const seconds = Math.max(1, Math.ceil(this.#everyMs / 1_000));
+    const seconds = Math.max(0.05, this.#everyMs / 1_000);
     let woken = false;
     while (this.#watches.get(id) === watch && this.#host.core.isOpen) {
+      const startedAt = performance.now();
       const wait = this.#host.pool.wait(name, seconds);
       watch.current = wait;
       const got = wait === undefined ? undefined : await wait.got;
       watch.current = undefined;
-      if (wait === undefined) await this.#pause(watch);
+      // No wait connection, or a timeout answered early (a server that rounds fractional seconds down).
+      if (wait === undefined || (got === 0 && performance.now() - startedAt < this.#everyMs / 2))
+        await this.#pause(watch);
       if (this.#watches.get(id) !== watch) return;
       let live: Set<bigint>;
       try {
@@ -142,7 +145,12 @@ export class Watches {
     const done = addWaiter(set, signal, () => {
       if (set.size === 0 && this.#changes.get(key) === set) this.#changes.delete(key);
     });
-    if (first) void this.#lookForChange(key, set, queue, seen);
+    if (first) {
+      const tag = `${this.#host.namespace}/${queue}`;
+      this.#host.watched?.(tag, 1);
+      const forget = (): void => this.#host.watched?.(tag, -1);
+      void this.#lookForChange(key, set, queue, seen).finally(forget);
+    }
     return done;
   }
 
