@@ -1,7 +1,7 @@
 import type { Abortable, Enqueued, Entry, GuardedOp } from '../../../recipes/contract.js';
 import { BackendError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
-import { backstopEveryMs, keepAlivePaceMs } from '../../timing.js';
+import { holdCheckEveryMs, keepAlivePaceMs } from '../../timing.js';
 import { DriverCore } from '../core.js';
 import { entriesOf, PostgresEntry, type QueueRow } from '../postgres/entry.js';
 import { OwnEntries } from '../postgres/own-entries.js';
@@ -28,6 +28,15 @@ export type { MysqlDriverOptions } from './open.js';
 
 /** How many wait connections a session keeps at most; waits beyond them re-read at the backstop's pace. */
 export const WAIT_POOL_CAP = 4;
+
+/**
+ * How long a waiter blocks in `GET_LOCK` before it reads its blocker's row again: half the session's
+ * hold check, so that an entry deleted by someone else (whose name its holder's connection still holds)
+ * is seen by its waiter before its holder's session notices the loss, as a notification would.
+ */
+export function waitPaceMs(timeoutMs: number): number {
+  return Math.max(Math.floor(holdCheckEveryMs(timeoutMs) / 2), 50);
+}
 
 /** A session's id as users see it (`session.id`, `baton inspect`), from its row's id. */
 export function mysqlSessionIdOf(row: string): string {
@@ -154,7 +163,7 @@ export class MysqlDriver implements Driver {
               },
             }),
       },
-      backstopEveryMs(this.timeoutMs),
+      waitPaceMs(this.timeoutMs),
     );
     probe?.expose({
       mainThreadId: () => this.#main.threadId,

@@ -105,7 +105,7 @@ export class Link {
     this.#connection = connection;
     connection.on('error', (error: unknown) => this.#broken(connection, error));
     connection.on('end', () => this.#broken(connection, new Error('the connection to MySQL ended')));
-    const timer = setTimeout(() => connection.destroy(), this.#attemptMs);
+    const timer = setTimeout(() => connection.destroy(), this.#config.connectTimeout ?? this.#attemptMs);
     try {
       await new Promise<void>((resolve, reject) => connection.connect((error) => (error ? reject(error) : resolve())));
       await send(connection, this.#setup, undefined);

@@ -42,6 +42,7 @@ export class Watches {
   readonly #everyMs: number;
   readonly #watches = new Map<string, Watch>();
   readonly #changes = new Map<string, Set<Waiter>>();
+  readonly #changeTags = new Map<Set<Waiter>, string>();
 
   constructor(host: WatchesHost, everyMs: number) {
     this.#host = host;
@@ -142,16 +143,27 @@ export class Watches {
     waiters ??= new Set();
     this.#changes.set(key, waiters);
     const set = waiters;
+    if (first) this.#countChange(set, `${this.#host.namespace}/${queue}`);
     const done = addWaiter(set, signal, () => {
-      if (set.size === 0 && this.#changes.get(key) === set) this.#changes.delete(key);
+      if (set.size > 0) return;
+      if (this.#changes.get(key) === set) this.#changes.delete(key);
+      this.#uncountChange(set);
     });
-    if (first) {
-      const tag = `${this.#host.namespace}/${queue}`;
-      this.#host.watched?.(tag, 1);
-      const forget = (): void => this.#host.watched?.(tag, -1);
-      void this.#lookForChange(key, set, queue, seen).finally(forget);
-    }
+    if (first) void this.#lookForChange(key, set, queue, seen).finally(() => this.#uncountChange(set));
     return done;
+  }
+
+  /** Counts a queue-change wait in the probe while anyone waits (tests look for watches left behind). */
+  #countChange(set: Set<Waiter>, tag: string): void {
+    this.#changeTags.set(set, tag);
+    this.#host.watched?.(tag, 1);
+  }
+
+  #uncountChange(set: Set<Waiter>): void {
+    const tag = this.#changeTags.get(set);
+    if (tag === undefined) return;
+    this.#changeTags.delete(set);
+    this.#host.watched?.(tag, -1);
   }
 
   async #lookForChange(key: string, set: Set<Waiter>, queue: string, seen: readonly Entry[]): Promise<void> {
@@ -173,6 +185,9 @@ export class Watches {
       for (const waiter of [...watch.waiters]) waiter.reject(reason);
       watch.waiters.clear();
     }
-    for (const key of [...this.#changes.keys()]) settleWaiters(this.#changes, key, { error: reason });
+    for (const [key, set] of [...this.#changes]) {
+      settleWaiters(this.#changes, key, { error: reason });
+      this.#uncountChange(set);
+    }
   }
 }
