@@ -190,7 +190,8 @@ export class MysqlDriver implements Driver {
     return this.#core.retry(
       fromPromise(async () => {
         onAttempt?.();
-        this.#counters.statements += 1;
+        if (text === STATEMENTS.confirm) this.#counters.confirms += 1;
+        else this.#counters.statements += 1;
         return call ? this.#main.call<R>(text, values) : this.#main.rows<R>(text, values);
       }),
     );

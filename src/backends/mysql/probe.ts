@@ -9,8 +9,10 @@ export interface MysqlCounters {
   notifications: number;
   /** Enqueues that found their entry made by an earlier attempt whose reply was lost. */
   adopted: number;
-  /** Statements sent on the sessions' main connections (each one round trip). */
+  /** Statements sent on the sessions' main connections (each one round trip), the hold checks' apart. */
   statements: number;
+  /** The session's checks of its holds (`confirm`, a few per lease while anything is held). */
+  confirms: number;
   /** The sessions' own orphaned entries deleted. */
   orphansRemoved: number;
   /** `KILL QUERY` statements sent to end an abandoned wait on a wait connection. */
@@ -37,5 +39,13 @@ export interface MysqlProbe extends Probe<MysqlCounters, MysqlView> {
 
 /** Counters nobody reads: a production driver counts into its own. */
 export function mysqlCounters(): MysqlCounters {
-  return { notifications: 0, adopted: 0, statements: 0, orphansRemoved: 0, killedWaits: 0, backstopWakes: 0 };
+  return {
+    notifications: 0,
+    adopted: 0,
+    statements: 0,
+    confirms: 0,
+    orphansRemoved: 0,
+    killedWaits: 0,
+    backstopWakes: 0,
+  };
 }

@@ -43,6 +43,8 @@ export class Watches {
   readonly #watches = new Map<string, Watch>();
   readonly #changes = new Map<string, Set<Waiter>>();
   readonly #changeTags = new Map<Set<Waiter>, string>();
+  #batch: { tokens: Set<bigint>; result: Promise<Set<bigint>> } | undefined;
+  #tick: Promise<void> | undefined;
 
   constructor(host: WatchesHost, everyMs: number) {
     this.#host = host;
@@ -87,14 +89,14 @@ export class Watches {
       if (wait === undefined || (got === 0 && performance.now() - startedAt < this.#everyMs / 2))
         await this.#pause(watch);
       if (this.#watches.get(id) !== watch) return;
-      let live: Set<bigint>;
+      let live: boolean;
       try {
-        live = await this.#host.live([token]);
+        live = await this.#isLive(token);
       } catch {
         await this.#pause(watch);
         continue;
       }
-      if (!live.has(token)) {
+      if (!live) {
         woken = true;
         if (got === 1) this.#host.counters.notifications += 1;
         else this.#host.counters.backstopWakes += 1;
@@ -110,16 +112,42 @@ export class Watches {
     }
   }
 
-  /** A pause of the backstop's length, ended early when the watch stops. */
+  /**
+   * Whether an entry's row lives: the looks of every watch asked for in one turn go as one statement
+   * (the watches past the pool's cap look at the same ticks), so the cost is one read per tick, not one
+   * per waited entry.
+   */
+  #isLive(token: bigint): Promise<boolean> {
+    let batch = this.#batch;
+    if (batch === undefined) {
+      const tokens = new Set<bigint>();
+      const result = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+        this.#batch = undefined;
+        return this.#host.live([...tokens]);
+      });
+      batch = { tokens, result };
+      this.#batch = batch;
+    }
+    batch.tokens.add(token);
+    return batch.result.then((live) => live.has(token));
+  }
+
+  /** A pause until the next shared tick (every `everyMs`), ended early when the watch stops. */
   #pause(watch: Watch): Promise<void> {
+    this.#tick ??= new Promise<void>((resolve) =>
+      setTimeout(() => {
+        this.#tick = undefined;
+        resolve();
+      }, this.#everyMs),
+    );
+    const tick = this.#tick;
     return new Promise((resolve) => {
-      const timer = setTimeout(done, this.#everyMs);
-      function done(): void {
-        clearTimeout(timer);
+      const done = (): void => {
         watch.wakePause = undefined;
         resolve();
-      }
+      };
       watch.wakePause = done;
+      void tick.then(done);
     });
   }
 
