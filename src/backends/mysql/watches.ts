@@ -79,6 +79,7 @@ export class Watches {
   async #loop(id: string, watch: Watch, token: bigint, name: string): Promise<void> {
     const seconds = Math.max(0.05, this.#everyMs / 1_000);
     let woken = false;
+    let nameHeld = true;
     while (this.#watches.get(id) === watch && this.#host.core.isOpen) {
       const startedAt = performance.now();
       const wait = this.#host.pool.wait(name, seconds);
@@ -98,11 +99,13 @@ export class Watches {
       }
       if (!live) {
         woken = true;
-        if (got === 1) this.#host.counters.notifications += 1;
+        if (got === 1 && nameHeld) this.#host.counters.notifications += 1;
         else this.#host.counters.backstopWakes += 1;
         break;
       }
-      // The name was free while the entry lives: its holder does not hold it now; look again later.
+      // The name was free while the entry lives: its holder does not hold it now; look again later
+      // (a later free name is then no sign of a release: that wake counts as the backstop's).
+      if (got === 1) nameHeld = false;
       if (got === 1 || got === null) await this.#pause(watch);
     }
     if (woken && this.#watches.get(id) === watch) {
