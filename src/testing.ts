@@ -15,6 +15,14 @@ import { type ConnectOptions, connectWith, type ProbeMaker } from './connect.js'
 export { etcdCounters, etcdProbeOf, type EtcdSessionProbe, etcdWatches } from './backends/etcd/testing.js';
 export { expireMemorySession } from './backends/memory/expire.js';
 export {
+  type MysqlCounters,
+  mysqlCounters,
+  mysqlProbeOf,
+  type MysqlSessionProbe,
+  type MysqlView,
+  mysqlWatches,
+} from './backends/mysql/testing.js';
+export {
   postgresCounters,
   postgresProbeOf,
   type PostgresSessionProbe,

@@ -6,12 +6,13 @@
 import type { Backend } from './backend.js';
 import { etcd } from './etcd/index.js';
 import { memory } from './memory/index.js';
+import { mysql } from './mysql/index.js';
 import { postgres } from './postgres/index.js';
 import { redis } from './redis/index.js';
 import { zookeeper } from './zookeeper/index.js';
 
 /** The backends, in the order messages list them. */
-export const BACKENDS: readonly Backend[] = [zookeeper, etcd, postgres, redis, memory];
+export const BACKENDS: readonly Backend[] = [zookeeper, etcd, postgres, mysql, redis, memory];
 
 /** The backend a URL scheme (without its colon, any case) names, if any. */
 export function backendForScheme(scheme: string): Backend | undefined {

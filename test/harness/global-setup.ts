@@ -7,7 +7,14 @@ import type { ZkInfo } from './backends/zookeeper.js';
 import { COMPILED_ENV, compileForChildren } from './compiled.js';
 import type { ContainerServers } from './servers/containers.js';
 import { type EtcdCluster, startEtcd } from './servers/etcd.js';
-import { chooseServerSource, ensureServersInstalled, postgresInstalled, serverSituation } from './servers/install.js';
+import {
+  chooseServerSource,
+  ensureServersInstalled,
+  mysqlInstalled,
+  postgresInstalled,
+  serverSituation,
+} from './servers/install.js';
+import { type MysqlServer, startMysql } from './servers/mysql.js';
 import { removePortClaims } from './servers/ports.js';
 import { type PgServer, startPostgres } from './servers/postgres.js';
 import { removeTempDir } from './servers/process.js';
@@ -22,6 +29,8 @@ declare module 'vitest' {
     etcdCluster: EtcdInfo;
     /** A PostgreSQL 15 server's URL (a superuser's, trust authentication on loopback). */
     postgres: string;
+    /** A MariaDB server's URL (or BATON_TEST_MYSQL's), a user with a password. */
+    mysql: string;
     redisStandalone: RedisStandaloneInfo;
     /** A Redis Cluster of 3 masters (or BATON_TEST_REDIS_CLUSTER's): a seed URL and the nodes. */
     redisCluster: RedisClusterInfo;
@@ -73,9 +82,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
 
 /**
  * Starts the servers the suites share, once per run, on free loopback ports: a standalone ZooKeeper,
- * a 3-node ensemble, a standalone etcd, a 3-node etcd cluster, a PostgreSQL, a standalone
+ * a 3-node ensemble, a standalone etcd, a 3-node etcd cluster, a PostgreSQL, a MariaDB, a standalone
  * redis-server and a Redis Cluster of 3 masters. BATON_TEST_ZK=host:port[,...], BATON_TEST_ETCD=http://host:port[,...],
- * BATON_TEST_POSTGRES=postgres://user[:password]@host:port/database, BATON_TEST_REDIS=redis://host:port and
+ * BATON_TEST_POSTGRES=postgres://user[:password]@host:port/database,
+ * BATON_TEST_MYSQL=mysql://user:password@host:port/database, BATON_TEST_REDIS=redis://host:port and
  * BATON_TEST_REDIS_CLUSTER=redis://host:port (any node of the cluster)
  * point the suites at running servers instead (PostgreSQL 15 is otherwise run as the `postgres` user
  * when the tests run as root). Without local
@@ -94,7 +104,12 @@ async function startServers(project: Provide): Promise<() => Promise<void>> {
   );
   if (source === 'local' || source === 'install') await ensureServersInstalled();
   const externalPostgres = process.env['BATON_TEST_POSTGRES'] || undefined;
-  if (externalPostgres === undefined && !postgresInstalled() && source !== 'local' && source !== 'install')
+  const externalMysql = process.env['BATON_TEST_MYSQL'] || undefined;
+  if (
+    ((externalPostgres === undefined && !postgresInstalled()) || (externalMysql === undefined && !mysqlInstalled())) &&
+    source !== 'local' &&
+    source !== 'install'
+  )
     await ensureServersInstalled();
   let containers: ContainerServers | undefined;
   if (source === 'containers') {
@@ -107,7 +122,7 @@ async function startServers(project: Provide): Promise<() => Promise<void>> {
   const compiling = compileForChildren();
   compiling.catch(() => undefined);
   try {
-    const [zkStandalone, zkEnsemble, etcdStandalone, etcdCluster, postgres, redisStandalone, redisCluster] =
+    const [zkStandalone, zkEnsemble, etcdStandalone, etcdCluster, postgres, redisStandalone, redisCluster, mysql] =
       await Promise.all([
         externalZk ? undefined : track(started, startZooKeeper({ size: 1, tickTimeMs: TICK_MS })),
         externalZk ? undefined : track(started, startZooKeeper({ size: 3, tickTimeMs: TICK_MS })),
@@ -116,6 +131,7 @@ async function startServers(project: Provide): Promise<() => Promise<void>> {
         externalPostgres ? undefined : track(started, startPostgres()),
         externalRedis ? undefined : track(started, startRedis()),
         externalRedisCluster ? undefined : track(started, startRedisCluster({ masters: 3 })),
+        externalMysql ? undefined : track(started, startMysql()),
       ]);
     // A container runs with the harness's tickTime; a server of the user's may not.
     const externalSessionMs =
@@ -127,6 +143,7 @@ async function startServers(project: Provide): Promise<() => Promise<void>> {
       ttlSeconds: ETCD_TTL_SECONDS,
     });
     project.provide('postgres', postgres?.url ?? externalPostgres!);
+    project.provide('mysql', mysql?.url ?? externalMysql!);
     project.provide('redisStandalone', {
       url: redisStandalone === undefined ? externalRedis!.replace(/\/+$/, '') : `redis://${redisStandalone.address}`,
       sessionTimeoutMs: REDIS_SESSION_TIMEOUT_MS,
@@ -158,7 +175,7 @@ async function startServers(project: Provide): Promise<() => Promise<void>> {
   };
 }
 
-type Started = ZkCluster | EtcdCluster | PgServer | RedisServer | RedisCluster;
+type Started = ZkCluster | EtcdCluster | PgServer | RedisServer | RedisCluster | MysqlServer;
 
 async function track<T extends Started>(started: Started[], starting: Promise<T>): Promise<T> {
   const cluster = await starting;

@@ -32,6 +32,16 @@ export function postgresInstalled(): boolean {
   return existsSync(`${postgresBinDir()}/postgres`) && existsSync(`${postgresBinDir()}/initdb`);
 }
 
+/** MariaDB's server, its bootstrap and its client (Debian's `mariadb-server`; the server is not on the PATH). */
+export function mariadbBinaries(): { server: string; installDb: string; client: string } {
+  return { server: '/usr/sbin/mariadbd', installDb: '/usr/bin/mariadb-install-db', client: '/usr/bin/mariadb' };
+}
+
+/** Whether the MariaDB the harness starts is installed. */
+export function mysqlInstalled(): boolean {
+  return Object.values(mariadbBinaries()).every((file) => existsSync(file));
+}
+
 export function etcdBinary(): string | undefined {
   return binary('etcd');
 }
@@ -120,9 +130,9 @@ const PEER_PACKAGES = [
 const HOW = [
   "ZooKeeper 3.8, etcd 3.4, PostgreSQL 15 and Redis 7.0 are needed for the tests, and so are the interop tests' peers: Apache",
   "Curator 5.4 (with a JDK's javac), kazoo for Debian's /usr/bin/python3, and etcdctl. Install them with",
-  `  sudo apt-get install -y zookeeper etcd-server postgresql redis-server ${PEER_PACKAGES.join(' ')}`,
+  `  sudo apt-get install -y zookeeper etcd-server postgresql mariadb-server redis-server ${PEER_PACKAGES.join(' ')}`,
   'or point the tests at running servers with',
-  '  BATON_TEST_ZK=host:port BATON_TEST_ETCD=http://host:port BATON_TEST_POSTGRES=postgres://user@host:port/db BATON_TEST_REDIS=redis://host:port npm test',
+  '  BATON_TEST_ZK=host:port BATON_TEST_ETCD=http://host:port BATON_TEST_POSTGRES=postgres://user@host:port/db BATON_TEST_MYSQL=mysql://user:password@host:port/db BATON_TEST_REDIS=redis://host:port npm test',
   '(for instance started with: docker compose -f docker-compose.zk.yml up -d; the peers are still needed)',
   'or start a container engine (Docker Desktop, colima, Podman with DOCKER_HOST): the tests then run',
   'ZooKeeper and etcd in containers themselves (the suites that start servers of their own still need them installed)',
@@ -175,12 +185,14 @@ export async function ensureServersInstalled(): Promise<void> {
   const external = process.env['BATON_TEST_ZK'] && process.env['BATON_TEST_ETCD'];
   const serversMissing = !external && (!existsSync(ZOOKEEPER_JAR) || etcdBinary() === undefined);
   const postgresMissing = !process.env['BATON_TEST_POSTGRES'] && !postgresInstalled();
+  const mysqlMissing = !process.env['BATON_TEST_MYSQL'] && !mysqlInstalled();
   // Redis: the shared server may be a running one, but the fault tests start servers of their own.
   const redisMissing = redisServerBinary() === undefined;
   const root = process.getuid?.() === 0;
   const missing = [
     ...(serversMissing ? ['zookeeper', 'etcd-server'] : []),
     ...(postgresMissing ? ['postgresql'] : []),
+    ...(mysqlMissing ? ['mariadb-server'] : []),
     ...(redisMissing ? ['redis-server'] : []),
   ];
   if (missing.length > 0 && !root && !(missing.length === 1 && redisMissing && process.env['BATON_TEST_REDIS']))
@@ -197,6 +209,7 @@ export async function ensureServersInstalled(): Promise<void> {
     throw new Error(`installation did not provide the servers\n${HOW}`);
   if (postgresMissing && !postgresInstalled())
     throw new Error(`installation did not provide PostgreSQL 15 (${postgresBinDir()})\n${HOW}`);
+  if (mysqlMissing && !mysqlInstalled()) throw new Error(`installation did not provide MariaDB\n${HOW}`);
   if (root && redisServerBinary() === undefined) throw new Error(`installation did not provide redis-server\n${HOW}`);
   const still = missingPeerPackages();
   if (still.length > 0) throw new Error(`installation did not provide the interop peers (${still.join(' ')})\n${HOW}`);

@@ -1,0 +1,375 @@
+import type { Abortable, Enqueued, Entry, GuardedOp } from '../../../recipes/contract.js';
+import { BackendError } from '../../../recipes/errors.js';
+import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
+import { holdCheckEveryMs, keepAlivePaceMs } from '../../timing.js';
+import { DriverCore } from '../core.js';
+import { entriesOf, PostgresEntry, type QueueRow } from '../postgres/entry.js';
+import { OwnEntries } from '../postgres/own-entries.js';
+import { fromPromise } from '../requests.js';
+import { mysqlFailures } from './failures.js';
+import { type GuardedHost, mysqlGuardedRead, mysqlGuardedWrite } from './guarded.js';
+import { KeepAlive } from './keepalive.js';
+import { Link, type Row } from './link.js';
+import {
+  attemptMs,
+  connectionConfig,
+  loadMysql2,
+  lockNameOf,
+  type MysqlDriverOptions,
+  openSession,
+  setupStatement,
+} from './open.js';
+import { type MysqlCounters, mysqlCounters, type MysqlProbe } from './probe.js';
+import { mysqlRevoke } from './revoke.js';
+import { armStatement, STATEMENTS } from './statements.js';
+import { WaitPool } from './wait-pool.js';
+import { Watches } from './watches.js';
+
+export type { MysqlDriverOptions } from './open.js';
+
+/** How many wait connections a session keeps at most; waits beyond them re-read at the backstop's pace. */
+export const WAIT_POOL_CAP = 4;
+
+/**
+ * How long a waiter blocks in `GET_LOCK` before it reads its blocker's row again: half the session's
+ * hold check, so that an entry deleted by someone else (whose name its holder's connection still holds)
+ * is seen by its waiter before its holder's session notices the loss, as a notification would.
+ */
+export function waitPaceMs(timeoutMs: number): number {
+  return Math.max(Math.floor(holdCheckEveryMs(timeoutMs) / 2), 50);
+}
+
+/** A session's id as users see it (`session.id`, `baton inspect`), from its row's id. */
+export function mysqlSessionIdOf(row: string): string {
+  return `my-${row}`;
+}
+
+/** The row id of a session id (`my-<n>`). */
+export function mysqlSessionRowOf(id: string): string {
+  return id.replace(/^my-/, '');
+}
+
+/**
+ * The MySQL/MariaDB backend on mysql2: a session is a row of `baton_sessions` whose lease the server's
+ * clock times, renewed by a heartbeat on the main connection; an entry is a row of `baton_entries` owned
+ * by it, whose `GET_LOCK` name the main connection holds until the entry's withdraw, so that a waiter
+ * blocked on that name in the wait pool is answered at its release. This file holds the contract's
+ * requests; the rest is in the files beside it.
+ */
+export class MysqlDriver implements Driver {
+  /** None: only baton writes baton's tables. */
+  readonly dialects: readonly string[] = [];
+  readonly id: string;
+  readonly timeoutMs: number;
+  readonly openedAt: number;
+  readonly #session: string;
+  readonly #namespace: string;
+  readonly #database: string;
+  readonly #main: Link;
+  readonly #beat: Link;
+  readonly #core: DriverCore;
+  readonly #counters: MysqlCounters;
+  readonly #own: OwnEntries;
+  readonly #pool: WaitPool;
+  readonly #watches: Watches;
+  readonly #keepAlive: KeepAlive;
+  /** The keys of the entries this session holds a name for (enqueued, not yet withdrawn). */
+  readonly #named = new Set<string>();
+
+  static async open(options: MysqlDriverOptions, probe?: MysqlProbe): Promise<MysqlDriver> {
+    let driver: MysqlDriver | undefined;
+    const opened = await openSession(options, {
+      main: {
+        up: (again) => {
+          if (again && driver !== undefined) driver.#reconnected();
+        },
+        // Made again soon, not at the next request: its entries' names are to be held again.
+        down: () => {
+          setTimeout(() => {
+            if (driver !== undefined && driver.#core.isOpen) driver.#main.open().catch(() => undefined);
+          }, 100).unref();
+        },
+      },
+      beat: {
+        down: () => {
+          if (driver !== undefined) driver.#keepAlive.down();
+        },
+      },
+    });
+    const create = await loadMysql2();
+    driver = new MysqlDriver(opened, options, probe, () => {
+      const config = connectionConfig(options.url, options.tls);
+      return new Link(create, config, attemptMs(options.sessionTimeoutMs), setupStatement());
+    });
+    return driver;
+  }
+
+  private constructor(
+    opened: Awaited<ReturnType<typeof openSession>>,
+    options: MysqlDriverOptions,
+    probe: MysqlProbe | undefined,
+    newLink: () => Link,
+  ) {
+    this.#session = opened.session;
+    this.id = mysqlSessionIdOf(opened.session);
+    this.timeoutMs = options.sessionTimeoutMs;
+    this.openedAt = opened.openedAt;
+    this.#main = opened.main;
+    this.#beat = opened.beat;
+    this.#namespace = options.url.namespace;
+    this.#database = options.url.database;
+    this.#counters = probe?.counters ?? mysqlCounters();
+    this.#pool = new WaitPool(
+      {
+        newLink,
+        kill: async (thread) => {
+          this.#counters.killedWaits += 1;
+          await this.#main.query(`KILL QUERY ${Math.trunc(thread)}`);
+        },
+      },
+      WAIT_POOL_CAP,
+    );
+    this.#core = new DriverCore(mysqlFailures(this.id), {
+      onEnd: (reason) => this.#onEnd(reason),
+      onLost: () => {
+        this.#main.destroy();
+        this.#beat.destroy();
+        this.#pool.destroy();
+      },
+    });
+    this.#own = new OwnEntries({
+      session: this.#session,
+      timeoutMs: this.timeoutMs,
+      counters: this.#counters,
+      withdraw: (entry) => this.withdraw(entry),
+      list: (queue) => this.list(queue),
+    });
+    const watches = probe?.watches;
+    this.#watches = new Watches(
+      {
+        core: this.#core,
+        pool: this.#pool,
+        namespace: this.#namespace,
+        counters: this.#counters,
+        nameOf: (key) => lockNameOf(this.#database, key),
+        live: (tokens) => this.#live(tokens),
+        list: (queue) => this.list(queue),
+        ...(watches === undefined
+          ? {}
+          : {
+              watched: (tag: string, delta: 1 | -1) => {
+                const count = (watches.get(tag) ?? 0) + delta;
+                if (count > 0) watches.set(tag, count);
+                else watches.delete(tag);
+              },
+            }),
+      },
+      waitPaceMs(this.timeoutMs),
+    );
+    probe?.expose({
+      mainThreadId: () => this.#main.threadId,
+      beatThreadId: () => this.#beat.threadId,
+      waitThreadIds: () => this.#pool.threadIds(),
+    });
+    this.#keepAlive = new KeepAlive(
+      { core: this.#core, link: this.#beat, session: this.#session, id: this.id, beat: () => this.#own.settle() },
+      keepAlivePaceMs(this.timeoutMs),
+    );
+  }
+
+  attach(events: DriverEvents): void {
+    this.#core.attach(events);
+  }
+
+  /** A statement on the main connection, sent again while it fails only on the way. */
+  #request<R extends Row>(
+    text: string,
+    values: readonly unknown[],
+    call: boolean,
+    onAttempt?: () => void,
+  ): Promise<R[]> {
+    return this.#core.retry(
+      fromPromise(async () => {
+        onAttempt?.();
+        if (text === STATEMENTS.confirm) this.#counters.confirms += 1;
+        else this.#counters.statements += 1;
+        return call ? this.#main.call<R>(text, values) : this.#main.rows<R>(text, values);
+      }),
+    );
+  }
+
+  #listed(queue: string, rows: readonly QueueRow[]): Entry[] {
+    return this.#own.sweepOrphans(entriesOf(queue, rows));
+  }
+
+  async enqueue(queue: string, kind: string, at?: Entry, data?: string, _dialect?: string): Promise<Enqueued> {
+    this.#core.assertOpen();
+    const own = this.#own;
+    const key = own.nextKey();
+    const at_ = at === undefined ? null : at.order.toString();
+    const values = [this.#session, key, lockNameOf(this.#database, key), this.#namespace, queue, kind, at_, data ?? ''];
+    let attempts = 0;
+    own.enqueuing(key);
+    try {
+      const rows = await this.#request<QueueRow & { created: number | string }>(
+        STATEMENTS.enqueue,
+        values,
+        true,
+        () => {
+          // A second attempt: the first may still reach the server later; the withdraw then retires the key.
+          if (++attempts === 2) own.sentTwice(key);
+        },
+      );
+      if (rows.length > 0 && Number(rows[0]!.created) === 0) this.#counters.adopted += 1;
+      const entry = entriesOf(queue, rows).find((e) => e.key === key);
+      if (entry === undefined) throw new BackendError(`wrote ${key} but the queue read does not show it`);
+      own.claim(key);
+      this.#named.add(key);
+      if (attempts > 1) own.unsettle(queue);
+      return { entry, queue: this.#listed(queue, rows) };
+    } catch (error) {
+      own.unsettle(queue);
+      if (own.wasSentTwice(key) && this.#core.isOpen)
+        void this.withdraw({ queue, key, kind, order: 0n, fencingToken: 0n }).catch(() => undefined);
+      throw error;
+    } finally {
+      own.settled(key);
+    }
+  }
+
+  async list(queue: string): Promise<readonly Entry[]> {
+    return this.#listed(queue, await this.#request<QueueRow>(STATEMENTS.list, [this.#namespace, queue], true));
+  }
+
+  waitGone(entry: Entry, signal: Abortable): Promise<void> {
+    return this.#watches.waitGone(entry, signal);
+  }
+
+  waitChange(queue: string, seen: readonly Entry[], signal: Abortable): Promise<void> {
+    return this.#watches.waitChange(queue, seen, signal);
+  }
+
+  async #live(tokens: readonly bigint[]): Promise<Set<bigint>> {
+    if (tokens.length === 0) return new Set();
+    const rows = await this.#request<{ token: string }>(STATEMENTS.live, [tokens.map(String)], false);
+    return new Set(rows.map((row) => BigInt(row.token)));
+  }
+
+  withdraw(entry: Entry): Promise<void> {
+    const retire = this.#own.takeRetired(entry.key) ? 1 : 0;
+    const values = [entry.key, this.#session, lockNameOf(this.#database, entry.key), retire];
+    return this.#core.withdraw({
+      key: entry.key,
+      attempt: () =>
+        fromPromise(() => {
+          this.#counters.statements += 1;
+          return this.#main.query(STATEMENTS.withdraw, values);
+        }),
+      done: () => {
+        this.#own.forget(entry.key);
+        this.#named.delete(entry.key);
+      },
+    });
+  }
+
+  async read(entry: Entry): Promise<string | null> {
+    const token = PostgresEntry.rowTokenOf(entry).toString();
+    const rows = await this.#request<{ data: string }>(STATEMENTS.read, [entry.key, token], false);
+    return rows[0]?.data ?? null;
+  }
+
+  async describe(queue: string): Promise<EntryInfo[]> {
+    interface Described extends QueueRow {
+      session: string;
+      data: string;
+      created_ms: string;
+      expires_in_ms: string;
+    }
+    const rows = await this.#request<Described>(STATEMENTS.describe, [this.#namespace, queue], false);
+    const entries = entriesOf(queue, rows);
+    return rows.map((row, index) => ({
+      entry: entries[index]!,
+      owner: mysqlSessionIdOf(String(row.session)),
+      client: 'baton',
+      data: row.data,
+      createdAt: Math.round(Number(row.created_ms)),
+      expiresInMs: Math.max(0, Math.round(Number(row.expires_in_ms))),
+    }));
+  }
+
+  /** An operator's force release of any session's entry (see revoke.ts). */
+  revoke(entry: Entry): Promise<boolean> {
+    return mysqlRevoke(
+      (text, values) =>
+        this.#core.retry(
+          fromPromise(() => {
+            this.#counters.statements += 1;
+            return this.#main.changed(text, values);
+          }),
+        ),
+      this.#namespace,
+      entry,
+    );
+  }
+
+  async confirm(entry: Entry): Promise<boolean> {
+    const rows = await this.#request<{ key: string }>(STATEMENTS.confirm, [entry.key, this.#session], false);
+    if (rows.length > 0) return true;
+    await this.#keepAlive.renew(); // our entry is gone: if the session went with it, it is lost now
+    return false;
+  }
+
+  /** A new main connection holds none of the entries' names: take them again, and renew at once. */
+  #reconnected(): void {
+    if (!this.#core.isOpen) return;
+    const names = [...this.#named].map((key) => lockNameOf(this.#database, key));
+    for (let i = 0; i < names.length; i += 100) {
+      const batch = names.slice(i, i + 100);
+      this.#main.query(armStatement(batch.length), batch).catch(() => undefined);
+    }
+  }
+
+  abandon(reason: Error): void {
+    this.#core.abandon(reason, () => {
+      this.#main.destroy();
+      this.#beat.destroy();
+      this.#pool.destroy();
+    });
+  }
+
+  close(): Promise<void> {
+    return this.#core.close(this.timeoutMs, {
+      // The session's row goes, and its entries with it; the connection's end frees their names.
+      onServer: () =>
+        this.#main.query(STATEMENTS.close, [this.#session]).then(
+          () => undefined,
+          () => undefined,
+        ),
+      disconnect: () => Promise.all([this.#main.close(), this.#beat.close(), this.#pool.close()]).then(() => undefined),
+    });
+  }
+
+  #onEnd(reason: Error): void {
+    this.#keepAlive.stop();
+    this.#watches.failAll(reason);
+    this.#own.clear();
+    this.#named.clear();
+  }
+
+  #guardedHost(): GuardedHost {
+    return {
+      session: this.#session,
+      namespace: this.#namespace,
+      call: <R extends Row>(text: string, values: readonly unknown[]) => this.#request<R>(text, values, true),
+      select: <R extends Row>(text: string, values: readonly unknown[]) => this.#request<R>(text, values, false),
+    };
+  }
+
+  guardedWrite(entry: Entry, op: GuardedOp): Promise<boolean> {
+    return mysqlGuardedWrite(this.#guardedHost(), entry, op);
+  }
+
+  guardedRead(queue: string, name: string): Promise<string | null> {
+    return mysqlGuardedRead(this.#guardedHost(), queue, name);
+  }
+}

@@ -1,0 +1,179 @@
+import type { Connection, ConnectionOptions } from 'mysql2';
+
+/** mysql2's `createConnection` (loaded only for mysql URLs). */
+export type CreateConnection = (config: ConnectionOptions) => Connection;
+
+/** What a link tells its owner. */
+export interface LinkEvents {
+  /** A new connection is up (the first one too); `again` for every one after the first. */
+  up?(again: boolean): void;
+  /** The connection broke (or was dropped for not answering). */
+  down?(cause: unknown): void;
+}
+
+/** A row of a result set, as mysql2 gives it (numbers of BIGINT columns as strings). */
+export type Row = Record<string, unknown>;
+
+/**
+ * One MySQL connection that is made again after it breaks. Statements go one at a time, in order, each
+ * with a deadline after which the connection is dropped (a server that stopped answering, a cut without
+ * a reset), so that the statement fails at once and can be sent again on a new connection. Every new
+ * connection first gets baton's session settings (`setup`).
+ */
+export class Link {
+  readonly #create: CreateConnection;
+  readonly #config: ConnectionOptions;
+  readonly #events: LinkEvents;
+  readonly #attemptMs: number;
+  readonly #setup: string;
+  #connection: Connection | undefined;
+  #connecting: Promise<Connection> | undefined;
+  #ups = 0;
+  #closed = false;
+  #tail: Promise<unknown> = Promise.resolve();
+
+  constructor(create: CreateConnection, config: ConnectionOptions, attemptMs: number, setup: string, events = {}) {
+    this.#create = create;
+    this.#config = config;
+    this.#attemptMs = attemptMs;
+    this.#setup = setup;
+    this.#events = events;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  get connected(): boolean {
+    return this.#connection !== undefined && this.#connecting === undefined;
+  }
+
+  /** The server's id of the connection now up (for `KILL QUERY`), if any. */
+  get threadId(): number | undefined {
+    return this.connected ? (this.#connection?.threadId ?? undefined) : undefined;
+  }
+
+  /** Connects now (the first connection: its failure is the caller's). */
+  async open(): Promise<void> {
+    await this.#connected();
+  }
+
+  /** Runs one statement after those queued before it; `limitMs` replaces the deadline (a wait that blocks). */
+  query(text: string, values?: readonly unknown[], limitMs = this.#attemptMs): Promise<unknown> {
+    const run = this.#tail.then(() => this.#run(text, values, limitMs));
+    this.#tail = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Rows of a statement that returns one result set (a SELECT). */
+  async rows<R extends Row>(text: string, values?: readonly unknown[], limitMs?: number): Promise<R[]> {
+    return (await this.query(text, values, limitMs)) as R[];
+  }
+
+  /** The first result set of a `CALL` (a procedure's SELECT), or none. */
+  async call<R extends Row>(text: string, values?: readonly unknown[]): Promise<R[]> {
+    const result = await this.query(text, values);
+    return Array.isArray(result) && Array.isArray(result[0]) ? (result[0] as R[]) : [];
+  }
+
+  /** Rows changed by a statement (an UPDATE, a DELETE). */
+  async changed(text: string, values?: readonly unknown[]): Promise<number> {
+    const result = (await this.query(text, values)) as { affectedRows?: number };
+    return result.affectedRows ?? 0;
+  }
+
+  async #run(text: string, values: readonly unknown[] | undefined, limitMs: number): Promise<unknown> {
+    if (this.#closed) throw new LinkClosedError();
+    const connection = await this.#connected();
+    const timer = setTimeout(() => this.drop(new Error(`no answer from MySQL within ${limitMs} ms`)), limitMs);
+    try {
+      return await send(connection, text, values);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  #connected(): Promise<Connection> {
+    if (this.#closed) return Promise.reject(new LinkClosedError());
+    if (this.#connection !== undefined && this.#connecting === undefined) return Promise.resolve(this.#connection);
+    this.#connecting ??= this.#connect().finally(() => (this.#connecting = undefined));
+    return this.#connecting;
+  }
+
+  async #connect(): Promise<Connection> {
+    const connection = this.#create({ connectTimeout: this.#attemptMs, ...this.#config });
+    this.#connection = connection;
+    connection.on('error', (error: unknown) => this.#broken(connection, error));
+    connection.on('end', () => this.#broken(connection, new Error('the connection to MySQL ended')));
+    const timer = setTimeout(() => connection.destroy(), this.#config.connectTimeout ?? this.#attemptMs);
+    try {
+      await new Promise<void>((resolve, reject) => connection.connect((error) => (error ? reject(error) : resolve())));
+      await send(connection, this.#setup, undefined);
+    } catch (error) {
+      this.#broken(connection, error);
+      connection.destroy();
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+    if (this.#connection !== connection || this.#closed) {
+      connection.destroy();
+      throw this.#closed ? new LinkClosedError() : new Error('the connection to MySQL broke while it was made');
+    }
+    this.#events.up?.(this.#ups++ > 0);
+    return connection;
+  }
+
+  #broken(connection: Connection, cause: unknown): void {
+    if (this.#connection !== connection) return;
+    this.#connection = undefined;
+    connection.destroy();
+    if (!this.#closed) this.#events.down?.(cause);
+  }
+
+  /** Drops the connection (it stopped answering): its statements fail, the next one connects again. */
+  drop(cause: unknown): void {
+    const connection = this.#connection;
+    if (connection !== undefined) this.#broken(connection, cause);
+  }
+
+  /** Ends the connection for good, with a goodbye to the server (bounded by the deadline). */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    const connection = this.#connection;
+    this.#closed = true;
+    this.#connection = undefined;
+    if (connection === undefined) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      new Promise<void>((resolve) => connection.end(() => resolve())),
+      new Promise((resolve) => (timer = setTimeout(resolve, this.#attemptMs))),
+    ]);
+    clearTimeout(timer);
+    connection.destroy();
+  }
+
+  /** Destroys the connection at once, without a goodbye to the server. */
+  destroy(): void {
+    this.#closed = true;
+    const connection = this.#connection;
+    this.#connection = undefined;
+    connection?.destroy();
+  }
+}
+
+function send(connection: Connection, text: string, values: readonly unknown[] | undefined): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    connection.query({ sql: text, values: values as unknown[] | undefined }, (error, result) =>
+      error ? reject(error) : resolve(result),
+    );
+  });
+}
+
+/** A statement on a link that was closed. */
+export class LinkClosedError extends Error {
+  constructor() {
+    super('the MySQL connection was closed');
+    this.name = 'LinkClosedError';
+  }
+}

@@ -1,0 +1,236 @@
+import { createHash } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { ConnectionOptions as TlsOptions } from 'node:tls';
+
+import type { ConnectionOptions } from 'mysql2';
+
+import { AccessDeniedError, BackendError, BatonError } from '../../../recipes/errors.js';
+import { loadPeer } from '../../metrics/peer.js';
+import { describeDialFailure, dialErrorCode } from '../dial.js';
+import { denied, mysqlFailures, serverErrno } from './failures.js';
+import { type CreateConnection, Link, type LinkEvents } from './link.js';
+import { SCHEMA_VERSION, schemaStatements } from './schema.js';
+import type { MysqlUrl } from './url.js';
+
+/** What the MySQL driver is opened with. */
+export interface MysqlDriverOptions {
+  readonly url: MysqlUrl;
+  readonly sessionTimeoutMs: number;
+  readonly connectTimeoutMs: number;
+  /** Create baton's tables when they are missing (default); false: refuse to connect instead. */
+  readonly createSchema: boolean;
+  readonly tls: TlsOptions | undefined;
+  readonly signal?: AbortSignal | undefined;
+}
+
+/** mysql2, loaded only for mysql URLs (an optional peer dependency). */
+export async function loadMysql2(): Promise<CreateConnection> {
+  const mysql2 = await loadPeer('mysql2', 'a mysql:// URL', () => import('mysql2'));
+  return (mysql2.default ?? mysql2).createConnection;
+}
+
+/** How long one statement may go unanswered before its connection is dropped and it is sent again. */
+export function attemptMs(sessionTimeoutMs: number): number {
+  return Math.max(Math.floor(sessionTimeoutMs / 3), 500);
+}
+
+/** The `GET_LOCK` name of an entry: server-wide, so the database is in it; hashed to stay under 64 characters. */
+export function lockNameOf(database: string, key: string): string {
+  return `baton.${createHash('sha1').update(`${database}/${key}`).digest('hex')}`;
+}
+
+/** mysql2's settings for the URL: BIGINTs as strings, no multi-statements, the TLS settings if any. */
+export function connectionConfig(url: MysqlUrl, tls: TlsOptions | undefined): ConnectionOptions {
+  return {
+    host: url.host,
+    port: url.port,
+    user: url.user,
+    password: url.password,
+    database: url.database,
+    charset: 'utf8mb4',
+    supportBigNumbers: true,
+    bigNumberStrings: true,
+    dateStrings: true,
+    multipleStatements: false,
+    enableKeepAlive: true,
+    ...(tls === undefined ? {} : { ssl: tls as NonNullable<ConnectionOptions['ssl']> }),
+  };
+}
+
+/**
+ * What every connection of baton's is set to first: the server's clock read in UTC (SYSDATE never
+ * jumps at a daylight-saving change), and the longest `wait_timeout` MySQL allows (a year), so that the
+ * server never closes the main connection, which holds the entries' names however long it is idle. The
+ * lease, not the connection, decides how long a dead client holds.
+ */
+export function setupStatement(): string {
+  return `SET time_zone = '+00:00', wait_timeout = 31536000`;
+}
+
+export interface OpenedSession {
+  /** The requests' connection, which holds the entries' names. */
+  readonly main: Link;
+  /** The heartbeat's connection: renewals never wait behind requests. */
+  readonly beat: Link;
+  readonly session: string;
+  /** `performance.now()` just before the statement that opened the session was sent. */
+  readonly openedAt: number;
+}
+
+/**
+ * Connects the session's two connections, refuses Galera, makes sure baton's tables are there, opens
+ * the session's row. Anything made is closed again on failure.
+ */
+export async function openSession(
+  options: MysqlDriverOptions,
+  events: { main: LinkEvents; beat: LinkEvents },
+): Promise<OpenedSession> {
+  const create = await loadMysql2();
+  const config = { ...connectionConfig(options.url, options.tls), connectTimeout: options.connectTimeoutMs };
+  const setup = setupStatement();
+  const main = new Link(create, config, attemptMs(options.sessionTimeoutMs), setup, events.main);
+  const beat = new Link(create, config, attemptMs(options.sessionTimeoutMs), setup, events.beat);
+  const onAbort = (): void => {
+    main.destroy();
+    beat.destroy();
+  };
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    await connectFirst(main, options);
+    await refuseGalera(main, options.url.shown);
+    await ensureSchema(main, options.url.database, options.createSchema);
+    const openedAt = performance.now();
+    const rows = await main.call<{ id: string }>('CALL baton_open_session(?, ?)', [
+      options.sessionTimeoutMs,
+      `${hostname()} pid ${process.pid}`.slice(0, 255),
+    ]);
+    const session = String(rows[0]!.id);
+    try {
+      await beat.open();
+    } catch (error) {
+      await main.query('DELETE FROM baton_sessions WHERE id = ?', [session]).catch(() => undefined);
+      throw error;
+    }
+    return { main, beat, session, openedAt };
+  } catch (error) {
+    main.destroy();
+    beat.destroy();
+    options.signal?.throwIfAborted();
+    if (error instanceof BatonError) throw error;
+    if (serverErrno(error) !== undefined) throw mysqlFailures('(opening)').map(error);
+    throw new BackendError(
+      `MySQL at ${options.url.shown} failed while the session was opened: ${dialFailure(error, options.connectTimeoutMs)}`,
+      { cause: error },
+    );
+  } finally {
+    options.signal?.removeEventListener('abort', onAbort);
+  }
+}
+
+/** The first connection, tried again while the server starts up, until the connect timeout; a refused login ends it. */
+async function connectFirst(main: Link, options: MysqlDriverOptions): Promise<void> {
+  const giveUpAt = performance.now() + options.connectTimeoutMs;
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      await main.open();
+      return;
+    } catch (error) {
+      if (denied(error))
+        throw new AccessDeniedError(`MySQL refused the login at ${options.url.shown}: ${(error as Error).message}`, {
+          cause: error,
+        });
+      const final = dialErrorCode(error) === 'ENOTFOUND' || dialErrorCode(error) === 'EAI_FAIL';
+      const errno = serverErrno(error);
+      const again = !final && (errno === undefined || errno === 1040 || errno === 1053);
+      const pause = Math.min(50 * 2 ** attempt, 1_000);
+      if (!again || options.signal?.aborted === true || main.closed || performance.now() + pause >= giveUpAt) {
+        if (errno !== undefined && !again) throw error;
+        const within = final ? '' : ` within ${options.connectTimeoutMs} ms`;
+        throw new BackendError(
+          `could not connect to MySQL at ${options.url.shown}${within}: ${dialFailure(error, options.connectTimeoutMs)}`,
+          { cause: error },
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+}
+
+function dialFailure(error: unknown, waitedMs: number): string {
+  if (dialErrorCode(error) !== undefined || !(error instanceof Error)) return describeDialFailure(error, waitedMs);
+  return error.message;
+}
+
+/**
+ * Galera (MariaDB Galera Cluster, Percona XtraDB Cluster) replicates rows but not `GET_LOCK` names, and
+ * certifies conflicting writes at commit on another node: baton's queue order is not kept there.
+ */
+async function refuseGalera(main: Link, shown: string): Promise<void> {
+  const rows = await main.rows<{ Value?: string }>("SHOW VARIABLES LIKE 'wsrep_on'");
+  if (String(rows[0]?.Value ?? 'OFF').toUpperCase() === 'ON')
+    throw new BackendError(
+      `MySQL at ${shown} is a Galera cluster node (wsrep_on=ON): baton does not run on Galera, whose nodes neither share GET_LOCK names nor keep the queue's commit order (see docs/mysql.md)`,
+    );
+}
+
+/**
+ * Creates baton's tables and procedures when they are missing, under a server-wide `GET_LOCK` so that
+ * many processes connecting at once create them once (DDL commits on its own in MySQL: the version row
+ * is written last, and a creation cut short is completed by the next one).
+ */
+export async function ensureSchema(main: Link, database: string, create: boolean): Promise<void> {
+  const found = await schemaVersion(main);
+  if (found === SCHEMA_VERSION) return;
+  if (found !== undefined)
+    throw new BackendError(
+      `baton's tables in "${database}" have version ${found}; this baton needs version ${SCHEMA_VERSION} (see docs/mysql.md)`,
+    );
+  if (!create)
+    throw new BackendError(
+      `baton's tables do not exist in "${database}" and createSchema is false: have them created with \`baton schema <url>\` (or print their SQL with --print)`,
+    );
+  const lock = lockNameOf(database, 'schema');
+  const [row] = await main.rows<{ got: number | null }>('SELECT GET_LOCK(?, 30) AS got', [lock]);
+  if (Number(row?.got) !== 1) throw new BackendError(`could not take the lock that serialises baton's schema creation`);
+  try {
+    if ((await schemaVersion(main)) === SCHEMA_VERSION) return;
+    for (const statement of schemaStatements()) await main.query(statement);
+  } finally {
+    await main.query('DO RELEASE_LOCK(?)', [lock]).catch(() => undefined);
+  }
+  const created = await schemaVersion(main);
+  if (created !== SCHEMA_VERSION)
+    throw new BackendError(`baton's tables were not found after their creation (version ${created ?? 'missing'})`);
+}
+
+async function schemaVersion(main: Link): Promise<number | undefined> {
+  const tables = await main.rows(
+    "SELECT 1 FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'baton_version'",
+  );
+  if (tables.length === 0) return undefined;
+  const rows = await main.rows<{ version: number }>('SELECT version FROM baton_version');
+  return rows[0] === undefined ? undefined : Number(rows[0].version);
+}
+
+/** `baton schema <url>`: creates baton's tables (as `connect()` would), for a DBA whose application user may not run DDL. */
+export async function applySchema(url: MysqlUrl, connectTimeoutMs: number): Promise<'created' | 'present'> {
+  const create = await loadMysql2();
+  const link = new Link(create, connectionConfig(url, undefined), connectTimeoutMs, setupStatement());
+  try {
+    try {
+      await link.open();
+    } catch (error) {
+      throw new BackendError(`could not connect to MySQL at ${url.shown}: ${dialFailure(error, connectTimeoutMs)}`, {
+        cause: error,
+      });
+    }
+    const before = await schemaVersion(link);
+    await ensureSchema(link, url.database, true);
+    return before === undefined ? 'created' : 'present';
+  } catch (error) {
+    if (error instanceof BatonError || serverErrno(error) === undefined) throw error;
+    throw mysqlFailures('(schema)').map(error);
+  } finally {
+    await link.close();
+  }
+}

@@ -1,0 +1,31 @@
+/** The statements the driver sends on its main connection (each is one round trip). */
+export const STATEMENTS = {
+  enqueue: 'CALL baton_enqueue(?, ?, ?, ?, ?, ?, ?, ?)',
+  list: 'CALL baton_list(?, ?)',
+  withdraw: 'CALL baton_withdraw(?, ?, ?, ?)',
+  live:
+    'SELECT e.token FROM baton_entries e JOIN baton_sessions o ON o.id = e.session AND o.expires_at > SYSDATE(6)' +
+    ' WHERE e.token IN (?)',
+  read:
+    'SELECT e.data FROM baton_entries e JOIN baton_sessions o ON o.id = e.session AND o.expires_at > SYSDATE(6)' +
+    ' WHERE e.`key` = ? AND e.token = ?',
+  describe:
+    'SELECT e.token, e.`key`, e.position AS queue_position, e.kind, e.session, e.data,' +
+    ' UNIX_TIMESTAMP(e.created_at) * 1000 AS created_ms,' +
+    ' TIMESTAMPDIFF(MICROSECOND, SYSDATE(6), o.expires_at) / 1000 AS expires_in_ms' +
+    ' FROM baton_entries e JOIN baton_sessions o ON o.id = e.session AND o.expires_at > SYSDATE(6)' +
+    ' WHERE e.namespace = ? AND e.queue = ? ORDER BY e.position, e.token',
+  confirm:
+    'SELECT e.`key` FROM baton_entries e JOIN baton_sessions o ON o.id = e.session AND o.expires_at > SYSDATE(6)' +
+    ' WHERE e.`key` = ? AND e.session = ?',
+  // An expired lease is never renewed: its session stays lost (the WHERE finds no row).
+  renew:
+    'UPDATE baton_sessions SET expires_at = SYSDATE(6) + INTERVAL (ttl_ms * 1000) MICROSECOND' +
+    ' WHERE id = ? AND expires_at > SYSDATE(6)',
+  close: 'DELETE FROM baton_sessions WHERE id = ?',
+} as const;
+
+/** Takes the wake-up names of these entries again (a new main connection holds none): one statement. */
+export function armStatement(count: number): string {
+  return `SELECT ${Array.from({ length: count }, (_, i) => `GET_LOCK(?, 0) AS a${i}`).join(', ')}`;
+}

@@ -1,0 +1,4 @@
+import { mysqlFixture } from '../../harness/backends/mysql.js';
+import { forceReleaseContract } from './force-release.contract.js';
+
+forceReleaseContract(() => mysqlFixture());

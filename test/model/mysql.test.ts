@@ -1,0 +1,12 @@
+import { mysqlFixture } from '../harness/backends/mysql.js';
+import { lockModelTest } from './property.js';
+
+lockModelTest(mysqlFixture, {
+  runs: 100,
+  maxCommands: 16,
+  slots: 3,
+  locks: ['a', 'b'],
+  timeoutsMs: [0, 20],
+  endEvery: 40,
+  timeoutMs: 120_000,
+});
