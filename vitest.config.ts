@@ -10,7 +10,7 @@ const SIDE_BY_SIDE = [
   'test/units/**/*.test.ts',
   'test/package/**/*.test.ts',
   'test/cli/{elect,inspect,lock,production-modules,version}.test.ts',
-  'test/api/{connect,connect-abort,hostile-input,lock-events,metrics}.test.ts',
+  'test/api/{connect,connect-abort,lock-events,metrics}.test.ts',
 ];
 
 export default defineConfig({
