@@ -61,6 +61,7 @@ export interface Period {
 
 /** What the work is given: its period and the held lock (pass `lock.fencingToken` with every write). */
 export interface OnceRun {
+  /** The period this run is for: the one the caller's clock (or the `at` option) falls in. */
   readonly period: Period;
   /** The job's lock, held while the work runs: its `signal` aborts if the lock is lost. */
   readonly lock: LockHandle;

@@ -75,6 +75,7 @@ export {
   connect,
   type ConnectOptions,
   type EtcdClientOptions,
+  type MysqlClientOptions,
   type RedisClientOptions,
   type ZkAuth,
 } from './connect.js';

@@ -196,7 +196,7 @@ describe('baton inspect, the command', () => {
     expect(badName.stderr).toMatch(/invalid name "a\/\/b"/);
     const badUrl = await runBaton(['inspect', 'ftp://127.0.0.1/x', 'a']);
     expect(badUrl.code).toBe(2);
-    expect(badUrl.stderr).toMatch(/url scheme "ftp:".*zk:, etcd:, postgres:, redis:, rediss: or memory:/);
+    expect(badUrl.stderr).toMatch(/url scheme "ftp:".*zk:, etcd:, postgres:, mysql:, redis:, rediss: or memory:/);
   });
 
   it('exits 1 with a clear message when the server is unreachable', async () => {

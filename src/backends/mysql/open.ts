@@ -58,13 +58,15 @@ export function connectionConfig(url: MysqlUrl, tls: TlsOptions | undefined): Co
 }
 
 /**
- * What every connection of baton's is set to first: the server's clock read in UTC (SYSDATE never
+ * What every connection of baton's is set to first: autocommit on (a server whose `init_connect` or
+ * global default turns it off would leave every renewal uncommitted, so other sessions would see the
+ * lease run out while this one believes it renewed), the server's clock read in UTC (SYSDATE never
  * jumps at a daylight-saving change), and the longest `wait_timeout` MySQL allows (a year), so that the
  * server never closes the main connection, which holds the entries' names however long it is idle. The
  * lease, not the connection, decides how long a dead client holds.
  */
 export function setupStatement(): string {
-  return `SET time_zone = '+00:00', wait_timeout = 31536000`;
+  return `SET autocommit = 1, time_zone = '+00:00', wait_timeout = 31536000`;
 }
 
 export interface OpenedSession {
