@@ -161,7 +161,9 @@ export async function chooseServerSource(here: ServerSituation): Promise<ServerS
   if (here.binaries) return 'local';
   if (here.canInstall) return 'install';
   if (await here.engineAnswers()) return 'containers';
-  throw new Error(`missing: zookeeper etcd-server postgresql redis-server, and no container engine answered\n${HOW}`);
+  throw new Error(
+    `missing: zookeeper etcd-server postgresql mariadb-server redis-server, and no container engine answered\n${HOW}`,
+  );
 }
 
 /** This machine's situation. */

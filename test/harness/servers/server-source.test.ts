@@ -54,11 +54,13 @@ describe('where the test servers come from', () => {
     const { here } = situation({ external: false, binaries: false, canInstall: false, engine: false });
     const error = (await chooseServerSource(here).catch((e: unknown) => e)) as Error;
     expect(error.message).toMatch(
-      /^missing: zookeeper etcd-server postgresql redis-server, and no container engine answered/,
+      /^missing: zookeeper etcd-server postgresql mariadb-server redis-server, and no container engine answered/,
     );
-    expect(error.message).toContain('sudo apt-get install -y zookeeper etcd-server postgresql redis-server');
     expect(error.message).toContain(
-      'BATON_TEST_ZK=host:port BATON_TEST_ETCD=http://host:port BATON_TEST_POSTGRES=postgres://user@host:port/db BATON_TEST_REDIS=redis://host:port npm test',
+      'sudo apt-get install -y zookeeper etcd-server postgresql mariadb-server redis-server',
+    );
+    expect(error.message).toContain(
+      'BATON_TEST_ZK=host:port BATON_TEST_ETCD=http://host:port BATON_TEST_POSTGRES=postgres://user@host:port/db BATON_TEST_MYSQL=mysql://user:password@host:port/db BATON_TEST_REDIS=redis://host:port npm test',
     );
     expect(error.message).toContain('start a container engine');
   });
