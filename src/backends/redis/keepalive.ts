@@ -50,6 +50,8 @@ export class KeepAlive {
   #clientReadyAt: number;
   #subscriberReadyAt: number;
   #suspended = false;
+  /** Stopped for good: a connection coming back must not renew what was let go (a test's stopped watchdog). */
+  #stopped = false;
 
   constructor(
     client: Redis | Cluster,
@@ -75,6 +77,7 @@ export class KeepAlive {
   }
 
   stop(): void {
+    this.#stopped = true;
     clearInterval(this.#timer);
     this.#timer = undefined;
   }
@@ -99,7 +102,7 @@ export class KeepAlive {
 
   /** Sends a renewal now unless one is in flight (as soon as the connection is back, too), and a ping to the subscriber. */
   renew(): void {
-    if (!this.#core.isOpen) return;
+    if (!this.#core.isOpen || this.#stopped) return;
     this.#pingSubscriber();
     if (this.#sentAt !== undefined) {
       if (performance.now() - Math.max(this.#sentAt, this.#clientReadyAt) > silentAfterMs(this.#timeoutMs)) {

@@ -273,6 +273,41 @@ describe('Redis: a password rotated on the server while sessions run', () => {
   });
 });
 
+describe('Redis: a stopped watchdog and a connection that comes back', () => {
+  let server: RedisServer;
+  beforeAll(async () => {
+    server = await startRedis();
+  });
+  afterAll(async () => server?.stop());
+
+  it('the reconnect renews nothing once the watchdog is stopped: the session key expires and the session is lost', async () => {
+    const sessionTimeoutMs = 1_000;
+    const session = await connect(`redis://${server.address}?namespace=stopped`, { sessionTimeoutMs });
+    const admin = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 1 });
+    admin.on('error', () => undefined);
+    try {
+      const probe = redisProbeOf(session);
+      probe.view.stopWatchdog();
+      const states: string[] = [];
+      session.on('state', (state: string) => states.push(state));
+      // The server is this test's own: every normal client but the admin is the session's.
+      await admin.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+      await eventually('the session lost', () => session.state === 'lost', sessionTimeoutMs * 3);
+      // Suspended by the cut, then lost: no renewal on the way back made it connected again.
+      expect(states).toEqual(['suspended', 'lost']);
+      // The local deadline comes first; the server lets the key go by its own clock, unrenewed.
+      await eventually(
+        'the key expired',
+        async () => (await admin.exists(probe.view.sessionKey)) === 0,
+        sessionTimeoutMs * 2,
+      );
+    } finally {
+      await session.close().catch(() => undefined);
+      admin.disconnect();
+    }
+  });
+});
+
 describe('Redis: sessions, tokens and scripts', () => {
   const scope = useScope(redisFixture);
   const info = inject('redisStandalone');
