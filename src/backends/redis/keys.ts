@@ -1,5 +1,7 @@
 import type { Entry } from '../../../recipes/contract.js';
-import { SESSION_PREFIX } from './scripts.js';
+
+/** The prefix of every session key. */
+export const SESSION_PREFIX = 'baton:session:';
 
 /**
  * The keys and channels of one lock: all under one hash tag, so that they share one cluster slot

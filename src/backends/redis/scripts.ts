@@ -15,9 +15,6 @@
 
 import { REVOKE } from './revoke.js';
 
-/** The prefix of every session key. */
-export const SESSION_PREFIX = 'baton:session:';
-
 /**
  * The live entries of a queue. An entry whose session's key in the lock is gone (expired) is deleted on the way, and
  * its channel told, so that its waiter is woken: inside the same atomic step that reads the queue, no
