@@ -3,10 +3,16 @@ import { fileURLToPath } from 'node:url';
 
 import { describe, expect, inject, it } from 'vitest';
 
+import { mysqlUrl } from '../harness/backends/mysql.js';
 import { withParams } from '../harness/backends/postgres.js';
 import { childScript } from '../harness/compiled.js';
+import { TcpProxy } from '../harness/servers/proxy.js';
 
 const WORKER = fileURLToPath(new URL('../harness/workers/exit-worker.ts', import.meta.url));
+
+function mysqlExitUrl(): string {
+  return `${mysqlUrl()}?namespace=exit-test`;
+}
 
 /** The worker's sessions use this TTL / session timeout (see exit-worker.ts). */
 const TIMEOUT_MS = 2_000;
@@ -19,13 +25,22 @@ function run(
   url: string,
   limitMs: number,
   scenario = 'cycles',
+  onHeld?: () => void,
 ): Promise<{ code: number; afterCloseMs: number } | 'hung'> {
   const { script, execArgv } = childScript(WORKER);
   const child = spawn(process.execPath, [...execArgv, script, url, scenario], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let closedAt = 0;
-  child.stdout.on('data', () => (closedAt ||= performance.now()));
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+    if (output.includes('held\n') && onHeld !== undefined) {
+      onHeld();
+      onHeld = undefined;
+    }
+    if (output.includes('closed\n')) closedAt ||= performance.now();
+  });
   return new Promise((resolve) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
@@ -42,9 +57,14 @@ function run(
  * Exits with 0, and within `withinMs` (default: a session timeout) of closing its session or of its
  * connect rejecting: nothing of the client lingers.
  */
-async function expectPromptExit(url: string, scenario?: string, withinMs = TIMEOUT_MS): Promise<void> {
+async function expectPromptExit(
+  url: string,
+  scenario?: string,
+  withinMs = TIMEOUT_MS,
+  onHeld?: () => void,
+): Promise<void> {
   // Startup of a fresh Node with tsx takes a few seconds on a busy 2-core machine; a leak keeps it forever.
-  const outcome = await run(url, 30_000, scenario);
+  const outcome = await run(url, 30_000, scenario, onHeld);
   expect(outcome).not.toBe('hung');
   const { code, afterCloseMs } = outcome as { code: number; afterCloseMs: number };
   expect(code).toBe(0);
@@ -57,6 +77,7 @@ describe('a program that closes its session ends on its own (no socket, stream o
     ['etcd', () => `etcd://${inject('etcdStandalone').endpoints[0]!.replace('http://', '')}/exit-test`],
     ['PostgreSQL', () => withParams(inject('postgres'), { namespace: 'exit-test' })],
     ['Redis', () => `${inject('redisStandalone').url}?namespace=exit-test`],
+    ['MySQL', () => mysqlExitUrl()],
     ['memory', () => 'memory://exit-test'],
   ])(
     '%s',
@@ -71,6 +92,7 @@ describe('a program that closes its session ends on its own (no socket, stream o
     ['ZooKeeper', () => `zk://${inject('zkStandalone').connectString}/exit-test`],
     ['PostgreSQL', () => withParams(inject('postgres'), { namespace: 'exit-test' })],
     ['Redis', () => `${inject('redisStandalone').url}?namespace=exit-test`],
+    ['MySQL', () => mysqlExitUrl()],
   ])(
     '%s: a waiter keeps the process alive until its AbortSignal.timeout() gives it up',
     async (_name, url) => {
@@ -105,10 +127,41 @@ describe('a program that closes its session ends on its own (no socket, stream o
     ['Redis, a refused port by name', 'redis://localhost:1?namespace=exit-test', 'failed-connect'],
     ['Redis, an unreachable address', 'redis://224.0.0.1:6379?namespace=exit-test', 'failed-connect'],
     ['Redis, a name that does not exist', 'redis://no-such-host.invalid:6379?namespace=exit-test', 'unknown-name'],
+    ['MySQL, a refused port', 'mysql://baton@127.0.0.1:1/baton?namespace=exit-test', 'failed-connect'],
+    ['MySQL, an unreachable address', 'mysql://baton@224.0.0.1:3306/baton?namespace=exit-test', 'failed-connect'],
+    [
+      'MySQL, a name that does not exist',
+      'mysql://baton@no-such-host.invalid:3306/baton?namespace=exit-test',
+      'unknown-name',
+    ],
   ])(
     '%s: a program whose connect failed ends on its own within a second',
     async (_name, url, scenario) => {
       await expectPromptExit(url, scenario, 1_000);
+    },
+    40_000,
+  );
+
+  // The server goes silent (a partition); the session's deadline passes and it is lost. Its user never
+  // calls close(): a lost session has let go of its connections and timers by itself.
+  it.each([
+    ['ZooKeeper', () => `zk://${inject('zkStandalone').connectString}/exit-test`],
+    ['etcd', () => `etcd://${inject('etcdStandalone').endpoints[0]!.replace('http://', '')}/exit-test`],
+    ['PostgreSQL', () => withParams(inject('postgres'), { namespace: 'exit-test' })],
+    ['Redis', () => `${inject('redisStandalone').url}?namespace=exit-test`],
+    ['MySQL', () => mysqlExitUrl()],
+  ])(
+    '%s: a session lost to a silent server ends the program on its own, without close()',
+    async (_name, url) => {
+      const direct = url();
+      const address = /127\.0\.0\.1:(\d+)/.exec(direct);
+      if (address === null) throw new Error(`no loopback address in ${direct}`);
+      const proxy = await TcpProxy.start({ port: Number(address[1]) });
+      try {
+        await expectPromptExit(direct.replace(address[0], proxy.address), 'lost', TIMEOUT_MS, () => proxy.blackhole());
+      } finally {
+        await proxy.close();
+      }
     },
     40_000,
   );

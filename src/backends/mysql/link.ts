@@ -31,6 +31,8 @@ export class Link {
   #ups = 0;
   #closed = false;
   #tail: Promise<unknown> = Promise.resolve();
+  /** Ends the connection attempt under way, if any. */
+  #stopConnecting: ((error: Error) => void) | undefined;
 
   constructor(create: CreateConnection, config: ConnectionOptions, attemptMs: number, setup: string, events = {}) {
     this.#create = create;
@@ -105,16 +107,23 @@ export class Link {
     this.#connection = connection;
     connection.on('error', (error: unknown) => this.#broken(connection, error));
     connection.on('end', () => this.#broken(connection, new Error('the connection to MySQL ended')));
-    const timer = setTimeout(() => connection.destroy(), this.#config.connectTimeout ?? this.#attemptMs);
+    // mysql2 settles neither the handshake nor a statement of a connection destroyed meanwhile: the
+    // attempt is ended here, by its deadline or by `destroy()`, else it would hang (and its timer hold
+    // the process) for ever.
+    let stop!: (error: Error) => void;
+    const stopped = new Promise<never>((_, reject) => (stop = reject));
+    this.#stopConnecting = stop;
+    const ms = this.#config.connectTimeout ?? this.#attemptMs;
+    const timer = setTimeout(() => stop(connectTimedOut(ms)), ms);
     try {
-      await new Promise<void>((resolve, reject) => connection.connect((error) => (error ? reject(error) : resolve())));
-      await send(connection, this.#setup, undefined);
+      await Promise.race([this.#handshake(connection), stopped]);
     } catch (error) {
       this.#broken(connection, error);
       connection.destroy();
       throw error;
     } finally {
       clearTimeout(timer);
+      this.#stopConnecting = undefined;
     }
     if (this.#connection !== connection || this.#closed) {
       connection.destroy();
@@ -122,6 +131,11 @@ export class Link {
     }
     this.#events.up?.(this.#ups++ > 0);
     return connection;
+  }
+
+  async #handshake(connection: Connection): Promise<void> {
+    await new Promise<void>((resolve, reject) => connection.connect((error) => (error ? reject(error) : resolve())));
+    await send(connection, this.#setup, undefined);
   }
 
   #broken(connection: Connection, cause: unknown): void {
@@ -142,6 +156,7 @@ export class Link {
     if (this.#closed) return;
     const connection = this.#connection;
     this.#closed = true;
+    this.#stopConnecting?.(new LinkClosedError());
     this.#connection = undefined;
     if (connection === undefined) return;
     let timer: NodeJS.Timeout | undefined;
@@ -156,10 +171,16 @@ export class Link {
   /** Destroys the connection at once, without a goodbye to the server. */
   destroy(): void {
     this.#closed = true;
+    this.#stopConnecting?.(new LinkClosedError());
     const connection = this.#connection;
     this.#connection = undefined;
     connection?.destroy();
   }
+}
+
+/** A connection attempt past its deadline, coded as the socket's own timeout is (a failure on the way). */
+function connectTimedOut(ms: number): Error {
+  return Object.assign(new Error(`no answer from MySQL within ${ms} ms while connecting`), { code: 'ETIMEDOUT' });
 }
 
 function send(connection: Connection, text: string, values: readonly unknown[] | undefined): Promise<unknown> {

@@ -8,6 +8,9 @@ import { TcpProxy } from '../servers/proxy.js';
  * With `waiting`: a second session waits for the lock until its signal times out (the process must not
  * end while it waits).
  *
+ * With `lost`: a lock is held when the test makes the server silent; the session is lost and never
+ * closed, and the process must end on its own all the same.
+ *
  * With `pending-watch` (etcd): a waiter's watch is being created when its connection is cut and
  * refused, so the creation never completes; the session is closed in that state. A watcher left in
  * etcd3's watch manager would make it reconnect for ever and keep the process alive.
@@ -42,6 +45,13 @@ if (scenario === 'failed-connect' || scenario === 'unknown-name') {
     throw new Error(`the waiter ended with ${String(outcome)}`);
   await held.release();
   await Promise.all([holder.close(), waiter.close()]);
+} else if (scenario === 'lost') {
+  // The test makes the server silent once it reads `held`; the session is then lost, never closed.
+  const session = await connect(url, options);
+  await new FairMutex(session, 'exit').acquire();
+  const lost = new Promise<void>((resolve) => session.on('state', (state) => state === 'lost' && resolve()));
+  process.stdout.write('held\n');
+  await lost;
 } else if (scenario === 'cycles') {
   const session = await connect(url, options);
   const mutex = new FairMutex(session, 'exit');
