@@ -22,8 +22,10 @@ export interface Context {
   postgres(): Promise<string>;
   /** The Redis URL `redis://host:port`, the server started on first use (or BATON_BENCH_REDIS). */
   redis(): Promise<string>;
+  /** A MariaDB user's URL `mysql://user:password@host:port/db`, started on first use (or BATON_BENCH_MYSQL). */
+  mysql(): Promise<string>;
   /** The PID of a server this run started (for its CPU time); undefined for an external one. */
-  serverPid(server: 'zk' | 'etcd' | 'postgres' | 'redis'): number | undefined;
+  serverPid(server: 'zk' | 'etcd' | 'postgres' | 'redis' | 'mysql'): number | undefined;
   readonly report: Report;
   /** Figures one case leaves for a later one to compare with (the memory cycle beside ZooKeeper's). */
   readonly figures: Map<string, Summary>;

@@ -10,8 +10,8 @@ import { openClient } from './zk-client.js';
 
 /**
  * One of the contending processes of the contended benchmark: `node contender.js <url> <lock>` (a
- * baton URL, `raw://host:port` for the raw queue lock on the same client, or `advisory+postgres://...`
- * for PostgreSQL's advisory lock), then
+ * baton URL, `raw://host:port` for the raw queue lock on the same client, `advisory+postgres://...`
+ * for PostgreSQL's advisory lock, or `getlock+mysql://...` for MySQL's `GET_LOCK`), then
  * `contend <ms>` on stdin acquires and releases the lock for that long, holding it for no time at all,
  * and answers one JSON line with every grant and release time and the holder's fencing token (which
  * grows in queue order, so the grant order can be checked against the queue order). `quit` or the end
@@ -23,9 +23,11 @@ async function main(): Promise<void> {
     ? await raw(url.slice('raw://'.length), name)
     : url.startsWith('advisory+')
       ? await advisory(url.slice('advisory+'.length))
-      : /^(redlock|semaphore)\+/.test(url)
-        ? polling(url, name)
-        : await baton(url, name);
+      : url.startsWith('getlock+')
+        ? await getLock(url.slice('getlock+'.length))
+        : /^(redlock|semaphore)\+/.test(url)
+          ? polling(url, name)
+          : await baton(url, name);
   process.stdout.write('ready\n');
   for await (const line of createInterface({ input: process.stdin })) {
     const [command, argument] = line.split(' ');
@@ -81,6 +83,24 @@ async function advisory(url: string): Promise<{ cycle: Cycle; close(): Promise<v
     };
   };
   return { cycle, close: () => client.end() };
+}
+
+/**
+ * `getlock+mysql://...`: MySQL's own `GET_LOCK`, one connection per process blocked in it. No queue
+ * order either: the grant's count in this process.
+ */
+async function getLock(url: string): Promise<{ cycle: Cycle; close(): Promise<void> }> {
+  const { default: mysql } = await import('mysql2/promise');
+  const connection = await mysql.createConnection(url);
+  let grants = 0;
+  const cycle: Cycle = async () => {
+    await connection.query("SELECT GET_LOCK('bench-contended', 60)");
+    return {
+      order: String((grants += 1)),
+      release: async () => void (await connection.query("SELECT RELEASE_LOCK('bench-contended')")),
+    };
+  };
+  return { cycle, close: () => connection.end() };
 }
 
 /**

@@ -18,6 +18,8 @@ interface Herd {
   readonly notifications: number;
   /** Grants whose fencing token was not above the previous grant's (must be 0: FIFO). */
   readonly outOfOrder: number;
+  /** Requests per handoff from the first release until all have held and released (if the probe counts them). */
+  readonly requestsPerHandoff?: number | undefined;
 }
 
 interface Probe {
@@ -25,6 +27,8 @@ interface Probe {
   armed(): Promise<void>;
   /** Notifications received so far by this process's sessions of the backend. */
   notifications(): number;
+  /** Requests this process's sessions of the backend sent so far, where the backend counts them. */
+  requests?(): Promise<number>;
 }
 
 /**
@@ -50,13 +54,16 @@ export async function batonHerd(url: string, probe: Probe): Promise<Herd> {
     });
     await probe.armed();
     const before = probe.notifications();
+    const requestsBefore = await probe.requests?.();
     await holder.release();
     while (tokens.length === 0) await sleep(1);
     await sleep(SETTLE_MS);
     const notifications = probe.notifications() - before;
     drain();
     await Promise.all(waiters);
-    return { notifications, outOfOrder: tokens.filter((token, i) => i > 0 && token <= tokens[i - 1]!).length };
+    const requests = requestsBefore === undefined ? undefined : ((await probe.requests!()) - requestsBefore) / HERD;
+    const outOfOrder = tokens.filter((token, i) => i > 0 && token <= tokens[i - 1]!).length;
+    return { notifications, outOfOrder, requestsPerHandoff: requests };
   } finally {
     await Promise.all(sessions.map((session) => session.close()));
   }
@@ -67,6 +74,9 @@ export function reportHerd(context: Context, backend: string, herd: Herd, extra:
   printFigures(`${HERD} waiters, each on a session of its own, in one process:`, {
     'notifications to the waiters (client side)': String(herd.notifications),
     'grants out of queue order': String(herd.outOfOrder),
+    ...(herd.requestsPerHandoff === undefined
+      ? {}
+      : { 'requests per handoff (first release to the last waiter gone)': herd.requestsPerHandoff.toFixed(2) }),
     ...extra,
   });
   context.report.exactly(
@@ -77,6 +87,13 @@ export function reportHerd(context: Context, backend: string, herd: Herd, extra:
     fixed(0),
     herd.outOfOrder === 0 ? '' : `(${herd.outOfOrder} grants out of order)`,
   );
+  if (herd.requestsPerHandoff !== undefined)
+    context.report.info(
+      3,
+      `${backend} requests per handoff (${HERD} waiting)`,
+      herd.requestsPerHandoff,
+      herd.requestsPerHandoff.toFixed(2),
+    );
 }
 
 /** Polls until `ready()` holds. */

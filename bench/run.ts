@@ -9,6 +9,8 @@ import { postgresFence, redisFence } from './fence.js';
 import { etcdGuarded, postgresGuarded, redisGuarded, zkGuarded } from './guarded.js';
 import { etcdHerd, memoryHerd, zkHerd } from './herd.js';
 import { memoryCycle } from './memory.js';
+import { mysqlContended, mysqlCycle, mysqlHerd } from './mysql.js';
+import { mysqlScale } from './mysql-scale.js';
 import { etcdParallel, zkParallel } from './parallel.js';
 import { etcdPermits, memoryPermits, zkPermits } from './permits.js';
 import { postgresContended, postgresCycle, postgresHerd } from './postgres.js';
@@ -61,6 +63,10 @@ const CASES: readonly Case[] = [
     redisHerd,
     redisFence,
     redisScale,
+    mysqlCycle,
+    mysqlContended,
+    mysqlHerd,
+    mysqlScale,
     memoryCycle,
     memoryHerd,
     memoryWaiters,
@@ -71,12 +77,13 @@ const CASES: readonly Case[] = [
 
 const USAGE = `npm run bench [-- --quick] [-- --only <selector>[,<selector>...]] [-- --n 100,1000,10000] [-- --scale-parts waiters,held,sessions] [-- --json results.json]
   --n: the numbers of waiters the scale cases run (default 100,1000,10000; 100,1000 with --quick)
-  selectors: a backend (zk, etcd, postgres, redis, memory), a kind of case (${[...new Set(CASES.map((c) => c.name.split('.')[1]))].join(', ')}),
+  selectors: a backend (zk, etcd, postgres, redis, mysql, memory), a kind of case (${[...new Set(CASES.map((c) => c.name.split('.')[1]))].join(', ')}),
   or a whole case name (${CASES.map((c) => c.name).join(', ')})`;
 
 /**
  * `npm run bench`: starts its own standalone ZooKeeper (forceSync on), etcd and PostgreSQL (fsync on),
- * or uses BATON_BENCH_ZK=host:port, BATON_BENCH_ETCD=http://host:port and BATON_BENCH_POSTGRES=postgres://..., prints every figure next to a peer
+ * MariaDB, or uses BATON_BENCH_ZK=host:port, BATON_BENCH_ETCD=http://host:port, BATON_BENCH_POSTGRES=postgres://...
+ * and BATON_BENCH_MYSQL=mysql://..., prints every figure next to a peer
  * or the raw floor measured in the same run, then one summary table of the targets.
  */
 async function main(): Promise<void> {
@@ -91,6 +98,7 @@ async function main(): Promise<void> {
     etcd: () => servers.etcd(),
     postgres: () => servers.postgres(),
     redis: () => servers.redis(),
+    mysql: () => servers.mysql(),
     serverPid: (server) => servers.pids[server],
     report: new Report(),
     figures: new Map<string, Summary>(),

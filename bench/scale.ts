@@ -21,10 +21,10 @@ import { zkMetrics } from './zk-metrics.js';
  * the default 10 s, a quick run on this loaded machine lost etcd and Redis sessions at N = 1,000).
  * The idle sessions of part 3 keep the default.
  */
-const SESSION_TIMEOUT_MS = 30_000;
+export const SESSION_TIMEOUT_MS = 30_000;
 
 /** How a scale case reaches one backend: baton's URL, the request counter, and the raw floor. */
-interface Setup {
+export interface Setup {
   readonly url: string;
   readonly options: ConnectOptions;
   /** Requests so far; baton's and the floor's are counted the same way on a backend. */
@@ -40,7 +40,7 @@ interface Setup {
 }
 
 /** A counter read from the server, less the one request each reading itself adds. */
-function lessReadings(read: () => Promise<number>, perReading: number): () => Promise<number> {
+export function lessReadings(read: () => Promise<number>, perReading: number): () => Promise<number> {
   let readings = 0;
   return async () => (await read()) - perReading * readings++;
 }
@@ -236,7 +236,7 @@ async function measureSessions(context: Context, label: string, setup: Setup): P
   return outcomes;
 }
 
-function scaleCase(name: string, label: string, open: (context: Context) => Promise<Setup>): Case {
+export function scaleCase(name: string, label: string, open: (context: Context) => Promise<Setup>): Case {
   return {
     name,
     async run(context) {
