@@ -13,7 +13,7 @@
  *   locking read never reads the snapshot), and the lock is held until the transaction ends. A token
  *   below the mark, or any other error, rolls the transaction back and then raises (SQLSTATE `BF001`
  *   for a stale token), so a refused write leaves nothing behind.
- * - `baton_fence_begin(...)`: `START TRANSACTION` and the advance in one call (one round trip).
+ * - `baton_fence_begin(...)`: `START TRANSACTION` and the same body in one call (one round trip).
  *
  * A routine runs with the `sql_mode` it was created under, so the DDL pins one: a server's
  * `ANSI_QUOTES` or `NO_BACKSLASH_ESCAPES` changes nothing inside the fence.
@@ -46,31 +46,42 @@ function marksTable(database: string | undefined): string {
 ) ENGINE=InnoDB`;
 }
 
-function advanceProcedure(database: string | undefined): string {
-  return `CREATE PROCEDURE ${qualified(database, 'baton_fence_advance')}(
+/**
+ * A procedure of the fence's body; `baton_fence_begin` starts the transaction first. The body is
+ * written out in both (no nested CALL) and touches `innodb_lock_wait_timeout` only when a wait is
+ * given: each statement of a routine costs server time on every fenced write.
+ */
+function fenceProcedure(database: string | undefined, name: string, comment: string, begin: boolean): string {
+  return `CREATE PROCEDURE ${qualified(database, name)}(
   IN p_resource VARBINARY(${MAX_RESOURCE_BYTES}), IN p_token BIGINT, IN p_wait_s INT)
 MODIFIES SQL DATA SQL SECURITY INVOKER
-COMMENT 'baton-locks fence 1: raise the mark or roll back and raise BF001'
+COMMENT '${comment}'
 BEGIN
   DECLARE v_mark BIGINT;
   DECLARE v_message VARCHAR(128);
-  DECLARE v_wait BIGINT DEFAULT @@SESSION.innodb_lock_wait_timeout;
+  DECLARE v_wait BIGINT DEFAULT NULL;
   DECLARE EXIT HANDLER FOR SQLEXCEPTION
   BEGIN
-    SET SESSION innodb_lock_wait_timeout = v_wait;
+    IF v_wait IS NOT NULL THEN
+      SET SESSION innodb_lock_wait_timeout = v_wait;
+    END IF;
     ROLLBACK;
     RESIGNAL;
   END;
   IF p_resource IS NULL OR LENGTH(p_resource) = 0 OR p_token IS NULL OR p_token < 0 THEN
     SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT = 'baton fence: give a resource and a token that is not negative';
-  END IF;
+  END IF;${begin ? '\n  START TRANSACTION;' : ''}
   IF p_wait_s IS NOT NULL THEN
+    SET v_wait = @@SESSION.innodb_lock_wait_timeout;
     SET SESSION innodb_lock_wait_timeout = p_wait_s;
   END IF;
   INSERT INTO baton_fence_marks (resource, mark, updated_at) VALUES (p_resource, p_token, UTC_TIMESTAMP(6))
     ON DUPLICATE KEY UPDATE updated_at = IF(mark <= p_token, UTC_TIMESTAMP(6), updated_at),
                             mark = GREATEST(mark, p_token);
-  SET SESSION innodb_lock_wait_timeout = v_wait;
+  IF v_wait IS NOT NULL THEN
+    SET SESSION innodb_lock_wait_timeout = v_wait;
+    SET v_wait = NULL;
+  END IF;
   SELECT mark INTO v_mark FROM baton_fence_marks WHERE resource = p_resource FOR UPDATE;
   IF v_mark > p_token THEN
     SET v_message = CONCAT('baton fence: stale fencing token ', p_token, ', the mark is ', v_mark);
@@ -79,15 +90,17 @@ BEGIN
 END`;
 }
 
+function advanceProcedure(database: string | undefined): string {
+  return fenceProcedure(
+    database,
+    'baton_fence_advance',
+    'baton-locks fence 1: raise the mark or roll back and raise BF001',
+    false,
+  );
+}
+
 function beginProcedure(database: string | undefined): string {
-  return `CREATE PROCEDURE ${qualified(database, 'baton_fence_begin')}(
-  IN p_resource VARBINARY(${MAX_RESOURCE_BYTES}), IN p_token BIGINT, IN p_wait_s INT)
-MODIFIES SQL DATA SQL SECURITY INVOKER
-COMMENT 'baton-locks fence 1: START TRANSACTION, then baton_fence_advance'
-BEGIN
-  START TRANSACTION;
-  CALL baton_fence_advance(p_resource, p_token, p_wait_s);
-END`;
+  return fenceProcedure(database, 'baton_fence_begin', 'baton-locks fence 1: START TRANSACTION, then the fence', true);
 }
 
 /** The routines, each with the statement that drops an older version first (for the printed script). */

@@ -141,8 +141,11 @@ export class MysqlFence {
     const { signal, waitSeconds } = checkFenceOptions(options);
     const values = fenceValues(resource, token, waitSeconds);
     signal?.throwIfAborted();
-    await this.#begin(connection, values).catch((error: unknown) => {
-      throw staleTokenOfMysql(error, resource, token) ?? error;
+    await this.#begin(connection, values).catch(async (error: unknown) => {
+      const stale = staleTokenOfMysql(error, resource, token);
+      // The procedure rolled back whatever it raised; a CALL cut short (a KILL QUERY) may not have.
+      if (stale === undefined) await connection.query('ROLLBACK').catch(() => undefined);
+      throw stale ?? error;
     });
     try {
       const result = await body(connection);

@@ -182,7 +182,7 @@ describe('the MySQL fence', () => {
     }
   });
 
-  it('sends START TRANSACTION and the fence in one round trip: a fenced transaction of one statement is three queries, as a plain one', async () => {
+  it('sends START TRANSACTION and the fence in one round trip: a fenced transaction of one statement is three queries, as a plain one; a refused one is one', async () => {
     const resource = `trips/${randomUUID()}`;
     const sent: string[] = [];
     const counting = {
@@ -191,6 +191,11 @@ describe('the MySQL fence', () => {
     await fence.transaction(counting, resource, 7n, (c) => c.query('SELECT 1'), { lockTimeoutMs: 5_000 });
     expect(sent).toEqual([expect.stringMatching(/^CALL `fence_\w+`\.baton_fence_begin\(/), 'SELECT 1', 'COMMIT']);
     expect(await markOf(resource)).toBe(7n);
+    sent.length = 0; // a refused write is the CALL alone: the procedure rolled back, the body never ran
+    await expect(fence.transaction(counting, resource, 6n, (c) => c.query('SELECT 1'))).rejects.toThrow(
+      StaleTokenError,
+    );
+    expect(sent).toEqual([expect.stringMatching(/baton_fence_begin/)]);
   });
 
   it('waits for an older open transaction on the same mark at most lockTimeoutMs, then leaves nothing and gives the session its own lock wait back', async () => {
