@@ -2,12 +2,16 @@
  * The fence's cost over the plain write, measured in the same run: on PostgreSQL the user's
  * transaction with and without the fence's statement (sent in one round trip either way), and
  * `PostgresFence.transaction` (BEGIN with the fence, the UPDATE, COMMIT) beside the plain transaction
- * sent statement by statement; on Redis the fenced SET script beside a plain SET.
+ * sent statement by statement; on Redis the fenced SET script beside a plain SET; on MySQL/MariaDB
+ * `MysqlFence.transaction` (CALL baton_fence_begin, the UPDATE, COMMIT) beside the plain transaction
+ * (START TRANSACTION, the UPDATE, COMMIT): three round trips each.
  */
 import { Redis } from 'ioredis';
+import mysql2 from 'mysql2/promise';
 import pg from 'pg';
 
-import { PostgresFence, RedisFence } from '../src/fence/index.js';
+import { MysqlFence, PostgresFence, RedisFence } from '../src/fence/index.js';
+import { startMysql } from '../test/harness/servers/mysql.js';
 import type { Case } from './case.js';
 import { times, timesRange } from './report.js';
 import { alternateBlocks, type Block, flatBlocks, ratioInterval, summarize, type Summary, timed } from './stats.js';
@@ -122,3 +126,63 @@ export const redisFence: Case = {
     }
   },
 };
+
+/** A MariaDB for the MySQL fence: BATON_BENCH_MYSQL, or one started as the test harness does (and stopped). */
+async function mysqlServer(): Promise<{ url: string; stop: () => Promise<void> }> {
+  const external = process.env.BATON_BENCH_MYSQL;
+  if (external !== undefined && external !== '') return { url: external, stop: async () => undefined };
+  const server = await startMysql();
+  return { url: server.url, stop: () => server.stop() };
+}
+
+/** The MySQL fence: one UPDATE's transaction, plain and through `MysqlFence.transaction`. */
+export const mysqlFence: Case = {
+  name: 'mysql.fence',
+  async run({ size, report }) {
+    const server = await mysqlServer();
+    const connection = await mysql2.createConnection({ uri: server.url });
+    const fence = new MysqlFence({ database: SCHEMA });
+    try {
+      await connection.query(`CREATE DATABASE IF NOT EXISTS ${SCHEMA}`);
+      await fence.createSchema(connection);
+      await connection.query(`CREATE TABLE IF NOT EXISTS ${SCHEMA}.ledger (id INT PRIMARY KEY, v BIGINT NOT NULL)`);
+      await connection.query(`INSERT IGNORE INTO ${SCHEMA}.ledger VALUES (1, 0)`);
+      let token = 0n;
+      const update = `UPDATE ${SCHEMA}.ledger SET v = v + 1 WHERE id = 1`;
+      const plain = 'plain transaction (START TRANSACTION, UPDATE, COMMIT)';
+      const fenced = 'MysqlFence.transaction (CALL begin with the fence, UPDATE, COMMIT)';
+      const contenders: Record<string, Block> = {
+        [plain]: timed(async () => {
+          await connection.query('START TRANSACTION');
+          await connection.query(update);
+          await connection.query('COMMIT');
+        }),
+        [fenced]: timed(async () => {
+          token += 1n;
+          await fence.transaction(connection, 'bench', token, (c) => c.query(update));
+        }),
+      };
+      heading(`${ITEM}. MySQL/MariaDB fence (${external() ? 'BATON_BENCH_MYSQL' : "the harness's MariaDB, no fsync"})`);
+      const { find, blocks, results } = await measure(contenders, size, plain);
+      const ratio = find(fenced).medianMs / find(plain).medianMs;
+      const interval = ratioInterval(blocks[fenced]!, blocks[plain]!);
+      report.atMost(
+        ITEM,
+        'MySQL MysqlFence.transaction / plain UPDATE transaction, three round trips each',
+        ratio,
+        1.1,
+        times,
+        `(95% ${timesRange(interval)})`,
+      );
+      return { results, interval };
+    } finally {
+      await connection.query(`DROP DATABASE IF EXISTS ${SCHEMA}`).catch(() => undefined);
+      await connection.end();
+      await server.stop();
+    }
+  },
+};
+
+function external(): boolean {
+  return (process.env.BATON_BENCH_MYSQL ?? '') !== '';
+}

@@ -5,7 +5,7 @@ import type { Case, Context } from './case.js';
 import { zkContended } from './contended.js';
 import { etcdCycle } from './etcd.js';
 import { etcdReuse } from './etcd-reuse.js';
-import { postgresFence, redisFence } from './fence.js';
+import { mysqlFence, postgresFence, redisFence } from './fence.js';
 import { etcdGuarded, postgresGuarded, redisGuarded, zkGuarded } from './guarded.js';
 import { etcdHerd, memoryHerd, zkHerd } from './herd.js';
 import { memoryCycle } from './memory.js';
@@ -62,6 +62,7 @@ const CASES: readonly Case[] = [
     redisContended,
     redisHerd,
     redisFence,
+    mysqlFence,
     redisScale,
     mysqlCycle,
     mysqlContended,

@@ -176,9 +176,12 @@ program
   .command('fence-schema')
   .description('print the SQL of the resource-side fence (baton-locks/fence) for the database you write to')
   .option('--print', 'print the SQL (one transaction) for a DBA to review and apply', false)
-  .option('--backend <name>', 'the database kind', 'postgres')
-  .option('--schema <name>', 'the schema of the marks table and the advance() function', 'baton_fence')
-  .action((options: { print: boolean; backend: string; schema: string }) => {
+  .option('--backend <name>', 'the database kind: postgres or mysql (MariaDB too)', 'postgres')
+  .option(
+    '--schema <name>',
+    "where the marks table and the fence's routines go: a PostgreSQL schema (default baton_fence), a MySQL database (default: the session's current one)",
+  )
+  .action((options: { print: boolean; backend: string; schema?: string }) => {
     process.stdout.write(fenceSchemaText(options));
   });
 

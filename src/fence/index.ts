@@ -4,12 +4,21 @@
  * `StaleTokenError`; an equal token passes (the same holder writing again). See docs/fencing.md.
  *
  * - PostgreSQL (any database): `PostgresFence`, over the user's `pg` client or pool.
+ * - MySQL/MariaDB (any database): `MysqlFence`, over the user's `mysql2/promise` connection or pool.
  * - Redis: `RedisFence`, one script that checks, writes and moves the mark.
  * - Any store with compare-and-set: `fencedWrite` over a `CompareAndSetStore`; `MemoryCasStore` for tests.
  */
 export { StaleTokenError } from '../../recipes/errors.js';
 export { type CompareAndSetStore, type FencedRecord, fencedWrite, type FencedWriteOptions } from './cas.js';
 export { MemoryCasStore } from './memory.js';
+export {
+  MysqlFence,
+  type MysqlFencedTransactionOptions,
+  type MysqlFenceOptions,
+  type MysqlPoolLike,
+  type MysqlQueryable,
+} from './mysql.js';
+export { MYSQL_STALE_TOKEN_SQLSTATE } from './mysql-schema.js';
 export {
   type FencedTransactionOptions,
   type PgPoolLike,

@@ -36,8 +36,9 @@ const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as
 /** A user's TypeScript file: the public API, its types and errors, the fence, metrics and testing subpaths. */
 const CONSUMER = `
 import { connect, FairMutex, ReadWriteLock, LeaderElection, Reentrant, Semaphore, MultiLock, LockTimeoutError, PermitsMismatchError, StaleTokenError, type AclPolicy, type LockHandle, type PermitHandle, type Session } from '${manifest.name}';
-import { fencedWrite, MemoryCasStore, PostgresFence, RedisFence, STALE_TOKEN_SQLSTATE, StaleTokenError as FenceError, type CompareAndSetStore } from '${manifest.name}/fence';
+import { fencedWrite, MemoryCasStore, MYSQL_STALE_TOKEN_SQLSTATE, MysqlFence, PostgresFence, RedisFence, STALE_TOKEN_SQLSTATE, StaleTokenError as FenceError, type CompareAndSetStore } from '${manifest.name}/fence';
 import { Redis } from 'ioredis';
+import mysql2 from 'mysql2/promise';
 import { BatonMetrics } from '${manifest.name}/metrics';
 import { expireMemorySession } from '${manifest.name}/testing';
 const acl: AclPolicy = 'open';
@@ -76,6 +77,11 @@ const written: string = await fencedWrite(cas, 'ledger/2026-12', token, (before)
 try { await fencedWrite(cas, 'ledger/2026-12', token - 1n, () => 'late'); } catch (error) { if (error instanceof StaleTokenError) console.log(error.resource, error.token, error.mark); }
 const redisFence = new RedisFence(new Redis({ lazyConnect: true }));
 console.log(written, FenceError === StaleTokenError, new PostgresFence({ schema: 'fence' }).schemaSql(), STALE_TOKEN_SQLSTATE, RedisFence.markKey('ledger'), typeof redisFence.set);
+const mysqlFence = new MysqlFence({ database: 'app' });
+const pool = mysql2.createPool({ uri: 'mysql://app@127.0.0.1:1/app' }); // never connects: only its type is used
+const settle = (): Promise<number> => mysqlFence.poolTransaction(pool, 'ledger', token, async (c) => (await c.query('SELECT 1'), 1));
+console.log(typeof settle, mysqlFence.schemaSql().startsWith('DELIMITER'), MYSQL_STALE_TOKEN_SQLSTATE);
+await pool.end();
 expireMemorySession(session);
 await session.close();
 `;

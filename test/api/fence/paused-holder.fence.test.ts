@@ -2,14 +2,16 @@ import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 
-import { PostgresFence, RedisFence } from 'baton-locks/fence';
+import { MysqlFence, PostgresFence, RedisFence } from 'baton-locks/fence';
 import { Redis } from 'ioredis';
+import mysql2 from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 
 import { FairMutex } from '../../../recipes/mutex.js';
 import { etcdFixture } from '../../harness/backends/etcd.js';
 import type { Fixture } from '../../harness/backends/fixture.js';
+import { mysqlFixture, mysqlUrl } from '../../harness/backends/mysql.js';
 import { postgresFixture, postgresUrl } from '../../harness/backends/postgres.js';
 import { redisFixture } from '../../harness/backends/redis.js';
 import { useScope } from '../../harness/backends/scope.js';
@@ -22,8 +24,11 @@ import type { FencedHolderMessage } from '../../harness/workers/fenced-holder-wo
 const WORKER = fileURLToPath(new URL('../../harness/workers/fenced-holder-worker.ts', import.meta.url));
 const schema = `fence_${randomUUID().slice(0, 8)}`;
 const fence = new PostgresFence({ schema });
+/** The MySQL fence's database has the PostgreSQL schema's name. */
+const mysqlFence = new MysqlFence({ database: schema });
 let admin: pg.Client;
 let redis: Redis;
+let mysql: mysql2.Connection;
 
 beforeAll(async () => {
   admin = new pg.Client({ connectionString: postgresUrl() });
@@ -31,12 +36,20 @@ beforeAll(async () => {
   await fence.createSchema(admin);
   await admin.query(`CREATE TABLE ${schema}.ledger (period text PRIMARY KEY, settled_by text NOT NULL)`);
   redis = new Redis(inject('redisStandalone').url);
+  mysql = await mysql2.createConnection({ uri: mysqlUrl(), supportBigNumbers: true, bigNumberStrings: true });
+  await mysql.query(`CREATE DATABASE \`${schema}\``);
+  await mysqlFence.createSchema(mysql);
+  await mysql.query(
+    `CREATE TABLE \`${schema}\`.ledger (period VARCHAR(64) PRIMARY KEY, settled_by VARCHAR(64) NOT NULL) ENGINE=InnoDB`,
+  );
 });
 
 afterAll(async () => {
   await admin.query(`DROP SCHEMA ${schema} CASCADE`);
   await admin.end();
   await redis.quit();
+  await mysql.query(`DROP DATABASE \`${schema}\``);
+  await mysql.end();
 });
 
 /** The worker's messages, one promise per kind, and its process (to freeze and resume it). */
@@ -53,6 +66,7 @@ function startHolder(fixture: Fixture, namespace: string, resource: string) {
     schema,
     inject('redisStandalone').url,
     resource,
+    mysqlUrl(),
   ];
   const { child, exited } = forkWorker(WORKER, args, 'fenced holder', 120_000, (raw) => {
     const message = raw as FencedHolderMessage;
@@ -72,17 +86,18 @@ function kill(child: ChildProcess): void {
 /**
  * A holder in its own process is frozen (SIGSTOP) while it holds the lock: it sends nothing, so the
  * server expires its session and grants the next holder, who writes through the fences. Resumed, the
- * old holder writes with its token as if nothing had happened; both resources refuse it themselves.
+ * old holder writes with its token as if nothing had happened; all three resources refuse it themselves.
  */
 describe.each([
   { name: 'PostgreSQL', fixture: postgresFixture },
   { name: 'Redis', fixture: redisFixture },
   { name: 'ZooKeeper', fixture: () => zkFixture('zkStandalone') },
   { name: 'etcd', fixture: () => etcdFixture('etcdStandalone') },
+  { name: 'MySQL', fixture: mysqlFixture },
 ])('a paused holder of a lock on $name', ({ fixture }: { fixture: () => Fixture }) => {
   const scope = useScope(fixture);
 
-  it('has its late write refused by the PostgreSQL and the Redis fence after the next holder wrote', async () => {
+  it('has its late write refused by the PostgreSQL, the Redis and the MySQL fence after the next holder wrote', async () => {
     const resource = `ledger-${randomUUID().slice(0, 8)}`;
     const holder = startHolder(scope.fixture, scope.namespace, resource);
     let successor: Awaited<ReturnType<FairMutex['acquire']>> | undefined;
@@ -101,14 +116,19 @@ describe.each([
         client.query(`INSERT INTO ${schema}.ledger VALUES ($1, 'next')`, [resource]),
       );
       await new RedisFence(redis).set(resource, successor.fencingToken, `app:{${resource}}:settled`, 'next');
+      await mysqlFence.transaction(mysql, resource, successor.fencingToken, (connection) =>
+        connection.query(`INSERT INTO \`${schema}\`.ledger VALUES (?, 'next')`, [resource]),
+      );
       holder.child.kill('SIGCONT');
       holder.child.send('write');
       const late = await holder.written;
       const refusal = `StaleTokenError: stale fencing token ${oldToken} for "${resource}": the resource has accepted token ${successor.fencingToken}; the write was refused`;
-      expect(late).toEqual({ type: 'wrote', postgres: refusal, redis: refusal });
+      expect(late).toEqual({ type: 'wrote', postgres: refusal, redis: refusal, mysql: refusal });
       const { rows } = await admin.query(`SELECT settled_by FROM ${schema}.ledger WHERE period = $1`, [resource]);
       expect(rows).toEqual([{ settled_by: 'next' }]);
       expect(await redis.get(`app:{${resource}}:settled`)).toBe('next');
+      const [settled] = await mysql.query(`SELECT settled_by FROM \`${schema}\`.ledger WHERE period = ?`, [resource]);
+      expect(settled).toEqual([{ settled_by: 'next' }]);
       await holder.exited;
     } finally {
       kill(holder.child);
