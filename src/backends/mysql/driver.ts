@@ -152,7 +152,7 @@ export class MysqlDriver implements Driver {
         namespace: this.#namespace,
         counters: this.#counters,
         nameOf: (key) => lockNameOf(this.#database, key),
-        live: (tokens) => this.#live(tokens),
+        live: (keys) => this.#live(keys),
         list: (queue) => this.list(queue),
         ...(watches === undefined
           ? {}
@@ -249,10 +249,10 @@ export class MysqlDriver implements Driver {
     return this.#watches.waitChange(queue, seen, signal);
   }
 
-  async #live(tokens: readonly bigint[]): Promise<Set<bigint>> {
-    if (tokens.length === 0) return new Set();
-    const rows = await this.#request<{ token: string }>(STATEMENTS.live, [tokens.map(String)], false);
-    return new Set(rows.map((row) => BigInt(row.token)));
+  async #live(keys: readonly string[]): Promise<Set<string>> {
+    if (keys.length === 0) return new Set();
+    const rows = await this.#request<{ key: string }>(STATEMENTS.live, [keys], false);
+    return new Set(rows.map((row) => row.key));
   }
 
   withdraw(entry: Entry): Promise<void> {

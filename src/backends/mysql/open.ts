@@ -183,10 +183,9 @@ async function refuseGalera(main: Link, shown: string): Promise<void> {
 export async function ensureSchema(main: Link, database: string, create: boolean): Promise<void> {
   const found = await schemaVersion(main);
   if (found === SCHEMA_VERSION) return;
-  if (found !== undefined)
-    throw new BackendError(
-      `baton's tables in "${database}" have version ${found}; this baton needs version ${SCHEMA_VERSION} (see docs/mysql.md)`,
-    );
+  if (found !== undefined) throw otherVersion(database, String(found));
+  // A creation of an older version cut short before its version row: its tables would be kept as they are.
+  if (await olderEntriesTable(main)) throw otherVersion(database, 'older (no version row)');
   if (!create)
     throw new BackendError(
       `baton's tables do not exist in "${database}" and createSchema is false: have them created with \`baton schema <url>\` (or print their SQL with --print)`,
@@ -203,6 +202,22 @@ export async function ensureSchema(main: Link, database: string, create: boolean
   const created = await schemaVersion(main);
   if (created !== SCHEMA_VERSION)
     throw new BackendError(`baton's tables were not found after their creation (version ${created ?? 'missing'})`);
+}
+
+/** The preview backend migrates no schema: one of another version is refused, never used. */
+function otherVersion(database: string, found: string): BackendError {
+  return new BackendError(
+    `baton's tables in "${database}" have schema version ${found}; this baton needs version ${SCHEMA_VERSION} and migrates none: ` +
+      `with no session of the other version connected, drop baton's tables and procedures (docs/mysql.md lists them) or use another database`,
+  );
+}
+
+/** Whether `baton_entries` exists with version 1's primary key (the token) rather than the entry's key. */
+async function olderEntriesTable(main: Link): Promise<boolean> {
+  const rows = await main.rows<{ column: string }>(
+    "SELECT column_name AS `column` FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = 'baton_entries' AND index_name = 'PRIMARY'",
+  );
+  return rows.length > 0 && rows.some((row) => String(row.column).toLowerCase() !== 'key');
 }
 
 async function schemaVersion(main: Link): Promise<number | undefined> {

@@ -11,7 +11,11 @@
  *   crash). The row lock serialises the enqueues of one queue until their commit; each value is the larger
  *   of the next one and the server's clock in microseconds, so a counter row lost or removed gives no
  *   token twice. The token is the entry's order and fencing token (unless it took another's place).
- * - `baton_entries`: one row per queue entry, removed with its session (ON DELETE CASCADE).
+ * - `baton_entries`: one row per queue entry, removed with its session (ON DELETE CASCADE). Its primary
+ *   key is the entry's key (`s<session id>.<n>`, unique in the database since session ids are); a token
+ *   is unique only within its queue (each queue has its own counter, so two queues' enqueues in the same
+ *   microsecond get the same token), hence the unique key (namespace, queue, token) and no lookup by
+ *   token alone.
  * - `baton_retired`: keys withdrawn after an enqueue sent more than once, so a late copy makes nothing.
  * - `baton_guarded_values`: values a holder writes only while its entry and lease are alive.
  * - `baton_enqueue` runs at READ COMMITTED in a transaction of its own: it takes the entry's wake-up
@@ -21,7 +25,7 @@
  */
 
 /** The version of the schema this code needs; `connect()` creates it, or refuses another. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 const GONE = `SIGNAL SQLSTATE 'BT001' SET MESSAGE_TEXT = 'baton: session gone (its lease expired or it was closed)', MYSQL_ERRNO = 59001`;
 
@@ -41,8 +45,8 @@ const TABLES = [
   PRIMARY KEY (namespace, queue)
 ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin`,
   `CREATE TABLE IF NOT EXISTS baton_entries (
-  token BIGINT NOT NULL PRIMARY KEY,
-  \`key\` VARCHAR(64) NOT NULL,
+  \`key\` VARCHAR(64) NOT NULL PRIMARY KEY,
+  token BIGINT NOT NULL,
   namespace VARCHAR(255) NOT NULL,
   queue VARCHAR(512) NOT NULL,
   position BIGINT NOT NULL,
@@ -50,7 +54,7 @@ const TABLES = [
   session BIGINT NOT NULL,
   data TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
   created_at DATETIME(6) NOT NULL,
-  UNIQUE KEY entries_key (\`key\`),
+  UNIQUE KEY entries_token (namespace, queue, token),
   KEY entries_queue (namespace, queue, position, token),
   KEY entries_session (session),
   CONSTRAINT entries_session FOREIGN KEY (session) REFERENCES baton_sessions (id) ON DELETE CASCADE
@@ -70,7 +74,7 @@ const TABLES = [
   PRIMARY KEY (namespace, queue, name)
 ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin`,
   `CREATE TABLE IF NOT EXISTS baton_version (
-  version INT NOT NULL
+  version INT NOT NULL PRIMARY KEY
 ) ENGINE=InnoDB`,
 ];
 
@@ -195,7 +199,7 @@ END`,
   ],
 ];
 
-/** The statements that create schema version 1, each sent on its own, in order. */
+/** The statements that create the schema of `SCHEMA_VERSION`, each sent on its own, in order. */
 export function schemaStatements(): string[] {
   return [
     ...TABLES,

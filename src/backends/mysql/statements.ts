@@ -3,9 +3,10 @@ export const STATEMENTS = {
   enqueue: 'CALL baton_enqueue(?, ?, ?, ?, ?, ?, ?, ?)',
   list: 'CALL baton_list(?, ?)',
   withdraw: 'CALL baton_withdraw(?, ?, ?, ?)',
+  // By key, unique in the database: a token is unique only within its queue.
   live:
-    'SELECT e.token FROM baton_entries e JOIN baton_sessions o ON o.id = e.session AND o.expires_at > SYSDATE(6)' +
-    ' WHERE e.token IN (?)',
+    'SELECT e.`key` FROM baton_entries e JOIN baton_sessions o ON o.id = e.session AND o.expires_at > SYSDATE(6)' +
+    ' WHERE e.`key` IN (?)',
   read:
     'SELECT e.data FROM baton_entries e JOIN baton_sessions o ON o.id = e.session AND o.expires_at > SYSDATE(6)' +
     ' WHERE e.`key` = ? AND e.token = ?',
