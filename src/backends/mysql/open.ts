@@ -58,7 +58,9 @@ export function connectionConfig(url: MysqlUrl, tls: TlsOptions | undefined): Co
 }
 
 /**
- * What every connection of baton's is set to first: autocommit on (a server whose `init_connect` or
+ * What every connection of baton's is set to first: its character set utf8mb4 both ways (mysql2 asks
+ * for it in the handshake, which a server may ignore or an `init_connect` undo: a value outside the
+ * server's default would be mangled), autocommit on (a server whose `init_connect` or
  * global default turns it off would leave every renewal uncommitted, so other sessions would see the
  * lease run out while this one believes it renewed), the server's clock read in UTC (SYSDATE never
  * jumps at a daylight-saving change), and the longest `wait_timeout` MySQL allows (a year), so that the
@@ -66,7 +68,7 @@ export function connectionConfig(url: MysqlUrl, tls: TlsOptions | undefined): Co
  * lease, not the connection, decides how long a dead client holds.
  */
 export function setupStatement(): string {
-  return `SET autocommit = 1, time_zone = '+00:00', wait_timeout = 31536000`;
+  return `SET NAMES utf8mb4, autocommit = 1, time_zone = '+00:00', wait_timeout = 31536000`;
 }
 
 export interface OpenedSession {

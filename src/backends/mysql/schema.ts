@@ -27,6 +27,15 @@
 /** The version of the schema this code needs; `connect()` creates it, or refuses another. */
 export const SCHEMA_VERSION = 2;
 
+/**
+ * The character sets of the procedures' string parameters and variables, as their columns have them.
+ * Undeclared, they would take the database's default at creation (latin1 on many servers): a value
+ * outside it refused or mangled, and a comparison with an `ascii_bin` column made in the parameter's
+ * collation, case-insensitive and without the column's index.
+ */
+const UTF8_SET = 'CHARACTER SET utf8mb4 COLLATE utf8mb4_bin';
+const ascii = (length: number): string => `VARCHAR(${length}) CHARACTER SET ascii COLLATE ascii_bin`;
+
 const GONE = `SIGNAL SQLSTATE 'BT001' SET MESSAGE_TEXT = 'baton: session gone (its lease expired or it was closed)', MYSQL_ERRNO = 59001`;
 
 const TABLES = [
@@ -95,7 +104,7 @@ const LISTING = `SELECT e.token, e.\`key\`, e.position AS queue_position, e.kind
 const PROCEDURES: readonly (readonly [string, string])[] = [
   [
     'baton_open_session',
-    `CREATE PROCEDURE baton_open_session(IN p_ttl_ms BIGINT, IN p_client VARCHAR(255))
+    `CREATE PROCEDURE baton_open_session(IN p_ttl_ms BIGINT, IN p_client VARCHAR(255) ${UTF8_SET})
 BEGIN
   -- Housekeeping of sessions nobody listed since their lease ran out: given up on a lock conflict.
   BEGIN
@@ -109,7 +118,7 @@ END`,
   ],
   [
     'baton_list',
-    `CREATE PROCEDURE baton_list(IN p_namespace VARCHAR(255), IN p_queue VARCHAR(512))
+    `CREATE PROCEDURE baton_list(IN p_namespace ${ascii(255)}, IN p_queue ${ascii(512)})
 BEGIN
   DECLARE v_now DATETIME(6) DEFAULT SYSDATE(6);
   ${SWEEP};
@@ -118,8 +127,9 @@ END`,
   ],
   [
     'baton_enqueue',
-    `CREATE PROCEDURE baton_enqueue(IN p_session BIGINT, IN p_key VARCHAR(64), IN p_name VARCHAR(64),
-  IN p_namespace VARCHAR(255), IN p_queue VARCHAR(512), IN p_kind VARCHAR(64), IN p_at BIGINT, IN p_data TEXT)
+    `CREATE PROCEDURE baton_enqueue(IN p_session BIGINT, IN p_key ${ascii(64)}, IN p_name ${ascii(64)},
+  IN p_namespace ${ascii(255)}, IN p_queue ${ascii(512)}, IN p_kind ${ascii(64)}, IN p_at BIGINT,
+  IN p_data TEXT ${UTF8_SET})
 BEGIN
   DECLARE v_token BIGINT;
   DECLARE v_created INT DEFAULT 0;
@@ -161,7 +171,7 @@ END`,
   ],
   [
     'baton_withdraw',
-    `CREATE PROCEDURE baton_withdraw(IN p_key VARCHAR(64), IN p_session BIGINT, IN p_name VARCHAR(64), IN p_retire INT)
+    `CREATE PROCEDURE baton_withdraw(IN p_key ${ascii(64)}, IN p_session BIGINT, IN p_name ${ascii(64)}, IN p_retire INT)
 BEGIN
   DELETE FROM baton_entries WHERE \`key\` = p_key AND session = p_session;
   IF p_retire = 1 THEN
@@ -173,11 +183,11 @@ END`,
   ],
   [
     'baton_guarded_write',
-    `CREATE PROCEDURE baton_guarded_write(IN p_key VARCHAR(64), IN p_session BIGINT, IN p_name VARCHAR(128),
-  IN p_value MEDIUMTEXT, IN p_delete INT)
+    `CREATE PROCEDURE baton_guarded_write(IN p_key ${ascii(64)}, IN p_session BIGINT, IN p_name ${ascii(128)},
+  IN p_value MEDIUMTEXT ${UTF8_SET}, IN p_delete INT)
 BEGIN
-  DECLARE v_namespace VARCHAR(255) DEFAULT NULL;
-  DECLARE v_queue VARCHAR(512) DEFAULT NULL;
+  DECLARE v_namespace ${ascii(255)} DEFAULT NULL;
+  DECLARE v_queue ${ascii(512)} DEFAULT NULL;
   DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   START TRANSACTION;
