@@ -65,11 +65,21 @@ export function connectionConfig(url: MysqlUrl, tls: TlsOptions | undefined): Co
  * lease run out while this one believes it renewed), the server's clock read in UTC (SYSDATE never
  * jumps at a daylight-saving change), and the longest `wait_timeout` MySQL allows (a year), so that the
  * server never closes the main connection, which holds the entries' names however long it is idle. The
- * lease, not the connection, decides how long a dead client holds.
+ * lease, not the connection, decides how long a dead client holds. And the `sql_mode` baton's
+ * statements are written for (`SQL_MODE` below), whatever the server's default.
  */
 export function setupStatement(): string {
-  return `SET NAMES utf8mb4, autocommit = 1, time_zone = '+00:00', wait_timeout = 31536000`;
+  return `SET NAMES utf8mb4, sql_mode = '${SQL_MODE}', autocommit = 1, time_zone = '+00:00', wait_timeout = 31536000`;
 }
+
+/**
+ * The session's `sql_mode`, pinned: mysql2 escapes values with backslashes, which `NO_BACKSLASH_ESCAPES`
+ * would read as text (a quote in a value would end its string); `ANSI_QUOTES`, `PIPES_AS_CONCAT`,
+ * `IGNORE_SPACE` or MariaDB's `ORACLE` change how statements parse, and a procedure keeps the mode it was
+ * created under. Strict, so that a value that does not fit is refused rather than cut. Every mode named
+ * here exists on MySQL 8 and MariaDB 10.6+.
+ */
+const SQL_MODE = 'STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION';
 
 export interface OpenedSession {
   /** The requests' connection, which holds the entries' names. */
