@@ -1,5 +1,6 @@
 import type { Abortable, Enqueued, Entry, GuardedOp } from '../../../recipes/contract.js';
 import { BackendError } from '../../../recipes/errors.js';
+import { backoff } from '../../backoff.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { holdCheckEveryMs, keepAlivePaceMs } from '../../timing.js';
 import { DriverCore } from '../core.js';
@@ -21,8 +22,9 @@ import {
 } from './open.js';
 import { type MysqlCounters, mysqlCounters, type MysqlProbe } from './probe.js';
 import { mysqlRevoke } from './revoke.js';
-import { armStatement, STATEMENTS } from './statements.js';
+import { STATEMENTS } from './statements.js';
 import { WaitPool } from './wait-pool.js';
+import { WakeNames } from './wake-names.js';
 import { Watches } from './watches.js';
 
 export type { MysqlDriverOptions } from './open.js';
@@ -73,21 +75,19 @@ export class MysqlDriver implements Driver {
   readonly #pool: WaitPool;
   readonly #watches: Watches;
   readonly #keepAlive: KeepAlive;
-  /** The keys of the entries this session holds a name for (enqueued, not yet withdrawn). */
-  readonly #named = new Set<string>();
+  #reconnecting = false;
+  readonly #names: WakeNames;
 
   static async open(options: MysqlDriverOptions, probe?: MysqlProbe): Promise<MysqlDriver> {
     let driver: MysqlDriver | undefined;
     const opened = await openSession(options, {
       main: {
         up: (again) => {
-          if (again && driver !== undefined) driver.#reconnected();
+          if (again && driver !== undefined && driver.#core.isOpen) driver.#names.retake();
         },
         // Made again soon, not at the next request: its entries' names are to be held again.
         down: () => {
-          setTimeout(() => {
-            if (driver !== undefined && driver.#core.isOpen) driver.#main.open().catch(() => undefined);
-          }, 100).unref();
+          if (driver !== undefined) driver.#reconnectMain();
         },
       },
       beat: {
@@ -171,6 +171,11 @@ export class MysqlDriver implements Driver {
       beatThreadId: () => this.#beat.threadId,
       waitThreadIds: () => this.#pool.threadIds(),
     });
+    this.#names = new WakeNames({
+      core: this.#core,
+      main: this.#main,
+      nameOf: (key) => lockNameOf(this.#database, key),
+    });
     this.#keepAlive = new KeepAlive(
       { core: this.#core, link: this.#beat, session: this.#session, id: this.id, beat: () => this.#own.settle() },
       keepAlivePaceMs(this.timeoutMs),
@@ -211,7 +216,7 @@ export class MysqlDriver implements Driver {
     let attempts = 0;
     own.enqueuing(key);
     try {
-      const rows = await this.#request<QueueRow & { created: number | string }>(
+      const rows = await this.#request<QueueRow & { created: number | string; armed: number | string }>(
         STATEMENTS.enqueue,
         values,
         true,
@@ -221,10 +226,11 @@ export class MysqlDriver implements Driver {
         },
       );
       if (rows.length > 0 && Number(rows[0]!.created) === 0) this.#counters.adopted += 1;
+      const armed = rows.length > 0 && Number(rows[0]!.armed) === 1;
       const entry = entriesOf(queue, rows).find((e) => e.key === key);
       if (entry === undefined) throw new BackendError(`wrote ${key} but the queue read does not show it`);
       own.claim(key);
-      this.#named.add(key);
+      this.#names.enqueued(key, armed);
       if (attempts > 1) own.unsettle(queue);
       return { entry, queue: this.#listed(queue, rows) };
     } catch (error) {
@@ -267,7 +273,7 @@ export class MysqlDriver implements Driver {
         }),
       done: () => {
         this.#own.forget(entry.key);
-        this.#named.delete(entry.key);
+        this.#names.withdrawn(entry.key);
       },
     });
   }
@@ -319,14 +325,17 @@ export class MysqlDriver implements Driver {
     return false;
   }
 
-  /** A new main connection holds none of the entries' names: take them again, and renew at once. */
-  #reconnected(): void {
-    if (!this.#core.isOpen) return;
-    const names = [...this.#named].map((key) => lockNameOf(this.#database, key));
-    for (let i = 0; i < names.length; i += 100) {
-      const batch = names.slice(i, i + 100);
-      this.#main.query(armStatement(batch.length), batch).catch(() => undefined);
-    }
+  /** The main connection broke: made again with the project's backoff (its `up` takes the names again). */
+  #reconnectMain(): void {
+    if (this.#reconnecting) return;
+    this.#reconnecting = true;
+    void (async () => {
+      for (let attempt = 0; this.#core.isOpen && !this.#main.connected; attempt += 1) {
+        await backoff(attempt);
+        if (!this.#core.isOpen || this.#main.connected) return;
+        await this.#main.open().catch(() => undefined);
+      }
+    })().finally(() => (this.#reconnecting = false));
   }
 
   abandon(reason: Error): void {
@@ -353,7 +362,7 @@ export class MysqlDriver implements Driver {
     this.#keepAlive.stop();
     this.#watches.failAll(reason);
     this.#own.clear();
-    this.#named.clear();
+    this.#names.clear();
   }
 
   #guardedHost(): GuardedHost {

@@ -26,7 +26,17 @@ export const STATEMENTS = {
   close: 'DELETE FROM baton_sessions WHERE id = ?',
 } as const;
 
-/** Takes the wake-up names of these entries again (a new main connection holds none): one statement. */
+/**
+ * Takes the wake-up names of these entries (a new main connection holds none), one statement: 1 per
+ * name held by this connection after it, 0 where another connection holds it. A name this connection
+ * holds already is not taken twice (GET_LOCK counts, and the withdraw releases once).
+ */
 export function armStatement(count: number): string {
-  return `SELECT ${Array.from({ length: count }, (_, i) => `GET_LOCK(?, 0) AS a${i}`).join(', ')}`;
+  const one = (i: number): string => `IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 1, GET_LOCK(?, 0)) AS a${i}`;
+  return `SELECT ${Array.from({ length: count }, (_, i) => one(i)).join(', ')}`;
+}
+
+/** Ends a former connection of this session's by its server id (MySQL's unknown-thread error is 1094). */
+export function killStatement(thread: number): string {
+  return `KILL ${Math.trunc(thread)}`;
 }
