@@ -53,8 +53,9 @@ export function mysqlSessionRowOf(id: string): string {
 
 /**
  * The MySQL/MariaDB backend on mysql2: a session is a row of `baton_sessions` whose lease the server's
- * clock times, renewed by a heartbeat on the main connection; an entry is a row of `baton_entries` owned
- * by it, whose `GET_LOCK` name the main connection holds until the entry's withdraw, so that a waiter
+ * clock times, renewed by a heartbeat on a connection of its own (renewals never wait behind requests);
+ * an entry is a row of `baton_entries` owned by it, whose `GET_LOCK` name the main connection (the
+ * requests' one) holds from the enqueue until the entry's withdraw (see wake-names.ts), so that a waiter
  * blocked on that name in the wait pool is answered at its release. This file holds the contract's
  * requests; the rest is in the files beside it.
  */
