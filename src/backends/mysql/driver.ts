@@ -100,7 +100,8 @@ export class MysqlDriver implements Driver {
     const create = await loadMysql2();
     driver = new MysqlDriver(opened, options, probe, () => {
       const config = connectionConfig(options.url, options.tls);
-      return new Link(create, config, attemptMs(options.sessionTimeoutMs), setupStatement());
+      const statementMs = attemptMs(options.sessionTimeoutMs);
+      return new Link(create, config, statementMs, setupStatement(statementMs));
     });
     return driver;
   }

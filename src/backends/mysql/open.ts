@@ -65,11 +65,25 @@ export function connectionConfig(url: MysqlUrl, tls: TlsOptions | undefined): Co
  * lease run out while this one believes it renewed), the server's clock read in UTC (SYSDATE never
  * jumps at a daylight-saving change), and the longest `wait_timeout` MySQL allows (a year), so that the
  * server never closes the main connection, which holds the entries' names however long it is idle. The
- * lease, not the connection, decides how long a dead client holds. And the `sql_mode` baton's
+ * lease, not the connection, decides how long a dead client holds. A row lock wait bounded by the
+ * statement's deadline (`lockWaitSeconds`). And the `sql_mode` baton's
  * statements are written for (`SQL_MODE` below), whatever the server's default.
  */
-export function setupStatement(): string {
-  return `SET NAMES utf8mb4, sql_mode = '${SQL_MODE}', autocommit = 1, time_zone = '+00:00', wait_timeout = 31536000`;
+export function setupStatement(statementMs: number): string {
+  return (
+    `SET NAMES utf8mb4, sql_mode = '${SQL_MODE}', autocommit = 1, time_zone = '+00:00', wait_timeout = 31536000,` +
+    ` innodb_lock_wait_timeout = ${lockWaitSeconds(statementMs)}`
+  );
+}
+
+/**
+ * How long a statement may wait for a row lock: half its deadline, in whole seconds (at least 1, the
+ * least MySQL takes), so that the server answers a long wait with a lock wait timeout (sent again on
+ * the same connection) before the client's deadline drops the connection, and with it the main
+ * connection's wake-up names. The server's default is 50 s.
+ */
+export function lockWaitSeconds(statementMs: number): number {
+  return Math.max(1, Math.floor(statementMs / 2_000));
 }
 
 /**
@@ -101,7 +115,7 @@ export async function openSession(
 ): Promise<OpenedSession> {
   const create = await loadMysql2();
   const config = { ...connectionConfig(options.url, options.tls), connectTimeout: options.connectTimeoutMs };
-  const setup = setupStatement();
+  const setup = setupStatement(attemptMs(options.sessionTimeoutMs));
   const main = new Link(create, config, attemptMs(options.sessionTimeoutMs), setup, events.main);
   const beat = new Link(create, config, attemptMs(options.sessionTimeoutMs), setup, events.beat);
   const onAbort = (): void => {
@@ -244,7 +258,7 @@ async function schemaVersion(main: Link): Promise<number | undefined> {
 /** `baton schema <url>`: creates baton's tables (as `connect()` would), for a DBA whose application user may not run DDL. */
 export async function applySchema(url: MysqlUrl, connectTimeoutMs: number): Promise<'created' | 'present'> {
   const create = await loadMysql2();
-  const link = new Link(create, connectionConfig(url, undefined), connectTimeoutMs, setupStatement());
+  const link = new Link(create, connectionConfig(url, undefined), connectTimeoutMs, setupStatement(connectTimeoutMs));
   try {
     try {
       await link.open();
