@@ -1,5 +1,6 @@
 import type { Abortable, Enqueued, Entry, GuardedOp } from '../../../recipes/contract.js';
 import { BackendError } from '../../../recipes/errors.js';
+import { backoff } from '../../backoff.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { holdCheckEveryMs, keepAlivePaceMs } from '../../timing.js';
 import { DriverCore } from '../core.js';
@@ -21,8 +22,9 @@ import {
 } from './open.js';
 import { type MysqlCounters, mysqlCounters, type MysqlProbe } from './probe.js';
 import { mysqlRevoke } from './revoke.js';
-import { armStatement, STATEMENTS } from './statements.js';
+import { STATEMENTS } from './statements.js';
 import { WaitPool } from './wait-pool.js';
+import { WakeNames } from './wake-names.js';
 import { Watches } from './watches.js';
 
 export type { MysqlDriverOptions } from './open.js';
@@ -51,8 +53,9 @@ export function mysqlSessionRowOf(id: string): string {
 
 /**
  * The MySQL/MariaDB backend on mysql2: a session is a row of `baton_sessions` whose lease the server's
- * clock times, renewed by a heartbeat on the main connection; an entry is a row of `baton_entries` owned
- * by it, whose `GET_LOCK` name the main connection holds until the entry's withdraw, so that a waiter
+ * clock times, renewed by a heartbeat on a connection of its own (renewals never wait behind requests);
+ * an entry is a row of `baton_entries` owned by it, whose `GET_LOCK` name the main connection (the
+ * requests' one) holds from the enqueue until the entry's withdraw (see wake-names.ts), so that a waiter
  * blocked on that name in the wait pool is answered at its release. This file holds the contract's
  * requests; the rest is in the files beside it.
  */
@@ -73,21 +76,19 @@ export class MysqlDriver implements Driver {
   readonly #pool: WaitPool;
   readonly #watches: Watches;
   readonly #keepAlive: KeepAlive;
-  /** The keys of the entries this session holds a name for (enqueued, not yet withdrawn). */
-  readonly #named = new Set<string>();
+  #reconnecting = false;
+  readonly #names: WakeNames;
 
   static async open(options: MysqlDriverOptions, probe?: MysqlProbe): Promise<MysqlDriver> {
     let driver: MysqlDriver | undefined;
     const opened = await openSession(options, {
       main: {
         up: (again) => {
-          if (again && driver !== undefined) driver.#reconnected();
+          if (again && driver !== undefined && driver.#core.isOpen) driver.#names.retake();
         },
         // Made again soon, not at the next request: its entries' names are to be held again.
         down: () => {
-          setTimeout(() => {
-            if (driver !== undefined && driver.#core.isOpen) driver.#main.open().catch(() => undefined);
-          }, 100).unref();
+          if (driver !== undefined) driver.#reconnectMain();
         },
       },
       beat: {
@@ -99,7 +100,8 @@ export class MysqlDriver implements Driver {
     const create = await loadMysql2();
     driver = new MysqlDriver(opened, options, probe, () => {
       const config = connectionConfig(options.url, options.tls);
-      return new Link(create, config, attemptMs(options.sessionTimeoutMs), setupStatement());
+      const statementMs = attemptMs(options.sessionTimeoutMs);
+      return new Link(create, config, statementMs, setupStatement(statementMs));
     });
     return driver;
   }
@@ -152,7 +154,7 @@ export class MysqlDriver implements Driver {
         namespace: this.#namespace,
         counters: this.#counters,
         nameOf: (key) => lockNameOf(this.#database, key),
-        live: (tokens) => this.#live(tokens),
+        live: (keys) => this.#live(keys),
         list: (queue) => this.list(queue),
         ...(watches === undefined
           ? {}
@@ -170,6 +172,11 @@ export class MysqlDriver implements Driver {
       mainThreadId: () => this.#main.threadId,
       beatThreadId: () => this.#beat.threadId,
       waitThreadIds: () => this.#pool.threadIds(),
+    });
+    this.#names = new WakeNames({
+      core: this.#core,
+      main: this.#main,
+      nameOf: (key) => lockNameOf(this.#database, key),
     });
     this.#keepAlive = new KeepAlive(
       { core: this.#core, link: this.#beat, session: this.#session, id: this.id, beat: () => this.#own.settle() },
@@ -211,7 +218,7 @@ export class MysqlDriver implements Driver {
     let attempts = 0;
     own.enqueuing(key);
     try {
-      const rows = await this.#request<QueueRow & { created: number | string }>(
+      const rows = await this.#request<QueueRow & { created: number | string; armed: number | string }>(
         STATEMENTS.enqueue,
         values,
         true,
@@ -221,10 +228,11 @@ export class MysqlDriver implements Driver {
         },
       );
       if (rows.length > 0 && Number(rows[0]!.created) === 0) this.#counters.adopted += 1;
+      const armed = rows.length > 0 && Number(rows[0]!.armed) === 1;
       const entry = entriesOf(queue, rows).find((e) => e.key === key);
       if (entry === undefined) throw new BackendError(`wrote ${key} but the queue read does not show it`);
       own.claim(key);
-      this.#named.add(key);
+      this.#names.enqueued(key, armed);
       if (attempts > 1) own.unsettle(queue);
       return { entry, queue: this.#listed(queue, rows) };
     } catch (error) {
@@ -249,10 +257,10 @@ export class MysqlDriver implements Driver {
     return this.#watches.waitChange(queue, seen, signal);
   }
 
-  async #live(tokens: readonly bigint[]): Promise<Set<bigint>> {
-    if (tokens.length === 0) return new Set();
-    const rows = await this.#request<{ token: string }>(STATEMENTS.live, [tokens.map(String)], false);
-    return new Set(rows.map((row) => BigInt(row.token)));
+  async #live(keys: readonly string[]): Promise<Set<string>> {
+    if (keys.length === 0) return new Set();
+    const rows = await this.#request<{ key: string }>(STATEMENTS.live, [keys], false);
+    return new Set(rows.map((row) => row.key));
   }
 
   withdraw(entry: Entry): Promise<void> {
@@ -267,7 +275,7 @@ export class MysqlDriver implements Driver {
         }),
       done: () => {
         this.#own.forget(entry.key);
-        this.#named.delete(entry.key);
+        this.#names.withdrawn(entry.key);
       },
     });
   }
@@ -319,14 +327,17 @@ export class MysqlDriver implements Driver {
     return false;
   }
 
-  /** A new main connection holds none of the entries' names: take them again, and renew at once. */
-  #reconnected(): void {
-    if (!this.#core.isOpen) return;
-    const names = [...this.#named].map((key) => lockNameOf(this.#database, key));
-    for (let i = 0; i < names.length; i += 100) {
-      const batch = names.slice(i, i + 100);
-      this.#main.query(armStatement(batch.length), batch).catch(() => undefined);
-    }
+  /** The main connection broke: made again with the project's backoff (its `up` takes the names again). */
+  #reconnectMain(): void {
+    if (this.#reconnecting) return;
+    this.#reconnecting = true;
+    void (async () => {
+      for (let attempt = 0; this.#core.isOpen && !this.#main.connected; attempt += 1) {
+        await backoff(attempt);
+        if (!this.#core.isOpen || this.#main.connected) return;
+        await this.#main.open().catch(() => undefined);
+      }
+    })().finally(() => (this.#reconnecting = false));
   }
 
   abandon(reason: Error): void {
@@ -353,7 +364,7 @@ export class MysqlDriver implements Driver {
     this.#keepAlive.stop();
     this.#watches.failAll(reason);
     this.#own.clear();
-    this.#named.clear();
+    this.#names.clear();
   }
 
   #guardedHost(): GuardedHost {

@@ -30,6 +30,8 @@ export class Link {
   #connecting: Promise<Connection> | undefined;
   #ups = 0;
   #closed = false;
+  /** Server ids of this link's connections that broke on the client's side (their threads may live on). */
+  #former: number[] = [];
   #tail: Promise<unknown> = Promise.resolve();
   /** Ends the connection attempt under way, if any. */
   #stopConnecting: ((error: Error) => void) | undefined;
@@ -53,6 +55,11 @@ export class Link {
   /** The server's id of the connection now up (for `KILL QUERY`), if any. */
   get threadId(): number | undefined {
     return this.connected ? (this.#connection?.threadId ?? undefined) : undefined;
+  }
+
+  /** The server ids of the connections that broke since the last call (their threads may still be alive). */
+  takeFormerThreadIds(): number[] {
+    return this.#former.splice(0);
   }
 
   /** Connects now (the first connection: its failure is the caller's). */
@@ -141,6 +148,7 @@ export class Link {
   #broken(connection: Connection, cause: unknown): void {
     if (this.#connection !== connection) return;
     this.#connection = undefined;
+    if (typeof connection.threadId === 'number' && connection.threadId > 0) this.#former.push(connection.threadId);
     connection.destroy();
     if (!this.#closed) this.#events.down?.(cause);
   }

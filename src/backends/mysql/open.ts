@@ -58,16 +58,42 @@ export function connectionConfig(url: MysqlUrl, tls: TlsOptions | undefined): Co
 }
 
 /**
- * What every connection of baton's is set to first: autocommit on (a server whose `init_connect` or
+ * What every connection of baton's is set to first: its character set utf8mb4 both ways (mysql2 asks
+ * for it in the handshake, which a server may ignore or an `init_connect` undo: a value outside the
+ * server's default would be mangled), autocommit on (a server whose `init_connect` or
  * global default turns it off would leave every renewal uncommitted, so other sessions would see the
  * lease run out while this one believes it renewed), the server's clock read in UTC (SYSDATE never
  * jumps at a daylight-saving change), and the longest `wait_timeout` MySQL allows (a year), so that the
  * server never closes the main connection, which holds the entries' names however long it is idle. The
- * lease, not the connection, decides how long a dead client holds.
+ * lease, not the connection, decides how long a dead client holds. A row lock wait bounded by the
+ * statement's deadline (`lockWaitSeconds`). And the `sql_mode` baton's
+ * statements are written for (`SQL_MODE` below), whatever the server's default.
  */
-export function setupStatement(): string {
-  return `SET autocommit = 1, time_zone = '+00:00', wait_timeout = 31536000`;
+export function setupStatement(statementMs: number): string {
+  return (
+    `SET NAMES utf8mb4, sql_mode = '${SQL_MODE}', autocommit = 1, time_zone = '+00:00', wait_timeout = 31536000,` +
+    ` innodb_lock_wait_timeout = ${lockWaitSeconds(statementMs)}`
+  );
 }
+
+/**
+ * How long a statement may wait for a row lock: half its deadline, in whole seconds (at least 1, the
+ * least MySQL takes), so that the server answers a long wait with a lock wait timeout (sent again on
+ * the same connection) before the client's deadline drops the connection, and with it the main
+ * connection's wake-up names. The server's default is 50 s.
+ */
+export function lockWaitSeconds(statementMs: number): number {
+  return Math.max(1, Math.floor(statementMs / 2_000));
+}
+
+/**
+ * The session's `sql_mode`, pinned: mysql2 escapes values with backslashes, which `NO_BACKSLASH_ESCAPES`
+ * would read as text (a quote in a value would end its string); `ANSI_QUOTES`, `PIPES_AS_CONCAT`,
+ * `IGNORE_SPACE` or MariaDB's `ORACLE` change how statements parse, and a procedure keeps the mode it was
+ * created under. Strict, so that a value that does not fit is refused rather than cut. Every mode named
+ * here exists on MySQL 8 and MariaDB 10.6+.
+ */
+const SQL_MODE = 'STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION';
 
 export interface OpenedSession {
   /** The requests' connection, which holds the entries' names. */
@@ -89,7 +115,7 @@ export async function openSession(
 ): Promise<OpenedSession> {
   const create = await loadMysql2();
   const config = { ...connectionConfig(options.url, options.tls), connectTimeout: options.connectTimeoutMs };
-  const setup = setupStatement();
+  const setup = setupStatement(attemptMs(options.sessionTimeoutMs));
   const main = new Link(create, config, attemptMs(options.sessionTimeoutMs), setup, events.main);
   const beat = new Link(create, config, attemptMs(options.sessionTimeoutMs), setup, events.beat);
   const onAbort = (): void => {
@@ -183,10 +209,9 @@ async function refuseGalera(main: Link, shown: string): Promise<void> {
 export async function ensureSchema(main: Link, database: string, create: boolean): Promise<void> {
   const found = await schemaVersion(main);
   if (found === SCHEMA_VERSION) return;
-  if (found !== undefined)
-    throw new BackendError(
-      `baton's tables in "${database}" have version ${found}; this baton needs version ${SCHEMA_VERSION} (see docs/mysql.md)`,
-    );
+  if (found !== undefined) throw otherVersion(database, String(found));
+  // A creation of an older version cut short before its version row: its tables would be kept as they are.
+  if (await olderEntriesTable(main)) throw otherVersion(database, 'older (no version row)');
   if (!create)
     throw new BackendError(
       `baton's tables do not exist in "${database}" and createSchema is false: have them created with \`baton schema <url>\` (or print their SQL with --print)`,
@@ -205,6 +230,22 @@ export async function ensureSchema(main: Link, database: string, create: boolean
     throw new BackendError(`baton's tables were not found after their creation (version ${created ?? 'missing'})`);
 }
 
+/** The preview backend migrates no schema: one of another version is refused, never used. */
+function otherVersion(database: string, found: string): BackendError {
+  return new BackendError(
+    `baton's tables in "${database}" have schema version ${found}; this baton needs version ${SCHEMA_VERSION} and migrates none: ` +
+      `with no session of the other version connected, drop baton's tables and procedures (docs/mysql.md lists them) or use another database`,
+  );
+}
+
+/** Whether `baton_entries` exists with version 1's primary key (the token) rather than the entry's key. */
+async function olderEntriesTable(main: Link): Promise<boolean> {
+  const rows = await main.rows<{ column: string }>(
+    "SELECT column_name AS `column` FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = 'baton_entries' AND index_name = 'PRIMARY'",
+  );
+  return rows.length > 0 && rows.some((row) => String(row.column).toLowerCase() !== 'key');
+}
+
 async function schemaVersion(main: Link): Promise<number | undefined> {
   const tables = await main.rows(
     "SELECT 1 FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'baton_version'",
@@ -217,7 +258,7 @@ async function schemaVersion(main: Link): Promise<number | undefined> {
 /** `baton schema <url>`: creates baton's tables (as `connect()` would), for a DBA whose application user may not run DDL. */
 export async function applySchema(url: MysqlUrl, connectTimeoutMs: number): Promise<'created' | 'present'> {
   const create = await loadMysql2();
-  const link = new Link(create, connectionConfig(url, undefined), connectTimeoutMs, setupStatement());
+  const link = new Link(create, connectionConfig(url, undefined), connectTimeoutMs, setupStatement(connectTimeoutMs));
   try {
     try {
       await link.open();

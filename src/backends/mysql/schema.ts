@@ -11,7 +11,11 @@
  *   crash). The row lock serialises the enqueues of one queue until their commit; each value is the larger
  *   of the next one and the server's clock in microseconds, so a counter row lost or removed gives no
  *   token twice. The token is the entry's order and fencing token (unless it took another's place).
- * - `baton_entries`: one row per queue entry, removed with its session (ON DELETE CASCADE).
+ * - `baton_entries`: one row per queue entry, removed with its session (ON DELETE CASCADE). Its primary
+ *   key is the entry's key (`s<session id>.<n>`, unique in the database since session ids are); a token
+ *   is unique only within its queue (each queue has its own counter, so two queues' enqueues in the same
+ *   microsecond get the same token), hence the unique key (namespace, queue, token) and no lookup by
+ *   token alone.
  * - `baton_retired`: keys withdrawn after an enqueue sent more than once, so a late copy makes nothing.
  * - `baton_guarded_values`: values a holder writes only while its entry and lease are alive.
  * - `baton_enqueue` runs at READ COMMITTED in a transaction of its own: it takes the entry's wake-up
@@ -21,7 +25,16 @@
  */
 
 /** The version of the schema this code needs; `connect()` creates it, or refuses another. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
+
+/**
+ * The character sets of the procedures' string parameters and variables, as their columns have them.
+ * Undeclared, they would take the database's default at creation (latin1 on many servers): a value
+ * outside it refused or mangled, and a comparison with an `ascii_bin` column made in the parameter's
+ * collation, case-insensitive and without the column's index.
+ */
+const UTF8_SET = 'CHARACTER SET utf8mb4 COLLATE utf8mb4_bin';
+const ascii = (length: number): string => `VARCHAR(${length}) CHARACTER SET ascii COLLATE ascii_bin`;
 
 const GONE = `SIGNAL SQLSTATE 'BT001' SET MESSAGE_TEXT = 'baton: session gone (its lease expired or it was closed)', MYSQL_ERRNO = 59001`;
 
@@ -41,8 +54,8 @@ const TABLES = [
   PRIMARY KEY (namespace, queue)
 ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin`,
   `CREATE TABLE IF NOT EXISTS baton_entries (
-  token BIGINT NOT NULL PRIMARY KEY,
-  \`key\` VARCHAR(64) NOT NULL,
+  \`key\` VARCHAR(64) NOT NULL PRIMARY KEY,
+  token BIGINT NOT NULL,
   namespace VARCHAR(255) NOT NULL,
   queue VARCHAR(512) NOT NULL,
   position BIGINT NOT NULL,
@@ -50,7 +63,7 @@ const TABLES = [
   session BIGINT NOT NULL,
   data TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
   created_at DATETIME(6) NOT NULL,
-  UNIQUE KEY entries_key (\`key\`),
+  UNIQUE KEY entries_token (namespace, queue, token),
   KEY entries_queue (namespace, queue, position, token),
   KEY entries_session (session),
   CONSTRAINT entries_session FOREIGN KEY (session) REFERENCES baton_sessions (id) ON DELETE CASCADE
@@ -70,7 +83,7 @@ const TABLES = [
   PRIMARY KEY (namespace, queue, name)
 ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin`,
   `CREATE TABLE IF NOT EXISTS baton_version (
-  version INT NOT NULL
+  version INT NOT NULL PRIMARY KEY
 ) ENGINE=InnoDB`,
 ];
 
@@ -91,7 +104,7 @@ const LISTING = `SELECT e.token, e.\`key\`, e.position AS queue_position, e.kind
 const PROCEDURES: readonly (readonly [string, string])[] = [
   [
     'baton_open_session',
-    `CREATE PROCEDURE baton_open_session(IN p_ttl_ms BIGINT, IN p_client VARCHAR(255))
+    `CREATE PROCEDURE baton_open_session(IN p_ttl_ms BIGINT, IN p_client VARCHAR(255) ${UTF8_SET})
 BEGIN
   -- Housekeeping of sessions nobody listed since their lease ran out: given up on a lock conflict.
   BEGIN
@@ -105,7 +118,7 @@ END`,
   ],
   [
     'baton_list',
-    `CREATE PROCEDURE baton_list(IN p_namespace VARCHAR(255), IN p_queue VARCHAR(512))
+    `CREATE PROCEDURE baton_list(IN p_namespace ${ascii(255)}, IN p_queue ${ascii(512)})
 BEGIN
   DECLARE v_now DATETIME(6) DEFAULT SYSDATE(6);
   ${SWEEP};
@@ -114,8 +127,9 @@ END`,
   ],
   [
     'baton_enqueue',
-    `CREATE PROCEDURE baton_enqueue(IN p_session BIGINT, IN p_key VARCHAR(64), IN p_name VARCHAR(64),
-  IN p_namespace VARCHAR(255), IN p_queue VARCHAR(512), IN p_kind VARCHAR(64), IN p_at BIGINT, IN p_data TEXT)
+    `CREATE PROCEDURE baton_enqueue(IN p_session BIGINT, IN p_key ${ascii(64)}, IN p_name ${ascii(64)},
+  IN p_namespace ${ascii(255)}, IN p_queue ${ascii(512)}, IN p_kind ${ascii(64)}, IN p_at BIGINT,
+  IN p_data TEXT ${UTF8_SET})
 BEGIN
   DECLARE v_token BIGINT;
   DECLARE v_created INT DEFAULT 0;
@@ -157,7 +171,7 @@ END`,
   ],
   [
     'baton_withdraw',
-    `CREATE PROCEDURE baton_withdraw(IN p_key VARCHAR(64), IN p_session BIGINT, IN p_name VARCHAR(64), IN p_retire INT)
+    `CREATE PROCEDURE baton_withdraw(IN p_key ${ascii(64)}, IN p_session BIGINT, IN p_name ${ascii(64)}, IN p_retire INT)
 BEGIN
   DELETE FROM baton_entries WHERE \`key\` = p_key AND session = p_session;
   IF p_retire = 1 THEN
@@ -169,11 +183,11 @@ END`,
   ],
   [
     'baton_guarded_write',
-    `CREATE PROCEDURE baton_guarded_write(IN p_key VARCHAR(64), IN p_session BIGINT, IN p_name VARCHAR(128),
-  IN p_value MEDIUMTEXT, IN p_delete INT)
+    `CREATE PROCEDURE baton_guarded_write(IN p_key ${ascii(64)}, IN p_session BIGINT, IN p_name ${ascii(128)},
+  IN p_value MEDIUMTEXT ${UTF8_SET}, IN p_delete INT)
 BEGIN
-  DECLARE v_namespace VARCHAR(255) DEFAULT NULL;
-  DECLARE v_queue VARCHAR(512) DEFAULT NULL;
+  DECLARE v_namespace ${ascii(255)} DEFAULT NULL;
+  DECLARE v_queue ${ascii(512)} DEFAULT NULL;
   DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   START TRANSACTION;
@@ -195,7 +209,7 @@ END`,
   ],
 ];
 
-/** The statements that create schema version 1, each sent on its own, in order. */
+/** The statements that create the schema of `SCHEMA_VERSION`, each sent on its own, in order. */
 export function schemaStatements(): string[] {
   return [
     ...TABLES,

@@ -3,9 +3,10 @@ export const STATEMENTS = {
   enqueue: 'CALL baton_enqueue(?, ?, ?, ?, ?, ?, ?, ?)',
   list: 'CALL baton_list(?, ?)',
   withdraw: 'CALL baton_withdraw(?, ?, ?, ?)',
+  // By key, unique in the database: a token is unique only within its queue.
   live:
-    'SELECT e.token FROM baton_entries e JOIN baton_sessions o ON o.id = e.session AND o.expires_at > SYSDATE(6)' +
-    ' WHERE e.token IN (?)',
+    'SELECT e.`key` FROM baton_entries e JOIN baton_sessions o ON o.id = e.session AND o.expires_at > SYSDATE(6)' +
+    ' WHERE e.`key` IN (?)',
   read:
     'SELECT e.data FROM baton_entries e JOIN baton_sessions o ON o.id = e.session AND o.expires_at > SYSDATE(6)' +
     ' WHERE e.`key` = ? AND e.token = ?',
@@ -25,7 +26,17 @@ export const STATEMENTS = {
   close: 'DELETE FROM baton_sessions WHERE id = ?',
 } as const;
 
-/** Takes the wake-up names of these entries again (a new main connection holds none): one statement. */
+/**
+ * Takes the wake-up names of these entries (a new main connection holds none), one statement: 1 per
+ * name held by this connection after it, 0 where another connection holds it. A name this connection
+ * holds already is not taken twice (GET_LOCK counts, and the withdraw releases once).
+ */
 export function armStatement(count: number): string {
-  return `SELECT ${Array.from({ length: count }, (_, i) => `GET_LOCK(?, 0) AS a${i}`).join(', ')}`;
+  const one = (i: number): string => `IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 1, GET_LOCK(?, 0)) AS a${i}`;
+  return `SELECT ${Array.from({ length: count }, (_, i) => one(i)).join(', ')}`;
+}
+
+/** Ends a former connection of this session's by its server id (MySQL's unknown-thread error is 1094). */
+export function killStatement(thread: number): string {
+  return `KILL ${Math.trunc(thread)}`;
 }

@@ -1,6 +1,5 @@
 import type { Abortable, Entry } from '../../../recipes/contract.js';
 import type { DriverCore } from '../core.js';
-import { PostgresEntry } from '../postgres/entry.js';
 import { addWaiter, sameEntries, settleWaiters, type Waiter } from '../waiters.js';
 import type { MysqlCounters } from './probe.js';
 import type { PooledWait, WaitPool } from './wait-pool.js';
@@ -15,8 +14,8 @@ export interface WatchesHost {
   watched?(tag: string, delta: 1 | -1): void;
   /** The `GET_LOCK` name of an entry's key. */
   nameOf(key: string): string;
-  /** Which of these rows exist and belong to a live session. */
-  live(tokens: readonly bigint[]): Promise<Set<bigint>>;
+  /** Which of these entries (by key) exist and belong to a live session. */
+  live(keys: readonly string[]): Promise<Set<string>>;
   list(queue: string): Promise<readonly Entry[]>;
 }
 
@@ -43,7 +42,7 @@ export class Watches {
   readonly #watches = new Map<string, Watch>();
   readonly #changes = new Map<string, Set<Waiter>>();
   readonly #changeTags = new Map<Set<Waiter>, string>();
-  #batch: { tokens: Set<bigint>; result: Promise<Set<bigint>> } | undefined;
+  #batch: { keys: Set<string>; result: Promise<Set<string>> } | undefined;
   #tick: Promise<void> | undefined;
 
   constructor(host: WatchesHost, everyMs: number) {
@@ -56,8 +55,8 @@ export class Watches {
     signal.throwIfAborted();
     const end = core.endError();
     if (end !== undefined) return Promise.reject(end);
-    const token = PostgresEntry.rowTokenOf(entry);
-    const id = String(token);
+    // By key: unique in the database, where a token is unique only within its queue.
+    const id = entry.key;
     let watch = this.#watches.get(id);
     if (watch === undefined) {
       watch = {
@@ -68,7 +67,7 @@ export class Watches {
       };
       this.#watches.set(id, watch);
       this.#host.watched?.(watch.tag, 1);
-      void this.#loop(id, watch, token, this.#host.nameOf(entry.key));
+      void this.#loop(id, watch, this.#host.nameOf(entry.key));
     }
     const waiters = watch;
     return addWaiter(watch.waiters, signal, () => {
@@ -76,7 +75,7 @@ export class Watches {
     });
   }
 
-  async #loop(id: string, watch: Watch, token: bigint, name: string): Promise<void> {
+  async #loop(id: string, watch: Watch, name: string): Promise<void> {
     const seconds = Math.max(0.05, this.#everyMs / 1_000);
     let woken = false;
     let nameHeld = true;
@@ -92,7 +91,7 @@ export class Watches {
       if (this.#watches.get(id) !== watch) return;
       let live: boolean;
       try {
-        live = await this.#isLive(token);
+        live = await this.#isLive(id);
       } catch {
         await this.#pause(watch);
         continue;
@@ -120,19 +119,19 @@ export class Watches {
    * (the watches past the pool's cap look at the same ticks), so the cost is one read per tick, not one
    * per waited entry.
    */
-  #isLive(token: bigint): Promise<boolean> {
+  #isLive(key: string): Promise<boolean> {
     let batch = this.#batch;
     if (batch === undefined) {
-      const tokens = new Set<bigint>();
+      const keys = new Set<string>();
       const result = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
         this.#batch = undefined;
-        return this.#host.live([...tokens]);
+        return this.#host.live([...keys]);
       });
-      batch = { tokens, result };
+      batch = { keys, result };
       this.#batch = batch;
     }
-    batch.tokens.add(token);
-    return batch.result.then((live) => live.has(token));
+    batch.keys.add(key);
+    return batch.result.then((live) => live.has(key));
   }
 
   /** A pause until the next shared tick (every `everyMs`), ended early when the watch stops. */
