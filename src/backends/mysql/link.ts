@@ -31,6 +31,8 @@ export class Link {
   #ups = 0;
   #closed = false;
   #tail: Promise<unknown> = Promise.resolve();
+  /** Statements under way, by connection: mysql2 never answers them once the connection is destroyed. */
+  readonly #inFlight = new Map<Connection, Set<(cause: unknown) => void>>();
 
   constructor(create: CreateConnection, config: ConnectionOptions, attemptMs: number, setup: string, events = {}) {
     this.#create = create;
@@ -87,7 +89,7 @@ export class Link {
     const connection = await this.#connected();
     const timer = setTimeout(() => this.drop(new Error(`no answer from MySQL within ${limitMs} ms`)), limitMs);
     try {
-      return await send(connection, text, values);
+      return await this.#send(connection, text, values);
     } finally {
       clearTimeout(timer);
     }
@@ -105,10 +107,17 @@ export class Link {
     this.#connection = connection;
     connection.on('error', (error: unknown) => this.#broken(connection, error));
     connection.on('end', () => this.#broken(connection, new Error('the connection to MySQL ended')));
-    const timer = setTimeout(() => connection.destroy(), this.#config.connectTimeout ?? this.#attemptMs);
+    const limitMs = this.#config.connectTimeout ?? this.#attemptMs;
+    const timer = setTimeout(
+      () => this.#broken(connection, new Error(`no MySQL connection within ${limitMs} ms`)),
+      limitMs,
+    );
     try {
-      await new Promise<void>((resolve, reject) => connection.connect((error) => (error ? reject(error) : resolve())));
-      await send(connection, this.#setup, undefined);
+      await this.#untilBroken(
+        connection,
+        new Promise<void>((resolve, reject) => connection.connect((error) => (error ? reject(error) : resolve()))),
+      );
+      await this.#send(connection, this.#setup, undefined);
     } catch (error) {
       this.#broken(connection, error);
       connection.destroy();
@@ -124,10 +133,34 @@ export class Link {
     return connection;
   }
 
+  /** Sends one statement; it fails with the cause if its connection breaks or is dropped before the answer. */
+  #send(connection: Connection, text: string, values: readonly unknown[] | undefined): Promise<unknown> {
+    return this.#untilBroken(connection, send(connection, text, values));
+  }
+
+  /** `work` on `connection`, failed with the cause if the connection breaks first (mysql2 would never settle it). */
+  #untilBroken<T>(connection: Connection, work: Promise<T>): Promise<T> {
+    let fails = this.#inFlight.get(connection);
+    if (fails === undefined) this.#inFlight.set(connection, (fails = new Set()));
+    const waiting = fails;
+    let fail: (cause: unknown) => void = () => undefined;
+    return Promise.race([work, new Promise<never>((_, reject) => waiting.add((fail = reject)))]).finally(() =>
+      waiting.delete(fail),
+    );
+  }
+
+  /** Fails the statements under way on `connection` (destroyed: mysql2 would leave them unanswered). */
+  #failInFlight(connection: Connection, cause: unknown): void {
+    const fails = this.#inFlight.get(connection);
+    this.#inFlight.delete(connection);
+    for (const fail of fails ?? []) fail(cause);
+  }
+
   #broken(connection: Connection, cause: unknown): void {
     if (this.#connection !== connection) return;
     this.#connection = undefined;
     connection.destroy();
+    this.#failInFlight(connection, cause);
     if (!this.#closed) this.#events.down?.(cause);
   }
 
@@ -151,6 +184,7 @@ export class Link {
     ]);
     clearTimeout(timer);
     connection.destroy();
+    this.#failInFlight(connection, new LinkClosedError());
   }
 
   /** Destroys the connection at once, without a goodbye to the server. */
@@ -159,6 +193,7 @@ export class Link {
     const connection = this.#connection;
     this.#connection = undefined;
     connection?.destroy();
+    for (const open of [...this.#inFlight.keys()]) this.#failInFlight(open, new LinkClosedError());
   }
 }
 
