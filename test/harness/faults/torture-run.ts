@@ -447,7 +447,8 @@ export async function torture(options: TortureOptions): Promise<TortureSummary> 
     for (let worker = 0; worker < workers; worker += 1)
       proxies.push(proxied ? await Promise.all(deployment.members.map((m) => TcpProxy.start({ port: m.port }))) : []);
     const longestMs = Math.max(options.durationMs, options.everyKindWithinMs ?? 0);
-    pool ??= await ContenderPool.start(workers, longestMs + timeoutMs * 40);
+    // Their lifetime counts from the fork: five minutes more for starting them on a loaded machine.
+    pool ??= await ContenderPool.start(workers, longestMs + timeoutMs * 40 + 300_000);
     if (pool.size !== workers) throw new Error(`the pool has ${pool.size} contenders, the run wants ${workers}`);
     const started = performance.now();
     const elapsed = (): string => `+${((performance.now() - started) / 1_000).toFixed(1)}s`;
