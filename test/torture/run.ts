@@ -6,10 +6,10 @@ import { describeSummary, torture, type TortureBackend } from '../harness/faults
 import { ensureServersInstalled } from '../harness/servers/install.js';
 
 /**
- * `npm run torture -- --backend zk|etcd|postgres|redis|redis-cluster --minutes N`: the contended workload
+ * `npm run torture -- --backend zk|etcd|postgres|redis|redis-cluster|mysql --minutes N`: the contended workload
  * under random faults against a layout of its own (3 nodes; one server for PostgreSQL; one primary with
  * appendfsync always for Redis; 3 masters without replicas, each with appendfsync always, for a Redis
- * Cluster); prints one summary and exits non-zero if anything was wrong.
+ * Cluster; one MariaDB server writing its log at every commit); prints one summary and exits non-zero if anything was wrong.
  */
 function number(what: string, min: number, max: number, integer: boolean) {
   return (value: string): number => {
@@ -25,14 +25,14 @@ function number(what: string, min: number, max: number, integer: boolean) {
 
 const program = new Command('torture')
   .description(
-    'Contend on one lock from several processes under random faults (member kills or server restarts, partitions, short disconnects, server-side expiries, terminated backends) and check mutual exclusion and fencing. On a Redis Cluster the contender faults are server-side expiries only (its client finds the nodes itself, past any proxy).',
+    'Contend on one lock from several processes under random faults (member kills or server restarts, partitions, short disconnects, server-side expiries, terminated backends or KILLed connections) and check mutual exclusion and fencing. On a Redis Cluster the contender faults are server-side expiries only (its client finds the nodes itself, past any proxy).',
   )
   .addOption(
     new Option(
       '--backend <backend>',
-      'the layout to start: a 3-node ZooKeeper ensemble or etcd cluster, one PostgreSQL server, one Redis primary, or a Redis Cluster of 3 masters',
+      'the layout to start: a 3-node ZooKeeper ensemble or etcd cluster, one PostgreSQL server, one Redis primary, a Redis Cluster of 3 masters, or one MariaDB server',
     )
-      .choices(['zk', 'etcd', 'postgres', 'redis', 'redis-cluster'])
+      .choices(['zk', 'etcd', 'postgres', 'redis', 'redis-cluster', 'mysql'])
       .makeOptionMandatory(),
   )
   .option('--minutes <n>', 'how long to inject faults', number('--minutes', 0.1, 24 * 60, false), 1)
@@ -40,7 +40,7 @@ const program = new Command('torture')
   .option('--seed <n>', 'seed of the fault schedule (default: random, printed)', number('--seed', 0, 2 ** 31 - 1, true))
   .option(
     '--timeout <ms>',
-    'ZooKeeper session timeout / etcd lease TTL (whole seconds on etcd) / PostgreSQL lease / Redis session key expiry',
+    'ZooKeeper session timeout / etcd lease TTL (whole seconds on etcd) / PostgreSQL or MySQL lease / Redis session key expiry',
     number('--timeout', 2_000, 60_000, true),
     4_000,
   )

@@ -266,6 +266,9 @@ export class MysqlDriver implements Driver {
   withdraw(entry: Entry): Promise<void> {
     const retire = this.#own.takeRetired(entry.key) ? 1 : 0;
     const values = [entry.key, this.#session, lockNameOf(this.#database, entry.key), retire];
+    // Not taken again by a reconnect meanwhile: the withdraw sent again after it would find the name
+    // free and the arm after that would hold it for an entry that is gone.
+    this.#names.withdrawn(entry.key);
     return this.#core.withdraw({
       key: entry.key,
       attempt: () =>
@@ -275,7 +278,6 @@ export class MysqlDriver implements Driver {
         }),
       done: () => {
         this.#own.forget(entry.key);
-        this.#names.withdrawn(entry.key);
       },
     });
   }

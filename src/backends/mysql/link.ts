@@ -33,8 +33,8 @@ export class Link {
   /** Server ids of this link's connections that broke on the client's side (their threads may live on). */
   #former: number[] = [];
   #tail: Promise<unknown> = Promise.resolve();
-  /** Ends the connection attempt under way, if any. */
-  #stopConnecting: ((error: Error) => void) | undefined;
+  /** Statements under way, by connection: mysql2 never answers them once the connection is destroyed. */
+  readonly #inFlight = new Map<Connection, Set<(cause: unknown) => void>>();
 
   constructor(create: CreateConnection, config: ConnectionOptions, attemptMs: number, setup: string, events = {}) {
     this.#create = create;
@@ -96,7 +96,7 @@ export class Link {
     const connection = await this.#connected();
     const timer = setTimeout(() => this.drop(new Error(`no answer from MySQL within ${limitMs} ms`)), limitMs);
     try {
-      return await send(connection, text, values);
+      return await this.#send(connection, text, values);
     } finally {
       clearTimeout(timer);
     }
@@ -114,23 +114,23 @@ export class Link {
     this.#connection = connection;
     connection.on('error', (error: unknown) => this.#broken(connection, error));
     connection.on('end', () => this.#broken(connection, new Error('the connection to MySQL ended')));
-    // mysql2 settles neither the handshake nor a statement of a connection destroyed meanwhile: the
-    // attempt is ended here, by its deadline or by `destroy()`, else it would hang (and its timer hold
-    // the process) for ever.
-    let stop!: (error: Error) => void;
-    const stopped = new Promise<never>((_, reject) => (stop = reject));
-    this.#stopConnecting = stop;
-    const ms = this.#config.connectTimeout ?? this.#attemptMs;
-    const timer = setTimeout(() => stop(connectTimedOut(ms)), ms);
+    const limitMs = this.#config.connectTimeout ?? this.#attemptMs;
+    const timer = setTimeout(
+      () => this.#broken(connection, new Error(`no MySQL connection within ${limitMs} ms`)),
+      limitMs,
+    );
     try {
-      await Promise.race([this.#handshake(connection), stopped]);
+      await this.#untilBroken(
+        connection,
+        new Promise<void>((resolve, reject) => connection.connect((error) => (error ? reject(error) : resolve()))),
+      );
+      await this.#send(connection, this.#setup, undefined);
     } catch (error) {
       this.#broken(connection, error);
       connection.destroy();
       throw error;
     } finally {
       clearTimeout(timer);
-      this.#stopConnecting = undefined;
     }
     if (this.#connection !== connection || this.#closed) {
       connection.destroy();
@@ -140,9 +140,27 @@ export class Link {
     return connection;
   }
 
-  async #handshake(connection: Connection): Promise<void> {
-    await new Promise<void>((resolve, reject) => connection.connect((error) => (error ? reject(error) : resolve())));
-    await send(connection, this.#setup, undefined);
+  /** Sends one statement; it fails with the cause if its connection breaks or is dropped before the answer. */
+  #send(connection: Connection, text: string, values: readonly unknown[] | undefined): Promise<unknown> {
+    return this.#untilBroken(connection, send(connection, text, values));
+  }
+
+  /** `work` on `connection`, failed with the cause if the connection breaks first (mysql2 would never settle it). */
+  #untilBroken<T>(connection: Connection, work: Promise<T>): Promise<T> {
+    let fails = this.#inFlight.get(connection);
+    if (fails === undefined) this.#inFlight.set(connection, (fails = new Set()));
+    const waiting = fails;
+    let fail: (cause: unknown) => void = () => undefined;
+    return Promise.race([work, new Promise<never>((_, reject) => waiting.add((fail = reject)))]).finally(() =>
+      waiting.delete(fail),
+    );
+  }
+
+  /** Fails the statements under way on `connection` (destroyed: mysql2 would leave them unanswered). */
+  #failInFlight(connection: Connection, cause: unknown): void {
+    const fails = this.#inFlight.get(connection);
+    this.#inFlight.delete(connection);
+    for (const fail of fails ?? []) fail(cause);
   }
 
   #broken(connection: Connection, cause: unknown): void {
@@ -150,6 +168,7 @@ export class Link {
     this.#connection = undefined;
     if (typeof connection.threadId === 'number' && connection.threadId > 0) this.#former.push(connection.threadId);
     connection.destroy();
+    this.#failInFlight(connection, cause);
     if (!this.#closed) this.#events.down?.(cause);
   }
 
@@ -164,7 +183,6 @@ export class Link {
     if (this.#closed) return;
     const connection = this.#connection;
     this.#closed = true;
-    this.#stopConnecting?.(new LinkClosedError());
     this.#connection = undefined;
     if (connection === undefined) return;
     let timer: NodeJS.Timeout | undefined;
@@ -174,21 +192,17 @@ export class Link {
     ]);
     clearTimeout(timer);
     connection.destroy();
+    this.#failInFlight(connection, new LinkClosedError());
   }
 
   /** Destroys the connection at once, without a goodbye to the server. */
   destroy(): void {
     this.#closed = true;
-    this.#stopConnecting?.(new LinkClosedError());
     const connection = this.#connection;
     this.#connection = undefined;
     connection?.destroy();
+    for (const open of [...this.#inFlight.keys()]) this.#failInFlight(open, new LinkClosedError());
   }
-}
-
-/** A connection attempt past its deadline, coded as the socket's own timeout is (a failure on the way). */
-function connectTimedOut(ms: number): Error {
-  return Object.assign(new Error(`no answer from MySQL within ${ms} ms while connecting`), { code: 'ETIMEDOUT' });
 }
 
 function send(connection: Connection, text: string, values: readonly unknown[] | undefined): Promise<unknown> {

@@ -217,7 +217,8 @@ export async function ensureSchema(main: Link, database: string, create: boolean
       `baton's tables do not exist in "${database}" and createSchema is false: have them created with \`baton schema <url>\` (or print their SQL with --print)`,
     );
   const lock = lockNameOf(database, 'schema');
-  const [row] = await main.rows<{ got: number | null }>('SELECT GET_LOCK(?, 30) AS got', [lock]);
+  // Another process may hold it for a while (creating every table): the wait gets its own deadline.
+  const [row] = await main.rows<{ got: number | null }>('SELECT GET_LOCK(?, 30) AS got', [lock], 35_000);
   if (Number(row?.got) !== 1) throw new BackendError(`could not take the lock that serialises baton's schema creation`);
   try {
     if ((await schemaVersion(main)) === SCHEMA_VERSION) return;

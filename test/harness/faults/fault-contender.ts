@@ -6,6 +6,7 @@ import type { ConnectOptions } from '../../../src/connect.js';
 // The testing connect: a session expired from a second connection needs its credentials (see expireSession).
 import { connect } from '../../../src/testing.js';
 import { type EtcdInfo, revokeLease } from '../backends/etcd.js';
+import { expireMysqlSession } from '../backends/mysql.js';
 import { expirePostgresSession } from '../backends/postgres.js';
 import { expireRedisSession, type RedisInfo } from '../backends/redis.js';
 import { expireZkSession, type ZkInfo } from '../backends/zookeeper.js';
@@ -58,7 +59,8 @@ export interface ContendPlan {
     | { readonly zk: ZkInfo }
     | { readonly etcd: EtcdInfo }
     | { readonly postgres: { readonly url: string; readonly schema: string } }
-    | { readonly redis: RedisInfo };
+    | { readonly redis: RedisInfo }
+    | { readonly mysql: { readonly url: string } };
 }
 
 /**
@@ -112,6 +114,7 @@ export function expireSession(plan: ContendPlan, session: Session): Promise<void
   if ('postgres' in plan.expiry)
     return expirePostgresSession(plan.expiry.postgres.url, session, plan.expiry.postgres.schema);
   if ('redis' in plan.expiry) return expireRedisSession(plan.expiry.redis, session);
+  if ('mysql' in plan.expiry) return expireMysqlSession(plan.expiry.mysql.url, session);
   return 'zk' in plan.expiry ? expireZkSession(plan.expiry.zk, session) : revokeLease(plan.expiry.etcd, session);
 }
 

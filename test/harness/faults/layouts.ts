@@ -1,11 +1,14 @@
-import { connect, etcdCounters, postgresCounters, redisCounters, zkCounters } from 'baton-locks/testing';
+import { connect, etcdCounters, mysqlCounters, postgresCounters, redisCounters, zkCounters } from 'baton-locks/testing';
 import { afterAll, beforeAll, inject } from 'vitest';
 
 import type { Entry, Session } from '../../../recipes/contract.js';
+import { mysqlSessionRowOf } from '../../../src/backends/mysql/driver.js';
+import { lockNameOf } from '../../../src/backends/mysql/open.js';
 import { PostgresEntry } from '../../../src/backends/postgres/driver.js';
 import type { ConnectOptions } from '../../../src/connect.js';
 import { etcdFixture } from '../backends/etcd.js';
 import type { Fixture } from '../backends/fixture.js';
+import { MYSQL_SESSION_MS, mysqlFixture, mysqlUrl } from '../backends/mysql.js';
 import { POSTGRES_SESSION_MS, postgresFixture, withParams } from '../backends/postgres.js';
 import { redisFixture } from '../backends/redis.js';
 import { zkFixture } from '../backends/zookeeper.js';
@@ -13,10 +16,10 @@ import { TcpProxy } from '../servers/proxy.js';
 import { ContenderPool } from './contender-pool.js';
 
 export type LayoutName =
-  'zkStandalone' | 'zkEnsemble' | 'etcdStandalone' | 'etcdCluster' | 'postgres' | 'redisStandalone';
+  'zkStandalone' | 'zkEnsemble' | 'etcdStandalone' | 'etcdCluster' | 'postgres' | 'redisStandalone' | 'mysql';
 
 /**
- * One of the six deployments the global setup starts, as the fault tests need it: the contract
+ * One of the seven deployments the global setup starts, as the fault tests need it: the contract
  * fixture, one member to put the fault proxy in front of, and what a fault test must recognise on the
  * wire. Every wait in a fault test is derived from `timeoutMs`.
  */
@@ -27,13 +30,13 @@ export interface Layout {
   port(): number;
   /** A session URL through the proxy listening at `address`. */
   url(address: string, namespace: string): string;
-  /** The ZooKeeper session timeout, the etcd lease TTL, the PostgreSQL lease or the Redis session key's expiry, in milliseconds. */
+  /** The ZooKeeper session timeout, the etcd lease TTL, the PostgreSQL or MySQL lease or the Redis session key's expiry, in milliseconds. */
   timeoutMs(): number;
-  /** Whether a client-to-server chunk carries `session`'s enqueue request (ZooKeeper create, etcd Txn, PostgreSQL enqueue statement). */
+  /** Whether a client-to-server chunk carries `session`'s enqueue request (ZooKeeper create, etcd Txn, PostgreSQL or MySQL enqueue statement). */
   isEnqueue(chunk: Buffer, session: Session): boolean;
   /** Entries adopted after a lost enqueue reply, in this process so far. */
   adopted(): number;
-  /** What a waiter's watch request on `entry` carries (its key's last segment; on PostgreSQL the LISTEN's channel). */
+  /** What a waiter's watch request on `entry` carries (its key's last segment; on PostgreSQL the LISTEN's channel; on MySQL the GET_LOCK name). */
   watchMark(entry: Entry): string;
 }
 
@@ -104,6 +107,32 @@ function redisLayout(): Layout {
   };
 }
 
+/**
+ * The MariaDB server: the proxy forwards the session's connections (requests, heartbeat, waits).
+ * mysql2 sends a statement's values in its text, so a chunk shows what it calls and with what.
+ */
+function mysqlLayout(): Layout {
+  const server = (): URL => new URL(mysqlUrl());
+  return {
+    name: 'mysql',
+    fixture: mysqlFixture,
+    port: () => Number(server().port || 3306),
+    url: (address, namespace) => {
+      const url = server();
+      url.host = address;
+      url.searchParams.set('namespace', namespace);
+      return url.toString();
+    },
+    timeoutMs: () => MYSQL_SESSION_MS,
+    // CALL baton_enqueue('<session row>', 's<session row>.<n>', ...): the procedure and the session's key prefix.
+    isEnqueue: (chunk, session) =>
+      chunk.includes('baton_enqueue(') && chunk.includes(`'s${mysqlSessionRowOf(session.id)}.`),
+    adopted: () => mysqlCounters.adopted,
+    // A wait connection's GET_LOCK on the entry's hashed name.
+    watchMark: (entry) => lockNameOf(server().pathname.slice(1), entry.key),
+  };
+}
+
 export const layouts: readonly Layout[] = [
   zkLayout('zkStandalone'),
   zkLayout('zkEnsemble'),
@@ -111,16 +140,18 @@ export const layouts: readonly Layout[] = [
   etcdLayout('etcdCluster'),
   postgresLayout(),
   redisLayout(),
+  mysqlLayout(),
 ];
 
-/** The layouts of one standalone server each (ZooKeeper, etcd, PostgreSQL, Redis). */
+/** The layouts of one standalone server each (ZooKeeper, etcd, PostgreSQL, Redis, MariaDB). */
 export function standaloneLayouts(): readonly Layout[] {
   return layouts.filter(
     (layout) =>
       layout.name === 'zkStandalone' ||
       layout.name === 'etcdStandalone' ||
       layout.name === 'postgres' ||
-      layout.name === 'redisStandalone',
+      layout.name === 'redisStandalone' ||
+      layout.name === 'mysql',
   );
 }
 

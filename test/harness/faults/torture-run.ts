@@ -1,12 +1,14 @@
 import type { ConnectOptions } from '../../../src/connect.js';
 import { etcdFixtureOf } from '../backends/etcd.js';
 import type { Fixture } from '../backends/fixture.js';
+import { mysqlFixtureOf, withMysql } from '../backends/mysql.js';
 import { postgresFixtureOf, withParams, withPostgres } from '../backends/postgres.js';
 import { redisFixtureOf } from '../backends/redis.js';
 import { zkFixtureOf } from '../backends/zookeeper.js';
 import { FencedRegister } from '../checkers/fenced-register.js';
 import { startEtcd } from '../servers/etcd.js';
 import { zkMode } from '../servers/four-letter.js';
+import { startMysql } from '../servers/mysql.js';
 import { PeerLinks } from '../servers/peer-links.js';
 import { startPostgres } from '../servers/postgres.js';
 import { TcpProxy } from '../servers/proxy.js';
@@ -16,7 +18,7 @@ import { eventually } from '../wait.js';
 import { ContenderPool } from './contender-pool.js';
 import { checkIntervals, type ContendPlan, type Interval } from './fault-contender.js';
 
-export type TortureBackend = 'zk' | 'etcd' | 'postgres' | 'redis' | 'redis-cluster';
+export type TortureBackend = 'zk' | 'etcd' | 'postgres' | 'redis' | 'redis-cluster' | 'mysql';
 export const FAULT_KINDS = [
   'leader-kill',
   'member-kill',
@@ -34,6 +36,8 @@ export function faultKindsOf(backend: TortureBackend): { server: FaultKind[]; cl
   const client: FaultKind[] = ['partition', 'short-disconnect', 'expiry'];
   // One PostgreSQL server: restarted (fast or immediate shutdown), or some of its sessions' backends terminated.
   if (backend === 'postgres') return { server: ['server-restart', 'backend-terminate'], client };
+  // One MariaDB server: restarted (a clean shutdown or a crash), or some of its sessions' connections KILLed.
+  if (backend === 'mysql') return { server: ['server-restart', 'backend-terminate'], client };
   // One Redis primary: killed and restarted (its kill is the leader's; there is no other member).
   if (backend === 'redis') return { server: ['leader-kill'], client };
   // A Redis Cluster of 3 masters: each killed in turn and restarted. Its client learns the nodes'
@@ -110,9 +114,9 @@ interface Member {
 
 interface Deployment {
   readonly fixture: Fixture;
-  /** PostgreSQL: terminates the backends of some sessions (each with probability one half); how many. */
+  /** PostgreSQL, MySQL: ends the server connections of some sessions (each with probability one half); how many. */
   terminate?(chance: () => number): Promise<number>;
-  /** PostgreSQL: rows left once expired sessions are swept (entries of sessions lost on the client side). */
+  /** PostgreSQL, MySQL: rows left once expired sessions are swept (entries of sessions lost on the client side). */
   rowsAfterSweep?(namespace: string): Promise<string[]>;
   readonly members: readonly Member[];
   leader(): Promise<Member | undefined>;
@@ -131,6 +135,7 @@ interface Deployment {
 
 async function deploy(backend: TortureBackend, timeoutMs: number): Promise<Deployment> {
   if (backend === 'postgres') return deployPostgres(timeoutMs);
+  if (backend === 'mysql') return deployMysql(timeoutMs);
   if (backend === 'redis-cluster') return deployRedisCluster(timeoutMs);
   if (backend === 'zk') {
     const links = new PeerLinks();
@@ -279,6 +284,56 @@ async function deployPostgres(timeoutMs: number): Promise<Deployment> {
 }
 
 /**
+ * One MariaDB server of the run's own that writes its log at every commit (a crash then loses nothing
+ * it answered): restarted after a clean shutdown (SIGTERM) or a crash (SIGKILL) in turn; its
+ * "terminate" KILLs some of the sessions' connections (main, heartbeat or wait connections alike).
+ */
+async function deployMysql(timeoutMs: number): Promise<Deployment> {
+  const server = await startMysql({ durable: true });
+  let signal: NodeJS.Signals = 'SIGTERM';
+  const member: Member = {
+    port: server.port,
+    isAlive: () => server.isAlive(),
+    kill: async () => {
+      await server.kill(signal);
+      signal = signal === 'SIGTERM' ? 'SIGKILL' : 'SIGTERM';
+    },
+    start: () => server.start(),
+  };
+  return {
+    fixture: mysqlFixtureOf(server.url, 'MariaDB', timeoutMs),
+    members: [member],
+    leader: async () => (server.isAlive() ? member : undefined),
+    cut: () => Promise.reject(new Error('a single MariaDB server has no peers to be cut off from')),
+    url: (proxies, namespace) => {
+      const url = new URL(server.url);
+      url.host = proxies[0]!.address;
+      url.searchParams.set('namespace', namespace);
+      return url.toString();
+    },
+    options: { sessionTimeoutMs: timeoutMs },
+    expiry: { mysql: { url: server.url } },
+    terminate: (chance) =>
+      withMysql(server.url, async (connection) => {
+        const [rows] = await connection.query(
+          "SELECT id FROM information_schema.processlist WHERE user = 'baton' AND id <> CONNECTION_ID()",
+        );
+        const chosen = (rows as { id: number | string }[]).map((row) => Number(row.id)).filter(() => chance() < 0.5);
+        // A connection may have ended meanwhile (unknown thread id): nothing to kill.
+        for (const id of chosen) await connection.query(`KILL ${Math.trunc(id)}`).catch(() => undefined);
+        return chosen.length;
+      }),
+    rowsAfterSweep: (namespace) =>
+      withMysql(server.url, async (connection) => {
+        await connection.query('DELETE FROM baton_sessions WHERE expires_at <= SYSDATE(6)');
+        const [rows] = await connection.query('SELECT `key` FROM baton_entries WHERE namespace = ?', [namespace]);
+        return (rows as { key: string }[]).map((row) => `row ${row.key}`);
+      }),
+    stop: () => server.stop(),
+  };
+}
+
+/**
  * A Redis Cluster of 3 masters without replicas, each with appendfsync always (the cluster
  * configuration docs/redis.md says keeps the promise: no failover), and with
  * `cluster-require-full-coverage no`, so that a master down makes its own slots unavailable, not the
@@ -392,7 +447,8 @@ export async function torture(options: TortureOptions): Promise<TortureSummary> 
     for (let worker = 0; worker < workers; worker += 1)
       proxies.push(proxied ? await Promise.all(deployment.members.map((m) => TcpProxy.start({ port: m.port }))) : []);
     const longestMs = Math.max(options.durationMs, options.everyKindWithinMs ?? 0);
-    pool ??= await ContenderPool.start(workers, longestMs + timeoutMs * 40);
+    // Their lifetime counts from the fork: five minutes more for starting them on a loaded machine.
+    pool ??= await ContenderPool.start(workers, longestMs + timeoutMs * 40 + 300_000);
     if (pool.size !== workers) throw new Error(`the pool has ${pool.size} contenders, the run wants ${workers}`);
     const started = performance.now();
     const elapsed = (): string => `+${((performance.now() - started) / 1_000).toFixed(1)}s`;
@@ -447,7 +503,7 @@ export async function torture(options: TortureOptions): Promise<TortureSummary> 
         if (drawn === 'backend-terminate') {
           const terminated = await deployment.terminate!(next);
           log(
-            `${elapsed()} backend-terminate: ${terminated} of the sessions' connections terminated (pg_terminate_backend)`,
+            `${elapsed()} backend-terminate: ${terminated} of the sessions' connections terminated (${options.backend === 'mysql' ? 'KILL' : 'pg_terminate_backend'})`,
           );
           faults['backend-terminate'] += 1;
           continue;
@@ -659,6 +715,7 @@ const LAYOUT_NAMES: Record<TortureBackend, string> = {
   postgres: 'PostgreSQL (one server)',
   redis: 'Redis (one primary, appendfsync always)',
   'redis-cluster': 'Redis Cluster (3 masters, no replicas, appendfsync always)',
+  mysql: 'MariaDB (one server, innodb_flush_log_at_trx_commit=1)',
 };
 
 /** The summary as a few readable lines. */

@@ -28,15 +28,23 @@ export const MYSQL_PASSWORD = 'baton-test-password';
 export const MYSQL_DATABASE = 'baton_test';
 
 /** Small buffers and logs, no binary log, no fsync: the tests need no durability across an OS crash. */
-const FAST = [
+const SMALL = [
   '--innodb-log-file-size=8M',
   '--innodb-buffer-pool-size=32M',
   '--innodb-flush-method=nosync',
   '--innodb-doublewrite=0',
-  '--innodb-flush-log-at-trx-commit=0',
   '--skip-log-bin',
   '--skip-name-resolve',
 ];
+
+/**
+ * The log flushed once a second, not at each commit: a crash of the server (SIGKILL) may lose the
+ * last second of commits. A server the tests crash writes its log at every commit (`durable`): what
+ * it answered survives the crash (the OS keeps the writes; only an OS crash would need the fsync).
+ */
+function flushOptions(durable: boolean): string[] {
+  return [...SMALL, `--innodb-flush-log-at-trx-commit=${durable ? 1 : 0}`];
+}
 
 /** As root the server runs as Debian's `mysql` user (the package creates it), which then owns the dir. */
 function serverUser(): { uid: number; gid: number } | undefined {
@@ -54,6 +62,7 @@ class Server extends ServerProcess implements MysqlServer {
     readonly port: number,
     readonly dir: string,
     private readonly user: { uid: number; gid: number } | undefined,
+    private readonly flush: readonly string[],
   ) {
     super();
   }
@@ -77,7 +86,7 @@ class Server extends ServerProcess implements MysqlServer {
       '--bind-address=127.0.0.1',
       `--log-error=${path.join(this.dir, 'server.log')}`,
       '--max-connections=600',
-      ...FAST,
+      ...this.flush,
     ];
     this.pid = startServer(mariadbBinaries().server, args, path.join(this.dir, 'stdout.log'), this.user);
     await this.ready();
@@ -115,9 +124,11 @@ class Server extends ServerProcess implements MysqlServer {
 /**
  * Starts a MariaDB on a free 127.0.0.1 port in a temp dir of its own: `mariadb-install-db` (no test
  * database), then `mariadbd --no-defaults` as a child whose PID the harness keeps, stopped by that PID.
- * A user with a password is created for the suites (grants are checked as in production).
+ * A user with a password is created for the suites (grants are checked as in production). A test that
+ * crashes the server asks for `durable` (every commit's log written before it is answered).
  */
-export async function startMysql(): Promise<MysqlServer> {
+export async function startMysql(options: { durable?: boolean } = {}): Promise<MysqlServer> {
+  const flush = flushOptions(options.durable ?? false);
   const user = serverUser();
   const dir = makeTempDir('baton-mysql-');
   if (user !== undefined) chownSync(dir, user.uid, user.gid);
@@ -129,7 +140,7 @@ export async function startMysql(): Promise<MysqlServer> {
       ...(user === undefined ? [] : ['--user=mysql']),
       '--auth-root-authentication-method=socket',
       '--skip-test-db',
-      ...FAST,
+      ...flush,
     ],
     { encoding: 'utf8', timeout: 180_000 },
   );
@@ -137,7 +148,7 @@ export async function startMysql(): Promise<MysqlServer> {
     removeTempDir(dir);
     throw new Error(`mariadb-install-db failed (status ${init.status}):\n${init.stderr}`);
   }
-  const server = new Server(await freePort(), dir, user);
+  const server = new Server(await freePort(), dir, user, flush);
   try {
     await server.start();
     const made = server.rootSql(

@@ -1,0 +1,160 @@
+import { mysqlCounters, mysqlProbeOf } from 'baton-locks/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import type { Session } from '../../../recipes/contract.js';
+import { FairMutex } from '../../../recipes/mutex.js';
+import { lockNameOf } from '../../../src/backends/mysql/open.js';
+import { mysqlFixtureOf, withMysql } from '../../harness/backends/mysql.js';
+import { useScope } from '../../harness/backends/scope.js';
+import { expectLateWriteRefused, useRegister, writeWhileHeld } from '../../harness/checkers/fenced-writes.js';
+import { backendOf, entryOf } from '../../harness/internals.js';
+import { MYSQL_DATABASE, type MysqlServer, startMysql } from '../../harness/servers/mysql.js';
+import { eventually, track } from '../../harness/wait.js';
+
+/** Every entry row of the namespace, those of expired sessions too: after a fault, none may be left. */
+async function rowsLeft(url: string, namespace: string): Promise<number> {
+  return withMysql(url, async (connection) => {
+    const [rows] = await connection.query('SELECT COUNT(*) AS n FROM baton_entries WHERE namespace = ?', [namespace]);
+    return Number((rows as { n: number | string }[])[0]?.n);
+  });
+}
+
+/** Records a session's states. */
+function statesOf(session: Session): string[] {
+  const states: string[] = [];
+  session.on('state', (state) => states.push(state));
+  return states;
+}
+
+/**
+ * A MariaDB of the file's own, stopped by its PID and started again on the same port and data
+ * directory under its sessions. It writes its log at every commit, so a crash loses nothing it
+ * answered. The lease (8 s) outlives a restart: the sessions are suspended, then connected again; the
+ * holder keeps its lock (its new main connection takes the entry's name again); the waiter keeps waiting.
+ */
+describe('MariaDB restarted under its sessions', () => {
+  const LEASE_MS = 8_000;
+  let server: MysqlServer | undefined;
+  beforeAll(async () => {
+    server = await startMysql({ durable: true });
+  }, 240_000);
+  afterAll(async () => {
+    await server?.stop();
+  });
+  const scope = useScope(() => mysqlFixtureOf(server!.url, 'mysql (own server)', LEASE_MS));
+  const register = useRegister();
+
+  for (const [how, signal] of [
+    ['a clean shutdown (SIGTERM)', 'SIGTERM'],
+    ['a crash (SIGKILL: crash recovery at the restart)', 'SIGKILL'],
+  ] as const) {
+    it(`after ${how} the holder still holds, the waiter is granted only on its release, and no row is left`, async () => {
+      const [holder, waiter] = [await scope.open(), await scope.open()];
+      const [holderStates, waiterStates] = [statesOf(holder), statesOf(waiter)];
+      const held = await new FairMutex(holder, 'restart').acquire();
+      await writeWhileHeld(register().url, held);
+      const waiting = track(new FairMutex(waiter, 'restart').acquire({ timeoutMs: LEASE_MS * 5 }));
+      await eventually('waiter queued', async () => (await backendOf(waiter).list('restart')).length === 2, LEASE_MS);
+      await server!.kill(signal);
+      await server!.start();
+      await eventually(
+        'both sessions suspended, then connected again',
+        () =>
+          holderStates.includes('suspended') &&
+          waiterStates.includes('suspended') &&
+          holder.state === 'connected' &&
+          waiter.state === 'connected',
+        LEASE_MS,
+      );
+      expect([...holderStates, ...waiterStates]).not.toContain('lost');
+      expect(held.signal.aborted).toBe(false);
+      expect(await backendOf(holder).confirm(entryOf(held))).toBe(true);
+      // The holder's new main connection holds the entry's wake-up name again.
+      const name = lockNameOf(MYSQL_DATABASE, entryOf(held).key);
+      await eventually(
+        "the entry's name held again",
+        () =>
+          withMysql(server!.url, async (connection) => {
+            const [rows] = await connection.query('SELECT IS_USED_LOCK(?) AS holder', [name]);
+            const thread = (rows as { holder: number | string | null }[])[0]?.holder;
+            return thread !== null && Number(thread) === mysqlProbeOf(holder).view.mainThreadId();
+          }),
+        LEASE_MS,
+      );
+      expect(waiting.settled, 'nothing granted the waiter the lock meanwhile').toBe(false);
+      await writeWhileHeld(register().url, held);
+      await held.release();
+      const lock = await waiting.promise;
+      expect(lock.fencingToken).toBeGreaterThan(held.fencingToken);
+      await writeWhileHeld(register().url, lock);
+      await expectLateWriteRefused(register().url, held);
+      await lock.release();
+      await Promise.all([holder.close(), waiter.close()]);
+      expect(await rowsLeft(server!.url, scope.namespace)).toBe(0);
+    }, 120_000);
+  }
+
+  it('a session whose lease runs out while the server is down is lost, its holder told before the server could grant anyone', async () => {
+    const SHORT_MS = 1_000;
+    const short = await scope.open({ sessionTimeoutMs: SHORT_MS });
+    const other = await scope.open();
+    const held = await new FairMutex(short, 'outage').acquire();
+    await server!.kill('SIGTERM');
+    try {
+      // Nobody can be granted while the server is down: the holder is told before that is possible.
+      await eventually('the holder told', () => held.signal.aborted, SHORT_MS * 2);
+    } finally {
+      await server!.start();
+    }
+    await eventually('the short session lost', () => short.state === 'lost', LEASE_MS);
+    const lock = await new FairMutex(other, 'outage').acquire({ timeoutMs: LEASE_MS });
+    expect(lock.fencingToken).toBeGreaterThan(held.fencingToken);
+    await lock.release();
+    await other.close();
+    await short.close();
+    expect(await rowsLeft(server!.url, scope.namespace)).toBe(0);
+  }, 120_000);
+
+  /**
+   * baton sets its connections' own `wait_timeout` to the longest MySQL allows: a global one shorter
+   * than the lease must not close the main connection (it holds the entries' names) nor the heartbeat's,
+   * however long they are idle. The lease here is long enough (16 s) that both stay idle for several
+   * times the server's 2 s between the hold checks and the renewals.
+   */
+  it('a server-wide wait_timeout of 2 s, shorter than the lease: a lock held past it is still held, on the same connections, and its waiter is woken by its name', async () => {
+    const LONG_MS = 16_000;
+    const before = await withMysql(server!.url, async (connection) => {
+      const [rows] = await connection.query('SELECT @@GLOBAL.wait_timeout AS seconds');
+      return Number((rows as { seconds: number | string }[])[0]?.seconds);
+    });
+    await withMysql(server!.url, (connection) => connection.query('SET GLOBAL wait_timeout = 2'));
+    try {
+      const [holder, waiter] = [
+        await scope.open({ sessionTimeoutMs: LONG_MS }),
+        await scope.open({ sessionTimeoutMs: LONG_MS }),
+      ];
+      const [holderStates, waiterStates] = [statesOf(holder), statesOf(waiter)];
+      const view = mysqlProbeOf(holder).view;
+      const threads = { main: view.mainThreadId(), beat: view.beatThreadId() };
+      const held = await new FairMutex(holder, 'idle').acquire();
+      const waiting = track(new FairMutex(waiter, 'idle').acquire({ timeoutMs: LONG_MS * 2 }));
+      await eventually('waiter queued', async () => (await backendOf(waiter).list('idle')).length === 2, LONG_MS);
+      // Held for half the lease: two renewals and three hold checks, each connection idle longer than 2 s between them.
+      await new Promise((resolve) => setTimeout(resolve, LONG_MS / 2));
+      expect([...holderStates, ...waiterStates], 'no connection was closed under the sessions').toEqual([]);
+      expect({ main: view.mainThreadId(), beat: view.beatThreadId() }).toEqual(threads);
+      expect(held.held).toBe(true);
+      expect(await backendOf(holder).confirm(entryOf(held))).toBe(true);
+      expect(waiting.settled).toBe(false);
+      const notified = mysqlCounters.notifications;
+      await held.release();
+      const lock = await waiting.promise;
+      expect(mysqlCounters.notifications, "woken by its blocker's name, not the backstop").toBeGreaterThan(notified);
+      await lock.release();
+      await Promise.all([holder.close(), waiter.close()]);
+    } finally {
+      await withMysql(server!.url, (connection) => connection.query(`SET GLOBAL wait_timeout = ${Math.trunc(before)}`));
+    }
+    expect(await rowsLeft(server!.url, scope.namespace)).toBe(0);
+  }, 120_000);
+});
