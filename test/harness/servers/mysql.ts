@@ -81,6 +81,7 @@ class Server extends ServerProcess implements MysqlServer {
       '--no-defaults',
       `--datadir=${path.join(this.dir, 'data')}`,
       `--socket=${this.socket}`,
+      `--tmpdir=${this.dir}`,
       `--pid-file=${path.join(this.dir, 'mysqld.pid')}`,
       `--port=${this.port}`,
       '--bind-address=127.0.0.1',
@@ -137,6 +138,8 @@ export async function startMysql(options: { durable?: boolean } = {}): Promise<M
     [
       '--no-defaults',
       `--datadir=${path.join(dir, 'data')}`,
+      // Its own temp dir: servers set up at once in the shared /tmp collided on their temporary tables.
+      `--tmpdir=${dir}`,
       ...(user === undefined ? [] : ['--user=mysql']),
       '--auth-root-authentication-method=socket',
       '--skip-test-db',
