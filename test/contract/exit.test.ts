@@ -10,9 +10,14 @@ import { TcpProxy } from '../harness/servers/proxy.js';
 
 const WORKER = fileURLToPath(new URL('../harness/workers/exit-worker.ts', import.meta.url));
 
-function mysqlExitUrl(): string {
-  return `${mysqlUrl()}?namespace=exit-test`;
-}
+/** Each server backend with the URL of the harness's server (read once the run's servers are up). */
+const SERVERS: readonly (readonly [string, () => string])[] = [
+  ['ZooKeeper', () => `zk://${inject('zkStandalone').connectString}/exit-test`],
+  ['etcd', () => `etcd://${inject('etcdStandalone').endpoints[0]!.replace('http://', '')}/exit-test`],
+  ['PostgreSQL', () => withParams(inject('postgres'), { namespace: 'exit-test' })],
+  ['Redis', () => `${inject('redisStandalone').url}?namespace=exit-test`],
+  ['MySQL', () => `${mysqlUrl()}?namespace=exit-test`],
+];
 
 /** The worker's sessions use this TTL / session timeout (see exit-worker.ts). */
 const TIMEOUT_MS = 2_000;
@@ -72,14 +77,7 @@ async function expectPromptExit(
 }
 
 describe('a program that closes its session ends on its own (no socket, stream or timer left)', () => {
-  it.each([
-    ['ZooKeeper', () => `zk://${inject('zkStandalone').connectString}/exit-test`],
-    ['etcd', () => `etcd://${inject('etcdStandalone').endpoints[0]!.replace('http://', '')}/exit-test`],
-    ['PostgreSQL', () => withParams(inject('postgres'), { namespace: 'exit-test' })],
-    ['Redis', () => `${inject('redisStandalone').url}?namespace=exit-test`],
-    ['MySQL', () => mysqlExitUrl()],
-    ['memory', () => 'memory://exit-test'],
-  ])(
+  it.each([...SERVERS, ['memory', () => 'memory://exit-test'] as const])(
     '%s',
     async (_name, url) => {
       await expectPromptExit(url());
@@ -92,7 +90,7 @@ describe('a program that closes its session ends on its own (no socket, stream o
     ['ZooKeeper', () => `zk://${inject('zkStandalone').connectString}/exit-test`],
     ['PostgreSQL', () => withParams(inject('postgres'), { namespace: 'exit-test' })],
     ['Redis', () => `${inject('redisStandalone').url}?namespace=exit-test`],
-    ['MySQL', () => mysqlExitUrl()],
+    ['MySQL', () => `${mysqlUrl()}?namespace=exit-test`],
   ])(
     '%s: a waiter keeps the process alive until its AbortSignal.timeout() gives it up',
     async (_name, url) => {
@@ -144,13 +142,7 @@ describe('a program that closes its session ends on its own (no socket, stream o
 
   // The server goes silent (a partition); the session's deadline passes and it is lost. Its user never
   // calls close(): a lost session has let go of its connections and timers by itself.
-  it.each([
-    ['ZooKeeper', () => `zk://${inject('zkStandalone').connectString}/exit-test`],
-    ['etcd', () => `etcd://${inject('etcdStandalone').endpoints[0]!.replace('http://', '')}/exit-test`],
-    ['PostgreSQL', () => withParams(inject('postgres'), { namespace: 'exit-test' })],
-    ['Redis', () => `${inject('redisStandalone').url}?namespace=exit-test`],
-    ['MySQL', () => mysqlExitUrl()],
-  ])(
+  it.each(SERVERS)(
     '%s: a session lost to a silent server ends the program on its own, without close()',
     async (_name, url) => {
       const direct = url();
