@@ -66,6 +66,10 @@ const summary = await torture({
   timeoutMs: opts.timeout,
   ...(opts.seed === undefined ? {} : { seed: opts.seed }),
   ...(opts.quiet ? {} : { log: (line: string) => console.log(line) }),
+}).catch((error: unknown) => {
+  // The servers are stopped by now (torture's own cleanup); say why there is no summary.
+  console.error(`torture: the run could not finish: ${error instanceof Error ? error.message : String(error)}`);
+  process.exit(2);
 });
 console.log(describeSummary(summary));
 if (opts.json !== undefined) writeFileSync(opts.json, `${JSON.stringify(summary, null, 2)}\n`);

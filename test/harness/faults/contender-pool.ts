@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 import { forkWorker } from '../contention/run-contention.js';
-import type { ContendEvent, ContendPlan, Interval } from './fault-contender.js';
+import type { ContendEvent, ContendPlan, ContendStep, Interval } from './fault-contender.js';
 
 const WORKER = fileURLToPath(new URL('../workers/fault-contender-worker.ts', import.meta.url));
 
@@ -53,12 +53,17 @@ export class ContenderPool {
   readonly #holding = new Set<number>();
   /** Per worker, who waits for the answer to its 'expire'. */
   readonly #expiring = new Map<number, { resolve(session: string | undefined): void; reject(error: Error): void }>();
+  /** Per worker, the await its loop entered last and when: named when the worker dies. */
+  readonly #steps = new Map<number, { step: ContendStep; at: number }>();
 
   private constructor(workers: number, limitMs: number) {
-    this.#workers = Array.from({ length: workers }, (_, worker) =>
-      forkWorker(WORKER, [], `contender ${worker}`, limitMs, (message) => this.#receive(worker, message as Report)),
-    );
-    // A worker that dies fails the run in progress (and close() reports it).
+    // A worker that dies fails the run in progress (and close() reports it), naming where it was.
+    this.#workers = Array.from({ length: workers }, (_, worker) => {
+      const { child, exited } = forkWorker(WORKER, [], `contender ${worker}`, limitMs, (message) =>
+        this.#receive(worker, message as Report),
+      );
+      return { child, exited: exited.catch((error: unknown) => Promise.reject(this.#withLastStep(worker, error))) };
+    });
     for (const { exited } of this.#workers) exited.catch((error: unknown) => this.#running?.settle(error));
   }
 
@@ -143,6 +148,14 @@ export class ContenderPool {
     for (const exit of exits) if (exit.status === 'rejected') throw exit.reason;
   }
 
+  /** `error` with the await the worker's loop was last seen in, and for how long. */
+  #withLastStep(worker: number, error: unknown): unknown {
+    const last = this.#steps.get(worker);
+    if (last === undefined || !(error instanceof Error)) return error;
+    const seconds = ((performance.now() - last.at) / 1_000).toFixed(1);
+    return new Error(`${error.message}; its last step: ${last.step}, entered ${seconds} s before`);
+  }
+
   #send(command: object): void {
     for (const { child } of this.#workers) if (child.connected) child.send(command);
   }
@@ -158,6 +171,10 @@ export class ContenderPool {
       this.#expiring.delete(worker);
       if (report.error === undefined) waiting?.resolve(report.session);
       else waiting?.reject(new Error(`worker ${worker} could not expire its session: ${report.error}`));
+      return;
+    }
+    if (report.type === 'step') {
+      this.#steps.set(worker, { step: report.step, at: performance.now() });
       return;
     }
     const running = this.#running;

@@ -87,7 +87,12 @@ export type ContendEvent =
   /** An acquire timed out: a waiter that nothing woke for `acquireTimeoutMs`. */
   | { readonly type: 'stall'; readonly worker: number; readonly session: string; readonly waitedMs: number }
   /** A new session could not be opened (the contender tries again shortly). */
-  | { readonly type: 'connect-failed'; readonly worker: number; readonly error: string };
+  | { readonly type: 'connect-failed'; readonly worker: number; readonly error: string }
+  /** The contender starts an await of its loop: what the run names if the process has to be killed. */
+  | { readonly type: 'step'; readonly worker: number; readonly step: ContendStep };
+
+/** The awaits of a contender's loop, reported as it enters each. */
+export type ContendStep = 'connect' | 'acquire' | 'write' | 'hold' | 'late write' | 'release' | 'close';
 
 /** How the process running a contender steers it. */
 export interface ContendControl {
@@ -158,6 +163,7 @@ export async function contendThroughFaults(
   control: ContendControl,
 ): Promise<{ sessions: number }> {
   const giveUpAt = Date.now() + plan.limitMs;
+  const step = (name: ContendStep): void => report({ type: 'step', worker: plan.worker, step: name });
   let session: Session | undefined;
   let sessions = 0;
   try {
@@ -165,9 +171,11 @@ export async function contendThroughFaults(
       if (attempts > plan.count * 4 || Date.now() > giveUpAt)
         throw new Error(`worker ${plan.worker}: ${done} holds in ${attempts} attempts`);
       if (session === undefined || session.state === 'lost') {
+        step('close');
         await session?.close();
         session = undefined;
         try {
+          step('connect');
           session = await connect(plan.url, plan.options);
         } catch (error) {
           // As an application would (and as connect's reconnectAfterLoss does): report it, try again soon.
@@ -185,6 +193,7 @@ export async function contendThroughFaults(
       let lock;
       const asked = Date.now();
       try {
+        step('acquire');
         lock = await new FairMutex(session, 'faults').acquire({ timeoutMs: plan.acquireTimeoutMs ?? plan.limitMs });
       } catch (error) {
         if (error instanceof LockTimeoutError)
@@ -195,10 +204,13 @@ export async function contendThroughFaults(
       const believed = !lock.signal.aborted;
       report({ type: 'granted', worker: plan.worker });
       const writeAt = now();
+      step('write');
       const write = believed ? await writeAsHolder(plan.registerUrl, lock.fencingToken, lock.signal) : undefined;
+      step('hold');
       await hold(lock, plan.holdMs, () => control.lingering?.() ?? false);
       const lost = lock.signal.aborted;
       const to = now();
+      step('late write');
       const late = lost ? await writeAsHolder(plan.registerUrl, lock.fencingToken, lock.signal) : undefined;
       const forcedAt = excusedFrom(control.forced?.(session.id), from);
       const interval = {
@@ -216,10 +228,12 @@ export async function contendThroughFaults(
         ...(forcedAt !== undefined && forcedAt < to && { forcedAt: forcedAt.toString() }),
       };
       report({ type: 'interval', interval: { ...interval, ...extra } });
+      step('release');
       await lock.release().catch(() => undefined);
       done += 1;
     }
   } finally {
+    step('close');
     await session?.close();
   }
   return { sessions };

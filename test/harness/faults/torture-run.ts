@@ -613,6 +613,7 @@ export async function torture(options: TortureOptions): Promise<TortureSummary> 
     };
 
     const loops = await Promise.allSettled([killLoop(), clientLoop()]);
+    log(`${elapsed()} fault loops ended: stopping the contenders`);
     const injectedMs = Math.round(performance.now() - started);
     await Promise.all(partitions);
     run.stop();

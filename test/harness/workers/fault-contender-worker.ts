@@ -48,6 +48,11 @@ async function expire(): Promise<string | undefined> {
   return session.id;
 }
 
+/** Reports to the test process while the channel is open (after a disconnect, the process is ending). */
+function tell(message: object): void {
+  if (process.connected) process.send?.(message);
+}
+
 process.on('message', (command: Command) => {
   if (command.type === 'stop') stop = true;
   else if (command.type === 'linger') lingering = command.on;
@@ -56,8 +61,8 @@ process.on('message', (command: Command) => {
     process.disconnect();
   } else if (command.type === 'expire') {
     expire().then(
-      (session) => process.send?.({ type: 'expired', session }),
-      (error: unknown) => process.send?.({ type: 'expired', error: String(error) }),
+      (session) => tell({ type: 'expired', session }),
+      (error: unknown) => tell({ type: 'expired', error: String(error) }),
     );
   } else {
     stop = false;
@@ -68,8 +73,8 @@ process.on('message', (command: Command) => {
       forced: (id: string) => forced.get(id),
       lingering: () => lingering,
     };
-    contendThroughFaults(command.plan, (event) => process.send?.(event), control).then(
-      (summary) => process.send?.({ type: 'done', ...summary }),
+    contendThroughFaults(command.plan, (event) => tell(event), control).then(
+      (summary) => tell({ type: 'done', ...summary }),
       (error: unknown) => {
         console.error(error);
         process.exit(1);
@@ -77,4 +82,4 @@ process.on('message', (command: Command) => {
     );
   }
 });
-process.send?.({ type: 'ready' });
+tell({ type: 'ready' });
