@@ -46,11 +46,18 @@ export const postgresFence: Case = {
       await client.query(`INSERT INTO ${SCHEMA}.ledger VALUES (1, 0) ON CONFLICT (id) DO NOTHING`);
       let token = 0n;
       const update = `UPDATE ${SCHEMA}.ledger SET v = v + 1 WHERE id = 1`;
+      const markUpdate = (t: bigint): string => `UPDATE ${SCHEMA}.marks SET mark = ${t} WHERE resource = 'bench'`;
       const contenders: Record<string, Block> = {
         'plain transaction (one round trip)': timed(async () => void (await client.query(`BEGIN; ${update}; COMMIT`))),
         'fenced transaction (one round trip)': timed(async () => {
           token += 1n;
           await client.query(`BEGIN; SELECT ${SCHEMA}.advance('bench', ${token}); ${update}; COMMIT`);
+        }),
+        // The floor of any fence that keeps its mark in the database: the same transaction with a second
+        // plain UPDATE (of the mark's row) in it, no function, no check.
+        'plain transaction with a second UPDATE (one round trip)': timed(async () => {
+          token += 1n;
+          await client.query(`BEGIN; ${markUpdate(token)}; ${update}; COMMIT`);
         }),
         'plain transaction (BEGIN, UPDATE, COMMIT)': timed(async () => {
           await client.query('BEGIN');
@@ -76,6 +83,14 @@ export const postgresFence: Case = {
         1.1,
         times,
         `(95% ${timesRange(interval)})`,
+      );
+      const floor = find('plain transaction with a second UPDATE (one round trip)').medianMs;
+      const overFloor = find('fenced transaction (one round trip)').medianMs / floor;
+      report.info(
+        ITEM,
+        'PostgreSQL fenced transaction / the same with a plain second UPDATE (the floor of a stored mark)',
+        overFloor,
+        `${times(overFloor)} (that floor is ${times(floor / find('plain transaction (one round trip)').medianMs)} the plain transaction)`,
       );
       const helper =
         find('PostgresFence.transaction (BEGIN and fence, UPDATE, COMMIT)').medianMs /
