@@ -171,7 +171,7 @@ export async function contendThroughFaults(
       if (attempts > plan.count * 4 || Date.now() > giveUpAt)
         throw new Error(`worker ${plan.worker}: ${done} holds in ${attempts} attempts`);
       if (session === undefined || session.state === 'lost') {
-        step('close');
+        if (session !== undefined) step('close');
         await session?.close();
         session = undefined;
         try {
@@ -204,13 +204,13 @@ export async function contendThroughFaults(
       const believed = !lock.signal.aborted;
       report({ type: 'granted', worker: plan.worker });
       const writeAt = now();
-      step('write');
+      if (believed) step('write');
       const write = believed ? await writeAsHolder(plan.registerUrl, lock.fencingToken, lock.signal) : undefined;
       step('hold');
       await hold(lock, plan.holdMs, () => control.lingering?.() ?? false);
       const lost = lock.signal.aborted;
       const to = now();
-      step('late write');
+      if (lost) step('late write');
       const late = lost ? await writeAsHolder(plan.registerUrl, lock.fencingToken, lock.signal) : undefined;
       const forcedAt = excusedFrom(control.forced?.(session.id), from);
       const interval = {
@@ -233,7 +233,7 @@ export async function contendThroughFaults(
       done += 1;
     }
   } finally {
-    step('close');
+    if (session !== undefined) step('close');
     await session?.close();
   }
   return { sessions };
