@@ -50,3 +50,19 @@ export function later<T>(promise: Promise<T>): Promise<T> {
   promise.catch(() => undefined);
   return promise;
 }
+
+/**
+ * `promise`, or an error naming `what` once `timeoutMs` passed without it settling: a step that hangs
+ * then fails the test with its name instead of the test's own timeout, which names none.
+ */
+export async function settlesWithin<T>(what: string, promise: Promise<T>, timeoutMs: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not settled after ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([promise, timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

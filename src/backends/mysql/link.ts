@@ -3,6 +3,9 @@ import type { Connection, ConnectionOptions } from 'mysql2';
 /** mysql2's `createConnection` (loaded only for mysql URLs). */
 export type CreateConnection = (config: ConnectionOptions) => Connection;
 
+/** How many former connections' ids a link keeps until their threads are seen gone. */
+const MAX_FORMER = 16;
+
 /** What a link tells its owner. */
 export interface LinkEvents {
   /** A new connection is up (the first one too); `again` for every one after the first. */
@@ -57,9 +60,15 @@ export class Link {
     return this.connected ? (this.#connection?.threadId ?? undefined) : undefined;
   }
 
-  /** The server ids of the connections that broke since the last call (their threads may still be alive). */
-  takeFormerThreadIds(): number[] {
-    return this.#former.splice(0);
+  /** The server ids of this link's connections that broke (their threads may still be alive), oldest first. */
+  formerThreadIds(): readonly number[] {
+    return this.#former;
+  }
+
+  /** Forgets former connections' ids: their threads are known to be gone. */
+  forgetFormer(ids: Iterable<number>): void {
+    const gone = new Set(ids);
+    this.#former = this.#former.filter((id) => !gone.has(id));
   }
 
   /** Connects now (the first connection: its failure is the caller's). */
@@ -136,13 +145,22 @@ export class Link {
       connection.destroy();
       throw this.#closed ? new LinkClosedError() : new Error('the connection to MySQL broke while it was made');
     }
+    // Ids only grow within one run of the server: a smaller one means it restarted, and the former ids
+    // now name other clients' connections (or none).
+    const id = connection.threadId ?? 0;
+    if (this.#former.some((former) => former >= id)) this.#former = [];
     this.#events.up?.(this.#ups++ > 0);
     return connection;
   }
 
   /** Sends one statement; it fails with the cause if its connection breaks or is dropped before the answer. */
   #send(connection: Connection, text: string, values: readonly unknown[] | undefined): Promise<unknown> {
-    return this.#untilBroken(connection, send(connection, text, values));
+    return this.#untilBroken(connection, send(connection, text, values)).catch((error: unknown) => {
+      // A connection that ends (a reset) under a statement: mysql2 tells only that statement, and emits
+      // no 'error' nor 'end', so the link learns of it here or would keep a closed connection for good.
+      if (isFatal(error)) this.#broken(connection, error);
+      throw error;
+    });
   }
 
   /** `work` on `connection`, failed with the cause if the connection breaks first (mysql2 would never settle it). */
@@ -166,7 +184,11 @@ export class Link {
   #broken(connection: Connection, cause: unknown): void {
     if (this.#connection !== connection) return;
     this.#connection = undefined;
-    if (typeof connection.threadId === 'number' && connection.threadId > 0) this.#former.push(connection.threadId);
+    if (typeof connection.threadId === 'number' && connection.threadId > 0) {
+      this.#former.push(connection.threadId);
+      // A bound for a link that breaks again and again: the oldest are the likeliest to be gone.
+      if (this.#former.length > MAX_FORMER) this.#former.shift();
+    }
     connection.destroy();
     this.#failInFlight(connection, cause);
     if (!this.#closed) this.#events.down?.(cause);
@@ -203,6 +225,11 @@ export class Link {
     connection?.destroy();
     for (const open of [...this.#inFlight.keys()]) this.#failInFlight(open, new LinkClosedError());
   }
+}
+
+/** mysql2 marks the errors after which a connection is unusable (its end, a protocol error) `fatal`. */
+function isFatal(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { fatal?: unknown }).fatal === true;
 }
 
 function send(connection: Connection, text: string, values: readonly unknown[] | undefined): Promise<unknown> {

@@ -36,6 +36,16 @@ export function armStatement(count: number): string {
   return `SELECT ${Array.from({ length: count }, (_, i) => one(i)).join(', ')}`;
 }
 
+/** The server id of the connection holding each of `count` names, or NULL where none does. */
+export function holdersStatement(count: number): string {
+  return `SELECT ${Array.from({ length: count }, (_, i) => `IS_USED_LOCK(?) AS h${i}`).join(', ')}`;
+}
+
+/** Which of `count` server thread ids are still connected (a user sees its own threads without PROCESS). */
+export function liveThreadsStatement(count: number): string {
+  return `SELECT ID AS id FROM information_schema.PROCESSLIST WHERE ID IN (${Array.from({ length: count }, () => '?').join(', ')})`;
+}
+
 /** Ends a former connection of this session's by its server id (MySQL's unknown-thread error is 1094). */
 export function killStatement(thread: number): string {
   return `KILL ${Math.trunc(thread)}`;

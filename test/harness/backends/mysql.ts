@@ -14,10 +14,10 @@ export function mysqlUrl(): string {
   return inject('mysql');
 }
 
-/** A short-lived connection to the server as the URL's user, for the checks and faults the tests need. */
-export async function withMysql<T>(url: string, use: (connection: mysql2.Connection) => Promise<T>): Promise<T> {
+/** mysql2's options for a `mysql://` URL of the harness. */
+export function connectionOptionsOf(url: string): mysql2.ConnectionOptions {
   const parsed = new URL(url);
-  const connection = await mysql2.createConnection({
+  return {
     host: parsed.hostname,
     port: Number(parsed.port || 3306),
     user: decodeURIComponent(parsed.username),
@@ -25,12 +25,33 @@ export async function withMysql<T>(url: string, use: (connection: mysql2.Connect
     database: parsed.pathname.slice(1),
     supportBigNumbers: true,
     bigNumberStrings: true,
-  });
+  };
+}
+
+/** A short-lived connection to the server as the URL's user, for the checks and faults the tests need. */
+export async function withMysql<T>(url: string, use: (connection: mysql2.Connection) => Promise<T>): Promise<T> {
+  const connection = await mysql2.createConnection(connectionOptionsOf(url));
   try {
     return await use(connection);
   } finally {
     await connection.end().catch(() => undefined);
   }
+}
+
+/**
+ * What the server is doing, for a failure's message: its connections (id, command, state, statement)
+ * and InnoDB's log positions (a commit waits for "flushed up to" to pass its own).
+ */
+export async function serverStateOf(url: string): Promise<string> {
+  return withMysql(url, async (connection) => {
+    const [threads] = await connection.query(
+      'SELECT ID, COMMAND, TIME, STATE, LEFT(INFO, 60) AS INFO FROM information_schema.PROCESSLIST',
+    );
+    const [status] = await connection.query('SHOW ENGINE INNODB STATUS');
+    const text = String((status as { Status?: string }[])[0]?.Status ?? '');
+    const log = text.match(/Log sequence number.*\n.*Log flushed up to.*\n/)?.[0] ?? '';
+    return `threads ${JSON.stringify(threads)}; ${log.replace(/\s+/g, ' ').trim()}`;
+  }).catch((error: unknown) => `the server did not answer: ${String(error)}`);
 }
 
 /** Rows of a table that may not exist yet (no session has created the schema): none. */
