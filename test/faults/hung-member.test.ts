@@ -21,32 +21,55 @@ import { eventually, later } from '../harness/wait.js';
 describe('a hung member of a ZooKeeper ensemble', () => {
   const scope = useScope(() => zkFixture('zkEnsemble'));
 
-  it('the session moves to another member before its deadline, and the holder keeps its lock', async () => {
+  /** A session reaching the ensemble through a proxy per member; `use` runs on it, then all is closed. */
+  async function throughProxies(use: (session: Session, proxies: TcpProxy[]) => Promise<void>): Promise<void> {
     const info = inject('zkEnsemble');
     const proxies = await Promise.all(info.ports.map((port) => TcpProxy.start({ port })));
     const session = await connect(`zk://${proxies.map((proxy) => proxy.address).join(',')}/${scope.namespace}`, {
       sessionTimeoutMs: info.sessionTimeoutMs,
     });
     try {
-      const states: string[] = [];
-      session.on('state', (state) => states.push(state));
-      const held = await new FairMutex(session, 'hung').acquire();
-      const hung = proxies.find((proxy) => proxy.connections > 0)!;
-      hung.blackhole();
-      await eventually(
-        'moved to another member',
-        () => states.includes('suspended') && session.state === 'connected',
-        info.sessionTimeoutMs * 2,
-      );
-      expect(states).not.toContain('lost');
-      expect(held.held).toBe(true);
-      expect(await backendOf(session).confirm(entryOf(held))).toBe(true);
-      expect(proxies.filter((proxy) => proxy !== hung && proxy.connections > 0)).toHaveLength(1);
-      await held.release();
+      await use(session, proxies);
     } finally {
       await session.close();
       await Promise.all(proxies.map((proxy) => proxy.close()));
     }
+  }
+
+  /** Blackholes the member `session` is connected to; resolves once it moved to another one, never lost. */
+  async function hangItsMember(session: Session, proxies: TcpProxy[]): Promise<void> {
+    const states: string[] = [];
+    session.on('state', (state) => states.push(state));
+    const hung = proxies.find((proxy) => proxy.connections > 0)!;
+    hung.blackhole();
+    await eventually(
+      'moved to another member',
+      () => states.includes('suspended') && session.state === 'connected',
+      inject('zkEnsemble').sessionTimeoutMs * 2,
+    );
+    expect(states).not.toContain('lost');
+    expect(proxies.filter((proxy) => proxy !== hung && proxy.connections > 0)).toHaveLength(1);
+  }
+
+  it('the session moves to another member before its deadline, and the holder keeps its lock', async () => {
+    await throughProxies(async (session, proxies) => {
+      const held = await new FairMutex(session, 'hung').acquire();
+      await hangItsMember(session, proxies);
+      expect(held.held).toBe(true);
+      expect(await backendOf(session).confirm(entryOf(held))).toBe(true);
+      await held.release();
+    });
+  });
+
+  // An idle session heartbeats at the slower idle pace, so it notices the silence later than a holder.
+  it('an idle session (holding and waiting for nothing) moves too, and then takes a lock', async () => {
+    await throughProxies(async (session, proxies) => {
+      const warmUp = await new FairMutex(session, 'hung').acquire();
+      await warmUp.release();
+      await hangItsMember(session, proxies);
+      const held = await new FairMutex(session, 'hung').acquire({ timeoutMs: inject('zkEnsemble').sessionTimeoutMs });
+      await held.release();
+    });
   });
 });
 

@@ -15,14 +15,14 @@ describe('HeartbeatPace', () => {
     return pace;
   };
 
-  it('beats every half margin while busy and every sixth of the timeout while idle', () => {
+  it('beats every half margin while busy and every quarter of the timeout while idle (the keep-alive pace)', () => {
     const pace = make(12_000);
     pace.setMargin(1_200);
     expect(pace.creditEveryMs).toBe(600);
-    expect(pace.idleEveryMs).toBe(2_000);
+    expect(pace.idleEveryMs).toBe(3_000);
     expect(pace.due(1_000 + 300, 1_000, true)).toBe(true); // the next tick of the timer
-    expect(pace.due(1_000 + 1_600, 1_000, false)).toBe(false);
-    expect(pace.due(1_000 + 1_700, 1_000, false)).toBe(true); // within half a tick of the idle interval
+    expect(pace.due(1_000 + 2_600, 1_000, false)).toBe(false);
+    expect(pace.due(1_000 + 2_700, 1_000, false)).toBe(true); // within half a tick of the idle interval
   });
 
   it('credits an answer no later than half the margin after the previous heartbeat, however late it was sent', () => {
@@ -35,7 +35,7 @@ describe('HeartbeatPace', () => {
   it('never beats slower than idle, nor faster than every 10 ms', () => {
     const pace = make(12_000);
     pace.setMargin(60_000);
-    expect(pace.creditEveryMs).toBe(2_000);
+    expect(pace.creditEveryMs).toBe(3_000);
     pace.setMargin(0);
     expect(pace.creditEveryMs).toBe(10);
   });

@@ -1,3 +1,5 @@
+import { keepAlivePaceMs } from '../../timing.js';
+
 /**
  * When baton's ZooKeeper heartbeat (a `sync`, answered only through the leader) goes out, and what its
  * answer is credited with. docs/failure-model.md ("The deadline on an ensemble") has the argument.
@@ -12,7 +14,7 @@
  * the session's deadline margin must exceed both that interval and half a tick plus a round trip.
  */
 export class HeartbeatPace {
-  /** Between heartbeats while the session neither holds nor waits: a sixth of the session timeout. */
+  /** Between heartbeats while the session neither holds nor waits: the keep-alive pace of every backend. */
   readonly idleEveryMs: number;
   /** Between heartbeats while it holds or waits, and the most an answer is credited after the previous one: half the margin. */
   creditEveryMs: number;
@@ -20,7 +22,7 @@ export class HeartbeatPace {
   readonly #beat: () => void;
 
   constructor(timeoutMs: number, beat: () => void) {
-    this.idleEveryMs = Math.max(Math.floor(timeoutMs / 6), 10);
+    this.idleEveryMs = keepAlivePaceMs(timeoutMs, 10);
     this.creditEveryMs = this.idleEveryMs;
     this.#beat = beat;
     this.#start();
