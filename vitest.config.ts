@@ -9,8 +9,15 @@ import { configDefaults, defineConfig } from 'vitest/config';
 const SIDE_BY_SIDE = [
   'test/units/**/*.test.ts',
   'test/package/**/*.test.ts',
-  'test/cli/{elect,inspect,lock,production-modules,version}.test.ts',
-  'test/api/{connect,connect-abort,lock-events,metrics}.test.ts',
+  'test/harness/servers/server-source.test.ts',
+  'test/cli/{elect,inspect,lock,once,production-modules,release,version}.test.ts',
+  'test/api/{connect,connect-abort,foreign-entries,lock-events,metrics}.test.ts',
+  'test/api/recipes/{once,participants}.test.ts',
+  'test/api/{force-release,guarded}/memory.test.ts',
+  'test/api/fence/schema-command.fence.test.ts',
+  'test/{contract,model}/memory.test.ts',
+  'test/backends/mysql/{charsets,sql-mode}.mysql.test.ts',
+  'test/backends/postgres/password.postgres.test.ts',
 ];
 
 export default defineConfig({

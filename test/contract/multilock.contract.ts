@@ -12,6 +12,7 @@ import { FairMutex } from '../../recipes/mutex.js';
 import type { Fixture } from '../harness/backends/fixture.js';
 import { useScope } from '../harness/backends/scope.js';
 import { runCounting } from '../harness/contention/counting-contender.js';
+import { CONTENTION_COUNTS, CONTENTION_WORKERS } from '../harness/contention/counts.js';
 import { backendOf, expectQueueLength } from '../harness/internals.js';
 import { eventually, later, track } from '../harness/wait.js';
 
@@ -20,7 +21,7 @@ export function multiLockContract(getFixture: () => Fixture): void {
   describe(`MultiLock on ${getFixture().name}`, () => {
     const scope = useScope(getFixture);
 
-    it('4 contenders x 200 random two-account transfers in both directions: no deadlock, no overlap', async () => {
+    it(`${CONTENTION_WORKERS} contenders x ${CONTENTION_COUNTS.multiLock} random two-account transfers in both directions: no deadlock, no overlap`, async () => {
       const fixture = scope.fixture;
       const checker = await runCounting({
         url: fixture.url(scope.namespace),
@@ -28,12 +29,12 @@ export function multiLockContract(getFixture: () => Fixture): void {
         mode: 'multilock',
         name: 'accounts',
         size: 4,
-        workers: 4,
-        count: 200,
+        workers: CONTENTION_WORKERS,
+        count: CONTENTION_COUNTS.multiLock,
         crossProcess: fixture.crossProcess,
       });
       expect(checker.violations).toEqual([]);
-      expect(checker.grants).toBe(800);
+      expect(checker.grants).toBe(CONTENTION_WORKERS * CONTENTION_COUNTS.multiLock);
     }, 150_000);
 
     it('takes the names in one sorted order, hands out a token per lock, and releases all, idempotently', async () => {

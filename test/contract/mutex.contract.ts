@@ -13,6 +13,7 @@ import {
 import { FairMutex } from '../../recipes/mutex.js';
 import type { Fixture } from '../harness/backends/fixture.js';
 import { useScope } from '../harness/backends/scope.js';
+import { CONTENTION_COUNTS, CONTENTION_WORKERS } from '../harness/contention/counts.js';
 import { runContention } from '../harness/contention/run-contention.js';
 import { backendOf, entryOf, expectQueueLength, queueLength } from '../harness/internals.js';
 import { eventually, later, track } from '../harness/wait.js';
@@ -46,18 +47,18 @@ export function mutexContract(getFixture: () => Fixture): void {
       for (let i = 1; i < tokens.length; i += 1) expect(tokens[i]! > tokens[i - 1]!).toBe(true);
     });
 
-    it('keeps mutual exclusion under contention: 4 contenders x 200 acquisitions, checked externally', async () => {
+    it(`keeps mutual exclusion under contention: ${CONTENTION_WORKERS} contenders x ${CONTENTION_COUNTS.mutex} acquisitions, checked externally`, async () => {
       const fixture = scope.fixture;
       const checker = await runContention({
         url: fixture.url(scope.namespace),
         options: fixture.options,
         name: 'contended',
-        workers: 4,
-        count: 200,
+        workers: CONTENTION_WORKERS,
+        count: CONTENTION_COUNTS.mutex,
         crossProcess: fixture.crossProcess,
       });
       expect(checker.violations).toEqual([]);
-      expect(checker.grants).toBe(800);
+      expect(checker.grants).toBe(CONTENTION_WORKERS * CONTENTION_COUNTS.mutex);
     }, 120_000);
 
     it('rejects a timed-out waiter with LockTimeoutError and withdraws its entry', async () => {

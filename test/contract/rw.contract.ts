@@ -7,6 +7,7 @@ import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import type { Fixture } from '../harness/backends/fixture.js';
 import { useScope } from '../harness/backends/scope.js';
+import { CONTENTION_COUNTS, CONTENTION_WORKERS } from '../harness/contention/counts.js';
 import { runContention } from '../harness/contention/run-contention.js';
 import { backendOf, entryOf } from '../harness/internals.js';
 import { eventually, later, rethrowFailure, track } from '../harness/wait.js';
@@ -82,20 +83,20 @@ export function rwContract(getFixture: () => Fixture): void {
       expect(order).toEqual([0, 1, 2, 3, 4, 5]);
     });
 
-    it('keeps readers and writers apart under contention, downgrades included: 4 contenders x 150, checked externally', async () => {
+    it(`keeps readers and writers apart under contention, downgrades included: ${CONTENTION_WORKERS} contenders x ${CONTENTION_COUNTS.readWrite}, checked externally`, async () => {
       const fixture = scope.fixture;
       const checker = await runContention({
         url: fixture.url(scope.namespace),
         options: fixture.options,
         mode: 'rw',
         name: 'mixed',
-        workers: 4,
-        count: 150,
+        workers: CONTENTION_WORKERS,
+        count: CONTENTION_COUNTS.readWrite,
         crossProcess: fixture.crossProcess,
       });
       expect(checker.violations).toEqual([]);
-      expect(checker.grants).toBe(600);
-      expect(checker.downgrades).toBe(100); // every sixth acquisition of each worker
+      expect(checker.grants).toBe(CONTENTION_WORKERS * CONTENTION_COUNTS.readWrite);
+      expect(checker.downgrades).toBe((CONTENTION_WORKERS * CONTENTION_COUNTS.readWrite) / 6); // every sixth acquisition of each worker
       expect(checker.sharedAtOnce).toBeGreaterThan(1);
     }, 120_000);
 

@@ -14,6 +14,7 @@ import { type PermitHandle, Semaphore } from '../../recipes/semaphore.js';
 import type { Fixture } from '../harness/backends/fixture.js';
 import { useScope } from '../harness/backends/scope.js';
 import { runCounting } from '../harness/contention/counting-contender.js';
+import { CONTENTION_COUNTS, CONTENTION_WORKERS } from '../harness/contention/counts.js';
 import { expectQueueLength, queueLength } from '../harness/internals.js';
 import { eventually, later, track } from '../harness/wait.js';
 
@@ -22,7 +23,7 @@ export function semaphoreContract(getFixture: () => Fixture): void {
   describe(`Semaphore on ${getFixture().name}`, () => {
     const scope = useScope(getFixture);
 
-    it('never holds more than permits: 4 contenders x 100 acquisitions of 1 or 2 of 3 permits, counted externally', async () => {
+    it(`never holds more than permits: ${CONTENTION_WORKERS} contenders x ${CONTENTION_COUNTS.semaphore} acquisitions of 1 or 2 of 3 permits, counted externally`, async () => {
       const fixture = scope.fixture;
       const checker = await runCounting({
         url: fixture.url(scope.namespace),
@@ -30,12 +31,12 @@ export function semaphoreContract(getFixture: () => Fixture): void {
         mode: 'semaphore',
         name: 'pool',
         size: 3,
-        workers: 4,
-        count: 100,
+        workers: CONTENTION_WORKERS,
+        count: CONTENTION_COUNTS.semaphore,
         crossProcess: fixture.crossProcess,
       });
       expect(checker.violations).toEqual([]);
-      expect(checker.grants).toBe(400);
+      expect(checker.grants).toBe(CONTENTION_WORKERS * CONTENTION_COUNTS.semaphore);
       expect(checker.peak).toBe(3); // permits were shared, up to the limit
     }, 150_000);
 

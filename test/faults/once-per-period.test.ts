@@ -16,16 +16,16 @@ import { forkWorker } from '../harness/contention/run-contention.js';
 
 const WORKER = fileURLToPath(new URL('../harness/workers/once-worker.ts', import.meta.url));
 const WORKERS = 8;
-const PERIODS = 20;
+const PERIODS = 12;
 const PERIOD_MS = 1_500;
 /** How long each run works: the window in which the test kills or pauses its holder. */
 const WORK_MS = 300;
 /** The period whose first holder is killed with SIGKILL, and the one whose first holder is paused. */
-const KILLED_AT = 4;
-const PAUSED_AT = 11;
+const KILLED_AT = 3;
+const PAUSED_AT = 7;
 
 /**
- * 8 processes call runOnce for the same 20 periods: every period must be run (and its fenced write
+ * 8 processes call runOnce for the same 12 periods: every period must be run (and its fenced write
  * accepted) exactly once, also when a holder is SIGKILLed part-way and when one is SIGSTOPped and
  * resumed after its session expired and the period was run by another (its late write must be refused
  * and its record refused). Counted from outside: the workers' shared log and the fenced register.

@@ -5,18 +5,18 @@ import { describeSummary, faultKindsOf, torture, type TortureBackend } from '../
 
 const WORKERS = 8;
 /**
- * At least 20 s of faults on 2 s sessions (the suite's session length; every fault's length derives
- * from it), then on until every kind was injected, up to a minute. BATON_TORTURE_LONG=1 runs the
- * longer case (30 s on 4 s sessions); `npm run torture` runs for minutes.
+ * Faults for at least 5 session timeouts (2 s sessions, the suite's session length; every fault's
+ * length derives from it), then on until every kind was injected, up to a minute. BATON_TORTURE_LONG=1
+ * runs the longer case (30 s on 4 s sessions); `npm run torture` runs for minutes.
  */
 const LONG = process.env['BATON_TORTURE_LONG'] === '1';
-const DURATION_MS = LONG ? 30_000 : 20_000;
 const EVERY_KIND_WITHIN_MS = 60_000;
 /**
  * A PostgreSQL restart ends every session whose lease it outlasts: on 2 s leases too few acquisitions
  * are left for the progress check, so PostgreSQL keeps 4 s.
  */
 const timeoutOf = (backend: TortureBackend): number => (LONG || backend === 'postgres' ? 4_000 : 2_000);
+const durationOf = (backend: TortureBackend): number => (LONG ? 30_000 : 5 * timeoutOf(backend));
 
 /** `BATON_TORTURE_SEED` replays a schedule that a failed run printed; otherwise every run draws its own. */
 function seed(): number {
@@ -34,11 +34,11 @@ const pool = useContenderPool(WORKERS);
  */
 describe.each<TortureBackend>(['zk', 'etcd', 'postgres'])('torture: %s', (backend) => {
   it(
-    `${DURATION_MS / 1_000} s or more of random faults, every kind: no overlap, tokens increase, no stale write accepted, no stalled waiter, no orphan`,
+    `${durationOf(backend) / 1_000} s or more of random faults, every kind: no overlap, tokens increase, no stale write accepted, no stalled waiter, no orphan`,
     async () => {
       const summary = await torture({
         backend,
-        durationMs: DURATION_MS,
+        durationMs: durationOf(backend),
         everyKindWithinMs: EVERY_KIND_WITHIN_MS,
         workers: WORKERS,
         timeoutMs: timeoutOf(backend),
@@ -56,6 +56,6 @@ describe.each<TortureBackend>(['zk', 'etcd', 'postgres'])('torture: %s', (backen
       expect(summary.acquisitions, 'the workload progressed under the faults').toBeGreaterThan(WORKERS * 5);
       expect(summary.ok).toBe(true);
     },
-    Math.max(DURATION_MS, EVERY_KIND_WITHIN_MS) + timeoutOf(backend) * 60,
+    Math.max(durationOf(backend), EVERY_KIND_WITHIN_MS) + timeoutOf(backend) * 60,
   );
 });

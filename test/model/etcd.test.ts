@@ -2,7 +2,8 @@ import { etcdFixture } from '../harness/backends/etcd.js';
 import { lockModelTest } from './property.js';
 
 lockModelTest(() => etcdFixture('etcdStandalone'), {
-  runs: 200,
+  runs: 60,
+  fullRuns: 200,
   maxCommands: 16,
   slots: 3,
   locks: ['a', 'b'],

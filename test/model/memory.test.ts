@@ -2,7 +2,8 @@ import { memoryFixture } from '../harness/backends/memory.js';
 import { lockModelTest } from './property.js';
 
 lockModelTest(memoryFixture, {
-  runs: 3_000,
+  runs: 1_000,
+  fullRuns: 3_000,
   maxCommands: 24,
   slots: 4,
   locks: ['a', 'b'],

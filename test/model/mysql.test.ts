@@ -2,7 +2,8 @@ import { mysqlFixture } from '../harness/backends/mysql.js';
 import { lockModelTest } from './property.js';
 
 lockModelTest(mysqlFixture, {
-  runs: 100,
+  runs: 30,
+  fullRuns: 100,
   maxCommands: 16,
   slots: 3,
   locks: ['a', 'b'],

@@ -2,7 +2,8 @@ import { postgresFixture } from '../harness/backends/postgres.js';
 import { lockModelTest } from './property.js';
 
 lockModelTest(postgresFixture, {
-  runs: 100,
+  runs: 30,
+  fullRuns: 100,
   maxCommands: 16,
   slots: 3,
   locks: ['a', 'b'],

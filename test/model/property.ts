@@ -18,12 +18,15 @@ import { RealLocks } from './real-locks.js';
  *
  *   BATON_MODEL_SEED=<seed> BATON_MODEL_PATH=<path> BATON_MODEL_REPLAY=<replayPath> npx vitest run test/model/<backend>.test.ts
  *
- * BATON_MODEL_RUNS and BATON_MODEL_COMMANDS raise the number of runs and the steps per run for a long
- * manual search (e.g. BATON_MODEL_RUNS=20000 on memory); BATON_MODEL_STATS=1 prints how many steps of
- * each kind ran.
+ * `npm test` makes `runs` runs; BATON_MODEL_FULL=1 makes `fullRuns` (docs/testing.md). BATON_MODEL_RUNS
+ * and BATON_MODEL_COMMANDS set the number of runs and the steps per run for a long manual search (e.g.
+ * BATON_MODEL_RUNS=20000 on memory); BATON_MODEL_STATS=1 prints how many steps of each kind ran.
  */
 export interface ModelTestSize extends CommandShape {
+  /** Runs in `npm test`. */
   readonly runs: number;
+  /** Runs with BATON_MODEL_FULL=1: the longer search made by hand. */
+  readonly fullRuns: number;
   readonly maxCommands: number;
   /** For vitest: the whole property, every run. */
   readonly timeoutMs: number;
@@ -31,7 +34,7 @@ export interface ModelTestSize extends CommandShape {
 
 export function lockModelTest(getFixture: () => Fixture, size: ModelTestSize): void {
   const env = process.env;
-  const runs = Number(env['BATON_MODEL_RUNS'] ?? size.runs);
+  const runs = Number(env['BATON_MODEL_RUNS'] ?? (env['BATON_MODEL_FULL'] === '1' ? size.fullRuns : size.runs));
   const maxCommands = Number(env['BATON_MODEL_COMMANDS'] ?? size.maxCommands);
   const seed = env['BATON_MODEL_SEED'] === undefined ? undefined : Number(env['BATON_MODEL_SEED']);
   const path = env['BATON_MODEL_PATH'];

@@ -2,7 +2,8 @@ import { redisFixture } from '../harness/backends/redis.js';
 import { lockModelTest } from './property.js';
 
 lockModelTest(redisFixture, {
-  runs: 200,
+  runs: 60,
+  fullRuns: 200,
   maxCommands: 16,
   slots: 3,
   locks: ['a', 'b'],

@@ -2,7 +2,8 @@ import { zkFixture } from '../harness/backends/zookeeper.js';
 import { lockModelTest } from './property.js';
 
 lockModelTest(() => zkFixture('zkStandalone'), {
-  runs: 300,
+  runs: 100,
+  fullRuns: 300,
   maxCommands: 16,
   slots: 3,
   locks: ['a', 'b'],
