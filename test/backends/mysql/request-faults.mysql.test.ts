@@ -1,10 +1,11 @@
 import { mysqlCounters } from 'baton-locks/testing';
+import mysql2 from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
 
 import { BackendError } from '../../../recipes/errors.js';
 import { FairMutex } from '../../../recipes/mutex.js';
 import { lockNameOf } from '../../../src/backends/mysql/open.js';
-import { mysqlFixture, mysqlUrl, withMysql } from '../../harness/backends/mysql.js';
+import { connectionOptionsOf, mysqlFixture, mysqlUrl, withMysql } from '../../harness/backends/mysql.js';
 import { useScope } from '../../harness/backends/scope.js';
 import { layouts, throughProxy } from '../../harness/faults/layouts.js';
 import { backendOf, entryOf } from '../../harness/internals.js';
@@ -127,5 +128,41 @@ describe('MySQL: replies lost, a statement failing part-way', () => {
     const lock = await new FairMutex(session, 'partway').acquire();
     await lock.release();
     expect(await rowsLeft(scope.namespace)).toEqual([]);
+  });
+
+  /**
+   * mysql2 tells a connection's reset only to the statement under way on it, with no 'error' event: the
+   * driver must still see the connection as broken and make it again, or every later statement fails.
+   * The statement is held under way by a row lock the test takes on the queue's counter.
+   */
+  it("a reset of the session's connections while its enqueue waits for a row lock: the connection is made again and the lock granted", async () => {
+    const { proxy, session, close } = await throughProxy(mysqlLayout(), scope.namespace);
+    const blocker = await mysql2.createConnection(connectionOptionsOf(mysqlUrl()));
+    try {
+      await (await new FairMutex(session, 'reset').acquire()).release(); // the queue's counter row exists
+      await blocker.query('BEGIN');
+      await blocker.query('SELECT n FROM baton_counters WHERE namespace = ? AND queue = ? FOR UPDATE', [
+        scope.namespace,
+        'reset',
+      ]);
+      const acquiring = track(new FairMutex(session, 'reset').acquire({ timeoutMs: scope.fixture.lossDeadlineMs }));
+      await eventually('the enqueue waits for the row lock', () =>
+        withMysql(mysqlUrl(), async (connection) => {
+          const [rows] = await connection.query(
+            "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE INFO LIKE 'CALL baton_enqueue%'",
+          );
+          return Number((rows as { n: number | string }[])[0]?.n) > 0;
+        }),
+      );
+      proxy.reset();
+      await blocker.query('ROLLBACK');
+      const lock = await acquiring.promise;
+      expect(session.state).toBe('connected');
+      await lock.release();
+      expect(await rowsLeft(scope.namespace)).toEqual([]);
+    } finally {
+      blocker.destroy();
+      await close();
+    }
   });
 });

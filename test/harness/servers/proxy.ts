@@ -148,6 +148,18 @@ export class TcpProxy {
     for (const pair of [...this.#pairs]) this.#close(pair);
   }
 
+  /**
+   * Every current connection reset (a TCP RST to the client, as from a server process that died with
+   * bytes unread); new ones are still accepted.
+   */
+  reset(): void {
+    for (const pair of [...this.#pairs]) {
+      this.#pairs.delete(pair);
+      pair.client.resetAndDestroy();
+      pair.server.destroy();
+    }
+  }
+
   /** New connections are closed at once, as if the server were down; open ones carry on. */
   refuse(): void {
     this.#refusing = true;
