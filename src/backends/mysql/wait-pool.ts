@@ -37,8 +37,8 @@ interface Job {
   expiry: ReturnType<typeof setTimeout> | undefined;
 }
 
-/** Converts a wait's seconds into the `GET_LOCK` timeout the server reads as meant. */
-export type LockWaitSeconds = (seconds: number) => number;
+/** Converts a wait's seconds into the `GET_LOCK` timeout the server reads as meant (get-lock-timeout.ts). */
+export type GetLockTimeout = (seconds: number) => number;
 
 /**
  * The session's wait connections: a waiter blocks in `GET_LOCK(<its blocker's name>, seconds)` on one
@@ -53,17 +53,17 @@ export type LockWaitSeconds = (seconds: number) => number;
 export class WaitPool {
   readonly #host: WaitPoolHost;
   readonly #cap: number;
-  readonly #lockWaitSeconds: LockWaitSeconds;
+  readonly #getLockTimeout: GetLockTimeout;
   readonly #idle: Link[] = [];
   readonly #all = new Set<Link>();
   readonly #queued: Job[] = [];
   readonly #running = new Set<Job>();
   #closed = false;
 
-  constructor(host: WaitPoolHost, cap: number, lockWaitSeconds: LockWaitSeconds = (seconds) => seconds) {
+  constructor(host: WaitPoolHost, cap: number, getLockTimeout: GetLockTimeout = (seconds) => seconds) {
     this.#host = host;
     this.#cap = cap;
-    this.#lockWaitSeconds = lockWaitSeconds;
+    this.#getLockTimeout = getLockTimeout;
   }
 
   /** Server ids of the pool's connections now up. */
@@ -177,7 +177,7 @@ export class WaitPool {
     }
     job.link = link;
     this.#running.add(job);
-    const seconds = this.#lockWaitSeconds(left);
+    const seconds = this.#getLockTimeout(left);
     link
       .rows<{ got: number | string | null }>(
         'SELECT CASE WHEN GET_LOCK(?, ?) = 1 THEN RELEASE_LOCK(?) ELSE 0 END AS got',
