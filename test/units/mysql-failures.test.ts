@@ -44,6 +44,14 @@ const TRANSIENT: [string, unknown][] = [
   ['a socket timeout', socketError('ETIMEDOUT', -110)],
   ['a host unreachable', socketError('EHOSTUNREACH', -113)],
   ['a name not resolved for now', socketError('EAI_AGAIN', -3001)],
+  [
+    'a name not found mid-session (mysql2 calls it fatal; the first connect does not retry it)',
+    socketError('ENOTFOUND', -3008),
+  ],
+  [
+    'a statement on a connection mysql2 already closed',
+    Object.assign(new Error("Can't add new command when connection is in closed state"), { fatal: true }),
+  ],
   ['a connection dropped at its deadline', new LinkBrokenError(new Error('no answer from MySQL within 666 ms'))],
   ['a connection that ended', new LinkBrokenError(new Error('the connection to MySQL ended'))],
 ];
@@ -64,7 +72,6 @@ const PERMANENT: [string, unknown][] = [
   ['a bug in our code (TypeError)', new TypeError("Cannot read properties of undefined (reading 'got')")],
   ['a bug in our code (RangeError)', new RangeError('Invalid array length')],
   ['a plain Error', new Error('something else')],
-  ['a name that does not resolve', socketError('ENOTFOUND', -3008)],
   ['a thrown string', 'oops'],
   ['undefined', undefined],
   ['a closed link', new LinkClosedError()],

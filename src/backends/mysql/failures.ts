@@ -55,7 +55,7 @@ const DENIED = new Set([1044, 1045, 1142, 1143, 1370, 1227]);
 
 /**
  * A statement to send again: its connection broke or was dropped on the way (`LinkBrokenError`, a
- * connection error code), or the server answered with a transient error of `RETRIED`. Nothing else: a
+ * connection error code, an error mysql2 calls fatal), or the server answered with a transient error of `RETRIED`. Nothing else: a
  * refusal (syntax, rights, an unknown column, data too long) or a bug in baton's own code would fail
  * the same way again until the deadline. Everything baton sends is safe to repeat: an enqueue names its
  * entry's key and finds it if an earlier attempt was applied.
@@ -65,7 +65,10 @@ export function retriable(error: unknown): boolean {
   if (error instanceof LinkBrokenError) return true;
   const errno = serverErrno(error);
   if (errno !== undefined) return RETRIED.has(errno);
-  const { code } = (error ?? {}) as { code?: unknown };
+  const { code, fatal } = (error ?? {}) as { code?: unknown; fatal?: unknown };
+  // mysql2 marks `fatal` what ended its connection ("Can't add new command when connection is in
+  // closed state" carries no code): the next attempt goes on a new connection.
+  if (fatal === true) return true;
   return typeof code === 'string' && CONNECTION_CODES.has(code);
 }
 
