@@ -39,9 +39,19 @@ describe('connect gives up on abort', () => {
       },
       options: { sessionTimeoutMs: 2_000 },
     }),
+    mysql: () => ({
+      port: Number(new URL(inject('mysql')).port),
+      url: (address: string) => {
+        const url = new URL(inject('mysql'));
+        url.host = address;
+        url.searchParams.set('namespace', 'abort');
+        return url.toString();
+      },
+      options: { sessionTimeoutMs: 2_000 },
+    }),
   };
 
-  it.each(['zk', 'etcd', 'postgres'] as const)(
+  it.each(['zk', 'etcd', 'postgres', 'mysql'] as const)(
     '%s: an abort while the server does not answer rejects with its reason at once (and the ZooKeeper client hangs up by its connect timeout)',
     async (kind) => {
       const server = servers[kind]();
@@ -55,9 +65,13 @@ describe('connect gives up on abort', () => {
         // on ZooKeeper, a connect timeout that fails the connect with another error: only the abort can
         // end either connect in time with this reason.
         const connectTimeoutMs = kind === 'zk' ? 2 * inject('zkStandalone').sessionTimeoutMs : 600_000;
-        // On PostgreSQL, a lease whose statement deadlines (a third of it) are far beyond the test's own.
+        // On PostgreSQL and MySQL, a lease whose statement deadlines (a third of it) are far beyond the test's own.
         const options =
-          kind === 'etcd' ? { ttlSeconds: 300 } : kind === 'postgres' ? { sessionTimeoutMs: 600_000 } : server.options;
+          kind === 'etcd'
+            ? { ttlSeconds: 300 }
+            : kind === 'postgres' || kind === 'mysql'
+              ? { sessionTimeoutMs: 600_000 }
+              : server.options;
         const connecting = connect(server.url(proxy.address), {
           ...options,
           connectTimeoutMs,
@@ -71,15 +85,16 @@ describe('connect gives up on abort', () => {
         // node-zookeeper-client), and hangs up at its connect timeout. etcd3's gRPC connections live in
         // grpc-js's process-wide pool, shared by clients to the same member, closed on its own schedule.
         if (kind === 'zk') await eventually('the client hung up', () => proxy.connections === 0, 2 * connectTimeoutMs);
-        // node-postgres's sockets are baton's own: dropped at the abort.
-        if (kind === 'postgres') await eventually('the client hung up', () => proxy.connections === 0);
+        // node-postgres's and mysql2's sockets are baton's own: dropped at the abort.
+        if (kind === 'postgres' || kind === 'mysql')
+          await eventually('the client hung up', () => proxy.connections === 0);
       } finally {
         await proxy.close();
       }
     },
   );
 
-  it.each(['zk', 'etcd', 'postgres'] as const)(
+  it.each(['zk', 'etcd', 'postgres', 'mysql'] as const)(
     '%s: an already aborted signal rejects with its reason without dialling',
     async (kind) => {
       const server = servers[kind]();
@@ -96,7 +111,7 @@ describe('connect gives up on abort', () => {
     },
   );
 
-  it.each(['zk', 'etcd', 'postgres'] as const)(
+  it.each(['zk', 'etcd', 'postgres', 'mysql'] as const)(
     '%s: a signal that never aborts changes nothing, and the open session does not listen to it',
     async (kind) => {
       const server = servers[kind]();

@@ -16,6 +16,7 @@ import { connect } from '../../src/connect.js';
 import { etcdFixture } from '../harness/backends/etcd.js';
 import type { Fixture } from '../harness/backends/fixture.js';
 import { memoryFixture } from '../harness/backends/memory.js';
+import { mysqlFixture } from '../harness/backends/mysql.js';
 import { postgresFixture } from '../harness/backends/postgres.js';
 import { redisFixture } from '../harness/backends/redis.js';
 import { useScope } from '../harness/backends/scope.js';
@@ -311,6 +312,7 @@ hostileSuite(memoryFixture);
 hostileSuite(() => zkFixture('zkStandalone'));
 hostileSuite(() => etcdFixture('etcdStandalone'));
 hostileSuite(postgresFixture);
+hostileSuite(mysqlFixture);
 hostileSuite(redisFixture);
 
 const URLS: [string, unknown, string][] = [
@@ -327,6 +329,27 @@ const URLS: [string, unknown, string][] = [
   ['a namespace with a space', 'etcd://127.0.0.1:2379/a b', 'url'],
   ['a memory URL without a name', 'memory://', 'memory store name'],
   ['not a string', 42, 'zk://host:port'],
+  ['a MySQL URL without a database', 'mysql://127.0.0.1:3306', 'a database name'],
+  ['a MySQL database name with a dash', 'mysql://app:hunter2@127.0.0.1:3306/my-app', '"my-app"'],
+  ['a MySQL database name of 65 characters', `mysql://127.0.0.1:3306/${'d'.repeat(65)}`, '1 to 64 characters'],
+  ['a MySQL URL without a host', 'mysql://app:hunter2@/app', 'app:***@'],
+  ['a MySQL URL with port 0', 'mysql://127.0.0.1:0/app', 'port from 1 to 65535'],
+  ['a MySQL URL with port 99999', 'mysql://app:hunter2@127.0.0.1:99999/app', 'mysql://[user[:password]@]host'],
+  ['a MySQL URL with a fragment', 'mysql://127.0.0.1:3306/app#x', 'mysql://[user[:password]@]host'],
+  ['an unknown MySQL URL parameter', 'mysql://app:hunter2@127.0.0.1:3306/app?schema=x', 'only namespace'],
+  ['a MySQL namespace given twice', 'mysql://127.0.0.1:3306/app?namespace=a&namespace=b', 'given once'],
+  ['a MySQL namespace with a double slash', 'mariadb://127.0.0.1:3306/app?namespace=a//b', '"a//b"'],
+];
+
+/** MySQL's own options, refused before any connection (the port is closed: a connect would fail otherwise). */
+const MYSQL_OPTIONS: [string, unknown, string][] = [
+  ['mysql options that are a string', { mysql: 'hunter2' }, 'an object'],
+  ['a misspelled mysql.password', { mysql: { pasword: 'hunter2' } }, 'mysql.pasword'],
+  ['a mysql.password that is a number', { mysql: { password: 42 } }, 'a string'],
+  ['a mysql.user that is an array', { mysql: { user: ['app'] } }, 'a string'],
+  ['a mysql.tls that is a boolean', { mysql: { tls: true } }, "node:tls's connection options"],
+  ['a mysql.createSchema that is a string', { mysql: { createSchema: 'no' } }, 'true or false'],
+  ['mysql options on a PostgreSQL URL', { mysql: { password: 'hunter2' } }, 'mysql:// URLs only'],
 ];
 
 const OPTIONS: [string, unknown, string][] = [
@@ -351,6 +374,15 @@ describe('hostile connect() input', () => {
   it.each([
     ...URLS.map(([what, url, mention]) => [what, url, {}, mention] as const),
     ...OPTIONS.map(([what, options, mention]) => [what, 'memory://hostile', options, mention] as const),
+    ...MYSQL_OPTIONS.map(
+      ([what, options, mention]) =>
+        [
+          what,
+          what.includes('PostgreSQL') ? 'postgres://127.0.0.1:1/app' : 'mysql://127.0.0.1:1/app',
+          options,
+          mention,
+        ] as const,
+    ),
   ])('refuses %s with InvalidArgumentError before connecting', async (_what, url, options, mention) => {
     const error = await connect(url as string, options as never).then(
       async (session) => {

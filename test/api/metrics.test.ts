@@ -15,6 +15,7 @@ import { BatonMetrics } from '../../src/metrics.js';
 import { etcdFixture } from '../harness/backends/etcd.js';
 import type { Fixture } from '../harness/backends/fixture.js';
 import { memoryFixture } from '../harness/backends/memory.js';
+import { mysqlFixture } from '../harness/backends/mysql.js';
 import { postgresFixture } from '../harness/backends/postgres.js';
 import { redisFixture } from '../harness/backends/redis.js';
 import { useScope } from '../harness/backends/scope.js';
@@ -162,6 +163,7 @@ metricsOn(memoryFixture);
 metricsOn(() => zkFixture('zkStandalone'));
 metricsOn(() => etcdFixture('etcdStandalone'));
 metricsOn(postgresFixture);
+metricsOn(mysqlFixture);
 metricsOn(redisFixture);
 
 describe('baton-locks/metrics watching and options', () => {

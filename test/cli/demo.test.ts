@@ -6,6 +6,7 @@ import { runDemo } from '../../src/demo.js';
 import { etcdFixture } from '../harness/backends/etcd.js';
 import type { Fixture } from '../harness/backends/fixture.js';
 import { memoryFixture } from '../harness/backends/memory.js';
+import { mysqlFixture } from '../harness/backends/mysql.js';
 import { postgresFixture } from '../harness/backends/postgres.js';
 import { redisFixture } from '../harness/backends/redis.js';
 import { zkFixture } from '../harness/backends/zookeeper.js';
@@ -61,6 +62,7 @@ demoSuite(memoryFixture);
 demoSuite(() => zkFixture('zkStandalone'));
 demoSuite(() => etcdFixture('etcdStandalone'));
 demoSuite(postgresFixture);
+demoSuite(mysqlFixture);
 demoSuite(redisFixture);
 
 describe('npx baton demo', () => {

@@ -8,6 +8,7 @@ import { type QueueView, runInspect } from '../../src/inspect.js';
 import { etcdFixture } from '../harness/backends/etcd.js';
 import type { Fixture } from '../harness/backends/fixture.js';
 import { memoryFixture } from '../harness/backends/memory.js';
+import { mysqlFixture } from '../harness/backends/mysql.js';
 import { postgresFixture } from '../harness/backends/postgres.js';
 import { redisFixture } from '../harness/backends/redis.js';
 import { useScope } from '../harness/backends/scope.js';
@@ -71,7 +72,7 @@ function inspectSuite(getFixture: () => Fixture): void {
         readers.map((lock) => lock.fencingToken.toString()),
       );
       for (const entry of view.entries) {
-        if (scope.fixture.name.startsWith('postgres')) {
+        if (scope.fixture.name.startsWith('postgres') || scope.fixture.name.startsWith('mysql')) {
           expect(entry.ageMs).toBeGreaterThanOrEqual(0);
           expect(entry.expiresInMs, "the owner's lease left, by the server's clock").toBeGreaterThan(0);
         } else if (scope.fixture.name.startsWith('etcd')) {
@@ -187,6 +188,7 @@ inspectSuite(memoryFixture);
 inspectSuite(() => zkFixture('zkStandalone'));
 inspectSuite(() => etcdFixture('etcdStandalone'));
 inspectSuite(postgresFixture);
+inspectSuite(mysqlFixture);
 inspectSuite(redisFixture);
 
 describe('baton inspect, the command', () => {
@@ -203,12 +205,12 @@ describe('baton inspect, the command', () => {
     const port = await freePort(); // nothing listens on it
     const urlOf = (scheme: string): string =>
       scheme === 'redis' ? `redis://127.0.0.1:${port}/0?namespace=x` : `${scheme}://127.0.0.1:${port}/x`;
-    for (const scheme of ['zk', 'etcd', 'redis']) {
+    for (const scheme of ['zk', 'etcd', 'redis', 'mysql']) {
       const result = await runBaton(['inspect', urlOf(scheme), 'a', '--connect-timeout', '1000']);
       expect(result.code, `${scheme}: ${result.stderr}`).toBe(1);
       expect(result.stderr).toMatch(
         new RegExp(
-          `could not (connect to ZooKeeper|open an etcd session|connect to Redis) at (http://)?127\\.0\\.0\\.1:${port} within 1000 ms`,
+          `could not (connect to ZooKeeper|open an etcd session|connect to Redis|connect to MySQL) at (http://|mysql://)?127\\.0\\.0\\.1:${port}(/x)? within 1000 ms`,
         ),
       );
     }
@@ -218,8 +220,9 @@ describe('baton inspect, the command', () => {
       BATON_ETCD_USER: 'ops',
       BATON_ETCD_PASSWORD: 'etcd-secret-2',
       BATON_REDIS_PASSWORD: 'redis-secret-3',
+      MYSQL_PWD: 'mysql-secret-4',
     };
-    for (const scheme of ['zk', 'etcd', 'redis']) {
+    for (const scheme of ['zk', 'etcd', 'redis', 'mysql']) {
       const result = await runBaton(['inspect', urlOf(scheme), 'a', '--connect-timeout', '1000'], env);
       expect(result.code, `${scheme}: ${result.stderr}`).toBe(1);
       expect(result.stderr).not.toMatch(/secret/);

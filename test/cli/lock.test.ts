@@ -9,6 +9,7 @@ import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import { Semaphore } from '../../recipes/semaphore.js';
 import { etcdFixture } from '../harness/backends/etcd.js';
 import type { Fixture } from '../harness/backends/fixture.js';
+import { mysqlFixture } from '../harness/backends/mysql.js';
 import { postgresFixture } from '../harness/backends/postgres.js';
 import { redisFixture } from '../harness/backends/redis.js';
 import { useScope } from '../harness/backends/scope.js';
@@ -84,6 +85,7 @@ function lockCommandSuite(getFixture: () => Fixture): void {
 lockCommandSuite(() => zkFixture('zkStandalone'));
 lockCommandSuite(() => etcdFixture('etcdStandalone'));
 lockCommandSuite(postgresFixture);
+lockCommandSuite(mysqlFixture);
 lockCommandSuite(redisFixture);
 
 describe('baton lock: kinds, permits, usage, signals and losses (ZooKeeper)', { timeout: 60_000 }, () => {

@@ -9,6 +9,7 @@ import { FairMutex } from '../../recipes/mutex.js';
 import { ONCE_RECORD } from '../../recipes/once.js';
 import { etcdFixture } from '../harness/backends/etcd.js';
 import type { Fixture } from '../harness/backends/fixture.js';
+import { mysqlFixture } from '../harness/backends/mysql.js';
 import { postgresFixture } from '../harness/backends/postgres.js';
 import { useScope } from '../harness/backends/scope.js';
 import { FencedRegister } from '../harness/checkers/fenced-register.js';
@@ -108,3 +109,4 @@ function oncePerPeriodSuite(getFixture: () => Fixture): void {
 
 oncePerPeriodSuite(() => etcdFixture('etcdStandalone'));
 oncePerPeriodSuite(postgresFixture);
+oncePerPeriodSuite(mysqlFixture);

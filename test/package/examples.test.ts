@@ -9,6 +9,7 @@ import { main as transfers } from '../../examples/transfers.js';
 import { etcdFixture } from '../harness/backends/etcd.js';
 import type { Fixture } from '../harness/backends/fixture.js';
 import { memoryFixture } from '../harness/backends/memory.js';
+import { mysqlFixture } from '../harness/backends/mysql.js';
 import { postgresFixture } from '../harness/backends/postgres.js';
 import { redisFixture } from '../harness/backends/redis.js';
 import { useScope } from '../harness/backends/scope.js';
@@ -61,6 +62,7 @@ examples(memoryFixture);
 examples(() => zkFixture('zkStandalone'));
 examples(() => etcdFixture('etcdStandalone'));
 examples(postgresFixture);
+examples(mysqlFixture);
 examples(redisFixture);
 
 describe('the recipes page (docs/recipes.md, linked from the README)', () => {

@@ -8,6 +8,7 @@ import { entriesOf, PostgresEntry, type QueueRow } from '../postgres/entry.js';
 import { OwnEntries } from '../postgres/own-entries.js';
 import { fromPromise } from '../requests.js';
 import { mysqlFailures } from './failures.js';
+import { getLockTimeout } from './get-lock-timeout.js';
 import { type GuardedHost, mysqlGuardedRead, mysqlGuardedWrite } from './guarded.js';
 import { KeepAlive } from './keepalive.js';
 import { Link, type Row } from './link.js';
@@ -130,6 +131,7 @@ export class MysqlDriver implements Driver {
         },
       },
       WAIT_POOL_CAP,
+      (seconds) => getLockTimeout(opened.flavour, seconds),
     );
     this.#core = new DriverCore(mysqlFailures(this.id), {
       onEnd: (reason) => this.#onEnd(reason),

@@ -1,6 +1,6 @@
 import { AccessDeniedError, BackendError, BatonError, SessionLostError } from '../../../recipes/errors.js';
 import type { FailurePolicy } from '../core.js';
-import { LinkClosedError } from './link.js';
+import { LinkBrokenError, LinkClosedError } from './link.js';
 
 /** The SQLSTATE baton's procedures signal when the session's lease has run out or its row is gone. */
 export const SESSION_GONE = 'BT001';
@@ -18,25 +18,58 @@ export function sqlStateOf(error: unknown): string | undefined {
 }
 
 /**
- * Server errors after which a statement is sent again: a deadlock or lock wait timeout (the transaction
- * was rolled back), a statement interrupted (`KILL QUERY`), the server shutting down, too many
- * connections, the connection killed or closed by `wait_timeout` (MySQL 8's 4031, MariaDB's 1927).
+ * Server errors after which a statement is sent again, all transient: a lock wait timeout or deadlock
+ * (the transaction was rolled back), a statement interrupted (`KILL QUERY`), too many connections (of
+ * the server or the user), the server shutting down, the connection killed or closed for inactivity
+ * (MariaDB's 1927, MySQL 8's 4031), a network read or write cut short, too many active transactions,
+ * and a server read-only for a while (`read_only` or `super_read_only` during a failover: 1290, 1792, 1836).
  */
-const RETRIED = new Set([1205, 1213, 1317, 1040, 1053, 1077, 1079, 1927, 2006, 2013, 4031]);
+const RETRIED = new Set([
+  1205, 1213, 1317, 1040, 1203, 1053, 1077, 1079, 1927, 4031, 1158, 1159, 1160, 1161, 1637, 1290, 1792, 1836, 2006,
+  2013,
+]);
+
+/**
+ * mysql2's and Node's codes of a connection that failed on the way (no server error): refused, reset,
+ * cut, timed out, unreachable, a name not resolved for now, a reply that never came.
+ */
+const CONNECTION_CODES = new Set([
+  'PROTOCOL_CONNECTION_LOST',
+  'PROTOCOL_SEQUENCE_TIMEOUT',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'ENETRESET',
+  'ENOTCONN',
+  'EAI_AGAIN',
+]);
 
 /** Refusals of the user's rights: access to the database, a table, or a procedure. */
 const DENIED = new Set([1044, 1045, 1142, 1143, 1370, 1227]);
 
 /**
- * A statement to send again: one that failed on the way (no server errno: the socket broke or the
- * deadline dropped it), or a server error of `RETRIED`. Everything baton sends is safe to repeat: an
- * enqueue names its entry's key and finds it if an earlier attempt was applied.
+ * A statement to send again: its connection broke or was dropped on the way (`LinkBrokenError`, a
+ * connection error code, an error mysql2 calls fatal), or the server answered with a transient error of `RETRIED`. Nothing else: a
+ * refusal (syntax, rights, an unknown column, data too long) or a bug in baton's own code would fail
+ * the same way again until the deadline. Everything baton sends is safe to repeat: an enqueue names its
+ * entry's key and finds it if an earlier attempt was applied.
  */
 export function retriable(error: unknown): boolean {
   if (error instanceof BatonError || error instanceof LinkClosedError) return false;
+  if (error instanceof LinkBrokenError) return true;
   const errno = serverErrno(error);
-  if (errno === undefined) return true;
-  return RETRIED.has(errno);
+  if (errno !== undefined) return RETRIED.has(errno);
+  const { code, fatal } = (error ?? {}) as { code?: unknown; fatal?: unknown };
+  // mysql2 marks `fatal` what ended its connection ("Can't add new command when connection is in
+  // closed state" carries no code): the next attempt goes on a new connection.
+  if (fatal === true) return true;
+  return typeof code === 'string' && CONNECTION_CODES.has(code);
 }
 
 /** Whether the server refused the user's rights. */

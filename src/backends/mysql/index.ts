@@ -22,11 +22,16 @@ const KEYS = ['user', 'password', 'tls', 'createSchema'];
 function checkMysql(value: unknown): MysqlSettings {
   if (value === undefined)
     return { given: false, user: undefined, password: undefined, tls: undefined, createSchema: true };
+  // A string given here may be the password itself: it is not shown.
   if (!isPlainObject(value))
-    throw new InvalidArgumentError('mysql', value, 'an object: { user, password, tls, createSchema }');
+    throw new InvalidArgumentError(
+      'mysql',
+      typeof value === 'string' ? '***' : value,
+      'an object: { user, password, tls, createSchema }',
+    );
   const unknown = Object.keys(value).find((key) => !KEYS.includes(key));
-  if (unknown !== undefined)
-    throw new InvalidArgumentError(`mysql.${unknown}`, value[unknown], `one of ${KEYS.join(', ')}`);
+  // The value is not shown: a misspelled `password` key holds a password.
+  if (unknown !== undefined) throw new InvalidArgumentError(`mysql.${unknown}`, '***', `one of ${KEYS.join(', ')}`);
   const text = (key: string): string | undefined => {
     const given = value[key];
     if (given !== undefined && typeof given !== 'string')

@@ -143,7 +143,9 @@ export class Link {
     }
     if (this.#connection !== connection || this.#closed) {
       connection.destroy();
-      throw this.#closed ? new LinkClosedError() : new Error('the connection to MySQL broke while it was made');
+      throw this.#closed
+        ? new LinkClosedError()
+        : new LinkBrokenError(new Error('the connection to MySQL broke while it was made'));
     }
     // Ids only grow within one run of the server: a smaller one means it restarted, and the former ids
     // now name other clients' connections (or none).
@@ -190,7 +192,7 @@ export class Link {
       if (this.#former.length > MAX_FORMER) this.#former.shift();
     }
     connection.destroy();
-    this.#failInFlight(connection, cause);
+    this.#failInFlight(connection, brokenBy(cause));
     if (!this.#closed) this.#events.down?.(cause);
   }
 
@@ -245,5 +247,19 @@ export class LinkClosedError extends Error {
   constructor() {
     super('the MySQL connection was closed');
     this.name = 'LinkClosedError';
+  }
+}
+
+/** The error a statement cut off by its connection's end fails with: the server's own error as it is (its number classifies it). */
+function brokenBy(cause: unknown): unknown {
+  const { errno, sqlState } = (cause ?? {}) as { errno?: unknown; sqlState?: unknown };
+  return typeof errno === 'number' && typeof sqlState === 'string' ? cause : new LinkBrokenError(cause);
+}
+
+/** A statement whose connection broke or was dropped before its answer (`cause` says how): worth sending again. */
+export class LinkBrokenError extends Error {
+  constructor(cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause), { cause });
+    this.name = 'LinkBrokenError';
   }
 }

@@ -10,6 +10,7 @@ import { describeDialFailure, dialErrorCode } from '../dial.js';
 import { denied, mysqlFailures, serverErrno } from './failures.js';
 import { type CreateConnection, Link, type LinkEvents } from './link.js';
 import { SCHEMA_VERSION, schemaStatements } from './schema.js';
+import { flavourOf, readServerFacts, type ServerFlavour, serverRefusal } from './server-checks.js';
 import type { MysqlUrl } from './url.js';
 
 /** What the MySQL driver is opened with. */
@@ -103,10 +104,12 @@ export interface OpenedSession {
   readonly session: string;
   /** `performance.now()` just before the statement that opened the session was sent. */
   readonly openedAt: number;
+  /** MySQL or MariaDB: how `GET_LOCK` reads its timeout. */
+  readonly flavour: ServerFlavour;
 }
 
 /**
- * Connects the session's two connections, refuses Galera, makes sure baton's tables are there, opens
+ * Connects the session's two connections, refuses a server baton must not run on, makes sure baton's tables are there, opens
  * the session's row. Anything made is closed again on failure.
  */
 export async function openSession(
@@ -125,7 +128,7 @@ export async function openSession(
   options.signal?.addEventListener('abort', onAbort, { once: true });
   try {
     await connectFirst(main, options);
-    await refuseGalera(main, options.url.shown);
+    const flavour = await checkServer(main, options.url.shown);
     await ensureSchema(main, options.url.database, options.createSchema);
     const openedAt = performance.now();
     const rows = await main.call<{ id: string }>('CALL baton_open_session(?, ?)', [
@@ -139,7 +142,7 @@ export async function openSession(
       await main.query('DELETE FROM baton_sessions WHERE id = ?', [session]).catch(() => undefined);
       throw error;
     }
-    return { main, beat, session, openedAt };
+    return { main, beat, session, openedAt, flavour };
   } catch (error) {
     main.destroy();
     beat.destroy();
@@ -189,16 +192,12 @@ function dialFailure(error: unknown, waitedMs: number): string {
   return error.message;
 }
 
-/**
- * Galera (MariaDB Galera Cluster, Percona XtraDB Cluster) replicates rows but not `GET_LOCK` names, and
- * certifies conflicting writes at commit on another node: baton's queue order is not kept there.
- */
-async function refuseGalera(main: Link, shown: string): Promise<void> {
-  const rows = await main.rows<{ Value?: string }>("SHOW VARIABLES LIKE 'wsrep_on'");
-  if (String(rows[0]?.Value ?? 'OFF').toUpperCase() === 'ON')
-    throw new BackendError(
-      `MySQL at ${shown} is a Galera cluster node (wsrep_on=ON): baton does not run on Galera, whose nodes neither share GET_LOCK names nor keep the queue's commit order (see docs/mysql.md)`,
-    );
+/** Reads the server's flavour and refuses a server baton must not run on (server-checks.ts says which and why). */
+async function checkServer(main: Link, shown: string): Promise<ServerFlavour> {
+  const facts = await readServerFacts(main);
+  const refusal = serverRefusal(facts);
+  if (refusal !== undefined) throw new BackendError(`MySQL at ${shown} ${refusal} (see docs/mysql.md)`);
+  return flavourOf(facts);
 }
 
 /**

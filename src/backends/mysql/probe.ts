@@ -15,7 +15,7 @@ export interface MysqlCounters {
   confirms: number;
   /** The sessions' own orphaned entries deleted. */
   orphansRemoved: number;
-  /** `KILL QUERY` statements sent to end an abandoned wait on a wait connection. */
+  /** `KILL QUERY` statements sent to end a wait on a wait connection: abandoned, or its connection moved to a nearer wait. */
   killedWaits: number;
   /** Waits woken by a re-read (the backstop, or a wait past the pool's cap) rather than by a name. */
   backstopWakes: number;

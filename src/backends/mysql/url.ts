@@ -37,6 +37,8 @@ export function parseMysqlUrl(url: string): MysqlUrl {
   if (parsed.protocol !== 'mysql:' && parsed.protocol !== 'mariadb:')
     throw new InvalidArgumentError('url', shown, MYSQL_URL_FORM);
   if (parsed.hash !== '' || parsed.hostname === '') throw new InvalidArgumentError('url', shown, MYSQL_URL_FORM);
+  // mysql2 reads port 0 as "none given" and dials 3306: another server than the URL names.
+  if (parsed.port === '0') throw new InvalidArgumentError('url port', 0, 'a port from 1 to 65535');
   const database = decodeURIComponent(parsed.pathname.replace(/^\//, ''));
   if (!DATABASE.test(database))
     throw new InvalidArgumentError('url database', database, 'a database name of [A-Za-z0-9_$], 1 to 64 characters');

@@ -23,6 +23,8 @@ export interface WatchesHost {
 interface Watch {
   readonly waiters: Set<Waiter>;
   readonly tag: string;
+  /** The waited entry's order: the pool gives its connections to the waits nearest the head. */
+  readonly rank: bigint;
   current: PooledWait | undefined;
   /** Ends the pause between two looks early (the last waiter left, or the session ended). */
   wakePause: (() => void) | undefined;
@@ -32,8 +34,8 @@ interface Watch {
  * The session's waits. For an entry's delete: a loop that blocks in `GET_LOCK(<the entry's name>)` on
  * a connection of the wait pool (the holder's connection holds the name until its withdraw, after the
  * delete), then reads the row: gone, the waiters wake; still there (the name was free: the holder's
- * connection broke, or could not take it), the loop looks again at the backstop's pace. Past the pool's
- * cap the loop only re-reads. `GET_LOCK` is a hint: only the rows and leases decide. A queue's change
+ * connection broke, or could not take it), the loop looks again at the backstop's pace. A wait that
+ * gets no pool connection in time (they went to waits nearer the head) only re-reads. `GET_LOCK` is a hint: only the rows and leases decide. A queue's change
  * (an election observing an empty queue) is looked for at the backstop's pace.
  */
 export class Watches {
@@ -62,6 +64,7 @@ export class Watches {
       watch = {
         waiters: new Set(),
         tag: `${namespace}/${entry.queue}#${entry.key}`,
+        rank: entry.order,
         current: undefined,
         wakePause: undefined,
       };
@@ -81,11 +84,11 @@ export class Watches {
     let nameHeld = true;
     while (this.#watches.get(id) === watch && this.#host.core.isOpen) {
       const startedAt = performance.now();
-      const wait = this.#host.pool.wait(name, seconds);
+      const wait = this.#host.pool.wait(name, seconds, watch.rank);
       watch.current = wait;
       const got = wait === undefined ? undefined : await wait.got;
       watch.current = undefined;
-      // No wait connection, or a timeout answered early (a server that rounds fractional seconds down).
+      // The pool closed, or a timeout answered early (a server that rounds fractional seconds down).
       if (wait === undefined || (got === 0 && performance.now() - startedAt < this.#everyMs / 2))
         await this.#pause(watch);
       if (this.#watches.get(id) !== watch) return;

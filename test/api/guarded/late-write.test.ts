@@ -6,6 +6,7 @@ import { FairMutex } from '../../../recipes/mutex.js';
 import type { ConnectOptions } from '../../../src/connect.js';
 import { etcdFixture } from '../../harness/backends/etcd.js';
 import type { Fixture } from '../../harness/backends/fixture.js';
+import { mysqlFixture } from '../../harness/backends/mysql.js';
 import { postgresFixture } from '../../harness/backends/postgres.js';
 import { redisFixture } from '../../harness/backends/redis.js';
 import { useScope } from '../../harness/backends/scope.js';
@@ -30,6 +31,7 @@ function throughProxy(fixture: Fixture, namespace: string, proxyAddress: string)
 describe.each([
   { name: 'Redis', fixture: redisFixture, long: { sessionTimeoutMs: 20_000 }, refusal: 'check' },
   { name: 'PostgreSQL', fixture: postgresFixture, long: { sessionTimeoutMs: 20_000 }, refusal: 'check' },
+  { name: 'MySQL', fixture: mysqlFixture, long: { sessionTimeoutMs: 20_000 }, refusal: 'check' },
   { name: 'etcd', fixture: () => etcdFixture('etcdStandalone'), long: { ttlSeconds: 20 }, refusal: 'check' },
   // ZooKeeper binds every request to its session: the server ends the expired session's connection, and
   // the held request dies with it before the multi's check is reached (that check: zookeeper.test.ts).

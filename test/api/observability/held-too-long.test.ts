@@ -12,6 +12,7 @@ import type { HoldMessage } from '../../../recipes/trace.js';
 import { BatonMetrics } from '../../../src/metrics.js';
 import type { Fixture } from '../../harness/backends/fixture.js';
 import { memoryFixture } from '../../harness/backends/memory.js';
+import { mysqlFixture } from '../../harness/backends/mysql.js';
 import { postgresFixture } from '../../harness/backends/postgres.js';
 import { useScope } from '../../harness/backends/scope.js';
 import { zkFixture } from '../../harness/backends/zookeeper.js';
@@ -123,3 +124,4 @@ function heldTooLongOn(getFixture: () => Fixture): void {
 heldTooLongOn(memoryFixture);
 heldTooLongOn(() => zkFixture('zkStandalone'));
 heldTooLongOn(postgresFixture);
+heldTooLongOn(mysqlFixture);

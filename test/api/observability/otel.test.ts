@@ -23,6 +23,7 @@ import { Semaphore } from '../../../recipes/semaphore.js';
 import { etcdFixture } from '../../harness/backends/etcd.js';
 import type { Fixture } from '../../harness/backends/fixture.js';
 import { memoryFixture } from '../../harness/backends/memory.js';
+import { mysqlFixture } from '../../harness/backends/mysql.js';
 import { postgresFixture } from '../../harness/backends/postgres.js';
 import { redisFixture } from '../../harness/backends/redis.js';
 import { useScope } from '../../harness/backends/scope.js';
@@ -190,6 +191,7 @@ otelOn(memoryFixture, 'memory');
 otelOn(() => zkFixture('zkStandalone'), 'zookeeper');
 otelOn(() => etcdFixture('etcdStandalone'), 'etcd');
 otelOn(postgresFixture, 'postgresql');
+otelOn(mysqlFixture, 'mysql');
 otelOn(redisFixture, 'redis');
 
 describe('instrumentLocks options', () => {

@@ -7,6 +7,7 @@ import { ONCE_RECORD, type OnceRecord, periodOf, runOnce } from '../../../recipe
 import { etcdFixture } from '../../harness/backends/etcd.js';
 import type { Fixture } from '../../harness/backends/fixture.js';
 import { memoryFixture } from '../../harness/backends/memory.js';
+import { mysqlFixture } from '../../harness/backends/mysql.js';
 import { postgresFixture } from '../../harness/backends/postgres.js';
 import { redisFixture } from '../../harness/backends/redis.js';
 import { useScope } from '../../harness/backends/scope.js';
@@ -135,4 +136,5 @@ onceSuite(memoryFixture);
 onceSuite(() => zkFixture('zkStandalone'));
 onceSuite(() => etcdFixture('etcdStandalone'));
 onceSuite(postgresFixture);
+onceSuite(mysqlFixture);
 onceSuite(redisFixture);

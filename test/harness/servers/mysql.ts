@@ -129,9 +129,12 @@ class Server extends ServerProcess implements MysqlServer {
  * Starts a MariaDB on a free 127.0.0.1 port in a temp dir of its own: `mariadb-install-db` (no test
  * database), then `mariadbd --no-defaults` as a child whose PID the harness keeps, stopped by that PID.
  * A user with a password is created for the suites (grants are checked as in production). A test that
- * crashes the server asks for `durable` (every commit's log written before it is answered).
+ * crashes the server asks for `durable` (every commit's log written before it is answered); `serverArgs`
+ * are added to the server's options (not to the install's).
  */
-export async function startMysql(options: { durable?: boolean } = {}): Promise<MysqlServer> {
+export async function startMysql(
+  options: { durable?: boolean; serverArgs?: readonly string[] } = {},
+): Promise<MysqlServer> {
   const flush = flushOptions(options.durable ?? false);
   const user = serverUser();
   const dir = makeTempDir('baton-mysql-');
@@ -154,7 +157,8 @@ export async function startMysql(options: { durable?: boolean } = {}): Promise<M
     removeTempDir(dir);
     throw new Error(`mariadb-install-db failed (status ${init.status}):\n${init.stderr}`);
   }
-  const server = new Server(await freePort(), dir, user, flush);
+  // The server's own options last: they override the harness's (`--log-bin` after `--skip-log-bin`).
+  const server = new Server(await freePort(), dir, user, [...flush, ...(options.serverArgs ?? [])]);
   try {
     await server.start();
     const made = server.rootSql(
