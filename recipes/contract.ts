@@ -90,7 +90,9 @@ export interface Backend {
    * the server closed deletes our entry and our blocker at once). A backend may leave out an entry
    * placed `at` another one after `self` was enqueued (etcd reads in create-revision order, and such an
    * entry was created after `self`): the waiting loop uses this only where no such entry can matter
-   * (see `Lookahead` in decide.ts). Backends without it are listed whole.
+   * (see `Lookahead` in decide.ts), a choice it makes from the enqueue's answer: a backend with this
+   * method answers an enqueue with the whole queue ahead of the new entry. Backends without it are
+   * listed whole.
    */
   listBefore?(queue: string, self: Entry, limit?: number): Promise<Ahead>;
   /** Resolves once `entry` is deleted (at once if it already is); rejects with `signal.reason`. */
