@@ -39,6 +39,16 @@ export interface Enqueued {
   readonly queue: readonly Entry[];
 }
 
+/** What `Backend.listBefore` read: the entries just ahead of `self`, and whether `self` is there. */
+export interface Ahead {
+  /** Whether `self` (that incarnation of its key) still exists. */
+  readonly present: boolean;
+  /** Entries ordered before `self`, nearest first; at most the `limit` asked for. */
+  readonly entries: readonly Entry[];
+  /** Whether entries ahead were left out (the limit was reached): false once the head was read. */
+  readonly more: boolean;
+}
+
 /**
  * What a backend's waits use of a cancellation signal. An AbortSignal is one; so is a recipe's
  * deadline (deadline.ts), which is cheaper to make than an AbortController for every wait.
@@ -73,6 +83,18 @@ export interface Backend {
    * what that entry waits for, and a waiter woken at the head of a long queue need not read the rest.
    */
   list(queue: string, through?: Entry): Promise<readonly Entry[]>;
+  /**
+   * Optional: only the entries just ahead of `self` (an entry of this session), read in one request
+   * whose answer does not grow with the queue behind `self`: up to `limit` of them (all of them when
+   * `limit` is undefined), nearest first, with whether `self` still exists in the same read (a session
+   * the server closed deletes our entry and our blocker at once). A backend may leave out an entry
+   * placed `at` another one after `self` was enqueued (etcd reads in create-revision order, and such an
+   * entry was created after `self`): the waiting loop uses this only where no such entry can matter
+   * (see `Lookahead` in decide.ts), a choice it makes from the enqueue's answer: a backend with this
+   * method answers an enqueue with the whole queue ahead of the new entry. Backends without it are
+   * listed whole.
+   */
+  listBefore?(queue: string, self: Entry, limit?: number): Promise<Ahead>;
   /** Resolves once `entry` is deleted (at once if it already is); rejects with `signal.reason`. */
   waitGone(entry: Entry, signal: Abortable): Promise<void>;
   /**

@@ -1,6 +1,6 @@
 import { coreOf, type Entry, type Session, type SessionCore, untilAborted } from './contract.js';
 import { deadline } from './deadline.js';
-import { exclusive } from './decide.js';
+import { exclusive, exclusiveLookahead } from './decide.js';
 import { InvalidArgumentError } from './errors.js';
 import { LockHandle } from './handle.js';
 import { limitHold } from './hold-limit.js';
@@ -98,6 +98,7 @@ export class LeaderElection {
       queue: this.name,
       kind: 'candidate',
       decide: exclusive,
+      lookahead: exclusiveLookahead,
       what: `leadership of "${this.name}"`,
       data: this.id,
       dialect,

@@ -2,7 +2,7 @@ import type { AsyncLocalStorage } from 'node:async_hooks';
 
 import type { Entry, Session } from './contract.js';
 import { coreOf, isSession } from './contract.js';
-import { exclusive } from './decide.js';
+import { exclusive, exclusiveLookahead } from './decide.js';
 import { InvalidArgumentError } from './errors.js';
 import { LockHandle } from './handle.js';
 import { limitHold } from './hold-limit.js';
@@ -183,6 +183,7 @@ export class FairMutex implements Lock {
       queue,
       kind: 'lock',
       decide: exclusive,
+      lookahead: exclusiveLookahead,
       what: `lock "${queue}"`,
       dialect,
     });

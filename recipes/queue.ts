@@ -1,6 +1,6 @@
 import type { Abortable, Backend, Enqueued, Entry, Session, SessionCore } from './contract.js';
 import { deadline } from './deadline.js';
-import type { Decide } from './decide.js';
+import type { Decide, Lookahead } from './decide.js';
 import { ClosedError, LockLostError, LockTimeoutError, SessionLostError } from './errors.js';
 import type { LockKind } from './events.js';
 import { reportWait, warnHoldAfter } from './report.js';
@@ -22,6 +22,11 @@ export interface QueueRequest {
    */
   readonly announceGrant?: boolean;
   readonly decide: Decide;
+  /**
+   * How `decide` can read only the entries nearest ahead (see `Lookahead`), where the backend can; without
+   * it every wake lists the queue.
+   */
+  readonly lookahead?: Lookahead;
   /** What traces call the recipe, when not its kind's (a MultiLock's mutex entries say `multilock`). */
   readonly recipe?: string;
   /** For messages: `lock "payments/settlement"`. */
@@ -84,7 +89,7 @@ async function queueUp(request: QueueRequest, options: WaitOptions, trace: Trace
           session.signal.throwIfAborted();
           if (look.queuedBehind) entry = await announceGrant(turn, entry);
         } else {
-          await waitInLine(turn, options, startedAt, entry, look.first);
+          await waitInLine(turn, options, startedAt, entry, look.first, look.shortReads);
           if (request.announceGrant === true) entry = await announceGrant(turn, entry);
         }
       } catch (error) {
@@ -134,6 +139,7 @@ async function waitInLine(
   startedAt: number,
   self: Entry,
   first: Entry | readonly Entry[] | typeof MISSING,
+  shortReads: boolean,
 ): Promise<void> {
   const { session, core, what } = request;
   // One deadline for the whole wait, counted from the call, and across a requeue too.
@@ -152,9 +158,15 @@ async function waitInLine(
     // changed that the blocker's departure does not show: a downgrade puts a read entry at its
     // writer's place, ahead of writers that queued later; and a session closed by the server deletes
     // the blocker and our own entry at once, the blocker's deletion reaching us first. Some request
-    // is needed before a grant either way; a listing answers both.
+    // is needed before a grant either way; a listing answers both. A short read (`shortReads`, see
+    // `Lookahead`) answers both too: it tells whether our entry is still there, and it is used only
+    // where no entry moved ahead of ours since our enqueue can change the decision.
     const { backend } = core;
-    for (let turn: Turn = first; ; turn = turnIn(request, await backend.list(request.queue, self), self)) {
+    const look = (): Promise<Turn> =>
+      shortReads
+        ? turnAhead(request, backend, self)
+        : backend.list(request.queue, self).then((q) => turnIn(request, q, self));
+    for (let turn: Turn = first; ; turn = await look()) {
       wait.throwIfCancelled();
       if (turn === MISSING) return await entryVanished(backend, self);
       if (turn === null) break;
@@ -243,6 +255,35 @@ function turnIn(request: QueueRequest, queue: readonly Entry[], self: Entry): Tu
 }
 
 /**
+ * The turn from the entries just ahead of ours (`Backend.listBefore`): a first page of them, and all of
+ * them only if that page did not decide (a reader whose page holds only reads).
+ */
+async function turnAhead(request: QueueRequest, backend: Backend, self: Entry): Promise<Turn> {
+  for (let limit: number | undefined = request.lookahead!.page; ; limit = undefined) {
+    const ahead = await backend.listBefore!(request.queue, self, limit);
+    if (!ahead.present) return MISSING;
+    const turn = request.decide([...ahead.entries].reverse(), self);
+    if (turn !== null || !ahead.more || limit === undefined) return turn;
+  }
+}
+
+/**
+ * Whether the waits of `self` may read only the entries ahead (see `Lookahead`): the backend can, the
+ * entry is at its own place (an entry placed `at` another is ordered before entries created earlier),
+ * and nothing ahead of it in the enqueue's listing could move an entry there that the decision must see.
+ */
+function mayReadShort(request: QueueRequest, queue: readonly Entry[], self: Entry): boolean {
+  const { lookahead } = request;
+  if (lookahead === undefined || request.core.backend.listBefore === undefined || request.at !== undefined)
+    return false;
+  for (const entry of queue) {
+    if (entry.order >= self.order) break;
+    if (lookahead.mustSeeMovesOf(entry.kind)) return false;
+  }
+  return true;
+}
+
+/**
  * Reads at once what the listing that came with our new entry says, and lets the listing go: a waiter
  * keeps only its entry and its blocker while it waits. A kept listing would make every waiter cost
  * as much as the queue ahead of it, and a queue of n waiters cost n squared.
@@ -254,15 +295,19 @@ interface FirstLook {
   readonly refused: unknown;
   /** With `announceGrant`: whether an entry queued behind ours before the listing was read (see `queuedBehind`). */
   readonly queuedBehind: boolean;
+  /** Whether the waits may read only the entries ahead (see `mayReadShort`). */
+  readonly shortReads: boolean;
 }
 
 function firstLook(request: QueueRequest, { entry, queue }: Enqueued, trace: TracedWait | undefined): FirstLook {
   trace?.enqueued(queue, entry);
   const behind = request.announceGrant === true && queuedBehind(queue, entry);
+  const shortReads = mayReadShort(request, queue, entry);
   try {
-    return { entry, first: turnIn(request, queue, entry), refused: lostPlace(request, queue), queuedBehind: behind };
+    const first = turnIn(request, queue, entry);
+    return { entry, first, refused: lostPlace(request, queue), queuedBehind: behind, shortReads };
   } catch (error) {
-    return { entry, first: null, refused: error, queuedBehind: behind };
+    return { entry, first: null, refused: error, queuedBehind: behind, shortReads };
   }
 }
 

@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 
 import { coreOf, type Entry, type Session } from './contract.js';
-import { exclusive, shared } from './decide.js';
+import { exclusive, exclusiveLookahead, shared, sharedLookahead } from './decide.js';
 import { InvalidArgumentError, LockUpgradeError } from './errors.js';
 import { entryOf, type LockHandle } from './handle.js';
 import { LOCK_INTEROP, type LockOptions, validateRecipeOptions } from './interop.js';
@@ -49,12 +49,30 @@ export class ReadWriteLock {
     // One context for Reentrants around either half: a write's owner taking the read inside is one owner.
     const owners = new AsyncLocalStorage<unknown>();
     this.readLock = new QueueLock(
-      { session: checked, core, queue, kind: 'read', decide: shared, what: `read lock "${queue}"`, dialect },
+      {
+        session: checked,
+        core,
+        queue,
+        kind: 'read',
+        decide: shared,
+        lookahead: sharedLookahead,
+        what: `read lock "${queue}"`,
+        dialect,
+      },
       { place: (owner) => this.#heldWrite(owner), granted: (lock, owner) => prune(this.#reads).set(lock, owner) },
       owners,
     );
     this.writeLock = new QueueLock(
-      { session: checked, core, queue, kind: 'write', decide: exclusive, what: `write lock "${queue}"`, dialect },
+      {
+        session: checked,
+        core,
+        queue,
+        kind: 'write',
+        decide: exclusive,
+        lookahead: exclusiveLookahead,
+        what: `write lock "${queue}"`,
+        dialect,
+      },
       {
         place: (owner) => {
           for (const holder of prune(this.#reads).values())

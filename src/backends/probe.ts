@@ -74,6 +74,8 @@ export interface EtcdCounters {
   orphansRemoved: number;
   /** Requests sent to confirm entries (holds are confirmed on a timer). */
   confirmRequests: number;
+  /** Keys the queue reads returned (enqueues, listings, the short reads ahead of an entry). */
+  queueKeysRead: number;
 }
 
 export interface EtcdProbe extends Probe<EtcdCounters, EtcdView> {
@@ -153,7 +155,7 @@ export function zkCounters(): ZkCounters {
 }
 
 export function etcdCounters(): EtcdCounters {
-  return { notifications: 0, adopted: 0, orphansRemoved: 0, confirmRequests: 0 };
+  return { notifications: 0, adopted: 0, orphansRemoved: 0, confirmRequests: 0, queueKeysRead: 0 };
 }
 
 export function postgresCounters(): PostgresCounters {

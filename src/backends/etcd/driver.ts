@@ -2,7 +2,14 @@ import type { Etcd3, IKeyValue, IRangeResponse } from 'etcd3';
 import { isRecoverableError } from 'etcd3';
 
 import { BoundedMap } from '../../../recipes/bounded-map.js';
-import { type Abortable, type Enqueued, type Entry, type GuardedOp, untilAborted } from '../../../recipes/contract.js';
+import {
+  type Abortable,
+  type Ahead,
+  type Enqueued,
+  type Entry,
+  type GuardedOp,
+  untilAborted,
+} from '../../../recipes/contract.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { backstopEveryMs, orphanSweepEveryMs } from '../../timing.js';
 import { DriverCore } from '../core.js';
@@ -164,6 +171,32 @@ export class EtcdDriver implements Driver {
     return this.#parseAndSweep(queue, prefix, response.kvs, response.header.revision);
   }
 
+  /**
+   * One reverse range by create revision up to our entry's: our key first while it exists, then the
+   * keys created just before it, at most `limit` of them. Entries behind ours were created after it
+   * and are not read; neither is an entry placed at another's order after ours was created (see
+   * `Backend.listBefore`). etcd still scans the prefix to filter and sort, but answers only these.
+   */
+  async listBefore(queue: string, self: Entry, limit?: number): Promise<Ahead> {
+    const prefix = queuePrefix(this.#namespace, queue);
+    const createdAt = EtcdEntry.createdAt(self);
+    const request = {
+      ...this.#queueRange(prefix),
+      sort_order: 'Descend' as const,
+      sort_target: 'Create' as const,
+      max_create_revision: createdAt.toString(),
+      ...(limit === undefined ? {} : { limit: limit + 1 }),
+    };
+    const response = await this.#core.retry(this.#rpc(() => this.#client.kv.range(request, this.#attempt())));
+    const present = response.kvs.some(
+      (kv) => kv.key.toString() === self.key && BigInt(kv.create_revision) === createdAt,
+    );
+    const entries = this.#parseAndSweep(queue, prefix, response.kvs, response.header.revision);
+    const ahead: Entry[] = [];
+    for (let i = entries.length - 1; i >= 0; i -= 1) if (entries[i]!.order < self.order) ahead.push(entries[i]!);
+    return { present, entries: ahead, more: response.more };
+  }
+
   /** The keys of a queue's range, retried like every read. */
   #listing(prefix: string): Promise<IRangeResponse> {
     const range = this.#queueRange(prefix);
@@ -175,6 +208,7 @@ export class EtcdDriver implements Driver {
    * are deleted (see `OwnEntries.sweepOrphans`), and keys baton did not write are reported (once each).
    */
   #parseAndSweep(queue: string, prefix: string, kvs: readonly StoredKey[], revision: string): Entry[] {
+    this.#counters.queueKeysRead += kvs.length;
     this.#own.sweepOrphans(prefix, kvs);
     const entries = entriesFromRange(queue, prefix, kvs, revision);
     if (entries.length < kvs.length) this.#core.foreign.report(queue, foreignKeys(prefix, kvs));

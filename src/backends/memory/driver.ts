@@ -1,4 +1,4 @@
-import type { Abortable, Enqueued, Entry, GuardedOp } from '../../../recipes/contract.js';
+import type { Abortable, Ahead, Enqueued, Entry, GuardedOp } from '../../../recipes/contract.js';
 import { ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { sameEntries } from '../waiters.js';
@@ -41,6 +41,11 @@ export class MemoryDriver implements Driver {
   async list(queue: string): Promise<readonly Entry[]> {
     await this.#turn();
     return this.#store.list(this.#dir(queue));
+  }
+
+  async listBefore(queue: string, self: Entry, limit?: number): Promise<Ahead> {
+    await this.#turn();
+    return this.#store.before(this.#dir(queue), self, limit);
   }
 
   async waitGone(entry: Entry, signal: Abortable): Promise<void> {

@@ -1,4 +1,4 @@
-import type { Entry } from '../../../recipes/contract.js';
+import type { Ahead, Entry } from '../../../recipes/contract.js';
 
 export interface StoredEntry extends Entry {
   readonly owner: string;
@@ -49,6 +49,19 @@ export class MemoryStore {
     return [...(this.#queues.get(dir)?.values() ?? [])].sort((a, b) =>
       a.order < b.order ? -1 : a.order > b.order ? 1 : 0,
     );
+  }
+
+  /**
+   * The entries ordered before `self`, nearest first, at most `limit`, and whether `self` is there:
+   * `listBefore` as a server would answer it. Whole queues are sorted: memory queues are small.
+   */
+  before(dir: string, self: Entry, limit: number | undefined): Ahead {
+    const queue = this.list(dir);
+    const at = queue.findIndex((e) => e.key === self.key);
+    if (at < 0) return { present: false, entries: [], more: false };
+    const ahead = queue.slice(0, at).reverse();
+    const entries = limit === undefined ? ahead : ahead.slice(0, limit);
+    return { present: true, entries, more: entries.length < ahead.length };
   }
 
   get(key: string): StoredEntry | undefined {

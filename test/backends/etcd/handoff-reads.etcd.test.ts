@@ -1,0 +1,122 @@
+import { etcdCounters, etcdWatches } from 'baton-locks/testing';
+import { Etcd3 } from 'etcd3';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+
+import type { Session } from '../../../recipes/contract.js';
+import type { LockHandle } from '../../../recipes/handle.js';
+import { FairMutex } from '../../../recipes/mutex.js';
+import { ReadWriteLock } from '../../../recipes/rw-lock.js';
+import { etcdFixture } from '../../harness/backends/etcd.js';
+import { useScope } from '../../harness/backends/scope.js';
+import { eventually, later, track } from '../../harness/wait.js';
+
+/** Unary gRPC requests the server handled so far (its `/metrics`, which costs no gRPC request). */
+async function unaryHandled(endpoint: string): Promise<number> {
+  let total = 0;
+  for (const line of (await (await fetch(`${endpoint}/metrics`)).text()).split('\n'))
+    if (line.startsWith('grpc_server_handled_total{') && line.includes('grpc_type="unary"'))
+      total += Number(line.slice(line.lastIndexOf(' ') + 1));
+  return total;
+}
+
+/** Keys a reader's wake reads: a first page of 16 ahead (and its own key), then all `ahead` if the page did not decide. */
+function readerWakeKeys(ahead: number): number {
+  return Math.min(ahead, 16) + 1 + (ahead > 16 ? ahead + 1 : 0);
+}
+
+describe('etcd: a handoff reads only what the waiter decision needs (issue 37)', () => {
+  const scope = useScope(() => etcdFixture('etcdStandalone'));
+  const info = inject('etcdStandalone');
+  let admin: Etcd3;
+  beforeAll(() => {
+    admin = new Etcd3({ hosts: info.endpoints });
+  });
+  afterAll(() => admin.close());
+
+  const queued = (name: string, count: number): Promise<void> =>
+    eventually(
+      `${count} entries queued`,
+      async () => (await admin.getAll().prefix(`${scope.namespace}/${name}/#/`).keys()).length === count,
+      60_000,
+    );
+
+  /** `count` acquires spread over `sessions`, each started once the one before it is queued (FIFO order known). */
+  async function queueUp(
+    sessions: readonly Session[],
+    count: number,
+    name: string,
+    already: number,
+    acquire: (session: Session) => Promise<LockHandle>,
+  ): Promise<Promise<LockHandle>[]> {
+    const waits: Promise<LockHandle>[] = [];
+    for (let i = 0; i < count; i += 1) {
+      waits.push(later(acquire(sessions[i % sessions.length]!)));
+      await queued(name, already + i + 1);
+    }
+    return waits;
+  }
+
+  it('a mutex handoff behind 64 waiters reads one entry and sends two requests (release, one short read)', async () => {
+    const holderSession = await scope.open();
+    const sessions = [await scope.open(), await scope.open()];
+    const holder = await new FairMutex(holderSession, 'deep').acquire();
+    const waits = await queueUp(sessions, 64, 'deep', 1, (session) => new FairMutex(session, 'deep').acquire());
+    const keysBefore = etcdCounters.queueKeysRead;
+    const requestsBefore = await unaryHandled(info.endpoints[0]!);
+    await holder.release();
+    for (const wait of waits) await (await wait).release();
+    const keysRead = etcdCounters.queueKeysRead - keysBefore;
+    const requests = (await unaryHandled(info.endpoints[0]!)) - requestsBefore;
+    // A woken waiter reads its own key and at most the one entry created before it; a whole listing
+    // at each wake would read the 63, 62, ... waiters still queued (2,016 keys in all).
+    expect(keysRead).toBeLessThanOrEqual(2 * 64);
+    // One delete and one read per handoff, beside the rare backstop look or orphan sweep.
+    expect(requests).toBeLessThanOrEqual(2 * 65 + 8);
+  });
+
+  it('128 readers woken behind a writer read back to the head, never the 32 writers queued behind them', async () => {
+    const writerSession = await scope.open();
+    const sessions = [await scope.open(), await scope.open()];
+    const writer = await new ReadWriteLock(writerSession, 'readers').writeLock.acquire();
+    const reads = await queueUp(sessions, 128, 'readers', 1, (s) => new ReadWriteLock(s, 'readers').readLock.acquire());
+    const writes = await queueUp(sessions, 32, 'readers', 129, (s) =>
+      new ReadWriteLock(s, 'readers').writeLock.acquire(),
+    );
+    const keysBefore = etcdCounters.queueKeysRead;
+    await writer.release();
+    const held = await Promise.all(reads);
+    const keysRead = etcdCounters.queueKeysRead - keysBefore;
+    let bound = 0;
+    for (let ahead = 0; ahead < 128; ahead += 1) bound += readerWakeKeys(ahead);
+    // 10,143 keys; a whole listing at each wake reads the 128 readers and 32 writers, 20,480 keys.
+    expect(keysRead).toBeLessThanOrEqual(bound);
+    const tracked = writes.map((write) => track(write));
+    for (const read of held) await read.release();
+    for (const write of tracked) await (await write.promise).release();
+  });
+
+  it('a mutex behind a reader behind a write lock waits for the downgrade read it never sees in create order', async () => {
+    // The downgrade's read is created after the mutex's entry, at the writer's place ahead of it: a
+    // short read by create revision would miss it. The write lock ahead sends the mutex to whole listings.
+    const writerSession = await scope.open();
+    const readerSession = await scope.open();
+    const mutexSession = await scope.open();
+    const rw = new ReadWriteLock(writerSession, 'mixed');
+    const write = await rw.writeLock.acquire();
+    const read = track(new ReadWriteLock(readerSession, 'mixed').readLock.acquire());
+    await queued('mixed', 2);
+    const mutex = track(new FairMutex(mutexSession, 'mixed').acquire());
+    await queued('mixed', 3);
+    const downgraded = await rw.downgrade(write);
+    await (await read.promise).release();
+    // Woken by the reader's release, the mutex must find the downgrade's read and watch it, ungranted.
+    const readKey = (await admin.getAll().prefix(`${scope.namespace}/mixed/#/`).keys()).find((key) =>
+      key.includes('-read@'),
+    );
+    expect(readKey).toBeDefined();
+    await eventually('the mutex watches the downgrade read', () => mutex.settled || etcdWatches.has(readKey!));
+    expect(mutex.settled).toBe(false);
+    await downgraded.release();
+    await (await mutex.promise).release();
+  });
+});
