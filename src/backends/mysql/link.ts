@@ -3,8 +3,18 @@ import type { Connection, ConnectionOptions } from 'mysql2';
 /** mysql2's `createConnection` (loaded only for mysql URLs). */
 export type CreateConnection = (config: ConnectionOptions) => Connection;
 
-/** How many former connections' ids a link keeps until their threads are seen gone. */
+/** How many former connections a link keeps in mind, for a link that breaks again and again. */
 const MAX_FORMER = 16;
+
+/**
+ * A connection as the server knows it: its thread id, and the client address and port it came from
+ * (`PROCESSLIST.HOST`). An id names a connection only within one run of the server; with the address it
+ * cannot be mistaken for another client's connection that a restarted server gave the same id.
+ */
+export interface ServerThread {
+  readonly id: number;
+  readonly host: string;
+}
 
 /** What a link tells its owner. */
 export interface LinkEvents {
@@ -34,7 +44,9 @@ export class Link {
   #ups = 0;
   #closed = false;
   /** Server ids of this link's connections that broke on the client's side (their threads may live on). */
-  #former: number[] = [];
+  #former: ServerThread[] = [];
+  /** The current connection as the server knows it, once read. */
+  #thread: ServerThread | undefined;
   #tail: Promise<unknown> = Promise.resolve();
   /** Statements under way, by connection: mysql2 never answers them once the connection is destroyed. */
   readonly #inFlight = new Map<Connection, Set<(cause: unknown) => void>>();
@@ -60,15 +72,9 @@ export class Link {
     return this.connected ? (this.#connection?.threadId ?? undefined) : undefined;
   }
 
-  /** The server ids of this link's connections that broke (their threads may still be alive), oldest first. */
-  formerThreadIds(): readonly number[] {
-    return this.#former;
-  }
-
-  /** Forgets former connections' ids: their threads are known to be gone. */
-  forgetFormer(ids: Iterable<number>): void {
-    const gone = new Set(ids);
-    this.#former = this.#former.filter((id) => !gone.has(id));
+  /** This link's connections that broke on the client's side, oldest first: their threads may live on. */
+  takeFormerThreads(): ServerThread[] {
+    return this.#former.splice(0);
   }
 
   /** Connects now (the first connection: its failure is the caller's). */
@@ -134,6 +140,8 @@ export class Link {
         new Promise<void>((resolve, reject) => connection.connect((error) => (error ? reject(error) : resolve()))),
       );
       await this.#send(connection, this.#setup, undefined);
+      const [self] = (await this.#send(connection, OWN_THREAD, undefined)) as { id: number | string; host: string }[];
+      this.#thread = self === undefined ? undefined : { id: Number(self.id), host: String(self.host) };
     } catch (error) {
       this.#broken(connection, error);
       connection.destroy();
@@ -147,10 +155,6 @@ export class Link {
         ? new LinkClosedError()
         : new LinkBrokenError(new Error('the connection to MySQL broke while it was made'));
     }
-    // Ids only grow within one run of the server: a smaller one means it restarted, and the former ids
-    // now name other clients' connections (or none).
-    const id = connection.threadId ?? 0;
-    if (this.#former.some((former) => former >= id)) this.#former = [];
     this.#events.up?.(this.#ups++ > 0);
     return connection;
   }
@@ -186,11 +190,11 @@ export class Link {
   #broken(connection: Connection, cause: unknown): void {
     if (this.#connection !== connection) return;
     this.#connection = undefined;
-    if (typeof connection.threadId === 'number' && connection.threadId > 0) {
-      this.#former.push(connection.threadId);
-      // A bound for a link that breaks again and again: the oldest are the likeliest to be gone.
+    if (this.#thread !== undefined) {
+      this.#former.push(this.#thread);
       if (this.#former.length > MAX_FORMER) this.#former.shift();
     }
+    this.#thread = undefined;
     connection.destroy();
     this.#failInFlight(connection, brokenBy(cause));
     if (!this.#closed) this.#events.down?.(cause);
@@ -228,6 +232,9 @@ export class Link {
     for (const open of [...this.#inFlight.keys()]) this.#failInFlight(open, new LinkClosedError());
   }
 }
+
+/** The connection's own thread as the server lists it (a user sees its own threads without PROCESS). */
+const OWN_THREAD = 'SELECT ID AS id, HOST AS host FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()';
 
 /** mysql2 marks the errors after which a connection is unusable (its end, a protocol error) `fatal`. */
 function isFatal(error: unknown): boolean {

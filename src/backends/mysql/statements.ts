@@ -36,14 +36,10 @@ export function armStatement(count: number): string {
   return `SELECT ${Array.from({ length: count }, (_, i) => one(i)).join(', ')}`;
 }
 
-/** The server id of the connection holding each of `count` names, or NULL where none does. */
-export function holdersStatement(count: number): string {
-  return `SELECT ${Array.from({ length: count }, (_, i) => `IS_USED_LOCK(?) AS h${i}`).join(', ')}`;
-}
-
-/** Which of `count` server thread ids are still connected (a user sees its own threads without PROCESS). */
-export function liveThreadsStatement(count: number): string {
-  return `SELECT ID AS id FROM information_schema.PROCESSLIST WHERE ID IN (${Array.from({ length: count }, () => '?').join(', ')})`;
+/** The id and client address of those of `count` server threads still connected (a user sees its own). */
+export function threadsStatement(count: number): string {
+  const marks = Array.from({ length: count }, () => '?').join(', ');
+  return `SELECT ID AS id, HOST AS host FROM information_schema.PROCESSLIST WHERE ID IN (${marks})`;
 }
 
 /** Ends a former connection of this session's by its server id (MySQL's unknown-thread error is 1094). */

@@ -2,7 +2,7 @@ import { backoff } from '../../backoff.js';
 import type { DriverCore } from '../core.js';
 import { serverErrno } from './failures.js';
 import type { Link } from './link.js';
-import { armStatement, holdersStatement, killStatement, liveThreadsStatement } from './statements.js';
+import { armStatement, killStatement, threadsStatement } from './statements.js';
 
 /** What the names need of their driver. */
 export interface WakeNamesHost {
@@ -22,10 +22,9 @@ const UNKNOWN_THREAD = 1094;
  * The wake-up names the main connection holds, one per entry from its enqueue to its withdraw. A main
  * connection that broke on the client's side may live on on the server (a partition, a deadline that
  * dropped it), still holding the names: a new one could not take them, and waiters would fall back to
- * re-reads for the rest of the hold. So a former connection's thread seen holding one of the names is
- * killed first (a user may `KILL` its own connections), and every name is checked to be held. A thread
- * id names a connection only within one run of the server: a restarted server gives the same ids to
- * other clients' connections, so an id is killed only while it holds one of this session's names.
+ * re-reads for the rest of the hold. So the former connections' threads still there are killed first (a
+ * user may `KILL` its own connections), each known by its id and its client address and port, and every
+ * name is checked to be held.
  */
 export class WakeNames {
   readonly #host: WakeNamesHost;
@@ -74,40 +73,26 @@ export class WakeNames {
   }
 
   /**
-   * Kills the former connections' threads that hold one of the names, and forgets those gone. One that
-   * holds none is kept in mind: a statement it is still running may take a name yet (an enqueue whose
-   * reply was lost).
+   * Kills the threads of the former connections that are still there: the same id from the same client
+   * address and port (a restarted server gives old ids to other clients' connections).
    */
   async #killFormer(): Promise<void> {
     const { main } = this.#host;
-    const former = [...main.formerThreadIds()];
+    const former = main.takeFormerThreads();
     if (former.length === 0) return;
-    const holders = await this.#holders();
-    const killed: number[] = [];
+    const rows = await main.rows<{ id: number | string; host: string }>(
+      threadsStatement(former.length),
+      former.map((thread) => thread.id),
+    );
+    const listed = new Map(rows.map((row) => [Number(row.id), String(row.host)]));
     for (const thread of former) {
-      if (!holders.has(thread)) continue;
+      if (listed.get(thread.id) !== thread.host) continue;
       try {
-        await main.query(killStatement(thread));
+        await main.query(killStatement(thread.id));
       } catch (error) {
         if (serverErrno(error) !== UNKNOWN_THREAD) throw error;
       }
-      killed.push(thread);
     }
-    const rows = await main.rows<{ id: number | string }>(liveThreadsStatement(former.length), former);
-    const alive = new Set(rows.map((row) => Number(row.id)));
-    main.forgetFormer([...killed, ...former.filter((thread) => !alive.has(thread))]);
-  }
-
-  /** The server ids of the connections holding this session's names, 100 names to a statement. */
-  async #holders(): Promise<Set<number>> {
-    const keys = [...this.#keys];
-    const holders = new Set<number>();
-    for (let i = 0; i < keys.length; i += 100) {
-      const names = keys.slice(i, i + 100).map((key) => this.#host.nameOf(key));
-      const [row] = await this.#host.main.rows(holdersStatement(names.length), names);
-      for (const value of Object.values(row ?? {})) if (value !== null) holders.add(Number(value));
-    }
-    return holders;
   }
 
   /** Takes the names, 100 to a statement; resolves with how many are held by another connection. */
