@@ -3,6 +3,7 @@ import mysql2 from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { Session } from '../../../recipes/contract.js';
+import type { LockHandle } from '../../../recipes/handle.js';
 import { FairMutex } from '../../../recipes/mutex.js';
 import { lockNameOf } from '../../../src/backends/mysql/open.js';
 import { connectionOptionsOf, mysqlFixtureOf, serverStateOf, withMysql } from '../../harness/backends/mysql.js';
@@ -29,6 +30,16 @@ function threadsOf(views: Record<string, MysqlView>): Record<string, unknown> {
       { main: view.mainThreadId(), beat: view.beatThreadId(), waits: view.waitThreadIds() },
     ]),
   );
+}
+
+/** Whether the wake-up name of `held`'s entry is held by its session's main connection now. */
+async function nameHeldByMain(url: string, session: Session, held: LockHandle): Promise<boolean> {
+  const name = lockNameOf(MYSQL_DATABASE, entryOf(held).key);
+  return withMysql(url, async (connection) => {
+    const [rows] = await connection.query('SELECT IS_USED_LOCK(?) AS holder', [name]);
+    const thread = (rows as { holder: number | string | null }[])[0]?.holder;
+    return thread !== null && Number(thread) === mysqlProbeOf(session).view.mainThreadId();
+  });
 }
 
 /** Records a session's states. */
@@ -94,17 +105,7 @@ describe('MariaDB restarted under its sessions', () => {
       expect(held.signal.aborted).toBe(false);
       expect(await step('confirm', backendOf(holder).confirm(entryOf(held)))).toBe(true);
       // The holder's new main connection holds the entry's wake-up name again.
-      const name = lockNameOf(MYSQL_DATABASE, entryOf(held).key);
-      await eventually(
-        "the entry's name held again",
-        () =>
-          withMysql(server!.url, async (connection) => {
-            const [rows] = await connection.query('SELECT IS_USED_LOCK(?) AS holder', [name]);
-            const thread = (rows as { holder: number | string | null }[])[0]?.holder;
-            return thread !== null && Number(thread) === mysqlProbeOf(holder).view.mainThreadId();
-          }),
-        LEASE_MS,
-      );
+      await eventually("the entry's name held again", () => nameHeldByMain(server!.url, holder, held), LEASE_MS);
       expect(waiting.settled, 'nothing granted the waiter the lock meanwhile').toBe(false);
       await step('write while held, after the restart', writeWhileHeld(register().url, held));
       await step('release', held.release());
@@ -149,15 +150,9 @@ describe('MariaDB restarted under its sessions', () => {
       }
       expect(bystander, `a connection given the holder's former id ${former}`).toBeDefined();
       proxy.restore();
-      const name = lockNameOf(MYSQL_DATABASE, entryOf(held).key);
       await eventually(
         "the entry's name held again by the holder",
-        () =>
-          withMysql(server!.url, async (connection) => {
-            const [rows] = await connection.query('SELECT IS_USED_LOCK(?) AS holder', [name]);
-            const thread = (rows as { holder: number | string | null }[])[0]?.holder;
-            return thread !== null && Number(thread) === mysqlProbeOf(holder).view.mainThreadId();
-          }),
+        () => nameHeldByMain(server!.url, holder, held),
         LEASE_MS,
       );
       const [rows] = await bystander!.query('SELECT CONNECTION_ID() AS id');
