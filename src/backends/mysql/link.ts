@@ -1,5 +1,7 @@
 import type { Connection, ConnectionOptions } from 'mysql2';
 
+import { OWN_THREAD_STATEMENT } from './statements.js';
+
 /** mysql2's `createConnection` (loaded only for mysql URLs). */
 export type CreateConnection = (config: ConnectionOptions) => Connection;
 
@@ -140,7 +142,10 @@ export class Link {
         new Promise<void>((resolve, reject) => connection.connect((error) => (error ? reject(error) : resolve()))),
       );
       await this.#send(connection, this.#setup, undefined);
-      const [self] = (await this.#send(connection, OWN_THREAD, undefined)) as { id: number | string; host: string }[];
+      const [self] = (await this.#send(connection, OWN_THREAD_STATEMENT, undefined)) as {
+        id: number | string;
+        host: string;
+      }[];
       this.#thread = self === undefined ? undefined : { id: Number(self.id), host: String(self.host) };
     } catch (error) {
       this.#broken(connection, error);
@@ -232,9 +237,6 @@ export class Link {
     for (const open of [...this.#inFlight.keys()]) this.#failInFlight(open, new LinkClosedError());
   }
 }
-
-/** The connection's own thread as the server lists it (a user sees its own threads without PROCESS). */
-const OWN_THREAD = 'SELECT ID AS id, HOST AS host FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()';
 
 /** mysql2 marks the errors after which a connection is unusable (its end, a protocol error) `fatal`. */
 function isFatal(error: unknown): boolean {

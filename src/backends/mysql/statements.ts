@@ -36,6 +36,10 @@ export function armStatement(count: number): string {
   return `SELECT ${Array.from({ length: count }, (_, i) => one(i)).join(', ')}`;
 }
 
+/** The connection's own thread id and client address, as the server lists them (a user sees its own threads). */
+export const OWN_THREAD_STATEMENT =
+  'SELECT ID AS id, HOST AS host FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()';
+
 /** The id and client address of those of `count` server threads still connected (a user sees its own). */
 export function threadsStatement(count: number): string {
   const marks = Array.from({ length: count }, () => '?').join(', ');
