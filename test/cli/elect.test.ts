@@ -79,6 +79,10 @@ describe('baton elect: --forever, usage and a lost leadership (ZooKeeper)', { ti
     await eventually('three terms', () => terms().length >= 3, 30_000);
     const tokens = terms().map((line) => BigInt(line.split(' ')[1]!));
     expect(tokens[1]! > tokens[0]! && tokens[2]! > tokens[1]!).toBe(true);
+    // A signal while a term's command runs ends baton with the command's status (docs/cli.md); signal
+    // once the third term has resigned, when baton is in its back-off pause and no command runs.
+    const observer = new LeaderElection(await scope.open(), 'scheduler', { id: 'observer' });
+    await eventually('the third term resigned', async () => (await observer.participants()).length === 0, 20_000);
     baton.process.kill('SIGINT');
     expect(await baton.exited(), baton.stderr()).toBe(130);
   });
