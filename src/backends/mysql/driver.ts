@@ -7,10 +7,10 @@ import { DriverCore } from '../core.js';
 import { entriesOf, PostgresEntry, type QueueRow } from '../postgres/entry.js';
 import { OwnEntries } from '../postgres/own-entries.js';
 import { fromPromise } from '../requests.js';
-import { mysqlFailures } from './failures.js';
+import { KeepAlive } from '../sql/keepalive.js';
+import { mysqlFailures, retriable } from './failures.js';
 import { getLockTimeout } from './get-lock-timeout.js';
 import { type GuardedHost, mysqlGuardedRead, mysqlGuardedWrite } from './guarded.js';
-import { KeepAlive } from './keepalive.js';
 import { Link, type Row } from './link.js';
 import {
   attemptMs,
@@ -181,7 +181,15 @@ export class MysqlDriver implements Driver {
       nameOf: (key) => lockNameOf(this.#database, key),
     });
     this.#keepAlive = new KeepAlive(
-      { core: this.#core, link: this.#beat, session: this.#session, id: this.id, beat: () => this.#own.settle() },
+      {
+        core: this.#core,
+        // On the heartbeat's own connection: renewals never wait behind the requests.
+        renew: () => this.#beat.changed(STATEMENTS.renew, [this.#session]),
+        retriable,
+        title: 'MySQL',
+        id: this.id,
+        beat: () => this.#own.settle(),
+      },
       keepAlivePaceMs(this.timeoutMs),
     );
   }

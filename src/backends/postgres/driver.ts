@@ -7,11 +7,11 @@ import { backstopEveryMs, keepAlivePaceMs } from '../../timing.js';
 import { DriverCore } from '../core.js';
 import { type PostgresCounters, postgresCounters, type PostgresProbe } from '../probe.js';
 import { fromPromise } from '../requests.js';
+import { KeepAlive } from '../sql/keepalive.js';
 import { Channels } from './channels.js';
 import { entriesOf, PostgresEntry, type QueueRow, sessionIdOf } from './entry.js';
-import { postgresFailures } from './failures.js';
+import { postgresFailures, retriable } from './failures.js';
 import { type GuardedHost, GuardedStatements, postgresGuardedTransaction, postgresGuardedWrite } from './guarded.js';
-import { KeepAlive } from './keepalive.js';
 import { type Link } from './link.js';
 import { openSession, type PostgresDriverOptions } from './open.js';
 import { OwnEntries } from './own-entries.js';
@@ -137,9 +137,10 @@ export class PostgresDriver implements Driver {
     this.#keepAlive = new KeepAlive(
       {
         core: this.#core,
-        listen: this.#listen,
-        sql: this.#sql,
-        session: this.#session,
+        // On the listening connection, whose break the renewal's failure tells.
+        renew: async () => (await this.#listen.query(this.#sql.renew, [this.#session])).rowCount ?? 0,
+        retriable,
+        title: 'PostgreSQL',
         id: this.id,
         beat: () => this.#own.settle(),
       },
