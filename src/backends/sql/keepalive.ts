@@ -1,21 +1,17 @@
 import { SessionLostError } from '../../../recipes/errors.js';
 import { backoff } from '../../backoff.js';
+import { keepAlivePaceMs } from '../../timing.js';
 import type { DriverCore } from '../core.js';
 import { fromPromise } from '../requests.js';
 
-/** What the keep-alive needs of its driver: the backend's renewal, its retriable test and its title. */
-export interface KeepAliveHost {
-  readonly core: DriverCore;
-  /** Renews the session's lease once, on the connection that carries the renewals: the rows it touched. */
-  renew(): Promise<number>;
-  /** Whether a failed renewal failed on the way (its connection broke), not for good. */
-  retriable(error: unknown): boolean;
+/** A session's lease as the keep-alive renews it: the backend's renewal, and the words for its loss. */
+export interface Lease {
   /** The backend's name in messages (`PostgreSQL`, `MySQL`). */
   readonly title: string;
   /** The session's id as users see it. */
   readonly id: string;
-  /** At each beat, beside the renewal (the own entries' look at unsettled queues). */
-  beat(): void;
+  /** Renews the lease once, on the connection that carries the renewals: the rows it touched. */
+  renew(): Promise<number>;
 }
 
 /**
@@ -24,18 +20,24 @@ export interface KeepAliveHost {
  * failure, the renewals' connection is made again at once rather than at the next beat.
  */
 export class KeepAlive {
-  readonly #host: KeepAliveHost;
+  readonly #core: DriverCore;
+  readonly #lease: Lease;
   readonly #timer: NodeJS.Timeout;
   #suspended = false;
   /** A reconnection of the renewals' connection is under way (`#reconnectSoon`). */
   #reconnecting = false;
 
-  constructor(host: KeepAliveHost, everyMs: number) {
-    this.#host = host;
+  /**
+   * Renews at the keep-alive pace of the session's timeout `timeoutMs` (see timing.ts); `beat` runs at
+   * each beat, beside the renewal (the own entries' look at unsettled queues).
+   */
+  constructor(core: DriverCore, lease: Lease, timeoutMs: number, beat: () => void) {
+    this.#core = core;
+    this.#lease = lease;
     this.#timer = setInterval(() => {
       void this.renew().catch(() => undefined);
-      host.beat();
-    }, everyMs);
+      beat();
+    }, keepAlivePaceMs(timeoutMs));
     this.#timer.unref();
   }
 
@@ -48,19 +50,19 @@ export class KeepAlive {
    * renewed). Its answer is the session's acknowledgement, its failure a suspension.
    */
   async renew(): Promise<void> {
-    const { core } = this.#host;
+    const core = this.#core;
     if (!core.isOpen) return;
     const sentAt = performance.now();
     let renewed: boolean;
     try {
-      renewed = (await core.send(fromPromise(() => this.#host.renew()))) === 1;
+      renewed = (await core.send(fromPromise(() => this.#lease.renew()))) === 1;
     } catch (error) {
-      if (core.isOpen && this.#host.retriable(error)) this.down();
+      if (core.isOpen && core.retriable(error)) this.down();
       throw error;
     }
     if (!renewed) {
       const reason = new SessionLostError(
-        `${this.#host.title} session ${this.#host.id} expired or was removed (its lease was not renewed in time)`,
+        `${this.#lease.title} session ${this.#lease.id} expired or was removed (its lease was not renewed in time)`,
       );
       core.lose(reason);
       throw reason;
@@ -74,7 +76,7 @@ export class KeepAlive {
 
   /** The renewals' connection broke: the session is suspended until a renewal is answered again. */
   down(): void {
-    const { core } = this.#host;
+    const core = this.#core;
     if (!core.isOpen) return;
     if (!this.#suspended) {
       this.#suspended = true;
@@ -90,7 +92,7 @@ export class KeepAlive {
   #reconnectSoon(): void {
     if (this.#reconnecting) return;
     this.#reconnecting = true;
-    const { core } = this.#host;
+    const core = this.#core;
     void (async () => {
       for (let attempt = 0; core.isOpen && this.#suspended; attempt += 1) {
         await backoff(attempt);
