@@ -152,7 +152,7 @@ function mysqlServer(options: MysqlDriverOptions): ServerAt {
           })
         : undefined,
     // Too many connections, or the server shutting down (a restart).
-    startingUp: (error) => serverErrno(error) === 1040 || serverErrno(error) === 1053,
+    asksToRetry: (error) => serverErrno(error) === 1040 || serverErrno(error) === 1053,
   };
 }
 

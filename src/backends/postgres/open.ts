@@ -104,7 +104,7 @@ function postgresServer(options: PostgresDriverOptions): ServerAt {
       );
     },
     // Starting up (57P03), or a connection failure the server reported (class 08).
-    startingUp: (error) => sqlState(error) === '57P03' || sqlState(error)?.startsWith('08') === true,
+    asksToRetry: (error) => sqlState(error) === '57P03' || sqlState(error)?.startsWith('08') === true,
   };
 }
 

@@ -139,7 +139,7 @@ export abstract class SqlLink<C> {
   protected abstract released(connection: C, cause: unknown): void;
   /** The goodbye to the server at close: resolves when the server has it (or never). */
   protected abstract goodbye(connection: C): Promise<void>;
-  /** Frees what is left once the link is closed or destroyed: its statements fail as closed. */
+  /** Frees what is left once the link is closed or destroyed: its statements fail (as closed, or by the socket's end). */
   protected abstract discard(connection: C | undefined): void;
   /** A connection made after the link was closed or the connection let go: not to be used. */
   protected abstract discardStray(connection: C): void;

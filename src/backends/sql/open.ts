@@ -29,7 +29,7 @@ export interface ServerAt {
   /** A refused login, as the error to throw at once; undefined for any other failure. */
   refusedLogin(error: unknown): Error | undefined;
   /** Whether the server's answer says to try again soon (starting up, too many connections). */
-  startingUp(error: unknown): boolean;
+  asksToRetry(error: unknown): boolean;
 }
 
 /** The steps of opening a session between its first connection and its second. */
@@ -103,10 +103,10 @@ async function connectFirst(main: Connectable, server: ServerAt): Promise<void> 
       if (refused !== undefined) throw refused;
       // A name that does not exist will not come to exist within the timeout: no point in waiting.
       const final = dialErrorCode(error) === 'ENOTFOUND' || dialErrorCode(error) === 'EAI_FAIL';
-      const again = !final && (!server.answered(error) || server.startingUp(error));
+      const again = !final && (!server.answered(error) || server.asksToRetry(error));
       const pause = Math.min(50 * 2 ** attempt, 1_000);
       if (!again || server.signal?.aborted === true || main.closed || performance.now() + pause >= giveUpAt) {
-        if (server.answered(error) && !again) throw error;
+        if (server.answered(error) && !again && !final) throw error;
         const within = final ? '' : ` within ${server.connectTimeoutMs} ms`;
         throw new BackendError(
           `could not connect to ${server.title} at ${server.shown}${within}: ${dialFailure(error, server.connectTimeoutMs)}`,
@@ -124,7 +124,7 @@ async function connectFirst(main: Connectable, server: ServerAt): Promise<void> 
  */
 export async function applySchemaOn(
   link: Connectable,
-  server: Omit<ServerAt, 'refusedLogin' | 'startingUp' | 'signal'>,
+  server: Omit<ServerAt, 'refusedLogin' | 'asksToRetry' | 'signal'>,
   apply: () => Promise<'created' | 'present'>,
 ): Promise<'created' | 'present'> {
   try {
