@@ -1,4 +1,4 @@
-import type { Abortable, Enqueued, Entry, GuardedOp } from '../../../recipes/contract.js';
+import type { Abortable, Ahead, Enqueued, Entry, GuardedOp } from '../../../recipes/contract.js';
 import { BackendError } from '../../../recipes/errors.js';
 import { backoff } from '../../backoff.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
@@ -12,6 +12,7 @@ import { getLockTimeout } from './get-lock-timeout.js';
 import { type GuardedHost, mysqlGuardedRead, mysqlGuardedWrite } from './guarded.js';
 import { KeepAlive } from './keepalive.js';
 import { Link, type Row } from './link.js';
+import { ListBefore } from './list-before.js';
 import {
   attemptMs,
   connectionConfig,
@@ -77,6 +78,7 @@ export class MysqlDriver implements Driver {
   readonly #pool: WaitPool;
   readonly #watches: Watches;
   readonly #keepAlive: KeepAlive;
+  readonly #ahead: ListBefore;
   #reconnecting = false;
   readonly #names: WakeNames;
 
@@ -180,6 +182,13 @@ export class MysqlDriver implements Driver {
       main: this.#main,
       nameOf: (key) => lockNameOf(this.#database, key),
     });
+    this.#ahead = new ListBefore({
+      namespace: this.#namespace,
+      counters: this.#counters,
+      call: (text, values) => this.#request(text, values, true),
+      list: (queue) => this.list(queue),
+      sweepOrphans: (entries) => this.#own.sweepOrphans(entries),
+    });
     this.#keepAlive = new KeepAlive(
       { core: this.#core, link: this.#beat, session: this.#session, id: this.id, beat: () => this.#own.settle() },
       keepAlivePaceMs(this.timeoutMs),
@@ -208,6 +217,7 @@ export class MysqlDriver implements Driver {
   }
 
   #listed(queue: string, rows: readonly QueueRow[]): Entry[] {
+    this.#counters.queueRowsRead += rows.length;
     return this.#own.sweepOrphans(entriesOf(queue, rows));
   }
 
@@ -248,7 +258,13 @@ export class MysqlDriver implements Driver {
   }
 
   async list(queue: string): Promise<readonly Entry[]> {
+    this.#counters.wholeListings += 1;
     return this.#listed(queue, await this.#request<QueueRow>(STATEMENTS.list, [this.#namespace, queue], true));
+  }
+
+  /** The entries just ahead of `self` in one index probe (see list-before.ts). */
+  listBefore(queue: string, self: Entry, limit?: number): Promise<Ahead> {
+    return this.#ahead.read(queue, self, limit);
   }
 
   waitGone(entry: Entry, signal: Abortable): Promise<void> {
