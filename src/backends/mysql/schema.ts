@@ -107,9 +107,12 @@ export const LIST_BEFORE_PROCEDURE = 'baton_list_before';
 /**
  * The entries nearest ahead of `v_position` in one queue, nearest first, at most `v_window` of them,
  * whatever their sessions' leases (the sweep and the listing below filter them). A backward range of the
- * `entries_queue` index: what is queued behind is never read.
+ * `entries_queue` index from our position, so what is queued behind is never read. The index is forced:
+ * without it, MariaDB 10.11 takes a `ref` on (namespace, queue) when most of the queue is ahead, read
+ * backwards from the queue's tail, which walks every entry behind ours first (EXPLAIN: type ref,
+ * 1,003 rows read for 1,000 behind; forced: type range, 2 rows).
  */
-const WINDOW = `SELECT e.token, e.\`key\`, e.position, e.kind, e.session FROM baton_entries e
+const WINDOW = `SELECT e.token, e.\`key\`, e.position, e.kind, e.session FROM baton_entries e FORCE INDEX (entries_queue)
       WHERE e.namespace = p_namespace AND e.queue = p_queue AND e.position < v_position
       ORDER BY e.position DESC, e.token DESC LIMIT v_window`;
 
@@ -136,7 +139,9 @@ BEGIN
     WHERE e.\`key\` = p_key AND e.namespace = p_namespace AND e.queue = p_queue;
   sweep: LOOP
     IF v_position IS NULL THEN LEAVE sweep; END IF;
-    DELETE FROM baton_sessions WHERE expires_at <= v_now AND id IN (SELECT w.session FROM (${WINDOW}) w);
+    -- A join, not baton_list's IN (subquery): a single-table DELETE runs that subquery for every
+    -- expired session of the database (MariaDB does no semi-join there), this one only the window.
+    DELETE o FROM baton_sessions o JOIN (${WINDOW}) w ON o.id = w.session WHERE o.expires_at <= v_now;
     IF ROW_COUNT() = 0 THEN LEAVE sweep; END IF;
   END LOOP;
   SELECT l.token, l.\`key\`, l.queue_position, l.kind, l.live, l.is_self FROM (
