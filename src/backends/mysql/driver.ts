@@ -1,4 +1,4 @@
-import type { Abortable, Enqueued, Entry, GuardedOp } from '../../../recipes/contract.js';
+import type { Abortable, Ahead, Enqueued, Entry, GuardedOp } from '../../../recipes/contract.js';
 import { backoff } from '../../backoff.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { holdCheckEveryMs } from '../../timing.js';
@@ -12,6 +12,7 @@ import { mysqlFailures } from './failures.js';
 import { getLockTimeout } from './get-lock-timeout.js';
 import { type GuardedHost, mysqlGuardedRead, mysqlGuardedWrite } from './guarded.js';
 import { Link, type Row } from './link.js';
+import { ListBefore } from './list-before.js';
 import {
   attemptMs,
   connectionConfig,
@@ -77,6 +78,7 @@ export class MysqlDriver implements Driver {
   readonly #pool: WaitPool;
   readonly #watches: Watches;
   readonly #keepAlive: KeepAlive;
+  readonly #ahead: ListBefore;
   #reconnecting = false;
   readonly #names: WakeNames;
 
@@ -171,6 +173,13 @@ export class MysqlDriver implements Driver {
       main: this.#main,
       nameOf: (key) => lockNameOf(this.#database, key),
     });
+    this.#ahead = new ListBefore({
+      namespace: this.#namespace,
+      counters: this.#counters,
+      call: (text, values) => this.#request(text, values, true),
+      list: (queue) => this.list(queue),
+      sweepOrphans: (entries) => this.#own.sweepOrphans(entries),
+    });
     // Renewed on the heartbeat's own connection: renewals never wait behind the requests.
     const lease = { title: 'MySQL', id: this.id, renew: () => this.#beat.changed(STATEMENTS.renew, [this.#session]) };
     this.#keepAlive = new KeepAlive(this.#core, lease, this.timeoutMs, () => this.#own.settle());
@@ -209,6 +218,7 @@ export class MysqlDriver implements Driver {
         const values = [this.#session, key, name, this.#namespace, queue, kind, at_, data ?? ''];
         const rows = await this.#request<Enqueue>(STATEMENTS.enqueue, values, true, attempted);
         if (rows.length > 0 && Number(rows[0]!.created) === 0) this.#counters.adopted += 1;
+        this.#counters.queueRowsRead += rows.length;
         return rows;
       },
       // `armed`: the enqueue's word that the main connection holds the entry's name.
@@ -217,7 +227,15 @@ export class MysqlDriver implements Driver {
   }
 
   async list(queue: string): Promise<readonly Entry[]> {
-    return this.#own.listed(queue, await this.#request<QueueRow>(STATEMENTS.list, [this.#namespace, queue], true));
+    this.#counters.wholeListings += 1;
+    const rows = await this.#request<QueueRow>(STATEMENTS.list, [this.#namespace, queue], true);
+    this.#counters.queueRowsRead += rows.length;
+    return this.#own.listed(queue, rows);
+  }
+
+  /** The entries just ahead of `self` in one index probe (see list-before.ts). */
+  listBefore(queue: string, self: Entry, limit?: number): Promise<Ahead> {
+    return this.#ahead.read(queue, self, limit);
   }
 
   waitGone(entry: Entry, signal: Abortable): Promise<void> {

@@ -9,6 +9,7 @@ import { loadPeer } from '../../metrics/peer.js';
 import { applySchemaOn, attemptMs, openLeaseSession, type ServerAt } from '../sql/open.js';
 import { denied, mysqlFailures, serverErrno } from './failures.js';
 import { type CreateConnection, Link, type LinkEvents } from './link.js';
+import { addListBefore } from './list-before.js';
 import { SCHEMA_VERSION, schemaStatements } from './schema.js';
 import { flavourOf, readServerFacts, type ServerFlavour, serverRefusal } from './server-checks.js';
 import type { MysqlUrl } from './url.js';
@@ -171,7 +172,7 @@ async function checkServer(main: Link, shown: string): Promise<ServerFlavour> {
  */
 export async function ensureSchema(main: Link, database: string, create: boolean): Promise<void> {
   const found = await schemaVersion(main);
-  if (found === SCHEMA_VERSION) return;
+  if (found === SCHEMA_VERSION) return addListBefore(main, create);
   if (found !== undefined) throw otherVersion(database, String(found));
   // A creation of an older version cut short before its version row: its tables would be kept as they are.
   if (await olderEntriesTable(main)) throw otherVersion(database, 'older (no version row)');
@@ -184,7 +185,7 @@ export async function ensureSchema(main: Link, database: string, create: boolean
   const [row] = await main.rows<{ got: number | null }>('SELECT GET_LOCK(?, 30) AS got', [lock], 35_000);
   if (Number(row?.got) !== 1) throw new BackendError(`could not take the lock that serialises baton's schema creation`);
   try {
-    if ((await schemaVersion(main)) === SCHEMA_VERSION) return;
+    if ((await schemaVersion(main)) === SCHEMA_VERSION) return await addListBefore(main, create);
     for (const statement of schemaStatements()) await main.query(statement);
   } finally {
     await main.query('DO RELEASE_LOCK(?)', [lock]).catch(() => undefined);

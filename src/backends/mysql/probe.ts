@@ -2,7 +2,7 @@ import type { Probe } from '../probe.js';
 
 /**
  * MySQL's counts: wake-ups that reached waiters, entries adopted after a lost enqueue reply, statements
- * on the session's main connection (one per round trip), orphans removed, `KILL QUERY` sent.
+ * on the session's main connection (one per round trip), orphans removed, `KILL QUERY` sent, queue rows read.
  */
 export interface MysqlCounters {
   /** Waits ended by their blocker's `GET_LOCK` name coming free (a hint: the rows are read after it). */
@@ -19,6 +19,10 @@ export interface MysqlCounters {
   killedWaits: number;
   /** Waits woken by a re-read (the backstop, or a wait past the pool's cap) rather than by a name. */
   backstopWakes: number;
+  /** Queue rows the sessions' listings received: enqueues, whole listings and short reads (`listBefore`). */
+  queueRowsRead: number;
+  /** Whole listings of a queue (`CALL baton_list`): a short read's fallback among them. */
+  wholeListings: number;
 }
 
 /** What tests may see of a MySQL driver. */
@@ -47,5 +51,7 @@ export function mysqlCounters(): MysqlCounters {
     orphansRemoved: 0,
     killedWaits: 0,
     backstopWakes: 0,
+    queueRowsRead: 0,
+    wholeListings: 0,
   };
 }
