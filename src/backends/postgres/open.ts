@@ -8,6 +8,7 @@ import { describeDialFailure, dialErrorCode } from '../dial.js';
 import { postgresFailures, sqlState } from './failures.js';
 import { type ClientClass, Link, type LinkEvents } from './link.js';
 import { LOCK_CLASS, SCHEMA_VERSION, schemaSql } from './schema.js';
+import { ensureAdditions, type SchemaFeatures } from './schema-additions.js';
 
 export interface PostgresDriverOptions {
   /** The URL without baton's parameters (may hold a password: never shown). */
@@ -60,6 +61,8 @@ export interface OpenedSession {
   readonly session: string;
   /** `performance.now()` just before the statement that opened the session was sent. */
   readonly openedAt: number;
+  /** What the schema has beyond its version's tables (a schema made by older code may lack some). */
+  readonly features: SchemaFeatures;
 }
 
 /**
@@ -82,7 +85,7 @@ export async function openSession(options: PostgresDriverOptions, listenEvents: 
   options.signal?.addEventListener('abort', onAbort, { once: true });
   try {
     await connectFirst(main, options);
-    await ensureSchema(main, options.schema, options.createSchema);
+    const features = await ensureSchema(main, options.schema, options.createSchema);
     const openedAt = performance.now();
     const rows = (
       await main.query<{ id: string }>(`SELECT ${options.schema}.open_session($1, $2) AS id`, [
@@ -97,7 +100,7 @@ export async function openSession(options: PostgresDriverOptions, listenEvents: 
       await main.query(`DELETE FROM ${options.schema}.sessions WHERE id = $1`, [session]).catch(() => undefined);
       throw error;
     }
-    return { main, listen, session, openedAt };
+    return { main, listen, session, openedAt, features };
   } catch (error) {
     main.destroy();
     listen.destroy();
@@ -163,11 +166,17 @@ function dialFailure(error: unknown, waitedMs: number): string {
   return error.message;
 }
 
+/** The schema of this version made if missing, and what an older one lacks added (schema-additions.ts). */
+export async function ensureSchema(main: Link, schema: string, create: boolean): Promise<SchemaFeatures> {
+  await ensureVersion(main, schema, create);
+  return ensureAdditions(main, schema, create);
+}
+
 /**
  * The schema's version, or undefined when baton's tables are not there. Creation runs in one
  * transaction under an advisory lock, so that many processes connecting at once create it once.
  */
-export async function ensureSchema(main: Link, schema: string, create: boolean): Promise<void> {
+async function ensureVersion(main: Link, schema: string, create: boolean): Promise<void> {
   const found = await schemaVersion(main, schema);
   if (found === SCHEMA_VERSION) return;
   if (found !== undefined)
