@@ -1,6 +1,6 @@
 import type { Notification } from 'pg';
 
-import type { Abortable, Enqueued, Entry, GuardedClient, GuardedOp } from '../../../recipes/contract.js';
+import type { Abortable, Ahead, Enqueued, Entry, GuardedClient, GuardedOp } from '../../../recipes/contract.js';
 import { BackendError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { backstopEveryMs, keepAlivePaceMs } from '../../timing.js';
@@ -13,6 +13,7 @@ import { postgresFailures } from './failures.js';
 import { type GuardedHost, GuardedStatements, postgresGuardedTransaction, postgresGuardedWrite } from './guarded.js';
 import { KeepAlive } from './keepalive.js';
 import { type Link } from './link.js';
+import { ShortRead } from './list-before.js';
 import { openSession, type PostgresDriverOptions } from './open.js';
 import { OwnEntries } from './own-entries.js';
 import { postgresRevoke } from './revoke.js';
@@ -47,6 +48,7 @@ export class PostgresDriver implements Driver {
   readonly #own: OwnEntries;
   readonly #watches: Watches;
   readonly #keepAlive: KeepAlive;
+  readonly #shortRead: ShortRead;
 
   static async open(options: PostgresDriverOptions, probe?: PostgresProbe): Promise<PostgresDriver> {
     let driver: PostgresDriver | undefined;
@@ -134,6 +136,17 @@ export class PostgresDriver implements Driver {
         };
       },
     });
+    this.#shortRead = new ShortRead(
+      {
+        namespace: this.#namespace,
+        counters: this.#counters,
+        available: opened.features.listBefore,
+        request: (text, values) => this.#request(text, values),
+        list: (queue) => this.list(queue),
+        withoutOrphans: (entries) => this.#own.sweepOrphans(entries),
+      },
+      this.#schema,
+    );
     this.#keepAlive = new KeepAlive(
       {
         core: this.#core,
@@ -168,6 +181,7 @@ export class PostgresDriver implements Driver {
 
   /** A listing's entries, without this session's orphans (see `OwnEntries.sweepOrphans`). */
   #listed(queue: string, rows: readonly QueueRow[]): Entry[] {
+    this.#counters.queueRowsRead += rows.length;
     return this.#own.sweepOrphans(entriesOf(queue, rows));
   }
 
@@ -213,6 +227,11 @@ export class PostgresDriver implements Driver {
 
   async list(queue: string): Promise<readonly Entry[]> {
     return this.#listed(queue, await this.#request<QueueRow>(this.#sql.list, [this.#namespace, queue]));
+  }
+
+  /** The entries just ahead of `self` and whether it is there, by an index probe (see list-before.ts). */
+  listBefore(queue: string, self: Entry, limit?: number): Promise<Ahead> {
+    return this.#shortRead.before(queue, self, limit);
   }
 
   waitGone(entry: Entry, signal: Abortable): Promise<void> {

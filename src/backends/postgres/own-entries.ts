@@ -6,7 +6,8 @@ export interface OwnEntriesHost {
   /** The session's row id: its entries' keys start with `s<session>.`. */
   readonly session: string;
   readonly timeoutMs: number;
-  readonly counters: PostgresCounters;
+  /** Only the orphan count (MySQL's driver shares this class with counters of its own). */
+  readonly counters: Pick<PostgresCounters, 'orphansRemoved'>;
   withdraw(entry: Entry): Promise<void>;
   /** Lists a queue (its listing sweeps our orphans). */
   list(queue: string): Promise<unknown>;
