@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 
-import { postgresCounters } from 'baton-locks/testing';
+import { connect, postgresCounters } from 'baton-locks/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 
 import type { Session } from '../../../recipes/contract.js';
@@ -166,14 +166,15 @@ describe('PostgreSQL: a handoff reads only what the waiter decision needs (issue
 describe('PostgreSQL: a schema made before list_before (rolling deploys)', () => {
   const schema = ownSchema('o');
   const scope = useScope(() => postgresFixtureOf(postgresUrl(), 'postgres', schema));
-  const hasListBefore = (): Promise<boolean> =>
+  const hasListBefore = (): Promise<boolean> => hasFunction(schema);
+  const hasFunction = (where: string): Promise<boolean> =>
     withPostgres(
       postgresUrl(),
       async (client) =>
         (
           await client.query(
             'SELECT 1 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1 AND p.proname = $2',
-            [schema, 'list_before'],
+            [where, 'list_before'],
           )
         ).rows.length > 0,
     );
@@ -198,5 +199,36 @@ describe('PostgreSQL: a schema made before list_before (rolling deploys)', () =>
     // The sessions opened before it still work beside the new ones (on the whole listing).
     const again = await drainMutex(schema, scope, old[0]!, [old[1]!, sessions[0]!], 4, 'mixed');
     expect(again.rows).toBeGreaterThan(0);
+  });
+
+  it('connects without the function when its role may not create functions in the schema (createSchema left at true)', async () => {
+    // A DBA made the schema (as older baton did) and granted the application role what it needs, no CREATE.
+    const role = `baton_nocreate_${schema}`;
+    const owned = ownSchema('n');
+    await withPostgres(postgresUrl(), (client) =>
+      client.query(
+        `BEGIN; ${schemaSql(owned)} DROP FUNCTION ${owned}.list_before; CREATE ROLE ${role} LOGIN;` +
+          ` GRANT USAGE ON SCHEMA ${owned} TO ${role};` +
+          ` GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA ${owned} TO ${role};` +
+          ` GRANT USAGE, UPDATE ON ALL SEQUENCES IN SCHEMA ${owned} TO ${role}; COMMIT;`,
+      ),
+    );
+    const url = new URL(postgresUrl());
+    url.username = role;
+    url.password = '';
+    const fixture = postgresFixtureOf(url.toString(), 'postgres', owned);
+    const sessions: Session[] = [];
+    try {
+      for (let i = 0; i < 3; i += 1) sessions.push(await connect(fixture.url(scope.namespace), fixture.options));
+      expect(await hasFunction(owned)).toBe(false);
+      const drained = await drainMutex(owned, scope, sessions[0]!, sessions.slice(1), 4, 'granted');
+      expect(drained.rows).toBeGreaterThanOrEqual(4 + 3 + 2 + 1); // whole listings
+    } finally {
+      await Promise.allSettled(sessions.map((session) => session.close()));
+      await withPostgres(postgresUrl(), async (client) => {
+        await client.query(`DROP SCHEMA ${owned} CASCADE`);
+        await client.query(`DROP OWNED BY ${role}; DROP ROLE ${role}`);
+      });
+    }
   });
 });
