@@ -3,13 +3,15 @@ import { randomUUID } from 'node:crypto';
 import { connect, postgresCounters } from 'baton-locks/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 
-import type { Session } from '../../../recipes/contract.js';
+import type { Entry, Session } from '../../../recipes/contract.js';
 import type { LockHandle } from '../../../recipes/handle.js';
 import { FairMutex } from '../../../recipes/mutex.js';
 import { ReadWriteLock } from '../../../recipes/rw-lock.js';
+import { aheadIn } from '../../../src/backends/postgres/list-before.js';
 import { schemaSql } from '../../../src/backends/postgres/schema.js';
 import { postgresFixtureOf, postgresUrl, withPostgres } from '../../harness/backends/postgres.js';
 import { type Scope, useScope } from '../../harness/backends/scope.js';
+import { backendOf } from '../../harness/internals.js';
 import { eventually, later, track } from '../../harness/wait.js';
 
 /** Rows a reader's wake reads: its own, a first window of 17 ahead, then all `ahead` if the 16 did not decide. */
@@ -90,6 +92,37 @@ function ownSchema(prefix: string): string {
 describe('PostgreSQL: a handoff reads only what the waiter decision needs (issue 37, list_before)', () => {
   const schema = ownSchema('h');
   const scope = useScope(() => postgresFixtureOf(postgresUrl(), 'postgres', schema));
+
+  it('answers as the whole listing cut at self would: nearest first, at most limit, more, placed entries at their place, self gone', async () => {
+    const [a, b] = [await scope.open(), await scope.open()];
+    const [mine, theirs] = [backendOf(a), backendOf(b)];
+    const made: Entry[] = [];
+    for (const [backend, kind] of [
+      [mine, 'write'],
+      [theirs, 'read'],
+      [mine, 'read'],
+      [theirs, 'mutex'],
+      [mine, 'write'],
+    ] as const)
+      made.push((await backend.enqueue('shape', kind)).entry);
+    // Placed at the second entry's place after every other was made (a downgrade's read does this).
+    made.push((await theirs.enqueue('shape', 'read', made[1])).entry);
+    const whole = await mine.list('shape');
+    expect(whole.map((e) => e.key)).toEqual([0, 1, 5, 2, 3, 4].map((i) => made[i]!.key));
+    for (const self of made) {
+      for (const limit of [1, 2, 16, undefined]) {
+        const short = await mine.listBefore!('shape', self, limit);
+        const cut = aheadIn(whole, self, limit);
+        expect({ ...short, entries: short.entries.map((e) => e.key) }, `${self.key} limit ${limit}`).toEqual({
+          ...cut,
+          entries: cut.entries.map((e) => e.key),
+        });
+      }
+    }
+    await theirs.withdraw(made[3]!);
+    expect(await mine.listBefore!('shape', made[3]!, 1)).toMatchObject({ present: false });
+    for (const [i, entry] of made.entries()) if (i !== 3) await (i % 2 === 0 ? mine : theirs).withdraw(entry);
+  });
 
   it('a mutex handoff behind 64 waiters reads O(1) rows and sends two statements (release, one short read)', async () => {
     const holderSession = await scope.open();
