@@ -9,7 +9,7 @@ import { deadline } from './deadline.js';
 import { InvalidArgumentError, UnknownEntryError } from './errors.js';
 import type { LockKind } from './events.js';
 import { assertUsable } from './queue.js';
-import { checkOptionKeys, validateName, validateSignal, validateTimeout } from './validate.js';
+import { validateName, validateRequestOptions } from './validate.js';
 
 const OPTIONS = ['timeoutMs', 'signal'];
 
@@ -51,7 +51,7 @@ export async function forceRelease(
   const queue = validateName(name);
   if (typeof key !== 'string' || key.length === 0)
     throw new InvalidArgumentError('key', key, "an entry's key, as participants() shows it");
-  const { timeoutMs, signal } = validateOptions(options);
+  const { timeoutMs, signal } = validateRequestOptions(options, OPTIONS);
   const core = coreOf(session);
   assertUsable(session);
   const leave = core.enter();
@@ -83,13 +83,4 @@ export async function forceRelease(
 function lockKindOf(kind: string): LockKind {
   if (kind.startsWith('semaphore_')) return 'semaphore';
   return kind === 'read' || kind === 'write' || kind === 'candidate' ? kind : 'lock';
-}
-
-function validateOptions(options: unknown): ForceReleaseOptions {
-  if (options === undefined) return {};
-  if (typeof options !== 'object' || options === null || Array.isArray(options))
-    throw new InvalidArgumentError('options', options, 'an object such as { timeoutMs, signal }');
-  checkOptionKeys(options, OPTIONS);
-  const { timeoutMs, signal } = options as Record<string, unknown>;
-  return { timeoutMs: validateTimeout(timeoutMs), signal: validateSignal(signal) };
 }

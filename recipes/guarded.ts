@@ -8,7 +8,7 @@
 import { type Entry, type GuardedClient, type GuardedOp, type SessionCore, untilAborted } from './contract.js';
 import { deadline } from './deadline.js';
 import { BatonError, InvalidArgumentError, InvalidNameError, LockLostError, SessionLostError } from './errors.js';
-import { checkOptionKeys, validateSignal, validateTimeout } from './validate.js';
+import { validateRequestOptions } from './validate.js';
 
 /** The longest value name: a name is one path segment on every store. */
 export const MAX_VALUE_NAME_LENGTH = 128;
@@ -97,7 +97,7 @@ export class GuardedValues {
   ): Promise<T> {
     const checked = checkSingleConnection(client);
     if (typeof work !== 'function') throw new InvalidArgumentError('work', work, 'an async function of the client');
-    const { timeoutMs, signal } = validateGuardedOptions(options);
+    const { timeoutMs, signal } = validateRequestOptions(options, OPTIONS);
     const { core, entry, what } = this.#owner;
     const backend = core.backend;
     if (backend.guardedTransaction === undefined)
@@ -127,7 +127,7 @@ export class GuardedValues {
 
   /** Runs `request` within the caller's signal and timeout, and as an operation `close()` waits for. */
   async #bounded<T>(what: string, options: GuardedOptions | undefined, request: () => Promise<T>): Promise<T> {
-    const { timeoutMs, signal } = validateGuardedOptions(options);
+    const { timeoutMs, signal } = validateRequestOptions(options, OPTIONS);
     const leave = this.#owner.core.enter();
     const wait = deadline(what, timeoutMs, [signal]);
     try {
@@ -175,13 +175,4 @@ function validateValue(value: unknown): string {
   if (typeof value !== 'string' || UTF8.encode(value).length > MAX_VALUE_BYTES)
     throw new InvalidArgumentError('value', value, `a string of at most ${MAX_VALUE_BYTES} bytes in UTF-8`);
   return value;
-}
-
-function validateGuardedOptions(options: unknown): GuardedOptions {
-  if (options === undefined) return {};
-  if (typeof options !== 'object' || options === null || Array.isArray(options))
-    throw new InvalidArgumentError('options', options, 'an object such as { timeoutMs, signal }');
-  checkOptionKeys(options, OPTIONS);
-  const { timeoutMs, signal } = options as Record<string, unknown>;
-  return { timeoutMs: validateTimeout(timeoutMs), signal: validateSignal(signal) };
 }

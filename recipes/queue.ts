@@ -72,11 +72,7 @@ async function queueUp(request: QueueRequest, options: WaitOptions, trace: Trace
       // alive for as long as the wait lasts (see `firstLook`).
       let look: FirstLook;
       try {
-        look = firstLook(
-          turn,
-          await core.backend.enqueue(turn.queue, entryKindOf(turn), turn.at, turn.data, turn.dialect),
-          trace,
-        );
+        look = firstLook(turn, await enqueueAt(turn, turn.at), trace);
       } catch (error) {
         throw gaveUpFirst(request.what, options, startedAt, error);
       }
@@ -196,13 +192,7 @@ async function tryOnce(request: QueueRequest, trace: TracedWait | undefined): Pr
   const leave = core.enter();
   const report = reportWait(core, request.queue, request.kind);
   try {
-    const { entry, queue } = await core.backend.enqueue(
-      request.queue,
-      entryKindOf(request),
-      request.at,
-      request.data,
-      request.dialect,
-    );
+    const { entry, queue } = await enqueueAt(request, request.at);
     trace?.enqueued(queue, entry);
     let blocker: ReturnType<Decide>;
     try {
@@ -322,8 +312,10 @@ function queuedBehind(queue: readonly Entry[], self: Entry): boolean {
   return last !== undefined && last.order > self.order;
 }
 
-function entryKindOf(request: QueueRequest): string {
-  return request.entryKind ?? request.kind;
+/** Appends the request's entry, or puts it at the place of `at` (an entry of ours). */
+function enqueueAt(request: QueueRequest, at: Entry | undefined): Promise<Enqueued> {
+  const { queue, entryKind, kind, data, dialect } = request;
+  return request.core.backend.enqueue(queue, entryKind ?? kind, at, data, dialect);
 }
 
 /**
@@ -384,13 +376,7 @@ function isMany(entries: Entry | readonly Entry[]): entries is readonly Entry[] 
  */
 async function announceGrant(request: QueueRequest, entry: Entry): Promise<Entry> {
   const { backend } = request.core;
-  const { entry: moved, queue } = await backend.enqueue(
-    request.queue,
-    entryKindOf(request),
-    entry,
-    request.data,
-    request.dialect,
-  );
+  const { entry: moved, queue } = await enqueueAt(request, entry);
   try {
     if (!queue.some((e) => e.key === entry.key))
       throw new EntryVanished('our entry was gone when it was put again at its place');

@@ -96,6 +96,22 @@ export function validateWaitOptions(options: unknown): WaitOptions {
   return warning === undefined ? checked : { ...checked, holdWarningMs: warning };
 }
 
+/**
+ * The options of a one-off request (a force release, a guarded call): a timeout and a signal, nothing
+ * else. `known` is the two keys in the order a refused key's message lists them.
+ */
+export function validateRequestOptions(
+  options: unknown,
+  known: readonly string[],
+): { timeoutMs?: number | undefined; signal?: AbortSignal | undefined } {
+  if (options === undefined) return {};
+  if (typeof options !== 'object' || options === null || Array.isArray(options))
+    throw new InvalidArgumentError('options', options, 'an object such as { timeoutMs, signal }');
+  checkOptionKeys(options, known);
+  const { timeoutMs, signal } = options as Record<string, unknown>;
+  return { timeoutMs: validateTimeout(timeoutMs), signal: validateSignal(signal) };
+}
+
 export function validateTimeout(value: unknown, what = 'timeoutMs'): number | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > MAX_TIMEOUT_MS) {

@@ -151,6 +151,11 @@ export class DriverCore {
     }
   }
 
+  /** Whether a request failed only on the way, so that sending it again may succeed (`FailurePolicy.retriable`). */
+  retriable(error: unknown): boolean {
+    return this.#failures.retriable(error);
+  }
+
   /** A failure in the recipes' terms (the backend's `FailurePolicy.map`). */
   mapFailure(error: unknown): Error {
     return this.#failures.map(error);

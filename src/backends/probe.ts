@@ -167,3 +167,13 @@ export function postgresCounters(): PostgresCounters {
 export function redisCounters(): RedisCounters {
   return { notifications: 0, backstopWakes: 0, adopted: 0 };
 }
+
+/**
+ * A probe's count of what is watched: `tag` watched once more (+1) or once less (-1), kept only while
+ * some session watches it, so that a test's clean-state check finds the map empty.
+ */
+export function countWatch(watches: Map<string, number>, tag: string, delta: 1 | -1): void {
+  const count = (watches.get(tag) ?? 0) + delta;
+  if (count > 0) watches.set(tag, count);
+  else watches.delete(tag);
+}

@@ -17,12 +17,12 @@ import { type EtcdCounters, etcdCounters, type EtcdProbe, type EtcdView } from '
 import type { Start } from '../requests.js';
 import { sameEntries } from '../waiters.js';
 import { WatchBackstop } from './backstop.js';
+import { describeQueue } from './describe.js';
 import { Enqueuer } from './enqueue.js';
 import { attemptMs, etcdFailures } from './failures.js';
 import { guardedKey, guardedTxn } from './guarded.js';
 import { KeepAlive } from './keepalive.js';
 import {
-  clientOf,
   entriesFromRange,
   EtcdEntry,
   foreignKeys,
@@ -299,36 +299,13 @@ export class EtcdDriver implements Driver {
     return (await this.#lookUp(entry)).kv?.value.toString() ?? null;
   }
 
-  async describe(queue: string): Promise<EntryInfo[]> {
-    const prefix = queuePrefix(this.#namespace, queue);
-    const response = await this.#core.retry(
-      this.#rpc(() =>
-        this.#client.kv.range({ key: Buffer.from(prefix), range_end: prefixEnd(prefix) }, this.#attempt()),
-      ),
-    );
-    const values = new Map(response.kvs.map((kv) => [kv.key.toString(), kv]));
-    const entries = entriesFromRange(queue, prefix, response.kvs, response.header.revision);
-    const leases = [...new Set(entries.map((entry) => values.get(entry.key)!.lease))];
-    const ttls = new Map(
-      await Promise.all(
-        leases.map(async (lease) => {
-          const { TTL } = await this.#core.retry(
-            this.#rpc(() => this.#client.leaseClient.leaseTimeToLive({ ID: lease, keys: false }, this.#attempt())),
-          );
-          return [lease, Number(TTL)] as const;
-        }),
-      ),
-    );
-    return entries.map((entry) => {
-      const kv = values.get(entry.key)!;
-      const ttl = ttls.get(kv.lease) ?? -1;
-      return {
-        entry,
-        owner: leaseHex(kv.lease),
-        client: clientOf(prefix, entry.key),
-        data: kv.value.toString(),
-        ...(ttl >= 0 ? { expiresInMs: ttl * 1_000 } : {}),
-      };
+  describe(queue: string): Promise<EntryInfo[]> {
+    return describeQueue(this.#namespace, queue, {
+      range: (request) => this.#core.retry(this.#rpc(() => this.#client.kv.range(request, this.#attempt()))),
+      timeToLive: (lease) =>
+        this.#core.retry(
+          this.#rpc(() => this.#client.leaseClient.leaseTimeToLive({ ID: lease, keys: false }, this.#attempt())),
+        ),
     });
   }
 

@@ -1,7 +1,7 @@
 import type { Etcd3, IKeyValue, Watcher } from 'etcd3';
 
 import type { Abortable, Entry } from '../../../recipes/contract.js';
-import type { EtcdCounters, EtcdProbe } from '../probe.js';
+import { countWatch, type EtcdCounters, type EtcdProbe } from '../probe.js';
 import { addWaiter, type Waiter } from '../waiters.js';
 import { EtcdEntry } from './keys.js';
 
@@ -50,10 +50,7 @@ export class EtcdWatchers {
   /** A key or prefix watched (+1) or no longer (-1), for a test's clean-state check. */
   count(key: string, delta: 1 | -1): void {
     const watches = this.#probe?.watches;
-    if (watches === undefined) return;
-    const count = (watches.get(key) ?? 0) + delta;
-    if (count > 0) watches.set(key, count);
-    else watches.delete(key);
+    if (watches !== undefined) countWatch(watches, key, delta);
   }
 
   /** Watchers etcd3 has sent a cancel for and still waits to hear the end of. */

@@ -1,16 +1,16 @@
 import type { Abortable, Enqueued, Entry, GuardedOp } from '../../../recipes/contract.js';
-import { BackendError } from '../../../recipes/errors.js';
 import { backoff } from '../../backoff.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
-import { holdCheckEveryMs, keepAlivePaceMs } from '../../timing.js';
+import { holdCheckEveryMs } from '../../timing.js';
 import { DriverCore } from '../core.js';
-import { entriesOf, PostgresEntry, type QueueRow } from '../postgres/entry.js';
+import { describedOf, type DescribedRow, PostgresEntry, type QueueRow } from '../postgres/entry.js';
 import { OwnEntries } from '../postgres/own-entries.js';
+import { countWatch } from '../probe.js';
 import { fromPromise } from '../requests.js';
+import { KeepAlive } from '../sql/keepalive.js';
 import { mysqlFailures } from './failures.js';
 import { getLockTimeout } from './get-lock-timeout.js';
 import { type GuardedHost, mysqlGuardedRead, mysqlGuardedWrite } from './guarded.js';
-import { KeepAlive } from './keepalive.js';
 import { Link, type Row } from './link.js';
 import {
   attemptMs,
@@ -143,10 +143,9 @@ export class MysqlDriver implements Driver {
     });
     this.#own = new OwnEntries({
       session: this.#session,
-      timeoutMs: this.timeoutMs,
       counters: this.#counters,
-      withdraw: (entry) => this.withdraw(entry),
-      list: (queue) => this.list(queue),
+      isOpen: () => this.#core.isOpen,
+      driver: this,
     });
     const watches = probe?.watches;
     this.#watches = new Watches(
@@ -158,15 +157,7 @@ export class MysqlDriver implements Driver {
         nameOf: (key) => lockNameOf(this.#database, key),
         live: (keys) => this.#live(keys),
         list: (queue) => this.list(queue),
-        ...(watches === undefined
-          ? {}
-          : {
-              watched: (tag: string, delta: 1 | -1) => {
-                const count = (watches.get(tag) ?? 0) + delta;
-                if (count > 0) watches.set(tag, count);
-                else watches.delete(tag);
-              },
-            }),
+        ...(watches === undefined ? {} : { watched: (tag: string, delta: 1 | -1) => countWatch(watches, tag, delta) }),
       },
       waitPaceMs(this.timeoutMs),
     );
@@ -180,10 +171,9 @@ export class MysqlDriver implements Driver {
       main: this.#main,
       nameOf: (key) => lockNameOf(this.#database, key),
     });
-    this.#keepAlive = new KeepAlive(
-      { core: this.#core, link: this.#beat, session: this.#session, id: this.id, beat: () => this.#own.settle() },
-      keepAlivePaceMs(this.timeoutMs),
-    );
+    // Renewed on the heartbeat's own connection: renewals never wait behind the requests.
+    const lease = { title: 'MySQL', id: this.id, renew: () => this.#beat.changed(STATEMENTS.renew, [this.#session]) };
+    this.#keepAlive = new KeepAlive(this.#core, lease, this.timeoutMs, () => this.#own.settle());
   }
 
   attach(events: DriverEvents): void {
@@ -207,48 +197,27 @@ export class MysqlDriver implements Driver {
     );
   }
 
-  #listed(queue: string, rows: readonly QueueRow[]): Entry[] {
-    return this.#own.sweepOrphans(entriesOf(queue, rows));
-  }
-
   async enqueue(queue: string, kind: string, at?: Entry, data?: string, _dialect?: string): Promise<Enqueued> {
     this.#core.assertOpen();
-    const own = this.#own;
-    const key = own.nextKey();
     const at_ = at === undefined ? null : at.order.toString();
-    const values = [this.#session, key, lockNameOf(this.#database, key), this.#namespace, queue, kind, at_, data ?? ''];
-    let attempts = 0;
-    own.enqueuing(key);
-    try {
-      const rows = await this.#request<QueueRow & { created: number | string; armed: number | string }>(
-        STATEMENTS.enqueue,
-        values,
-        true,
-        () => {
-          // A second attempt: the first may still reach the server later; the withdraw then retires the key.
-          if (++attempts === 2) own.sentTwice(key);
-        },
-      );
-      if (rows.length > 0 && Number(rows[0]!.created) === 0) this.#counters.adopted += 1;
-      const armed = rows.length > 0 && Number(rows[0]!.armed) === 1;
-      const entry = entriesOf(queue, rows).find((e) => e.key === key);
-      if (entry === undefined) throw new BackendError(`wrote ${key} but the queue read does not show it`);
-      own.claim(key);
-      this.#names.enqueued(key, armed);
-      if (attempts > 1) own.unsettle(queue);
-      return { entry, queue: this.#listed(queue, rows) };
-    } catch (error) {
-      own.unsettle(queue);
-      if (own.wasSentTwice(key) && this.#core.isOpen)
-        void this.withdraw({ queue, key, kind, order: 0n, fencingToken: 0n }).catch(() => undefined);
-      throw error;
-    } finally {
-      own.settled(key);
-    }
+    type Enqueue = QueueRow & { created: number | string; armed: number | string };
+    return this.#own.enqueue<Enqueue>(
+      queue,
+      kind,
+      async (key, attempted) => {
+        const name = lockNameOf(this.#database, key);
+        const values = [this.#session, key, name, this.#namespace, queue, kind, at_, data ?? ''];
+        const rows = await this.#request<Enqueue>(STATEMENTS.enqueue, values, true, attempted);
+        if (rows.length > 0 && Number(rows[0]!.created) === 0) this.#counters.adopted += 1;
+        return rows;
+      },
+      // `armed`: the enqueue's word that the main connection holds the entry's name.
+      (key, rows) => this.#names.enqueued(key, rows.length > 0 && Number(rows[0]!.armed) === 1),
+    );
   }
 
   async list(queue: string): Promise<readonly Entry[]> {
-    return this.#listed(queue, await this.#request<QueueRow>(STATEMENTS.list, [this.#namespace, queue], true));
+    return this.#own.listed(queue, await this.#request<QueueRow>(STATEMENTS.list, [this.#namespace, queue], true));
   }
 
   waitGone(entry: Entry, signal: Abortable): Promise<void> {
@@ -291,22 +260,8 @@ export class MysqlDriver implements Driver {
   }
 
   async describe(queue: string): Promise<EntryInfo[]> {
-    interface Described extends QueueRow {
-      session: string;
-      data: string;
-      created_ms: string;
-      expires_in_ms: string;
-    }
-    const rows = await this.#request<Described>(STATEMENTS.describe, [this.#namespace, queue], false);
-    const entries = entriesOf(queue, rows);
-    return rows.map((row, index) => ({
-      entry: entries[index]!,
-      owner: mysqlSessionIdOf(String(row.session)),
-      client: 'baton',
-      data: row.data,
-      createdAt: Math.round(Number(row.created_ms)),
-      expiresInMs: Math.max(0, Math.round(Number(row.expires_in_ms))),
-    }));
+    const rows = await this.#request<DescribedRow>(STATEMENTS.describe, [this.#namespace, queue], false);
+    return describedOf(queue, rows, mysqlSessionIdOf);
   }
 
   /** An operator's force release of any session's entry (see revoke.ts). */

@@ -1,5 +1,6 @@
-import { AccessDeniedError, BackendError, BatonError, SessionLostError } from '../../../recipes/errors.js';
+import { AccessDeniedError, BatonError } from '../../../recipes/errors.js';
 import type { FailurePolicy } from '../core.js';
+import { leaseFailures } from '../sql/failures.js';
 import { LinkBrokenError, LinkClosedError } from './link.js';
 
 /** The SQLSTATE baton's procedures signal when the session's lease has run out or its row is gone. */
@@ -80,24 +81,16 @@ export function denied(error: unknown): boolean {
 
 /** How MySQL's failures read, for the session `id`. */
 export function mysqlFailures(id: string): FailurePolicy {
-  const gone = (cause?: unknown): SessionLostError =>
-    new SessionLostError(
-      `MySQL session ${id} is gone (its lease expired or it was closed)`,
-      cause === undefined ? undefined : { cause },
-    );
-  return {
+  return leaseFailures(id, {
+    title: 'MySQL',
     retriable,
     sessionGone: (error) => sqlStateOf(error) === SESSION_GONE,
-    lostError: gone,
-    map(error: unknown): Error {
-      if (error instanceof BatonError) return error;
-      if (sqlStateOf(error) === SESSION_GONE) return gone(error);
-      if (denied(error))
-        return new AccessDeniedError(
-          `MySQL refused the request (${(error as Error).message}): this user may not use baton's tables`,
-          { cause: error },
-        );
-      return new BackendError('MySQL request failed', { cause: error });
-    },
-  };
+    refusal: (error) =>
+      denied(error)
+        ? new AccessDeniedError(
+            `MySQL refused the request (${(error as Error).message}): this user may not use baton's tables`,
+            { cause: error },
+          )
+        : undefined,
+  });
 }

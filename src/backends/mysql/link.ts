@@ -1,5 +1,6 @@
 import type { Connection, ConnectionOptions } from 'mysql2';
 
+import { type LinkEvents, SqlLink } from '../sql/link.js';
 import { OWN_THREAD_STATEMENT } from './statements.js';
 
 /** mysql2's `createConnection` (loaded only for mysql URLs). */
@@ -18,60 +19,43 @@ export interface ServerThread {
   readonly host: string;
 }
 
-/** What a link tells its owner. */
-export interface LinkEvents {
-  /** A new connection is up (the first one too); `again` for every one after the first. */
-  up?(again: boolean): void;
-  /** The connection broke (or was dropped for not answering). */
-  down?(cause: unknown): void;
-}
+export type { LinkEvents } from '../sql/link.js';
 
 /** A row of a result set, as mysql2 gives it (numbers of BIGINT columns as strings). */
 export type Row = Record<string, unknown>;
 
 /**
- * One MySQL connection that is made again after it breaks. Statements go one at a time, in order, each
- * with a deadline after which the connection is dropped (a server that stopped answering, a cut without
- * a reset), so that the statement fails at once and can be sent again on a new connection. Every new
- * connection first gets baton's session settings (`setup`).
+ * One MySQL connection that is made again after it breaks (see `SqlLink`: statements one at a time,
+ * each with a deadline). Every new connection first gets baton's session settings (`setup`), and the
+ * link keeps the server's ids of its connections that broke on the client's side.
  */
-export class Link {
+export class Link extends SqlLink<Connection> {
   readonly #create: CreateConnection;
   readonly #config: ConnectionOptions;
-  readonly #events: LinkEvents;
-  readonly #attemptMs: number;
   readonly #setup: string;
-  #connection: Connection | undefined;
-  #connecting: Promise<Connection> | undefined;
-  #ups = 0;
-  #closed = false;
   /** Server ids of this link's connections that broke on the client's side (their threads may live on). */
   #former: ServerThread[] = [];
   /** The current connection as the server knows it, once read. */
   #thread: ServerThread | undefined;
-  #tail: Promise<unknown> = Promise.resolve();
   /** Statements under way, by connection: mysql2 never answers them once the connection is destroyed. */
   readonly #inFlight = new Map<Connection, Set<(cause: unknown) => void>>();
 
-  constructor(create: CreateConnection, config: ConnectionOptions, attemptMs: number, setup: string, events = {}) {
+  constructor(
+    create: CreateConnection,
+    config: ConnectionOptions,
+    attemptMs: number,
+    setup: string,
+    events: LinkEvents = {},
+  ) {
+    super('MySQL', attemptMs, events);
     this.#create = create;
     this.#config = config;
-    this.#attemptMs = attemptMs;
     this.#setup = setup;
-    this.#events = events;
-  }
-
-  get closed(): boolean {
-    return this.#closed;
-  }
-
-  get connected(): boolean {
-    return this.#connection !== undefined && this.#connecting === undefined;
   }
 
   /** The server's id of the connection now up (for `KILL QUERY`), if any. */
   get threadId(): number | undefined {
-    return this.connected ? (this.#connection?.threadId ?? undefined) : undefined;
+    return this.standing?.threadId ?? undefined;
   }
 
   /** This link's connections that broke on the client's side, oldest first: their threads may live on. */
@@ -79,16 +63,9 @@ export class Link {
     return this.#former.splice(0);
   }
 
-  /** Connects now (the first connection: its failure is the caller's). */
-  async open(): Promise<void> {
-    await this.#connected();
-  }
-
   /** Runs one statement after those queued before it; `limitMs` replaces the deadline (a wait that blocks). */
-  query(text: string, values?: readonly unknown[], limitMs = this.#attemptMs): Promise<unknown> {
-    const run = this.#tail.then(() => this.#run(text, values, limitMs));
-    this.#tail = run.catch(() => undefined);
-    return run;
+  query(text: string, values?: readonly unknown[], limitMs = this.attemptMs): Promise<unknown> {
+    return this.queued((connection) => this.#send(connection, text, values), limitMs);
   }
 
   /** Rows of a statement that returns one result set (a SELECT). */
@@ -108,32 +85,14 @@ export class Link {
     return result.affectedRows ?? 0;
   }
 
-  async #run(text: string, values: readonly unknown[] | undefined, limitMs: number): Promise<unknown> {
-    if (this.#closed) throw new LinkClosedError();
-    const connection = await this.#connected();
-    const timer = setTimeout(() => this.drop(new Error(`no answer from MySQL within ${limitMs} ms`)), limitMs);
-    try {
-      return await this.#send(connection, text, values);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  #connected(): Promise<Connection> {
-    if (this.#closed) return Promise.reject(new LinkClosedError());
-    if (this.#connection !== undefined && this.#connecting === undefined) return Promise.resolve(this.#connection);
-    this.#connecting ??= this.#connect().finally(() => (this.#connecting = undefined));
-    return this.#connecting;
-  }
-
-  async #connect(): Promise<Connection> {
-    const connection = this.#create({ connectTimeout: this.#attemptMs, ...this.#config });
-    this.#connection = connection;
-    connection.on('error', (error: unknown) => this.#broken(connection, error));
-    connection.on('end', () => this.#broken(connection, new Error('the connection to MySQL ended')));
-    const limitMs = this.#config.connectTimeout ?? this.#attemptMs;
+  protected async connect(): Promise<Connection> {
+    const connection = this.#create({ connectTimeout: this.attemptMs, ...this.#config });
+    this.adopt(connection);
+    connection.on('error', (error: unknown) => this.broken(connection, error));
+    connection.on('end', () => this.broken(connection, new Error('the connection to MySQL ended')));
+    const limitMs = this.#config.connectTimeout ?? this.attemptMs;
     const timer = setTimeout(
-      () => this.#broken(connection, new Error(`no MySQL connection within ${limitMs} ms`)),
+      () => this.broken(connection, new Error(`no MySQL connection within ${limitMs} ms`)),
       limitMs,
     );
     try {
@@ -148,19 +107,12 @@ export class Link {
       }[];
       this.#thread = self === undefined ? undefined : { id: Number(self.id), host: String(self.host) };
     } catch (error) {
-      this.#broken(connection, error);
+      this.broken(connection, error);
       connection.destroy();
       throw error;
     } finally {
       clearTimeout(timer);
     }
-    if (this.#connection !== connection || this.#closed) {
-      connection.destroy();
-      throw this.#closed
-        ? new LinkClosedError()
-        : new LinkBrokenError(new Error('the connection to MySQL broke while it was made'));
-    }
-    this.#events.up?.(this.#ups++ > 0);
     return connection;
   }
 
@@ -169,7 +121,7 @@ export class Link {
     return this.#untilBroken(connection, send(connection, text, values)).catch((error: unknown) => {
       // A connection that ends (a reset) under a statement: mysql2 tells only that statement, and emits
       // no 'error' nor 'end', so the link learns of it here or would keep a closed connection for good.
-      if (isFatal(error)) this.#broken(connection, error);
+      if (isFatal(error)) this.broken(connection, error);
       throw error;
     });
   }
@@ -192,9 +144,7 @@ export class Link {
     for (const fail of fails ?? []) fail(cause);
   }
 
-  #broken(connection: Connection, cause: unknown): void {
-    if (this.#connection !== connection) return;
-    this.#connection = undefined;
+  protected released(connection: Connection, cause: unknown): void {
     if (this.#thread !== undefined) {
       this.#former.push(this.#thread);
       if (this.#former.length > MAX_FORMER) this.#former.shift();
@@ -202,39 +152,27 @@ export class Link {
     this.#thread = undefined;
     connection.destroy();
     this.#failInFlight(connection, brokenBy(cause));
-    if (!this.#closed) this.#events.down?.(cause);
   }
 
-  /** Drops the connection (it stopped answering): its statements fail, the next one connects again. */
-  drop(cause: unknown): void {
-    const connection = this.#connection;
-    if (connection !== undefined) this.#broken(connection, cause);
+  protected goodbye(connection: Connection): Promise<void> {
+    return new Promise<void>((resolve) => connection.end(() => resolve()));
   }
 
-  /** Ends the connection for good, with a goodbye to the server (bounded by the deadline). */
-  async close(): Promise<void> {
-    if (this.#closed) return;
-    const connection = this.#connection;
-    this.#closed = true;
-    this.#connection = undefined;
-    if (connection === undefined) return;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      new Promise<void>((resolve) => connection.end(() => resolve())),
-      new Promise((resolve) => (timer = setTimeout(resolve, this.#attemptMs))),
-    ]);
-    clearTimeout(timer);
-    connection.destroy();
-    this.#failInFlight(connection, new LinkClosedError());
-  }
-
-  /** Destroys the connection at once, without a goodbye to the server. */
-  destroy(): void {
-    this.#closed = true;
-    const connection = this.#connection;
-    this.#connection = undefined;
+  protected discard(connection: Connection | undefined): void {
     connection?.destroy();
     for (const open of [...this.#inFlight.keys()]) this.#failInFlight(open, new LinkClosedError());
+  }
+
+  protected discardStray(connection: Connection): void {
+    connection.destroy();
+  }
+
+  protected closedError(): Error {
+    return new LinkClosedError();
+  }
+
+  protected brokenWhileMade(): Error {
+    return new LinkBrokenError(new Error('the connection to MySQL broke while it was made'));
   }
 }
 

@@ -4,9 +4,9 @@ import type { ConnectionOptions as TlsOptions } from 'node:tls';
 
 import type { ConnectionOptions } from 'mysql2';
 
-import { AccessDeniedError, BackendError, BatonError } from '../../../recipes/errors.js';
+import { AccessDeniedError, BackendError } from '../../../recipes/errors.js';
 import { loadPeer } from '../../metrics/peer.js';
-import { describeDialFailure, dialErrorCode } from '../dial.js';
+import { applySchemaOn, attemptMs, openLeaseSession, type ServerAt } from '../sql/open.js';
 import { denied, mysqlFailures, serverErrno } from './failures.js';
 import { type CreateConnection, Link, type LinkEvents } from './link.js';
 import { SCHEMA_VERSION, schemaStatements } from './schema.js';
@@ -24,15 +24,12 @@ export interface MysqlDriverOptions {
   readonly signal?: AbortSignal | undefined;
 }
 
+export { attemptMs } from '../sql/open.js';
+
 /** mysql2, loaded only for mysql URLs (an optional peer dependency). */
 export async function loadMysql2(): Promise<CreateConnection> {
   const mysql2 = await loadPeer('mysql2', 'a mysql:// URL', () => import('mysql2'));
   return (mysql2.default ?? mysql2).createConnection;
-}
-
-/** How long one statement may go unanswered before its connection is dropped and it is sent again. */
-export function attemptMs(sessionTimeoutMs: number): number {
-  return Math.max(Math.floor(sessionTimeoutMs / 3), 500);
 }
 
 /** The `GET_LOCK` name of an entry: server-wide, so the database is in it; hashed to stay under 64 characters. */
@@ -109,8 +106,8 @@ export interface OpenedSession {
 }
 
 /**
- * Connects the session's two connections, refuses a server baton must not run on, makes sure baton's tables are there, opens
- * the session's row. Anything made is closed again on failure.
+ * Connects the session's two connections, refuses a server baton must not run on, makes sure baton's
+ * tables are there, opens the session's row. Anything made is closed again on failure.
  */
 export async function openSession(
   options: MysqlDriverOptions,
@@ -121,75 +118,42 @@ export async function openSession(
   const setup = setupStatement(attemptMs(options.sessionTimeoutMs));
   const main = new Link(create, config, attemptMs(options.sessionTimeoutMs), setup, events.main);
   const beat = new Link(create, config, attemptMs(options.sessionTimeoutMs), setup, events.beat);
-  const onAbort = (): void => {
-    main.destroy();
-    beat.destroy();
+  const opened = await openLeaseSession(mysqlServer(options), {
+    main,
+    second: beat,
+    prepare: async () => {
+      const flavour = await checkServer(main, options.url.shown);
+      await ensureSchema(main, options.url.database, options.createSchema);
+      return flavour;
+    },
+    openRow: async () => {
+      const host = `${hostname()} pid ${process.pid}`.slice(0, 255);
+      const rows = await main.call<{ id: string }>('CALL baton_open_session(?, ?)', [options.sessionTimeoutMs, host]);
+      return String(rows[0]!.id);
+    },
+    dropRow: (session) => main.query('DELETE FROM baton_sessions WHERE id = ?', [session]),
+  });
+  return { main, beat, session: opened.session, openedAt: opened.openedAt, flavour: opened.prepared };
+}
+
+/** How a MySQL server's answers read while a session is opened. */
+function mysqlServer(options: MysqlDriverOptions): ServerAt {
+  return {
+    title: 'MySQL',
+    shown: options.url.shown,
+    connectTimeoutMs: options.connectTimeoutMs,
+    signal: options.signal,
+    answered: (error) => serverErrno(error) !== undefined,
+    mapFailure: (error) => mysqlFailures('(opening)').map(error),
+    refusedLogin: (error) =>
+      denied(error)
+        ? new AccessDeniedError(`MySQL refused the login at ${options.url.shown}: ${(error as Error).message}`, {
+            cause: error,
+          })
+        : undefined,
+    // Too many connections, or the server shutting down (a restart).
+    asksToRetry: (error) => serverErrno(error) === 1040 || serverErrno(error) === 1053,
   };
-  options.signal?.addEventListener('abort', onAbort, { once: true });
-  try {
-    await connectFirst(main, options);
-    const flavour = await checkServer(main, options.url.shown);
-    await ensureSchema(main, options.url.database, options.createSchema);
-    const openedAt = performance.now();
-    const rows = await main.call<{ id: string }>('CALL baton_open_session(?, ?)', [
-      options.sessionTimeoutMs,
-      `${hostname()} pid ${process.pid}`.slice(0, 255),
-    ]);
-    const session = String(rows[0]!.id);
-    try {
-      await beat.open();
-    } catch (error) {
-      await main.query('DELETE FROM baton_sessions WHERE id = ?', [session]).catch(() => undefined);
-      throw error;
-    }
-    return { main, beat, session, openedAt, flavour };
-  } catch (error) {
-    main.destroy();
-    beat.destroy();
-    options.signal?.throwIfAborted();
-    if (error instanceof BatonError) throw error;
-    if (serverErrno(error) !== undefined) throw mysqlFailures('(opening)').map(error);
-    throw new BackendError(
-      `MySQL at ${options.url.shown} failed while the session was opened: ${dialFailure(error, options.connectTimeoutMs)}`,
-      { cause: error },
-    );
-  } finally {
-    options.signal?.removeEventListener('abort', onAbort);
-  }
-}
-
-/** The first connection, tried again while the server starts up, until the connect timeout; a refused login ends it. */
-async function connectFirst(main: Link, options: MysqlDriverOptions): Promise<void> {
-  const giveUpAt = performance.now() + options.connectTimeoutMs;
-  for (let attempt = 0; ; attempt += 1) {
-    try {
-      await main.open();
-      return;
-    } catch (error) {
-      if (denied(error))
-        throw new AccessDeniedError(`MySQL refused the login at ${options.url.shown}: ${(error as Error).message}`, {
-          cause: error,
-        });
-      const final = dialErrorCode(error) === 'ENOTFOUND' || dialErrorCode(error) === 'EAI_FAIL';
-      const errno = serverErrno(error);
-      const again = !final && (errno === undefined || errno === 1040 || errno === 1053);
-      const pause = Math.min(50 * 2 ** attempt, 1_000);
-      if (!again || options.signal?.aborted === true || main.closed || performance.now() + pause >= giveUpAt) {
-        if (errno !== undefined && !again) throw error;
-        const within = final ? '' : ` within ${options.connectTimeoutMs} ms`;
-        throw new BackendError(
-          `could not connect to MySQL at ${options.url.shown}${within}: ${dialFailure(error, options.connectTimeoutMs)}`,
-          { cause: error },
-        );
-      }
-      await new Promise((resolve) => setTimeout(resolve, pause));
-    }
-  }
-}
-
-function dialFailure(error: unknown, waitedMs: number): string {
-  if (dialErrorCode(error) !== undefined || !(error instanceof Error)) return describeDialFailure(error, waitedMs);
-  return error.message;
 }
 
 /** Reads the server's flavour and refuses a server baton must not run on (server-checks.ts says which and why). */
@@ -259,21 +223,16 @@ async function schemaVersion(main: Link): Promise<number | undefined> {
 export async function applySchema(url: MysqlUrl, connectTimeoutMs: number): Promise<'created' | 'present'> {
   const create = await loadMysql2();
   const link = new Link(create, connectionConfig(url, undefined), connectTimeoutMs, setupStatement(connectTimeoutMs));
-  try {
-    try {
-      await link.open();
-    } catch (error) {
-      throw new BackendError(`could not connect to MySQL at ${url.shown}: ${dialFailure(error, connectTimeoutMs)}`, {
-        cause: error,
-      });
-    }
+  const server = {
+    title: 'MySQL',
+    shown: url.shown,
+    connectTimeoutMs,
+    answered: (error: unknown) => serverErrno(error) !== undefined,
+    mapFailure: (error: unknown) => mysqlFailures('(schema)').map(error),
+  };
+  return applySchemaOn(link, server, async () => {
     const before = await schemaVersion(link);
     await ensureSchema(link, url.database, true);
     return before === undefined ? 'created' : 'present';
-  } catch (error) {
-    if (error instanceof BatonError || serverErrno(error) === undefined) throw error;
-    throw mysqlFailures('(schema)').map(error);
-  } finally {
-    await link.close();
-  }
+  });
 }

@@ -1,17 +1,16 @@
 import type { Notification } from 'pg';
 
 import type { Abortable, Ahead, Enqueued, Entry, GuardedClient, GuardedOp } from '../../../recipes/contract.js';
-import { BackendError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
-import { backstopEveryMs, keepAlivePaceMs } from '../../timing.js';
+import { backstopEveryMs } from '../../timing.js';
 import { DriverCore } from '../core.js';
-import { type PostgresCounters, postgresCounters, type PostgresProbe } from '../probe.js';
+import { countWatch, type PostgresCounters, postgresCounters, type PostgresProbe } from '../probe.js';
 import { fromPromise } from '../requests.js';
+import { KeepAlive } from '../sql/keepalive.js';
 import { Channels } from './channels.js';
-import { entriesOf, PostgresEntry, type QueueRow, sessionIdOf } from './entry.js';
+import { describedOf, type DescribedRow, PostgresEntry, type QueueRow, sessionIdOf } from './entry.js';
 import { postgresFailures } from './failures.js';
 import { type GuardedHost, GuardedStatements, postgresGuardedTransaction, postgresGuardedWrite } from './guarded.js';
-import { KeepAlive } from './keepalive.js';
 import { type Link } from './link.js';
 import { ShortRead } from './list-before.js';
 import { openSession, type PostgresDriverOptions } from './open.js';
@@ -94,22 +93,13 @@ export class PostgresDriver implements Driver {
     this.#channels = new Channels({
       // Once, in order on the one connection: see ChannelHost.send.
       send: (statement) => this.#listen.query(statement).then(() => undefined),
-      ...(watches === undefined
-        ? {}
-        : {
-            watched: (tag, delta) => {
-              const count = (watches.get(tag) ?? 0) + delta;
-              if (count > 0) watches.set(tag, count);
-              else watches.delete(tag);
-            },
-          }),
+      ...(watches === undefined ? {} : { watched: (tag, delta) => countWatch(watches, tag, delta) }),
     });
     this.#own = new OwnEntries({
       session: this.#session,
-      timeoutMs: this.timeoutMs,
       counters: this.#counters,
-      withdraw: (entry) => this.withdraw(entry),
-      list: (queue) => this.list(queue),
+      isOpen: () => this.#core.isOpen,
+      driver: this,
     });
     this.#watches = new Watches(
       {
@@ -147,16 +137,11 @@ export class PostgresDriver implements Driver {
       },
       this.#schema,
     );
-    this.#keepAlive = new KeepAlive(
-      {
-        core: this.#core,
-        listen: this.#listen,
-        sql: this.#sql,
-        session: this.#session,
-        id: this.id,
-        beat: () => this.#own.settle(),
-      },
-      keepAlivePaceMs(this.timeoutMs),
+    // Renewed on the listening connection: a failed renewal makes it again soon (see KeepAlive.down).
+    const renew = async (): Promise<number> =>
+      (await this.#listen.query(this.#sql.renew, [this.#session])).rowCount ?? 0;
+    this.#keepAlive = new KeepAlive(this.#core, { title: 'PostgreSQL', id: this.id, renew }, this.timeoutMs, () =>
+      this.#own.settle(),
     );
   }
 
@@ -179,54 +164,23 @@ export class PostgresDriver implements Driver {
     );
   }
 
-  /** A listing's entries, without this session's orphans (see `OwnEntries.sweepOrphans`). */
-  #listed(queue: string, rows: readonly QueueRow[]): Entry[] {
-    this.#counters.queueRowsRead += rows.length;
-    return this.#own.sweepOrphans(entriesOf(queue, rows));
-  }
-
   async enqueue(queue: string, kind: string, at?: Entry, data?: string, _dialect?: string): Promise<Enqueued> {
     this.#core.assertOpen();
-    const own = this.#own;
-    const key = own.nextKey();
-    const values = [
-      this.#session,
-      key,
-      this.#namespace,
-      queue,
-      kind,
-      at === undefined ? null : at.order.toString(),
-      data ?? '',
-    ];
-    let attempts = 0;
-    own.enqueuing(key);
-    try {
-      const rows = await this.#request<QueueRow & { created: boolean }>(this.#sql.enqueue, values, () => {
-        // A second attempt: the first may still reach the server later (its connection was dropped while
-        // it was on the way); the withdraw of this entry then retires its key, so that it makes no entry again.
-        if (++attempts === 2) own.sentTwice(key);
-      });
+    const at_ = at === undefined ? null : at.order.toString();
+    return this.#own.enqueue(queue, kind, async (key, attempted) => {
+      const values = [this.#session, key, this.#namespace, queue, kind, at_, data ?? ''];
+      const rows = await this.#request<QueueRow & { created: boolean }>(this.#sql.enqueue, values, attempted);
       // Found rather than created: an earlier attempt, whose reply was lost, was applied.
       if (rows[0]?.created === false) this.#counters.adopted += 1;
-      const entry = entriesOf(queue, rows).find((e) => e.key === key);
-      if (entry === undefined) throw new BackendError(`wrote ${key} but the queue read does not show it`);
-      own.claim(key);
-      if (attempts > 1) own.unsettle(queue);
-      return { entry, queue: this.#listed(queue, rows) };
-    } catch (error) {
-      own.unsettle(queue); // an attempt may have been applied, or may still be
-      // Failed after more than one attempt: an earlier one may still arrive; retire the key now.
-      if (own.wasSentTwice(key) && this.#core.isOpen) {
-        void this.withdraw({ queue, key, kind, order: 0n, fencingToken: 0n }).catch(() => undefined);
-      }
-      throw error;
-    } finally {
-      own.settled(key);
-    }
+      this.#counters.queueRowsRead += rows.length;
+      return rows;
+    });
   }
 
   async list(queue: string): Promise<readonly Entry[]> {
-    return this.#listed(queue, await this.#request<QueueRow>(this.#sql.list, [this.#namespace, queue]));
+    const rows = await this.#request<QueueRow>(this.#sql.list, [this.#namespace, queue]);
+    this.#counters.queueRowsRead += rows.length;
+    return this.#own.listed(queue, rows);
   }
 
   /** The entries just ahead of `self` and whether it is there, by an index probe (see list-before.ts). */
@@ -264,22 +218,8 @@ export class PostgresDriver implements Driver {
   }
 
   async describe(queue: string): Promise<EntryInfo[]> {
-    interface Described extends QueueRow {
-      session: string;
-      data: string;
-      created_ms: number;
-      expires_in_ms: number;
-    }
-    const rows = await this.#request<Described>(this.#sql.describe, [this.#namespace, queue]);
-    const entries = entriesOf(queue, rows);
-    return rows.map((row, index) => ({
-      entry: entries[index]!,
-      owner: sessionIdOf(row.session),
-      client: 'baton',
-      data: row.data,
-      createdAt: Math.round(row.created_ms),
-      expiresInMs: Math.max(0, Math.round(row.expires_in_ms)),
-    }));
+    const rows = await this.#request<DescribedRow>(this.#sql.describe, [this.#namespace, queue]);
+    return describedOf(queue, rows, sessionIdOf);
   }
 
   async confirm(entry: Entry): Promise<boolean> {

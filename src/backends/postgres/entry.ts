@@ -1,4 +1,5 @@
 import type { Entry } from '../../../recipes/contract.js';
+import type { EntryInfo } from '../../driver-port.js';
 
 /** One row of a queue listing (`list` and `enqueue` in the schema). */
 export interface QueueRow extends Record<string, unknown> {
@@ -21,6 +22,32 @@ export function sessionRowOf(id: string): string {
 /** The entries of a queue's rows, in the rows' order. */
 export function entriesOf(queue: string, rows: readonly QueueRow[]): Entry[] {
   return rows.map((row) => new PostgresEntry(queue, row.key, row.kind, BigInt(row.queue_position), BigInt(row.token)));
+}
+
+/** One row of a queue's description (`describe`): a queue row with its owner, data and times. */
+export interface DescribedRow extends QueueRow {
+  session: string;
+  data: string;
+  /** Numbers, or strings where the client reads them so (mysql2). */
+  created_ms: number | string;
+  expires_in_ms: number | string;
+}
+
+/** A queue's description for `baton inspect`; `ownerOf` turns a session's row id into its id. */
+export function describedOf(
+  queue: string,
+  rows: readonly DescribedRow[],
+  ownerOf: (row: string) => string,
+): EntryInfo[] {
+  const entries = entriesOf(queue, rows);
+  return rows.map((row, index) => ({
+    entry: entries[index]!,
+    owner: ownerOf(String(row.session)),
+    client: 'baton',
+    data: row.data,
+    createdAt: Math.round(Number(row.created_ms)),
+    expiresInMs: Math.max(0, Math.round(Number(row.expires_in_ms))),
+  }));
 }
 
 /**

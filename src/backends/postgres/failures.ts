@@ -1,5 +1,6 @@
-import { AccessDeniedError, BackendError, BatonError, SessionLostError } from '../../../recipes/errors.js';
+import { AccessDeniedError, BackendError, BatonError } from '../../../recipes/errors.js';
 import type { FailurePolicy } from '../core.js';
+import { leaseFailures } from '../sql/failures.js';
 import { LinkClosedError } from './link.js';
 
 /** The SQLSTATE baton's functions raise when the session's lease has run out or its row is gone. */
@@ -37,19 +38,12 @@ export function retriable(error: unknown): boolean {
 
 /** How PostgreSQL's failures read, for the session `id` in `schema`. */
 export function postgresFailures(id: string, schema: string): FailurePolicy {
-  const gone = (cause?: unknown): SessionLostError =>
-    new SessionLostError(
-      `PostgreSQL session ${id} is gone (its lease expired or it was closed)`,
-      cause === undefined ? undefined : { cause },
-    );
-  return {
+  return leaseFailures(id, {
+    title: 'PostgreSQL',
     retriable,
     sessionGone: (error) => sqlState(error) === SESSION_GONE,
-    lostError: gone,
-    map(error: unknown): Error {
-      if (error instanceof BatonError) return error;
+    refusal(error) {
       const state = sqlState(error);
-      if (state === SESSION_GONE) return gone(error);
       if (state === WRONG_ISOLATION)
         return new BackendError(`PostgreSQL request refused: ${(error as Error).message} (see docs/postgres.md)`, {
           cause: error,
@@ -59,7 +53,7 @@ export function postgresFailures(id: string, schema: string): FailurePolicy {
           `PostgreSQL refused the request (permission denied): this role may not use baton's schema ${schema}`,
           { cause: error },
         );
-      return new BackendError('PostgreSQL request failed', { cause: error });
+      return undefined;
     },
-  };
+  });
 }

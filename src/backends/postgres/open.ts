@@ -2,9 +2,9 @@ import { hostname } from 'node:os';
 
 import type { ClientConfig } from 'pg';
 
-import { AccessDeniedError, BackendError, BatonError } from '../../../recipes/errors.js';
+import { AccessDeniedError, BackendError } from '../../../recipes/errors.js';
 import { loadPeer } from '../../metrics/peer.js';
-import { describeDialFailure, dialErrorCode } from '../dial.js';
+import { applySchemaOn, attemptMs, openLeaseSession, type ServerAt } from '../sql/open.js';
 import { postgresFailures, sqlState } from './failures.js';
 import { type ClientClass, Link, type LinkEvents } from './link.js';
 import { LOCK_CLASS, SCHEMA_VERSION, schemaSql } from './schema.js';
@@ -49,11 +49,6 @@ export function connectionConfig(connectionString: string): { connectionString: 
   };
 }
 
-/** How long one statement may go unanswered before its connection is dropped and it is sent again. */
-export function attemptMs(sessionTimeoutMs: number): number {
-  return Math.max(Math.floor(sessionTimeoutMs / 3), 500);
-}
-
 export interface OpenedSession {
   readonly main: Link;
   readonly listen: Link;
@@ -78,92 +73,42 @@ export async function openSession(options: PostgresDriverOptions, listenEvents: 
   };
   const main = new Link(Client, config, attemptMs(options.sessionTimeoutMs));
   const listen = new Link(Client, config, attemptMs(options.sessionTimeoutMs), listenEvents);
-  const onAbort = (): void => {
-    main.destroy();
-    listen.destroy();
-  };
-  options.signal?.addEventListener('abort', onAbort, { once: true });
-  try {
-    await connectFirst(main, options);
-    const features = await ensureSchema(main, options.schema, options.createSchema);
-    const openedAt = performance.now();
-    const rows = (
-      await main.query<{ id: string }>(`SELECT ${options.schema}.open_session($1, $2) AS id`, [
-        options.sessionTimeoutMs,
-        `${hostname()} pid ${process.pid}`,
-      ])
-    ).rows;
-    const session = rows[0]!.id;
-    try {
-      await listen.open();
-    } catch (error) {
-      await main.query(`DELETE FROM ${options.schema}.sessions WHERE id = $1`, [session]).catch(() => undefined);
-      throw error;
-    }
-    return { main, listen, session, openedAt, features };
-  } catch (error) {
-    main.destroy();
-    listen.destroy();
-    options.signal?.throwIfAborted();
-    if (error instanceof BatonError) throw error;
-    if (sqlState(error) !== undefined) throw postgresFailures('(opening)', options.schema).map(error);
-    throw new BackendError(
-      `PostgreSQL at ${options.shown} failed while the session was opened: ${dialFailure(error, options.connectTimeoutMs)}`,
-      { cause: error },
-    );
-  } finally {
-    options.signal?.removeEventListener('abort', onAbort);
-  }
+  const { schema } = options;
+  const opened = await openLeaseSession(postgresServer(options), {
+    main,
+    second: listen,
+    prepare: () => ensureSchema(main, schema, options.createSchema),
+    openRow: async () => {
+      const host = `${hostname()} pid ${process.pid}`;
+      const sql = `SELECT ${schema}.open_session($1, $2) AS id`;
+      return (await main.query<{ id: string }>(sql, [options.sessionTimeoutMs, host])).rows[0]!.id;
+    },
+    dropRow: (session) => main.query(`DELETE FROM ${schema}.sessions WHERE id = $1`, [session]),
+  });
+  return { main, listen, session: opened.session, openedAt: opened.openedAt, features: opened.prepared };
 }
 
-/**
- * The first connection, tried again (a server restarting, or refusing while it starts up) until the
- * connect timeout; a refused login or another answer of the server's ends it at once.
- */
-async function connectFirst(main: Link, options: PostgresDriverOptions): Promise<void> {
-  const giveUpAt = performance.now() + options.connectTimeoutMs;
-  for (let attempt = 0; ; attempt += 1) {
-    try {
-      await main.open();
-      return;
-    } catch (error) {
+/** How a PostgreSQL server's answers read while a session is opened. */
+function postgresServer(options: PostgresDriverOptions): ServerAt {
+  return {
+    title: 'PostgreSQL',
+    shown: options.shown,
+    connectTimeoutMs: options.connectTimeoutMs,
+    signal: options.signal,
+    answered: (error) => sqlState(error) !== undefined,
+    mapFailure: (error) => postgresFailures('(opening)', options.schema).map(error),
+    refusedLogin(error) {
       const state = sqlState(error);
       // Refused credentials (28P01 wrong password, 28000 no such role or not allowed by pg_hba).
-      if (state === '28P01' || state === '28000') {
-        throw new AccessDeniedError(
-          `PostgreSQL refused the login at ${options.shown} (${state === '28P01' ? 'wrong password' : 'role not allowed'})`,
-          { cause: error },
-        );
-      }
-      // A name that does not exist will not come to exist within the timeout: no point in waiting.
-      const final = dialErrorCode(error) === 'ENOTFOUND' || dialErrorCode(error) === 'EAI_FAIL';
-      const again = !final && (state === undefined || state === '57P03' || state.startsWith('08'));
-      if (
-        !again ||
-        options.signal?.aborted === true ||
-        main.closed ||
-        performance.now() + backoffMs(attempt) >= giveUpAt
-      ) {
-        if (state !== undefined && !final && !again) throw error;
-        const within = final ? '' : ` within ${options.connectTimeoutMs} ms`;
-        throw new BackendError(
-          `could not connect to PostgreSQL at ${options.shown}${within}: ${dialFailure(error, options.connectTimeoutMs)}`,
-          { cause: error },
-        );
-      }
-      await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt)));
-    }
-  }
-}
-
-function backoffMs(attempt: number): number {
-  return Math.min(50 * 2 ** attempt, 1_000);
-}
-
-/** A failed dial in words: a socket's error by its code, anything else by its message. */
-function dialFailure(error: unknown, waitedMs: number): string {
-  if (dialErrorCode(error) !== undefined || !(error instanceof Error)) return describeDialFailure(error, waitedMs);
-  return error.message;
+      if (state !== '28P01' && state !== '28000') return undefined;
+      return new AccessDeniedError(
+        `PostgreSQL refused the login at ${options.shown} (${state === '28P01' ? 'wrong password' : 'role not allowed'})`,
+        { cause: error },
+      );
+    },
+    // Starting up (57P03), or a connection failure the server reported (class 08).
+    asksToRetry: (error) => sqlState(error) === '57P03' || sqlState(error)?.startsWith('08') === true,
+  };
 }
 
 /** The schema of this version made if missing, and what an older one lacks added (schema-additions.ts). */
@@ -237,22 +182,16 @@ export async function applySchema(
     },
     connectTimeoutMs,
   );
-  try {
-    try {
-      await link.open();
-    } catch (error) {
-      throw new BackendError(
-        `could not connect to PostgreSQL at ${url.shown}: ${dialFailure(error, connectTimeoutMs)}`,
-        { cause: error },
-      );
-    }
+  const server = {
+    title: 'PostgreSQL',
+    shown: url.shown,
+    connectTimeoutMs,
+    answered: (error: unknown) => sqlState(error) !== undefined,
+    mapFailure: (error: unknown) => postgresFailures('(schema)', url.schema).map(error),
+  };
+  return applySchemaOn(link, server, async () => {
     const before = await schemaVersion(link, url.schema);
     await ensureSchema(link, url.schema, true);
     return before === undefined ? 'created' : 'present';
-  } catch (error) {
-    if (error instanceof BatonError || sqlState(error) === undefined) throw error;
-    throw postgresFailures('(schema)', url.schema).map(error);
-  } finally {
-    await link.close();
-  }
+  });
 }
