@@ -109,6 +109,8 @@ export interface PostgresCounters {
   statements: number;
   /** The sessions' own orphaned entries deleted (an enqueue attempt applied after the session moved on). */
   orphansRemoved: number;
+  /** Queue rows the sessions' enqueues, listings and short reads got back (what a wake costs). */
+  queueRowsRead: number;
 }
 
 export interface PostgresProbe extends Probe<PostgresCounters, PostgresView> {
@@ -159,7 +161,7 @@ export function etcdCounters(): EtcdCounters {
 }
 
 export function postgresCounters(): PostgresCounters {
-  return { notifications: 0, adopted: 0, statements: 0, orphansRemoved: 0 };
+  return { notifications: 0, adopted: 0, statements: 0, orphansRemoved: 0, queueRowsRead: 0 };
 }
 
 export function redisCounters(): RedisCounters {

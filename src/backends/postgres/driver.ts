@@ -1,6 +1,6 @@
 import type { Notification } from 'pg';
 
-import type { Abortable, Enqueued, Entry, GuardedClient, GuardedOp } from '../../../recipes/contract.js';
+import type { Abortable, Ahead, Enqueued, Entry, GuardedClient, GuardedOp } from '../../../recipes/contract.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { backstopEveryMs } from '../../timing.js';
 import { DriverCore } from '../core.js';
@@ -12,6 +12,7 @@ import { describedOf, type DescribedRow, PostgresEntry, type QueueRow, sessionId
 import { postgresFailures } from './failures.js';
 import { type GuardedHost, GuardedStatements, postgresGuardedTransaction, postgresGuardedWrite } from './guarded.js';
 import { type Link } from './link.js';
+import { ShortRead } from './list-before.js';
 import { openSession, type PostgresDriverOptions } from './open.js';
 import { OwnEntries } from './own-entries.js';
 import { postgresRevoke } from './revoke.js';
@@ -46,6 +47,7 @@ export class PostgresDriver implements Driver {
   readonly #own: OwnEntries;
   readonly #watches: Watches;
   readonly #keepAlive: KeepAlive;
+  readonly #shortRead: ShortRead;
 
   static async open(options: PostgresDriverOptions, probe?: PostgresProbe): Promise<PostgresDriver> {
     let driver: PostgresDriver | undefined;
@@ -124,6 +126,17 @@ export class PostgresDriver implements Driver {
         };
       },
     });
+    this.#shortRead = new ShortRead(
+      {
+        namespace: this.#namespace,
+        counters: this.#counters,
+        available: opened.features.listBefore,
+        request: (text, values) => this.#request(text, values),
+        list: (queue) => this.list(queue),
+        withoutOrphans: (entries) => this.#own.sweepOrphans(entries),
+      },
+      this.#schema,
+    );
     // Renewed on the listening connection: a failed renewal makes it again soon (see KeepAlive.down).
     const renew = async (): Promise<number> =>
       (await this.#listen.query(this.#sql.renew, [this.#session])).rowCount ?? 0;
@@ -159,12 +172,20 @@ export class PostgresDriver implements Driver {
       const rows = await this.#request<QueueRow & { created: boolean }>(this.#sql.enqueue, values, attempted);
       // Found rather than created: an earlier attempt, whose reply was lost, was applied.
       if (rows[0]?.created === false) this.#counters.adopted += 1;
+      this.#counters.queueRowsRead += rows.length;
       return rows;
     });
   }
 
   async list(queue: string): Promise<readonly Entry[]> {
-    return this.#own.listed(queue, await this.#request<QueueRow>(this.#sql.list, [this.#namespace, queue]));
+    const rows = await this.#request<QueueRow>(this.#sql.list, [this.#namespace, queue]);
+    this.#counters.queueRowsRead += rows.length;
+    return this.#own.listed(queue, rows);
+  }
+
+  /** The entries just ahead of `self` and whether it is there, by an index probe (see list-before.ts). */
+  listBefore(queue: string, self: Entry, limit?: number): Promise<Ahead> {
+    return this.#shortRead.before(queue, self, limit);
   }
 
   waitGone(entry: Entry, signal: Abortable): Promise<void> {

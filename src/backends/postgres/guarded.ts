@@ -9,7 +9,7 @@ import { sqlState } from './failures.js';
  * with row locks (`FOR SHARE` on the entry, `FOR KEY SHARE` on the session) and the lease checked by
  * the server's clock: an entry row being deleted (its session swept, an admin's delete) makes the
  * statement wait and then find no row, and while the locks are held the sweep that would remove the
- * entry, and so any grant past it (`list` in schema.ts), waits for them.
+ * entry, and so any grant past it (`list` in schema.ts, `list_before` in list-before-sql.ts), waits for them.
  */
 export class GuardedStatements {
   readonly put: string;

@@ -8,6 +8,7 @@ import { applySchemaOn, attemptMs, openLeaseSession, type ServerAt } from '../sq
 import { postgresFailures, sqlState } from './failures.js';
 import { type ClientClass, Link, type LinkEvents } from './link.js';
 import { LOCK_CLASS, SCHEMA_VERSION, schemaSql } from './schema.js';
+import { ensureAdditions, type SchemaFeatures } from './schema-additions.js';
 
 export interface PostgresDriverOptions {
   /** The URL without baton's parameters (may hold a password: never shown). */
@@ -55,6 +56,8 @@ export interface OpenedSession {
   readonly session: string;
   /** `performance.now()` just before the statement that opened the session was sent. */
   readonly openedAt: number;
+  /** What the schema has beyond its version's tables (a schema made by older code may lack some). */
+  readonly features: SchemaFeatures;
 }
 
 /**
@@ -82,7 +85,7 @@ export async function openSession(options: PostgresDriverOptions, listenEvents: 
     },
     dropRow: (session) => main.query(`DELETE FROM ${schema}.sessions WHERE id = $1`, [session]),
   });
-  return { main, listen, session: opened.session, openedAt: opened.openedAt };
+  return { main, listen, session: opened.session, openedAt: opened.openedAt, features: opened.prepared };
 }
 
 /** How a PostgreSQL server's answers read while a session is opened. */
@@ -108,11 +111,17 @@ function postgresServer(options: PostgresDriverOptions): ServerAt {
   };
 }
 
+/** The schema of this version made if missing, and what an older one lacks added (schema-additions.ts). */
+export async function ensureSchema(main: Link, schema: string, create: boolean): Promise<SchemaFeatures> {
+  await ensureVersion(main, schema, create);
+  return ensureAdditions(main, schema, create);
+}
+
 /**
  * The schema's version, or undefined when baton's tables are not there. Creation runs in one
  * transaction under an advisory lock, so that many processes connecting at once create it once.
  */
-export async function ensureSchema(main: Link, schema: string, create: boolean): Promise<void> {
+async function ensureVersion(main: Link, schema: string, create: boolean): Promise<void> {
   const found = await schemaVersion(main, schema);
   if (found === SCHEMA_VERSION) return;
   if (found !== undefined)

@@ -8,7 +8,8 @@ import { entriesOf, type QueueRow } from './entry.js';
 export interface OwnEntriesHost {
   /** The session's row id: its entries' keys start with `s<session>.`. */
   readonly session: string;
-  readonly counters: PostgresCounters;
+  /** Only the orphan count (MySQL's driver shares this class with counters of its own). */
+  readonly counters: Pick<PostgresCounters, 'orphansRemoved'>;
   /** Whether the session is still open (a late enqueue's key is retired only while it is). */
   isOpen(): boolean;
   /** The driver's timeout, its withdraw (orphans, retired keys) and its listing (which sweeps our orphans). */

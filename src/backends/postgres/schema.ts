@@ -21,7 +21,10 @@
  *   queue) and reads the queue after its insert, in a fresh snapshot: under READ COMMITTED two
  *   concurrent enqueues could otherwise take their tokens in one order and commit in the other, and
  *   each could see itself at the head.
+ * - `list_before` (list-before-sql.ts): the short read of a woken waiter, the entries just ahead of its own.
  */
+
+import { listBeforeSql } from './list-before-sql.js';
 
 /** The version of the schema this code needs; `connect()` creates it, or refuses an older or newer one. */
 export const SCHEMA_VERSION = 1;
@@ -200,5 +203,6 @@ BEGIN
   END IF;
 END
 $$;
-`;
+
+${listBeforeSql(s)}`;
 }

@@ -141,6 +141,7 @@ describe('postgres:// URLs, credentials and the schema', () => {
     expect(printed.code, printed.stderr).toBe(0);
     expect(printed.stdout).toMatch(/^BEGIN;/);
     expect(printed.stdout).toContain(`CREATE TABLE ${schema}.entries`);
+    expect(printed.stdout).toContain(`CREATE FUNCTION ${schema}.list_before(`); // the whole schema, what was added since too
     expect(printed.stdout).toMatch(/COMMIT;\n$/);
     await expect(connect(schemaUrl(schema), { createSchema: false })).rejects.toBeInstanceOf(BackendError); // printing applied nothing
     const applied = await runBaton(['schema', schemaUrl(schema)]);
