@@ -8,7 +8,8 @@ import { FairMutex } from '../../../recipes/mutex.js';
 import { ReadWriteLock } from '../../../recipes/rw-lock.js';
 import { etcdFixture } from '../../harness/backends/etcd.js';
 import { useScope } from '../../harness/backends/scope.js';
-import { eventually, later, track } from '../../harness/wait.js';
+import { queueInOrder } from '../../harness/queue-in-order.js';
+import { eventually, track } from '../../harness/wait.js';
 
 /** Unary gRPC requests the server handled so far (its `/metrics`, which costs no gRPC request). */
 async function unaryHandled(endpoint: string): Promise<number> {
@@ -40,21 +41,20 @@ describe('etcd: a handoff reads only what the waiter decision needs (issue 37)',
       60_000,
     );
 
-  /** `count` acquires spread over `sessions`, each started once the one before it is queued (FIFO order known). */
-  async function queueUp(
+  const queueUp = (
     sessions: readonly Session[],
     count: number,
     name: string,
     already: number,
     acquire: (session: Session) => Promise<LockHandle>,
-  ): Promise<Promise<LockHandle>[]> {
-    const waits: Promise<LockHandle>[] = [];
-    for (let i = 0; i < count; i += 1) {
-      waits.push(later(acquire(sessions[i % sessions.length]!)));
-      await queued(name, already + i + 1);
-    }
-    return waits;
-  }
+  ): Promise<Promise<LockHandle>[]> =>
+    queueInOrder(
+      sessions,
+      count,
+      already,
+      async () => (await admin.getAll().prefix(`${scope.namespace}/${name}/#/`).keys()).length,
+      acquire,
+    );
 
   it('a mutex handoff behind 64 waiters reads one entry and sends two requests (release, one short read)', async () => {
     const holderSession = await scope.open();

@@ -8,7 +8,8 @@ import { ReadWriteLock } from '../../../recipes/rw-lock.js';
 import { mysqlSessionRowOf } from '../../../src/backends/mysql/driver.js';
 import { mysqlFixture, mysqlUrl, withMysql } from '../../harness/backends/mysql.js';
 import { useScope } from '../../harness/backends/scope.js';
-import { eventually, later, track } from '../../harness/wait.js';
+import { queueInOrder } from '../../harness/queue-in-order.js';
+import { eventually, track } from '../../harness/wait.js';
 
 /** A long lease: no backstop look or hold check of note while a queue drains. */
 const LONG_LEASE = { sessionTimeoutMs: 20_000 };
@@ -37,20 +38,13 @@ describe('MySQL: a handoff reads only what the waiter decision needs (issue 37)'
   const queued = (count: number): Promise<void> =>
     eventually(`${count} entries queued`, async () => (await scope.fixture.entries(scope.namespace)).length === count);
 
-  /** `count` acquires spread over `sessions`, each started once the one before it is queued (FIFO order known). */
-  async function queueUp(
+  const queueUp = (
     sessions: readonly Session[],
     count: number,
     already: number,
     acquire: (session: Session) => Promise<LockHandle>,
-  ): Promise<Promise<LockHandle>[]> {
-    const waits: Promise<LockHandle>[] = [];
-    for (let i = 0; i < count; i += 1) {
-      waits.push(later(acquire(sessions[i % sessions.length]!)));
-      await queued(already + i + 1);
-    }
-    return waits;
-  }
+  ): Promise<Promise<LockHandle>[]> =>
+    queueInOrder(sessions, count, already, async () => (await scope.fixture.entries(scope.namespace)).length, acquire);
 
   it('a mutex handoff behind 64 waiters reads its own row and no entry behind it, with no whole listing', async () => {
     const holderSession = await scope.open(LONG_LEASE);

@@ -12,7 +12,8 @@ import { schemaSql } from '../../../src/backends/postgres/schema.js';
 import { postgresFixtureOf, postgresUrl, withPostgres } from '../../harness/backends/postgres.js';
 import { type Scope, useScope } from '../../harness/backends/scope.js';
 import { backendOf } from '../../harness/internals.js';
-import { eventually, later, track } from '../../harness/wait.js';
+import { queueInOrder } from '../../harness/queue-in-order.js';
+import { eventually, track } from '../../harness/wait.js';
 
 /** Rows a reader's wake reads: its own, a first window of 17 ahead, then all `ahead` if the 16 did not decide. */
 function readerWakeRows(ahead: number): number {
@@ -33,8 +34,7 @@ function entriesIn(schema: string, scope: Scope, queue: string): Promise<number>
   );
 }
 
-/** `count` acquires spread over `sessions`, each started once the one before it is queued (FIFO order known). */
-async function queueUp(
+function queueUp(
   schema: string,
   scope: Scope,
   sessions: readonly Session[],
@@ -43,15 +43,7 @@ async function queueUp(
   already: number,
   acquire: (session: Session) => Promise<LockHandle>,
 ): Promise<Promise<LockHandle>[]> {
-  const waits: Promise<LockHandle>[] = [];
-  for (let i = 0; i < count; i += 1) {
-    waits.push(later(acquire(sessions[i % sessions.length]!)));
-    await eventually(
-      `${already + i + 1} queued`,
-      async () => (await entriesIn(schema, scope, name)) === already + i + 1,
-    );
-  }
-  return waits;
+  return queueInOrder(sessions, count, already, () => entriesIn(schema, scope, name), acquire);
 }
 
 /** A mutex held in `holderSession` and `count` waiters behind it; drained one by one; what it cost. */
