@@ -58,12 +58,15 @@ function demoSuite(getFixture: () => Fixture): void {
   });
 }
 
-demoSuite(memoryFixture);
-demoSuite(() => zkFixture('zkStandalone'));
-demoSuite(() => etcdFixture('etcdStandalone'));
-demoSuite(postgresFixture);
-demoSuite(mysqlFixture);
-demoSuite(redisFixture);
+// Each backend's demo waits on its ticks, not on the CPU, in its own namespace: side by side.
+describe.concurrent('the demo on every backend', () => {
+  demoSuite(memoryFixture);
+  demoSuite(() => zkFixture('zkStandalone'));
+  demoSuite(() => etcdFixture('etcdStandalone'));
+  demoSuite(postgresFixture);
+  demoSuite(mysqlFixture);
+  demoSuite(redisFixture);
+});
 
 describe('npx baton demo', () => {
   it('runs on memory with no setup and exits 0; refuses fewer than 3 workers with exit 2', async () => {

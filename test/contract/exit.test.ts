@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 
 import { describe, expect, inject, it } from 'vitest';
@@ -68,15 +69,17 @@ async function expectPromptExit(
   withinMs = TIMEOUT_MS,
   onHeld?: () => void,
 ): Promise<void> {
+  // The tests run side by side (each mostly waits on its child): each in a namespace of its own.
+  const own = url.replace('exit-test', `exit-${randomUUID().slice(0, 8)}`);
   // Startup of a fresh Node with tsx takes a few seconds on a busy 2-core machine; a leak keeps it forever.
-  const outcome = await run(url, 30_000, scenario, onHeld);
+  const outcome = await run(own, 30_000, scenario, onHeld);
   expect(outcome).not.toBe('hung');
   const { code, afterCloseMs } = outcome as { code: number; afterCloseMs: number };
   expect(code).toBe(0);
   expect(afterCloseMs, 'the process lingered after close()').toBeLessThan(withinMs);
 }
 
-describe('a program that closes its session ends on its own (no socket, stream or timer left)', () => {
+describe.concurrent('a program that closes its session ends on its own (no socket, stream or timer left)', () => {
   it.each([...SERVERS, ['memory', () => 'memory://exit-test'] as const])(
     '%s',
     async (_name, url) => {

@@ -48,18 +48,21 @@ async function expiryTrial(scope: Scope, registerUrl: string, name: string): Pro
   return abortedAt - grantedAt;
 }
 
-describe.each(layouts)('server-side expiry on $name', (layout) => {
-  const scope = useScope(() => layout.fixture());
-  const register = useRegister();
+// The layouts side by side: each trial spends its time waiting for the server to expire a session.
+describe.concurrent('server-side expiry', () => {
+  describe.each(layouts)('on $name', (layout) => {
+    const scope = useScope(() => layout.fixture());
+    const register = useRegister();
 
-  it(`the holder is told within the loss deadline and its late write is refused (${TRIALS} trials)`, async () => {
-    const overlaps: number[] = [];
-    // One after another: the trials write to one register, whose tokens must not interleave.
-    for (let trial = 0; trial < TRIALS; trial += 1)
-      overlaps.push(await expiryTrial(scope, register().url, `expiry-${trial}`));
-    console.info(
-      `${layout.name}: server-side expiry, ${TRIALS} late writes refused; the expired holder was told from ` +
-        `${Math.min(...overlaps).toFixed(1)} to ${Math.max(...overlaps).toFixed(1)} ms after the next grant (negative: before)`,
-    );
+    it(`the holder is told within the loss deadline and its late write is refused (${TRIALS} trials)`, async () => {
+      const overlaps: number[] = [];
+      // One after another: the trials write to one register, whose tokens must not interleave.
+      for (let trial = 0; trial < TRIALS; trial += 1)
+        overlaps.push(await expiryTrial(scope, register().url, `expiry-${trial}`));
+      console.info(
+        `${layout.name}: server-side expiry, ${TRIALS} late writes refused; the expired holder was told from ` +
+          `${Math.min(...overlaps).toFixed(1)} to ${Math.max(...overlaps).toFixed(1)} ms after the next grant (negative: before)`,
+      );
+    });
   });
 });

@@ -5,8 +5,11 @@ import { layouts } from '../harness/faults/layouts.js';
 import { partitionTrials } from '../harness/faults/partition-trials.js';
 
 const TRIALS = 20;
-/** Trials at once: each has its own lock, proxy and sessions, so they do not disturb each other. */
-const PARALLEL = 10;
+/**
+ * Trials at once, all of them: each has its own lock, proxy and sessions, so they do not disturb each
+ * other, and each spends its time waiting for a session to expire.
+ */
+const PARALLEL = TRIALS;
 
 /** A holder partitioned from its server (proxy blackhole) is told it lost the lock before anyone else gets it. */
 describe.each(layouts)('partitioned holder on $name', (layout) => {
