@@ -26,6 +26,7 @@ import {
   exclusionAndFifo,
   lockContender,
   oneLeader,
+  type RwClient,
   sharedReadsExclusiveWrites,
   staysWaiting,
 } from './scenarios.js';
@@ -96,18 +97,33 @@ describe('ZooKeeper: baton next to Curator and kazoo on the same path', { timeou
       ),
   });
 
+  /**
+   * `sharedReadsExclusiveWrites` with baton first and with the peer first, side by side on two paths:
+   * each spends its time showing that waiters stay waiting, not on the CPU.
+   */
+  const bothWays = async (baton: (name: string) => RwClient, peer: (name: string) => RwClient): Promise<void> => {
+    await Promise.all([
+      sharedReadsExclusiveWrites(baton('config'), peer('config'), queued('config')),
+      sharedReadsExclusiveWrites(peer('config-back'), baton('config-back'), queued('config-back')),
+    ]);
+  };
+
   it('ReadWriteLock and Curator InterProcessReadWriteLock: readers share, writers exclude, both ways', async () => {
-    const peer = { read: () => curator('config', 'read')('read'), write: () => curator('config', 'write')('write') };
-    await sharedReadsExclusiveWrites(batonRw('config'), peer, queued('config'));
-    await sharedReadsExclusiveWrites(peer, batonRw('config'), queued('config'));
+    const peer = (name: string) => ({
+      read: () => curator(name, 'read')('read'),
+      write: () => curator(name, 'write')('write'),
+    });
+    await bothWays(batonRw, peer);
   });
 
   it("ReadWriteLock with interop 'kazoo' and kazoo ReadLock / WriteLock: readers share, writers exclude, both ways", async () => {
     // No kazoo reader ever waits with a writer queued behind it: kazoo 2.8 would wait for that writer
     // too and deadlock (python-zk/kazoo#649), whatever client the writer is.
-    const peer = { read: () => kazoo('config', 'read')('read'), write: () => kazoo('config', 'write')('write') };
-    await sharedReadsExclusiveWrites(batonRw('config', 'kazoo'), peer, queued('config'));
-    await sharedReadsExclusiveWrites(peer, batonRw('config', 'kazoo'), queued('config'));
+    const peer = (name: string) => ({
+      read: () => kazoo(name, 'read')('read'),
+      write: () => kazoo(name, 'write')('write'),
+    });
+    await bothWays((name) => batonRw(name, 'kazoo'), peer);
   });
 
   it('ReadWriteLock with Curator InterProcessMutex entries: a mutex entry excludes readers and writers', async () => {
