@@ -3,19 +3,24 @@ import { fileURLToPath } from 'node:url';
 import { configDefaults, defineConfig } from 'vitest/config';
 
 /**
- * Files that run two at a time, before the others: no server of their own, no fault and no timing
- * that another file's load could upset (units, the package, the CLI commands, the API's checks).
+ * Files that run two at a time, before the others: no fault and no timing that another file's load
+ * could upset (units, the package, the CLI commands, the API's checks, the model runs, the harness's
+ * own servers).
  */
 const SIDE_BY_SIDE = [
   'test/units/**/*.test.ts',
   'test/package/**/*.test.ts',
-  'test/harness/servers/server-source.test.ts',
+  'test/harness/servers/{harness,interrupt,server-source}.test.ts',
+  'test/model/*.test.ts',
+  'test/api/hostile-input.test.ts',
+  'test/api/recipes/{hold-limit,participants-peers,participants-timeout}.test.ts',
+  'test/api/observability/{otel,otel-metrics,prometheus}.test.ts',
   'test/cli/{elect,inspect,lock,once,production-modules,release,version}.test.ts',
   'test/api/{connect,connect-abort,foreign-entries,lock-events,metrics}.test.ts',
   'test/api/recipes/{once,participants}.test.ts',
   'test/api/{force-release,guarded}/memory.test.ts',
   'test/api/fence/schema-command.fence.test.ts',
-  'test/{contract,model}/memory.test.ts',
+  'test/contract/memory.test.ts',
   'test/backends/mysql/{charsets,sql-mode}.mysql.test.ts',
   'test/backends/postgres/password.postgres.test.ts',
 ];
