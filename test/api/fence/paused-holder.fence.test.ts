@@ -26,28 +26,31 @@ const schema = `fence_${randomUUID().slice(0, 8)}`;
 const fence = new PostgresFence({ schema });
 /** The MySQL fence's database has the PostgreSQL schema's name. */
 const mysqlFence = new MysqlFence({ database: schema });
-let admin: pg.Client;
 let redis: Redis;
-let mysql: mysql2.Connection;
 
 beforeAll(async () => {
-  admin = new pg.Client({ connectionString: postgresUrl() });
+  const admin = new pg.Client({ connectionString: postgresUrl() });
   await admin.connect();
   await fence.createSchema(admin);
   await admin.query(`CREATE TABLE ${schema}.ledger (period text PRIMARY KEY, settled_by text NOT NULL)`);
+  await admin.end();
   redis = new Redis(inject('redisStandalone').url);
-  mysql = await mysql2.createConnection({ uri: mysqlUrl(), supportBigNumbers: true, bigNumberStrings: true });
+  const mysql = await mysql2.createConnection({ uri: mysqlUrl(), supportBigNumbers: true, bigNumberStrings: true });
   await mysql.query(`CREATE DATABASE \`${schema}\``);
   await mysqlFence.createSchema(mysql);
   await mysql.query(
     `CREATE TABLE \`${schema}\`.ledger (period VARCHAR(64) PRIMARY KEY, settled_by VARCHAR(64) NOT NULL) ENGINE=InnoDB`,
   );
+  await mysql.end();
 });
 
 afterAll(async () => {
+  const admin = new pg.Client({ connectionString: postgresUrl() });
+  await admin.connect();
   await admin.query(`DROP SCHEMA ${schema} CASCADE`);
   await admin.end();
   await redis.quit();
+  const mysql = await mysql2.createConnection({ uri: mysqlUrl() });
   await mysql.query(`DROP DATABASE \`${schema}\``);
   await mysql.end();
 });
@@ -88,7 +91,7 @@ function kill(child: ChildProcess): void {
  * server expires its session and grants the next holder, who writes through the fences. Resumed, the
  * old holder writes with its token as if nothing had happened; all three resources refuse it themselves.
  */
-describe.each([
+describe.concurrent.each([
   { name: 'PostgreSQL', fixture: postgresFixture },
   { name: 'Redis', fixture: redisFixture },
   { name: 'ZooKeeper', fixture: () => zkFixture('zkStandalone') },
@@ -99,6 +102,10 @@ describe.each([
 
   it('has its late write refused by the PostgreSQL, the Redis and the MySQL fence after the next holder wrote', async () => {
     const resource = `ledger-${randomUUID().slice(0, 8)}`;
+    // Connections of this test's own: the backends' tests run side by side, and a transaction needs its connection.
+    const admin = new pg.Client({ connectionString: postgresUrl() });
+    await admin.connect();
+    const mysql = await mysql2.createConnection({ uri: mysqlUrl(), supportBigNumbers: true, bigNumberStrings: true });
     const holder = startHolder(scope.fixture, scope.namespace, resource);
     let successor: Awaited<ReturnType<FairMutex['acquire']>> | undefined;
     try {
@@ -134,6 +141,8 @@ describe.each([
       kill(holder.child);
       await successor?.release();
       await redis.del(`app:{${resource}}:settled`, RedisFence.markKey(resource));
+      await admin.end();
+      await mysql.end();
     }
   }, 120_000);
 });
