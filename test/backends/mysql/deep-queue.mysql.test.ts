@@ -10,8 +10,12 @@ import { eventually } from '../../harness/wait.js';
 
 /** Three times the session's wait connections: most waits start without one. */
 const WAITERS = 3 * WAIT_POOL_CAP;
-/** A long lease: the backstop's pace (a twelfth of it) is slow next to the releases. */
-const LONG_LEASE = { sessionTimeoutMs: 20_000 };
+/**
+ * A long lease: the backstop's pace (a twelfth of it, each wait's `GET_LOCK` timeout) is slow next to
+ * the queueing and the releases. At 20 s, a far wait's 1.7 s `GET_LOCK` once ran out while a loaded
+ * machine queued the near waits, which then found its connection free and killed one wait fewer.
+ */
+const LONG_LEASE = { sessionTimeoutMs: 120_000 };
 
 /** The name wake-ups, backstop wake-ups and `KILL QUERY`s counted so far. */
 function wakes(): { names: number; backstop: number; kills: number } {
