@@ -256,6 +256,7 @@ export class RedisDriver implements Driver {
 
   #parse(queue: string, keys: LockKeys, flat: readonly string[]): Stored[] {
     const { stored, foreign } = parseQueue(queue, keys, flat);
+    this.#counters.queueEntriesRead += stored.length;
     if (foreign.length > 0) this.#core.foreign.report(queue, foreign);
     return stored;
   }
