@@ -124,7 +124,7 @@ export interface PostgresView {
   backendPids(): Promise<{ main: number | undefined; listen: number | undefined }>;
 }
 
-/** Redis's counts: deletion notifications that reached waiters, backstop reads that woke a waiter, entries adopted. */
+/** Redis's counts: deletion notifications that reached waiters, backstop reads that woke a waiter, entries adopted, queue entries read. */
 export interface RedisCounters {
   /** Published deletions (or queue changes) that reached waiters. */
   notifications: number;
@@ -132,6 +132,8 @@ export interface RedisCounters {
   backstopWakes: number;
   /** Entries an enqueue sent again found written already (its first reply was lost). */
   adopted: number;
+  /** Queue entries the sessions' enqueues, listings and short reads got back (what a wake costs). */
+  queueEntriesRead: number;
 }
 
 export interface RedisProbe extends Probe<RedisCounters, RedisView> {
@@ -165,7 +167,7 @@ export function postgresCounters(): PostgresCounters {
 }
 
 export function redisCounters(): RedisCounters {
-  return { notifications: 0, backstopWakes: 0, adopted: 0 };
+  return { notifications: 0, backstopWakes: 0, adopted: 0, queueEntriesRead: 0 };
 }
 
 /**

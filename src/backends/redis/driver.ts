@@ -1,7 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 
 import { BoundedMap } from '../../../recipes/bounded-map.js';
-import type { Abortable, Enqueued, Entry, GuardedOp } from '../../../recipes/contract.js';
+import type { Abortable, Ahead, Enqueued, Entry, GuardedOp } from '../../../recipes/contract.js';
 import { BackendError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { backstopEveryMs } from '../../timing.js';
@@ -13,6 +13,7 @@ import { redisFailures, replyCode } from './failures.js';
 import { redisGuardedRead, redisGuardedWrite } from './guarded.js';
 import { KeepAlive, REDIS_FLOOR_MS } from './keepalive.js';
 import { idOf, livenessKey, type LockKeys, lockKeys, parseQueue, type Stored } from './keys.js';
+import { readBefore } from './list-before.js';
 import { LivenessKeys } from './liveness.js';
 import { type OpenedSession, openSession, type RedisDriverOptions } from './open.js';
 import { OwnEntries } from './own-entries.js';
@@ -256,6 +257,7 @@ export class RedisDriver implements Driver {
 
   #parse(queue: string, keys: LockKeys, flat: readonly string[]): Stored[] {
     const { stored, foreign } = parseQueue(queue, keys, flat);
+    this.#counters.queueEntriesRead += stored.length;
     if (foreign.length > 0) this.#core.foreign.report(queue, foreign);
     return stored;
   }
@@ -264,6 +266,15 @@ export class RedisDriver implements Driver {
     const keys = this.#keysOf(queue);
     const flat = await this.#request(() => this.#client.batonList(keys.queue, keys.base));
     return this.#parse(queue, keys, flat).map((found) => found.entry);
+  }
+
+  /** The short read at a wake (see list-before.ts): our entry's presence and the entries just ahead. */
+  async listBefore(queue: string, self: Entry, limit?: number): Promise<Ahead> {
+    const keys = this.#keysOf(queue);
+    const { present, more, flat } = await this.#request(() => readBefore(this.#client, keys, self, limit));
+    if (present) this.#counters.queueEntriesRead += 1;
+    const entries = this.#parse(queue, keys, flat).map((found) => found.entry);
+    return { present, entries: entries.reverse(), more };
   }
 
   /** For each entry, whether it is gone (the backstop's look: see the gone script), one script per queue (a slot each). */

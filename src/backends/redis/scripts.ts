@@ -1,6 +1,6 @@
 /**
  * The Lua scripts of the Redis backend. Each runs atomically on the server: one round trip for an
- * enqueue with its read of the queue, one for a release. Redis does not roll a script back when it
+ * enqueue with its read of the queue, one for a waiter's short read, one for a release. Redis does not roll a script back when it
  * fails part-way, so each script checks everything that can fail before its first write.
  *
  * A queue is a hash `<base>:q` (field: the entry's id `<session>-<n>`, value: `<order> <token>
@@ -91,6 +91,72 @@ return live(KEYS[1], ARGV[1])
 `;
 
 /**
+ * The short read at a wake (`Backend.listBefore`, see list-before.ts): the queue is read and its dead
+ * entries removed as `LIVE` does, and only what a waiter's decision needs goes back. KEYS: queue. ARGV:
+ * base, our entry's id, its order, the limit ('' for none). The answer: '1' if our entry is there at that
+ * order (that incarnation), else '0' and nothing more; then '1' if entries ahead were left out; then
+ * up to `limit` live entries ordered before ours (field, value), nearest first, ordered as keys.ts
+ * `parseQueue` orders them: by order, token, then the id's number. Orders and tokens are compared as
+ * decimal strings: Lua's numbers are doubles, exact only below 2^53.
+ */
+export const LIST_BEFORE = `${LIVE}
+local function decimal(digits) return (string.gsub(digits, '^0+(%d)', '%1')) end
+local function less(a, b)
+  if #a ~= #b then return #a < #b end
+  return a < b
+end
+local function nearer(x, y)
+  if x.order ~= y.order then return less(y.order, x.order) end
+  if x.token ~= y.token then return less(y.token, x.token) end
+  return x.n > y.n
+end
+local function nearest(ahead, limit)
+  if limit == nil or limit >= #ahead then
+    table.sort(ahead, nearer)
+    return ahead
+  end
+  local top = {}
+  if limit < 1 then return top end
+  for _, e in ipairs(ahead) do
+    if #top < limit or nearer(e, top[#top]) then
+      local at = #top + 1
+      while at > 1 and nearer(e, top[at - 1]) do
+        top[at] = top[at - 1]
+        at = at - 1
+      end
+      top[at] = e
+      if #top > limit then top[#top] = nil end
+    end
+  end
+  return top
+end
+local flat = live(KEYS[1], ARGV[1])
+local mine = nil
+local all = {}
+for i = 1, #flat, 2 do
+  local order, token = string.match(flat[i + 1], '^(%d+) (%d+) %d+ [a-z]')
+  local n = string.match(flat[i], '^[0-9a-f]+%-(%d+)$')
+  if order and n then
+    local e = { id = flat[i], value = flat[i + 1], order = decimal(order), token = decimal(token), n = tonumber(n) }
+    if e.id == ARGV[2] then mine = e else all[#all + 1] = e end
+  end
+end
+if mine == nil or mine.order ~= decimal(ARGV[3]) then return { '0' } end
+local ahead = {}
+for _, e in ipairs(all) do
+  if less(e.order, mine.order) then ahead[#ahead + 1] = e end
+end
+local limit = tonumber(ARGV[4])
+local top = nearest(ahead, limit)
+local out = { '1', #top < #ahead and '1' or '0' }
+for _, e in ipairs(top) do
+  out[#out + 1] = e.id
+  out[#out + 1] = e.value
+end
+return out
+`;
+
+/**
  * The backstop's look at the entries this session waits for in one queue, and nothing else of it.
  * KEYS: the queue. ARGV: its base, then each entry's id. For each, 1 if it is gone: its field is
  * missing, or its session's key in the lock is (then it is deleted here and its channels told, as
@@ -165,6 +231,7 @@ return 1
 export const SCRIPTS = {
   batonEnqueue: { numberOfKeys: 3, lua: ENQUEUE },
   batonList: { numberOfKeys: 1, lua: LIST },
+  batonListBefore: { numberOfKeys: 1, lua: LIST_BEFORE },
   batonGone: { numberOfKeys: 1, lua: GONE },
   batonRelease: { numberOfKeys: 1, lua: RELEASE },
   batonRead: { numberOfKeys: 1, lua: READ },
