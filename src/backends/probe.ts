@@ -132,7 +132,7 @@ export interface RedisCounters {
   backstopWakes: number;
   /** Entries an enqueue sent again found written already (its first reply was lost). */
   adopted: number;
-  /** Queue entries the sessions' enqueues, listings and short reads got back (what a wake costs). */
+  /** Queue entries the sessions' enqueues, listings, short reads and describes got back (what a wake costs). */
   queueEntriesRead: number;
 }
 
