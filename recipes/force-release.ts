@@ -9,17 +9,12 @@ import { deadline } from './deadline.js';
 import { InvalidArgumentError, UnknownEntryError } from './errors.js';
 import type { LockKind } from './events.js';
 import { assertUsable } from './queue.js';
-import { validateName, validateRequestOptions } from './validate.js';
+import { type RequestOptions, validateName, validateRequestOptions } from './validate.js';
 
 const OPTIONS = ['timeoutMs', 'signal'];
 
-/** Options of `forceRelease`. Unknown keys are refused. */
-export interface ForceReleaseOptions {
-  /** Give up after this many milliseconds (`LockTimeoutError`); a delete given up may still be applied. */
-  readonly timeoutMs?: number | undefined;
-  /** Give up when this aborts, with its reason; a delete given up may still be applied. */
-  readonly signal?: AbortSignal | undefined;
-}
+/** Options of `forceRelease`. A delete given up (timeout or signal) may still be applied. */
+export type ForceReleaseOptions = RequestOptions;
 
 /** The entry `forceRelease` removed, as it stood in the queue. */
 export interface RevokedEntry {

@@ -8,7 +8,7 @@
 import { type Entry, type GuardedClient, type GuardedOp, type SessionCore, untilAborted } from './contract.js';
 import { deadline } from './deadline.js';
 import { BatonError, InvalidArgumentError, InvalidNameError, LockLostError, SessionLostError } from './errors.js';
-import { validateRequestOptions } from './validate.js';
+import { type RequestOptions, validateRequestOptions } from './validate.js';
 
 /** The longest value name: a name is one path segment on every store. */
 export const MAX_VALUE_NAME_LENGTH = 128;
@@ -23,13 +23,8 @@ const VALUE_NAME = /^[A-Za-z0-9._-]+$/;
 const OPTIONS = ['signal', 'timeoutMs'];
 const UTF8 = new TextEncoder();
 
-/** Options of a guarded call: how long it may take. Unknown keys are refused. */
-export interface GuardedOptions {
-  /** Give up after this many milliseconds with `LockTimeoutError`; a write given up may still be applied. */
-  readonly timeoutMs?: number | undefined;
-  /** Give up when this signal aborts, with `signal.reason`; a write given up may still be applied. */
-  readonly signal?: AbortSignal | undefined;
-}
+/** Options of a guarded call: how long it may take. A write given up (timeout or signal) may still be applied. */
+export type GuardedOptions = RequestOptions;
 
 /** What a handle lends its guarded values: the session, its entry, and whether it still holds. */
 export interface GuardedOwner {

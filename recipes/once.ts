@@ -8,7 +8,7 @@ import type { Session } from './contract.js';
 import { InvalidArgumentError } from './errors.js';
 import type { LockHandle } from './handle.js';
 import { FairMutex } from './mutex.js';
-import { checkOptionKeys, validateSignal, validateTimeout } from './validate.js';
+import { checkOptionKeys, type RequestOptions, validateSignal, validateTimeout } from './validate.js';
 
 /** The guarded value, next to the job's lock, that records the last period done (or claimed). */
 export const ONCE_RECORD = 'baton-once';
@@ -24,8 +24,11 @@ const OPTIONS = ['period', 'onFailure', 'at', 'timeoutMs', 'signal'];
 /** What `runOnce` does with a period whose run failed or whose holder died part-way. */
 export type OnceFailurePolicy = 'retry' | 'skip';
 
-/** Options of `runOnce`. Unknown keys are refused with `InvalidArgumentError`. */
-export interface OnceOptions {
+/**
+ * Options of `runOnce`. Unknown keys are refused with `InvalidArgumentError`. `timeoutMs` and `signal`
+ * bound the wait for the job's lock (a signal aborts that wait), not the work.
+ */
+export interface OnceOptions extends RequestOptions {
   /**
    * The period's length in milliseconds, a whole number from 1 to 2^48. Periods are aligned on the Unix
    * epoch in UTC (a period of a day starts at 00:00 UTC): period n spans `[n * period, (n + 1) * period)`.
@@ -43,10 +46,6 @@ export interface OnceOptions {
    * once when `runOnce` is called. Pass it to catch up on a period that has ended.
    */
   readonly at?: number | undefined;
-  /** Give up waiting for the job's lock after this many milliseconds (`LockTimeoutError`). Default: no limit. */
-  readonly timeoutMs?: number | undefined;
-  /** Give up waiting for the lock, and abort the wait, when this aborts (rejects with its reason). */
-  readonly signal?: AbortSignal | undefined;
 }
 
 /** One period of a job: its start and end (ms since the epoch) and its name, the start in ISO 8601 UTC. */

@@ -3,7 +3,7 @@ import { deadline } from './deadline.js';
 import { exclusive, shared } from './decide.js';
 import { askOf, semaphoreHolders } from './permits.js';
 import { assertUsable } from './queue.js';
-import { validateWaitOptions } from './validate.js';
+import { type RequestOptions, validateWaitOptions } from './validate.js';
 
 /**
  * One contender in a recipe's queue, as `participants()` reports it (and `baton inspect` prints it):
@@ -86,9 +86,4 @@ export function participantsOf(described: readonly DescribedEntry[], now: number
 }
 
 /** Options of `participants()`: how long to wait for the server's answer, and a signal to give up. */
-export interface ParticipantsOptions {
-  /** Give up after this many milliseconds with `LockTimeoutError`. Default: no limit. */
-  readonly timeoutMs?: number | undefined;
-  /** Give up when this signal aborts, with `signal.reason`. */
-  readonly signal?: AbortSignal | undefined;
-}
+export type ParticipantsOptions = RequestOptions;

@@ -97,13 +97,24 @@ export function validateWaitOptions(options: unknown): WaitOptions {
 }
 
 /**
+ * How long a one-off request may take (a force release, a guarded call, a reading of the participants;
+ * `runOnce`'s wait for its job's lock adds its own keys). Unknown keys are refused.
+ */
+export interface RequestOptions {
+  /**
+   * Give up after this many milliseconds with `LockTimeoutError`. Default: no limit. A finite number
+   * from 0 to 2 147 483 647.
+   */
+  readonly timeoutMs?: number | undefined;
+  /** Give up when this signal aborts; the promise rejects with `signal.reason`. Default: none. */
+  readonly signal?: AbortSignal | undefined;
+}
+
+/**
  * The options of a one-off request (a force release, a guarded call): a timeout and a signal, nothing
  * else. `known` is the two keys in the order a refused key's message lists them.
  */
-export function validateRequestOptions(
-  options: unknown,
-  known: readonly string[],
-): { timeoutMs?: number | undefined; signal?: AbortSignal | undefined } {
+export function validateRequestOptions(options: unknown, known: readonly string[]): RequestOptions {
   if (options === undefined) return {};
   if (typeof options !== 'object' || options === null || Array.isArray(options))
     throw new InvalidArgumentError('options', options, 'an object such as { timeoutMs, signal }');

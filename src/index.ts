@@ -69,7 +69,7 @@ export {
   type SemaphoreOptions,
   type TryPermitOptions,
 } from '../recipes/semaphore.js';
-export type { HoldOptions, WaitOptions } from '../recipes/validate.js';
+export type { HoldOptions, RequestOptions, WaitOptions } from '../recipes/validate.js';
 export type { AclPolicy } from './backends/zookeeper/acl.js';
 export {
   connect,

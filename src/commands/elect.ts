@@ -4,10 +4,9 @@ import type { Session } from '../../recipes/contract.js';
 import { LeaderElection } from '../../recipes/election.js';
 import { SessionLostError } from '../../recipes/errors.js';
 import { validateName } from '../../recipes/validate.js';
-import { runWhileHeld } from './child.js';
-import { type CliHelpers, closeQuietly, holdEnvironment, openSession, type SessionFlags } from './common.js';
+import { type CliHelpers, closeQuietly, openSession, type SessionFlags } from './common.js';
 import { EXIT } from './exit-status.js';
-import { actionUnderLock, runCommand } from './run.js';
+import { actionUnderLock, runCommand, runUnderHold } from './run.js';
 import type { SignalRelay } from './signals.js';
 
 /** The options of `baton elect`, as commander parses them. */
@@ -74,12 +73,10 @@ async function serveOneTerm(
   flags: ElectFlags,
   relay: SignalRelay,
 ): Promise<{ status: number; ranMs: number }> {
-  const [command, ...args] = argv;
   const leadership = await new LeaderElection(session, name, { id: flags.id }).campaign({ signal: relay.signal });
   try {
-    relay.signal.throwIfAborted();
-    const env = { ...holdEnvironment(leadership.name, session, leadership.fencingToken), BATON_LEADER_ID: flags.id };
-    const outcome = await runWhileHeld({ command: command!, args, env, graceMs: flags.grace }, leadership, relay);
+    const env = { BATON_LEADER_ID: flags.id };
+    const outcome = await runUnderHold(argv, leadership, session, flags.grace, relay, env);
     return { status: outcome.lost ? EXIT.lost : outcome.status, ranMs: outcome.ranMs };
   } finally {
     await leadership.resign().catch(() => undefined);

@@ -6,17 +6,9 @@ import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import { Semaphore } from '../../recipes/semaphore.js';
 import { validateName } from '../../recipes/validate.js';
-import { runWhileHeld } from './child.js';
-import {
-  type CliHelpers,
-  holdEnvironment,
-  milliseconds,
-  openSession,
-  type SessionFlags,
-  wholeNumber,
-} from './common.js';
+import { type CliHelpers, milliseconds, openSession, type SessionFlags, wholeNumber } from './common.js';
 import { EXIT, UsageError } from './exit-status.js';
-import { actionUnderLock, runCommand } from './run.js';
+import { actionUnderLock, runCommand, runUnderHold } from './run.js';
 
 /** The options of `baton lock`, as commander parses them. */
 export interface LockFlags extends SessionFlags {
@@ -58,7 +50,6 @@ export async function runLock(
   helpers: CliHelpers,
 ): Promise<number> {
   return runCommand(async (run) => {
-    const [command, ...args] = argv;
     const take = checkLockFlags(validateName(name), flags);
     const session = (run.session = await openSession(url, flags, helpers, run.relay));
     const lock = await take(session, run.relay.signal);
@@ -67,10 +58,7 @@ export async function runLock(
       return EXIT.busy;
     }
     try {
-      // A signal that came as the grant did: the command is not started.
-      run.relay.signal.throwIfAborted();
-      const env = holdEnvironment(lock.name, session, lock.fencingToken);
-      const outcome = await runWhileHeld({ command: command!, args, env, graceMs: flags.grace }, lock, run.relay);
+      const outcome = await runUnderHold(argv, lock, session, flags.grace, run.relay);
       return outcome.lost ? EXIT.lost : outcome.status;
     } finally {
       await lock.release().catch(() => undefined);

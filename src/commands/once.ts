@@ -3,11 +3,10 @@ import type { Command } from 'commander';
 import { LockLostError } from '../../recipes/errors.js';
 import { type OnceFailurePolicy, runOnce } from '../../recipes/once.js';
 import { validateName } from '../../recipes/validate.js';
-import { runWhileHeld } from './child.js';
-import { type CliHelpers, holdEnvironment, milliseconds, openSession, type SessionFlags } from './common.js';
+import { type CliHelpers, milliseconds, openSession, type SessionFlags } from './common.js';
 import { periodMs } from './duration.js';
 import { EXIT, UsageError } from './exit-status.js';
-import { actionUnderLock, runCommand } from './run.js';
+import { actionUnderLock, runCommand, runUnderHold } from './run.js';
 
 /** The options of `baton once`, as commander parses them. */
 export interface OnceFlags extends SessionFlags {
@@ -60,7 +59,6 @@ export function runOnceCommand(
   helpers: CliHelpers,
 ): Promise<number> {
   return runCommand(async (run) => {
-    const [command, ...args] = argv;
     validateName(job);
     const onFailure = checkPolicy(flags.onFailure);
     const session = (run.session = await openSession(url, flags, helpers, run.relay));
@@ -72,9 +70,8 @@ export function runOnceCommand(
     };
     try {
       const result = await runOnce(session, job, options, async ({ period, lock }) => {
-        run.relay.signal.throwIfAborted();
-        const env = { ...holdEnvironment(lock.name, session, lock.fencingToken), BATON_PERIOD: period.name };
-        const outcome = await runWhileHeld({ command: command!, args, env, graceMs: flags.grace }, lock, run.relay);
+        const env = { BATON_PERIOD: period.name };
+        const outcome = await runUnderHold(argv, lock, session, flags.grace, run.relay, env);
         if (outcome.lost) throw new CommandEnded(EXIT.lost);
         if (outcome.status !== 0) throw new CommandEnded(outcome.status);
       });

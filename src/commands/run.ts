@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 
 import type { Session } from '../../recipes/contract.js';
-import { type CliHelpers, closeQuietly, exitWith, statusOf, withSessionOptions } from './common.js';
+import { type HeldFor, type RunOutcome, runWhileHeld } from './child.js';
+import { type CliHelpers, closeQuietly, exitWith, holdEnvironment, statusOf, withSessionOptions } from './common.js';
 import { SignalRelay } from './signals.js';
 
 /** What a command's body works with: the signal relay, and the session it opened (closed at the end). */
@@ -41,4 +42,33 @@ export async function runCommand(body: (run: CommandRun) => Promise<number>): Pr
     run.relay.dispose();
     await closeQuietly(run.session);
   }
+}
+
+/** What a command runs under (a lock's handle, a leadership): its name, its token and its loss signal. */
+export interface Hold extends HeldFor {
+  readonly name: string;
+  readonly fencingToken: bigint;
+}
+
+/**
+ * Runs the command of `argv` (`<command> [args...]`) while `hold` lasts, its environment telling it the
+ * hold, with `env` (a command's own variables) added. Not started when a signal came as the grant did.
+ */
+export async function runUnderHold(
+  argv: readonly string[],
+  hold: Hold,
+  session: Session,
+  graceMs: number,
+  relay: SignalRelay,
+  env: Readonly<Record<string, string>> = {},
+): Promise<RunOutcome> {
+  relay.signal.throwIfAborted();
+  const [command, ...args] = argv;
+  const spec = {
+    command: command!,
+    args,
+    env: { ...holdEnvironment(hold.name, session, hold.fencingToken), ...env },
+    graceMs,
+  };
+  return runWhileHeld(spec, hold, relay);
 }

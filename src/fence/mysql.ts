@@ -16,6 +16,7 @@ import {
   mysqlFenceSchemaScript,
   qualified,
 } from './mysql-schema.js';
+import { commitAfter, onCheckedOut } from './transaction.js';
 
 /** What the fence needs of a `mysql2/promise` Connection, Pool or PoolConnection: its `query`. */
 export interface MysqlQueryable {
@@ -147,16 +148,7 @@ export class MysqlFence {
       if (stale === undefined) await connection.query('ROLLBACK').catch(() => undefined);
       throw stale ?? error;
     });
-    try {
-      const result = await body(connection);
-      signal?.throwIfAborted();
-      await connection.query('COMMIT');
-      return result;
-    } catch (error) {
-      // The first error is the one to report; a ROLLBACK that fails too means the connection is gone.
-      await connection.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    }
+    return commitAfter(connection, body, () => signal?.throwIfAborted());
   }
 
   /** `CALL baton_fence_begin`; the first time it is missing, the schema is made (if allowed) and it is called again. */
@@ -184,17 +176,11 @@ export class MysqlFence {
   ): Promise<T> {
     checkFenceOptions(options);
     fenceValues(resource, token, undefined);
-    const connection = await pool.getConnection();
-    let discard = false;
-    try {
-      return await this.transaction(connection, resource, token, body, options);
-    } catch (error) {
-      discard = !(error instanceof StaleTokenError);
-      throw error;
-    } finally {
-      if (discard) connection.destroy();
-      else connection.release();
-    }
+    return onCheckedOut(
+      () => pool.getConnection(),
+      (connection) => this.transaction(connection, resource, token, body, options),
+      (connection, failure) => (failure === undefined ? connection.release() : connection.destroy()),
+    );
   }
 }
 

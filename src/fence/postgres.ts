@@ -7,6 +7,7 @@ import { InvalidArgumentError, StaleTokenError } from '../../recipes/errors.js';
 import { checkOptionKeys } from '../../recipes/validate.js';
 import { checkResource, checkToken, tokenFromStore } from './arguments.js';
 import { FENCE_SCHEMA, FENCE_SCHEMA_NAME, fenceSchemaSql, STALE_TOKEN_SQLSTATE } from './postgres-schema.js';
+import { commitAfter, onCheckedOut } from './transaction.js';
 
 /** What the fence needs of a `pg` `Client` or a client checked out of a `Pool`: its `query`. */
 export interface PgQueryable {
@@ -95,18 +96,12 @@ export class PostgresFence {
   ): Promise<T> {
     const lockTimeout = checkTransactionOptions(options);
     const begin = this.#beginFenced(resource, token, lockTimeout);
-    try {
-      await client.query(begin).catch((error: unknown) => {
-        throw staleTokenOf(error) ?? error;
-      });
-      const result = await body(client);
-      await client.query('COMMIT');
-      return result;
-    } catch (error) {
-      // The first error is the one to report; a ROLLBACK that fails too means the connection is gone.
+    // A failed BEGIN leaves an aborted transaction block (or none): ROLLBACK either way.
+    await client.query(begin).catch(async (error: unknown) => {
       await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    }
+      throw staleTokenOf(error) ?? error;
+    });
+    return commitAfter(client, body);
   }
 
   /**
@@ -138,16 +133,11 @@ export class PostgresFence {
     options: FencedTransactionOptions = {},
   ): Promise<T> {
     checkTransactionOptions(options);
-    const client = await pool.connect();
-    let discard: Error | undefined;
-    try {
-      return await this.transaction(client, resource, token, body, options);
-    } catch (error) {
-      if (!(error instanceof StaleTokenError)) discard = error instanceof Error ? error : new Error(String(error));
-      throw error;
-    } finally {
-      client.release(discard);
-    }
+    return onCheckedOut(
+      () => pool.connect(),
+      (client) => this.transaction(client, resource, token, body, options),
+      (client, failure) => client.release(failure),
+    );
   }
 }
 
