@@ -70,6 +70,9 @@ class Server extends ServerProcess implements PgServer {
       '127.0.0.1',
       '-k',
       this.dir, // the Unix socket in the temp dir, not /var/run/postgresql
+      // Dynamic shared memory in the data dir, not /dev/shm: a server a test kills leaves its segments there.
+      '-c',
+      'dynamic_shared_memory_type=mmap',
       // The tests need no durability across an OS crash; a benchmark runs with PostgreSQL's defaults.
       ...(this.durable ? [] : ['-c', 'fsync=off', '-c', 'full_page_writes=off']),
       ...(this.tls
