@@ -32,17 +32,22 @@ export async function followLeader(session: Session, log: (line: string) => void
   }
 }
 
-/** Three nodes take turns leading for a short shift each; one follower reports every change. */
+/** Three nodes take turns leading for a short shift each, until the follower has reported a leader. */
 export async function main(url: string, log = console.log): Promise<string[]> {
   const sessions = await Promise.all([0, 1, 2, 3].map(() => connect(url)));
   const stop = new AbortController();
   const shifts: string[] = [];
-  const following = followLeader(sessions[3]!, log, stop.signal);
+  let followed = false;
+  const report = (line: string): void => {
+    followed ||= line !== 'leader: none';
+    log(line);
+  };
+  const following = followLeader(sessions[3]!, report, stop.signal);
   const work = (id: string) => async (lost: AbortSignal, token: bigint) => {
     shifts.push(id);
     log(`${id} leads with token ${token}`);
     await new Promise((resolve) => setTimeout(resolve, 100)); // a shift of work; watch `lost` in real code
-    if (shifts.length >= 6 && !stop.signal.aborted) stop.abort();
+    if (shifts.length >= 6 && followed && !stop.signal.aborted) stop.abort();
   };
   const nodes = ['node-a', 'node-b', 'node-c'].map((id, i) =>
     serveWhileLeader(sessions[i]!, id, work(id), stop.signal).catch((error) => {
