@@ -47,6 +47,11 @@ export class EtcdWatchers {
     return true;
   }
 
+  /** A watch that etcd would have served late was made again from the head revision. */
+  rearmedAtHead(): void {
+    this.#counters.watchesRearmed += 1;
+  }
+
   /** A key or prefix watched (+1) or no longer (-1), for a test's clean-state check. */
   count(key: string, delta: 1 | -1): void {
     const watches = this.#probe?.watches;
@@ -142,19 +147,24 @@ export class KeyWatches {
    * The watcher is made and its listeners attached in one go (not after `create()` resolves, a tick
    * later): etcd may send the creation and a delete together.
    */
-  #arm(entry: Entry, watched: Watched, fromRevision: bigint): void {
+  #arm(entry: Entry, watched: Watched, from: bigint | 'head'): void {
     const id = incarnation(entry);
     const ended = this.#host.endError();
     if (ended !== undefined) return this.#fail(id, ended);
-    const watcher = this.#watchers.client.watch().key(entry.key).startRevision(fromRevision.toString()).watcher();
+    const builder = this.#watchers.client.watch().key(entry.key);
+    const watcher = (from === 'head' ? builder : builder.startRevision(from.toString())).watcher();
     this.#watchers.track(watcher);
     let created = false;
-    watcher.on('connected', () => {
+    watcher.on('connected', (response: { header: { revision: string } }) => {
       if (created) return; // created again by etcd3 after a reconnect: the recheck below replaced it
       created = true;
       if (this.#watched.get(id) !== watched) return this.#watchers.drop(watcher);
       watched.watcher = watcher;
       this.#watchers.count(entry.key, 1);
+      if (from === 'head') return this.#lookAfterHeadWatch(entry, watched, watcher);
+      // Writes since our read put the start at or below etcd's head: etcd then serves this watch from
+      // its catch-up loop, which runs every 100 ms, so a delete would reach us up to 100 ms late.
+      if (BigInt(response.header.revision) >= from) this.#rearmAtHead(entry, watched, watcher);
     });
     watcher.on('delete', () => {
       if (this.#watchers.heard()) this.wake(id);
@@ -175,18 +185,34 @@ export class KeyWatches {
     });
   }
 
+  /** The watcher went quiet or was ended by etcd: watched again from the head, then looked at. */
   #recheck(entry: Entry, watched: Watched, watcher: Watcher): void {
-    const id = incarnation(entry);
     if (watched.watcher !== watcher || !this.#host.isOpen()) return;
+    this.#rearmAtHead(entry, watched, watcher);
+  }
+
+  /**
+   * Replaces `watcher` by a watch from etcd's head revision, which etcd serves at once; what went
+   * between our read and that watch is seen by the look that follows its creation.
+   */
+  #rearmAtHead(entry: Entry, watched: Watched, watcher: Watcher): void {
     watched.watcher = undefined;
     this.#watchers.count(entry.key, -1);
     this.#watchers.drop(watcher);
+    this.#watchers.rearmedAtHead();
+    this.#arm(entry, watched, 'head');
+  }
+
+  /** A watch from the head is created: the entry read once more, since it may have gone before. */
+  #lookAfterHeadWatch(entry: Entry, watched: Watched, watcher: Watcher): void {
+    const id = incarnation(entry);
     this.#host.lookUp(entry).then(
-      ({ kv, revision }) => {
-        if (kv === undefined) this.wake(id);
-        else if (this.#watched.get(id) === watched) this.#arm(entry, watched, revision + 1n);
+      ({ kv }) => {
+        if (kv === undefined && watched.watcher === watcher) this.wake(id);
       },
-      (error: unknown) => this.#fail(id, error),
+      (error: unknown) => {
+        if (watched.watcher === watcher) this.#fail(id, error);
+      },
     );
   }
 
