@@ -76,8 +76,8 @@ export interface EtcdCounters {
   confirmRequests: number;
   /** Keys the queue reads returned (enqueues, listings, the short reads ahead of an entry). */
   queueKeysRead: number;
-  /** Key watches made again from the head revision, as writes since the read would have left them to etcd's catch-up loop. */
-  watchesRearmed: number;
+  /** Key watches made again after their stream went quiet (a reconnect) or etcd ended them. */
+  watchesRemade: number;
 }
 
 export interface EtcdProbe extends Probe<EtcdCounters, EtcdView> {
@@ -161,7 +161,7 @@ export function zkCounters(): ZkCounters {
 }
 
 export function etcdCounters(): EtcdCounters {
-  return { notifications: 0, adopted: 0, orphansRemoved: 0, confirmRequests: 0, queueKeysRead: 0, watchesRearmed: 0 };
+  return { notifications: 0, adopted: 0, orphansRemoved: 0, confirmRequests: 0, queueKeysRead: 0, watchesRemade: 0 };
 }
 
 export function postgresCounters(): PostgresCounters {

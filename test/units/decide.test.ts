@@ -301,7 +301,7 @@ const ETCD: EtcdRow[] = [
 
 describe("decide on etcd ranges: baton's keys and etcd's Go recipes' keys in one queue", () => {
   it.each(ETCD)('%s', (_what, decide, kvs, self, blocker) => {
-    const entries = entriesFromRange('q', PREFIX, kvs, '100');
+    const entries = entriesFromRange('q', PREFIX, kvs);
     const keyOf = (index: number): string => kvs[index]!.key.toString();
     const mine = entries.find((entry) => entry.key === keyOf(self));
     expect(mine, `${keyOf(self)} read as an entry`).toBeDefined();

@@ -69,7 +69,7 @@ export class WatchBackstop {
         for (const [id, watched] of keys) if (live.get(watched.key) !== watched.createdAt) this.#keys.wake(id);
         if (changes.length === 0) return;
         // Every change wait on one prefix waits in the same queue: its entries are read once.
-        const now = entriesFromRange(changes[0]!.queue, prefix, response.kvs, response.header.revision);
+        const now = entriesFromRange(changes[0]!.queue, prefix, response.kvs);
         for (const wait of changes) if (!sameEntries(now, wait.seen)) wait.wake();
       }),
     );

@@ -21,7 +21,7 @@ export async function describeQueue(
   const prefix = queuePrefix(namespace, queue);
   const response = await requests.range({ key: Buffer.from(prefix), range_end: prefixEnd(prefix) });
   const values = new Map(response.kvs.map((kv) => [kv.key.toString(), kv]));
-  const entries = entriesFromRange(queue, prefix, response.kvs, response.header.revision);
+  const entries = entriesFromRange(queue, prefix, response.kvs);
   const leases = [...new Set(entries.map((entry) => values.get(entry.key)!.lease))];
   const ttls = new Map(
     await Promise.all(

@@ -114,7 +114,7 @@ export class EtcdDriver implements Driver {
       rpc: (request) => this.#rpc(request),
       attempt: () => this.#attempt(),
       queueRange: (prefix) => this.#queueRange(prefix),
-      parseAndSweep: (queue, prefix, kvs, revision) => this.#parseAndSweep(queue, prefix, kvs, revision),
+      parseAndSweep: (queue, prefix, kvs) => this.#parseAndSweep(queue, prefix, kvs),
       withdraw: (entry) => this.withdraw(entry),
     });
     this.#watchers = new EtcdWatchers(client, probe, this.#counters);
@@ -168,7 +168,7 @@ export class EtcdDriver implements Driver {
   async list(queue: string): Promise<readonly Entry[]> {
     const prefix = queuePrefix(this.#namespace, queue);
     const response = await this.#listing(prefix);
-    return this.#parseAndSweep(queue, prefix, response.kvs, response.header.revision);
+    return this.#parseAndSweep(queue, prefix, response.kvs);
   }
 
   /**
@@ -191,7 +191,7 @@ export class EtcdDriver implements Driver {
     const present = response.kvs.some(
       (kv) => kv.key.toString() === self.key && BigInt(kv.create_revision) === createdAt,
     );
-    const entries = this.#parseAndSweep(queue, prefix, response.kvs, response.header.revision);
+    const entries = this.#parseAndSweep(queue, prefix, response.kvs);
     const ahead: Entry[] = [];
     for (let i = entries.length - 1; i >= 0; i -= 1) if (entries[i]!.order < self.order) ahead.push(entries[i]!);
     return { present, entries: ahead, more: response.more };
@@ -207,10 +207,10 @@ export class EtcdDriver implements Driver {
    * The entries of a queue's keys, and two things done on the way: this session's orphans among them
    * are deleted (see `OwnEntries.sweepOrphans`), and keys baton did not write are reported (once each).
    */
-  #parseAndSweep(queue: string, prefix: string, kvs: readonly StoredKey[], revision: string): Entry[] {
+  #parseAndSweep(queue: string, prefix: string, kvs: readonly StoredKey[]): Entry[] {
     this.#counters.queueKeysRead += kvs.length;
     this.#own.sweepOrphans(prefix, kvs);
-    const entries = entriesFromRange(queue, prefix, kvs, revision);
+    const entries = entriesFromRange(queue, prefix, kvs);
     if (entries.length < kvs.length) this.#core.foreign.report(queue, foreignKeys(prefix, kvs));
     return entries;
   }
@@ -225,7 +225,7 @@ export class EtcdDriver implements Driver {
     signal.throwIfAborted();
     const prefix = queuePrefix(this.#namespace, queue);
     const response = await untilAborted(this.#listing(prefix), signal);
-    if (!sameEntries(this.#parseAndSweep(queue, prefix, response.kvs, response.header.revision), seen)) return;
+    if (!sameEntries(this.#parseAndSweep(queue, prefix, response.kvs), seen)) return;
     if (this.#probe?.beforePrefixWatch !== undefined) await this.#probe.beforePrefixWatch();
     // From the revision after that listing: nothing that changes the queue from then on is missed.
     const waiting = this.#prefixWatches.watch(queue, prefix, seen, BigInt(response.header.revision) + 1n, signal);
@@ -282,21 +282,18 @@ export class EtcdDriver implements Driver {
 
   /**
    * The entry's key as it stands now, if it is still the incarnation the entry stands for (keys are
-   * reused), and the revision of that read.
+   * reused).
    */
-  async #lookUp(entry: Entry): Promise<{ kv: IKeyValue | undefined; revision: bigint }> {
+  async #lookUp(entry: Entry): Promise<IKeyValue | undefined> {
     const response = await this.#core.retry(
       this.#rpc(() => this.#client.kv.range({ key: Buffer.from(entry.key) }, this.#attempt())),
     );
     const kv = response.kvs[0];
-    return {
-      kv: kv !== undefined && BigInt(kv.create_revision) === EtcdEntry.createdAt(entry) ? kv : undefined,
-      revision: BigInt(response.header.revision),
-    };
+    return kv !== undefined && BigInt(kv.create_revision) === EtcdEntry.createdAt(entry) ? kv : undefined;
   }
 
   async read(entry: Entry): Promise<string | null> {
-    return (await this.#lookUp(entry)).kv?.value.toString() ?? null;
+    return (await this.#lookUp(entry))?.value.toString() ?? null;
   }
 
   describe(queue: string): Promise<EntryInfo[]> {
@@ -311,7 +308,7 @@ export class EtcdDriver implements Driver {
 
   async confirm(entry: Entry): Promise<boolean> {
     this.#counters.confirmRequests += 1;
-    const { kv } = await this.#lookUp(entry);
+    const kv = await this.#lookUp(entry);
     if (kv !== undefined && kv.lease === this.#lease) return true;
     this.#counters.confirmRequests += 1;
     await this.#keepAlive.assertAlive();

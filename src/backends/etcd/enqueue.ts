@@ -22,7 +22,7 @@ export interface EnqueuerHost extends Pick<KeepAliveHost, 'client' | 'lease' | '
   /** The keys-only read of a queue's range. */
   queueRange(prefix: string): { key: Buffer; range_end: Buffer; keys_only: true };
   /** The entries of a queue's keys, with our orphans among them deleted and foreign keys reported. */
-  parseAndSweep(queue: string, prefix: string, kvs: readonly StoredKey[], revision: string): Entry[];
+  parseAndSweep(queue: string, prefix: string, kvs: readonly StoredKey[]): Entry[];
   withdraw(entry: Entry): Promise<void>;
 }
 
@@ -78,12 +78,7 @@ export class Enqueuer {
         }),
       );
       if (!response.succeeded) this.#adopt(key, response.responses[0]?.response_range);
-      const entries = host.parseAndSweep(
-        queue,
-        prefix,
-        response.responses[1]?.response_range.kvs ?? [],
-        response.header.revision,
-      );
+      const entries = host.parseAndSweep(queue, prefix, response.responses[1]?.response_range.kvs ?? []);
       const entry = entries.find((e) => e.key === keyText);
       if (entry === undefined) throw new BackendError(`wrote ${keyText} but the queue read does not show it`);
       own.live.set(entry.key, EtcdEntry.createdAt(entry));

@@ -56,24 +56,16 @@ export class EtcdEntry implements Entry {
   readonly kind: string;
   readonly order: bigint;
   readonly fencingToken: bigint;
-  /** The revision of the read that showed the entry: a watch for its deletion starts right after it. */
-  readonly #seenAt: bigint;
   /** Its key's create revision: which incarnation of a reused key this entry is. */
   readonly #createdAt: bigint;
 
-  constructor(queue: string, key: string, kind: string, order: bigint, seenAt: bigint, createdAt: bigint) {
+  constructor(queue: string, key: string, kind: string, order: bigint, createdAt: bigint) {
     this.queue = queue;
     this.key = key;
     this.kind = kind;
     this.order = order;
     this.fencingToken = order;
-    this.#seenAt = seenAt;
     this.#createdAt = createdAt;
-  }
-
-  /** When the entry was read, if it came from a read. */
-  static seenAt(entry: Entry): bigint | undefined {
-    return #seenAt in entry ? entry.#seenAt : undefined;
   }
 
   /** The create revision of the entry's key; the entry's order if it did not come from a read. */
@@ -83,11 +75,10 @@ export class EtcdEntry implements Entry {
 }
 
 /**
- * Entries from a range read at `revision`, in create-revision order; keys baton did not write are
+ * Entries from a range read, in create-revision order; keys baton did not write are
  * ignored.
  */
-export function entriesFromRange(queue: string, prefix: string, kvs: readonly StoredKey[], revision: string): Entry[] {
-  const seenAt = BigInt(revision);
+export function entriesFromRange(queue: string, prefix: string, kvs: readonly StoredKey[]): Entry[] {
   const entries: Entry[] = [];
   for (const kv of kvs) {
     const key = kv.key.toString();
@@ -95,7 +86,7 @@ export function entriesFromRange(queue: string, prefix: string, kvs: readonly St
     if (match === null && !isGoEntry(prefix, key, kv)) continue;
     const createdAt = BigInt(kv.create_revision);
     const order = match?.[4] === undefined ? createdAt : BigInt(match[4]);
-    entries.push(new EtcdEntry(queue, key, match === null ? GO_KIND : match[3]!, order, seenAt, createdAt));
+    entries.push(new EtcdEntry(queue, key, match === null ? GO_KIND : match[3]!, order, createdAt));
   }
   // An entry placed at another's order (a downgrade's read) sorts right after it.
   return entries.sort((a, b) =>

@@ -47,9 +47,9 @@ export class EtcdWatchers {
     return true;
   }
 
-  /** A watch that etcd would have served late was made again from the head revision. */
-  rearmedAtHead(): void {
-    this.#counters.watchesRearmed += 1;
+  /** A key's watch went quiet or was ended by etcd, and was made again. */
+  rewatched(): void {
+    this.#counters.watchesRemade += 1;
   }
 
   /** A key or prefix watched (+1) or no longer (-1), for a test's clean-state check. */
@@ -82,8 +82,8 @@ export interface KeyWatchHost {
   isOpen(): boolean;
   /** A watch failure in the recipes' terms; one saying the lease is gone loses the session first. */
   streamFailed(error: unknown): Error;
-  /** The entry's key as it stands now, if still the incarnation the entry stands for, and the revision read. */
-  lookUp(entry: Entry): Promise<{ kv: IKeyValue | undefined; revision: bigint }>;
+  /** The entry's key as it stands now, if still the incarnation the entry stands for. */
+  lookUp(entry: Entry): Promise<IKeyValue | undefined>;
 }
 
 /**
@@ -123,10 +123,7 @@ export class KeyWatches {
     const waiting = addWaiter(watched.waiters, signal, () => {
       if (watched.waiters.size === 0) this.#unwatch(id, watched);
     });
-    // From the revision after the read that showed the entry: a delete in between is still seen, and
-    // a watch that starts at the head revision is served at once (an older start revision makes etcd
-    // catch the watcher up in a background loop that runs only every 100 ms).
-    if (first) this.#arm(entry, watched, (EtcdEntry.seenAt(entry) ?? entry.order) + 1n);
+    if (first) this.#arm(entry, watched);
     return waiting;
   }
 
@@ -144,40 +141,44 @@ export class KeyWatches {
   }
 
   /**
+   * Watches the key from etcd's head revision, then reads it once that watch exists: a delete before
+   * the watch is seen by the read, one after it by the watch. A watch from the revision after our read
+   * would miss nothing either, but etcd serves one that starts at or below its head from a catch-up loop
+   * that runs every 100 ms (late wakes under contention), and one whose start is compacted away is
+   * cancelled by etcd on its own, racing any cancel of ours: etcd3 throws on the second answer, out of
+   * reach of any handler (an unhandled rejection).
+   *
    * The watcher is made and its listeners attached in one go (not after `create()` resolves, a tick
    * later): etcd may send the creation and a delete together.
    */
-  #arm(entry: Entry, watched: Watched, from: bigint | 'head'): void {
+  #arm(entry: Entry, watched: Watched): void {
     const id = incarnation(entry);
     const ended = this.#host.endError();
     if (ended !== undefined) return this.#fail(id, ended);
-    const builder = this.#watchers.client.watch().key(entry.key);
-    const watcher = (from === 'head' ? builder : builder.startRevision(from.toString())).watcher();
+    const watcher = this.#watchers.client.watch().key(entry.key).watcher();
     this.#watchers.track(watcher);
     let created = false;
-    watcher.on('connected', (response: { header: { revision: string } }) => {
-      if (created) return; // created again by etcd3 after a reconnect: the recheck below replaced it
+    watcher.on('connected', () => {
+      if (created) return; // created again by etcd3 after a reconnect: the rewatch below replaced it
       created = true;
       if (this.#watched.get(id) !== watched) return this.#watchers.drop(watcher);
       watched.watcher = watcher;
       this.#watchers.count(entry.key, 1);
-      if (from === 'head') return this.#lookAfterHeadWatch(entry, watched, watcher);
-      // Writes since our read put the start at or below etcd's head: etcd then serves this watch from
-      // its catch-up loop, which runs every 100 ms, so a delete would reach us up to 100 ms late.
-      if (BigInt(response.header.revision) >= from) this.#rearmAtHead(entry, watched, watcher);
+      this.#lookAfterWatch(entry, watched, watcher);
     });
     watcher.on('delete', () => {
       if (this.#watchers.heard()) this.wake(id);
     });
-    // etcd3 watchers can go quiet after a reconnect: look again, and watch again from what we read.
-    watcher.on('disconnected', () => created && this.#recheck(entry, watched, watcher));
+    // etcd3 watchers can go quiet after a reconnect, and are remade from the head (a delete during the
+    // outage unseen): watched again, and looked at.
+    watcher.on('disconnected', () => created && this.#rewatch(entry, watched, watcher));
     watcher.on('error', (error: unknown) => {
       if (created) {
-        // etcd ended the watch itself (its start revision compacted away, a permission withdrawn), and
-        // etcd3 has let go of it already: forgotten, not cancelled, since a cancel would wait for an
-        // answer etcd never sends (the watcher would stay in etcd3's closing set until a reconnect).
+        // etcd ended the watch itself (a permission withdrawn), and etcd3 has let go of it already:
+        // forgotten, not cancelled, since a cancel would wait for an answer etcd never sends (the
+        // watcher would stay in etcd3's closing set until a reconnect).
         this.#watchers.forget(watcher);
-        return this.#recheck(entry, watched, watcher);
+        return this.#rewatch(entry, watched, watcher);
       }
       this.#watchers.drop(watcher);
       // Only if the wait it was made for is still the current one for this incarnation.
@@ -185,29 +186,21 @@ export class KeyWatches {
     });
   }
 
-  /** The watcher went quiet or was ended by etcd: watched again from the head, then looked at. */
-  #recheck(entry: Entry, watched: Watched, watcher: Watcher): void {
+  /** The watcher went quiet or was ended by etcd: replaced by a new watch from the head, then a look. */
+  #rewatch(entry: Entry, watched: Watched, watcher: Watcher): void {
     if (watched.watcher !== watcher || !this.#host.isOpen()) return;
-    this.#rearmAtHead(entry, watched, watcher);
-  }
-
-  /**
-   * Replaces `watcher` by a watch from etcd's head revision, which etcd serves at once; what went
-   * between our read and that watch is seen by the look that follows its creation.
-   */
-  #rearmAtHead(entry: Entry, watched: Watched, watcher: Watcher): void {
     watched.watcher = undefined;
     this.#watchers.count(entry.key, -1);
     this.#watchers.drop(watcher);
-    this.#watchers.rearmedAtHead();
-    this.#arm(entry, watched, 'head');
+    this.#watchers.rewatched();
+    this.#arm(entry, watched);
   }
 
-  /** A watch from the head is created: the entry read once more, since it may have gone before. */
-  #lookAfterHeadWatch(entry: Entry, watched: Watched, watcher: Watcher): void {
+  /** The watch exists: the entry read once more, since it may have gone before. */
+  #lookAfterWatch(entry: Entry, watched: Watched, watcher: Watcher): void {
     const id = incarnation(entry);
     this.#host.lookUp(entry).then(
-      ({ kv }) => {
+      (kv) => {
         if (kv === undefined && watched.watcher === watcher) this.wake(id);
       },
       (error: unknown) => {

@@ -1,4 +1,4 @@
-import { etcdProbeOf } from 'baton-locks/testing';
+import { etcdCounters, etcdProbeOf } from 'baton-locks/testing';
 import { describe, expect, it } from 'vitest';
 
 import { FairMutex } from '../../../recipes/mutex.js';
@@ -20,12 +20,22 @@ describe('etcd: waits whose start revision was compacted away (a wait for an ent
     await admin().delete().key(`elsewhere-${scope.namespace}`);
   }
 
+  /**
+   * A watch of our own from a compacted revision, made now, and its end awaited: etcd ends such watches
+   * in the loop that also serves watches started in the past, so any made before this one are ended too.
+   */
+  async function etcdHasEndedCompactedWatches(): Promise<void> {
+    const watcher = await admin().watch().key(`probe-${scope.namespace}`).startRevision('1').create();
+    await new Promise((resolve) => watcher.once('error', resolve));
+  }
+
   it('a wait for an entry read before the compaction is still woken when the entry goes', async () => {
     const [a, b] = [await scope.open(), await scope.open()];
     const held = await new FairMutex(a, 'q').acquire();
     const { entry, queue } = await backendOf(b).enqueue('q', 'lock');
     expect(queue.map((e) => e.key)).toEqual([entryOf(held).key, entry.key]);
     await compactToHead();
+    const remade = etcdCounters.watchesRemade;
     const outcome: string[] = [];
     const gone = backendOf(b)
       .waitGone(queue[0]!, new AbortController().signal)
@@ -33,10 +43,16 @@ describe('etcd: waits whose start revision was compacted away (a wait for an ent
         () => outcome.push('woken'),
         (error: unknown) => outcome.push(`failed: ${String(error)}`),
       );
+    await eventually('the wait watched', async () =>
+      (await scope.fixture.watched(scope.namespace)).includes(entryOf(held).key),
+    );
+    await etcdHasEndedCompactedWatches();
     await held.release();
     await gone;
     expect(outcome).toEqual(['woken']);
-    // The watch etcd cancelled is not cancelled again: etcd would never answer, and etcd3 would keep it.
+    // Its watch starts at the head, never at the compacted read: etcd does not end it (ending it races a
+    // cancel of ours, whose second answer etcd3 throws on, out of reach of any handler).
+    expect(etcdCounters.watchesRemade).toBe(remade);
     const probe = etcdProbeOf(b);
     await eventually(
       'no watcher left waiting for its cancel',
