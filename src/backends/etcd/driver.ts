@@ -124,7 +124,12 @@ export class EtcdDriver implements Driver {
       streamFailed,
       lookUp: (entry) => this.#lookUp(entry),
     });
-    this.#prefixWatches = new PrefixWatches(this.#watchers, { endError, streamFailed });
+    this.#prefixWatches = new PrefixWatches(this.#watchers, {
+      endError,
+      streamFailed,
+      changed: async (queue, prefix, seen) =>
+        !sameEntries(this.#parseAndSweep(queue, prefix, (await this.#listing(prefix)).kvs), seen),
+    });
     this.#backstop = new WatchBackstop(
       this.#keyWatches,
       this.#prefixWatches,
@@ -227,8 +232,7 @@ export class EtcdDriver implements Driver {
     const response = await untilAborted(this.#listing(prefix), signal);
     if (!sameEntries(this.#parseAndSweep(queue, prefix, response.kvs), seen)) return;
     if (this.#probe?.beforePrefixWatch !== undefined) await this.#probe.beforePrefixWatch();
-    // From the revision after that listing: nothing that changes the queue from then on is missed.
-    const waiting = this.#prefixWatches.watch(queue, prefix, seen, BigInt(response.header.revision) + 1n, signal);
+    const waiting = this.#prefixWatches.watch(queue, prefix, seen, signal);
     this.#backstop.ensure();
     await waiting;
   }

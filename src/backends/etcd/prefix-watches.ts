@@ -16,6 +16,8 @@ export interface PrefixWatchHost {
   endError(): Error | undefined;
   /** A watch failure in the recipes' terms; one saying the lease is gone loses the session first. */
   streamFailed(error: unknown): Error;
+  /** Whether the queue, listed now, differs from `seen`. */
+  changed(queue: string, prefix: string, seen: readonly Entry[]): Promise<boolean>;
 }
 
 /** The session's waits for a change of a queue (election observers), one etcd prefix watch each. */
@@ -40,15 +42,16 @@ export class PrefixWatches {
   }
 
   /**
-   * Resolves at the first put or delete under `prefix` from revision `from` on, or when the watch
-   * stream breaks (the caller lists again: etcd3 watchers can go quiet after a reconnect).
+   * Resolves at the first put or delete under `prefix` once the watch exists, when the queue listed
+   * after that differs from `seen`, or when the watch stream breaks (the caller lists again: etcd3
+   * watchers can go quiet after a reconnect). From etcd's head, for the reasons `KeyWatches.#arm` gives.
    */
-  watch(queue: string, prefix: string, seen: readonly Entry[], from: bigint, signal: Abortable): Promise<void> {
+  watch(queue: string, prefix: string, seen: readonly Entry[], signal: Abortable): Promise<void> {
     signal.throwIfAborted();
     const ended = this.#host.endError();
     if (ended !== undefined) return Promise.reject(ended);
     return new Promise<void>((resolve, reject) => {
-      const watcher = this.#watchers.client.watch().prefix(prefix).startRevision(from.toString()).watcher();
+      const watcher = this.#watchers.client.watch().prefix(prefix).watcher();
       this.#watchers.track(watcher);
       this.#watchers.count(prefix, 1);
       const finish = (settle: () => void): void => {
@@ -66,13 +69,23 @@ export class PrefixWatches {
         if (this.#watchers.heard()) finish(resolve);
       };
       let created = false;
-      watcher.on('connected', () => (created = true));
+      watcher.on('connected', () => {
+        if (created) return;
+        created = true;
+        // A failed listing wakes too: the caller's own listing meets the error and tells it.
+        this.#host.changed(queue, prefix, seen).then(
+          (changed) => {
+            if (changed) finish(resolve);
+          },
+          () => finish(resolve),
+        );
+      });
       watcher.on('put', changed);
       watcher.on('delete', changed);
       watcher.on('disconnected', () => finish(resolve));
       watcher.on('error', (error: unknown) => {
         if (created) {
-          // etcd ended the watch itself (its start revision compacted away), and etcd3 has let go of it
+          // etcd ended the watch itself (a permission withdrawn), and etcd3 has let go of it
           // already: forgotten, not cancelled. The caller looks again, as after any wake.
           this.#watchers.forget(watcher);
           return finish(resolve);
