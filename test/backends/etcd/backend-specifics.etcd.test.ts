@@ -1,11 +1,10 @@
 import { connect } from 'baton-locks/testing';
-import { Etcd3 } from 'etcd3';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 
 import { InvalidArgumentError } from '../../../recipes/errors.js';
 import { FairMutex } from '../../../recipes/mutex.js';
 import { EtcdDriver } from '../../../src/backends/etcd/driver.js';
-import { etcdFixture } from '../../harness/backends/etcd.js';
+import { etcdFixture, useEtcdAdmin } from '../../harness/backends/etcd.js';
 import { useScope } from '../../harness/backends/scope.js';
 import { backendOf, entryOf } from '../../harness/internals.js';
 import { TcpProxy } from '../../harness/servers/proxy.js';
@@ -14,18 +13,17 @@ import { eventually } from '../../harness/wait.js';
 describe('FairMutex on etcd: backend specifics', () => {
   const scope = useScope(() => etcdFixture('etcdStandalone'));
   const info = inject('etcdStandalone');
-  let admin: Etcd3;
-  beforeAll(() => {
-    admin = new Etcd3({ hosts: info.endpoints });
-  });
-  afterAll(() => admin.close());
+  const admin = useEtcdAdmin();
 
-  const keys = (name: string): Promise<string[]> => admin.getAll().prefix(`${scope.namespace}/${name}/#/`).keys();
+  const keys = (name: string): Promise<string[]> => admin().getAll().prefix(`${scope.namespace}/${name}/#/`).keys();
 
   it("session.timeoutMs is the TTL etcd granted the session's lease", async () => {
     const session = await scope.open({ ttlSeconds: 7 });
     // The server's own view of the lease: its id is the session id in hex.
-    const granted = await admin.leaseClient.leaseTimeToLive({ ID: BigInt(`0x${session.id}`).toString(), keys: false });
+    const granted = await admin().leaseClient.leaseTimeToLive({
+      ID: BigInt(`0x${session.id}`).toString(),
+      keys: false,
+    });
     expect(Number(granted.grantedTTL)).toBe(7);
     expect(session.timeoutMs).toBe(7_000);
   });
@@ -96,7 +94,7 @@ describe('FairMutex on etcd: backend specifics', () => {
    */
   const plantOrphan = async (session: { id: string }, name: string, slot: number): Promise<string> => {
     const key = `${scope.namespace}/${name}/#/${session.id}-${slot}-lock`;
-    await admin
+    await admin()
       .put(key)
       .value('')
       .lease(BigInt(`0x${session.id}`).toString())
@@ -176,7 +174,7 @@ describe('FairMutex on etcd: backend specifics', () => {
     const locks = await Promise.all(['a', 'b', 'c'].map((name) => new FairMutex(session, name).acquire()));
     const leases = new Set<string>();
     for (const name of ['a', 'b', 'c']) {
-      const kvs = await admin.getAll().prefix(`${scope.namespace}/${name}/#/`).exec();
+      const kvs = await admin().getAll().prefix(`${scope.namespace}/${name}/#/`).exec();
       for (const kv of kvs.kvs) leases.add(BigInt(kv.lease).toString(16).padStart(16, '0'));
     }
     expect([...leases]).toEqual([session.id]);
@@ -188,7 +186,7 @@ describe('FairMutex on etcd: backend specifics', () => {
     const held = await new FairMutex(a, 'revoked').acquire();
     const next = new FairMutex(b, 'revoked').acquire();
     await eventually('queued', async () => (await keys('revoked')).length === 2);
-    await admin.leaseClient.leaseRevoke({ ID: BigInt(`0x${a.id}`).toString() });
+    await admin().leaseClient.leaseRevoke({ ID: BigInt(`0x${a.id}`).toString() });
     await eventually('holder told', () => held.signal.aborted, info.ttlSeconds * 1_000);
     expect(a.state).toBe('lost');
     expect(backendOf(a)).toBeInstanceOf(EtcdDriver);

@@ -1,12 +1,11 @@
 import { etcdCounters, etcdWatches } from 'baton-locks/testing';
-import { Etcd3 } from 'etcd3';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 
 import type { Session } from '../../../recipes/contract.js';
 import type { LockHandle } from '../../../recipes/handle.js';
 import { FairMutex } from '../../../recipes/mutex.js';
 import { ReadWriteLock } from '../../../recipes/rw-lock.js';
-import { etcdFixture } from '../../harness/backends/etcd.js';
+import { etcdFixture, useEtcdAdmin } from '../../harness/backends/etcd.js';
 import { useScope } from '../../harness/backends/scope.js';
 import { queueInOrder } from '../../harness/queue-in-order.js';
 import { eventually, track } from '../../harness/wait.js';
@@ -28,16 +27,12 @@ function readerWakeKeys(ahead: number): number {
 describe('etcd: a handoff reads only what the waiter decision needs (issue 37)', () => {
   const scope = useScope(() => etcdFixture('etcdStandalone'));
   const info = inject('etcdStandalone');
-  let admin: Etcd3;
-  beforeAll(() => {
-    admin = new Etcd3({ hosts: info.endpoints });
-  });
-  afterAll(() => admin.close());
+  const admin = useEtcdAdmin();
 
   const queued = (name: string, count: number): Promise<void> =>
     eventually(
       `${count} entries queued`,
-      async () => (await admin.getAll().prefix(`${scope.namespace}/${name}/#/`).keys()).length === count,
+      async () => (await admin().getAll().prefix(`${scope.namespace}/${name}/#/`).keys()).length === count,
       60_000,
     );
 
@@ -52,7 +47,7 @@ describe('etcd: a handoff reads only what the waiter decision needs (issue 37)',
       sessions,
       count,
       already,
-      async () => (await admin.getAll().prefix(`${scope.namespace}/${name}/#/`).keys()).length,
+      async () => (await admin().getAll().prefix(`${scope.namespace}/${name}/#/`).keys()).length,
       acquire,
     );
 
@@ -110,7 +105,7 @@ describe('etcd: a handoff reads only what the waiter decision needs (issue 37)',
     const downgraded = await rw.downgrade(write);
     await (await read.promise).release();
     // Woken by the reader's release, the mutex must find the downgrade's read and watch it, ungranted.
-    const readKey = (await admin.getAll().prefix(`${scope.namespace}/mixed/#/`).keys()).find((key) =>
+    const readKey = (await admin().getAll().prefix(`${scope.namespace}/mixed/#/`).keys()).find((key) =>
       key.includes('-read@'),
     );
     expect(readKey).toBeDefined();

@@ -1,8 +1,7 @@
 import { etcdCounters } from 'baton-locks/testing';
-import { Etcd3 } from 'etcd3';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 
-import { etcdFixture } from '../../harness/backends/etcd.js';
+import { etcdFixture, useEtcdAdmin } from '../../harness/backends/etcd.js';
 import { useScope } from '../../harness/backends/scope.js';
 import { backendOf } from '../../harness/internals.js';
 import { eventually } from '../../harness/wait.js';
@@ -14,14 +13,8 @@ import { eventually } from '../../harness/wait.js';
 describe('etcd: a wait for an entry read before others wrote', () => {
   const scope = useScope(() => etcdFixture('etcdStandalone'));
   const info = inject('etcdStandalone');
-  let admin: Etcd3;
-  beforeAll(() => {
-    admin = new Etcd3({ hosts: info.endpoints });
-  });
-  afterAll(async () => {
-    await admin.delete().key(`${scope.namespace}-elsewhere`);
-    admin.close();
-  });
+  const admin = useEtcdAdmin();
+  afterAll(() => admin().delete().key(`${scope.namespace}-elsewhere`));
 
   /**
    * The waiter's lease is 8 times the suite's, so its periodic look (every keepalive interval) comes
@@ -34,7 +27,7 @@ describe('etcd: a wait for an entry read before others wrote', () => {
     const [owner, waiter] = [await scope.open(), await openWaiter()];
     const held = await backendOf(owner).enqueue(queue, 'lock');
     const { entry, queue: seen } = await backendOf(waiter).enqueue(queue, 'lock');
-    await admin.put(`${scope.namespace}-elsewhere`).value('moved');
+    await admin().put(`${scope.namespace}-elsewhere`).value('moved');
     const blocker = seen.find((e) => e.key === held.entry.key)!;
     return { owner, waiter, held: held.entry, blocker, own: entry };
   }

@@ -60,6 +60,19 @@ export async function revokeLease(info: EtcdInfo, session: Session): Promise<voi
   await withAdmin(info, async (client) => void (await client.leaseClient.leaseRevoke({ ID: id })));
 }
 
+/** A client of the shared standalone etcd for a file's own reads and writes, closed after the file. */
+export function useEtcdAdmin(): () => Etcd3 {
+  let admin: Etcd3 | undefined;
+  beforeAll(() => {
+    admin = new Etcd3({ hosts: inject('etcdStandalone').endpoints });
+  });
+  afterAll(() => admin?.close());
+  return () => {
+    if (admin === undefined) throw new Error('the admin client exists only inside the tests');
+    return admin;
+  };
+}
+
 /**
  * An etcd of the test file's own, for tests that disturb the whole server (a compaction, an alarm),
  * with an admin client on it and a scope of sessions on it: started before the file's tests, stopped
