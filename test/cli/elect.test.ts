@@ -1,5 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import os from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -10,12 +9,13 @@ import type { Fixture } from '../harness/backends/fixture.js';
 import { useScope } from '../harness/backends/scope.js';
 import { zkFixture } from '../harness/backends/zookeeper.js';
 import { layouts } from '../harness/faults/layouts.js';
+import { makeTempDir, removeTempDir } from '../harness/servers/process.js';
 import { TcpProxy } from '../harness/servers/proxy.js';
 import { eventually } from '../harness/wait.js';
 import { killAllBatons, runToEnd, startBaton } from './spawn-baton.js';
 
-const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-elect-test-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = makeTempDir('baton-elect-test-');
+afterAll(() => removeTempDir(dir));
 afterEach(killAllBatons);
 
 function electCommandSuite(getFixture: () => Fixture): void {

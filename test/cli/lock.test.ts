@@ -1,5 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -17,12 +16,13 @@ import { zkFixture } from '../harness/backends/zookeeper.js';
 import { layouts } from '../harness/faults/layouts.js';
 import { expectQueueLength } from '../harness/internals.js';
 import { freePort } from '../harness/servers/ports.js';
+import { makeTempDir, removeTempDir } from '../harness/servers/process.js';
 import { TcpProxy } from '../harness/servers/proxy.js';
 import { eventually } from '../harness/wait.js';
 import { alive, killAllBatons, runToEnd, startBaton } from './spawn-baton.js';
 
-const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-lock-test-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = makeTempDir('baton-lock-test-');
+afterAll(() => removeTempDir(dir));
 afterEach(killAllBatons);
 let files = 0;
 /** A path a test's command waits for: the test creates it to let the command finish. */

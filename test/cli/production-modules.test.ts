@@ -1,14 +1,15 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
+import { makeTempDir, removeTempDir } from '../harness/servers/process.js';
+
 const REGISTER = new URL('../harness/module-trace/register.mjs', import.meta.url).href;
-const dir = mkdtempSync(join(tmpdir(), 'baton-trace-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = makeTempDir('baton-trace-');
+afterAll(() => removeTempDir(dir));
 
 /** Runs `baton` from the sources with every module it loads traced; the exit code and the modules loaded. */
 async function traced(args: readonly string[], name: string): Promise<{ code: number; modules: string[] }> {

@@ -1,5 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -14,6 +13,7 @@ import { postgresFixture } from '../harness/backends/postgres.js';
 import { useScope } from '../harness/backends/scope.js';
 import { FencedRegister } from '../harness/checkers/fenced-register.js';
 import { forkWorker } from '../harness/contention/run-contention.js';
+import { makeTempDir, removeTempDir } from '../harness/servers/process.js';
 
 const WORKER = fileURLToPath(new URL('../harness/workers/once-worker.ts', import.meta.url));
 const WORKERS = 8;
@@ -37,7 +37,7 @@ function oncePerPeriodSuite(getFixture: () => Fixture): void {
 
     it(`runs each of ${PERIODS} periods exactly once, through a SIGKILL and a SIGSTOP part-way`, async () => {
       const fixture = scope.fixture;
-      const dir = mkdtempSync(join(tmpdir(), 'baton-once-'));
+      const dir = makeTempDir('baton-once-');
       const log = join(dir, 'log');
       const register = await FencedRegister.start();
       try {
@@ -101,7 +101,7 @@ function oncePerPeriodSuite(getFixture: () => Fixture): void {
         });
       } finally {
         await register.close();
-        rmSync(dir, { recursive: true, force: true });
+        removeTempDir(dir);
       }
     }, 120_000);
   });

@@ -1,16 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -24,6 +13,7 @@ import {
   surfaceProblems,
   TEST_HOOKS,
 } from '../harness/checkers/package-surface.js';
+import { makeTempDir, removeTempDir } from '../harness/servers/process.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
@@ -88,7 +78,7 @@ await session.close();
 
 const made: string[] = [];
 afterAll(() => {
-  for (const dir of made) rmSync(dir, { recursive: true, force: true });
+  for (const dir of made) removeTempDir(dir);
 });
 
 const COMPILER_OPTIONS = {
@@ -104,7 +94,7 @@ const COMPILER_OPTIONS = {
 
 /** A user's project with the packed tarball installed (its dependencies from this checkout). */
 function installPacked(): { dir: string; packageDir: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'baton-consumer-'));
+  const dir = makeTempDir('baton-consumer-');
   made.push(dir);
   // What `npm install` of the packed tarball puts in place; its dependencies from this checkout.
   const tarball = execFileSync('npm', ['pack', '--silent', '--pack-destination', dir], {

@@ -1,6 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -28,6 +27,7 @@ import { postgresFixture } from '../../harness/backends/postgres.js';
 import { redisFixture } from '../../harness/backends/redis.js';
 import { useScope } from '../../harness/backends/scope.js';
 import { zkFixture } from '../../harness/backends/zookeeper.js';
+import { makeTempDir, removeTempDir } from '../../harness/servers/process.js';
 import { eventually } from '../../harness/wait.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
@@ -211,7 +211,7 @@ describe('instrumentLocks options', () => {
 
 describe('without @opentelemetry/api', () => {
   function runHidden(script: string): { stdout: string; attempts: string[] } {
-    const dir = mkdtempSync(join(tmpdir(), 'baton-otel-'));
+    const dir = makeTempDir('baton-otel-');
     const log = join(dir, 'resolved.log');
     try {
       const run = spawnSync(
@@ -236,7 +236,7 @@ describe('without @opentelemetry/api', () => {
       }
       return { stdout: run.stdout, attempts };
     } finally {
-      rmSync(dir, { recursive: true, force: true });
+      removeTempDir(dir);
     }
   }
 

@@ -4,11 +4,11 @@
 // (librsvg2-bin) or ImageMagick's convert make the PNG. Run by hand, not in CI:
 //   npx tsx test/observability/render-dashboard.ts [seconds, default 120]
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { makeTempDir, removeTempDir } from '../../harness/servers/process.js';
 import { DASHBOARD, runnable, type Series, startPrometheusRun } from './support/prometheus-run.js';
 
 const OUT = fileURLToPath(new URL('../../../docs/observability-dashboard.png', import.meta.url));
@@ -76,7 +76,7 @@ async function main(): Promise<void> {
   const seconds = Number(process.argv[2] ?? 120);
   const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { panels: Panel[] };
   const run = await startPrometheusRun();
-  const dir = mkdtempSync(join(tmpdir(), 'baton-render-'));
+  const dir = makeTempDir('baton-render-');
   try {
     const start = Date.now() / 1_000;
     await new Promise((resolve) => setTimeout(resolve, seconds * 1_000));
@@ -112,7 +112,7 @@ async function main(): Promise<void> {
     console.log(`wrote ${OUT}`);
   } finally {
     await run.stop();
-    rmSync(dir, { recursive: true, force: true });
+    removeTempDir(dir);
   }
 }
 

@@ -1,10 +1,9 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { freePort } from '../../../harness/servers/ports.js';
-import { sleep, startServer, stopPid, tail } from '../../../harness/servers/process.js';
+import { makeTempDir, removeTempDir, sleep, startServer, stopPid, tail } from '../../../harness/servers/process.js';
 
 const WORKER = fileURLToPath(new URL('./lock-traffic-worker.ts', import.meta.url));
 export const ALERT_RULES = fileURLToPath(new URL('../../../../alerts/baton-alerts.yml', import.meta.url));
@@ -27,7 +26,7 @@ export interface PrometheusRun {
 }
 
 export async function startPrometheusRun(): Promise<PrometheusRun> {
-  const dir = mkdtempSync(join(tmpdir(), 'baton-prometheus-'));
+  const dir = makeTempDir('baton-prometheus-');
   const [workerPort, promPort] = [await freePort(), await freePort()];
   const worker = startServer(
     process.execPath,
@@ -58,7 +57,7 @@ export async function startPrometheusRun(): Promise<PrometheusRun> {
   const stop = async (): Promise<void> => {
     await stopPid(prometheus);
     await stopPid(worker);
-    rmSync(dir, { recursive: true, force: true });
+    removeTempDir(dir);
   };
   try {
     await untilReady(`${url}/-/ready`, log);
