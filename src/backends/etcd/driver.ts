@@ -2,14 +2,7 @@ import type { Etcd3, IKeyValue, IRangeResponse } from 'etcd3';
 import { isRecoverableError } from 'etcd3';
 
 import { BoundedMap } from '../../../recipes/bounded-map.js';
-import {
-  type Abortable,
-  type Ahead,
-  type Enqueued,
-  type Entry,
-  type GuardedOp,
-  untilAborted,
-} from '../../../recipes/contract.js';
+import { type Abortable, type Ahead, type Enqueued, type Entry, type GuardedOp } from '../../../recipes/contract.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { backstopEveryMs, orphanSweepEveryMs } from '../../timing.js';
 import { DriverCore } from '../core.js';
@@ -228,11 +221,9 @@ export class EtcdDriver implements Driver {
 
   async waitChange(queue: string, seen: readonly Entry[], signal: Abortable): Promise<void> {
     signal.throwIfAborted();
-    const prefix = queuePrefix(this.#namespace, queue);
-    const response = await untilAborted(this.#listing(prefix), signal);
-    if (!sameEntries(this.#parseAndSweep(queue, prefix, response.kvs), seen)) return;
     if (this.#probe?.beforePrefixWatch !== undefined) await this.#probe.beforePrefixWatch();
-    const waiting = this.#prefixWatches.watch(queue, prefix, seen, signal);
+    // No listing first: the one the watch makes once it exists tells a change made before it.
+    const waiting = this.#prefixWatches.watch(queue, queuePrefix(this.#namespace, queue), seen, signal);
     this.#backstop.ensure();
     await waiting;
   }
