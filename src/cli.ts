@@ -6,6 +6,7 @@ import { Command, InvalidArgumentError as CommanderArgumentError } from 'command
 import { InvalidArgumentError, InvalidNameError } from '../recipes/errors.js';
 import type { Backend } from './backends/backend.js';
 import { backendForScheme, BACKENDS } from './backends/registry.js';
+import { CREDENTIALS_LINE, listed, urlExamples } from './commands/backend-help.js';
 import { registerElect } from './commands/elect.js';
 import { registerLock } from './commands/lock.js';
 import { registerOnce } from './commands/once.js';
@@ -46,16 +47,6 @@ function packageVersion(): string {
   return 'unknown';
 }
 
-/** `a, b or c` (`and` instead of `or` when asked). */
-function listed(words: readonly string[], and = 'or'): string {
-  return words.length < 2 ? words.join('') : `${words.slice(0, -1).join(', ')} ${and} ${words.at(-1)!}`;
-}
-
-/** Example URLs of the backends that give one, with `namespace` in them. */
-function examples(namespace: string): string {
-  return listed(BACKENDS.flatMap((backend) => backend.cli.example?.(namespace) ?? []));
-}
-
 const program = new Command('baton')
   .description(
     `Coordination recipes on ${listed(
@@ -72,7 +63,7 @@ program
   )
   .option(
     '--backend <url>',
-    `connection URL, e.g. ${examples('demo')} (each worker then runs in its own process)`,
+    `connection URL, e.g. ${urlExamples('demo')} (each worker then runs in its own process)`,
     'memory://demo',
   )
   .option('--workers <n>', 'number of workers, each with its own session (at least 3)', positiveInt, 5)
@@ -114,14 +105,11 @@ program
 program
   .command('inspect')
   .description('show the holders and waiters of a lock, election or read/write lock, in queue order')
-  .argument('<url>', `connection URL, e.g. ${examples('myapp')}`)
+  .argument('<url>', `connection URL, e.g. ${urlExamples('myapp')}`)
   .argument('<name>', 'the lock name, e.g. payments/settlement')
   .option('--json', 'print JSON (one object per line with --watch)', false)
   .option('--watch', 'print again at every change of the queue, until interrupted', false)
-  .addHelpText(
-    'after',
-    `\nCredentials are read from the environment: ${BACKENDS.flatMap((backend) => backend.cli.credentialsHelp ?? []).join(', ')}.`,
-  )
+  .addHelpText('after', `\n${CREDENTIALS_LINE}`)
   .option('--connect-timeout <ms>', 'give up connecting after this many milliseconds', milliseconds, 5_000)
   .action(async (url: string, name: string, options: { json: boolean; watch: boolean; connectTimeout: number }) => {
     warnPasswordInArguments(url);

@@ -11,7 +11,7 @@ import { tellSessionState } from './session-channel.js';
 import { refuseMisfits, type Settings, validateConnectOptions } from './settings.js';
 import { resolveUrl } from './url.js';
 
-export type { ConnectOptions, EtcdClientOptions, MysqlClientOptions, RedisClientOptions, ZkAuth } from './options.js';
+export type { ConnectOptions } from './options.js';
 
 /**
  * @internal What `baton-locks/testing` hands `connectWith`: for each driver opened, the probe its

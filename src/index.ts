@@ -70,12 +70,5 @@ export {
   type TryPermitOptions,
 } from '../recipes/semaphore.js';
 export type { HoldOptions, RequestOptions, WaitOptions } from '../recipes/validate.js';
-export type { AclPolicy } from './backends/zookeeper/acl.js';
-export {
-  connect,
-  type ConnectOptions,
-  type EtcdClientOptions,
-  type MysqlClientOptions,
-  type RedisClientOptions,
-  type ZkAuth,
-} from './connect.js';
+export * from './backends/public.js';
+export { connect, type ConnectOptions } from './connect.js';

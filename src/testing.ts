@@ -1,46 +1,19 @@
 /**
  * `baton-locks/testing`: powers for tests, never needed in production. Sessions opened with this
  * module's `connect` count into the counters below, obey the fault hooks, and show their driver's state
- * through `zkProbeOf` / `etcdProbeOf` / `postgresProbeOf` / `redisProbeOf`; sessions opened with the package's own `connect` have none of it.
- * `expireMemorySession` works on any memory session.
+ * through each backend's `...ProbeOf(session)`; sessions opened with the package's own `connect` have
+ * none of it. `expireMemorySession` works on any memory session.
  *
  * Each backend's probe is what its descriptor's `testing` kit makes (src/backends/<name>/testing.ts):
  * this module hands the kit's probe to the driver and the session back to the kit, and re-exports the
- * kits' counters, hooks and `...ProbeOf` for tests to import from one place.
+ * kits' counters, hooks and `...ProbeOf` (listed in src/backends/test-kits.ts) for tests to import
+ * from one place.
  */
 import type { Session } from '../recipes/contract.js';
 import type { Backend, TestKit } from './backends/backend.js';
 import { type ConnectOptions, connectWith, type ProbeMaker } from './connect.js';
 
-export { etcdCounters, etcdProbeOf, type EtcdSessionProbe, etcdWatches } from './backends/etcd/testing.js';
-export { expireMemorySession } from './backends/memory/expire.js';
-export {
-  type MysqlCounters,
-  mysqlCounters,
-  mysqlProbeOf,
-  type MysqlSessionProbe,
-  type MysqlView,
-  mysqlWatches,
-} from './backends/mysql/testing.js';
-export {
-  postgresCounters,
-  postgresProbeOf,
-  type PostgresSessionProbe,
-  postgresWatches,
-} from './backends/postgres/testing.js';
-export type { AfterLook } from './backends/probe.js';
-export type {
-  EtcdCounters,
-  EtcdView,
-  PostgresCounters,
-  PostgresView,
-  RedisCounters,
-  RedisView,
-  ZkCounters,
-  ZkView,
-} from './backends/probe.js';
-export { redisCounters, redisProbeOf, type RedisSessionProbe, redisWatches } from './backends/redis/testing.js';
-export { mkdirpHooks, zkCounters, zkLimits, zkProbeOf, type ZkSessionProbe } from './backends/zookeeper/testing.js';
+export * from './backends/test-kits.js';
 
 /** Each backend's kit, loaded once (a backend without one opens its drivers with no probe). */
 const kits = new Map<Backend, Promise<TestKit | undefined>>();

@@ -75,3 +75,20 @@ export function redactUrl(url: string): string {
   const scheme = /^[a-z][a-z0-9+.-]*:(?:\/\/)?/i.exec(url)?.[0].length ?? 0;
   return `${url.slice(0, scheme)}(not shown)${url.slice(at)}`;
 }
+
+/**
+ * The URL with any password replaced, for messages. Everything between `://` and the last `@` is the
+ * user and password (a password may hold `/`, `?`, `#` or `@`): only the user before the first `:` is
+ * kept. A URL that does not parse is shown as its scheme only when it may hold credentials.
+ */
+export function hidePassword(url: string): string {
+  const scheme = /^([a-z][a-z0-9+.-]*:)/i.exec(url)?.[1] ?? '';
+  let shown = url;
+  const at = url.lastIndexOf('@');
+  if (scheme !== '' && url.startsWith('//', scheme.length) && at > scheme.length + 2) {
+    const credentials = url.slice(scheme.length + 2, at);
+    const colon = credentials.indexOf(':');
+    shown = `${scheme}//${colon < 0 ? credentials : `${credentials.slice(0, colon)}:***`}${url.slice(at)}`;
+  }
+  return shown.replace(/([?&]password=)[^&#]*/gi, '$1***');
+}

@@ -4,6 +4,7 @@ import type { Session } from '../../recipes/contract.js';
 import { InvalidArgumentError, InvalidNameError, LockTimeoutError } from '../../recipes/errors.js';
 import { MAX_TIMEOUT_MS } from '../../recipes/validate.js';
 import { connect, type ConnectOptions } from '../connect.js';
+import { CREDENTIALS_LINE } from './backend-help.js';
 import { EXIT, UsageError } from './exit-status.js';
 import { type SignalRelay, signalStatus } from './signals.js';
 
@@ -20,8 +21,7 @@ export interface SessionFlags {
   readonly grace: number;
 }
 
-export const CREDENTIALS_HELP =
-  "\nCredentials are read from the environment: BATON_ZK_DIGEST=user:password, BATON_ETCD_USER and BATON_ETCD_PASSWORD, PostgreSQL's PGPASSWORD (or ~/.pgpass), BATON_REDIS_USER and BATON_REDIS_PASSWORD.\nExit status: the command's (128+n if signal n ended it); 64 bad usage, 66 no such entry (release), 69 server unreachable or backend failure, 75 busy (--try), 80 period already done (once), 124 timed out, 125 lost while the command ran, 126/127 command not runnable/not found.";
+export const CREDENTIALS_HELP = `\n${CREDENTIALS_LINE}\nExit status: the command's (128+n if signal n ended it); 64 bad usage, 66 no such entry (release), 69 server unreachable or backend failure, 75 busy (--try), 80 period already done (once), 124 timed out, 125 lost while the command ran, 126/127 command not runnable/not found.`;
 
 /** A whole number of milliseconds from `min` to setTimeout's limit. */
 export function milliseconds(min: number): (value: string) => number {

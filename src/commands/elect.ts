@@ -4,6 +4,7 @@ import type { Session } from '../../recipes/contract.js';
 import { LeaderElection } from '../../recipes/election.js';
 import { SessionLostError } from '../../recipes/errors.js';
 import { validateName } from '../../recipes/validate.js';
+import { URL_HELP } from './backend-help.js';
 import { type CliHelpers, closeQuietly, openSession, type SessionFlags } from './common.js';
 import { EXIT } from './exit-status.js';
 import { actionUnderLock, runCommand, runUnderHold } from './run.js';
@@ -25,7 +26,7 @@ export function registerElect(program: Command, helpers: CliHelpers): void {
   const command = program
     .command('elect')
     .description('campaign for leadership and run a command while leader; with --forever campaign again after it ends')
-    .argument('<url>', 'connection URL, e.g. zk://127.0.0.1:2181/myapp or etcd://127.0.0.1:2379/myapp')
+    .argument('<url>', URL_HELP)
     .argument('<name>', 'the election name, e.g. scheduler/leader')
     .argument('<command...>', 'the command and its arguments, after --')
     .requiredOption('--id <id>', "this candidate's id (what `baton inspect` and leader() show)")

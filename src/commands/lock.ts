@@ -6,6 +6,7 @@ import { FairMutex } from '../../recipes/mutex.js';
 import { ReadWriteLock } from '../../recipes/rw-lock.js';
 import { Semaphore } from '../../recipes/semaphore.js';
 import { validateName } from '../../recipes/validate.js';
+import { URL_HELP } from './backend-help.js';
 import { type CliHelpers, milliseconds, openSession, type SessionFlags, wholeNumber } from './common.js';
 import { EXIT, UsageError } from './exit-status.js';
 import { actionUnderLock, runCommand, runUnderHold } from './run.js';
@@ -26,7 +27,7 @@ export function registerLock(program: Command, helpers: CliHelpers): void {
     .description(
       'run a command while holding a lock (a fair mutex; a read or write lock with --kind; permits of a semaphore with --permits); released when it exits',
     )
-    .argument('<url>', 'connection URL, e.g. zk://127.0.0.1:2181/myapp or etcd://127.0.0.1:2379/myapp')
+    .argument('<url>', URL_HELP)
     .argument('<name>', 'the lock name, e.g. reports/end-of-day')
     .argument('<command...>', 'the command and its arguments, after --')
     .option('--timeout <ms>', 'give up waiting for the lock after this many milliseconds (exit 124)', milliseconds(0))

@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { LockLostError } from '../../recipes/errors.js';
 import { type OnceFailurePolicy, runOnce } from '../../recipes/once.js';
 import { validateName } from '../../recipes/validate.js';
+import { URL_HELP } from './backend-help.js';
 import { type CliHelpers, milliseconds, openSession, type SessionFlags } from './common.js';
 import { periodMs } from './duration.js';
 import { EXIT, UsageError } from './exit-status.js';
@@ -29,7 +30,7 @@ export function registerOnce(program: Command, helpers: CliHelpers): void {
     .description(
       'run a command at most once per period across every node that calls this for the job; the others skip (exit 80)',
     )
-    .argument('<url>', 'connection URL, e.g. zk://127.0.0.1:2181/myapp or etcd://127.0.0.1:2379/myapp')
+    .argument('<url>', URL_HELP)
     .argument('<job>', 'the job name (its lock), e.g. reports/end-of-day')
     .argument('<command...>', 'the command and its arguments, after --')
     .requiredOption(

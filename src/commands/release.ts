@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { UnknownEntryError } from '../../recipes/errors.js';
 import { forceRelease } from '../../recipes/force-release.js';
 import { validateName } from '../../recipes/validate.js';
+import { URL_HELP } from './backend-help.js';
 import { type CliHelpers, CREDENTIALS_HELP, exitWith, milliseconds, openSession } from './common.js';
 import { EXIT } from './exit-status.js';
 import { runCommand } from './run.js';
@@ -20,7 +21,7 @@ export function registerRelease(program: Command, helpers: CliHelpers): void {
     .description(
       "force release: remove one entry (another session's hold or wait) from a queue; its holder's signal aborts as revoked",
     )
-    .argument('<url>', 'connection URL, e.g. zk://127.0.0.1:2181/myapp or etcd://127.0.0.1:2379/myapp')
+    .argument('<url>', URL_HELP)
     .argument('<name>', 'the lock name, e.g. reports/end-of-day')
     .requiredOption('--entry <key>', 'the entry to remove: its key, as `baton inspect --json` shows it')
     .option('--connect-timeout <ms>', 'give up connecting after this many milliseconds', milliseconds(1), 5_000)

@@ -4,9 +4,9 @@ import type { Entry } from '../../recipes/contract.js';
 import { BackendError } from '../../recipes/errors.js';
 import { LIST_BEFORE_CALL, ListBefore } from '../../src/backends/mysql/list-before.js';
 import { mysqlCounters } from '../../src/backends/mysql/probe.js';
-import { PostgresEntry } from '../../src/backends/postgres/entry.js';
+import { SqlEntry } from '../../src/backends/sql/entry.js';
 
-const entry = (n: number, kind = 'exclusive'): Entry => new PostgresEntry('q', `s1.${n}`, kind, BigInt(n), BigInt(n));
+const entry = (n: number, kind = 'exclusive'): Entry => new SqlEntry('q', `s1.${n}`, kind, BigInt(n), BigInt(n));
 
 /** A row as `baton_list_before` sends it. */
 const row = (n: number, self = false, live = true): Record<string, unknown> => ({

@@ -6,7 +6,6 @@ import { type Abortable, type Ahead, type Enqueued, type Entry, type GuardedOp }
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { backstopEveryMs, orphanSweepEveryMs } from '../../timing.js';
 import { DriverCore } from '../core.js';
-import { type EtcdCounters, etcdCounters, type EtcdProbe, type EtcdView } from '../probe.js';
 import type { Start } from '../requests.js';
 import { sameEntries } from '../waiters.js';
 import { WatchBackstop } from './backstop.js';
@@ -29,6 +28,7 @@ import type { Members } from './members.js';
 import { type EtcdDriverOptions, type OpenedLease, openLease } from './open.js';
 import { guardedDelete, OwnEntries } from './own-entries.js';
 import { PrefixWatches } from './prefix-watches.js';
+import { type EtcdCounters, etcdCounters, type EtcdProbe, type EtcdView } from './probe.js';
 import { revokeEntry } from './revoke.js';
 import { EtcdWatchers, KeyWatches } from './watches.js';
 

@@ -4,11 +4,11 @@ import type { Enqueued, Entry } from '../../../recipes/contract.js';
 import { BackendError, LockDowngradeError, PermitsMismatchError } from '../../../recipes/errors.js';
 import { askOf } from '../../../recipes/permits.js';
 import type { DriverCore } from '../core.js';
-import type { EtcdCounters } from '../probe.js';
 import { outOfSpace } from './failures.js';
 import type { KeepAliveHost } from './keepalive.js';
 import { clientOf, entryKey, EtcdEntry, queuePrefix, type StoredKey } from './keys.js';
 import type { OwnEntries } from './own-entries.js';
+import type { EtcdCounters } from './probe.js';
 
 /**
  * What the enqueue needs of its driver: the lease (its hex `id` begins every key of ours after its

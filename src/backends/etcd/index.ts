@@ -1,7 +1,7 @@
 import type { Backend } from '../backend.js';
-import type { EtcdProbe } from '../probe.js';
 import { parseHostList } from '../url-forms.js';
 import { type EtcdSettings, etcdSettings } from './options.js';
+import type { EtcdProbe } from './probe.js';
 
 /** etcd: `etcd://host:port[,host:port...][/namespace]`; TLS when `etcd.credentials` is given. */
 export const etcd: Backend<undefined, EtcdSettings> = {
@@ -31,7 +31,7 @@ export const etcd: Backend<undefined, EtcdSettings> = {
       probe as EtcdProbe | undefined,
     );
   },
-  testing: async () => (await import('./testing.js')).etcdKit,
+  testing: async () => (await import('./testing.js')).default,
   cli: {
     example: (namespace) => `etcd://127.0.0.1:2379/${namespace}`,
     credentialsHelp: 'BATON_ETCD_USER and BATON_ETCD_PASSWORD',

@@ -1,8 +1,8 @@
 /** etcd's `connect()` options, `ttlSeconds` and `etcd`, checked. */
 import { InvalidArgumentError } from '../../../recipes/errors.js';
-import type { EtcdClientOptions } from '../../options.js';
 import type { CommonSettings } from '../backend.js';
 import { isPlainObject } from '../option-checks.js';
+import type { EtcdClientOptions } from './public.js';
 
 /** The lease TTL and the etcd3 client settings a session is opened with. */
 export interface EtcdSettings {

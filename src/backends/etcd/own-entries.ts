@@ -1,7 +1,7 @@
 import type { ITxnRequest, ITxnResponse } from 'etcd3';
 
-import type { EtcdCounters } from '../probe.js';
 import type { StoredKey } from './keys.js';
+import type { EtcdCounters } from './probe.js';
 import { Slots } from './slots.js';
 
 /** What the session's own keys need of their driver. */

@@ -1,8 +1,10 @@
 /** etcd's part of `baton-locks/testing`: its counters and watches, and its sessions' probes. */
 import type { Session } from '../../../recipes/contract.js';
 import type { TestKit } from '../backend.js';
-import { etcdCounters as zeroEtcd, type EtcdProbe, type EtcdView } from '../probe.js';
 import { sessionProbes } from '../test-kit.js';
+import { etcdCounters as zeroEtcd, type EtcdProbe, type EtcdView } from './probe.js';
+
+export type { EtcdCounters, EtcdView } from './probe.js';
 
 /** What the etcd sessions of this process opened here counted (see `EtcdCounters`). */
 export const etcdCounters = zeroEtcd();
@@ -31,5 +33,6 @@ export function etcdProbeOf(session: Session): EtcdSessionProbe {
   return probes.probeOf(session);
 }
 
-/** @internal What the etcd descriptor hands `baton-locks/testing`. */
-export const etcdKit: TestKit = probes.kit;
+/** What the etcd descriptor's `testing` loads: the default export, which `export *` in test-kits.ts leaves out. */
+const kit: TestKit = probes.kit;
+export default kit;

@@ -1,9 +1,10 @@
 import type { Etcd3, IKeyValue, Watcher } from 'etcd3';
 
 import type { Abortable, Entry } from '../../../recipes/contract.js';
-import { countWatch, type EtcdCounters, type EtcdProbe } from '../probe.js';
+import { countWatch } from '../probe.js';
 import { addWaiter, type Waiter } from '../waiters.js';
 import { EtcdEntry } from './keys.js';
+import { type EtcdCounters, type EtcdProbe } from './probe.js';
 
 /**
  * Every etcd3 watcher of a session not cancelled yet, created or still being created: one left in

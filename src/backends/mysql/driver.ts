@@ -3,11 +3,11 @@ import { backoff } from '../../backoff.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { holdCheckEveryMs } from '../../timing.js';
 import { DriverCore } from '../core.js';
-import { describedOf, type DescribedRow, PostgresEntry, type QueueRow } from '../postgres/entry.js';
-import { OwnEntries } from '../postgres/own-entries.js';
 import { countWatch } from '../probe.js';
 import { fromPromise } from '../requests.js';
+import { describedOf, type DescribedRow, type QueueRow, SqlEntry } from '../sql/entry.js';
 import { KeepAlive } from '../sql/keepalive.js';
+import { OwnEntries } from '../sql/own-entries.js';
 import { mysqlFailures } from './failures.js';
 import { getLockTimeout } from './get-lock-timeout.js';
 import { type GuardedHost, mysqlGuardedRead, mysqlGuardedWrite } from './guarded.js';
@@ -272,7 +272,7 @@ export class MysqlDriver implements Driver {
   }
 
   async read(entry: Entry): Promise<string | null> {
-    const token = PostgresEntry.rowTokenOf(entry).toString();
+    const token = SqlEntry.rowTokenOf(entry).toString();
     const rows = await this.#request<{ data: string }>(STATEMENTS.read, [entry.key, token], false);
     return rows[0]?.data ?? null;
   }

@@ -92,7 +92,7 @@ export const mysql: Backend<MysqlUrl, MysqlSettings> = {
       probe as MysqlProbe | undefined,
     );
   },
-  testing: async () => (await import('./testing.js')).mysqlKit,
+  testing: async () => (await import('./testing.js')).default,
   cli: {
     example: (namespace) => `mysql://baton@127.0.0.1:3306/app?namespace=${namespace}`,
     credentialsHelp: "MYSQL_PWD (the password of the URL's user)",

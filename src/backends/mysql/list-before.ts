@@ -1,5 +1,5 @@
 import type { Ahead, Entry } from '../../../recipes/contract.js';
-import { entriesOf, type QueueRow } from '../postgres/entry.js';
+import { entriesOf, type QueueRow } from '../sql/entry.js';
 import { serverErrno } from './failures.js';
 import type { Link, Row } from './link.js';
 import type { MysqlCounters } from './probe.js';

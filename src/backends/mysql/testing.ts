@@ -27,5 +27,6 @@ export function mysqlProbeOf(session: Session): MysqlSessionProbe {
   return probes.probeOf(session);
 }
 
-/** @internal What the MySQL descriptor hands `baton-locks/testing`. */
-export const mysqlKit: TestKit = probes.kit;
+/** What the MySQL descriptor's `testing` loads: the default export, which `export *` in test-kits.ts leaves out. */
+const kit: TestKit = probes.kit;
+export default kit;

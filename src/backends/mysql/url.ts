@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from '../../../recipes/errors.js';
 import { validateName } from '../../../recipes/validate.js';
-import { hidePassword } from '../postgres/url.js';
+import { hidePassword } from '../url-forms.js';
 import { DEFAULT_NAMESPACE } from '../url-forms.js';
 
 /** A `mysql://` (or `mariadb://`) URL taken apart. */

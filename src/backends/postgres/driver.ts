@@ -4,23 +4,25 @@ import type { Abortable, Ahead, Enqueued, Entry, GuardedClient, GuardedOp } from
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { backstopEveryMs } from '../../timing.js';
 import { DriverCore } from '../core.js';
-import { countWatch, type PostgresCounters, postgresCounters, type PostgresProbe } from '../probe.js';
+import { countWatch } from '../probe.js';
 import { fromPromise } from '../requests.js';
+import { describedOf, type DescribedRow, type QueueRow, SqlEntry } from '../sql/entry.js';
 import { KeepAlive } from '../sql/keepalive.js';
+import { OwnEntries } from '../sql/own-entries.js';
 import { Channels } from './channels.js';
-import { describedOf, type DescribedRow, PostgresEntry, type QueueRow, sessionIdOf } from './entry.js';
 import { postgresFailures } from './failures.js';
 import { type GuardedHost, GuardedStatements, postgresGuardedTransaction, postgresGuardedWrite } from './guarded.js';
 import { type Link } from './link.js';
 import { ShortRead } from './list-before.js';
 import { openSession, type PostgresDriverOptions } from './open.js';
-import { OwnEntries } from './own-entries.js';
+import { type PostgresCounters, postgresCounters, type PostgresProbe } from './probe.js';
 import { postgresRevoke } from './revoke.js';
+import { sessionIdOf } from './session-id.js';
 import { Statements } from './statements.js';
 import { Watches } from './watches.js';
 
-export { PostgresEntry, sessionIdOf, sessionRowOf } from './entry.js';
 export type { PostgresDriverOptions } from './open.js';
+export { sessionIdOf, sessionRowOf } from './session-id.js';
 
 /**
  * The PostgreSQL backend on node-postgres: a session is a row of `<schema>.sessions` whose lease the
@@ -212,7 +214,7 @@ export class PostgresDriver implements Driver {
   async read(entry: Entry): Promise<string | null> {
     const rows = await this.#request<{ data: string }>(this.#sql.read, [
       entry.key,
-      PostgresEntry.rowTokenOf(entry).toString(),
+      SqlEntry.rowTokenOf(entry).toString(),
     ]);
     return rows[0]?.data ?? null;
   }

@@ -1,8 +1,8 @@
 import { InvalidArgumentError } from '../../../recipes/errors.js';
 import type { Backend } from '../backend.js';
 import { flag } from '../option-checks.js';
-import type { PostgresProbe } from '../probe.js';
 import { redactUrl } from '../url-forms.js';
+import type { PostgresProbe } from './probe.js';
 import { schemaSql } from './schema.js';
 import { parsePostgresUrl, type PostgresUrl } from './url.js';
 
@@ -54,7 +54,7 @@ export const postgres: Backend<PostgresUrl, PostgresSettings> = {
       probe as PostgresProbe | undefined,
     );
   },
-  testing: async () => (await import('./testing.js')).postgresKit,
+  testing: async () => (await import('./testing.js')).default,
   cli: {
     credentialsHelp: "PostgreSQL's PGPASSWORD (or ~/.pgpass)",
     passwordWarning: passwordInUrl,

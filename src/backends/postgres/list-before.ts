@@ -1,6 +1,6 @@
 import type { Ahead, Entry } from '../../../recipes/contract.js';
-import type { PostgresCounters } from '../probe.js';
-import { entriesOf, PostgresEntry, type QueueRow } from './entry.js';
+import { entriesOf, type QueueRow, SqlEntry } from '../sql/entry.js';
+import type { PostgresCounters } from './probe.js';
 
 /** What the short read needs of its driver. */
 export interface ShortReadHost {
@@ -37,7 +37,7 @@ export class ShortRead {
       queue,
       self.key,
       self.order.toString(),
-      PostgresEntry.rowTokenOf(self).toString(),
+      SqlEntry.rowTokenOf(self).toString(),
       limit ?? null,
     ]);
     this.#host.counters.queueRowsRead += rows.length;

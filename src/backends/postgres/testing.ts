@@ -1,8 +1,10 @@
 /** PostgreSQL's part of `baton-locks/testing`: its counters and watches, and its sessions' probes. */
 import type { Session } from '../../../recipes/contract.js';
 import type { TestKit } from '../backend.js';
-import { postgresCounters as zeroPostgres, type PostgresProbe, type PostgresView } from '../probe.js';
 import { sessionProbes } from '../test-kit.js';
+import { postgresCounters as zeroPostgres, type PostgresProbe, type PostgresView } from './probe.js';
+
+export type { PostgresCounters, PostgresView } from './probe.js';
 
 /** What the PostgreSQL sessions of this process opened here counted (see `PostgresCounters`). */
 export const postgresCounters = zeroPostgres();
@@ -25,5 +27,6 @@ export function postgresProbeOf(session: Session): PostgresSessionProbe {
   return probes.probeOf(session);
 }
 
-/** @internal What the PostgreSQL descriptor hands `baton-locks/testing`. */
-export const postgresKit: TestKit = probes.kit;
+/** What the PostgreSQL descriptor's `testing` loads: the default export, which `export *` in test-kits.ts leaves out. */
+const kit: TestKit = probes.kit;
+export default kit;

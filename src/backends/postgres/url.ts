@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '../../../recipes/errors.js';
-import { checkNamespace, DEFAULT_NAMESPACE } from '../url-forms.js';
+import { checkNamespace, DEFAULT_NAMESPACE, hidePassword } from '../url-forms.js';
 import { SCHEMA_NAME } from './schema.js';
 
 /** A `postgres://` or `postgresql://` URL taken apart: what goes to node-postgres, and what is baton's. */
@@ -17,23 +17,6 @@ export interface PostgresUrl {
 const EXPECTED = 'postgres://[user[:password]@][host][:port][/database][?namespace=NS&schema=SCHEMA&sslmode=...]';
 /** baton's query parameters, removed before node-postgres sees the URL. */
 const OWN = ['namespace', 'schema'];
-
-/**
- * The URL with any password replaced, for messages. Everything between `://` and the last `@` is the
- * user and password (a password may hold `/`, `?`, `#` or `@`): only the user before the first `:` is
- * kept. A URL that does not parse is shown as its scheme only when it may hold credentials.
- */
-export function hidePassword(url: string): string {
-  const scheme = /^([a-z][a-z0-9+.-]*:)/i.exec(url)?.[1] ?? '';
-  let shown = url;
-  const at = url.lastIndexOf('@');
-  if (scheme !== '' && url.startsWith('//', scheme.length) && at > scheme.length + 2) {
-    const credentials = url.slice(scheme.length + 2, at);
-    const colon = credentials.indexOf(':');
-    shown = `${scheme}//${colon < 0 ? credentials : `${credentials.slice(0, colon)}:***`}${url.slice(at)}`;
-  }
-  return shown.replace(/([?&]password=)[^&#]*/gi, '$1***');
-}
 
 /** What an error may show of a URL that did not parse: its scheme only, if the URL may hold a password. */
 function shownUnparsed(url: string): string {

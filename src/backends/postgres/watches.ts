@@ -1,9 +1,9 @@
 import { type Abortable, type Entry, untilAborted } from '../../../recipes/contract.js';
 import type { DriverCore } from '../core.js';
+import { SqlEntry } from '../sql/entry.js';
 import { sameEntries } from '../waiters.js';
 import { WatchBackstop } from './backstop.js';
 import { type Channels, entryChannel, queueChannel } from './channels.js';
-import { PostgresEntry } from './entry.js';
 import type { Statements } from './statements.js';
 
 /** What the waits need of their driver. */
@@ -54,7 +54,7 @@ export class Watches {
     signal.throwIfAborted();
     const end = core.endError();
     if (end !== undefined) throw end;
-    const token = PostgresEntry.rowTokenOf(entry);
+    const token = SqlEntry.rowTokenOf(entry);
     const channel = entryChannel(schema, token);
     this.#watchedTokens.set(channel, { token, queue: entry.queue });
     const { done, listening } = channels.wait(channel, `${namespace}/${entry.queue}#${entry.key}`, signal);

@@ -1,5 +1,4 @@
 import type { Backend } from '../backend.js';
-import type { RedisProbe } from '../probe.js';
 import {
   fitRedisUrl,
   redisClientOptions,
@@ -7,6 +6,7 @@ import {
   refuseRedisElsewhere,
   withCredentials,
 } from './options.js';
+import type { RedisProbe } from './probe.js';
 import { parseRedisUrl, type RedisTarget } from './url.js';
 
 /** Redis: `redis://[user:password@]host:port[,host:port...][/db][?namespace=ns]`, `rediss://` with TLS. */
@@ -38,7 +38,7 @@ export const redis: Backend<RedisTarget, RedisSettings> = {
       probe as RedisProbe | undefined,
     );
   },
-  testing: async () => (await import('./testing.js')).redisKit,
+  testing: async () => (await import('./testing.js')).default,
   cli: {
     example: (namespace) => `redis://127.0.0.1:6379?namespace=${namespace}`,
     credentialsHelp: 'BATON_REDIS_USER and BATON_REDIS_PASSWORD',

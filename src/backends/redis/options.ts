@@ -1,9 +1,9 @@
 /** Redis's `connect()` option, `redis` (TLS settings, user and password), checked. */
 import { InvalidArgumentError } from '../../../recipes/errors.js';
 import { checkOptionKeys } from '../../../recipes/validate.js';
-import type { RedisClientOptions } from '../../options.js';
 import type { ParsedUrl } from '../backend.js';
 import { isPlainObject } from '../option-checks.js';
+import type { RedisClientOptions } from './public.js';
 import { RedisTarget } from './url.js';
 
 /** The `redis` option, checked; undefined when not given. */

@@ -1,8 +1,10 @@
 /** Redis's part of `baton-locks/testing`: its counters and watches, and its sessions' probes. */
 import type { Session } from '../../../recipes/contract.js';
 import type { TestKit } from '../backend.js';
-import { redisCounters as zeroRedis, type RedisProbe, type RedisView } from '../probe.js';
 import { sessionProbes } from '../test-kit.js';
+import { redisCounters as zeroRedis, type RedisProbe, type RedisView } from './probe.js';
+
+export type { RedisCounters, RedisView } from './probe.js';
 
 /** What the Redis sessions of this process opened here counted (see `RedisCounters`). */
 export const redisCounters = zeroRedis();
@@ -28,5 +30,6 @@ export function redisProbeOf(session: Session): RedisSessionProbe {
   return probes.probeOf(session);
 }
 
-/** @internal What the Redis descriptor hands `baton-locks/testing`. */
-export const redisKit: TestKit = probes.kit;
+/** What the Redis descriptor's `testing` loads: the default export, which `export *` in test-kits.ts leaves out. */
+const kit: TestKit = probes.kit;
+export default kit;

@@ -1,6 +1,6 @@
 import type { Abortable, Entry } from '../../../recipes/contract.js';
-import type { RedisCounters, RedisProbe } from '../probe.js';
 import { enlist, sameEntries, type Waiter } from '../waiters.js';
+import type { RedisCounters, RedisProbe } from './probe.js';
 import type { SubscriberLink } from './subscriber.js';
 
 /** What the notifications need of their driver. */

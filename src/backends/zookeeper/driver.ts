@@ -4,7 +4,6 @@ import type { Abortable, Enqueued, Entry, GuardedOp } from '../../../recipes/con
 import { SessionLostError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { DriverCore } from '../core.js';
-import { type ZkCounters, zkCounters, type ZkProbe, type ZkView } from '../probe.js';
 import { fromPromise, type Start } from '../requests.js';
 import {
   aclFor,
@@ -28,6 +27,7 @@ import { mkdirp } from './mkdirp.js';
 import { learnToken, ListingParser, parseEntryName, ZK_DIALECTS } from './names.js';
 import { openClient, type ZkDriverOptions } from './open.js';
 import { OwnEntries, RECYCLE_FROM } from './own-entries.js';
+import { type ZkCounters, zkCounters, type ZkProbe, type ZkView } from './probe.js';
 import { QuietDirectories } from './quiet.js';
 import { revokeStart } from './revoke.js';
 import { Watches } from './watches.js';

@@ -1,6 +1,6 @@
 import type { Backend } from '../backend.js';
-import type { ZkProbe } from '../probe.js';
 import { refuseZkAccessElsewhere, type ZkAccess, zkAccess } from './options.js';
+import type { ZkProbe } from './probe.js';
 import { parseZkUrl } from './url.js';
 
 /** ZooKeeper: `zk://host:port[,host:port...][/namespace]`. */
@@ -32,7 +32,7 @@ export const zookeeper: Backend<undefined, ZkAccess> = {
       probe as ZkProbe | undefined,
     );
   },
-  testing: async () => (await import('./testing.js')).zkKit,
+  testing: async () => (await import('./testing.js')).default,
   cli: {
     example: (namespace) => `zk://127.0.0.1:2181/${namespace}`,
     credentialsHelp: 'BATON_ZK_DIGEST=user:password',

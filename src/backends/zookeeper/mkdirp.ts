@@ -1,7 +1,7 @@
 import zookeeper from 'node-zookeeper-client';
 
-import type { AfterLook } from '../probe.js';
 import { create, exists, isCode, OPEN, type ZkClient } from './client.js';
+import type { AfterLook } from './probe.js';
 
 /** How many times `mkdirp` looks for the deepest existing ancestor before it gives up on NO_NODE. */
 export const MKDIRP_LOOKS = 5;

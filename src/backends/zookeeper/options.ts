@@ -1,8 +1,8 @@
 /** ZooKeeper's `connect()` options, `auth` and `acl`, checked. */
 import { InvalidArgumentError } from '../../../recipes/errors.js';
-import type { ZkAuth } from '../../options.js';
 import { oneOf } from '../option-checks.js';
 import type { AclPolicy } from './acl.js';
+import type { ZkAuth } from './public.js';
 
 /** The credentials and ACL policy a ZooKeeper session is opened with. */
 export interface ZkAccess {

@@ -1,7 +1,6 @@
 import zookeeper from 'node-zookeeper-client';
 
 import { BackendError } from '../../../recipes/errors.js';
-import type { AfterLook, ZkCounters } from '../probe.js';
 import { fromPromise, type Start } from '../requests.js';
 import {
   createStart,
@@ -16,6 +15,7 @@ import {
 } from './client.js';
 import { mkdirp } from './mkdirp.js';
 import { entryPrefix, hasNegativeSequence, parseEntryName, trailingSequence, UuidSequence } from './names.js';
+import type { AfterLook, ZkCounters } from './probe.js';
 
 /**
  * The sequence from which a queue directory is deleted once a delete of ours may have left it empty

@@ -2,11 +2,11 @@ import type zookeeper from 'node-zookeeper-client';
 
 import { BoundedMap } from '../../../recipes/bounded-map.js';
 import type { Entry } from '../../../recipes/contract.js';
-import type { ZkCounters } from '../probe.js';
 import type { Start } from '../requests.js';
 import { watchStatStart, type ZkClient, zkLong, type ZkStat } from './client.js';
 import { canDropDataWatchers, dropDataWatcher } from './client/instance.js';
 import { sequenceOf as childSequence } from './names.js';
+import type { ZkCounters } from './probe.js';
 
 /** How many directories found quiet a session keeps (and keeps a watch on), the most recently used. */
 const QUIET_DIRECTORIES = 64;

@@ -1,8 +1,10 @@
 /** ZooKeeper's part of `baton-locks/testing`: its counters, limits and hooks, and its sessions' probes. */
 import type { Session } from '../../../recipes/contract.js';
 import type { TestKit } from '../backend.js';
-import { type AfterLook, zkCounters as zeroZk, type ZkProbe, type ZkView } from '../probe.js';
 import { sessionProbes } from '../test-kit.js';
+import { type AfterLook, zkCounters as zeroZk, type ZkProbe, type ZkView } from './probe.js';
+
+export type { AfterLook, ZkCounters, ZkView } from './probe.js';
 
 /** What the ZooKeeper sessions of this process opened here counted (see `ZkCounters`). */
 export const zkCounters = zeroZk();
@@ -32,5 +34,6 @@ export function zkProbeOf(session: Session): ZkSessionProbe {
   return probes.probeOf(session);
 }
 
-/** @internal What the ZooKeeper descriptor hands `baton-locks/testing`. */
-export const zkKit: TestKit = probes.kit;
+/** What the ZooKeeper descriptor's `testing` loads: the default export, which `export *` in test-kits.ts leaves out. */
+const kit: TestKit = probes.kit;
+export default kit;

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, inject } from 'vitest';
 import type { Entry, Session } from '../../../recipes/contract.js';
 import { mysqlSessionRowOf } from '../../../src/backends/mysql/driver.js';
 import { lockNameOf } from '../../../src/backends/mysql/open.js';
-import { PostgresEntry } from '../../../src/backends/postgres/driver.js';
+import { SqlEntry } from '../../../src/backends/sql/entry.js';
 import type { ConnectOptions } from '../../../src/connect.js';
 import { etcdFixture } from '../backends/etcd.js';
 import type { Fixture } from '../backends/fixture.js';
@@ -88,7 +88,7 @@ function postgresLayout(): Layout {
     isEnqueue: (chunk, session) => chunk.includes('.enqueue(') && chunk.includes(`s${session.id.replace(/^pg-/, '')}.`),
     adopted: () => postgresCounters.adopted,
     // LISTEN "<schema>.e<token>" on the session's listening connection.
-    watchMark: (entry) => `.e${PostgresEntry.rowTokenOf(entry)}"`,
+    watchMark: (entry) => `.e${SqlEntry.rowTokenOf(entry)}"`,
   };
 }
 

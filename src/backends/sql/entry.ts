@@ -1,7 +1,7 @@
 import type { Entry } from '../../../recipes/contract.js';
 import type { EntryInfo } from '../../driver-port.js';
 
-/** One row of a queue listing (`list` and `enqueue` in the schema). */
+/** One row of a queue listing (`list` and `enqueue` in either SQL schema). */
 export interface QueueRow extends Record<string, unknown> {
   token: string;
   key: string;
@@ -9,19 +9,9 @@ export interface QueueRow extends Record<string, unknown> {
   kind: string;
 }
 
-/** A session's id as users see it (`session.id`, `baton inspect`), from its row's id. */
-export function sessionIdOf(row: string): string {
-  return `pg-${row}`;
-}
-
-/** The row id of a session id (`pg-<n>`). */
-export function sessionRowOf(id: string): string {
-  return id.replace(/^pg-/, '');
-}
-
 /** The entries of a queue's rows, in the rows' order. */
 export function entriesOf(queue: string, rows: readonly QueueRow[]): Entry[] {
-  return rows.map((row) => new PostgresEntry(queue, row.key, row.kind, BigInt(row.queue_position), BigInt(row.token)));
+  return rows.map((row) => new SqlEntry(queue, row.key, row.kind, BigInt(row.queue_position), BigInt(row.token)));
 }
 
 /** One row of a queue's description (`describe`): a queue row with its owner, data and times. */
@@ -55,7 +45,7 @@ export function describedOf(
  * that of the entry it took the place of); the row's own token, which names the channel its delete
  * notifies, is kept apart.
  */
-export class PostgresEntry implements Entry {
+export class SqlEntry implements Entry {
   readonly queue: string;
   readonly key: string;
   readonly kind: string;

@@ -1,15 +1,14 @@
 import type { Enqueued, Entry } from '../../../recipes/contract.js';
 import { BackendError } from '../../../recipes/errors.js';
 import type { Driver } from '../../driver-port.js';
-import type { PostgresCounters } from '../probe.js';
 import { entriesOf, type QueueRow } from './entry.js';
 
 /** What the own entries need of their driver. */
 export interface OwnEntriesHost {
   /** The session's row id: its entries' keys start with `s<session>.`. */
   readonly session: string;
-  /** Only the orphan count (MySQL's driver shares this class with counters of its own). */
-  readonly counters: Pick<PostgresCounters, 'orphansRemoved'>;
+  /** Where the orphans it deletes are counted (each backend's probe counters have the field). */
+  readonly counters: { orphansRemoved: number };
   /** Whether the session is still open (a late enqueue's key is retired only while it is). */
   isOpen(): boolean;
   /** The driver's timeout, its withdraw (orphans, retired keys) and its listing (which sweeps our orphans). */
