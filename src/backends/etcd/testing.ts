@@ -1,6 +1,5 @@
 /** etcd's part of `baton-locks/testing`: its counters and watches, and its sessions' probes. */
 import type { Session } from '../../../recipes/contract.js';
-import type { TestKit } from '../backend.js';
 import { sessionProbes } from '../test-kit.js';
 import { etcdCounters as zeroEtcd, type EtcdProbe, type EtcdView } from './probe.js';
 
@@ -33,6 +32,5 @@ export function etcdProbeOf(session: Session): EtcdSessionProbe {
   return probes.probeOf(session);
 }
 
-/** What the etcd descriptor's `testing` loads: the default export, which `export *` in test-kits.ts leaves out. */
-const kit: TestKit = probes.kit;
-export default kit;
+/** What the etcd descriptor's `testing` loads (the default export: `export *` in test-kits.ts leaves it out). */
+export default probes.kit;

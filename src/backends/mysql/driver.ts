@@ -1,10 +1,11 @@
-import type { Abortable, Ahead, Enqueued, Entry, GuardedOp } from '../../../recipes/contract.js';
+import type { Ahead, Enqueued, Entry, GuardedOp } from '../../../recipes/contract.js';
 import { backoff } from '../../backoff.js';
-import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
+import type { Driver, EntryInfo } from '../../driver-port.js';
 import { holdCheckEveryMs } from '../../timing.js';
 import { DriverCore } from '../core.js';
 import { countWatch } from '../probe.js';
 import { fromPromise } from '../requests.js';
+import { type SessionLink, SqlDriverBase } from '../sql/driver-base.js';
 import { describedOf, type DescribedRow, type QueueRow, SqlEntry } from '../sql/entry.js';
 import { KeepAlive } from '../sql/keepalive.js';
 import { OwnEntries } from '../sql/own-entries.js';
@@ -59,11 +60,10 @@ export function mysqlSessionRowOf(id: string): string {
  * an entry is a row of `baton_entries` owned by it, whose `GET_LOCK` name the main connection (the
  * requests' one) holds from the enqueue until the entry's withdraw (see wake-names.ts), so that a waiter
  * blocked on that name in the wait pool is answered at its release. This file holds the contract's
- * requests; the rest is in the files beside it.
+ * requests (those both SQL backends make alike are in sql/driver-base.ts); the rest is in the files
+ * beside it and in sql/.
  */
-export class MysqlDriver implements Driver {
-  /** None: only baton writes baton's tables. */
-  readonly dialects: readonly string[] = [];
+export class MysqlDriver extends SqlDriverBase implements Driver {
   readonly id: string;
   readonly timeoutMs: number;
   readonly openedAt: number;
@@ -72,12 +72,12 @@ export class MysqlDriver implements Driver {
   readonly #database: string;
   readonly #main: Link;
   readonly #beat: Link;
-  readonly #core: DriverCore;
-  readonly #counters: MysqlCounters;
-  readonly #own: OwnEntries;
+  protected readonly core: DriverCore;
+  protected readonly counters: MysqlCounters;
+  protected readonly own: OwnEntries;
   readonly #pool: WaitPool;
-  readonly #watches: Watches;
-  readonly #keepAlive: KeepAlive;
+  protected readonly waits: Watches;
+  protected readonly keepAlive: KeepAlive;
   readonly #ahead: ListBefore;
   #reconnecting = false;
   readonly #names: WakeNames;
@@ -87,7 +87,7 @@ export class MysqlDriver implements Driver {
     const opened = await openSession(options, {
       main: {
         up: (again) => {
-          if (again && driver !== undefined && driver.#core.isOpen) driver.#names.retake();
+          if (again && driver !== undefined && driver.core.isOpen) driver.#names.retake();
         },
         // Made again soon, not at the next request: its entries' names are to be held again.
         down: () => {
@@ -96,7 +96,7 @@ export class MysqlDriver implements Driver {
       },
       beat: {
         down: () => {
-          if (driver !== undefined) driver.#keepAlive.down();
+          if (driver !== undefined) driver.keepAlive.down();
         },
       },
     });
@@ -115,6 +115,7 @@ export class MysqlDriver implements Driver {
     probe: MysqlProbe | undefined,
     newLink: () => Link,
   ) {
+    super();
     this.#session = opened.session;
     this.id = mysqlSessionIdOf(opened.session);
     this.timeoutMs = options.sessionTimeoutMs;
@@ -123,39 +124,35 @@ export class MysqlDriver implements Driver {
     this.#beat = opened.beat;
     this.#namespace = options.url.namespace;
     this.#database = options.url.database;
-    this.#counters = probe?.counters ?? mysqlCounters();
+    this.counters = probe?.counters ?? mysqlCounters();
     this.#pool = new WaitPool(
       {
         newLink,
         kill: async (thread) => {
-          this.#counters.killedWaits += 1;
+          this.counters.killedWaits += 1;
           await this.#main.query(`KILL QUERY ${Math.trunc(thread)}`);
         },
       },
       WAIT_POOL_CAP,
       (seconds) => getLockTimeout(opened.flavour, seconds),
     );
-    this.#core = new DriverCore(mysqlFailures(this.id), {
+    this.core = new DriverCore(mysqlFailures(this.id), {
       onEnd: (reason) => this.#onEnd(reason),
-      onLost: () => {
-        this.#main.destroy();
-        this.#beat.destroy();
-        this.#pool.destroy();
-      },
+      onLost: () => this.dropLinks(),
     });
-    this.#own = new OwnEntries({
+    this.own = new OwnEntries({
       session: this.#session,
-      counters: this.#counters,
-      isOpen: () => this.#core.isOpen,
+      counters: this.counters,
+      isOpen: () => this.core.isOpen,
       driver: this,
     });
     const watches = probe?.watches;
-    this.#watches = new Watches(
+    this.waits = new Watches(
       {
-        core: this.#core,
+        core: this.core,
         pool: this.#pool,
         namespace: this.#namespace,
-        counters: this.#counters,
+        counters: this.counters,
         nameOf: (key) => lockNameOf(this.#database, key),
         live: (keys) => this.#live(keys),
         list: (queue) => this.list(queue),
@@ -169,24 +166,20 @@ export class MysqlDriver implements Driver {
       waitThreadIds: () => this.#pool.threadIds(),
     });
     this.#names = new WakeNames({
-      core: this.#core,
+      core: this.core,
       main: this.#main,
       nameOf: (key) => lockNameOf(this.#database, key),
     });
     this.#ahead = new ListBefore({
       namespace: this.#namespace,
-      counters: this.#counters,
+      counters: this.counters,
       call: (text, values) => this.#request(text, values, true),
       list: (queue) => this.list(queue),
-      sweepOrphans: (entries) => this.#own.sweepOrphans(entries),
+      sweepOrphans: (entries) => this.own.sweepOrphans(entries),
     });
     // Renewed on the heartbeat's own connection: renewals never wait behind the requests.
     const lease = { title: 'MySQL', id: this.id, renew: () => this.#beat.changed(STATEMENTS.renew, [this.#session]) };
-    this.#keepAlive = new KeepAlive(this.#core, lease, this.timeoutMs, () => this.#own.settle());
-  }
-
-  attach(events: DriverEvents): void {
-    this.#core.attach(events);
+    this.keepAlive = new KeepAlive(this.core, lease, this.timeoutMs, () => this.own.settle());
   }
 
   /** A statement on the main connection, sent again while it fails only on the way. */
@@ -196,29 +189,29 @@ export class MysqlDriver implements Driver {
     call: boolean,
     onAttempt?: () => void,
   ): Promise<R[]> {
-    return this.#core.retry(
+    return this.core.retry(
       fromPromise(async () => {
         onAttempt?.();
-        if (text === STATEMENTS.confirm) this.#counters.confirms += 1;
-        else this.#counters.statements += 1;
+        if (text === STATEMENTS.confirm) this.counters.confirms += 1;
+        else this.counters.statements += 1;
         return call ? this.#main.call<R>(text, values) : this.#main.rows<R>(text, values);
       }),
     );
   }
 
   async enqueue(queue: string, kind: string, at?: Entry, data?: string, _dialect?: string): Promise<Enqueued> {
-    this.#core.assertOpen();
+    this.core.assertOpen();
     const at_ = at === undefined ? null : at.order.toString();
     type Enqueue = QueueRow & { created: number | string; armed: number | string };
-    return this.#own.enqueue<Enqueue>(
+    return this.own.enqueue<Enqueue>(
       queue,
       kind,
       async (key, attempted) => {
         const name = lockNameOf(this.#database, key);
         const values = [this.#session, key, name, this.#namespace, queue, kind, at_, data ?? ''];
         const rows = await this.#request<Enqueue>(STATEMENTS.enqueue, values, true, attempted);
-        if (rows.length > 0 && Number(rows[0]!.created) === 0) this.#counters.adopted += 1;
-        this.#counters.queueRowsRead += rows.length;
+        if (rows.length > 0 && Number(rows[0]!.created) === 0) this.counters.adopted += 1;
+        this.counters.queueRowsRead += rows.length;
         return rows;
       },
       // `armed`: the enqueue's word that the main connection holds the entry's name.
@@ -226,24 +219,9 @@ export class MysqlDriver implements Driver {
     );
   }
 
-  async list(queue: string): Promise<readonly Entry[]> {
-    this.#counters.wholeListings += 1;
-    const rows = await this.#request<QueueRow>(STATEMENTS.list, [this.#namespace, queue], true);
-    this.#counters.queueRowsRead += rows.length;
-    return this.#own.listed(queue, rows);
-  }
-
   /** The entries just ahead of `self` in one index probe (see list-before.ts). */
   listBefore(queue: string, self: Entry, limit?: number): Promise<Ahead> {
     return this.#ahead.read(queue, self, limit);
-  }
-
-  waitGone(entry: Entry, signal: Abortable): Promise<void> {
-    return this.#watches.waitGone(entry, signal);
-  }
-
-  waitChange(queue: string, seen: readonly Entry[], signal: Abortable): Promise<void> {
-    return this.#watches.waitChange(queue, seen, signal);
   }
 
   async #live(keys: readonly string[]): Promise<Set<string>> {
@@ -253,20 +231,20 @@ export class MysqlDriver implements Driver {
   }
 
   withdraw(entry: Entry): Promise<void> {
-    const retire = this.#own.takeRetired(entry.key) ? 1 : 0;
+    const retire = this.own.takeRetired(entry.key) ? 1 : 0;
     const values = [entry.key, this.#session, lockNameOf(this.#database, entry.key), retire];
     // Not taken again by a reconnect meanwhile: the withdraw sent again after it would find the name
     // free and the arm after that would hold it for an entry that is gone.
     this.#names.withdrawn(entry.key);
-    return this.#core.withdraw({
+    return this.core.withdraw({
       key: entry.key,
       attempt: () =>
         fromPromise(() => {
-          this.#counters.statements += 1;
+          this.counters.statements += 1;
           return this.#main.query(STATEMENTS.withdraw, values);
         }),
       done: () => {
-        this.#own.forget(entry.key);
+        this.own.forget(entry.key);
       },
     });
   }
@@ -286,9 +264,9 @@ export class MysqlDriver implements Driver {
   revoke(entry: Entry): Promise<boolean> {
     return mysqlRevoke(
       (text, values) =>
-        this.#core.retry(
+        this.core.retry(
           fromPromise(() => {
-            this.#counters.statements += 1;
+            this.counters.statements += 1;
             return this.#main.changed(text, values);
           }),
         ),
@@ -297,50 +275,40 @@ export class MysqlDriver implements Driver {
     );
   }
 
-  async confirm(entry: Entry): Promise<boolean> {
-    const rows = await this.#request<{ key: string }>(STATEMENTS.confirm, [entry.key, this.#session], false);
-    if (rows.length > 0) return true;
-    await this.#keepAlive.renew(); // our entry is gone: if the session went with it, it is lost now
-    return false;
-  }
-
   /** The main connection broke: made again with the project's backoff (its `up` takes the names again). */
   #reconnectMain(): void {
     if (this.#reconnecting) return;
     this.#reconnecting = true;
     void (async () => {
-      for (let attempt = 0; this.#core.isOpen && !this.#main.connected; attempt += 1) {
+      for (let attempt = 0; this.core.isOpen && !this.#main.connected; attempt += 1) {
         await backoff(attempt);
-        if (!this.#core.isOpen || this.#main.connected) return;
+        if (!this.core.isOpen || this.#main.connected) return;
         await this.#main.open().catch(() => undefined);
       }
     })().finally(() => (this.#reconnecting = false));
   }
 
-  abandon(reason: Error): void {
-    this.#core.abandon(reason, () => {
-      this.#main.destroy();
-      this.#beat.destroy();
-      this.#pool.destroy();
-    });
+  protected links(): readonly SessionLink[] {
+    return [this.#main, this.#beat, this.#pool];
   }
 
-  close(): Promise<void> {
-    return this.#core.close(this.timeoutMs, {
-      // The session's row goes, and its entries with it; the connection's end frees their names.
-      onServer: () =>
-        this.#main.query(STATEMENTS.close, [this.#session]).then(
-          () => undefined,
-          () => undefined,
-        ),
-      disconnect: () => Promise.all([this.#main.close(), this.#beat.close(), this.#pool.close()]).then(() => undefined),
-    });
+  protected listRows(queue: string): Promise<QueueRow[]> {
+    this.counters.wholeListings += 1;
+    return this.#request<QueueRow>(STATEMENTS.list, [this.#namespace, queue], true);
+  }
+
+  protected async ownsRow(entry: Entry): Promise<boolean> {
+    return (await this.#request(STATEMENTS.confirm, [entry.key, this.#session], false)).length > 0;
+  }
+
+  protected deleteSessionRow(): Promise<unknown> {
+    return this.#main.query(STATEMENTS.close, [this.#session]);
   }
 
   #onEnd(reason: Error): void {
-    this.#keepAlive.stop();
-    this.#watches.failAll(reason);
-    this.#own.clear();
+    this.keepAlive.stop();
+    this.waits.failAll(reason);
+    this.own.clear();
     this.#names.clear();
   }
 

@@ -1,6 +1,5 @@
 /** MySQL's part of `baton-locks/testing`: its counters and watches, and its sessions' probes. */
 import type { Session } from '../../../recipes/contract.js';
-import type { TestKit } from '../backend.js';
 import { sessionProbes } from '../test-kit.js';
 import { mysqlCounters as zeroMysql, type MysqlProbe, type MysqlView } from './probe.js';
 
@@ -27,6 +26,5 @@ export function mysqlProbeOf(session: Session): MysqlSessionProbe {
   return probes.probeOf(session);
 }
 
-/** What the MySQL descriptor's `testing` loads: the default export, which `export *` in test-kits.ts leaves out. */
-const kit: TestKit = probes.kit;
-export default kit;
+/** What the MySQL descriptor's `testing` loads (the default export: `export *` in test-kits.ts leaves it out). */
+export default probes.kit;

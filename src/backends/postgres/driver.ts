@@ -1,11 +1,12 @@
 import type { Notification } from 'pg';
 
 import type { Abortable, Ahead, Enqueued, Entry, GuardedClient, GuardedOp } from '../../../recipes/contract.js';
-import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
+import type { Driver, EntryInfo } from '../../driver-port.js';
 import { backstopEveryMs } from '../../timing.js';
 import { DriverCore } from '../core.js';
 import { countWatch } from '../probe.js';
 import { fromPromise } from '../requests.js';
+import { type SessionLink, SqlDriverBase } from '../sql/driver-base.js';
 import { describedOf, type DescribedRow, type QueueRow, SqlEntry } from '../sql/entry.js';
 import { KeepAlive } from '../sql/keepalive.js';
 import { OwnEntries } from '../sql/own-entries.js';
@@ -28,12 +29,11 @@ export { sessionIdOf, sessionRowOf } from './session-id.js';
  * The PostgreSQL backend on node-postgres: a session is a row of `<schema>.sessions` whose lease the
  * server's clock times, renewed by a heartbeat; an entry is a row of `<schema>.entries` owned by it.
  * Two connections per session: one for the requests, one that listens (LISTEN per watched entry) and
- * carries the heartbeat. This file holds the contract's requests; the rest is in the files beside it
- * (keep-alive, watches and their backstop, own entries and the orphan sweep, entries and session ids).
+ * carries the heartbeat. This file holds the contract's requests (those both SQL backends make alike
+ * are in sql/driver-base.ts); the rest is in the files beside it (watches and their backstop, the short
+ * read, session ids) and in sql/ (keep-alive, own entries and the orphan sweep, entries).
  */
-export class PostgresDriver implements Driver {
-  /** None: only baton writes baton's tables. */
-  readonly dialects: readonly string[] = [];
+export class PostgresDriver extends SqlDriverBase implements Driver {
   readonly id: string;
   readonly timeoutMs: number;
   readonly openedAt: number;
@@ -43,12 +43,12 @@ export class PostgresDriver implements Driver {
   readonly #sql: Statements;
   readonly #main: Link;
   readonly #listen: Link;
-  readonly #core: DriverCore;
+  protected readonly core: DriverCore;
   readonly #channels: Channels;
-  readonly #counters: PostgresCounters;
-  readonly #own: OwnEntries;
-  readonly #watches: Watches;
-  readonly #keepAlive: KeepAlive;
+  protected readonly counters: PostgresCounters;
+  protected readonly own: OwnEntries;
+  protected readonly waits: Watches;
+  protected readonly keepAlive: KeepAlive;
   readonly #shortRead: ShortRead;
 
   static async open(options: PostgresDriverOptions, probe?: PostgresProbe): Promise<PostgresDriver> {
@@ -58,7 +58,7 @@ export class PostgresDriver implements Driver {
         if (again && driver !== undefined) driver.#relistened();
       },
       down: () => {
-        if (driver !== undefined) driver.#keepAlive.down();
+        if (driver !== undefined) driver.keepAlive.down();
       },
       notification: (message) => {
         if (driver !== undefined) driver.#notified(message);
@@ -73,6 +73,7 @@ export class PostgresDriver implements Driver {
     options: PostgresDriverOptions,
     probe: PostgresProbe | undefined,
   ) {
+    super();
     this.#session = opened.session;
     // Distinct from the tokens and counts beside it in `baton inspect`: `pg-<sessions.id>`.
     this.id = sessionIdOf(opened.session);
@@ -83,13 +84,10 @@ export class PostgresDriver implements Driver {
     this.#namespace = options.namespace;
     this.#schema = options.schema;
     this.#sql = new Statements(options.schema);
-    this.#counters = probe?.counters ?? postgresCounters();
-    this.#core = new DriverCore(postgresFailures(this.id, this.#schema), {
+    this.counters = probe?.counters ?? postgresCounters();
+    this.core = new DriverCore(postgresFailures(this.id, this.#schema), {
       onEnd: (reason) => this.#onEnd(reason),
-      onLost: () => {
-        this.#main.destroy();
-        this.#listen.destroy();
-      },
+      onLost: () => this.dropLinks(),
     });
     const watches = probe?.watches;
     this.#channels = new Channels({
@@ -97,15 +95,15 @@ export class PostgresDriver implements Driver {
       send: (statement) => this.#listen.query(statement).then(() => undefined),
       ...(watches === undefined ? {} : { watched: (tag, delta) => countWatch(watches, tag, delta) }),
     });
-    this.#own = new OwnEntries({
+    this.own = new OwnEntries({
       session: this.#session,
-      counters: this.#counters,
-      isOpen: () => this.#core.isOpen,
+      counters: this.counters,
+      isOpen: () => this.core.isOpen,
       driver: this,
     });
-    this.#watches = new Watches(
+    this.waits = new Watches(
       {
-        core: this.#core,
+        core: this.core,
         channels: this.#channels,
         sql: this.#sql,
         schema: this.#schema,
@@ -131,24 +129,20 @@ export class PostgresDriver implements Driver {
     this.#shortRead = new ShortRead(
       {
         namespace: this.#namespace,
-        counters: this.#counters,
+        counters: this.counters,
         available: opened.features.listBefore,
         request: (text, values) => this.#request(text, values),
         list: (queue) => this.list(queue),
-        withoutOrphans: (entries) => this.#own.sweepOrphans(entries),
+        withoutOrphans: (entries) => this.own.sweepOrphans(entries),
       },
       this.#schema,
     );
     // Renewed on the listening connection: a failed renewal makes it again soon (see KeepAlive.down).
     const renew = async (): Promise<number> =>
       (await this.#listen.query(this.#sql.renew, [this.#session])).rowCount ?? 0;
-    this.#keepAlive = new KeepAlive(this.#core, { title: 'PostgreSQL', id: this.id, renew }, this.timeoutMs, () =>
-      this.#own.settle(),
+    this.keepAlive = new KeepAlive(this.core, { title: 'PostgreSQL', id: this.id, renew }, this.timeoutMs, () =>
+      this.own.settle(),
     );
-  }
-
-  attach(events: DriverEvents): void {
-    this.#core.attach(events);
   }
 
   /** A request on the main connection, sent again while it fails only on the way. */
@@ -157,32 +151,26 @@ export class PostgresDriver implements Driver {
     values: readonly unknown[],
     onAttempt?: () => void,
   ): Promise<R[]> {
-    return this.#core.retry(
+    return this.core.retry(
       fromPromise(async () => {
         onAttempt?.();
-        this.#counters.statements += 1;
+        this.counters.statements += 1;
         return (await this.#main.query<R>(text, values)).rows;
       }),
     );
   }
 
   async enqueue(queue: string, kind: string, at?: Entry, data?: string, _dialect?: string): Promise<Enqueued> {
-    this.#core.assertOpen();
+    this.core.assertOpen();
     const at_ = at === undefined ? null : at.order.toString();
-    return this.#own.enqueue(queue, kind, async (key, attempted) => {
+    return this.own.enqueue(queue, kind, async (key, attempted) => {
       const values = [this.#session, key, this.#namespace, queue, kind, at_, data ?? ''];
       const rows = await this.#request<QueueRow & { created: boolean }>(this.#sql.enqueue, values, attempted);
       // Found rather than created: an earlier attempt, whose reply was lost, was applied.
-      if (rows[0]?.created === false) this.#counters.adopted += 1;
-      this.#counters.queueRowsRead += rows.length;
+      if (rows[0]?.created === false) this.counters.adopted += 1;
+      this.counters.queueRowsRead += rows.length;
       return rows;
     });
-  }
-
-  async list(queue: string): Promise<readonly Entry[]> {
-    const rows = await this.#request<QueueRow>(this.#sql.list, [this.#namespace, queue]);
-    this.#counters.queueRowsRead += rows.length;
-    return this.#own.listed(queue, rows);
   }
 
   /** The entries just ahead of `self` and whether it is there, by an index probe (see list-before.ts). */
@@ -190,24 +178,16 @@ export class PostgresDriver implements Driver {
     return this.#shortRead.before(queue, self, limit);
   }
 
-  waitGone(entry: Entry, signal: Abortable): Promise<void> {
-    return this.#watches.waitGone(entry, signal);
-  }
-
-  waitChange(queue: string, seen: readonly Entry[], signal: Abortable): Promise<void> {
-    return this.#watches.waitChange(queue, seen, signal);
-  }
-
   withdraw(entry: Entry): Promise<void> {
-    const statement = this.#own.takeRetired(entry.key) ? this.#sql.withdrawRetired : this.#sql.withdraw;
-    return this.#core.withdraw({
+    const statement = this.own.takeRetired(entry.key) ? this.#sql.withdrawRetired : this.#sql.withdraw;
+    return this.core.withdraw({
       key: entry.key,
       attempt: () =>
         fromPromise(() => {
-          this.#counters.statements += 1;
+          this.counters.statements += 1;
           return this.#main.query(statement, [entry.key, this.#session]);
         }),
-      done: () => this.#own.forget(entry.key),
+      done: () => this.own.forget(entry.key),
     });
   }
 
@@ -224,49 +204,39 @@ export class PostgresDriver implements Driver {
     return describedOf(queue, rows, sessionIdOf);
   }
 
-  async confirm(entry: Entry): Promise<boolean> {
-    const rows = await this.#request<{ key: string }>(this.#sql.confirm, [entry.key, this.#session]);
-    if (rows.length > 0) return true;
-    await this.#keepAlive.renew(); // our entry is gone: if the session went with it, it is lost now
-    return false;
-  }
-
   /** The listening connection is back: listen again (and check every wait), and renew on it at once. */
   #relistened(): void {
-    if (!this.#core.isOpen) return;
-    this.#watches.relistened();
-    void this.#keepAlive.renew().catch(() => undefined);
+    if (!this.core.isOpen) return;
+    this.waits.relistened();
+    void this.keepAlive.renew().catch(() => undefined);
   }
 
   #notified(message: Notification): void {
     const before = this.#channels.notifications;
     this.#channels.notified(message.channel);
-    this.#counters.notifications += this.#channels.notifications - before;
+    this.counters.notifications += this.#channels.notifications - before;
   }
 
-  abandon(reason: Error): void {
-    this.#core.abandon(reason, () => {
-      this.#main.destroy();
-      this.#listen.destroy();
-    });
+  protected links(): readonly SessionLink[] {
+    return [this.#main, this.#listen];
   }
 
-  close(): Promise<void> {
-    return this.#core.close(this.timeoutMs, {
-      // The session's row goes, and its entries with it (their waiters are notified).
-      onServer: () =>
-        this.#main.query(this.#sql.close, [this.#session]).then(
-          () => undefined,
-          () => undefined,
-        ),
-      disconnect: () => Promise.all([this.#main.close(), this.#listen.close()]).then(() => undefined),
-    });
+  protected listRows(queue: string): Promise<QueueRow[]> {
+    return this.#request<QueueRow>(this.#sql.list, [this.#namespace, queue]);
+  }
+
+  protected async ownsRow(entry: Entry): Promise<boolean> {
+    return (await this.#request(this.#sql.confirm, [entry.key, this.#session])).length > 0;
+  }
+
+  protected deleteSessionRow(): Promise<unknown> {
+    return this.#main.query(this.#sql.close, [this.#session]);
   }
 
   #onEnd(reason: Error): void {
-    this.#keepAlive.stop();
-    this.#watches.failAll(reason);
-    this.#own.clear();
+    this.keepAlive.stop();
+    this.waits.failAll(reason);
+    this.own.clear();
   }
 
   /** Made at the first guarded call (see guarded.ts). */

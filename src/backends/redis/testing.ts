@@ -1,6 +1,5 @@
 /** Redis's part of `baton-locks/testing`: its counters and watches, and its sessions' probes. */
 import type { Session } from '../../../recipes/contract.js';
-import type { TestKit } from '../backend.js';
 import { sessionProbes } from '../test-kit.js';
 import { redisCounters as zeroRedis, type RedisProbe, type RedisView } from './probe.js';
 
@@ -30,6 +29,5 @@ export function redisProbeOf(session: Session): RedisSessionProbe {
   return probes.probeOf(session);
 }
 
-/** What the Redis descriptor's `testing` loads: the default export, which `export *` in test-kits.ts leaves out. */
-const kit: TestKit = probes.kit;
-export default kit;
+/** What the Redis descriptor's `testing` loads (the default export: `export *` in test-kits.ts leaves it out). */
+export default probes.kit;

@@ -1,6 +1,5 @@
 /** ZooKeeper's part of `baton-locks/testing`: its counters, limits and hooks, and its sessions' probes. */
 import type { Session } from '../../../recipes/contract.js';
-import type { TestKit } from '../backend.js';
 import { sessionProbes } from '../test-kit.js';
 import { type AfterLook, zkCounters as zeroZk, type ZkProbe, type ZkView } from './probe.js';
 
@@ -34,6 +33,5 @@ export function zkProbeOf(session: Session): ZkSessionProbe {
   return probes.probeOf(session);
 }
 
-/** What the ZooKeeper descriptor's `testing` loads: the default export, which `export *` in test-kits.ts leaves out. */
-const kit: TestKit = probes.kit;
-export default kit;
+/** What the ZooKeeper descriptor's `testing` loads (the default export: `export *` in test-kits.ts leaves it out). */
+export default probes.kit;
