@@ -15,7 +15,7 @@ const SIDE_BY_SIDE = [
   'test/api/hostile-input.test.ts',
   'test/api/recipes/{hold-limit,participants-peers,participants-timeout}.test.ts',
   'test/api/observability/{otel,otel-metrics,prometheus}.test.ts',
-  'test/cli/{elect,inspect,lock,once,production-modules,release,version}.test.ts',
+  'test/cli/{elect,help,inspect,lock,once,production-modules,release,version}.test.ts',
   'test/api/{connect,connect-abort,foreign-entries,lock-events,metrics}.test.ts',
   'test/api/recipes/{once,participants}.test.ts',
   'test/api/{force-release,guarded}/memory.test.ts',

@@ -73,7 +73,7 @@ export interface TestKit {
 export interface CliSupport<Target> {
   /** A URL for the help texts, e.g. `zk://127.0.0.1:2181/<namespace>`; none: not shown as an example. */
   example?(namespace: string): string;
-  /** The environment variables its credentials are read from, for `baton inspect --help`. */
+  /** The environment variables its credentials are read from, for the help of every command that connects. */
   readonly credentialsHelp?: string;
   /** Its credentials from the environment (never from arguments, which any user can read in `ps`). */
   credentials?(env: NodeJS.ProcessEnv): ConnectOptions;
@@ -98,7 +98,8 @@ export interface SchemaSupport<Target> {
 /**
  * One backend: its URL schemes and parsing, its `connect()` options, how its driver is opened, its
  * test probe, and what the CLI needs. Adding a backend is a folder with an `index.ts` exporting one
- * of these, and its line in `registry.ts`.
+ * of these, its line in `registry.ts`, and its lines in `public.ts` and `test-kits.ts` if it has
+ * options or a test kit.
  */
 export interface Backend<Target = unknown, Own = unknown> {
   /** The scheme a parsed URL names it by (`ParsedUrl.scheme`), and the first of its URL schemes. */

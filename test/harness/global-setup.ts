@@ -17,7 +17,7 @@ import {
 import { type MysqlServer, startMysql } from './servers/mysql.js';
 import { removePortClaims } from './servers/ports.js';
 import { type PgServer, startPostgres } from './servers/postgres.js';
-import { removeTempDir } from './servers/process.js';
+import { removeTempDir, removeWithRun } from './servers/process.js';
 import { type RedisCluster, type RedisServer, startRedis, startRedisCluster } from './servers/redis.js';
 import { startZooKeeper, type ZkCluster } from './servers/zookeeper.js';
 
@@ -70,6 +70,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     return { provided, teardown, projects: 0 };
   })();
   const run = await shared[RUN];
+  removeWithRun(project.tmpDir);
   run.projects += 1;
   for (const [key, value] of run.provided) project.provide(key as keyof ProvidedContext, value as never);
   return async () => {

@@ -1,21 +1,36 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join, normalize, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
+import { BACKENDS } from '../../src/backends/registry.js';
+
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const BACKEND_FOLDERS = ['zookeeper', 'etcd', 'postgres', 'mysql', 'redis', 'memory', 'sql'];
-/** The files that list every backend, one line (or block) each: adding a backend touches these. */
+/** Every folder of src/backends/: one per backend, and `sql/`, what the SQL backends share. */
+const FOLDERS = readdirSync(join(ROOT, 'src/backends'), { withFileTypes: true })
+  .filter((entry) => entry.isDirectory())
+  .map((entry) => entry.name);
+const SHARED = 'sql';
+/** The files that list every backend, a line or two each: adding a backend touches these. */
 const REGISTRIES = ['src/backends/registry.ts', 'src/backends/public.ts', 'src/backends/test-kits.ts'];
 /**
  * Outside these the code knows no backend by name. `src/fence/` is no backend: its fences are named
  * by the store a resource keeps its marks in, which is what a user picks there.
  */
-const OWN_NAMES = [...BACKEND_FOLDERS.map((name) => `src/backends/${name}/`), 'src/fence/'];
-/** A backend's name as a word of an identifier (`zkProbeOf`, `EtcdClientOptions`, `REDIS_URL`). */
-const BACKEND_WORD = /^(zk|zoo[kK]eeper|etcd|postgres(ql)?|pg|mysql|mariadb|redis|memory)$/i;
+const OWN_NAMES = [...FOLDERS.map((name) => `src/backends/${name}/`), 'src/fence/'];
+/**
+ * A backend's name as a word of an identifier (`zkProbeOf`, `EtcdClientOptions`, `REDIS_URL`): every
+ * descriptor's scheme, aliases, title and folder, and the short names its code goes by (`pg`).
+ */
+const BACKEND_WORDS = new Set(
+  [
+    ...BACKENDS.flatMap((backend) => [backend.scheme, backend.title, ...backend.schemes, ...(backend.aliases ?? [])]),
+    ...FOLDERS.filter((name) => name !== SHARED),
+    'pg',
+  ].map((word) => word.toLowerCase()),
+);
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((entry) => {
@@ -28,6 +43,30 @@ function sourceFiles(dir: string): string[] {
 /** The words of an identifier: `etcdProbeOf` -> etcd, Probe, Of; `REDIS_URL` -> REDIS, URL. */
 function wordsOf(identifier: string): string[] {
   return identifier.split(/_|(?<=[a-z0-9])(?=[A-Z])/).filter((word) => word !== '');
+}
+
+/** The module specifiers of a file: imports, re-exports and `import()` calls. */
+function specifiersOf(source: ts.SourceFile): string[] {
+  const found: string[] = [];
+  const visit = (node: ts.Node): void => {
+    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier !== undefined)
+      found.push((node.moduleSpecifier as ts.StringLiteral).text);
+    if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword) {
+      const [argument] = node.arguments;
+      if (argument !== undefined && ts.isStringLiteralLike(argument)) found.push(argument.text);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
+/** The backend folder a relative specifier of `path` lands in, if any. */
+function folderReached(path: string, specifier: string): string | undefined {
+  if (!specifier.startsWith('.')) return undefined;
+  const target = relative(join(ROOT, 'src/backends'), normalize(join(ROOT, dirname(path), specifier)));
+  const [first, ...rest] = target.split('/');
+  return rest.length > 0 && first !== undefined && FOLDERS.includes(first) ? first : undefined;
 }
 
 /** The names a file takes from `src/fence/` (`MemoryCasStore`): a fence's store, not a backend. */
@@ -43,28 +82,28 @@ function namesImportedFromFence(source: ts.SourceFile): Set<string> {
   return names;
 }
 
+function parse(path: string): ts.SourceFile {
+  return ts.createSourceFile(path, readFileSync(join(ROOT, path), 'utf8'), ts.ScriptTarget.Latest, true);
+}
+
 /** Where a file names a backend in code: an identifier with a backend's word, or an import of a backend's folder. */
 function backendNamesIn(path: string): string[] {
-  const text = readFileSync(join(ROOT, path), 'utf8');
+  const source = parse(path);
   const found: string[] = [];
-  const source = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true);
   const fenceNames = namesImportedFromFence(source);
   const visit = (node: ts.Node): void => {
     if (
       ts.isIdentifier(node) &&
       !fenceNames.has(node.text) &&
-      wordsOf(node.text).some((word) => BACKEND_WORD.test(word))
+      wordsOf(node.text).some((word) => BACKEND_WORDS.has(word.toLowerCase()))
     ) {
       found.push(`${path}:${source.getLineAndCharacterOfPosition(node.getStart()).line + 1} ${node.text}`);
-    }
-    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier !== undefined) {
-      const specifier = (node.moduleSpecifier as ts.StringLiteral).text;
-      const folder = BACKEND_FOLDERS.find((name) => specifier.includes(`/${name}/`));
-      if (folder !== undefined) found.push(`${path}: imports ${specifier}`);
     }
     ts.forEachChild(node, visit);
   };
   visit(source);
+  for (const specifier of specifiersOf(source))
+    if (folderReached(path, specifier) !== undefined) found.push(`${path}: imports ${specifier}`);
   return found;
 }
 
@@ -75,29 +114,46 @@ describe('one backend, one folder', () => {
 
   it('no code outside a backend folder and the registries names a backend or imports from its folder', () => {
     expect(files.length).toBeGreaterThan(40);
+    expect(BACKEND_WORDS).toContain('mariadb');
     expect(files.flatMap(backendNamesIn)).toEqual([]);
   });
 
   it("no backend imports from another backend's folder: what two share lives in sql/ or beside core.ts", () => {
-    const crossings = BACKEND_FOLDERS.filter((name) => name !== 'sql').flatMap((name) =>
-      sourceFiles(`src/backends/${name}`).flatMap((path) => {
-        const text = readFileSync(join(ROOT, path), 'utf8');
-        return [...text.matchAll(/from '((?:\.\.\/)+)([a-z]+)\//g)]
-          .filter(([, , folder]) => folder !== name && folder !== 'sql' && BACKEND_FOLDERS.includes(folder!))
-          .map(([specifier]) => `${path}: ${specifier}`);
-      }),
+    const crossings = FOLDERS.filter((name) => name !== SHARED).flatMap((name) =>
+      sourceFiles(`src/backends/${name}`).flatMap((path) =>
+        specifiersOf(parse(path))
+          .filter((specifier) => ![undefined, name, SHARED].includes(folderReached(path, specifier)))
+          .map((specifier) => `${path}: ${specifier}`),
+      ),
     );
     expect(crossings).toEqual([]);
   });
 
-  it.each([
-    ['src/backends/registry.ts', 'index.ts', 'index.js'],
-    ['src/backends/public.ts', 'public.ts', 'public.js'],
-    ['src/backends/test-kits.ts', 'testing.ts', 'testing.js'],
-  ])('%s names every backend folder that has a %s', (registry, file, imported) => {
-    const text = readFileSync(join(ROOT, registry), 'utf8');
-    const folders = BACKEND_FOLDERS.filter((name) => readdirSync(join(ROOT, 'src/backends', name)).includes(file));
-    expect(folders.length).toBeGreaterThan(3);
-    for (const name of folders) expect(text).toContain(`from './${name}/${imported}'`);
+  it('every backend folder but sql/ is a descriptor in the registry', () => {
+    const registry = readFileSync(join(ROOT, 'src/backends/registry.ts'), 'utf8');
+    const backends = FOLDERS.filter((name) => name !== SHARED);
+    expect(backends.length).toBe(BACKENDS.length);
+    for (const name of backends) expect(registry).toContain(`from './${name}/index.js'`);
+  });
+
+  it("public.ts exports every backend's public types and joins its connect() keys into BackendConnectOptions", () => {
+    const text = readFileSync(join(ROOT, 'src/backends/public.ts'), 'utf8');
+    const union = text.slice(text.indexOf('export type BackendConnectOptions'));
+    const withPublic = FOLDERS.filter((name) => readdirSync(join(ROOT, 'src/backends', name)).includes('public.ts'));
+    expect(withPublic.length).toBeGreaterThan(3);
+    for (const name of withPublic) {
+      const exported = readFileSync(join(ROOT, 'src/backends', name, 'public.ts'), 'utf8');
+      const keys = /export interface (\w+ConnectOptions)\b/.exec(exported)?.[1];
+      expect(keys, `${name}/public.ts declares its connect() keys`).toBeDefined();
+      expect(text).toMatch(new RegExp(`export type \\{[^}]*\\b${keys!}\\b[^}]*\\} from './${name}/public\\.js'`));
+      expect(union).toContain(keys!);
+    }
+  });
+
+  it("test-kits.ts re-exports every backend's testing.ts", () => {
+    const text = readFileSync(join(ROOT, 'src/backends/test-kits.ts'), 'utf8');
+    const withKit = FOLDERS.filter((name) => readdirSync(join(ROOT, 'src/backends', name)).includes('testing.ts'));
+    expect(withKit.length).toBeGreaterThan(3);
+    for (const name of withKit) expect(text).toContain(`export * from './${name}/testing.js';`);
   });
 });

@@ -32,5 +32,5 @@ export function etcdProbeOf(session: Session): EtcdSessionProbe {
   return probes.probeOf(session);
 }
 
-/** What the etcd descriptor's `testing` loads (the default export: `export *` in test-kits.ts leaves it out). */
+/** @internal What the etcd descriptor's `testing` loads (the default export: `export *` in test-kits.ts leaves it out). */
 export default probes.kit;

@@ -26,5 +26,5 @@ export function mysqlProbeOf(session: Session): MysqlSessionProbe {
   return probes.probeOf(session);
 }
 
-/** What the MySQL descriptor's `testing` loads (the default export: `export *` in test-kits.ts leaves it out). */
+/** @internal What the MySQL descriptor's `testing` loads (the default export: `export *` in test-kits.ts leaves it out). */
 export default probes.kit;

@@ -26,5 +26,5 @@ export function postgresProbeOf(session: Session): PostgresSessionProbe {
   return probes.probeOf(session);
 }
 
-/** What the PostgreSQL descriptor's `testing` loads (the default export: `export *` in test-kits.ts leaves it out). */
+/** @internal What the PostgreSQL descriptor's `testing` loads (the default export: `export *` in test-kits.ts leaves it out). */
 export default probes.kit;

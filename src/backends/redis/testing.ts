@@ -29,5 +29,5 @@ export function redisProbeOf(session: Session): RedisSessionProbe {
   return probes.probeOf(session);
 }
 
-/** What the Redis descriptor's `testing` loads (the default export: `export *` in test-kits.ts leaves it out). */
+/** @internal What the Redis descriptor's `testing` loads (the default export: `export *` in test-kits.ts leaves it out). */
 export default probes.kit;

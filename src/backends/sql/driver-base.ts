@@ -20,7 +20,9 @@ export interface SqlWaits {
 /**
  * What both SQL drivers do alike. A session is a row whose lease the server's clock times, an entry a
  * row it owns; a listing, a hold's check, the close and the abandon differ only in their statements and
- * connections, which each driver supplies below. The rest of the contract is each driver's own.
+ * connections, which each driver supplies below. The rest of the contract is each driver's own. The
+ * parts both use (core, own entries, keep-alive, counters) are protected fields rather than `#private`
+ * ones so that this class can reach them; drivers are internal, so no user sees them.
  */
 export abstract class SqlDriverBase {
   /** None: only baton writes baton's tables. */
@@ -32,7 +34,7 @@ export abstract class SqlDriverBase {
   protected abstract readonly keepAlive: KeepAlive;
   protected abstract readonly counters: { queueRowsRead: number };
 
-  /** The session's connections, in the order they are closed. */
+  /** The session's connections: closed together at the close, dropped in this order when lost. */
   protected abstract links(): readonly SessionLink[];
   /** The queue's rows in queue order, on the main connection (sent again while it fails on the way). */
   protected abstract listRows(queue: string): Promise<QueueRow[]>;

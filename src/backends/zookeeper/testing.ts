@@ -33,5 +33,5 @@ export function zkProbeOf(session: Session): ZkSessionProbe {
   return probes.probeOf(session);
 }
 
-/** What the ZooKeeper descriptor's `testing` loads (the default export: `export *` in test-kits.ts leaves it out). */
+/** @internal What the ZooKeeper descriptor's `testing` loads (the default export: `export *` in test-kits.ts leaves it out). */
 export default probes.kit;

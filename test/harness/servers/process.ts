@@ -71,6 +71,16 @@ export function makeTempDir(prefix: string, parent: string = os.tmpdir()): strin
 }
 
 /**
+ * Removes `dir`, made by someone else, on exit or interruption as a `makeTempDir` dir is. For vitest's
+ * own dir of transformed modules (`TestProject.tmpDir`), which vitest leaves behind after every run
+ * (vitest-dev/vitest#11224).
+ */
+export function removeWithRun(dir: string): void {
+  hookExit();
+  tempDirs.add(dir);
+}
+
+/**
  * A parent for a server's data that lives in memory (`/dev/shm`) where there is one and TMPDIR does not
  * name another place, else the temp dir: for a server that syncs every write to disk and has no
  * switch to stop it (etcd 3.4), as ZooKeeper's forceSync=no and PostgreSQL's fsync=off do for theirs.
