@@ -16,7 +16,7 @@ const CREDENTIALS = [
   'BATON_REDIS_PASSWORD',
 ];
 /** An example URL of each backend a user may have in front of them. */
-const EXAMPLES = ['zk://', 'etcd://', 'mysql://', 'redis://'];
+const EXAMPLES = ['zk://', 'etcd://', 'postgres://', 'mysql://', 'redis://'];
 
 describe('baton <command> --help', () => {
   it.each(SESSION_COMMANDS)('%s names where every backend reads its credentials, and example URLs', async (command) => {

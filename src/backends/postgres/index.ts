@@ -56,6 +56,7 @@ export const postgres: Backend<PostgresUrl, PostgresSettings> = {
   },
   testing: async () => (await import('./testing.js')).default,
   cli: {
+    example: (namespace) => `postgres://baton@127.0.0.1:5432/app?namespace=${namespace}`,
     credentialsHelp: "PostgreSQL's PGPASSWORD (or ~/.pgpass)",
     passwordWarning: passwordInUrl,
     schema: {
