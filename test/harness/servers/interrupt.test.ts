@@ -78,8 +78,12 @@ describe('an interrupted run', () => {
       const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
       const vitestLog = (): string => (existsSync(logFile) ? readFileSync(logFile, 'utf8').slice(-3_000) : '');
       try {
-        await eventually('the servers of the run', () => existsSync(ready) || child.exitCode !== null, 150_000);
-        expect(existsSync(ready), vitestLog()).toBe(true);
+        await eventually(
+          'the servers and the port claim of the run',
+          () => (existsSync(ready) && existsSync(`${ready}.claims`)) || child.exitCode !== null,
+          150_000,
+        );
+        expect(existsSync(ready) && existsSync(`${ready}.claims`), vitestLog()).toBe(true);
         const servers = processesIn(tmp);
         // redis and ZooKeeper of the main process, PostgreSQL (and its own processes) and redis of the worker
         expect(servers.length, vitestLog()).toBeGreaterThanOrEqual(4);

@@ -3,6 +3,8 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+import { hookExit } from './process.js';
+
 const handedOut = new Set<number>();
 
 /**
@@ -42,6 +44,8 @@ function reserve(port: number): boolean {
   for (let attempt = 0; attempt < 2; attempt += 1) {
     try {
       writeFileSync(file, String(process.pid), { flag: 'wx' });
+      // Let go of it on a signal or a lost parent too: the 'exit' handler below does not run then.
+      hookExit();
       reservedHere.push(file);
       return true;
     } catch {

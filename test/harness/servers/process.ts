@@ -39,9 +39,10 @@ function killAllAndClean(): void {
  * Cleans up on exit, on SIGINT and SIGTERM, and when a test worker's parent goes away: the main vitest
  * process exits on a signal without stopping its workers, whose servers would otherwise run on until
  * the test at hand ends. After a signal the process ends by that signal again, once nobody else
- * listens for it (vitest's workers make `process.exit` throw while a test runs).
+ * listens for it (vitest's workers make `process.exit` throw while a test runs). Called by whatever
+ * leaves something behind to clean: a server, a temp dir, a port claim (ports.ts).
  */
-function hookExit(): void {
+export function hookExit(): void {
   if (hooked) return;
   hooked = true;
   process.on('exit', killAllAndClean);
