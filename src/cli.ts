@@ -6,7 +6,7 @@ import { Command, InvalidArgumentError as CommanderArgumentError } from 'command
 import { InvalidArgumentError, InvalidNameError } from '../recipes/errors.js';
 import type { Backend } from './backends/backend.js';
 import { backendForScheme, BACKENDS } from './backends/registry.js';
-import { CREDENTIALS_LINE, listed, urlExamples } from './commands/backend-help.js';
+import { CREDENTIALS_LINE, listed, URL_HELP, urlExamples } from './commands/backend-help.js';
 import { registerElect } from './commands/elect.js';
 import { registerLock } from './commands/lock.js';
 import { registerOnce } from './commands/once.js';
@@ -105,7 +105,7 @@ program
 program
   .command('inspect')
   .description('show the holders and waiters of a lock, election or read/write lock, in queue order')
-  .argument('<url>', `connection URL, e.g. ${urlExamples('myapp')}`)
+  .argument('<url>', URL_HELP)
   .argument('<name>', 'the lock name, e.g. payments/settlement')
   .option('--json', 'print JSON (one object per line with --watch)', false)
   .option('--watch', 'print again at every change of the queue, until interrupted', false)

@@ -65,9 +65,8 @@ export function hookExit(): void {
  * unless `removeTempDir` did first.
  */
 export function makeTempDir(prefix: string, parent: string = os.tmpdir()): string {
-  hookExit();
   const dir = mkdtempSync(path.join(parent, prefix));
-  tempDirs.add(dir);
+  removeWithRun(dir);
   return dir;
 }
 
