@@ -2,6 +2,7 @@
  * The port the recipes need from a backend, and the view of a session they work through.
  * Recipes import only this file and their siblings; they never know which backend runs them.
  */
+import type { Mover } from './decide.js';
 import type { LockEvent, LockListener } from './events.js';
 
 /**
@@ -37,6 +38,22 @@ export interface Enqueued {
   readonly entry: Entry;
   /** The queue as it stood right after the entry was added, sorted by order. */
   readonly queue: readonly Entry[];
+}
+
+/**
+ * What `Backend.enqueueAhead` answers: the new entry, a window of the entries just ahead of it, and
+ * which movers (see `moverOf` in decide.ts) the queue holds, all read in the request that added it.
+ */
+export interface EnqueuedAhead {
+  readonly entry: Entry;
+  /** Entries ordered before the new one, nearest first; at most the `page` asked for. */
+  readonly ahead: readonly Entry[];
+  /** Whether entries ahead were left out of `ahead`. */
+  readonly more: boolean;
+  /** How many entries are ahead of the new one (the queue's size less one). */
+  readonly position: number;
+  /** The movers that have an entry in the queue: every entry there is ahead of the new one. */
+  readonly movers: readonly Mover[];
 }
 
 /** What `Backend.listBefore` read: the entries just ahead of `self`, and whether `self` is there. */
@@ -75,6 +92,12 @@ export interface Backend {
    * `dialects`) names the entry as that peer does, so that the peer sees it.
    */
   enqueue(queue: string, kind: string, at?: Entry, data?: string, dialect?: string): Promise<Enqueued>;
+  /**
+   * Optional, with `listBefore`: `enqueue` at the tail, answered with only the `page` entries just
+   * ahead of the new one, the queue's size and which movers it holds, so that the answer does not grow
+   * with the queue. Whatever the page leaves undecided the waiting loop lists.
+   */
+  enqueueAhead?(queue: string, kind: string, page: number, data?: string, dialect?: string): Promise<EnqueuedAhead>;
   /** The data an entry was created with (`''` if none), or null once that entry is gone. */
   read(entry: Entry): Promise<string | null>;
   /**
@@ -91,8 +114,8 @@ export interface Backend {
    * placed `at` another one after `self` was enqueued (etcd reads in create-revision order, and such an
    * entry was created after `self`): the waiting loop uses this only where no such entry can matter
    * (see `Lookahead` in decide.ts), a choice it makes from the enqueue's answer: a backend with this
-   * method answers an enqueue with the whole queue ahead of the new entry. Backends without it are
-   * listed whole.
+   * method answers an enqueue with the whole queue ahead of the new entry, or has `enqueueAhead`.
+   * Backends without it are listed whole.
    */
   listBefore?(queue: string, self: Entry, limit?: number): Promise<Ahead>;
   /** Resolves once `entry` is deleted (at once if it already is); rejects with `signal.reason`. */

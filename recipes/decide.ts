@@ -41,33 +41,40 @@ export const shared: Decide = (queue, self) => {
  * Only two things place one so: a downgrade (a read at its write entry's place) and a semaphore's
  * announced grant (its entry again at its own place), each at an entry that is already ahead. So the
  * short read is used only when the queue ahead of `self`, as its enqueue read it, holds no entry of a
- * kind whose move this decision must see (`mustSeeMovesOf`); entries enqueued later sit behind `self`
- * and cannot move ahead of it. Otherwise the waiter lists the queue as before.
+ * mover whose move this decision must see (`mustSee`); entries enqueued later sit behind `self` and
+ * cannot move ahead of it. Otherwise the waiter lists the queue as before.
  */
 export interface Lookahead {
   /** How many entries ahead the first read asks for. */
   readonly page: number;
-  /** Whether an entry of this kind ahead could put an entry at its place that this decision must see. */
-  readonly mustSeeMovesOf: (kind: string) => boolean;
+  /** The movers (see `moverOf`) whose entries ahead could put one at their place that this decision must see. */
+  readonly mustSee: readonly Mover[];
 }
+
+/**
+ * The kinds of entry that may later put another entry at their own place: a write entry (its
+ * downgrade's read) and a semaphore's (its announced grant). A backend that answers an enqueue with a
+ * window of the queue (`Backend.enqueueAhead`) tells which of them the queue holds.
+ */
+export type Mover = 'write' | 'semaphore';
 
 /** A semaphore entry's kind (`semaphore_<count>_<permits>`): its grant is announced by moving it. */
 const SEMAPHORE_KIND = /^semaphore_\d+_\d+$/;
+
+/** Which mover an entry of `kind` is, if any. */
+export function moverOf(kind: string): Mover | undefined {
+  if (kind === 'write') return 'write';
+  return SEMAPHORE_KIND.test(kind) ? 'semaphore' : undefined;
+}
 
 /**
  * Exclusive: any entry ahead blocks, so one is enough; a downgrade's read and a semaphore's moved
  * entry both block, so a write or semaphore entry ahead means the whole queue is read.
  */
-export const exclusiveLookahead: Lookahead = {
-  page: 1,
-  mustSeeMovesOf: (kind) => kind === 'write' || SEMAPHORE_KIND.test(kind),
-};
+export const exclusiveLookahead: Lookahead = { page: 1, mustSee: ['write', 'semaphore'] };
 
 /**
  * Shared: the nearest entry ahead that is not a read. A downgrade puts a read there, which blocks no
  * reader; only a semaphore's moved entry (another recipe on the same name) must be seen.
  */
-export const sharedLookahead: Lookahead = {
-  page: 16,
-  mustSeeMovesOf: (kind) => SEMAPHORE_KIND.test(kind),
-};
+export const sharedLookahead: Lookahead = { page: 16, mustSee: ['semaphore'] };

@@ -1,6 +1,6 @@
-import type { Abortable, Backend, Enqueued, Entry, Session, SessionCore } from './contract.js';
+import type { Abortable, Backend, Enqueued, EnqueuedAhead, Entry, Session, SessionCore } from './contract.js';
 import { deadline } from './deadline.js';
-import type { Decide, Lookahead } from './decide.js';
+import { type Decide, type Lookahead, moverOf } from './decide.js';
 import { ClosedError, LockLostError, LockTimeoutError, SessionLostError } from './errors.js';
 import type { LockKind } from './events.js';
 import { reportWait, warnHoldAfter } from './report.js';
@@ -72,20 +72,22 @@ async function queueUp(request: QueueRequest, options: WaitOptions, trace: Trace
       // alive for as long as the wait lasts (see `firstLook`).
       let look: FirstLook;
       try {
-        look = firstLook(turn, await enqueueAt(turn, turn.at), trace);
+        look = await enqueueAndLook(turn, trace);
       } catch (error) {
         throw gaveUpFirst(request.what, options, startedAt, error);
       }
       let { entry } = look;
       try {
         if (look.refused !== undefined) throw look.refused;
-        if (look.first === null) {
+        const first =
+          look.first === UNDECIDED ? turnIn(turn, await core.backend.list(turn.queue, entry), entry) : look.first;
+        if (first === null) {
           // The common case, nobody ahead: granted without setting up a wait at all.
           options.signal?.throwIfAborted();
           session.signal.throwIfAborted();
           if (look.queuedBehind) entry = await announceGrant(turn, entry);
         } else {
-          await waitInLine(turn, options, startedAt, entry, look.first, look.shortReads);
+          await waitInLine(turn, options, startedAt, entry, first, look.shortReads);
           if (request.announceGrant === true) entry = await announceGrant(turn, entry);
         }
       } catch (error) {
@@ -268,7 +270,8 @@ function mayReadShort(request: QueueRequest, queue: readonly Entry[], self: Entr
     return false;
   for (const entry of queue) {
     if (entry.order >= self.order) break;
-    if (lookahead.mustSeeMovesOf(entry.kind)) return false;
+    const mover = moverOf(entry.kind);
+    if (mover !== undefined && lookahead.mustSee.includes(mover)) return false;
   }
   return true;
 }
@@ -280,7 +283,8 @@ function mayReadShort(request: QueueRequest, queue: readonly Entry[], self: Entr
  */
 interface FirstLook {
   readonly entry: Entry;
-  readonly first: Turn;
+  /** `UNDECIDED` when the enqueue's window of the queue did not decide: the waiter lists the queue. */
+  readonly first: Turn | typeof UNDECIDED;
   /** Why the entry may not wait at all (a lost place, a decision that refused the queue), if so. */
   readonly refused: unknown;
   /** With `announceGrant`: whether an entry queued behind ours before the listing was read (see `queuedBehind`). */
@@ -288,6 +292,43 @@ interface FirstLook {
   /** Whether the waits may read only the entries ahead (see `mayReadShort`). */
   readonly shortReads: boolean;
 }
+
+/**
+ * The enqueue and what its answer says. Where the backend can answer with only the entries just
+ * ahead (`enqueueAhead`, for a wait at the tail whose decision reads the queue short), the answer
+ * does not grow with the queue; otherwise it is the whole queue.
+ */
+async function enqueueAndLook(request: QueueRequest, trace: TracedWait | undefined): Promise<FirstLook> {
+  const { lookahead, at } = request;
+  const { backend } = request.core;
+  if (
+    at !== undefined ||
+    lookahead === undefined ||
+    backend.enqueueAhead === undefined ||
+    backend.listBefore === undefined
+  )
+    return firstLook(request, await enqueueAt(request, at), trace);
+  const { queue, entryKind, kind, data, dialect } = request;
+  const placed = await backend.enqueueAhead(queue, entryKind ?? kind, lookahead.page, data, dialect);
+  trace?.enqueuedAt(placed.position);
+  return firstLookAhead(request, lookahead, placed);
+}
+
+/** `firstLook` from a window of the queue: undecided when the window holds no blocker and more is ahead. */
+function firstLookAhead(request: QueueRequest, lookahead: Lookahead, placed: EnqueuedAhead): FirstLook {
+  const { entry, ahead, more, movers } = placed;
+  const shortReads = !movers.some((mover) => lookahead.mustSee.includes(mover));
+  try {
+    const turn = request.decide([...ahead].reverse(), entry);
+    const first = turn === null && more ? UNDECIDED : turn;
+    return { entry, first, refused: undefined, queuedBehind: false, shortReads };
+  } catch (error) {
+    return { entry, first: null, refused: error, queuedBehind: false, shortReads };
+  }
+}
+
+/** The first look of an enqueue answered with a window of the queue that did not decide. */
+const UNDECIDED = Symbol('the window the enqueue read did not decide');
 
 function firstLook(request: QueueRequest, { entry, queue }: Enqueued, trace: TracedWait | undefined): FirstLook {
   trace?.enqueued(queue, entry);

@@ -98,10 +98,14 @@ export class TracedWait {
   }
 
   enqueued(queue: readonly Entry[], self: Entry): void {
-    // The first place only: a requeue after our entry vanished does not change where the wait began.
-    if (this.message.position !== undefined) return;
     const at = queue.findIndex((entry) => entry.key === self.key);
-    if (at >= 0) this.message.position = at;
+    if (at >= 0) this.enqueuedAt(at);
+  }
+
+  /** The entries ahead of ours when it was added. */
+  enqueuedAt(position: number): void {
+    // The first place only: a requeue after our entry vanished does not change where the wait began.
+    this.message.position ??= position;
   }
 
   granted(entry: Entry): void {

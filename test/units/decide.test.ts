@@ -4,7 +4,7 @@ import type { Entry } from '../../recipes/contract.js';
 import { type Decide, exclusive, shared } from '../../recipes/decide.js';
 import { PermitsMismatchError } from '../../recipes/errors.js';
 import { semaphoreDecide } from '../../recipes/permits.js';
-import { entriesFromRange, entryKey, queuePrefix, type StoredKey } from '../../src/backends/etcd/keys.js';
+import { entriesFromRange, entryKey, moverRange, queuePrefix, type StoredKey } from '../../src/backends/etcd/keys.js';
 import { ListingParser } from '../../src/backends/zookeeper/names.js';
 
 // Who blocks whom, for every recipe, as tables. `exclusive` decides for the mutex, the write lock and
@@ -284,6 +284,33 @@ const ETCD: EtcdRow[] = [
     null,
   ],
   [
+    "a write key outside the writes' range (an earlier version's name) is an entry all the same",
+    exclusive,
+    [
+      { ...baton(LEASE_B, 'write', 3), key: `${PREFIX}${hex(LEASE_B).padStart(16, '0')}-0-write` },
+      baton(LEASE_A, 'lock', 7),
+    ],
+    1,
+    0,
+  ],
+  [
+    "a lock key inside the writes' range is no entry",
+    exclusive,
+    [
+      { ...baton(LEASE_B, 'lock', 3), key: `${PREFIX}~write~${hex(LEASE_B).padStart(16, '0')}-0-lock` },
+      baton(LEASE_A, 'lock', 7),
+    ],
+    1,
+    null,
+  ],
+  [
+    "a semaphore's key in its range is an entry: a mutex waits for it",
+    exclusive,
+    [baton(LEASE_B, 'semaphore_1_2', 3), baton(LEASE_A, 'lock', 7)],
+    1,
+    0,
+  ],
+  [
     'downgrade: the read placed at order 5 sorts right after the write at 5, ahead of a writer at 6',
     exclusive,
     [baton(LEASE_B, 'write', 6), baton(LEASE_A, 'read', 9, 5, 1), baton(LEASE_A, 'write', 5)],
@@ -298,6 +325,29 @@ const ETCD: EtcdRow[] = [
     null,
   ],
 ];
+
+describe("etcd keys: a mover's entries in a range of their own", () => {
+  it('names a write and a semaphore entry inside their mover ranges, and any other kind outside both', () => {
+    const lease = hex(LEASE_A).padStart(16, '0');
+    for (const [kind, mover] of [
+      ['write', 'write'],
+      ['semaphore_2_5', 'semaphore'],
+    ] as const) {
+      const key = Buffer.from(entryKey(PREFIX, lease, 3, kind));
+      const { key: start, range_end: end } = moverRange(PREFIX, mover);
+      expect(Buffer.compare(start, key) <= 0 && Buffer.compare(key, end) < 0, `${key.toString()} in its range`).toBe(
+        true,
+      );
+    }
+    for (const kind of ['lock', 'read', 'candidate']) {
+      const key = Buffer.from(entryKey(PREFIX, lease, 3, kind));
+      for (const mover of ['write', 'semaphore'] as const) {
+        const { key: start, range_end: end } = moverRange(PREFIX, mover);
+        expect(Buffer.compare(start, key) <= 0 && Buffer.compare(key, end) < 0).toBe(false);
+      }
+    }
+  });
+});
 
 describe("decide on etcd ranges: baton's keys and etcd's Go recipes' keys in one queue", () => {
   it.each(ETCD)('%s', (_what, decide, kvs, self, blocker) => {

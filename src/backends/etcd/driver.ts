@@ -2,7 +2,14 @@ import type { Etcd3, IKeyValue, IRangeResponse } from 'etcd3';
 import { isRecoverableError } from 'etcd3';
 
 import { BoundedMap } from '../../../recipes/bounded-map.js';
-import { type Abortable, type Ahead, type Enqueued, type Entry, type GuardedOp } from '../../../recipes/contract.js';
+import {
+  type Abortable,
+  type Ahead,
+  type Enqueued,
+  type EnqueuedAhead,
+  type Entry,
+  type GuardedOp,
+} from '../../../recipes/contract.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { backstopEveryMs, orphanSweepEveryMs } from '../../timing.js';
 import { DriverCore } from '../core.js';
@@ -161,6 +168,10 @@ export class EtcdDriver implements Driver {
 
   enqueue(queue: string, kind: string, at?: Entry, data?: string, _dialect?: string): Promise<Enqueued> {
     return this.#enqueuer.enqueue(queue, kind, at, data);
+  }
+
+  enqueueAhead(queue: string, kind: string, page: number, data?: string, _dialect?: string): Promise<EnqueuedAhead> {
+    return this.#enqueuer.enqueueAhead(queue, kind, page, data);
   }
 
   async list(queue: string): Promise<readonly Entry[]> {

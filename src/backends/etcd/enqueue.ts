@@ -1,12 +1,13 @@
-import type { IRangeResponse } from 'etcd3';
+import type { IRangeResponse, IRequestOp, ITxnResponse } from 'etcd3';
 
-import type { Enqueued, Entry } from '../../../recipes/contract.js';
+import type { Enqueued, EnqueuedAhead, Entry } from '../../../recipes/contract.js';
+import { type Mover, moverOf } from '../../../recipes/decide.js';
 import { BackendError, LockDowngradeError, PermitsMismatchError } from '../../../recipes/errors.js';
 import { askOf } from '../../../recipes/permits.js';
 import type { DriverCore } from '../core.js';
 import { outOfSpace } from './failures.js';
 import type { KeepAliveHost } from './keepalive.js';
-import { clientOf, entryKey, EtcdEntry, queuePrefix, type StoredKey } from './keys.js';
+import { clientOf, entryKey, EtcdEntry, moverRange, queuePrefix, type StoredKey } from './keys.js';
 import type { OwnEntries } from './own-entries.js';
 import type { EtcdCounters } from './probe.js';
 
@@ -28,8 +29,8 @@ export interface EnqueuerHost extends Pick<KeepAliveHost, 'client' | 'lease' | '
 
 /**
  * The enqueue: one Txn that puts our key with the lease when it is absent and reads the queue in the
- * same request, the adoption of a key an attempt whose reply was lost wrote, and the refusal of a
- * downgrade a Go waiter overtook.
+ * same request (the whole queue, or only the entries just ahead and the movers' counts), the adoption
+ * of a key an attempt whose reply was lost wrote, and the refusal of a downgrade a Go waiter overtook.
  */
 export class Enqueuer {
   readonly #host: EnqueuerHost;
@@ -40,15 +41,67 @@ export class Enqueuer {
 
   enqueue(queue: string, kind: string, at?: Entry, data?: string): Promise<Enqueued> {
     // Without an async frame of its own on the common path (no `at`): an acquire's first request.
-    if (at === undefined) return this.#put(queue, kind, undefined, data);
-    return this.#put(queue, kind, at, data).then(async (enqueued) => {
+    const prefix = queuePrefix(this.#host.namespace, queue);
+    const reads = [{ request_range: this.#host.queueRange(prefix) }];
+    const put = this.#put(queue, kind, at, data, reads, (response, keyText) => {
+      const { entry, entries } = this.#parse(queue, prefix, response, keyText);
+      return { entry, result: { entry, queue: entries } };
+    });
+    if (at === undefined) return put;
+    return put.then(async (enqueued) => {
       await this.#refuseOvertakenDowngrade(queue, enqueued, at);
       return enqueued;
     });
   }
 
-  /** Puts an entry of ours into the queue, safe against a lost reply (see `enqueue`). */
-  async #put(queue: string, kind: string, at: Entry | undefined, data: string | undefined): Promise<Enqueued> {
+  /**
+   * `enqueue` at the tail, answered with the `page` entries created just before ours (one reverse
+   * range by create revision, whose count is the queue's size) and a count of each mover's entries.
+   * Every entry in the queue was created before ours, and an entry placed at another's order is
+   * ordered after that one, created earlier still: so the window holds the entries nearest ahead.
+   */
+  enqueueAhead(queue: string, kind: string, page: number, data?: string): Promise<EnqueuedAhead> {
+    const prefix = queuePrefix(this.#host.namespace, queue);
+    const window = {
+      ...this.#host.queueRange(prefix),
+      sort_order: 'Descend' as const,
+      sort_target: 'Create' as const,
+      limit: page + 1,
+    };
+    const reads: IRequestOp[] = [{ request_range: window }];
+    for (const mover of MOVERS) reads.push({ request_range: moverRange(prefix, mover) });
+    return this.#put(queue, kind, undefined, data, reads, (response, keyText) => {
+      // Adopted (an earlier attempt's key): the failure branch read the whole queue.
+      if (!response.succeeded) return aheadInQueue(this.#parse(queue, prefix, response, keyText), page);
+      const read = response.responses[1]!.response_range;
+      const { entry, entries } = this.#parse(queue, prefix, response, keyText);
+      const ahead = entries.filter((e) => e.order < entry.order).reverse();
+      const movers = MOVERS.filter((_, i) => Number(response.responses[2 + i]!.response_range.count) > 0);
+      return { entry, result: { entry, ahead, more: read.more, position: Number(read.count) - 1, movers } };
+    });
+  }
+
+  /** The entries a Txn's range read and ours among them, or the error of a read that misses it. */
+  #parse(queue: string, prefix: string, response: ITxnResponse, keyText: string): { entry: Entry; entries: Entry[] } {
+    const entries = this.#host.parseAndSweep(queue, prefix, response.responses[1]?.response_range.kvs ?? []);
+    const entry = entries.find((e) => e.key === keyText);
+    if (entry === undefined) throw new BackendError(`wrote ${keyText} but the queue read does not show it`);
+    return { entry, entries };
+  }
+
+  /**
+   * Puts an entry of ours into the queue, safe against a lost reply (see `enqueue`), with `reads` in
+   * the same Txn; `answer` finds our entry in the reply. When the key exists already (an attempt whose
+   * reply was lost wrote it), the Txn reads the whole queue instead.
+   */
+  async #put<T>(
+    queue: string,
+    kind: string,
+    at: Entry | undefined,
+    data: string | undefined,
+    reads: IRequestOp[],
+    answer: (response: ITxnResponse, keyText: string) => { entry: Entry; result: T },
+  ): Promise<T> {
     const host = this.#host;
     const prefix = queuePrefix(host.namespace, queue);
     const own = host.own;
@@ -69,7 +122,7 @@ export class Enqueuer {
               compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }],
               success: [
                 { request_put: { key, value: data === undefined ? EMPTY : Buffer.from(data), lease: host.lease } },
-                { request_range: range },
+                ...reads,
               ],
               failure: [{ request_range: { key } }, { request_range: range }],
             },
@@ -78,9 +131,7 @@ export class Enqueuer {
         }),
       );
       if (!response.succeeded) this.#adopt(key, response.responses[0]?.response_range);
-      const entries = host.parseAndSweep(queue, prefix, response.responses[1]?.response_range.kvs ?? []);
-      const entry = entries.find((e) => e.key === keyText);
-      if (entry === undefined) throw new BackendError(`wrote ${keyText} but the queue read does not show it`);
+      const { entry, result } = answer(response, keyText);
       own.live.set(entry.key, EtcdEntry.createdAt(entry));
       if (attempts > 1) {
         // A copy of an earlier attempt may still be applied after this entry is released: the key is
@@ -89,7 +140,7 @@ export class Enqueuer {
         own.doubtful.add(entry.key);
         own.unsettle(queue);
       }
-      return { entry, queue: entries };
+      return result;
     } catch (error) {
       // The key may exist or appear later: its slot is retired (never adopted by a later enqueue), and
       // the queue is looked at until any late attempt must have been applied. Not after a single
@@ -135,3 +186,17 @@ export class Enqueuer {
 
 /** The value of an entry without data (never written to). */
 const EMPTY = Buffer.alloc(0);
+
+/** The movers whose entries an enqueue answered with a window counts, in the order of its reads. */
+const MOVERS: readonly Mover[] = ['write', 'semaphore'];
+
+/** `enqueueAhead`'s answer from a whole listing (an adopted key's, which may have entries behind it). */
+function aheadInQueue(
+  { entry, entries }: { entry: Entry; entries: Entry[] },
+  page: number,
+): { entry: Entry; result: EnqueuedAhead } {
+  const all = entries.filter((e) => e.order < entry.order).reverse();
+  const movers = MOVERS.filter((mover) => entries.some((e) => moverOf(e.kind) === mover));
+  const ahead = all.slice(0, page);
+  return { entry, result: { entry, ahead, more: ahead.length < all.length, position: all.length, movers } };
+}

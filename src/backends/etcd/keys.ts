@@ -1,14 +1,17 @@
 import { BoundedMap } from '../../../recipes/bounded-map.js';
 import type { Entry } from '../../../recipes/contract.js';
+import { type Mover, moverOf } from '../../../recipes/decide.js';
 
 /**
  * Key layout: `<namespace>/<queue>/#/<lease>-<slot>-<kind>` (a kind may carry parameters,
- * `semaphore_2_5`). The `#` is outside the lock-name alphabet,
+ * `semaphore_2_5`), and `.../#/~<mover>~<lease>-<slot>-<kind>` for a mover's entry (a write or a
+ * semaphore's, see `moverOf`), so that an enqueue can count each mover's entries with a range of
+ * their own instead of reading the queue. The `#` is outside the lock-name alphabet,
  * so the range of one queue never takes in the entries of a lock nested below it (`a` vs `a/b`). The key
  * is derived from the session's lease and a slot that is reused once free, so that keys are not
  * created afresh for every acquisition (deleted keys slow every prefix read until compaction).
  */
-const ENTRY = /^([0-9a-f]{16})-(\d+)-([a-z]+(?:_\d+)*)(?:@(\d+))?$/;
+const ENTRY = /^(?:~(?<mover>[a-z]+)~)?(?<lease>[0-9a-f]{16})-(?<slot>\d+)-(?<kind>[a-z]+(?:_\d+)*)(?:@(?<at>\d+))?$/;
 
 /**
  * etcd's Go recipes (`concurrency.Mutex`, `concurrency.Election`, so also `etcdctl lock` and `elect`)
@@ -36,7 +39,14 @@ export function prefixEnd(prefix: string): Buffer {
 
 /** `at`: the order of an entry of ours this one takes the place of (a downgrade), kept in the key. */
 export function entryKey(prefix: string, lease: string, slot: number, kind: string, at?: bigint): string {
-  return `${prefix}${lease}-${slot}-${kind}${at === undefined ? '' : `@${at}`}`;
+  const mover = moverOf(kind);
+  return `${prefix}${mover === undefined ? '' : `~${mover}~`}${lease}-${slot}-${kind}${at === undefined ? '' : `@${at}`}`;
+}
+
+/** The count-only read of one mover's entries in a queue (see the key layout). */
+export function moverRange(prefix: string, mover: Mover): { key: Buffer; range_end: Buffer; count_only: true } {
+  const start = `${prefix}~${mover}~`;
+  return { key: Buffer.from(start), range_end: prefixEnd(start), count_only: true };
 }
 
 export interface StoredKey {
@@ -85,8 +95,9 @@ export function entriesFromRange(queue: string, prefix: string, kvs: readonly St
     const match = entryMatch(prefix, key, kv);
     if (match === null && !isGoEntry(prefix, key, kv)) continue;
     const createdAt = BigInt(kv.create_revision);
-    const order = match?.[4] === undefined ? createdAt : BigInt(match[4]);
-    entries.push(new EtcdEntry(queue, key, match === null ? GO_KIND : match[3]!, order, createdAt));
+    const at = match?.groups!['at'];
+    const order = at === undefined ? createdAt : BigInt(at);
+    entries.push(new EtcdEntry(queue, key, match === null ? GO_KIND : match.groups!['kind']!, order, createdAt));
   }
   // An entry placed at another's order (a downgrade's read) sorts right after it.
   return entries.sort((a, b) =>
@@ -121,16 +132,35 @@ function isGoKeyName(prefix: string, key: string): boolean {
 }
 
 /**
- * The parts of an entry's name, or null for a key that is no entry: one not named like an entry, or
- * not attached to the lease its name gives. baton writes every entry with its session's lease; a key
- * named like one without it (put by hand, copied by `make-mirror`, restored from a backup) would
- * otherwise stand in the queue for ever, since no lease of it ever expires.
+ * The parts of an entry's name, or null for a key that is no entry: one not named like an entry, one
+ * in a mover's range of another kind, or one not attached to the lease
+ * its name gives. baton writes every entry with its session's lease; a key named like one without it
+ * (put by hand, copied by `make-mirror`, restored from a backup) would otherwise stand in the queue
+ * for ever, since no lease of it ever expires.
  */
 function entryMatch(prefix: string, key: string, kv: StoredKey): RegExpExecArray | null {
+  const match = nameMatch(prefix, key);
+  if (match === null || (kv.lease !== undefined && (kv.lease === '0' || hexOf(kv.lease) !== match.groups!['lease'])))
+    return null;
+  return match;
+}
+
+/**
+ * The parts of a key named as one of baton's entries. A mover's entry named without its range is
+ * an earlier version's (before 2026-12), read as an entry all the same: it holds or waits.
+ */
+function nameMatch(prefix: string, key: string): RegExpExecArray | null {
   if (!key.startsWith(prefix)) return null;
   const match = ENTRY.exec(key.slice(prefix.length));
-  if (match === null || (kv.lease !== undefined && (kv.lease === '0' || hexOf(kv.lease) !== match[1]))) return null;
+  const mover = match?.groups!['mover'];
+  if (match === null || (mover !== undefined && mover !== moverOf(match.groups!['kind']!))) return null;
   return match;
+}
+
+/** Whether a key in a queue's range is named as an entry of the session whose lease is `lease` (hex). */
+export function isKeyOfLease(prefix: string, key: string, lease: string): boolean {
+  // The test of the name only for keys that carry the lease at all: most keys of a queue are others'.
+  return key.includes(lease) && nameMatch(prefix, key)?.groups!['lease'] === lease;
 }
 
 /** `leaseHex` of the leases seen lately (the oldest forgotten first): listings read the same few leases again and again. */
@@ -142,7 +172,7 @@ function hexOf(lease: string): string {
 /** The slot number in one of our keys. */
 export function slotOf(key: string): number | undefined {
   const match = ENTRY.exec(key.slice(key.lastIndexOf('/') + 1));
-  return match === null ? undefined : Number(match[2]);
+  return match === null ? undefined : Number(match.groups!['slot']);
 }
 
 /** The lease id as it appears in keys: 16 hex digits. */

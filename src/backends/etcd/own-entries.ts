@@ -1,6 +1,6 @@
 import type { ITxnRequest, ITxnResponse } from 'etcd3';
 
-import type { StoredKey } from './keys.js';
+import { isKeyOfLease, type StoredKey } from './keys.js';
 import type { EtcdCounters } from './probe.js';
 import { Slots } from './slots.js';
 
@@ -53,11 +53,10 @@ export class OwnEntries {
    * there are none.
    */
   sweepOrphans(prefix: string, kvs: readonly StoredKey[]): void {
-    const ours = `${prefix}${this.#host.id}-`;
     for (const kv of kvs) {
       const key = kv.key.toString();
       if (
-        !key.startsWith(ours) ||
+        !isKeyOfLease(prefix, key, this.#host.id) ||
         this.live.has(key) ||
         this.enqueuing.has(key) ||
         this.#removing.has(key) ||

@@ -1,4 +1,4 @@
-import type { Abortable, Ahead, Enqueued, Entry, GuardedOp } from '../../../recipes/contract.js';
+import type { Abortable, Ahead, Enqueued, EnqueuedAhead, Entry, GuardedOp } from '../../../recipes/contract.js';
 import { ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { sameEntries } from '../waiters.js';
@@ -36,6 +36,15 @@ export class MemoryDriver implements Driver {
     const dir = this.#dir(queue);
     const entry = this.#store.add(dir, queue, kind, this.id, at, data);
     return { entry, queue: this.#store.list(dir) };
+  }
+
+  async enqueueAhead(queue: string, kind: string, page: number, data?: string): Promise<EnqueuedAhead> {
+    await this.#turn();
+    const dir = this.#dir(queue);
+    const entry = this.#store.add(dir, queue, kind, this.id, undefined, data);
+    const { entries, more } = this.#store.before(dir, entry, page);
+    const { size, movers } = this.#store.census(dir);
+    return { entry, ahead: entries, more, position: size - 1, movers };
   }
 
   async list(queue: string): Promise<readonly Entry[]> {
