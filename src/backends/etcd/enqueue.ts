@@ -1,4 +1,5 @@
-import type { IRangeResponse, IRequestOp, ITxnResponse } from 'etcd3';
+import { bulkhead } from 'cockatiel';
+import type { IRangeResponse, IRequestOp, ITxnRequest, ITxnResponse } from 'etcd3';
 
 import type { Enqueued, EnqueuedAhead, Entry } from '../../../recipes/contract.js';
 import { type Mover, moverOf } from '../../../recipes/decide.js';
@@ -34,6 +35,14 @@ export interface EnqueuerHost extends Pick<KeepAliveHost, 'client' | 'lease' | '
  */
 export class Enqueuer {
   readonly #host: EnqueuerHost;
+  /**
+   * The enqueues one session has in flight at most; the rest wait their turn here. etcd's leader
+   * answers a lease's keepalive only once it has applied every write it committed, and each enqueue
+   * reads its queue: ten thousand enqueues sent at once kept the keepalives unanswered past the TTL.
+   */
+  readonly #inFlight = bulkhead(ENQUEUES_IN_FLIGHT, Number.POSITIVE_INFINITY);
+  /** Enqueues sent and not yet answered (counted for `enqueuesInFlightMost`). */
+  #sent = 0;
 
   constructor(host: EnqueuerHost) {
     this.#host = host;
@@ -114,22 +123,15 @@ export class Enqueuer {
     try {
       // One request: put our key with the lease if it is absent, and read the queue as it then stands.
       // A retry after a lost reply finds the key it wrote (the failure branch) instead of adding another.
-      const response = await host.core.retry(
-        host.rpc(() => {
-          attempts += 1;
-          return host.client.kv.txn(
-            {
-              compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }],
-              success: [
-                { request_put: { key, value: data === undefined ? EMPTY : Buffer.from(data), lease: host.lease } },
-                ...reads,
-              ],
-              failure: [{ request_range: { key } }, { request_range: range }],
-            },
-            host.attempt(),
-          );
-        }),
-      );
+      const request: ITxnRequest = {
+        compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }],
+        success: [
+          { request_put: { key, value: data === undefined ? EMPTY : Buffer.from(data), lease: host.lease } },
+          ...reads,
+        ],
+        failure: [{ request_range: { key } }, { request_range: range }],
+      };
+      const response = await this.#send(request, () => (attempts += 1));
       if (!response.succeeded) this.#adopt(key, response.responses[0]?.response_range);
       const { entry, result } = answer(response, keyText);
       own.live.set(entry.key, EtcdEntry.createdAt(entry));
@@ -152,6 +154,25 @@ export class Enqueuer {
     } finally {
       own.enqueuing.delete(keyText);
     }
+  }
+
+  /** Sends an enqueue's Txn, retried, once the session has a place in flight for it (see `#inFlight`). */
+  #send(request: ITxnRequest, attempted: () => void): Promise<ITxnResponse> {
+    const host = this.#host;
+    return this.#inFlight.execute(async () => {
+      this.#sent += 1;
+      host.counters.enqueuesInFlightMost = Math.max(host.counters.enqueuesInFlightMost, this.#sent);
+      try {
+        return await host.core.retry(
+          host.rpc(() => {
+            attempted();
+            return host.client.kv.txn(request, host.attempt());
+          }),
+        );
+      } finally {
+        this.#sent -= 1;
+      }
+    });
   }
 
   /** The failure branch of an enqueue's Txn: our key exists already, written by an attempt whose reply was lost. */
@@ -186,6 +207,9 @@ export class Enqueuer {
 
 /** The value of an entry without data (never written to). */
 const EMPTY = Buffer.alloc(0);
+
+/** See `Enqueuer.#inFlight`. */
+const ENQUEUES_IN_FLIGHT = 16;
 
 /** The movers whose entries an enqueue answered with a window counts, in the order of its reads. */
 const MOVERS: readonly Mover[] = ['write', 'semaphore'];

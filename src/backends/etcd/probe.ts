@@ -14,6 +14,8 @@ export interface EtcdCounters {
   queueKeysRead: number;
   /** Key watches made again after their stream went quiet (a reconnect) or etcd ended them. */
   watchesRemade: number;
+  /** The most enqueues one session had sent and not yet seen answered, at any time. */
+  enqueuesInFlightMost: number;
 }
 
 export interface EtcdProbe extends Probe<EtcdCounters, EtcdView> {
@@ -39,5 +41,13 @@ export interface EtcdView {
 
 /** Counters nobody reads: a production driver counts into its own. */
 export function etcdCounters(): EtcdCounters {
-  return { notifications: 0, adopted: 0, orphansRemoved: 0, confirmRequests: 0, queueKeysRead: 0, watchesRemade: 0 };
+  return {
+    notifications: 0,
+    adopted: 0,
+    orphansRemoved: 0,
+    confirmRequests: 0,
+    queueKeysRead: 0,
+    watchesRemade: 0,
+    enqueuesInFlightMost: 0,
+  };
 }

@@ -83,6 +83,21 @@ describe('etcd: a handoff reads only what the waiter decision needs (issue 37)',
     for (const wait of waits) await (await wait).release();
   });
 
+  it('a session sends at most 16 enqueues at once: 200 acquires started together queue in turn', async () => {
+    // etcd answered no keepalive for the TTL while 10,000 enqueues were in flight (each reads its queue).
+    const holderSession = await scope.open();
+    const session = await scope.open();
+    const holder = await new FairMutex(holderSession, 'burst').acquire();
+    etcdCounters.enqueuesInFlightMost = 0;
+    const waits = Array.from({ length: 200 }, () => track(new FairMutex(session, 'burst').acquire()));
+    await queued('burst', 201);
+    expect(etcdCounters.enqueuesInFlightMost).toBeGreaterThan(1);
+    expect(etcdCounters.enqueuesInFlightMost).toBeLessThanOrEqual(16);
+    await holder.release();
+    // In their order on the server, which 16 sends at once need not keep: each released once granted.
+    await Promise.all(waits.map(async (wait) => (await wait.promise).release()));
+  });
+
   it('128 readers woken behind a writer read back to the head, never the 32 writers queued behind them', async () => {
     const writerSession = await scope.open();
     const sessions = [await scope.open(), await scope.open()];
