@@ -52,9 +52,17 @@ export interface EnqueuedAhead {
   readonly more: boolean;
   /** How many entries are ahead of the new one (the queue's size less one). */
   readonly position: number;
-  /** The movers that have an entry in the queue: every entry there is ahead of the new one. */
+  /** The movers that have an entry in the queue besides the new one: every such entry is ahead of it. */
   readonly movers: readonly Mover[];
 }
+
+/**
+ * How a caller gives up an enqueue the backend has not sent yet (a backend may hold enqueues back
+ * while a session has many in flight): called only if the enqueue must wait, it makes the signal that
+ * aborts when the caller gives up (its signal, its timeout, the session's end), disposed once the
+ * enqueue is sent or given up. A given-up enqueue rejects with the signal's reason, nothing written.
+ */
+export type GiveUp = () => { readonly signal: Abortable; dispose(): void };
 
 /** What `Backend.listBefore` read: the entries just ahead of `self`, and whether `self` is there. */
 export interface Ahead {
@@ -89,15 +97,22 @@ export interface Backend {
    * (an entry of ours in the same queue) the new entry takes the same place in the order instead of
    * the tail: a downgrade keeps its place ahead of everyone who queued after the write lock. `data`
    * is stored with the entry, readable by any session (an election candidate's id). `dialect` (one of
-   * `dialects`) names the entry as that peer does, so that the peer sees it.
+   * `dialects`) names the entry as that peer does, so that the peer sees it. `giveUp`: see `GiveUp`.
    */
-  enqueue(queue: string, kind: string, at?: Entry, data?: string, dialect?: string): Promise<Enqueued>;
+  enqueue(queue: string, kind: string, at?: Entry, data?: string, dialect?: string, giveUp?: GiveUp): Promise<Enqueued>;
   /**
    * Optional, with `listBefore`: `enqueue` at the tail, answered with only the `page` entries just
    * ahead of the new one, the queue's size and which movers it holds, so that the answer does not grow
    * with the queue. Whatever the page leaves undecided the waiting loop lists.
    */
-  enqueueAhead?(queue: string, kind: string, page: number, data?: string, dialect?: string): Promise<EnqueuedAhead>;
+  enqueueAhead?(
+    queue: string,
+    kind: string,
+    page: number,
+    data?: string,
+    dialect?: string,
+    giveUp?: GiveUp,
+  ): Promise<EnqueuedAhead>;
   /** The data an entry was created with (`''` if none), or null once that entry is gone. */
   read(entry: Entry): Promise<string | null>;
   /**

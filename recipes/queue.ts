@@ -1,6 +1,17 @@
-import type { Abortable, Backend, Enqueued, EnqueuedAhead, Entry, Session, SessionCore } from './contract.js';
+import type { Abortable, Backend, Entry, GiveUp, Session, SessionCore } from './contract.js';
 import { deadline } from './deadline.js';
-import { type Decide, type Lookahead, moverOf } from './decide.js';
+import type { Decide, Lookahead } from './decide.js';
+import {
+  enqueueAndLook,
+  enqueueAt,
+  type FirstLook,
+  lostPlace,
+  MISSING,
+  queuedBehind,
+  type Turn,
+  turnIn,
+  UNDECIDED,
+} from './enqueue.js';
 import { ClosedError, LockLostError, LockTimeoutError, SessionLostError } from './errors.js';
 import type { LockKind } from './events.js';
 import { reportWait, warnHoldAfter } from './report.js';
@@ -64,6 +75,9 @@ async function queueUp(request: QueueRequest, options: WaitOptions, trace: Trace
   const startedAt = performance.now();
   const leave = core.enter();
   const report = reportWait(core, request.queue, request.kind, startedAt);
+  // An enqueue the backend holds back until it may send it is given up with the wait (see `GiveUp`).
+  const giveUp: GiveUp = () =>
+    deadline(request.what, remainingMs(options, startedAt), [options.signal, session.signal], options.timeoutMs);
   try {
     // A place in the queue, and another at the tail each time ours vanishes (per `onWaiterLost`).
     for (let turn = request; ; turn = { ...request, at: undefined }) {
@@ -72,7 +86,7 @@ async function queueUp(request: QueueRequest, options: WaitOptions, trace: Trace
       // alive for as long as the wait lasts (see `firstLook`).
       let look: FirstLook;
       try {
-        look = await enqueueAndLook(turn, trace);
+        look = await enqueueAndLook(turn, trace, giveUp);
       } catch (error) {
         throw gaveUpFirst(request.what, options, startedAt, error);
       }
@@ -81,6 +95,8 @@ async function queueUp(request: QueueRequest, options: WaitOptions, trace: Trace
         if (look.refused !== undefined) throw look.refused;
         const first =
           look.first === UNDECIDED ? turnIn(turn, await core.backend.list(turn.queue, entry), entry) : look.first;
+        // Once every read of the enqueue is done (a test waits for the position to know that).
+        if (look.position !== undefined) trace?.enqueuedAt(look.position);
         if (first === null) {
           // The common case, nobody ahead: granted without setting up a wait at all.
           options.signal?.throwIfAborted();
@@ -141,9 +157,7 @@ async function waitInLine(
 ): Promise<void> {
   const { session, core, what } = request;
   // One deadline for the whole wait, counted from the call, and across a requeue too.
-  const remaining =
-    options.timeoutMs === undefined ? undefined : Math.max(0, options.timeoutMs - (performance.now() - startedAt));
-  const wait = deadline(what, remaining, [options.signal], options.timeoutMs);
+  const wait = deadline(what, remainingMs(options, startedAt), [options.signal], options.timeoutMs);
   // The session's end reaches the wait through its registration (`ended`); an end before it, here.
   if (session.signal.aborted) wait.cancel(session.signal.reason);
   const unregister = core.waiting({
@@ -179,6 +193,11 @@ async function waitInLine(
     wait.dispose();
     unregister();
   }
+}
+
+/** What is left of the wait's timeout, if it has one. */
+function remainingMs(options: WaitOptions, startedAt: number): number | undefined {
+  return options.timeoutMs === undefined ? undefined : Math.max(0, options.timeoutMs - (performance.now() - startedAt));
 }
 
 /** Enqueue and take the lock only if nothing blocks it right away; otherwise withdraw. Never waits. */
@@ -238,14 +257,6 @@ async function tryOnce(request: QueueRequest, trace: TracedWait | undefined): Pr
   }
 }
 
-/** What one listing says of our entry: the entries that must go first, none (null), or ours is missing. */
-type Turn = Entry | readonly Entry[] | null | typeof MISSING;
-const MISSING = Symbol('our entry is missing from the listing');
-
-function turnIn(request: QueueRequest, queue: readonly Entry[], self: Entry): Turn {
-  return queue.some((e) => e.key === self.key) ? request.decide(queue, self) : MISSING;
-}
-
 /**
  * The turn from the entries just ahead of ours (`Backend.listBefore`): a first page of them, and all of
  * them only if that page did not decide (a reader whose page holds only reads).
@@ -257,119 +268,6 @@ async function turnAhead(request: QueueRequest, backend: Backend, self: Entry): 
     const turn = request.decide([...ahead.entries].reverse(), self);
     if (turn !== null || !ahead.more || limit === undefined) return turn;
   }
-}
-
-/**
- * Whether the waits of `self` may read only the entries ahead (see `Lookahead`): the backend can, the
- * entry is at its own place (an entry placed `at` another is ordered before entries created earlier),
- * and nothing ahead of it in the enqueue's listing could move an entry there that the decision must see.
- */
-function mayReadShort(request: QueueRequest, queue: readonly Entry[], self: Entry): boolean {
-  const { lookahead } = request;
-  if (lookahead === undefined || request.core.backend.listBefore === undefined || request.at !== undefined)
-    return false;
-  for (const entry of queue) {
-    if (entry.order >= self.order) break;
-    const mover = moverOf(entry.kind);
-    if (mover !== undefined && lookahead.mustSee.includes(mover)) return false;
-  }
-  return true;
-}
-
-/**
- * Reads at once what the listing that came with our new entry says, and lets the listing go: a waiter
- * keeps only its entry and its blocker while it waits. A kept listing would make every waiter cost
- * as much as the queue ahead of it, and a queue of n waiters cost n squared.
- */
-interface FirstLook {
-  readonly entry: Entry;
-  /** `UNDECIDED` when the enqueue's window of the queue did not decide: the waiter lists the queue. */
-  readonly first: Turn | typeof UNDECIDED;
-  /** Why the entry may not wait at all (a lost place, a decision that refused the queue), if so. */
-  readonly refused: unknown;
-  /** With `announceGrant`: whether an entry queued behind ours before the listing was read (see `queuedBehind`). */
-  readonly queuedBehind: boolean;
-  /** Whether the waits may read only the entries ahead (see `mayReadShort`). */
-  readonly shortReads: boolean;
-}
-
-/**
- * The enqueue and what its answer says. Where the backend can answer with only the entries just
- * ahead (`enqueueAhead`, for a wait at the tail whose decision reads the queue short), the answer
- * does not grow with the queue; otherwise it is the whole queue.
- */
-async function enqueueAndLook(request: QueueRequest, trace: TracedWait | undefined): Promise<FirstLook> {
-  const { lookahead, at } = request;
-  const { backend } = request.core;
-  if (
-    at !== undefined ||
-    lookahead === undefined ||
-    backend.enqueueAhead === undefined ||
-    backend.listBefore === undefined
-  )
-    return firstLook(request, await enqueueAt(request, at), trace);
-  const { queue, entryKind, kind, data, dialect } = request;
-  const placed = await backend.enqueueAhead(queue, entryKind ?? kind, lookahead.page, data, dialect);
-  trace?.enqueuedAt(placed.position);
-  return firstLookAhead(request, lookahead, placed);
-}
-
-/** `firstLook` from a window of the queue: undecided when the window holds no blocker and more is ahead. */
-function firstLookAhead(request: QueueRequest, lookahead: Lookahead, placed: EnqueuedAhead): FirstLook {
-  const { entry, ahead, more, movers } = placed;
-  const shortReads = !movers.some((mover) => lookahead.mustSee.includes(mover));
-  try {
-    const turn = request.decide([...ahead].reverse(), entry);
-    const first = turn === null && more ? UNDECIDED : turn;
-    return { entry, first, refused: undefined, queuedBehind: false, shortReads };
-  } catch (error) {
-    return { entry, first: null, refused: error, queuedBehind: false, shortReads };
-  }
-}
-
-/** The first look of an enqueue answered with a window of the queue that did not decide. */
-const UNDECIDED = Symbol('the window the enqueue read did not decide');
-
-function firstLook(request: QueueRequest, { entry, queue }: Enqueued, trace: TracedWait | undefined): FirstLook {
-  trace?.enqueued(queue, entry);
-  const behind = request.announceGrant === true && queuedBehind(queue, entry);
-  const shortReads = mayReadShort(request, queue, entry);
-  try {
-    const first = turnIn(request, queue, entry);
-    return { entry, first, refused: lostPlace(request, queue), queuedBehind: behind, shortReads };
-  } catch (error) {
-    return { entry, first: null, refused: error, queuedBehind: behind, shortReads };
-  }
-}
-
-/**
- * Whether the listing that came with our new entry shows one queued after it. Where the create and the
- * listing are two requests (ZooKeeper), that entry's own listing may be older than ours and have shown
- * ours still waiting: it may then be watching ours for its grant, and a grant at first look must be
- * announced too. Where they are one (etcd, memory) nothing is ever behind, and nothing is announced.
- */
-function queuedBehind(queue: readonly Entry[], self: Entry): boolean {
-  const last = queue[queue.length - 1];
-  return last !== undefined && last.order > self.order;
-}
-
-/** Appends the request's entry, or puts it at the place of `at` (an entry of ours). */
-function enqueueAt(request: QueueRequest, at: Entry | undefined): Promise<Enqueued> {
-  const { queue, entryKind, kind, data, dialect } = request;
-  return request.core.backend.enqueue(queue, entryKind ?? kind, at, data, dialect);
-}
-
-/**
- * The error for a place taken at another entry's position when that entry is missing from the queue:
- * such a place is only as good as that entry. Had it gone before ours was written (deleted by someone
- * else, or released first on another member), ours would sort ahead of whoever was granted after it.
- */
-function lostPlace(request: QueueRequest, queue: readonly Entry[]): LockLostError | undefined {
-  const { at } = request;
-  if (at === undefined || queue.some((e) => e.key === at.key)) return undefined;
-  return new LockLostError(request.what, {
-    cause: new Error(`the entry whose place was to be taken (${at.key}) is gone`),
-  });
 }
 
 /** Our entry left the queue while we waited, and not with the session: someone deleted it. */

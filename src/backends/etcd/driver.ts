@@ -8,6 +8,7 @@ import {
   type Enqueued,
   type EnqueuedAhead,
   type Entry,
+  type GiveUp,
   type GuardedOp,
 } from '../../../recipes/contract.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
@@ -166,12 +167,26 @@ export class EtcdDriver implements Driver {
     );
   }
 
-  enqueue(queue: string, kind: string, at?: Entry, data?: string, _dialect?: string): Promise<Enqueued> {
-    return this.#enqueuer.enqueue(queue, kind, at, data);
+  enqueue(
+    queue: string,
+    kind: string,
+    at?: Entry,
+    data?: string,
+    _dialect?: string,
+    giveUp?: GiveUp,
+  ): Promise<Enqueued> {
+    return this.#enqueuer.enqueue(queue, kind, at, data, giveUp);
   }
 
-  enqueueAhead(queue: string, kind: string, page: number, data?: string, _dialect?: string): Promise<EnqueuedAhead> {
-    return this.#enqueuer.enqueueAhead(queue, kind, page, data);
+  enqueueAhead(
+    queue: string,
+    kind: string,
+    page: number,
+    data?: string,
+    _dialect?: string,
+    giveUp?: GiveUp,
+  ): Promise<EnqueuedAhead> {
+    return this.#enqueuer.enqueueAhead(queue, kind, page, data, giveUp);
   }
 
   async list(queue: string): Promise<readonly Entry[]> {

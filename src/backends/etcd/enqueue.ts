@@ -1,11 +1,11 @@
-import { bulkhead } from 'cockatiel';
 import type { IRangeResponse, IRequestOp, ITxnRequest, ITxnResponse } from 'etcd3';
 
-import type { Enqueued, EnqueuedAhead, Entry } from '../../../recipes/contract.js';
+import type { Enqueued, EnqueuedAhead, Entry, GiveUp } from '../../../recipes/contract.js';
 import { type Mover, moverOf } from '../../../recipes/decide.js';
 import { BackendError, LockDowngradeError, PermitsMismatchError } from '../../../recipes/errors.js';
 import { askOf } from '../../../recipes/permits.js';
 import type { DriverCore } from '../core.js';
+import { EnqueueSlots } from '../enqueue-slots.js';
 import { outOfSpace } from './failures.js';
 import type { KeepAliveHost } from './keepalive.js';
 import { clientOf, entryKey, EtcdEntry, moverRange, queuePrefix, type StoredKey } from './keys.js';
@@ -35,24 +35,19 @@ export interface EnqueuerHost extends Pick<KeepAliveHost, 'client' | 'lease' | '
  */
 export class Enqueuer {
   readonly #host: EnqueuerHost;
-  /**
-   * The enqueues one session has in flight at most; the rest wait their turn here. etcd's leader
-   * answers a lease's keepalive only once it has applied every write it committed, and each enqueue
-   * reads its queue: ten thousand enqueues sent at once kept the keepalives unanswered past the TTL.
-   */
-  readonly #inFlight = bulkhead(ENQUEUES_IN_FLIGHT, Number.POSITIVE_INFINITY);
-  /** Enqueues sent and not yet answered (counted for `enqueuesInFlightMost`). */
-  #sent = 0;
+  readonly #slots: EnqueueSlots;
 
   constructor(host: EnqueuerHost) {
     this.#host = host;
+    const { counters } = host;
+    this.#slots = new EnqueueSlots((n) => (counters.enqueuesInFlightMost = Math.max(counters.enqueuesInFlightMost, n)));
   }
 
-  enqueue(queue: string, kind: string, at?: Entry, data?: string): Promise<Enqueued> {
+  enqueue(queue: string, kind: string, at?: Entry, data?: string, giveUp?: GiveUp): Promise<Enqueued> {
     // Without an async frame of its own on the common path (no `at`): an acquire's first request.
     const prefix = queuePrefix(this.#host.namespace, queue);
     const reads = [{ request_range: this.#host.queueRange(prefix) }];
-    const put = this.#put(queue, kind, at, data, reads, (response, keyText) => {
+    const put = this.#put(queue, kind, at, data, giveUp, reads, (response, keyText) => {
       const { entry, entries } = this.#parse(queue, prefix, response, keyText);
       return { entry, result: { entry, queue: entries } };
     });
@@ -69,7 +64,7 @@ export class Enqueuer {
    * Every entry in the queue was created before ours, and an entry placed at another's order is
    * ordered after that one, created earlier still: so the window holds the entries nearest ahead.
    */
-  enqueueAhead(queue: string, kind: string, page: number, data?: string): Promise<EnqueuedAhead> {
+  enqueueAhead(queue: string, kind: string, page: number, data?: string, giveUp?: GiveUp): Promise<EnqueuedAhead> {
     const prefix = queuePrefix(this.#host.namespace, queue);
     const window = {
       ...this.#host.queueRange(prefix),
@@ -79,13 +74,18 @@ export class Enqueuer {
     };
     const reads: IRequestOp[] = [{ request_range: window }];
     for (const mover of MOVERS) reads.push({ request_range: moverRange(prefix, mover) });
-    return this.#put(queue, kind, undefined, data, reads, (response, keyText) => {
+    return this.#put(queue, kind, undefined, data, giveUp, reads, (response, keyText) => {
       // Adopted (an earlier attempt's key): the failure branch read the whole queue.
       if (!response.succeeded) return aheadInQueue(this.#parse(queue, prefix, response, keyText), page);
       const read = response.responses[1]!.response_range;
       const { entry, entries } = this.#parse(queue, prefix, response, keyText);
       const ahead = entries.filter((e) => e.order < entry.order).reverse();
-      const movers = MOVERS.filter((_, i) => Number(response.responses[2 + i]!.response_range.count) > 0);
+      // The counts take in our own entry too, which is no mover ahead of itself.
+      const own = moverOf(kind);
+      const movers = MOVERS.filter((mover, i) => {
+        const count = Number(response.responses[2 + i]!.response_range.count);
+        return count - (mover === own ? 1 : 0) > 0;
+      });
       return { entry, result: { entry, ahead, more: read.more, position: Number(read.count) - 1, movers } };
     });
   }
@@ -108,6 +108,7 @@ export class Enqueuer {
     kind: string,
     at: Entry | undefined,
     data: string | undefined,
+    giveUp: GiveUp | undefined,
     reads: IRequestOp[],
     answer: (response: ITxnResponse, keyText: string) => { entry: Entry; result: T },
   ): Promise<T> {
@@ -131,7 +132,7 @@ export class Enqueuer {
         ],
         failure: [{ request_range: { key } }, { request_range: range }],
       };
-      const response = await this.#send(request, () => (attempts += 1));
+      const response = await this.#send(request, () => (attempts += 1), at === undefined ? giveUp : AT_ONCE);
       if (!response.succeeded) this.#adopt(key, response.responses[0]?.response_range);
       const { entry, result } = answer(response, keyText);
       own.live.set(entry.key, EtcdEntry.createdAt(entry));
@@ -156,23 +157,24 @@ export class Enqueuer {
     }
   }
 
-  /** Sends an enqueue's Txn, retried, once the session has a place in flight for it (see `#inFlight`). */
-  #send(request: ITxnRequest, attempted: () => void): Promise<ITxnResponse> {
+  /**
+   * Sends an enqueue's Txn, retried, once the session has a place in flight for it (see
+   * `EnqueueSlots`); with `AT_ONCE` (an entry put `at` one of ours, which a holder waits for) at once.
+   */
+  #send(
+    request: ITxnRequest,
+    attempted: () => void,
+    giveUp: GiveUp | typeof AT_ONCE | undefined,
+  ): Promise<ITxnResponse> {
     const host = this.#host;
-    return this.#inFlight.execute(async () => {
-      this.#sent += 1;
-      host.counters.enqueuesInFlightMost = Math.max(host.counters.enqueuesInFlightMost, this.#sent);
-      try {
-        return await host.core.retry(
-          host.rpc(() => {
-            attempted();
-            return host.client.kv.txn(request, host.attempt());
-          }),
-        );
-      } finally {
-        this.#sent -= 1;
-      }
-    });
+    const send = (): Promise<ITxnResponse> =>
+      host.core.retry(
+        host.rpc(() => {
+          attempted();
+          return host.client.kv.txn(request, host.attempt());
+        }),
+      );
+    return giveUp === AT_ONCE ? send() : this.#slots.run(send, giveUp);
   }
 
   /** The failure branch of an enqueue's Txn: our key exists already, written by an attempt whose reply was lost. */
@@ -208,19 +210,23 @@ export class Enqueuer {
 /** The value of an entry without data (never written to). */
 const EMPTY = Buffer.alloc(0);
 
-/** See `Enqueuer.#inFlight`. */
-const ENQUEUES_IN_FLIGHT = 16;
+/** Sent without waiting for a place in flight (see `#send`). */
+const AT_ONCE = Symbol('at once');
 
 /** The movers whose entries an enqueue answered with a window counts, in the order of its reads. */
 const MOVERS: readonly Mover[] = ['write', 'semaphore'];
 
-/** `enqueueAhead`'s answer from a whole listing (an adopted key's, which may have entries behind it). */
+/**
+ * `enqueueAhead`'s answer from a whole listing: an adopted key's, read after the attempt that wrote
+ * it, so entries created since may be behind it or (placed `at` an older one) ahead of it.
+ */
 function aheadInQueue(
   { entry, entries }: { entry: Entry; entries: Entry[] },
   page: number,
 ): { entry: Entry; result: EnqueuedAhead } {
   const all = entries.filter((e) => e.order < entry.order).reverse();
-  const movers = MOVERS.filter((mover) => entries.some((e) => moverOf(e.kind) === mover));
   const ahead = all.slice(0, page);
-  return { entry, result: { entry, ahead, more: ahead.length < all.length, position: all.length, movers } };
+  // Every mover counts: entries created after our first attempt may be ahead of ours (a downgrade's
+  // read placed at a writer's order since), which a short read by create revision would not see.
+  return { entry, result: { entry, ahead, more: ahead.length < all.length, position: all.length, movers: MOVERS } };
 }

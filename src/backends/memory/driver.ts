@@ -43,7 +43,7 @@ export class MemoryDriver implements Driver {
     const dir = this.#dir(queue);
     const entry = this.#store.add(dir, queue, kind, this.id, undefined, data);
     const { entries, more } = this.#store.before(dir, entry, page);
-    const { size, movers } = this.#store.census(dir);
+    const { size, movers } = this.#store.census(dir, entry);
     return { entry, ahead: entries, more, position: size - 1, movers };
   }
 

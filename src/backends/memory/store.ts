@@ -65,12 +65,12 @@ export class MemoryStore {
     return { present: true, entries, more: entries.length < ahead.length };
   }
 
-  /** A queue's size and the movers among its entries (see `moverOf`), as `enqueueAhead` answers them. */
-  census(dir: string): { size: number; movers: Mover[] } {
+  /** A queue's size and the movers among its entries but `self` (see `moverOf`), as `enqueueAhead` answers them. */
+  census(dir: string, self: Entry): { size: number; movers: Mover[] } {
     const movers = new Set<Mover>();
     const entries = this.#queues.get(dir);
     for (const entry of entries?.values() ?? []) {
-      const mover = moverOf(entry.kind);
+      const mover = entry.key === self.key ? undefined : moverOf(entry.kind);
       if (mover !== undefined) movers.add(mover);
     }
     return { size: entries?.size ?? 0, movers: [...movers] };

@@ -1,6 +1,6 @@
 import zookeeper from 'node-zookeeper-client';
 
-import type { Abortable, Enqueued, Entry, GuardedOp } from '../../../recipes/contract.js';
+import type { Abortable, Enqueued, Entry, GiveUp, GuardedOp } from '../../../recipes/contract.js';
 import { SessionLostError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { DriverCore } from '../core.js';
@@ -123,6 +123,7 @@ export class ZkDriver implements Driver {
         return driver.#probe?.afterMkdirpLook;
       },
       core: this.#core,
+      counters: this.#counters,
       own: this.#own,
       quiet: this.#quiet,
       prepare: this.#prepare,
@@ -159,8 +160,15 @@ export class ZkDriver implements Driver {
     return `${this.#namespace}/${queue}`;
   }
 
-  enqueue(queue: string, kind: string, at?: Entry, data?: string, dialect?: string): Promise<Enqueued> {
-    return this.#enqueuer.enqueue(queue, kind, at, data, dialect);
+  enqueue(
+    queue: string,
+    kind: string,
+    at?: Entry,
+    data?: string,
+    dialect?: string,
+    giveUp?: GiveUp,
+  ): Promise<Enqueued> {
+    return this.#enqueuer.enqueue(queue, kind, at, data, dialect, giveUp);
   }
 
   list(queue: string, through?: Entry): Promise<readonly Entry[]> {

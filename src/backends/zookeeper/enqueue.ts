@@ -1,9 +1,10 @@
 import zookeeper from 'node-zookeeper-client';
 
-import type { Enqueued, Entry } from '../../../recipes/contract.js';
+import type { Enqueued, Entry, GiveUp } from '../../../recipes/contract.js';
 import { BackendError, InvalidArgumentError } from '../../../recipes/errors.js';
 import { backoff } from '../../backoff.js';
 import type { DriverCore } from '../core.js';
+import { EnqueueSlots } from '../enqueue-slots.js';
 import { fromPromise } from '../requests.js';
 import { createEntryStart, getChildrenStart, isCode, ZkCode, zkCode, zkLong, type ZkStat } from './client.js';
 import { corked } from './client/pipeline.js';
@@ -11,6 +12,7 @@ import { retriable } from './failures.js';
 import { mkdirp } from './mkdirp.js';
 import { entryPrefix, learnToken, uuidKey, ZK_DIALECTS, type ZkDialect } from './names.js';
 import type { OwnEntries, OwnHost } from './own-entries.js';
+import type { ZkCounters } from './probe.js';
 import type { QuietDirectories } from './quiet.js';
 
 const MAX_PARENT_RETRIES = 10;
@@ -18,6 +20,7 @@ const MAX_PARENT_RETRIES = 10;
 /** What the enqueue needs of its driver: its client, the ACL of what it creates, and the driver's queue reads. */
 export interface EnqueuerHost extends Pick<OwnHost, 'client' | 'acl' | 'afterMkdirpLook'> {
   readonly core: DriverCore;
+  readonly counters: ZkCounters;
   readonly own: OwnEntries;
   readonly quiet: QuietDirectories;
   /** Before each request: ids that cannot overflow, and the cork when others are in flight. */
@@ -37,12 +40,31 @@ export interface EnqueuerHost extends Pick<OwnHost, 'client' | 'acl' | 'afterMkd
  */
 export class Enqueuer {
   readonly #host: EnqueuerHost;
+  readonly #slots: EnqueueSlots;
 
   constructor(host: EnqueuerHost) {
     this.#host = host;
+    const { counters } = host;
+    this.#slots = new EnqueueSlots((n) => (counters.enqueuesInFlightMost = Math.max(counters.enqueuesInFlightMost, n)));
   }
 
-  async enqueue(queue: string, kind: string, at?: Entry, data?: string, dialect?: string): Promise<Enqueued> {
+  /**
+   * An enqueue, once the session has a place in flight for it (see `EnqueueSlots`); one put `at` an
+   * entry of ours (a downgrade, a semaphore's announced grant) goes at once: a holder waits for it.
+   */
+  enqueue(
+    queue: string,
+    kind: string,
+    at?: Entry,
+    data?: string,
+    dialect?: string,
+    giveUp?: GiveUp,
+  ): Promise<Enqueued> {
+    if (at !== undefined) return this.#enqueue(queue, kind, at, data, dialect);
+    return this.#slots.run(() => this.#enqueue(queue, kind, at, data, dialect), giveUp);
+  }
+
+  async #enqueue(queue: string, kind: string, at?: Entry, data?: string, dialect?: string): Promise<Enqueued> {
     const host = this.#host;
     const { client, core, own, quiet, acl } = host;
     const uuid = own.nextUuid();

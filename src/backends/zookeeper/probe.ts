@@ -24,6 +24,8 @@ export interface ZkCounters {
   unlistedMissed: number;
   /** Queue directories recycled near the end of their sequence. */
   recycled: number;
+  /** The most enqueues one session had sent and not yet seen answered, at any time. */
+  enqueuesInFlightMost: number;
 }
 
 export interface ZkProbe extends Probe<ZkCounters, ZkView> {
@@ -53,5 +55,13 @@ export interface ZkView {
 
 /** Counters nobody reads: a production driver counts into its own. */
 export function zkCounters(): ZkCounters {
-  return { notifications: 0, adopted: 0, orphansRemoved: 0, unlisted: 0, unlistedMissed: 0, recycled: 0 };
+  return {
+    notifications: 0,
+    adopted: 0,
+    orphansRemoved: 0,
+    unlisted: 0,
+    unlistedMissed: 0,
+    recycled: 0,
+    enqueuesInFlightMost: 0,
+  };
 }

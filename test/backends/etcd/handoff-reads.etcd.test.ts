@@ -7,6 +7,7 @@ import { FairMutex } from '../../../recipes/mutex.js';
 import { ReadWriteLock } from '../../../recipes/rw-lock.js';
 import { etcdFixture, useEtcdAdmin } from '../../harness/backends/etcd.js';
 import { useScope } from '../../harness/backends/scope.js';
+import { entryOf } from '../../harness/internals.js';
 import { queueInOrder } from '../../harness/queue-in-order.js';
 import { eventually, track } from '../../harness/wait.js';
 
@@ -96,6 +97,26 @@ describe('etcd: a handoff reads only what the waiter decision needs (issue 37)',
     await holder.release();
     // In their order on the server, which 16 sends at once need not keep: each released once granted.
     await Promise.all(waits.map(async (wait) => (await wait.promise).release()));
+  });
+
+  it('a write lock behind 32 readers reads short at each wake: its own write entry sends nobody to whole listings', async () => {
+    const sessions = [await scope.open(), await scope.open()];
+    const reads = [];
+    for (let i = 0; i < 32; i += 1) reads.push(await new ReadWriteLock(sessions[i % 2]!, 'writer').readLock.acquire());
+    const writer = track(new ReadWriteLock(await scope.open(), 'writer').writeLock.acquire());
+    await queued('writer', 33);
+    const keysBefore = etcdCounters.queueKeysRead;
+    // Newest first, so that every release wakes the writer, which then watches the reader before it.
+    for (let i = reads.length - 1; i > 0; i -= 1) {
+      await reads[i]!.release();
+      const next = entryOf(reads[i - 1]!).key;
+      await eventually(`the writer watches reader ${i - 1}`, () => etcdWatches.has(next));
+    }
+    const keysRead = etcdCounters.queueKeysRead - keysBefore;
+    // Its own key and the one reader ahead at each of 31 wakes; whole listings would read 33, 32, ... (528 in all).
+    expect(keysRead).toBeLessThanOrEqual(3 * 31);
+    await reads[0]!.release();
+    await (await writer.promise).release();
   });
 
   it('128 readers woken behind a writer read back to the head, never the 32 writers queued behind them', async () => {
