@@ -1,14 +1,15 @@
 import type { Cluster, Redis } from 'ioredis';
 
 import { BoundedMap } from '../../../recipes/bounded-map.js';
-import type { Abortable, Ahead, Enqueued, Entry, GuardedOp } from '../../../recipes/contract.js';
-import { BackendError, ClosedError, SessionLostError } from '../../../recipes/errors.js';
+import type { Abortable, Ahead, Enqueued, EnqueuedAhead, Entry, GiveUp, GuardedOp } from '../../../recipes/contract.js';
+import { ClosedError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { backstopEveryMs } from '../../timing.js';
 import type { FailurePolicy } from '../core.js';
 import { DriverCore } from '../core.js';
 import { fromPromise } from '../requests.js';
-import { redisFailures, replyCode } from './failures.js';
+import { Enqueuer, type EnqueueScripts } from './enqueue.js';
+import { redisFailures } from './failures.js';
 import { redisGuardedRead, redisGuardedWrite } from './guarded.js';
 import { KeepAlive, REDIS_FLOOR_MS } from './keepalive.js';
 import { idOf, livenessKey, type LockKeys, lockKeys, parseQueue, type Stored } from './keys.js';
@@ -24,19 +25,7 @@ import { Watches } from './watches.js';
 export type { RedisDriverOptions } from './open.js';
 
 /** baton's scripts as commands of its own client (see scripts.ts). */
-interface Scripts {
-  batonEnqueue(
-    queue: string,
-    counter: string,
-    liveness: string,
-    base: string,
-    id: string,
-    kind: string,
-    data: string,
-    at: string,
-    timeoutMs: number,
-    expected: '0' | '1',
-  ): Promise<string[]>;
+interface Scripts extends EnqueueScripts {
   batonList(queue: string, base: string): Promise<string[]>;
   batonGone(queue: string, base: string, ...ids: string[]): Promise<number[]>;
   batonConfirm(queue: string, liveness: string, id: string): Promise<[number, number]>;
@@ -70,6 +59,7 @@ export class RedisDriver implements Driver {
   /** Each lock's key names, for the 256 locks used last. */
   readonly #keys = new BoundedMap<string, LockKeys>(256);
   readonly #own: OwnEntries;
+  readonly #enqueuer: Enqueuer;
 
   static async open(options: RedisDriverOptions, probe?: RedisProbe): Promise<RedisDriver> {
     return new RedisDriver(await openSession(options), options, probe);
@@ -106,6 +96,19 @@ export class RedisDriver implements Driver {
       liveness: this.#liveness,
       sessionKey: this.#sessionKey,
       keysOf: (queue) => this.#keysOf(queue),
+    });
+    this.#enqueuer = new Enqueuer({
+      id: this.id,
+      timeoutMs: this.timeoutMs,
+      client: this.#client,
+      core: this.#core,
+      failures: this.#failures,
+      liveness: this.#liveness,
+      own: this.#own,
+      counters: this.#counters,
+      keysOf: (queue) => this.#keysOf(queue),
+      parse: (queue, keys, flat) => this.#parse(queue, keys, flat),
+      request: (send) => this.#request(send),
     });
     this.#keepAlive = new KeepAlive(this.#client, this.#subscriber, this.#liveness, this.timeoutMs, this.#core, {
       // The socket stands but nothing comes back: dial again (requests in flight are sent again).
@@ -158,101 +161,26 @@ export class RedisDriver implements Driver {
     return this.#core.retry(fromPromise(request));
   }
 
-  async enqueue(queue: string, kind: string, at?: Entry, data?: string, _dialect?: string): Promise<Enqueued> {
-    const keys = this.#keysOf(queue);
-    const id = this.#own.add(queue);
-    const liveness = livenessKey(keys.base, this.id);
-    // The session's key in the lock lives a full timeout from the first attempt's send at least.
-    const sentAt = performance.now();
-    let flat: string[];
-    let setAt = sentAt;
-    try {
-      flat = await this.#request(() =>
-        this.#enqueueScript(
-          queue,
-          keys,
-          liveness,
-          id,
-          kind,
-          data ?? '',
-          at === undefined ? '' : `${at.order} ${at.fencingToken}`,
-        ),
-      );
-      setAt = await this.#renewIfOutlived(liveness, sentAt);
-    } catch (error) {
-      // The entry may have been written by an attempt whose reply was lost, before the request failed
-      // (a refusal after a reconnect): it is removed in the background.
-      this.#own.removeLater(queue, id);
-      throw error;
-    }
-    if (this.#own.has(id)) this.#liveness.entered(queue, liveness, id, setAt);
-    if (flat[0] === '1') this.#counters.adopted += 1;
-    const stored = this.#parse(queue, keys, flat.slice(1));
-    const own = stored.find((found) => idOf(found.entry.key) === id);
-    if (own === undefined) throw new BackendError(`the enqueue of ${id} did not show the entry in ${keys.queue}`);
-    return { entry: own.entry, queue: stored.map((found) => found.entry) };
-  }
-
-  /**
-   * One attempt of the enqueue script, expecting the session's key in the lock if the session has
-   * entries there now. Refused for a key gone while expected: lost if the session still counts on
-   * that key (its entries there are dead), else sent again without expecting it (the last entry
-   * there was released meanwhile, and the key left to expire).
-   */
-  async #enqueueScript(
+  enqueue(
     queue: string,
-    keys: LockKeys,
-    liveness: string,
-    id: string,
     kind: string,
-    data: string,
-    at: string,
-  ): Promise<string[]> {
-    for (;;) {
-      const expected = this.#liveness.has(queue);
-      try {
-        return await this.#client.batonEnqueue(
-          keys.queue,
-          keys.counter,
-          liveness,
-          keys.base,
-          id,
-          kind,
-          data,
-          at,
-          this.timeoutMs,
-          expected ? '1' : '0',
-        );
-      } catch (error) {
-        if (replyCode(error) !== 'BATONLIVENESS') throw error;
-        if (expected && this.#liveness.has(queue)) {
-          const lost = this.#failures.lostError(error);
-          this.#core.lose(lost);
-          throw lost;
-        }
-      }
-    }
+    at?: Entry,
+    data?: string,
+    _dialect?: string,
+    giveUp?: GiveUp,
+  ): Promise<Enqueued> {
+    return this.#enqueuer.enqueue(queue, kind, at, data ?? '', giveUp);
   }
 
-  /**
-   * The session's acknowledgement never goes back: if renewals of its other keys acknowledged it past
-   * the time this lock's key was set (an enqueue answered late), the session's deadline could outlive
-   * the key. Then the key is renewed once more (and again, until the renewal is answered soon enough),
-   * and counts from that renewal. A key found gone means our entries there are dead: the session is lost.
-   */
-  async #renewIfOutlived(liveness: string, sentAt: number): Promise<number> {
-    const slack = (this.#core.events?.deadlineMarginMs ?? this.timeoutMs / 8) / 4;
-    let setAt = sentAt;
-    while (this.#liveness.given - setAt > slack) {
-      const renewedAt = performance.now();
-      if ((await this.#request(() => this.#client.pexpire(liveness, this.timeoutMs))) === 0) {
-        const lost = new SessionLostError(`Redis session key ${liveness} expired or was deleted`);
-        this.#core.lose(lost);
-        throw lost;
-      }
-      setAt = renewedAt;
-    }
-    return setAt;
+  enqueueAhead(
+    queue: string,
+    kind: string,
+    page: number,
+    data?: string,
+    _dialect?: string,
+    giveUp?: GiveUp,
+  ): Promise<EnqueuedAhead> {
+    return this.#enqueuer.enqueueAhead(queue, kind, page, data ?? '', giveUp);
   }
 
   #parse(queue: string, keys: LockKeys, flat: readonly string[]): Stored[] {

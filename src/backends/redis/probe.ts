@@ -10,6 +10,8 @@ export interface RedisCounters {
   adopted: number;
   /** Queue entries the sessions' enqueues, listings, short reads and describes got back (what a wake costs). */
   queueEntriesRead: number;
+  /** The most enqueues one session had sent and not yet seen answered, at any time. */
+  enqueuesInFlightMost: number;
 }
 
 export interface RedisProbe extends Probe<RedisCounters, RedisView> {
@@ -31,5 +33,5 @@ export interface RedisView {
 
 /** Counters nobody reads: a production driver counts into its own. */
 export function redisCounters(): RedisCounters {
-  return { notifications: 0, backstopWakes: 0, adopted: 0, queueEntriesRead: 0 };
+  return { notifications: 0, backstopWakes: 0, adopted: 0, queueEntriesRead: 0, enqueuesInFlightMost: 0 };
 }

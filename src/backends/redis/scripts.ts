@@ -49,57 +49,11 @@ end
 `;
 
 /**
- * KEYS: queue, counter, our session's key in this lock. ARGV: base, entry id, kind, data, `at` as
- * `<order> <token>` (or ''), the session timeout (ms), and '1' if the session has entries in this
- * queue already (its key here must then exist: if it is gone, so are those entries, and the script
- * refuses, `BATONLIVENESS`). The session's key here is set to expire a full timeout from now: the client counts its
- * deadline from this request's send time, as from a renewal. A retry after a lost reply finds the
- * entry it wrote (the id is the client's): the answer's first element says so ('1'), before the live
- * entries. The token is the larger of the counter's next value and the server's clock in microseconds
- * (`TIME`), and is stored as the counter: tokens strictly increase on one server even if its clock
- * goes back, and a counter that went back or is missing (a crash that lost the last writes, an RDB
- * snapshot restored, a failover to a replica that missed writes, a wiped server) still gives tokens
- * above every one given before, as long as the server's clock (the new primary's) has not gone back
- * across the loss. An entry placed `at` another of ours (a downgrade) takes that entry's order and
- * token: the same holder goes on, at the same place.
+ * What the short reads share: orders and tokens compared as decimal strings (Lua's numbers are
+ * doubles, exact only below 2^53), the `limit` entries nearest ahead ordered as keys.ts `parseQueue`
+ * orders them (by order, token, then the id's number), and `split`, the live entries parsed, ours apart.
  */
-export const ENQUEUE = `${LIVE}
-if ARGV[7] == '1' and redis.call('EXISTS', KEYS[3]) == 0 then return redis.error_reply("BATONLIVENESS the session's key in this lock is gone") end
-redis.call('SET', KEYS[3], '1', 'PX', ARGV[6])
-local found = redis.call('HEXISTS', KEYS[1], ARGV[2])
-if found == 0 then
-  local now = redis.call('TIME')
-  local place = ARGV[5]
-  if place == '' then
-    local last = tonumber(redis.call('GET', KEYS[2]) or '0')
-    local token = string.format('%.0f', math.max(last + 1, tonumber(now[1]) * 1000000 + tonumber(now[2])))
-    redis.call('SET', KEYS[2], token)
-    place = token .. ' ' .. token
-  end
-  local ms = now[1] .. string.format('%03d', math.floor(tonumber(now[2]) / 1000))
-  redis.call('HSET', KEYS[1], ARGV[2], place .. ' ' .. ms .. ' ' .. ARGV[3] .. ' ' .. ARGV[4])
-  redis.call('PUBLISH', ARGV[1] .. ':q', ARGV[2])
-end
-local entries = live(KEYS[1], ARGV[1])
-table.insert(entries, 1, tostring(found))
-return entries
-`;
-
-/** KEYS: queue. ARGV: base. The live entries (see `LIVE`). */
-export const LIST = `${LIVE}
-return live(KEYS[1], ARGV[1])
-`;
-
-/**
- * The short read at a wake (`Backend.listBefore`, see list-before.ts): the queue is read and its dead
- * entries removed as `LIVE` does, and only what a waiter's decision needs goes back. KEYS: queue. ARGV:
- * base, our entry's id, its order, the limit ('' for none). The answer: '1' if our entry is there at that
- * order (that incarnation), else '0' and nothing more; then '1' if entries ahead were left out; then
- * up to `limit` live entries ordered before ours (field, value), nearest first, ordered as keys.ts
- * `parseQueue` orders them: by order, token, then the id's number. Orders and tokens are compared as
- * decimal strings: Lua's numbers are doubles, exact only below 2^53.
- */
-export const LIST_BEFORE = `${LIVE}
+const NEAREST = `
 local function decimal(digits) return (string.gsub(digits, '^0+(%d)', '%1')) end
 local function less(a, b)
   if #a ~= #b then return #a < #b end
@@ -130,17 +84,103 @@ local function nearest(ahead, limit)
   end
   return top
 end
-local flat = live(KEYS[1], ARGV[1])
-local mine = nil
-local all = {}
-for i = 1, #flat, 2 do
-  local order, token = string.match(flat[i + 1], '^(%d+) (%d+) %d+ [a-z]')
-  local n = string.match(flat[i], '^[0-9a-f]+%-(%d+)$')
-  if order and n then
-    local e = { id = flat[i], value = flat[i + 1], order = decimal(order), token = decimal(token), n = tonumber(n) }
-    if e.id == ARGV[2] then mine = e else all[#all + 1] = e end
+local function split(flat, self)
+  local mine = nil
+  local all = {}
+  for i = 1, #flat, 2 do
+    local order, token, kind = string.match(flat[i + 1], '^(%d+) (%d+) %d+ ([a-z][a-z_%d]*)')
+    local n = string.match(flat[i], '^[0-9a-f]+%-(%d+)$')
+    if order and n then
+      local e = { id = flat[i], value = flat[i + 1], order = decimal(order), token = decimal(token), n = tonumber(n), kind = kind }
+      if e.id == self then mine = e else all[#all + 1] = e end
+    end
   end
+  return mine, all
 end
+`;
+
+/**
+ * KEYS: queue, counter, our session's key in this lock. ARGV: base, entry id, kind, data, `at` as
+ * `<order> <token>` (or ''), the session timeout (ms), and '1' if the session has entries in this
+ * queue already (its key here must then exist: if it is gone, so are those entries, and the script
+ * refuses, `BATONLIVENESS`). The session's key here is set to expire a full timeout from now: the client counts its
+ * deadline from this request's send time, as from a renewal. A retry after a lost reply finds the
+ * entry it wrote (the id is the client's): the answer's first element says so ('1'), before the live
+ * entries. The token is the larger of the counter's next value and the server's clock in microseconds
+ * (`TIME`), and is stored as the counter: tokens strictly increase on one server even if its clock
+ * goes back, and a counter that went back or is missing (a crash that lost the last writes, an RDB
+ * snapshot restored, a failover to a replica that missed writes, a wiped server) still gives tokens
+ * above every one given before, as long as the server's clock (the new primary's) has not gone back
+ * across the loss. An entry placed `at` another of ours (a downgrade) takes that entry's order and
+ * token: the same holder goes on, at the same place.
+ */
+const PUT = `
+if ARGV[7] == '1' and redis.call('EXISTS', KEYS[3]) == 0 then return redis.error_reply("BATONLIVENESS the session's key in this lock is gone") end
+redis.call('SET', KEYS[3], '1', 'PX', ARGV[6])
+local found = redis.call('HEXISTS', KEYS[1], ARGV[2])
+if found == 0 then
+  local now = redis.call('TIME')
+  local place = ARGV[5]
+  if place == '' then
+    local last = tonumber(redis.call('GET', KEYS[2]) or '0')
+    local token = string.format('%.0f', math.max(last + 1, tonumber(now[1]) * 1000000 + tonumber(now[2])))
+    redis.call('SET', KEYS[2], token)
+    place = token .. ' ' .. token
+  end
+  local ms = now[1] .. string.format('%03d', math.floor(tonumber(now[2]) / 1000))
+  redis.call('HSET', KEYS[1], ARGV[2], place .. ' ' .. ms .. ' ' .. ARGV[3] .. ' ' .. ARGV[4])
+  redis.call('PUBLISH', ARGV[1] .. ':q', ARGV[2])
+end
+`;
+
+export const ENQUEUE = `${LIVE}${PUT}
+local entries = live(KEYS[1], ARGV[1])
+table.insert(entries, 1, tostring(found))
+return entries
+`;
+
+/**
+ * The enqueue at the tail that answers with what the waiter's first decision needs
+ * (`Backend.enqueueAhead`): KEYS and ARGV as `ENQUEUE`'s (no `at`), then the page. The answer: '1' if
+ * an earlier attempt had written the entry; '1' if entries ahead were left out; how many are ahead;
+ * '1' if another write entry is queued, '1' if a semaphore's entry is; then our entry and up to `page`
+ * entries just ahead of it (field, value). The queue is read and its dead entries removed as `LIVE`
+ * does: the server still walks the hash, but the answer does not grow with it.
+ */
+export const ENQUEUE_AHEAD = `${LIVE}${NEAREST}${PUT}
+local mine, all = split(live(KEYS[1], ARGV[1]), ARGV[2])
+if mine == nil then return { tostring(found), '0', '0', '0', '0' } end
+local ahead = {}
+local writes, semaphores = '0', '0'
+for _, e in ipairs(all) do
+  if less(e.order, mine.order) then ahead[#ahead + 1] = e end
+  if e.kind == 'write' then writes = '1' elseif string.sub(e.kind, 1, 10) == 'semaphore_' then semaphores = '1' end
+end
+local top = nearest(ahead, tonumber(ARGV[8]))
+local out = { tostring(found), #top < #ahead and '1' or '0', tostring(#ahead), writes, semaphores, mine.id, mine.value }
+for _, e in ipairs(top) do
+  out[#out + 1] = e.id
+  out[#out + 1] = e.value
+end
+return out
+`;
+
+/** KEYS: queue. ARGV: base. The live entries (see `LIVE`). */
+export const LIST = `${LIVE}
+return live(KEYS[1], ARGV[1])
+`;
+
+/**
+ * The short read at a wake (`Backend.listBefore`, see list-before.ts): the queue is read and its dead
+ * entries removed as `LIVE` does, and only what a waiter's decision needs goes back. KEYS: queue. ARGV:
+ * base, our entry's id, its order, the limit ('' for none). The answer: '1' if our entry is there at that
+ * order (that incarnation), else '0' and nothing more; then '1' if entries ahead were left out; then
+ * up to `limit` live entries ordered before ours (field, value), nearest first, ordered as keys.ts
+ * `parseQueue` orders them: by order, token, then the id's number. Orders and tokens are compared as
+ * decimal strings: Lua's numbers are doubles, exact only below 2^53.
+ */
+export const LIST_BEFORE = `${LIVE}${NEAREST}
+local mine, all = split(live(KEYS[1], ARGV[1]), ARGV[2])
 if mine == nil or mine.order ~= decimal(ARGV[3]) then return { '0' } end
 local ahead = {}
 for _, e in ipairs(all) do
@@ -230,6 +270,7 @@ return 1
  */
 export const SCRIPTS = {
   batonEnqueue: { numberOfKeys: 3, lua: ENQUEUE },
+  batonEnqueueAhead: { numberOfKeys: 3, lua: ENQUEUE_AHEAD },
   batonList: { numberOfKeys: 1, lua: LIST },
   batonListBefore: { numberOfKeys: 1, lua: LIST_BEFORE },
   batonGone: { numberOfKeys: 1, lua: GONE },

@@ -91,6 +91,31 @@ describe('Redis: a handoff reads only what the waiter decision needs (issue 37)'
     expect(redisCounters.queueEntriesRead - before).toBeLessThanOrEqual(2 * 64);
   }, 120_000);
 
+  it('an enqueue behind up to 64 waiters answers with its own entry and the one ahead, never the queue', async () => {
+    const holderSession = await scope.open(LONG_LEASE);
+    const sessions = [await scope.open(LONG_LEASE), await scope.open(LONG_LEASE)];
+    const holder = await new FairMutex(holderSession, 'long').acquire();
+    const before = redisCounters.queueEntriesRead;
+    const waits = await queueUp(sessions, 64, 'long', 1, (session) => new FairMutex(session, 'long').acquire());
+    // Two entries an enqueue (beside a rare backstop look); whole listings read 2, 3, ... 65 (2,144 in all).
+    expect(redisCounters.queueEntriesRead - before).toBeLessThanOrEqual(3 * 64);
+    await holder.release();
+    for (const wait of waits) await (await wait).release();
+  }, 120_000);
+
+  it('a session sends at most 16 enqueues at once: 200 acquires started together queue in turn', async () => {
+    const holderSession = await scope.open(LONG_LEASE);
+    const session = await scope.open(LONG_LEASE);
+    const holder = await new FairMutex(holderSession, 'burst').acquire();
+    redisCounters.enqueuesInFlightMost = 0;
+    const waits = Array.from({ length: 200 }, () => track(new FairMutex(session, 'burst').acquire()));
+    await eventually('200 waiters queued', async () => (await admin.hlen(queueKey('burst'))) === 201, 60_000);
+    expect(redisCounters.enqueuesInFlightMost).toBeGreaterThan(1);
+    expect(redisCounters.enqueuesInFlightMost).toBeLessThanOrEqual(16);
+    await holder.release();
+    await Promise.all(waits.map(async (wait) => (await wait.promise).release()));
+  }, 120_000);
+
   it('128 readers woken behind a writer read back to the head, never the 32 writers queued behind them', async () => {
     const writerSession = await scope.open(LONG_LEASE);
     const sessions = [await scope.open(LONG_LEASE), await scope.open(LONG_LEASE)];
