@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 
 import { FairMutex } from '../recipes/mutex.js';
+import type { EnqueueScripts } from '../src/backends/redis/enqueue.js';
 import { SCRIPTS } from '../src/backends/redis/scripts.js';
 import { connect, redisCounters } from '../src/testing.js';
 import type { Case } from './case.js';
@@ -28,22 +29,11 @@ export const REDIS_CASES = {
 const COMPARE_AND_DELETE =
   "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end";
 
-type Scripted = Redis & {
-  batonEnqueue(
-    q: string,
-    c: string,
-    liveness: string,
-    base: string,
-    id: string,
-    kind: string,
-    data: string,
-    at: string,
-    timeoutMs: number,
-    expected: '0' | '1',
-  ): Promise<string[]>;
-  batonRelease(q: string, session: string, id: string, channel: string, changes: string): Promise<number>;
-  compareAndDelete(key: string, value: string): Promise<number>;
-};
+type Scripted = Redis &
+  EnqueueScripts & {
+    batonRelease(q: string, session: string, id: string, channel: string, changes: string): Promise<number>;
+    compareAndDelete(key: string, value: string): Promise<number>;
+  };
 
 /**
  * Counts the requests clients send while `during` runs, as the server sees them (MONITOR): commands a

@@ -21,14 +21,14 @@ interface Turn {
  * the waiting call reaches the head of the line, which behind 10,000 enqueues is most of a minute.
  */
 export class EnqueueSlots {
-  readonly #counted: (inFlight: number) => void;
+  readonly #counters: { enqueuesInFlightMost: number } | undefined;
   /** In line, oldest first (a Set keeps insertion order and forgets a given-up turn at once). */
   readonly #line = new Set<Turn>();
   #inFlight = 0;
 
-  /** `counted` is told the number in flight each time one is sent (for a probe's high-water mark). */
-  constructor(counted: (inFlight: number) => void = () => undefined) {
-    this.#counted = counted;
+  /** `counters`: a probe's, whose high-water mark of enqueues in flight is kept here. */
+  constructor(counters?: { enqueuesInFlightMost: number }) {
+    this.#counters = counters;
   }
 
   /** Runs `send` (the whole enqueue, its retries included) once a place is free. */
@@ -55,7 +55,9 @@ export class EnqueueSlots {
 
   async #send<T>(send: () => Promise<T>): Promise<T> {
     this.#inFlight += 1;
-    this.#counted(this.#inFlight);
+    const counters = this.#counters;
+    if (counters !== undefined && this.#inFlight > counters.enqueuesInFlightMost)
+      counters.enqueuesInFlightMost = this.#inFlight;
     try {
       return await send();
     } finally {

@@ -20,8 +20,8 @@ function held(): { send: () => Promise<string>; finish: (value: string) => void;
 
 describe('EnqueueSlots: a session sends at most ENQUEUES_IN_FLIGHT enqueues at once', () => {
   it('holds back the ones past the limit and sends them first come first served as places free', async () => {
-    let most = 0;
-    const slots = new EnqueueSlots((n) => (most = Math.max(most, n)));
+    const counters = { enqueuesInFlightMost: 0 };
+    const slots = new EnqueueSlots(counters);
     const sends = Array.from({ length: ENQUEUES_IN_FLIGHT + 3 }, () => held());
     const results = sends.map((s) => slots.run(s.send));
     expect(sends.filter((s) => s.started())).toHaveLength(ENQUEUES_IN_FLIGHT);
@@ -42,7 +42,7 @@ describe('EnqueueSlots: a session sends at most ENQUEUES_IN_FLIGHT enqueues at o
     expect(late.started()).toBe(true);
     late.finish('late');
     await expect(lateResult).resolves.toBe('late');
-    expect(most).toBe(ENQUEUES_IN_FLIGHT);
+    expect(counters.enqueuesInFlightMost).toBe(ENQUEUES_IN_FLIGHT);
   });
 
   it('gives up one held back at once when its caller does, and never sends it', async () => {

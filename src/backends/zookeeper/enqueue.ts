@@ -44,8 +44,7 @@ export class Enqueuer {
 
   constructor(host: EnqueuerHost) {
     this.#host = host;
-    const { counters } = host;
-    this.#slots = new EnqueueSlots((n) => (counters.enqueuesInFlightMost = Math.max(counters.enqueuesInFlightMost, n)));
+    this.#slots = new EnqueueSlots(host.counters);
   }
 
   /**
