@@ -59,8 +59,9 @@ export interface EnqueuedAhead {
 /**
  * How a caller gives up an enqueue the backend has not sent yet (a backend may hold enqueues back
  * while a session has many in flight): called only if the enqueue must wait, it makes the signal that
- * aborts when the caller gives up (its signal, its timeout, the session's end), disposed once the
- * enqueue is sent or given up. A given-up enqueue rejects with the signal's reason, nothing written.
+ * aborts when the caller gives up (its signal, its timeout), disposed once the enqueue is sent or
+ * given up; the backend stops listening to it then. A given-up enqueue rejects with the signal's
+ * reason, nothing written. (A held-back enqueue of a session that ended fails when its turn comes.)
  */
 export type GiveUp = () => { readonly signal: Abortable; dispose(): void };
 

@@ -76,8 +76,10 @@ async function queueUp(request: QueueRequest, options: WaitOptions, trace: Trace
   const leave = core.enter();
   const report = reportWait(core, request.queue, request.kind, startedAt);
   // An enqueue the backend holds back until it may send it is given up with the wait (see `GiveUp`).
+  // Not on the session's signal: thousands held back would each add a listener to it (Node checks
+  // each new listener against all the others); at the session's end a held-back one fails at its turn.
   const giveUp: GiveUp = () =>
-    deadline(request.what, remainingMs(options, startedAt), [options.signal, session.signal], options.timeoutMs);
+    deadline(request.what, remainingMs(options, startedAt), [options.signal], options.timeoutMs);
   try {
     // A place in the queue, and another at the tail each time ours vanishes (per `onWaiterLost`).
     for (let turn = request; ; turn = { ...request, at: undefined }) {
@@ -92,7 +94,10 @@ async function queueUp(request: QueueRequest, options: WaitOptions, trace: Trace
       }
       let { entry } = look;
       try {
-        if (look.refused !== undefined) throw look.refused;
+        if (look.refused !== undefined) {
+          if (look.position !== undefined) trace?.enqueuedAt(look.position);
+          throw look.refused;
+        }
         const first =
           look.first === UNDECIDED ? turnIn(turn, await core.backend.list(turn.queue, entry), entry) : look.first;
         // Once every read of the enqueue is done (a test waits for the position to know that).

@@ -36,16 +36,21 @@ export class EnqueueSlots {
     if (this.#inFlight < ENQUEUES_IN_FLIGHT && this.#line.size === 0) return this.#send(send);
     return new Promise<T>((resolve, reject) => {
       const deadline = giveUp?.();
-      const turn: Turn = {
-        start: () => {
-          deadline?.dispose();
-          this.#send(send).then(resolve, reject);
-        },
-      };
+      let started = false;
       const onGiveUp = (): void => {
+        if (started) return;
         this.#line.delete(turn);
         deadline?.dispose();
         reject(deadline!.signal.reason);
+      };
+      const turn: Turn = {
+        start: () => {
+          // Sent from here on: a give-up now must not reject a call whose entry may be written.
+          started = true;
+          deadline?.signal.removeEventListener('abort', onGiveUp);
+          deadline?.dispose();
+          this.#send(send).then(resolve, reject);
+        },
       };
       if (deadline?.signal.aborted === true) return onGiveUp();
       deadline?.signal.addEventListener('abort', onGiveUp, { once: true });

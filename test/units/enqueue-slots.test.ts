@@ -30,7 +30,7 @@ describe('EnqueueSlots: a session sends at most ENQUEUES_IN_FLIGHT enqueues at o
     // The first in line took the freed place, not a later one.
     expect(sends[ENQUEUES_IN_FLIGHT]!.started()).toBe(true);
     expect(sends[ENQUEUES_IN_FLIGHT + 1]!.started()).toBe(false);
-    // A call made now waits behind the line, though a place may be free for a moment.
+    // A call made now waits behind the line (every place is taken: a freed one went to the line at once).
     const late = held();
     const lateResult = slots.run(late.send);
     // One at a time, in order: each one held back has been sent by the time its turn to finish comes.
@@ -62,6 +62,32 @@ describe('EnqueueSlots: a session sends at most ENQUEUES_IN_FLIGHT enqueues at o
     await Promise.all(results);
     expect(waiting.started()).toBe(false);
     expect(timed.started()).toBe(false);
+  });
+
+  it('one given up in the middle of the line leaves the others their order, and a give-up once sent changes nothing', async () => {
+    const slots = new EnqueueSlots();
+    const sends = Array.from({ length: ENQUEUES_IN_FLIGHT }, () => held());
+    const results = sends.map((s) => slots.run(s.send));
+    const callers = [new AbortController(), new AbortController(), new AbortController()];
+    const line = callers.map(() => held());
+    const waits = line.map((s, i) => slots.run(s.send, () => deadline('lock "x"', undefined, [callers[i]!.signal])));
+    callers[1]!.abort(new Error('the middle one gave up'));
+    await expect(waits[1]).rejects.toThrow('the middle one gave up');
+    sends[0]!.finish('a');
+    await results[0];
+    expect(line.map((s) => s.started())).toEqual([true, false, false]);
+    // Sent already: its caller's abort now must not reject it (its entry may be written).
+    callers[0]!.abort(new Error('too late'));
+    line[0]!.finish('first');
+    await expect(waits[0]).resolves.toBe('first');
+    sends[1]!.finish('b');
+    await results[1];
+    expect(line[2]!.started()).toBe(true);
+    line[2]!.finish('third');
+    await expect(waits[2]).resolves.toBe('third');
+    for (const s of sends.slice(2)) s.finish('done');
+    await Promise.all(results);
+    expect(line[1]!.started()).toBe(false);
   });
 
   it('a caller that gave up before its turn is refused at once', async () => {

@@ -14,7 +14,7 @@ export interface EtcdCounters {
   queueKeysRead: number;
   /** Key watches made again after their stream went quiet (a reconnect) or etcd ended them. */
   watchesRemade: number;
-  /** The most enqueues one session had sent and not yet seen answered, at any time. */
+  /** The most enqueues at the tail one session had sent and not yet seen answered (see `EnqueueSlots`). */
   enqueuesInFlightMost: number;
 }
 

@@ -10,7 +10,7 @@ export interface RedisCounters {
   adopted: number;
   /** Queue entries the sessions' enqueues, listings, short reads and describes got back (what a wake costs). */
   queueEntriesRead: number;
-  /** The most enqueues one session had sent and not yet seen answered, at any time. */
+  /** The most enqueues at the tail one session had sent and not yet seen answered (see `EnqueueSlots`). */
   enqueuesInFlightMost: number;
 }
 

@@ -87,15 +87,18 @@ end
 local function split(flat, self)
   local mine = nil
   local all = {}
+  local foreign = {}
   for i = 1, #flat, 2 do
     local order, token, kind = string.match(flat[i + 1], '^(%d+) (%d+) %d+ ([a-z][a-z_%d]*)')
     local n = string.match(flat[i], '^[0-9a-f]+%-(%d+)$')
     if order and n then
       local e = { id = flat[i], value = flat[i + 1], order = decimal(order), token = decimal(token), n = tonumber(n), kind = kind }
       if e.id == self then mine = e else all[#all + 1] = e end
+    else
+      foreign[#foreign + 1] = i
     end
   end
-  return mine, all
+  return mine, all, foreign
 end
 `;
 
@@ -143,12 +146,13 @@ return entries
  * The enqueue at the tail that answers with what the waiter's first decision needs
  * (`Backend.enqueueAhead`): KEYS and ARGV as `ENQUEUE`'s (no `at`), then the page. The answer: '1' if
  * an earlier attempt had written the entry; '1' if entries ahead were left out; how many are ahead;
- * '1' if another write entry is queued, '1' if a semaphore's entry is; then our entry and up to `page`
- * entries just ahead of it (field, value). The queue is read and its dead entries removed as `LIVE`
+ * '1' if another write entry is queued, '1' if a semaphore's entry is; then our entry, up to `page`
+ * entries just ahead of it and every field that is no entry (field, value), for the client to report. The queue is read and its dead entries removed as `LIVE`
  * does: the server still walks the hash, but the answer does not grow with it.
  */
 export const ENQUEUE_AHEAD = `${LIVE}${NEAREST}${PUT}
-local mine, all = split(live(KEYS[1], ARGV[1]), ARGV[2])
+local flat = live(KEYS[1], ARGV[1])
+local mine, all, foreign = split(flat, ARGV[2])
 if mine == nil then return { tostring(found), '0', '0', '0', '0' } end
 local ahead = {}
 local writes, semaphores = '0', '0'
@@ -161,6 +165,10 @@ local out = { tostring(found), #top < #ahead and '1' or '0', tostring(#ahead), w
 for _, e in ipairs(top) do
   out[#out + 1] = e.id
   out[#out + 1] = e.value
+end
+for _, i in ipairs(foreign) do
+  out[#out + 1] = flat[i]
+  out[#out + 1] = flat[i + 1]
 end
 return out
 `;

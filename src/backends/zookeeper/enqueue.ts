@@ -59,6 +59,9 @@ export class Enqueuer {
     dialect?: string,
     giveUp?: GiveUp,
   ): Promise<Enqueued> {
+    // Refused before any wait for a place in flight.
+    if (dialect !== undefined && !(ZK_DIALECTS as readonly string[]).includes(dialect))
+      return Promise.reject(new InvalidArgumentError('interop', dialect, `one of ${ZK_DIALECTS.join(', ')}`));
     if (at !== undefined) return this.#enqueue(queue, kind, at, data, dialect);
     return this.#slots.run(() => this.#enqueue(queue, kind, at, data, dialect), giveUp);
   }
@@ -71,8 +74,6 @@ export class Enqueuer {
     const dir = host.dir(queue);
     const payload = data === undefined ? undefined : Buffer.from(data);
     // Placed `at` another entry: not sequential, but named with that entry's sequence so it sorts there.
-    if (dialect !== undefined && !(ZK_DIALECTS as readonly string[]).includes(dialect))
-      throw new InvalidArgumentError('interop', dialect, `one of ${ZK_DIALECTS.join(', ')}`);
     const prefix = entryPrefix(dir, uuid, kind, dialect as ZkDialect | undefined);
     const path = at === undefined ? prefix : `${prefix}${sequenceOf(at)}`;
     const mode = at === undefined ? zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL : zookeeper.CreateMode.EPHEMERAL;

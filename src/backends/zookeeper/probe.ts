@@ -24,7 +24,7 @@ export interface ZkCounters {
   unlistedMissed: number;
   /** Queue directories recycled near the end of their sequence. */
   recycled: number;
-  /** The most enqueues one session had sent and not yet seen answered, at any time. */
+  /** The most enqueues at the tail one session had sent and not yet seen answered (see `EnqueueSlots`). */
   enqueuesInFlightMost: number;
 }
 
