@@ -67,6 +67,22 @@ export function moverOf(kind: string): Mover | undefined {
   return SEMAPHORE_KIND.test(kind) ? 'semaphore' : undefined;
 }
 
+/** The movers with an entry ordered before `self` in `queue` (sorted by order). */
+export function moversAhead(queue: readonly Entry[], self: Entry): Mover[] {
+  const movers = new Set<Mover>();
+  for (const entry of queue) {
+    if (entry.order >= self.order) break;
+    const mover = moverOf(entry.kind);
+    if (mover !== undefined) movers.add(mover);
+  }
+  return [...movers];
+}
+
+/** Whether any of `movers` is one whose moves the decision of `lookahead` must see (no short reads then). */
+export function mustSeeAny(lookahead: Lookahead, movers: readonly Mover[]): boolean {
+  return movers.some((mover) => lookahead.mustSee.includes(mover));
+}
+
 /**
  * Exclusive: any entry ahead blocks, so one is enough; a downgrade's read and a semaphore's moved
  * entry both block, so a write or semaphore entry ahead means the whole queue is read.

@@ -4,7 +4,7 @@
  * can (`enqueueAhead`), a window of the entries just ahead with the movers the queue holds.
  */
 import type { Enqueued, EnqueuedAhead, Entry, GiveUp } from './contract.js';
-import { type Lookahead, moverOf } from './decide.js';
+import { type Lookahead, moversAhead, mustSeeAny } from './decide.js';
 import { LockLostError } from './errors.js';
 import type { QueueRequest } from './queue.js';
 import type { TracedWait } from './trace.js';
@@ -26,12 +26,7 @@ function mayReadShort(request: QueueRequest, queue: readonly Entry[], self: Entr
   const { lookahead } = request;
   if (lookahead === undefined || request.core.backend.listBefore === undefined || request.at !== undefined)
     return false;
-  for (const entry of queue) {
-    if (entry.order >= self.order) break;
-    const mover = moverOf(entry.kind);
-    if (mover !== undefined && lookahead.mustSee.includes(mover)) return false;
-  }
-  return true;
+  return !mustSeeAny(lookahead, moversAhead(queue, self));
 }
 
 /**
@@ -54,33 +49,27 @@ export interface FirstLook {
 }
 
 /**
- * The enqueue and what its answer says. Where the backend can answer with only the entries just
- * ahead (`enqueueAhead`, for a wait at the tail whose decision reads the queue short), the answer
- * does not grow with the queue; otherwise it is the whole queue.
+ * The lookahead to enqueue with, where the backend can answer with only the entries just ahead
+ * (`enqueueAhead`) and the wait is at the tail with a decision that reads short: that answer does not
+ * grow with the queue. Otherwise (undefined) the enqueue answers with the whole queue.
  */
-export async function enqueueAndLook(
-  request: QueueRequest,
-  trace: TracedWait | undefined,
-  giveUp: GiveUp,
-): Promise<FirstLook> {
+export function windowOf(request: QueueRequest): Lookahead | undefined {
   const { lookahead, at } = request;
   const { backend } = request.core;
-  if (
-    at !== undefined ||
-    lookahead === undefined ||
-    backend.enqueueAhead === undefined ||
-    backend.listBefore === undefined
-  )
-    return firstLook(request, await enqueueAt(request, at, giveUp), trace);
+  if (at !== undefined || backend.enqueueAhead === undefined || backend.listBefore === undefined) return undefined;
+  return lookahead;
+}
+
+/** Appends the request's entry, answered with a window of `lookahead.page` entries (see `windowOf`). */
+export function enqueueAhead(request: QueueRequest, lookahead: Lookahead, giveUp: GiveUp): Promise<EnqueuedAhead> {
   const { queue, entryKind, kind, data, dialect } = request;
-  const placed = await backend.enqueueAhead(queue, entryKind ?? kind, lookahead.page, data, dialect, giveUp);
-  return firstLookAhead(request, lookahead, placed);
+  return request.core.backend.enqueueAhead!(queue, entryKind ?? kind, lookahead.page, data, dialect, giveUp);
 }
 
 /** `firstLook` from a window of the queue: undecided when the window holds no blocker and more is ahead. */
-function firstLookAhead(request: QueueRequest, lookahead: Lookahead, placed: EnqueuedAhead): FirstLook {
+export function firstLookAhead(request: QueueRequest, lookahead: Lookahead, placed: EnqueuedAhead): FirstLook {
   const { entry, ahead, more, movers } = placed;
-  const shortReads = !movers.some((mover) => lookahead.mustSee.includes(mover));
+  const shortReads = !mustSeeAny(lookahead, movers);
   try {
     const turn = request.decide([...ahead].reverse(), entry);
     const first = turn === null && more ? UNDECIDED : turn;
@@ -93,7 +82,7 @@ function firstLookAhead(request: QueueRequest, lookahead: Lookahead, placed: Enq
 /** The first look of an enqueue answered with a window of the queue that did not decide. */
 export const UNDECIDED = Symbol('the window the enqueue read did not decide');
 
-function firstLook(request: QueueRequest, { entry, queue }: Enqueued, trace: TracedWait | undefined): FirstLook {
+export function firstLook(request: QueueRequest, { entry, queue }: Enqueued, trace: TracedWait | undefined): FirstLook {
   trace?.enqueued(queue, entry);
   const behind = request.announceGrant === true && queuedBehind(queue, entry);
   const shortReads = mayReadShort(request, queue, entry);

@@ -2,15 +2,18 @@ import type { Abortable, Backend, Entry, GiveUp, Session, SessionCore } from './
 import { deadline } from './deadline.js';
 import type { Decide, Lookahead } from './decide.js';
 import {
-  enqueueAndLook,
+  enqueueAhead,
   enqueueAt,
   type FirstLook,
+  firstLook,
+  firstLookAhead,
   lostPlace,
   MISSING,
   queuedBehind,
   type Turn,
   turnIn,
   UNDECIDED,
+  windowOf,
 } from './enqueue.js';
 import { ClosedError, LockLostError, LockTimeoutError, SessionLostError } from './errors.js';
 import type { LockKind } from './events.js';
@@ -88,20 +91,22 @@ async function queueUp(request: QueueRequest, options: WaitOptions, trace: Trace
       // alive for as long as the wait lasts (see `firstLook`).
       let look: FirstLook;
       try {
-        look = await enqueueAndLook(turn, trace, giveUp);
+        const window = windowOf(turn);
+        look =
+          window === undefined
+            ? firstLook(turn, await enqueueAt(turn, turn.at, giveUp), trace)
+            : firstLookAhead(turn, window, await enqueueAhead(turn, window, giveUp));
       } catch (error) {
         throw gaveUpFirst(request.what, options, startedAt, error);
       }
       let { entry } = look;
       try {
-        if (look.refused !== undefined) {
-          if (look.position !== undefined) trace?.enqueuedAt(look.position);
-          throw look.refused;
-        }
+        // Never undecided when refused: a refusal lists nothing.
         const first =
           look.first === UNDECIDED ? turnIn(turn, await core.backend.list(turn.queue, entry), entry) : look.first;
         // Once every read of the enqueue is done (a test waits for the position to know that).
         if (look.position !== undefined) trace?.enqueuedAt(look.position);
+        if (look.refused !== undefined) throw look.refused;
         if (first === null) {
           // The common case, nobody ahead: granted without setting up a wait at all.
           options.signal?.throwIfAborted();

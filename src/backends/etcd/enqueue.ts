@@ -131,7 +131,16 @@ export class Enqueuer {
         ],
         failure: [{ request_range: { key } }, { request_range: range }],
       };
-      const response = await this.#send(request, () => (attempts += 1), at === undefined ? giveUp : AT_ONCE);
+      const send = (): Promise<ITxnResponse> =>
+        host.core.retry(
+          host.rpc(() => {
+            attempts += 1;
+            return host.client.kv.txn(request, host.attempt());
+          }),
+        );
+      // Once the session has a place in flight for it (see `EnqueueSlots`); an entry put `at` one of
+      // ours (a downgrade, a semaphore's announced grant) at once: a holder waits for it.
+      const response = await (at === undefined ? this.#slots.run(send, giveUp) : send());
       if (!response.succeeded) this.#adopt(key, response.responses[0]?.response_range);
       const { entry, result } = answer(response, keyText);
       own.live.set(entry.key, EtcdEntry.createdAt(entry));
@@ -154,26 +163,6 @@ export class Enqueuer {
     } finally {
       own.enqueuing.delete(keyText);
     }
-  }
-
-  /**
-   * Sends an enqueue's Txn, retried, once the session has a place in flight for it (see
-   * `EnqueueSlots`); with `AT_ONCE` (an entry put `at` one of ours, which a holder waits for) at once.
-   */
-  #send(
-    request: ITxnRequest,
-    attempted: () => void,
-    giveUp: GiveUp | typeof AT_ONCE | undefined,
-  ): Promise<ITxnResponse> {
-    const host = this.#host;
-    const send = (): Promise<ITxnResponse> =>
-      host.core.retry(
-        host.rpc(() => {
-          attempted();
-          return host.client.kv.txn(request, host.attempt());
-        }),
-      );
-    return giveUp === AT_ONCE ? send() : this.#slots.run(send, giveUp);
   }
 
   /** The failure branch of an enqueue's Txn: our key exists already, written by an attempt whose reply was lost. */
@@ -208,9 +197,6 @@ export class Enqueuer {
 
 /** The value of an entry without data (never written to). */
 const EMPTY = Buffer.alloc(0);
-
-/** Sent without waiting for a place in flight (see `#send`). */
-const AT_ONCE = Symbol('at once');
 
 /** The movers whose entries an enqueue answered with a window counts, in the order of its reads. */
 const MOVERS: readonly Mover[] = ['write', 'semaphore'];

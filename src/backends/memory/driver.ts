@@ -1,4 +1,5 @@
 import type { Abortable, Ahead, Enqueued, EnqueuedAhead, Entry, GuardedOp } from '../../../recipes/contract.js';
+import { moversAhead } from '../../../recipes/decide.js';
 import { ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { sameEntries } from '../waiters.js';
@@ -42,9 +43,11 @@ export class MemoryDriver implements Driver {
     await this.#turn();
     const dir = this.#dir(queue);
     const entry = this.#store.add(dir, queue, kind, this.id, undefined, data);
-    const { entries, more } = this.#store.before(dir, entry, page);
-    const { size, movers } = this.#store.census(dir, entry);
-    return { entry, ahead: entries, more, position: size - 1, movers };
+    // At the tail: every other entry is ahead of the new one.
+    const queued = this.#store.list(dir);
+    const ahead = queued.slice(0, -1).reverse();
+    const movers = moversAhead(queued, entry);
+    return { entry, ahead: ahead.slice(0, page), more: ahead.length > page, position: ahead.length, movers };
   }
 
   async list(queue: string): Promise<readonly Entry[]> {

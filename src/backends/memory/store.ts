@@ -1,5 +1,4 @@
 import type { Ahead, Entry } from '../../../recipes/contract.js';
-import { type Mover, moverOf } from '../../../recipes/decide.js';
 
 export interface StoredEntry extends Entry {
   readonly owner: string;
@@ -63,17 +62,6 @@ export class MemoryStore {
     const ahead = queue.slice(0, at).reverse();
     const entries = limit === undefined ? ahead : ahead.slice(0, limit);
     return { present: true, entries, more: entries.length < ahead.length };
-  }
-
-  /** A queue's size and the movers among its entries but `self` (see `moverOf`), as `enqueueAhead` answers them. */
-  census(dir: string, self: Entry): { size: number; movers: Mover[] } {
-    const movers = new Set<Mover>();
-    const entries = this.#queues.get(dir);
-    for (const entry of entries?.values() ?? []) {
-      const mover = entry.key === self.key ? undefined : moverOf(entry.kind);
-      if (mover !== undefined) movers.add(mover);
-    }
-    return { size: entries?.size ?? 0, movers: [...movers] };
   }
 
   get(key: string): StoredEntry | undefined {

@@ -87,8 +87,7 @@ export class Enqueuer {
     if (flat[0] === '1') this.#host.counters.adopted += 1;
     const [, more, position, writes, semaphores] = flat;
     const stored = this.#host.parse(queue, keys, flat.slice(5));
-    const entry = stored.find((found) => idOf(found.entry.key) === id)?.entry;
-    if (entry === undefined) throw new BackendError(`the enqueue of ${id} did not show the entry in ${keys.queue}`);
+    const entry = ownEntry(stored, id, keys);
     const movers: Mover[] = [];
     if (writes === '1') movers.push('write');
     if (semaphores === '1') movers.push('semaphore');
