@@ -1,6 +1,15 @@
 import type { Notification } from 'pg';
 
-import type { Abortable, Ahead, Enqueued, Entry, GuardedClient, GuardedOp } from '../../../recipes/contract.js';
+import type {
+  Abortable,
+  Ahead,
+  Enqueued,
+  EnqueuedAhead,
+  Entry,
+  GiveUp,
+  GuardedClient,
+  GuardedOp,
+} from '../../../recipes/contract.js';
 import type { Driver, EntryInfo } from '../../driver-port.js';
 import { backstopEveryMs } from '../../timing.js';
 import { DriverCore } from '../core.js';
@@ -11,6 +20,7 @@ import { describedOf, type DescribedRow, type QueueRow, SqlEntry } from '../sql/
 import { KeepAlive } from '../sql/keepalive.js';
 import { OwnEntries } from '../sql/own-entries.js';
 import { Channels } from './channels.js';
+import { BoundedEnqueue } from './enqueue-ahead.js';
 import { postgresFailures } from './failures.js';
 import { type GuardedHost, GuardedStatements, postgresGuardedTransaction, postgresGuardedWrite } from './guarded.js';
 import { type Link } from './link.js';
@@ -50,6 +60,7 @@ export class PostgresDriver extends SqlDriverBase implements Driver {
   protected readonly waits: Watches;
   protected readonly keepAlive: KeepAlive;
   readonly #shortRead: ShortRead;
+  readonly #bounded: BoundedEnqueue;
 
   static async open(options: PostgresDriverOptions, probe?: PostgresProbe): Promise<PostgresDriver> {
     let driver: PostgresDriver | undefined;
@@ -137,6 +148,18 @@ export class PostgresDriver extends SqlDriverBase implements Driver {
       },
       this.#schema,
     );
+    this.#bounded = new BoundedEnqueue(
+      {
+        session: this.#session,
+        namespace: this.#namespace,
+        counters: this.counters,
+        available: opened.features.enqueueAhead,
+        own: this.own,
+        request: (text, values, onAttempt) => this.#request(text, values, onAttempt),
+        enqueue: (queue, kind, data) => this.enqueue(queue, kind, undefined, data),
+      },
+      this.#schema,
+    );
     // Renewed on the listening connection: a failed renewal makes it again soon (see KeepAlive.down).
     const renew = async (): Promise<number> =>
       (await this.#listen.query(this.#sql.renew, [this.#session])).rowCount ?? 0;
@@ -171,6 +194,19 @@ export class PostgresDriver extends SqlDriverBase implements Driver {
       this.counters.queueRowsRead += rows.length;
       return rows;
     });
+  }
+
+  /** An enqueue at the tail answered with the entries just ahead, not the whole queue (see enqueue-ahead.ts). */
+  async enqueueAhead(
+    queue: string,
+    kind: string,
+    page: number,
+    data?: string,
+    _dialect?: string,
+    _giveUp?: GiveUp,
+  ): Promise<EnqueuedAhead> {
+    this.core.assertOpen();
+    return this.#bounded.enqueue(queue, kind, page, data);
   }
 
   /** The entries just ahead of `self` and whether it is there, by an index probe (see list-before.ts). */

@@ -17,13 +17,16 @@
  * - The AFTER DELETE trigger notifies the channel named after the deleted entry (`<schema>.e<token>`):
  *   one release wakes only the waiters of that entry. NOTIFY is transactional: nobody is woken by an
  *   entry whose delete is rolled back.
- * - `enqueue` serialises the enqueues of one queue (an advisory transaction lock on a hash of the
- *   queue) and reads the queue after its insert, in a fresh snapshot: under READ COMMITTED two
- *   concurrent enqueues could otherwise take their tokens in one order and commit in the other, and
- *   each could see itself at the head.
+ * - `enqueue` writes with `put_entry`, which serialises the enqueues of one queue (an advisory
+ *   transaction lock on a hash of the queue), and reads the queue after its insert, in a fresh
+ *   snapshot: under READ COMMITTED two concurrent enqueues could otherwise take their tokens in one
+ *   order and commit in the other, and each could see itself at the head.
  * - `list_before` (list-before-sql.ts): the short read of a woken waiter, the entries just ahead of its own.
+ * - `enqueue_ahead` and the index `entries_movers` (enqueue-ahead-sql.ts): the enqueue at the tail
+ *   answered with a window of the queue, not all of it.
  */
 
+import { enqueueAheadSql, moversIndexSql } from './enqueue-ahead-sql.js';
 import { listBeforeSql } from './list-before-sql.js';
 
 /** The version of the schema this code needs; `connect()` creates it, or refuses an older or newer one. */
@@ -166,8 +169,35 @@ CREATE FUNCTION ${s}.enqueue(p_session bigint, p_key text, p_namespace text, p_q
   RETURNS TABLE (token bigint, key text, queue_position bigint, kind text, created boolean)
   LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
+  v_created boolean;
+BEGIN
+  v_created := ${s}.put_entry(p_session, p_key, p_namespace, p_queue, p_kind, p_at, p_data);
+  -- A statement of its own: its snapshot shows every enqueue that held the lock before this one.
+  RETURN QUERY SELECT l.token, l.key, l.queue_position, l.kind, v_created FROM ${s}.list(p_namespace, p_queue) l;
+  -- A lease that ran out meanwhile: the listing ignored the entry; the session is gone, not the entry.
+  PERFORM 1 FROM ${s}.sessions WHERE id = p_session AND expires_at > clock_timestamp();
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'baton session % is gone (its lease expired or it was closed)', p_session USING ERRCODE = 'BT001';
+  END IF;
+END
+$$;
+
+${putEntrySql(s)}
+${listBeforeSql(s)}
+${moversIndexSql(s)}
+${enqueueAheadSql(s)}`;
+}
+
+/**
+ * `put_entry`: the enqueue's write, under the queue's advisory lock (held to the commit, so that the
+ * reads after it see every enqueue that held it before). Answers whether it made the entry: false when
+ * an attempt whose reply was lost made it already, or when its key was withdrawn since (retired).
+ */
+export function putEntrySql(s: string): string {
+  return `CREATE FUNCTION ${s}.put_entry(p_session bigint, p_key text, p_namespace text, p_queue text, p_kind text, p_at bigint, p_data text)
+  RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
   v_token bigint;
-  v_created boolean := false;
 BEGIN
   -- Under REPEATABLE READ or SERIALIZABLE the snapshot is taken before the lock below is held: an enqueue
   -- committed meanwhile would not be seen. baton's connections ask for READ COMMITTED; refuse otherwise.
@@ -183,26 +213,17 @@ BEGIN
   IF NOT FOUND THEN
     RAISE EXCEPTION 'baton session % is gone (its lease expired or it was closed)', p_session USING ERRCODE = 'BT001';
   END IF;
-  -- An attempt whose reply was lost may have been applied: its entry is the one asked for. A late
-  -- attempt of an entry already withdrawn (retired) makes nothing.
-  IF NOT EXISTS (SELECT 1 FROM ${s}.entries e WHERE e.key = p_key) AND NOT EXISTS (SELECT 1 FROM ${s}.retired r WHERE r.key = p_key) THEN
-    v_token := nextval('${s}.tokens');
-    INSERT INTO ${s}.entries (token, key, namespace, queue, position, kind, session, data)
-      VALUES (v_token, p_key, p_namespace, p_queue, coalesce(p_at, v_token), p_kind, p_session, p_data);
-    v_created := true;
-    IF EXISTS (SELECT 1 FROM ${s}.observers b WHERE b.namespace = p_namespace AND b.queue = p_queue) THEN
-      PERFORM pg_notify(${s}.queue_channel(p_namespace, p_queue), '');
-    END IF;
+  IF EXISTS (SELECT 1 FROM ${s}.entries e WHERE e.key = p_key) OR EXISTS (SELECT 1 FROM ${s}.retired r WHERE r.key = p_key) THEN
+    RETURN false;
   END IF;
-  -- A statement of its own: its snapshot shows every enqueue that held the lock before this one.
-  RETURN QUERY SELECT l.token, l.key, l.queue_position, l.kind, v_created FROM ${s}.list(p_namespace, p_queue) l;
-  -- A lease that ran out meanwhile: the listing ignored the entry; the session is gone, not the entry.
-  PERFORM 1 FROM ${s}.sessions WHERE id = p_session AND expires_at > clock_timestamp();
-  IF NOT FOUND THEN
-    RAISE EXCEPTION 'baton session % is gone (its lease expired or it was closed)', p_session USING ERRCODE = 'BT001';
+  v_token := nextval('${s}.tokens');
+  INSERT INTO ${s}.entries (token, key, namespace, queue, position, kind, session, data)
+    VALUES (v_token, p_key, p_namespace, p_queue, coalesce(p_at, v_token), p_kind, p_session, p_data);
+  IF EXISTS (SELECT 1 FROM ${s}.observers b WHERE b.namespace = p_namespace AND b.queue = p_queue) THEN
+    PERFORM pg_notify(${s}.queue_channel(p_namespace, p_queue), '');
   END IF;
+  RETURN true;
 END
 $$;
-
-${listBeforeSql(s)}`;
+`;
 }

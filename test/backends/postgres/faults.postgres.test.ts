@@ -200,7 +200,7 @@ describe('PostgreSQL: statements held up or failing part-way, a terminated backe
           async (client) =>
             (
               await client.query(
-                "SELECT 1 FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query LIKE '%.enqueue(%'",
+                "SELECT 1 FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query LIKE '%.enqueue%'",
               )
             ).rows.length === 1,
         ),

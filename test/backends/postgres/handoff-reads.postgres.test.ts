@@ -4,6 +4,7 @@ import { connect, postgresCounters } from 'baton-locks/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 
 import type { Entry, Session } from '../../../recipes/contract.js';
+import { moversAhead } from '../../../recipes/decide.js';
 import type { LockHandle } from '../../../recipes/handle.js';
 import { FairMutex } from '../../../recipes/mutex.js';
 import { ReadWriteLock } from '../../../recipes/rw-lock.js';
@@ -15,7 +16,7 @@ import { backendOf } from '../../harness/internals.js';
 import { queueInOrder } from '../../harness/queue-in-order.js';
 import { eventually, track } from '../../harness/wait.js';
 
-/** Rows a reader's wake reads: its own, a first window of 17 ahead, then all `ahead` if the 16 did not decide. */
+/** Rows a reader's wake (or enqueue) reads: its own, a first window of 17 ahead, then all `ahead` if the 16 did not decide. */
 function readerWakeRows(ahead: number): number {
   return 1 + Math.min(ahead, 17) + (ahead > 16 ? ahead + 1 : 0);
 }
@@ -188,36 +189,114 @@ describe('PostgreSQL: a handoff reads only what the waiter decision needs (issue
   });
 });
 
-describe('PostgreSQL: a schema made before list_before (rolling deploys)', () => {
+describe('PostgreSQL: an enqueue at the tail reads only what the first decision needs (issue 37, enqueue_ahead)', () => {
+  const schema = ownSchema('e');
+  const scope = useScope(() => postgresFixtureOf(postgresUrl(), 'postgres', schema));
+
+  it('answers as the whole listing cut at the new entry would: window, more, position, movers far ahead', async () => {
+    const [a, b] = [await scope.open(), await scope.open()];
+    const [mine, theirs] = [backendOf(a), backendOf(b)];
+    const made: [typeof mine, Entry][] = [];
+    const add = async (backend: typeof mine, kind: string, at?: Entry): Promise<Entry> => {
+      const { entry } = await backend.enqueue('window', kind, at);
+      made.push([backend, entry]);
+      return entry;
+    };
+    // A write and a semaphore entry far ahead of the window, reads and mutexes nearer, an entry placed
+    // at the write's place (a downgrade's read) last: each sort where the listing puts them.
+    const write = await add(theirs, 'write');
+    for (let i = 0; i < 20; i += 1) await add(theirs, 'read');
+    await add(theirs, 'read', write);
+    const steps: [string, number][] = [
+      ['read', 16],
+      ['mutex', 1],
+      ['semaphore_2_3', 1],
+      ['read', 16],
+    ];
+    for (const [kind, page] of steps) {
+      const placed = await mine.enqueueAhead!('window', kind, page);
+      made.push([mine, placed.entry]);
+      const whole = await mine.list('window');
+      expect(whole[whole.length - 1]?.key, 'the new entry is at the tail').toBe(placed.entry.key);
+      const cut = aheadIn(whole, placed.entry, page);
+      expect({
+        ahead: placed.ahead.map((e) => e.key),
+        more: placed.more,
+        position: placed.position,
+        movers: [...placed.movers].sort(),
+      }).toEqual({
+        ahead: cut.entries.map((e) => e.key),
+        more: cut.more,
+        position: whole.length - 1,
+        movers: moversAhead(whole, placed.entry).sort(),
+      });
+      expect(placed.entry).toEqual(whole[whole.length - 1]);
+    }
+    // The last steps saw both movers, 21 and more entries away.
+    for (const [backend, entry] of made) await backend.withdraw(entry);
+    const alone = await mine.enqueueAhead!('window', 'mutex', 1);
+    expect(alone).toMatchObject({ ahead: [], more: false, position: 0, movers: [] });
+    await mine.withdraw(alone.entry);
+  });
+
+  it('64 mutex waiters queue reading their own row and at most two ahead each; 32 readers behind a writer a window of 17', async () => {
+    const holderSession = await scope.open();
+    const sessions = [await scope.open(), await scope.open()];
+    const holder = await new FairMutex(holderSession, 'tail').acquire();
+    let rowsBefore = postgresCounters.queueRowsRead;
+    const waits = await queueUp(schema, scope, sessions, 64, 'tail', 1, (s) => new FairMutex(s, 'tail').acquire());
+    // Whole listings would read 2 + 3 + ... + 65 = 2,144 rows.
+    expect(postgresCounters.queueRowsRead - rowsBefore).toBeLessThanOrEqual(64 * 3);
+    const writer = await new ReadWriteLock(holderSession, 'shared').writeLock.acquire();
+    rowsBefore = postgresCounters.queueRowsRead;
+    const reads = await queueUp(schema, scope, sessions, 32, 'shared', 1, (s) =>
+      new ReadWriteLock(s, 'shared').readLock.acquire(),
+    );
+    // A reader with more than 16 reads ahead finds no writer in its window and reads all that is ahead.
+    let bound = 0;
+    for (let ahead = 1; ahead <= 32; ahead += 1) bound += readerWakeRows(ahead);
+    expect(postgresCounters.queueRowsRead - rowsBefore).toBeLessThanOrEqual(bound);
+    await holder.release();
+    for (const wait of waits) await (await wait).release();
+    await writer.release();
+    for (const read of reads) await (await read).release();
+  });
+});
+
+describe('PostgreSQL: a schema made before list_before and enqueue_ahead (rolling deploys)', () => {
   const schema = ownSchema('o');
   const scope = useScope(() => postgresFixtureOf(postgresUrl(), 'postgres', schema));
-  const hasListBefore = (): Promise<boolean> => hasFunction(schema);
-  const hasFunction = (where: string): Promise<boolean> =>
-    withPostgres(
-      postgresUrl(),
-      async (client) =>
-        (
-          await client.query(
-            'SELECT 1 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1 AND p.proname = $2',
-            [where, 'list_before'],
-          )
-        ).rows.length > 0,
+  /** Which of the objects added since the schema's first release are in `where`. */
+  const addedIn = (where: string): Promise<string[]> =>
+    withPostgres(postgresUrl(), async (client) =>
+      (
+        await client.query<{ name: string }>(
+          `SELECT p.proname::text AS name FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+             WHERE n.nspname = $1 AND p.proname IN ('list_before', 'put_entry', 'enqueue_ahead')
+           UNION ALL SELECT c.relname::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = $1 AND c.relname = 'entries_movers' ORDER BY 1`,
+          [where],
+        )
+      ).rows.map((row) => row.name),
     );
+  const ALL = ['enqueue_ahead', 'entries_movers', 'list_before', 'put_entry'];
+  /** As older code made it: the same version, without the short read and the bounded enqueue. */
+  const withoutAdditions = (where: string): string =>
+    `DROP FUNCTION ${where}.list_before; DROP FUNCTION ${where}.enqueue_ahead; DROP INDEX ${where}.entries_movers;`;
 
-  it('lists whole queues with createSchema: false, and gets the function back with createSchema: true', async () => {
-    // As older code made it: the same version, without the function.
+  it('lists whole queues with createSchema: false, and gets the functions back with createSchema: true', async () => {
     await withPostgres(postgresUrl(), (client) =>
-      client.query(`BEGIN; ${schemaSql(schema)} DROP FUNCTION ${schema}.list_before; COMMIT;`),
+      client.query(`BEGIN; ${schemaSql(schema)} ${withoutAdditions(schema)} COMMIT;`),
     );
-    expect(await hasListBefore()).toBe(false);
+    expect(await addedIn(schema)).toEqual(['put_entry']);
     const old = [await scope.open({ createSchema: false }), await scope.open({ createSchema: false })];
     const fallback = await drainMutex(schema, scope, await scope.open({ createSchema: false }), old, 16, 'old');
-    expect(await hasListBefore(), 'createSchema: false adds nothing').toBe(false);
+    expect(await addedIn(schema), 'createSchema: false adds nothing').toEqual(['put_entry']);
     // Correct, not flat: every wake lists the queue still there (16 + 15 + ... + 1 rows).
     expect(fallback.rows).toBeGreaterThanOrEqual(136);
 
     const added = await scope.open(); // createSchema defaults to true
-    expect(await hasListBefore()).toBe(true);
+    expect(await addedIn(schema)).toEqual(ALL);
     const sessions = [await scope.open({ createSchema: false }), await scope.open({ createSchema: false })];
     const short = await drainMutex(schema, scope, added, sessions, 16, 'new');
     expect(short.rows).toBeLessThanOrEqual(2 * 16);
@@ -226,13 +305,38 @@ describe('PostgreSQL: a schema made before list_before (rolling deploys)', () =>
     expect(again.rows).toBeGreaterThan(0);
   });
 
+  it('adds put_entry too where it is missing, before any enqueue needs it, and the enqueues read a window', async () => {
+    const older = ownSchema('p');
+    await withPostgres(postgresUrl(), (client) =>
+      client.query(`BEGIN; ${schemaSql(older)} ${withoutAdditions(older)} DROP FUNCTION ${older}.put_entry; COMMIT;`),
+    );
+    expect(await addedIn(older)).toEqual([]);
+    const fixture = postgresFixtureOf(postgresUrl(), 'postgres', older);
+    const sessions: Session[] = [];
+    try {
+      for (let i = 0; i < 3; i += 1) sessions.push(await connect(fixture.url(scope.namespace), fixture.options));
+      expect(await addedIn(older)).toEqual(ALL);
+      const holder = await new FairMutex(sessions[0]!, 'put').acquire();
+      const before = postgresCounters.queueRowsRead;
+      const waits = await queueUp(older, scope, sessions.slice(1), 16, 'put', 1, (s) =>
+        new FairMutex(s, 'put').acquire(),
+      );
+      // Whole listings would read 2 + 3 + ... + 17 = 152 rows.
+      expect(postgresCounters.queueRowsRead - before).toBeLessThanOrEqual(16 * 3);
+      await holder.release();
+      for (const wait of waits) await (await wait).release();
+    } finally {
+      await Promise.allSettled(sessions.map((session) => session.close()));
+    }
+  });
+
   it('connects without the function when its role may not create functions in the schema (createSchema left at true)', async () => {
     // A DBA made the schema (as older baton did) and granted the application role what it needs, no CREATE.
     const role = `baton_nocreate_${schema}`;
     const owned = ownSchema('n');
     await withPostgres(postgresUrl(), (client) =>
       client.query(
-        `BEGIN; ${schemaSql(owned)} DROP FUNCTION ${owned}.list_before; CREATE ROLE ${role} LOGIN;` +
+        `BEGIN; ${schemaSql(owned)} ${withoutAdditions(owned)} CREATE ROLE ${role} LOGIN;` +
           ` GRANT USAGE ON SCHEMA ${owned} TO ${role};` +
           ` GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA ${owned} TO ${role};` +
           ` GRANT USAGE, UPDATE ON ALL SEQUENCES IN SCHEMA ${owned} TO ${role}; COMMIT;`,
@@ -245,7 +349,7 @@ describe('PostgreSQL: a schema made before list_before (rolling deploys)', () =>
     const sessions: Session[] = [];
     try {
       for (let i = 0; i < 3; i += 1) sessions.push(await connect(fixture.url(scope.namespace), fixture.options));
-      expect(await hasFunction(owned)).toBe(false);
+      expect(await addedIn(owned), 'nothing it could not add').toEqual(['put_entry']);
       const drained = await drainMutex(owned, scope, sessions[0]!, sessions.slice(1), 4, 'granted');
       expect(drained.rows).toBeGreaterThanOrEqual(4 + 3 + 2 + 1); // whole listings
     } finally {

@@ -216,7 +216,7 @@ describe('PostgreSQL: an enqueue sent again after its connection was dropped', (
           async (c) =>
             (
               await c.query(
-                "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%.enqueue(%' ORDER BY query_start",
+                "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%.enqueue%' ORDER BY query_start",
               )
             ).rows,
         );
@@ -230,7 +230,7 @@ describe('PostgreSQL: an enqueue sent again after its connection was dropped', (
       await held.release();
       // The first attempt's bytes, held up on the way, reach the server now: the same enqueue again.
       await withPostgres(postgresUrl(), (c) =>
-        c.query(`SELECT * FROM baton.enqueue($1, $2, $3, 'late', 'mutex', NULL, '')`, [
+        c.query(`SELECT * FROM baton.enqueue_ahead($1, $2, $3, 'late', 'mutex', '', 1)`, [
           sessionRowOf(session.id),
           key,
           scope.namespace,
@@ -282,7 +282,7 @@ describe('PostgreSQL: a database whose default is REPEATABLE READ and synchronou
         withPostgres(
           dbUrl(),
           async (c) =>
-            (await c.query("SELECT 1 FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query LIKE '%.enqueue(%'"))
+            (await c.query("SELECT 1 FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query LIKE '%.enqueue%'"))
               .rows.length === 1,
         ),
       );

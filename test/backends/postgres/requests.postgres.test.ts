@@ -107,7 +107,7 @@ describe("PostgreSQL: the requests of a cycle, and waiters behind entries placed
     try {
       const other = await scope.open();
       // The enqueue's reply is lost: its attempt is of unknown fate, and a copy could be applied late.
-      const cut = proxy.dropAfterNextRequest((chunk) => chunk.includes('.enqueue('));
+      const cut = proxy.dropAfterNextRequest((chunk) => chunk.includes('.enqueue'));
       const held = await new FairMutex(session, 'late').acquire({ timeoutMs: scope.fixture.lossDeadlineMs });
       await cut;
       await held.release();

@@ -85,7 +85,7 @@ function postgresLayout(): Layout {
     },
     timeoutMs: () => POSTGRES_SESSION_MS,
     // The enqueue function's name and the session's entry key prefix are in the statement's Parse and Bind.
-    isEnqueue: (chunk, session) => chunk.includes('.enqueue(') && chunk.includes(`s${session.id.replace(/^pg-/, '')}.`),
+    isEnqueue: (chunk, session) => chunk.includes('.enqueue') && chunk.includes(`s${session.id.replace(/^pg-/, '')}.`),
     adopted: () => postgresCounters.adopted,
     // LISTEN "<schema>.e<token>" on the session's listening connection.
     watchMark: (entry) => `.e${SqlEntry.rowTokenOf(entry)}"`,
