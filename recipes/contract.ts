@@ -50,10 +50,24 @@ export interface EnqueuedAhead {
   readonly ahead: readonly Entry[];
   /** Whether entries ahead were left out of `ahead`. */
   readonly more: boolean;
-  /** How many entries are ahead of the new one (the queue's size less one). */
-  readonly position: number;
+  /**
+   * How many entries are ahead of the new one (the queue's size less one): always where it comes at no
+   * cost that grows with the queue, otherwise only when `AheadAsked.count` asked for it.
+   */
+  readonly position?: number;
   /** The movers that have an entry in the queue besides the new one: every such entry is ahead of it. */
   readonly movers: readonly Mover[];
+}
+
+/** What `Backend.enqueueAhead` is asked to answer with. */
+export interface AheadAsked {
+  /** How many of the entries just ahead, nearest first. */
+  readonly page: number;
+  /**
+   * Whether `position` must be counted (a trace reports it): a backend that must read the whole queue
+   * for that count (PostgreSQL) reads it only then.
+   */
+  readonly count: boolean;
 }
 
 /**
@@ -102,14 +116,15 @@ export interface Backend {
    */
   enqueue(queue: string, kind: string, at?: Entry, data?: string, dialect?: string, giveUp?: GiveUp): Promise<Enqueued>;
   /**
-   * Optional, with `listBefore`: `enqueue` at the tail, answered with only the `page` entries just
-   * ahead of the new one, the queue's size and which movers it holds, so that the answer does not grow
-   * with the queue. Whatever the page leaves undecided the waiting loop lists.
+   * Optional, with `listBefore`: `enqueue` at the tail, answered with only the `asked.page` entries
+   * just ahead of the new one, the queue's size (see `EnqueuedAhead.position`) and which movers it
+   * holds, so that the answer does not grow with the queue. Whatever the page leaves undecided the
+   * waiting loop lists.
    */
   enqueueAhead?(
     queue: string,
     kind: string,
-    page: number,
+    asked: AheadAsked,
     data?: string,
     dialect?: string,
     giveUp?: GiveUp,

@@ -45,7 +45,7 @@ export interface FirstLook {
   /** Whether the waits may read only the entries ahead (see `mayReadShort`). */
   readonly shortReads: boolean;
   /** Entries ahead, for the trace, when the enqueue answered with a window (a listing gives it itself). */
-  readonly position?: number;
+  readonly position?: number | undefined;
 }
 
 /**
@@ -60,10 +60,19 @@ export function windowOf(request: QueueRequest): Lookahead | undefined {
   return lookahead;
 }
 
-/** Appends the request's entry, answered with a window of `lookahead.page` entries (see `windowOf`). */
-export function enqueueAhead(request: QueueRequest, lookahead: Lookahead, giveUp: GiveUp): Promise<EnqueuedAhead> {
+/**
+ * Appends the request's entry, answered with a window of `lookahead.page` entries (see `windowOf`),
+ * and with the count of the entries ahead if `traced` (only a trace reports it).
+ */
+export function enqueueAhead(
+  request: QueueRequest,
+  lookahead: Lookahead,
+  giveUp: GiveUp,
+  traced: boolean,
+): Promise<EnqueuedAhead> {
   const { queue, entryKind, kind, data, dialect } = request;
-  return request.core.backend.enqueueAhead!(queue, entryKind ?? kind, lookahead.page, data, dialect, giveUp);
+  const asked = { page: lookahead.page, count: traced };
+  return request.core.backend.enqueueAhead!(queue, entryKind ?? kind, asked, data, dialect, giveUp);
 }
 
 /** `firstLook` from a window of the queue: undecided when the window holds no blocker and more is ahead. */

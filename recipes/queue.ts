@@ -95,7 +95,7 @@ async function queueUp(request: QueueRequest, options: WaitOptions, trace: Trace
         look =
           window === undefined
             ? firstLook(turn, await enqueueAt(turn, turn.at, giveUp), trace)
-            : firstLookAhead(turn, window, await enqueueAhead(turn, window, giveUp));
+            : firstLookAhead(turn, window, await enqueueAhead(turn, window, giveUp, trace !== undefined));
       } catch (error) {
         throw gaveUpFirst(request.what, options, startedAt, error);
       }

@@ -5,6 +5,7 @@ import { BoundedMap } from '../../../recipes/bounded-map.js';
 import {
   type Abortable,
   type Ahead,
+  type AheadAsked,
   type Enqueued,
   type EnqueuedAhead,
   type Entry,
@@ -181,12 +182,12 @@ export class EtcdDriver implements Driver {
   enqueueAhead(
     queue: string,
     kind: string,
-    page: number,
+    asked: AheadAsked,
     data?: string,
     _dialect?: string,
     giveUp?: GiveUp,
   ): Promise<EnqueuedAhead> {
-    return this.#enqueuer.enqueueAhead(queue, kind, page, data, giveUp);
+    return this.#enqueuer.enqueueAhead(queue, kind, asked.page, data, giveUp);
   }
 
   async list(queue: string): Promise<readonly Entry[]> {

@@ -1,4 +1,12 @@
-import type { Abortable, Ahead, Enqueued, EnqueuedAhead, Entry, GuardedOp } from '../../../recipes/contract.js';
+import type {
+  Abortable,
+  Ahead,
+  AheadAsked,
+  Enqueued,
+  EnqueuedAhead,
+  Entry,
+  GuardedOp,
+} from '../../../recipes/contract.js';
 import { moversAhead } from '../../../recipes/decide.js';
 import { ClosedError, SessionLostError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
@@ -39,7 +47,7 @@ export class MemoryDriver implements Driver {
     return { entry, queue: this.#store.list(dir) };
   }
 
-  async enqueueAhead(queue: string, kind: string, page: number, data?: string): Promise<EnqueuedAhead> {
+  async enqueueAhead(queue: string, kind: string, { page }: AheadAsked, data?: string): Promise<EnqueuedAhead> {
     await this.#turn();
     const dir = this.#dir(queue);
     const entry = this.#store.add(dir, queue, kind, this.id, undefined, data);

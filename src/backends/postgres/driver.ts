@@ -3,6 +3,7 @@ import type { Notification } from 'pg';
 import type {
   Abortable,
   Ahead,
+  AheadAsked,
   Enqueued,
   EnqueuedAhead,
   Entry,
@@ -200,13 +201,13 @@ export class PostgresDriver extends SqlDriverBase implements Driver {
   async enqueueAhead(
     queue: string,
     kind: string,
-    page: number,
+    asked: AheadAsked,
     data?: string,
     _dialect?: string,
     _giveUp?: GiveUp,
   ): Promise<EnqueuedAhead> {
     this.core.assertOpen();
-    return this.#bounded.enqueue(queue, kind, page, data);
+    return this.#bounded.enqueue(queue, kind, asked, data);
   }
 
   /** The entries just ahead of `self` and whether it is there, by an index probe (see list-before.ts). */

@@ -21,15 +21,16 @@ export function moversIndexSql(s: string): string {
 /**
  * `enqueue_ahead`: `put_entry` at the tail, then, in statements of their own (fresh snapshots, the lock
  * still held), our row and up to `p_page + 1` entries ahead as `list_before` reads them (expired
- * sessions in that window swept), how many entries are ahead (a count of the index, the one read that
- * grows with the queue) and whether a write or a semaphore entry is ahead (two probes of
- * `entries_movers`). "Ahead" is by (position, token): for an entry found rather than made (an earlier
- * attempt made it), entries placed since at an older one's place are ahead and seen, later ones behind.
- * No row answered: the key was retired, nothing made (the caller says so). The count and the probes
- * may include entries of expired sessions: they only add movers (more listing), never hide one.
+ * sessions in that window swept), whether a write or a semaphore entry is ahead (two probes of
+ * `entries_movers`) and, if `p_count`, how many entries are ahead (null otherwise: the one read that
+ * grows with the queue, which only a trace asks for). "Ahead" is by (position, token): for an entry
+ * found rather than made (an earlier attempt made it), entries placed since at an older one's place are
+ * ahead and seen, later ones behind. No row answered: the key was retired, nothing made (the caller
+ * says so). The count and the probes may include entries of expired sessions: they only add movers
+ * (more listing), never hide one.
  */
 export function enqueueAheadSql(s: string): string {
-  return `CREATE FUNCTION ${s}.enqueue_ahead(p_session bigint, p_key text, p_namespace text, p_queue text, p_kind text, p_data text, p_page integer)
+  return `CREATE FUNCTION ${s}.enqueue_ahead(p_session bigint, p_key text, p_namespace text, p_queue text, p_kind text, p_data text, p_page integer, p_count boolean)
   RETURNS TABLE (token bigint, key text, queue_position bigint, kind text, is_self boolean, created boolean, ahead bigint, writes boolean, semaphores boolean)
   LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
@@ -44,8 +45,10 @@ BEGIN
   SELECT e.position, e.token INTO v_position, v_token FROM ${s}.entries e
     WHERE e.key = p_key AND e.namespace = p_namespace AND e.queue = p_queue AND e.session = p_session;
   IF FOUND THEN
-    SELECT count(*) INTO v_ahead FROM ${s}.entries e
-      WHERE e.namespace = p_namespace AND e.queue = p_queue AND (e.position, e.token) < (v_position, v_token);
+    IF p_count THEN
+      SELECT count(*) INTO v_ahead FROM ${s}.entries e
+        WHERE e.namespace = p_namespace AND e.queue = p_queue AND (e.position, e.token) < (v_position, v_token);
+    END IF;
     v_writes := EXISTS (SELECT 1 FROM ${s}.entries e
       WHERE e.namespace = p_namespace AND e.queue = p_queue AND (e.position, e.token) < (v_position, v_token)
         AND e.kind = 'write');

@@ -1,4 +1,4 @@
-import type { Enqueued, EnqueuedAhead } from '../../../recipes/contract.js';
+import type { AheadAsked, Enqueued, EnqueuedAhead } from '../../../recipes/contract.js';
 import { type Mover, moversAhead } from '../../../recipes/decide.js';
 import type { QueueRow } from '../sql/entry.js';
 import type { OwnEntries } from '../sql/own-entries.js';
@@ -27,7 +27,8 @@ export interface BoundedEnqueueHost {
 interface AheadRow extends QueueRow {
   is_self: boolean;
   created: boolean;
-  ahead: string;
+  /** Null unless counted (`AheadAsked.count`). */
+  ahead: string | null;
   writes: boolean;
   semaphores: boolean;
 }
@@ -35,7 +36,8 @@ interface AheadRow extends QueueRow {
 /**
  * `Backend.enqueueAhead` on PostgreSQL: one call of `<schema>.enqueue_ahead` (enqueue-ahead-sql.ts),
  * whose answer is our row and at most `page + 1` entries ahead, nearest first, whatever the queue's
- * length; or, where the schema lacks that function, the enqueue with the whole queue, cut at our entry.
+ * length (and the count of the entries ahead, which reads the queue, only when asked for); or, where
+ * the schema lacks that function, the enqueue with the whole queue, cut at our entry.
  */
 export class BoundedEnqueue {
   readonly #host: BoundedEnqueueHost;
@@ -43,10 +45,15 @@ export class BoundedEnqueue {
 
   constructor(host: BoundedEnqueueHost, schema: string) {
     this.#host = host;
-    this.#statement = `SELECT * FROM ${schema}.enqueue_ahead($1, $2, $3, $4, $5, $6, $7)`;
+    this.#statement = `SELECT * FROM ${schema}.enqueue_ahead($1, $2, $3, $4, $5, $6, $7, $8)`;
   }
 
-  async enqueue(queue: string, kind: string, page: number, data: string | undefined): Promise<EnqueuedAhead> {
+  async enqueue(
+    queue: string,
+    kind: string,
+    { page, count }: AheadAsked,
+    data: string | undefined,
+  ): Promise<EnqueuedAhead> {
     const host = this.#host;
     if (!host.available) return windowOfListing(await host.enqueue(queue, kind, data), page);
     let answer: readonly AheadRow[] = [];
@@ -54,7 +61,7 @@ export class BoundedEnqueue {
       queue,
       kind,
       async (key, attempted) => {
-        const values = [host.session, key, host.namespace, queue, kind, data ?? '', page];
+        const values = [host.session, key, host.namespace, queue, kind, data ?? '', page, count];
         const rows = await host.request<AheadRow>(this.#statement, values, attempted);
         // Found rather than created: an earlier attempt, whose reply was lost, was applied.
         if (rows[0]?.created === false) host.counters.adopted += 1;
@@ -71,7 +78,8 @@ export class BoundedEnqueue {
     const movers: Mover[] = [];
     if (first?.writes === true) movers.push('write');
     if (first?.semaphores === true) movers.push('semaphore');
-    return { entry, ahead, more: read > page, position: Number(first?.ahead ?? 0), movers };
+    const counted = first?.ahead === null || first?.ahead === undefined ? {} : { position: Number(first.ahead) };
+    return { entry, ahead, more: read > page, ...counted, movers };
   }
 }
 

@@ -1,7 +1,16 @@
 import type { Cluster, Redis } from 'ioredis';
 
 import { BoundedMap } from '../../../recipes/bounded-map.js';
-import type { Abortable, Ahead, Enqueued, EnqueuedAhead, Entry, GiveUp, GuardedOp } from '../../../recipes/contract.js';
+import type {
+  Abortable,
+  Ahead,
+  AheadAsked,
+  Enqueued,
+  EnqueuedAhead,
+  Entry,
+  GiveUp,
+  GuardedOp,
+} from '../../../recipes/contract.js';
 import { ClosedError } from '../../../recipes/errors.js';
 import type { Driver, DriverEvents, EntryInfo } from '../../driver-port.js';
 import { backstopEveryMs } from '../../timing.js';
@@ -175,12 +184,12 @@ export class RedisDriver implements Driver {
   enqueueAhead(
     queue: string,
     kind: string,
-    page: number,
+    asked: AheadAsked,
     data?: string,
     _dialect?: string,
     giveUp?: GiveUp,
   ): Promise<EnqueuedAhead> {
-    return this.#enqueuer.enqueueAhead(queue, kind, page, data ?? '', giveUp);
+    return this.#enqueuer.enqueueAhead(queue, kind, asked.page, data ?? '', giveUp);
   }
 
   #parse(queue: string, keys: LockKeys, flat: readonly string[]): Stored[] {

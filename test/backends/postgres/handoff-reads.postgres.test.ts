@@ -214,7 +214,7 @@ describe('PostgreSQL: an enqueue at the tail reads only what the first decision 
       ['read', 16],
     ];
     for (const [kind, page] of steps) {
-      const placed = await mine.enqueueAhead!('window', kind, page);
+      const placed = await mine.enqueueAhead!('window', kind, { page, count: true });
       made.push([mine, placed.entry]);
       const whole = await mine.list('window');
       expect(whole[whole.length - 1]?.key, 'the new entry is at the tail').toBe(placed.entry.key);
@@ -234,8 +234,13 @@ describe('PostgreSQL: an enqueue at the tail reads only what the first decision 
     }
     // The last steps saw both movers, 21 and more entries away.
     for (const [backend, entry] of made) await backend.withdraw(entry);
-    const alone = await mine.enqueueAhead!('window', 'mutex', 1);
+    const alone = await mine.enqueueAhead!('window', 'mutex', { page: 1, count: true });
     expect(alone).toMatchObject({ ahead: [], more: false, position: 0, movers: [] });
+    // Uncounted (no trace asks for it): the same answer without the position.
+    const behind = await mine.enqueueAhead!('window', 'write', { page: 1, count: false });
+    expect(behind.position).toBeUndefined();
+    expect(behind).toMatchObject({ ahead: [alone.entry], more: false, movers: [] });
+    await mine.withdraw(behind.entry);
     await mine.withdraw(alone.entry);
   });
 

@@ -230,7 +230,7 @@ describe('PostgreSQL: an enqueue sent again after its connection was dropped', (
       await held.release();
       // The first attempt's bytes, held up on the way, reach the server now: the same enqueue again.
       await withPostgres(postgresUrl(), (c) =>
-        c.query(`SELECT * FROM baton.enqueue_ahead($1, $2, $3, 'late', 'mutex', '', 1)`, [
+        c.query(`SELECT * FROM baton.enqueue_ahead($1, $2, $3, 'late', 'mutex', '', 1, false)`, [
           sessionRowOf(session.id),
           key,
           scope.namespace,
