@@ -1,28 +1,32 @@
 /**
- * The SQL of the bounded enqueue (issue 37, `Backend.enqueueAhead`): `entries_movers`, an index of the
- * entries that may later put one at their place, and `enqueue_ahead`, an enqueue at the tail answered
- * with what the first decision needs (our row, the entries just ahead, how many are ahead and whether
- * a write or semaphore entry is among them), not the whole queue. Both build on `put_entry`, the write
+ * The SQL of the bounded enqueue (issue 37, `Backend.enqueueAhead`): `enqueue_ahead`, an enqueue at
+ * the tail answered with what the first decision needs (our row, the entries just ahead, whether a
+ * write or semaphore entry is among them, how many are ahead when asked), not the whole queue, and the
+ * indexes of the entries that may later put one at their place. It builds on `put_entry`, the write
  * both enqueues share (schema.ts). Part of schema version 1 (`schemaSql` has them); a database made by
- * older code lacks them, and `open` adds them with `put_entry` (schema-additions.ts), each on its own.
+ * older code lacks them, and `open` adds them with `put_entry` (schema-additions.ts).
  */
 
 /**
- * `entries_movers`: the write and semaphore entries (decide.ts `moverOf`), so that whether one is ahead
- * is an index probe, not a walk of the queue. The planner proves a query's `kind = 'write'` (or the
- * same regular expression) implies this predicate.
+ * `entries_writes` and `entries_semaphores`: the entries that may later put one at their place
+ * (decide.ts `moverOf`), one index per kind, so that whether one of a kind is ahead is one index
+ * descent, not a walk of the queue or of the other kind's entries (a queue of 10,000 writers holds no
+ * semaphore entry). The planner proves a query's `kind = 'write'` (or the same regular expression)
+ * implies the index's predicate.
  */
 export function moversIndexSql(s: string): string {
-  return `CREATE INDEX IF NOT EXISTS entries_movers ON ${s}.entries (namespace, queue, position, token)
-  WHERE kind = 'write' OR kind ~ '^semaphore_[0-9]+_[0-9]+$';
+  return `CREATE INDEX IF NOT EXISTS entries_writes ON ${s}.entries (namespace, queue, position, token)
+  WHERE kind = 'write';
+CREATE INDEX IF NOT EXISTS entries_semaphores ON ${s}.entries (namespace, queue, position, token)
+  WHERE kind ~ '^semaphore_[0-9]+_[0-9]+$';
 `;
 }
 
 /**
  * `enqueue_ahead`: `put_entry` at the tail, then, in statements of their own (fresh snapshots, the lock
  * still held), our row and up to `p_page + 1` entries ahead as `list_before` reads them (expired
- * sessions in that window swept), whether a write or a semaphore entry is ahead (two probes of
- * `entries_movers`) and, if `p_count`, how many entries are ahead (null otherwise: the one read that
+ * sessions in that window swept), whether a write or a semaphore entry is ahead (a probe of
+ * `entries_writes` and one of `entries_semaphores`) and, if `p_count`, how many entries are ahead (null otherwise: the one read that
  * grows with the queue, which only a trace asks for). "Ahead" is by (position, token): for an entry
  * found rather than made (an earlier attempt made it), entries placed since at an older one's place are
  * ahead and seen, later ones behind. No row answered: the key was retired, nothing made (the caller

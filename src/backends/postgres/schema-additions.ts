@@ -16,6 +16,9 @@ export interface SchemaFeatures {
   readonly enqueueAhead: boolean;
 }
 
+/** How long an addition waits for a lock (the schema's, the table's) before it is left for a later connect. */
+const ADDITION_LOCK_TIMEOUT_MS = 2_000;
+
 /** One function added to an older schema (with what goes with it), and its DDL. */
 interface Addition {
   readonly function: string;
@@ -24,14 +27,14 @@ interface Addition {
 
 /**
  * In the order they are made: `enqueue_ahead` calls `list_before` and `put_entry` (plpgsql resolves
- * the names when it runs, so a missing one would fail the enqueue, not the creation). The index goes
- * with `enqueue_ahead`, in its transaction, so that a connect where everything is there takes no lock
- * on the table.
+ * the names when it runs, so a missing one would fail the enqueue, not the creation). The indexes go
+ * with `enqueue_ahead`, after it in its transaction: a process that lost the race fails on the
+ * function before it asks for the table's lock, and a connect where everything is there takes none.
  */
 const ADDITIONS: readonly Addition[] = [
   { function: 'list_before', sql: listBeforeSql },
   { function: 'put_entry', sql: putEntrySql },
-  { function: 'enqueue_ahead', sql: (schema) => `${moversIndexSql(schema)}\n${enqueueAheadSql(schema)}` },
+  { function: 'enqueue_ahead', sql: (schema) => `${enqueueAheadSql(schema)}\n${moversIndexSql(schema)}` },
 ];
 
 /**
@@ -48,14 +51,19 @@ export async function ensureAdditions(main: Link, schema: string, create: boolea
   const missing = create ? ADDITIONS.filter((addition) => !present.has(addition.function)) : [];
   for (const addition of missing) {
     try {
+      // The index build waits for the writes in flight on `entries` and blocks new ones: a busy table
+      // is left for a later connect (55P03) rather than stalled or waited for past the connect's deadline.
       await main.query(
-        `SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext('schema:${schema}'));\n${addition.sql(schema)}`,
+        `SET lock_timeout = ${ADDITION_LOCK_TIMEOUT_MS};\n` +
+          `SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext('schema:${schema}'));\n${addition.sql(schema)}`,
       );
     } catch (error) {
       // 42723: added by another process meanwhile; 42501: no CREATE privilege on the schema (or not
-      // the table's owner, for the index).
+      // the table's owner, for the index); 55P03: the table's lock not had in time.
       const state = sqlState(error);
-      if (state !== '42723' && state !== '42501') throw error;
+      if (state !== '42723' && state !== '42501' && state !== '55P03') throw error;
+    } finally {
+      await main.query('RESET lock_timeout').catch(() => undefined);
     }
   }
   const found = missing.length > 0 ? await functionsIn(main, schema) : present;

@@ -22,7 +22,7 @@
  *   snapshot: under READ COMMITTED two concurrent enqueues could otherwise take their tokens in one
  *   order and commit in the other, and each could see itself at the head.
  * - `list_before` (list-before-sql.ts): the short read of a woken waiter, the entries just ahead of its own.
- * - `enqueue_ahead` and the index `entries_movers` (enqueue-ahead-sql.ts): the enqueue at the tail
+ * - `enqueue_ahead` and the indexes `entries_writes`, `entries_semaphores` (enqueue-ahead-sql.ts): the enqueue at the tail
  *   answered with a window of the queue, not all of it.
  */
 

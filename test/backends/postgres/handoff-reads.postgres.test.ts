@@ -279,15 +279,15 @@ describe('PostgreSQL: a schema made before list_before and enqueue_ahead (rollin
           `SELECT p.proname::text AS name FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
              WHERE n.nspname = $1 AND p.proname IN ('list_before', 'put_entry', 'enqueue_ahead')
            UNION ALL SELECT c.relname::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-             WHERE n.nspname = $1 AND c.relname = 'entries_movers' ORDER BY 1`,
+             WHERE n.nspname = $1 AND c.relname IN ('entries_writes', 'entries_semaphores') ORDER BY 1`,
           [where],
         )
       ).rows.map((row) => row.name),
     );
-  const ALL = ['enqueue_ahead', 'entries_movers', 'list_before', 'put_entry'];
+  const ALL = ['enqueue_ahead', 'entries_semaphores', 'entries_writes', 'list_before', 'put_entry'];
   /** As older code made it: the same version, without the short read and the bounded enqueue. */
   const withoutAdditions = (where: string): string =>
-    `DROP FUNCTION ${where}.list_before; DROP FUNCTION ${where}.enqueue_ahead; DROP INDEX ${where}.entries_movers;`;
+    `DROP FUNCTION ${where}.list_before; DROP FUNCTION ${where}.enqueue_ahead; DROP INDEX ${where}.entries_writes; DROP INDEX ${where}.entries_semaphores;`;
 
   it('lists whole queues with createSchema: false, and gets the functions back with createSchema: true', async () => {
     await withPostgres(postgresUrl(), (client) =>
@@ -319,7 +319,12 @@ describe('PostgreSQL: a schema made before list_before and enqueue_ahead (rollin
     const fixture = postgresFixtureOf(postgresUrl(), 'postgres', older);
     const sessions: Session[] = [];
     try {
-      for (let i = 0; i < 3; i += 1) sessions.push(await connect(fixture.url(scope.namespace), fixture.options));
+      // Three processes connecting at once: one adds each object, the others find it there or lose the race.
+      const opened = await Promise.allSettled(
+        [0, 1, 2].map(() => connect(fixture.url(scope.namespace), fixture.options)),
+      );
+      for (const result of opened) if (result.status === 'fulfilled') sessions.push(result.value);
+      expect(opened.map((result) => result.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled']);
       expect(await addedIn(older)).toEqual(ALL);
       const holder = await new FairMutex(sessions[0]!, 'put').acquire();
       const before = postgresCounters.queueRowsRead;
