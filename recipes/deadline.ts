@@ -1,3 +1,4 @@
+import { listenForAbort } from './abort-fanout.js';
 import type { Abortable } from './contract.js';
 import { LockTimeoutError } from './errors.js';
 
@@ -41,8 +42,8 @@ class CombinedDeadline implements Deadline, Abortable {
   #timedOut = false;
   #disposed = false;
   #timer: NodeJS.Timeout | undefined;
-  /** The sources' abort listeners, as [source, listener, source, listener, ...]. */
-  #sources: (AbortSignal | (() => void))[] = [];
+  /** What removes each source's abort listener (see abort-fanout.ts). */
+  #sources: (() => void)[] = [];
 
   constructor(
     what: string,
@@ -56,9 +57,7 @@ class CombinedDeadline implements Deadline, Abortable {
         this.#abort(source.reason);
         return;
       }
-      const onAbort = (): void => this.#abort(source.reason);
-      source.addEventListener('abort', onAbort, { once: true });
-      this.#sources.push(source, onAbort);
+      this.#sources.push(listenForAbort(source, () => this.#abort(source.reason)));
     }
     if (timeoutMs !== undefined) {
       this.#timer = setTimeout(() => {
@@ -91,9 +90,7 @@ class CombinedDeadline implements Deadline, Abortable {
     if (this.#disposed) return;
     this.#disposed = true;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
-    const sources = this.#sources;
-    for (let i = 0; i < sources.length; i += 2)
-      (sources[i] as AbortSignal).removeEventListener('abort', sources[i + 1] as () => void);
+    for (const remove of this.#sources) remove();
     this.#sources = [];
   }
 

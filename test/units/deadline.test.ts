@@ -9,6 +9,28 @@ import { LockTimeoutError } from '../../recipes/errors.js';
 // AbortSignal's behaviour the backends rely on, and the cleanup that keeps a session's signal free of
 // one listener per acquisition.
 describe('deadline', () => {
+  it("many waits on one caller's signal put one listener on it, gone with the last; an abort reaches each wait once", () => {
+    const caller = new AbortController();
+    const waits = Array.from({ length: 1_000 }, (_, i) => deadline(`lock "${i}"`, undefined, [caller.signal]));
+    // Node's EventTarget walks a signal's listeners at every add and remove: one listener keeps that flat.
+    expect(getEventListeners(caller.signal, 'abort')).toHaveLength(1);
+    for (const wait of waits.slice(0, 500)) wait.dispose();
+    expect(getEventListeners(caller.signal, 'abort')).toHaveLength(1);
+    const reason = new Error('the batch gave up');
+    caller.abort(reason);
+    expect(waits.slice(0, 500).filter((wait) => wait.signal.aborted)).toHaveLength(0);
+    expect(waits.slice(500).every((wait) => wait.signal.reason === reason)).toBe(true);
+    expect(getEventListeners(caller.signal, 'abort')).toHaveLength(0);
+    const again = new AbortController();
+    const two = [deadline('a', undefined, [again.signal]), deadline('b', undefined, [again.signal])];
+    for (const wait of two) wait.dispose();
+    expect(getEventListeners(again.signal, 'abort'), 'the last dispose removes it').toHaveLength(0);
+    const after = deadline('c', undefined, [again.signal]);
+    expect(getEventListeners(again.signal, 'abort'), 'and the next wait adds it again').toHaveLength(1);
+    again.abort(reason);
+    expect(after.signal.reason).toBe(reason);
+  });
+
   it('aborts with the source reason, calls each listener once, and leaves no listener on the sources', () => {
     const caller = new AbortController();
     const session = new AbortController();

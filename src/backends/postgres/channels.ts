@@ -60,9 +60,9 @@ export class Channels {
     return this.#waiters.size;
   }
 
-  /** The channels with local waiters and the tag each was registered with. */
-  entries(): IterableIterator<[string, string]> {
-    return this.#tags.entries();
+  /** Whether `channel` has local waiters. */
+  has(channel: string): boolean {
+    return this.#tags.has(channel);
   }
 
   /**

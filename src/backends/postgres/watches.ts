@@ -59,7 +59,7 @@ export class Watches {
     this.#watchedTokens.set(channel, { token, queue: entry.queue });
     const { done, listening } = channels.wait(channel, `${namespace}/${entry.queue}#${entry.key}`, signal);
     const forget = (): void => {
-      if (!this.#channelWaited(channel)) this.#watchedTokens.delete(channel);
+      if (!channels.has(channel)) this.#watchedTokens.delete(channel);
     };
     done.then(forget, forget);
     this.#backstop.ensure();
@@ -71,11 +71,6 @@ export class Watches {
       })
       .catch(() => undefined); // the session's end or the signal settles `done`
     return done;
-  }
-
-  #channelWaited(channel: string): boolean {
-    for (const [waited] of this.#host.channels.entries()) if (waited === channel) return true;
-    return false;
   }
 
   /** Which of these entries exist and belong to a live session (an expired session's entries count as gone). */
