@@ -39,6 +39,7 @@ export function enqueueAheadSql(s: string): string {
   LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
   v_created boolean;
+  v_ours boolean;
   v_position bigint;
   v_token bigint;
   v_ahead bigint;
@@ -46,9 +47,11 @@ DECLARE
   v_semaphores boolean;
 BEGIN
   v_created := ${s}.put_entry(p_session, p_key, p_namespace, p_queue, p_kind, NULL, p_data);
-  SELECT e.position, e.token INTO v_position, v_token FROM ${s}.entries e
-    WHERE e.key = p_key AND e.namespace = p_namespace AND e.queue = p_queue AND e.session = p_session;
-  IF FOUND THEN
+  -- By the key alone (its unique index), the rest checked on the row: with the queue's columns in the
+  -- condition, a plan cached while the table was small scans the whole queue for the key.
+  SELECT e.position, e.token, e.namespace = p_namespace AND e.queue = p_queue AND e.session = p_session
+    INTO v_position, v_token, v_ours FROM ${s}.entries e WHERE e.key = p_key;
+  IF FOUND AND v_ours THEN
     IF p_count THEN
       SELECT count(*) INTO v_ahead FROM ${s}.entries e
         WHERE e.namespace = p_namespace AND e.queue = p_queue AND (e.position, e.token) < (v_position, v_token);

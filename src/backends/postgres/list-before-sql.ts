@@ -59,10 +59,13 @@ BEGIN
       SELECT o.id FROM ${s}.sessions o WHERE o.id = ANY (v_expired) AND o.expires_at <= v_now ORDER BY o.id FOR UPDATE OF o
     );
   END LOOP;
+  -- Our row by its whole place in entries_queue: with only the queue's columns in that index's
+  -- condition, a plan cached while the table was small scans the whole queue for the key.
   RETURN QUERY
     SELECT e.token, e.key, e.position, e.kind, true FROM ${s}.entries e
     JOIN ${s}.sessions o ON o.id = e.session AND o.expires_at > v_now
-    WHERE e.key = p_key AND e.namespace = p_namespace AND e.queue = p_queue;
+    WHERE e.namespace = p_namespace AND e.queue = p_queue AND e.position = p_position AND e.token = p_token
+      AND e.key = p_key;
   RETURN QUERY
     SELECT a.token, a.key, a.position, a.kind, false
       FROM unnest(v_tokens, v_keys, v_positions, v_kinds) WITH ORDINALITY AS a (token, key, position, kind, n)

@@ -244,6 +244,42 @@ describe('PostgreSQL: an enqueue at the tail reads only what the first decision 
     await mine.withdraw(alone.entry);
   });
 
+  it('plans cached while the queue was short stay index probes at 2,000 entries (enqueue_ahead, list_before)', async () => {
+    const own = ownSchema('c');
+    await withPostgres(postgresUrl(), async (client) => {
+      await client.query(`BEGIN; ${schemaSql(own)} COMMIT;`);
+      const session = String((await client.query(`SELECT ${own}.open_session(600000, 'plans') AS id`)).rows[0].id);
+      const enqueue = (n: number): Promise<unknown> =>
+        client.query(`SELECT * FROM ${own}.enqueue_ahead($1, $2, 'ns', 'q', 'mutex', '', 1, false)`, [
+          session,
+          `s${session}.${n}`,
+        ]);
+      // The function's plans are made at its first calls, with the table empty, and kept.
+      for (let n = 1; n <= 2_000; n += 1) await enqueue(n);
+      const steps: string[] = [];
+      client.on('notice', (notice) => steps.push(notice.message ?? ''));
+      await client.query(`LOAD 'auto_explain'`);
+      await client.query(
+        'SET auto_explain.log_min_duration = 0; SET auto_explain.log_analyze = on; SET auto_explain.log_nested_statements = on; SET client_min_messages = log',
+      );
+      await enqueue(2_001);
+      const last = (await client.query(`SELECT token FROM ${own}.entries WHERE key = $1`, [`s${session}.2001`])).rows[0]
+        .token;
+      await client.query(`SELECT * FROM ${own}.list_before('ns', 'q', $1, $2, $2, 1)`, [`s${session}.2001`, last]);
+      await client.query('RESET client_min_messages');
+      const read = (step: string): number =>
+        Math.max(
+          0,
+          ...[...step.matchAll(/actual time=\S+ rows=(\d+)|Rows Removed by Filter: (\d+)/g)].map((m) =>
+            Number(m[1] ?? m[2]),
+          ),
+        );
+      expect(steps.length, 'auto_explain told every step').toBeGreaterThan(10);
+      // Each step reads its row, the window of two, or (the outer calls) the answer's three rows.
+      expect(steps.filter((step) => read(step) > 3)).toEqual([]);
+    });
+  });
+
   it('64 mutex waiters queue reading their own row and at most two ahead each; 32 readers behind a writer a window of 17', async () => {
     const holderSession = await scope.open();
     const sessions = [await scope.open(), await scope.open()];
