@@ -406,6 +406,8 @@ describe('Redis Cluster: a master fails over to its replica', () => {
       expect(held.held).toBe(true);
       // The server has the renewal before the client has read its reply, which is what reconnects it.
       await eventually('the holder connected again', async () => holder.state === 'connected', SESSION_MS / 2);
+      // The waiter's renewals waited too; it counts as connected once one of them is answered.
+      await eventually('the waiter connected again', async () => waiter.state === 'connected', SESSION_MS / 2);
       expect(held.signal.aborted).toBe(false);
       expect(waiting.settled).toBe(false);
       const { notifications, backstopWakes } = redisCounters;
